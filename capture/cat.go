@@ -1,0 +1,201 @@
+package capture
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// CatOptions configures [Cat]. The zero value is the default.
+type CatOptions struct {
+	// MapPID translates the process and thread ids found in the source
+	// (frame PIDs, sample and allocation TIDs, FORK children) into the ids
+	// to write. Within one PID namespace pids and tids share one number
+	// space, so one function serves both. It is called only for ids > 0.
+	// Default: ids are kept.
+	MapPID func(id int32) int32
+}
+
+// Cat appends every frame of the capture in src to dst, as libsysprof-
+// capture's sysprof_capture_writer_cat does: JIT addresses are renumbered
+// into dst's JIT map (in samples, traces and allocations), counters get new
+// ids from dst and their values follow, and Sysprof 51 frame-index frames
+// are dropped, as are frames of unknown types. Unlike Sysprof, dst's header
+// keeps the earliest start and the latest end time of all inputs.
+//
+// Cat reads src twice (JIT names first), so it needs an io.ReadSeeker
+// positioned at the capture's start. If src is damaged, the frames before
+// the damage are merged and the [*FormatError] is returned.
+func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
+	base, err := src.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	r, err := NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
+	if err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	hdr := r.Header()
+
+	// Pass 1: JIT names → destination addresses.
+	jit := make(map[uint64]uint64)
+	var firstErr error
+	for {
+		f, err := r.Next()
+		if err != nil {
+			if err != io.EOF {
+				firstErr = err
+			}
+			break
+		}
+		if m, ok := f.(*JITMap); ok {
+			for _, e := range m.Entries {
+				a, err := dst.AddJITMap(e.Name)
+				if err != nil {
+					return fmt.Errorf("cat: %w", err)
+				}
+				jit[e.Addr] = a
+			}
+		}
+	}
+
+	// Pass 2: copy frames through the typed writer.
+	if _, err := src.Seek(base, io.SeekStart); err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	if r, err = NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true}); err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	m := catMapper{jit: jit, counters: make(map[uint32]uint32), mapPID: opts.MapPID}
+	maxEnd := int64(math.MinInt64)
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			firstErr = err
+			break
+		}
+		if f.Type() == TypeJITMap {
+			continue
+		}
+		if _, ok := f.(*Unknown); ok {
+			continue
+		}
+		if err := m.translate(dst, f); err != nil {
+			return fmt.Errorf("cat: frame at offset %d: %w", r.Offset(), err)
+		}
+		end := f.Head().Time
+		if mk, ok := f.(*Mark); ok {
+			end = mk.End()
+		}
+		maxEnd = max(maxEnd, end)
+		if err := dst.WriteFrame(f); err != nil {
+			return fmt.Errorf("cat: %w", err)
+		}
+	}
+	end := max(hdr.EndTime, maxEnd)
+	dst.ExtendTimeRange(hdr.StartTime, end)
+	if firstErr != nil {
+		return fmt.Errorf("cat: %w", firstErr)
+	}
+	return nil
+}
+
+type catMapper struct {
+	jit      map[uint64]uint64
+	counters map[uint32]uint32
+	mapPID   func(int32) int32
+}
+
+func (m *catMapper) id(v int32) int32 {
+	if m.mapPID == nil || v <= 0 {
+		return v
+	}
+	return m.mapPID(v)
+}
+
+func (m *catMapper) addrs(a []uint64) {
+	for i, v := range a {
+		if v&JITMapMark == 0 {
+			continue
+		}
+		if n, ok := m.jit[v]; ok {
+			a[i] = n
+		}
+	}
+}
+
+// translate rewrites f in place for the destination.
+func (m *catMapper) translate(dst *Writer, f Frame) error {
+	h := f.Head()
+	h.PID = m.id(h.PID)
+	switch f := f.(type) {
+	case *Sample:
+		f.TID = m.id(f.TID)
+		m.addrs(f.Addrs)
+	case *Trace:
+		f.TID = m.id(f.TID)
+		m.addrs(f.Addrs)
+	case *Allocation:
+		f.TID = m.id(f.TID)
+		m.addrs(f.Addrs)
+	case *Fork:
+		f.ChildPID = m.id(f.ChildPID)
+	case *CounterDefine:
+		for i := range f.Counters {
+			id, err := dst.RequestCounters(1)
+			if err != nil {
+				return err
+			}
+			m.counters[f.Counters[i].ID] = id
+			f.Counters[i].ID = id
+		}
+	case *CounterSet:
+		for i := range f.Updates {
+			if n, ok := m.counters[f.Updates[i].ID]; ok {
+				f.Updates[i].ID = n
+			}
+		}
+	}
+	return nil
+}
+
+// CatFiles merges the captures in srcs into one capture written to w, with
+// a header spanning from the earliest start to the latest end of the inputs.
+// It stops at the first damaged input, after merging what came before the
+// damage, and returns the error naming the input.
+func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions) error {
+	start := int64(math.MaxInt64)
+	for i, s := range srcs {
+		pos, err := s.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return fmt.Errorf("%s: %w", names[i], err)
+		}
+		r, err := NewReader(s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", names[i], err)
+		}
+		if st := r.Header().StartTime; st != 0 {
+			start = min(start, st)
+		}
+		if _, err := s.Seek(pos, io.SeekStart); err != nil {
+			return fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	if start == math.MaxInt64 {
+		start = 0
+	}
+	dst, err := NewWriterWithOptions(w, WriterOptions{StartTime: start, Clock: func() int64 { return math.MinInt64 }})
+	if err != nil {
+		return err
+	}
+	for i, s := range srcs {
+		if err := Cat(dst, s, opts); err != nil {
+			dst.Close()
+			return fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	return dst.Close()
+}

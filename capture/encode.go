@@ -1,0 +1,385 @@
+package capture
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WriteFrame appends f to the capture. Strings in fixed-size fields are
+// truncated at a UTF-8 boundary; a frame that cannot fit in [MaxFrameLen]
+// bytes is refused with an error wrapping [ErrFrameTooLarge]. For [*Unknown]
+// frames an error is returned.
+func (w *Writer) WriteFrame(f Frame) error {
+	switch f := f.(type) {
+	case *Timestamp:
+		return w.writeTimestamp(f)
+	case *Sample:
+		return w.writeAddrs(&f.FrameHeader, TypeSample, f.TID, false, f.Addrs)
+	case *Trace:
+		t := TypeSample
+		if w.opts.NewFrameTypes {
+			t = TypeTrace
+		}
+		return w.writeAddrs(&f.FrameHeader, t, f.TID, f.Entering, f.Addrs)
+	case *Map:
+		return w.writeMap(f)
+	case *Process:
+		return w.writeTrailingString(&f.FrameHeader, TypeProcess, processFixed, f.Cmdline)
+	case *Fork:
+		return w.writeFork(f)
+	case *Exit:
+		b, err := w.reserve(FrameHeaderSize)
+		if err != nil {
+			return err
+		}
+		w.frameHeader(b, &f.FrameHeader, TypeExit)
+		return nil
+	case *JITMap:
+		return w.writeJITMap(f)
+	case *CounterDefine:
+		return w.writeCounterDefine(f)
+	case *CounterSet:
+		return w.writeCounterSet(f)
+	case *Mark:
+		return w.writeMark(f)
+	case *Metadata:
+		return w.writeMetadata(f)
+	case *Log:
+		return w.writeLog(f)
+	case *FileChunk:
+		return w.writeFileChunk(f)
+	case *Allocation:
+		return w.writeAllocation(f)
+	case *Overlay:
+		return w.writeOverlay(f)
+	case *DBusMessage:
+		return w.writeDBus(f)
+	case nil:
+		return fmt.Errorf("write nil frame")
+	}
+	return fmt.Errorf("write %s frame: unsupported frame type %T", f.Type(), f)
+}
+
+func tooLarge(t FrameType, n int) error {
+	return fmt.Errorf("write %s frame of %d bytes: %w", t, n, ErrFrameTooLarge)
+}
+
+func (w *Writer) writeTimestamp(f *Timestamp) error {
+	b, err := w.reserve(FrameHeaderSize)
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeTimestamp)
+	return nil
+}
+
+func (w *Writer) writeAddrs(h *FrameHeader, t FrameType, tid int32, entering bool, addrs []uint64) error {
+	if len(addrs) > MaxSampleAddrs {
+		return fmt.Errorf("write %s frame with %d addresses (at most %d): %w", t, len(addrs), MaxSampleAddrs, ErrFrameTooLarge)
+	}
+	b, err := w.reserve(sampleFixed + 8*len(addrs))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, h, t)
+	w.o.put32(b[24:], w.o.pack(uint32(len(addrs)), 0, 16)|w.o.pack(boolBit(entering), 16, 1))
+	w.o.put32(b[28:], uint32(tid))
+	a := b[sampleFixed:]
+	if w.o.big {
+		for i, v := range addrs {
+			w.o.put64(a[8*i:], v)
+		}
+	} else {
+		for i, v := range addrs {
+			putLE64(a[8*i:], v)
+		}
+	}
+	return nil
+}
+
+// putLE64 is the little-endian store of the sample hot path.
+func putLE64(b []byte, v uint64) {
+	_ = b[7]
+	b[0] = byte(v)
+	b[1] = byte(v >> 8)
+	b[2] = byte(v >> 16)
+	b[3] = byte(v >> 24)
+	b[4] = byte(v >> 32)
+	b[5] = byte(v >> 40)
+	b[6] = byte(v >> 48)
+	b[7] = byte(v >> 56)
+}
+
+func (w *Writer) writeMap(f *Map) error {
+	if strings.IndexByte(f.Filename, 0) >= 0 {
+		return fmt.Errorf("write MAP frame: file name %q contains a NUL byte", f.Filename)
+	}
+	if !isHex(f.BuildID) {
+		return fmt.Errorf("write MAP frame: build-id %q is not hex", f.BuildID)
+	}
+	n := mapFixed + len(f.Filename) + 1
+	if f.BuildID != "" {
+		n += 1 + len(f.BuildID) + 1
+	}
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeMap, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeMap)
+	w.o.put64(b[24:], f.Start)
+	w.o.put64(b[32:], f.End)
+	w.o.put64(b[40:], f.Offset)
+	w.o.put64(b[48:], f.Inode)
+	p := mapFixed + copy(b[mapFixed:], f.Filename) + 1
+	if f.BuildID != "" {
+		b[p] = '@'
+		copy(b[p+1:], strings.ToLower(f.BuildID))
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// writeTrailingString writes a frame whose variable part is one
+// NUL-terminated string (PROCESS).
+func (w *Writer) writeTrailingString(h *FrameHeader, t FrameType, fixed int, s string) error {
+	s = cutNUL(s)
+	n := fixed + len(s) + 1
+	if align(n) > MaxFrameLen {
+		return tooLarge(t, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, h, t)
+	copy(b[fixed:], s)
+	return nil
+}
+
+// cutNUL drops everything from the first NUL byte, which readers would
+// never see.
+func cutNUL(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (w *Writer) writeFork(f *Fork) error {
+	b, err := w.reserve(align(forkFixed))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeFork)
+	w.o.put32(b[24:], uint32(f.ChildPID))
+	return nil
+}
+
+func (w *Writer) writeJITMap(f *JITMap) error {
+	n := jitmapFixed
+	for _, e := range f.Entries {
+		n += 8 + len(cutNUL(e.Name)) + 1
+	}
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeJITMap, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeJITMap)
+	w.o.put32(b[24:], uint32(len(f.Entries)))
+	p := jitmapFixed
+	for _, e := range f.Entries {
+		w.o.put64(b[p:], e.Addr)
+		p += 8
+		p += copy(b[p:], cutNUL(e.Name)) + 1
+	}
+	return nil
+}
+
+func (w *Writer) writeCounterDefine(f *CounterDefine) error {
+	if len(f.Counters) > MaxCountersPerFrame {
+		return fmt.Errorf("write CTRDEF frame with %d counters (at most %d): %w", len(f.Counters), MaxCountersPerFrame, ErrFrameTooLarge)
+	}
+	for _, c := range f.Counters {
+		if c.ID == 0 || c.ID > MaxCounterID {
+			return fmt.Errorf("write CTRDEF frame: counter %q id %d out of range 1..%d", c.Name, c.ID, MaxCounterID)
+		}
+	}
+	b, err := w.reserve(ctrdefFixed + counterSize*len(f.Counters))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeCounterDefine)
+	w.o.put32(b[24:], w.o.pack(uint32(len(f.Counters)), 0, 16))
+	for i, c := range f.Counters {
+		cb := b[ctrdefFixed+counterSize*i:]
+		putFixed(cb[0:counterCatLen], c.Category)
+		putFixed(cb[32:32+counterNameLen], c.Name)
+		putFixed(cb[64:64+counterDescLen], c.Description)
+		w.o.put32(cb[116:], w.o.pack(c.ID, 0, 24)|w.o.pack(uint32(c.Type), 24, 8))
+		w.o.put64(cb[120:], uint64(c.Value))
+	}
+	return nil
+}
+
+func (w *Writer) writeCounterSet(f *CounterSet) error {
+	if len(f.Updates) > MaxCounterValuesPerFrame {
+		return fmt.Errorf("write CTRSET frame with %d values (at most %d): %w", len(f.Updates), MaxCounterValuesPerFrame, ErrFrameTooLarge)
+	}
+	groups := (len(f.Updates) + 7) / 8
+	b, err := w.reserve(ctrsetFixed + ctrsetGroupSize*groups)
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeCounterSet)
+	w.o.put32(b[24:], w.o.pack(uint32(groups), 0, 16))
+	for i, u := range f.Updates {
+		g := b[ctrsetFixed+ctrsetGroupSize*(i/8):]
+		w.o.put32(g[4*(i%8):], u.ID)
+		w.o.put64(g[32+8*(i%8):], uint64(u.Value))
+	}
+	return nil
+}
+
+func (w *Writer) writeMark(f *Mark) error {
+	msg := cutNUL(f.Message)
+	n := markFixed + len(msg) + 1
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeMark, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeMark)
+	w.o.put64(b[24:], uint64(f.Duration))
+	putFixed(b[32:32+markGroupLen], f.Group)
+	putFixed(b[56:56+markNameLen], f.Name)
+	copy(b[markFixed:], msg)
+	if e := f.Time + f.Duration; e > w.end {
+		w.end = e
+	}
+	return nil
+}
+
+func (w *Writer) writeMetadata(f *Metadata) error {
+	v := cutNUL(f.Value)
+	n := metadataFixed + len(v) + 1
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeMetadata, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeMetadata)
+	putFixed(b[24:24+metadataIDLen], f.ID)
+	copy(b[metadataFixed:], v)
+	return nil
+}
+
+func (w *Writer) writeLog(f *Log) error {
+	msg := cutNUL(f.Message)
+	n := logFixed + len(msg) + 1
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeLog, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeLog)
+	w.o.put32(b[24:], w.o.pack(uint32(f.Severity), 0, 16))
+	putFixed(b[32:32+logDomainLen], f.Domain)
+	copy(b[logFixed:], msg)
+	return nil
+}
+
+func (w *Writer) writeFileChunk(f *FileChunk) error {
+	if len(f.Data) > MaxFileChunkData {
+		return fmt.Errorf("write FILE_CHUNK frame with %d data bytes (at most %d): %w", len(f.Data), MaxFileChunkData, ErrFrameTooLarge)
+	}
+	b, err := w.reserve(align(fileChunkFixed + len(f.Data)))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeFileChunk)
+	w.o.put32(b[24:], w.o.pack(boolBit(f.IsLast), 0, 1)|w.o.pack(uint32(len(f.Data)), 16, 16))
+	putFixed(b[28:28+fileChunkPathLen], f.Path)
+	copy(b[fileChunkFixed:], f.Data)
+	return nil
+}
+
+func (w *Writer) writeAllocation(f *Allocation) error {
+	if len(f.Addrs) > MaxAllocationAddrs {
+		return fmt.Errorf("write ALLOCATION frame with %d addresses (at most %d): %w", len(f.Addrs), MaxAllocationAddrs, ErrFrameTooLarge)
+	}
+	b, err := w.reserve(allocationFixed + 8*len(f.Addrs))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeAllocation)
+	w.o.put64(b[24:], f.Addr)
+	w.o.put64(b[32:], uint64(f.Size))
+	w.o.put32(b[40:], uint32(f.TID))
+	w.o.put32(b[44:], w.o.pack(uint32(len(f.Addrs)), 0, 16))
+	for i, v := range f.Addrs {
+		w.o.put64(b[allocationFixed+8*i:], v)
+	}
+	return nil
+}
+
+func (w *Writer) writeOverlay(f *Overlay) error {
+	src, dst := cutNUL(f.Src), cutNUL(f.Dst)
+	if len(src) > 0xFFFF || len(dst) > 0xFFFF {
+		return tooLarge(TypeOverlay, overlayFixed+len(src)+len(dst)+2)
+	}
+	n := overlayFixed + len(src) + 1 + len(dst) + 1
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeOverlay, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeOverlay)
+	b[24] = f.Layer
+	w.o.put16(b[28:], uint16(len(src)))
+	w.o.put16(b[30:], uint16(len(dst)))
+	copy(b[overlayFixed:], src)
+	copy(b[overlayFixed+len(src)+1:], dst)
+	return nil
+}
+
+func (w *Writer) writeDBus(f *DBusMessage) error {
+	if !w.opts.NewFrameTypes {
+		return fmt.Errorf("write DBUS_MESSAGE frame: %w", ErrNewFrameType)
+	}
+	n := dbusFixed + len(f.Message)
+	if align(n) > MaxFrameLen {
+		return tooLarge(TypeDBusMessage, n)
+	}
+	b, err := w.reserve(align(n))
+	if err != nil {
+		return err
+	}
+	w.frameHeader(b, &f.FrameHeader, TypeDBusMessage)
+	w.o.put16(b[24:], w.o.pack16(uint16(f.BusType), 0, 2)|w.o.pack16(f.Flags, 2, 14))
+	w.o.put16(b[26:], uint16(len(f.Message)))
+	copy(b[dbusFixed:], f.Message)
+	return nil
+}

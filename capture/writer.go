@@ -1,0 +1,281 @@
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+)
+
+// WriterOptions configures a [Writer]. The zero value is the default.
+type WriterOptions struct {
+	// BufferSize is how many bytes are buffered before they are written
+	// out. Default and minimum: 256 KiB (64 pages, libsysprof-capture's
+	// default).
+	BufferSize int
+	// ByteOrder of the frames: binary.LittleEndian or binary.BigEndian.
+	// Default: the machine's native order, as Sysprof writes.
+	ByteOrder binary.ByteOrder
+	// NewFrameTypes allows TRACE (16) and DBUS_MESSAGE (17) frames.
+	// Default off: Sysprof 3.46 stops reading at the first such frame, so
+	// a Trace is written as a SAMPLE and a DBusMessage is refused.
+	NewFrameTypes bool
+	// StartTime is the header's start time. Default: Clock() at creation.
+	StartTime int64
+	// CaptureTime is the wall-clock creation time stored in the header.
+	// Default: time.Now().
+	CaptureTime time.Time
+	// Clock gives the current capture time when the end time is patched on
+	// Flush. Default: CLOCK_MONOTONIC. Return math.MinInt64 to let only the
+	// frames written decide the end time.
+	Clock func() int64
+}
+
+// Writer writes a capture. Frames are buffered; Flush writes them out and,
+// when the destination is seekable and the capture started at its offset 0,
+// patches the header's start and end time. A Writer is not safe for
+// concurrent use.
+type Writer struct {
+	dst       io.Writer
+	patch     io.WriterAt // nil when the header cannot be patched
+	closer    io.Closer   // closed by Close when the Writer owns dst
+	o         order
+	opts      WriterOptions
+	buf       []byte
+	size      int
+	start     int64
+	end       int64 // max of frame times and extended ranges
+	written   int64 // bytes handed to dst
+	err       error // sticky write error
+	closed    bool
+	counts    [256]uint64
+	counterID uint32
+
+	jitIDs     map[string]uint64
+	jitSeq     uint64
+	jitPending []JITEntry
+	jitBytes   int
+}
+
+const defaultBufferSize = 64 * 4096
+
+// NewWriter writes a capture to w with default options.
+func NewWriter(w io.Writer) (*Writer, error) {
+	return NewWriterWithOptions(w, WriterOptions{})
+}
+
+// NewWriterWithOptions writes a capture to w. The header is written at once.
+// If w is an *os.File (or any io.WriteSeeker that is also an io.WriterAt)
+// positioned at offset 0, the header's time range is patched on every Flush.
+func NewWriterWithOptions(w io.Writer, opts WriterOptions) (*Writer, error) {
+	if opts.BufferSize < defaultBufferSize {
+		opts.BufferSize = defaultBufferSize
+	}
+	if opts.Clock == nil {
+		opts.Clock = monotonicNow
+	}
+	if opts.CaptureTime.IsZero() {
+		opts.CaptureTime = time.Now()
+	}
+	big := false
+	if opts.ByteOrder != nil {
+		big = opts.ByteOrder.Uint16([]byte{0, 1}) == 1
+	} else {
+		big = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
+	}
+	if opts.StartTime == 0 {
+		if now := opts.Clock(); now != math.MinInt64 {
+			opts.StartTime = now
+		}
+	}
+	wr := &Writer{
+		dst:       w,
+		o:         order{big: big},
+		opts:      opts,
+		buf:       make([]byte, 0, opts.BufferSize+MaxFrameLen),
+		size:      opts.BufferSize,
+		start:     opts.StartTime,
+		end:       opts.StartTime,
+		counterID: 1,
+		jitIDs:    make(map[string]uint64),
+	}
+	if s, ok := w.(io.Seeker); ok {
+		if at, ok := w.(io.WriterAt); ok {
+			if pos, err := s.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
+				wr.patch = at
+			}
+		}
+	}
+	wr.buf = wr.appendHeader(wr.buf)
+	if err := wr.flushBuffer(); err != nil {
+		return nil, fmt.Errorf("write capture header: %w", err)
+	}
+	return wr, nil
+}
+
+// Create creates (or truncates) the file at path, mode 0640, and returns a
+// Writer that owns it: Close closes the file.
+func Create(path string) (*Writer, error) {
+	return CreateWithOptions(path, WriterOptions{})
+}
+
+// CreateWithOptions is [Create] with options.
+func CreateWithOptions(path string, opts WriterOptions) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriterWithOptions(f, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.closer = f
+	return w, nil
+}
+
+func (w *Writer) appendHeader(b []byte) []byte {
+	h := make([]byte, HeaderSize)
+	binary.LittleEndian.PutUint32(h[0:], Magic)
+	w.o.put32(h[4:], w.o.pack(Version, 0, 8)|w.o.pack(boolBit(!w.o.big), 8, 1))
+	putFixed(h[8:8+captureTimeLen], w.opts.CaptureTime.UTC().Format("2006-01-02T15:04:05Z"))
+	w.o.put64(h[72:], uint64(w.start))
+	w.o.put64(h[80:], 0)
+	return append(b, h...)
+}
+
+func boolBit(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// StartTime returns the header's start time.
+func (w *Writer) StartTime() int64 { return w.start }
+
+// EndTime returns the latest time seen so far: frame times, mark ends and
+// ranges given to [Writer.ExtendTimeRange].
+func (w *Writer) EndTime() int64 { return w.end }
+
+// ExtendTimeRange widens the header's time range to include start and end.
+// [Cat] uses it so that a merged capture keeps the earliest start and the
+// latest end of its inputs.
+func (w *Writer) ExtendTimeRange(start, end int64) {
+	if start != 0 && start < w.start {
+		w.start = start
+	}
+	if end > w.end {
+		w.end = end
+	}
+}
+
+// Count returns how many frames of type t have been written.
+func (w *Writer) Count(t FrameType) uint64 { return w.counts[t] }
+
+// BytesWritten returns the size of the capture so far, buffered bytes
+// included.
+func (w *Writer) BytesWritten() int64 { return w.written + int64(len(w.buf)) }
+
+// reserve returns n zeroed bytes (n a multiple of 8) at the end of the
+// buffer for one frame, flushing first when the buffer is full.
+func (w *Writer) reserve(n int) ([]byte, error) {
+	if w.closed {
+		return nil, ErrClosed
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	if len(w.buf)+n > w.size {
+		if err := w.flushBuffer(); err != nil {
+			return nil, err
+		}
+	}
+	l := len(w.buf)
+	w.buf = w.buf[:l+n]
+	b := w.buf[l : l+n]
+	clear(b)
+	return b, nil
+}
+
+// frameHeader fills the 24-byte header of a frame of length n.
+func (w *Writer) frameHeader(b []byte, h *FrameHeader, t FrameType) {
+	w.o.put16(b[0:], uint16(len(b)))
+	w.o.put16(b[2:], uint16(h.CPU))
+	w.o.put32(b[4:], uint32(h.PID))
+	w.o.put64(b[8:], uint64(h.Time))
+	b[16] = byte(t)
+	w.counts[t]++
+	if h.Time > w.end {
+		w.end = h.Time
+	}
+}
+
+func (w *Writer) flushBuffer() error {
+	if len(w.buf) == 0 {
+		return w.err
+	}
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.dst.Write(w.buf)
+	w.written += int64(n)
+	if err == nil && n < len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
+		w.buf = w.buf[:0]
+		return w.err
+	}
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// Flush writes pending JIT names and buffered frames, then patches the
+// header's time range when possible. The end time is the latest of the
+// frames written, the ranges given to ExtendTimeRange and the Clock.
+func (w *Writer) Flush() error {
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.flushJIT(); err != nil {
+		return err
+	}
+	if err := w.flushBuffer(); err != nil {
+		return err
+	}
+	if now := w.opts.Clock(); now != math.MinInt64 && now > w.end {
+		w.end = now
+	}
+	if w.patch == nil {
+		return nil
+	}
+	var b [16]byte
+	w.o.put64(b[0:], uint64(w.start))
+	w.o.put64(b[8:], uint64(w.end))
+	if _, err := w.patch.WriteAt(b[:], 72); err != nil {
+		w.err = fmt.Errorf("patch capture header time range: %w", err)
+		return w.err
+	}
+	return nil
+}
+
+// Close flushes the capture and closes the file if the Writer created it.
+// It is idempotent.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	err := w.Flush()
+	w.closed = true
+	if w.closer != nil {
+		if cerr := w.closer.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
+			err = cerr
+		}
+	}
+	return err
+}

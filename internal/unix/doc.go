@@ -1,0 +1,11 @@
+// Package unix is the only nsprof package that imports golang.org/x/sys/unix.
+//
+// It re-exports the few system calls, types and constants nsprof uses, so the
+// rest of the tree names one small, reviewable surface. On systems other than
+// Linux the functions return an error wrapping [ErrNotSupportedOnOS], so that
+// pure parsers in other packages still build and test there.
+//
+// Files are split by concern: clock and file descriptors in unix_linux.go,
+// perf_event_open in perf_linux.go, namespaces and /proc access in
+// proc_linux.go. Stubs for other systems live in the matching _other.go files.
+package unix
