@@ -13,7 +13,9 @@ import (
 
 // allFrames returns one frame of every type with every field set.
 func allFrames() []Frame {
-	h := func(i int) FrameHeader { return FrameHeader{CPU: int16(i % 4), PID: int32(1000 + i), Time: int64(1_000_000_000 + i*1000)} }
+	h := func(i int) FrameHeader {
+		return FrameHeader{CPU: int16(i % 4), PID: int32(1000 + i), Time: int64(1_000_000_000 + i*1000)}
+	}
 	return []Frame{
 		&Timestamp{FrameHeader: h(1)},
 		&Sample{FrameHeader: h(2), TID: 1003, Addrs: []uint64{ContextKernel, 0xffffffff81000010, ContextUser, 0x401000, 0x7f0000001234}},
