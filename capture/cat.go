@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,13 +15,18 @@ type CatOptions struct {
 	// space, so one function serves both. It is called only for ids > 0.
 	// Default: ids are kept.
 	MapPID func(id int32) int32
+	// NewFrameTypes makes [CatFiles] write TRACE and DBUS_MESSAGE frames
+	// as such (see [WriterOptions.NewFrameTypes]). [Cat] follows the
+	// destination Writer's setting instead.
+	NewFrameTypes bool
 }
 
 // Cat appends every frame of the capture in src to dst, as libsysprof-
 // capture's sysprof_capture_writer_cat does: JIT addresses are renumbered
 // into dst's JIT map (in samples, traces and allocations), counters get new
 // ids from dst and their values follow, and Sysprof 51 frame-index frames
-// are dropped, as are frames of unknown types. Unlike Sysprof, dst's header
+// are dropped, as are frames of unknown types and, when dst does not allow
+// new frame types, DBUS_MESSAGE frames (TRACE frames become SAMPLEs). Unlike Sysprof, dst's header
 // keeps the earliest start and the latest end time of all inputs.
 //
 // Cat reads src twice (JIT names first), so it needs an io.ReadSeeker
@@ -92,6 +98,9 @@ func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
 		}
 		maxEnd = max(maxEnd, end)
 		if err := dst.WriteFrame(f); err != nil {
+			if errors.Is(err, ErrNewFrameType) {
+				continue
+			}
 			return fmt.Errorf("cat: %w", err)
 		}
 	}
@@ -167,27 +176,29 @@ func (m *catMapper) translate(dst *Writer, f Frame) error {
 // It stops at the first damaged input, after merging what came before the
 // damage, and returns the error naming the input.
 func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions) error {
-	start := int64(math.MaxInt64)
+	start, end := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, s := range srcs {
-		pos, err := s.Seek(0, io.SeekCurrent)
+		st, en, err := timeRange(s)
 		if err != nil {
 			return fmt.Errorf("%s: %w", names[i], err)
 		}
-		r, err := NewReader(s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", names[i], err)
-		}
-		if st := r.Header().StartTime; st != 0 {
+		if st != 0 {
 			start = min(start, st)
 		}
-		if _, err := s.Seek(pos, io.SeekStart); err != nil {
-			return fmt.Errorf("%s: %w", names[i], err)
-		}
+		end = max(end, en)
 	}
 	if start == math.MaxInt64 {
 		start = 0
 	}
-	dst, err := NewWriterWithOptions(w, WriterOptions{StartTime: start, Clock: func() int64 { return math.MinInt64 }})
+	if end < start {
+		end = start
+	}
+	dst, err := NewWriterWithOptions(w, WriterOptions{
+		StartTime:     start,
+		EndTime:       end,
+		NewFrameTypes: opts.NewFrameTypes,
+		Clock:         func() int64 { return math.MinInt64 },
+	})
 	if err != nil {
 		return err
 	}
@@ -198,4 +209,33 @@ func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions
 		}
 	}
 	return dst.Close()
+}
+
+// timeRange returns the start and end of the capture in s, the end being
+// the latest of the header's end and the frames' times (frames up to any
+// damage), and seeks s back.
+func timeRange(s io.ReadSeeker) (start, end int64, err error) {
+	pos, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, 0, err
+	}
+	r, err := NewReaderWithOptions(s, ReaderOptions{AllowUnknown: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	h := r.Header()
+	start, end = h.StartTime, h.EndTime
+	for {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		t := f.Head().Time
+		if m, ok := f.(*Mark); ok {
+			t = m.End()
+		}
+		end = max(end, t)
+	}
+	_, err = s.Seek(pos, io.SeekStart)
+	return start, end, err
 }

@@ -25,6 +25,11 @@ type WriterOptions struct {
 	NewFrameTypes bool
 	// StartTime is the header's start time. Default: Clock() at creation.
 	StartTime int64
+	// EndTime is the header's end time written at creation. It matters
+	// for destinations that cannot be patched later (pipes); Flush patches
+	// seekable files with the real end. Default 0, which readers treat as
+	// "scan the frames".
+	EndTime int64
 	// CaptureTime is the wall-clock creation time stored in the header.
 	// Default: time.Now().
 	CaptureTime time.Time
@@ -143,7 +148,7 @@ func (w *Writer) appendHeader(b []byte) []byte {
 	w.o.put32(h[4:], w.o.pack(Version, 0, 8)|w.o.pack(boolBit(!w.o.big), 8, 1))
 	putFixed(h[8:8+captureTimeLen], w.opts.CaptureTime.UTC().Format("2006-01-02T15:04:05Z"))
 	w.o.put64(h[72:], uint64(w.start))
-	w.o.put64(h[80:], 0)
+	w.o.put64(h[80:], uint64(w.opts.EndTime))
 	return append(b, h...)
 }
 
