@@ -78,7 +78,10 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		if ctrdefFixed+counterSize*n > len(b) {
 			return nil, bad("counter count exceeds frame length", n)
 		}
-		f := &CounterDefine{FrameHeader: h, Counters: make([]Counter, n)}
+		f := &CounterDefine{FrameHeader: h}
+		if n > 0 {
+			f.Counters = make([]Counter, n)
+		}
 		for i := range f.Counters {
 			cb := b[ctrdefFixed+counterSize*i:]
 			word := o.u32(cb[116:])
@@ -100,7 +103,7 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		if ctrsetFixed+ctrsetGroupSize*groups > len(b) {
 			return nil, bad("value group count exceeds frame length", groups)
 		}
-		f := &CounterSet{FrameHeader: h, Updates: make([]CounterUpdate, 0, 8*groups)}
+		f := &CounterSet{FrameHeader: h}
 		for g := 0; g < groups; g++ {
 			gb := b[ctrsetFixed+ctrsetGroupSize*g:]
 			for i := 0; i < 8; i++ {
@@ -151,7 +154,7 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 			FrameHeader: h,
 			IsLast:      o.bits(word, 0, 1) == 1,
 			Path:        cstring(b[28 : 28+fileChunkPathLen]),
-			Data:        bytes.Clone(b[fileChunkFixed : fileChunkFixed+n]),
+			Data:        clone(b[fileChunkFixed : fileChunkFixed+n]),
 		}, nil
 	case TypeAllocation:
 		if err := need(allocationFixed); err != nil {
@@ -195,16 +198,28 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 			FrameHeader: h,
 			BusType:     uint8(o.bits16(word, 0, 2)),
 			Flags:       o.bits16(word, 2, 14),
-			Message:     bytes.Clone(b[dbusFixed : dbusFixed+n]),
+			Message:     clone(b[dbusFixed : dbusFixed+n]),
 		}, nil
 	}
 	if allowUnknown && t != 0 {
-		return &Unknown{FrameHeader: h, RawType: t, Data: bytes.Clone(b[FrameHeaderSize:])}, nil
+		return &Unknown{FrameHeader: h, RawType: t, Data: clone(b[FrameHeaderSize:])}, nil
 	}
 	return nil, &FormatError{Off: off, Msg: "unknown frame type", Val: uint8(t)}
 }
 
+// clone copies b, returning nil when it is empty: decoded frames use nil
+// for every empty slice.
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
 func readAddrs(o order, b []byte, n int) []uint64 {
+	if n == 0 {
+		return nil
+	}
 	addrs := make([]uint64, n)
 	for i := range addrs {
 		addrs[i] = o.u64(b[8*i:])
@@ -221,7 +236,10 @@ func decodeJITMap(o order, b []byte, h FrameHeader, bad func(string, any) error)
 	if n > (len(b)-jitmapFixed)/9 {
 		return nil, bad("entry count exceeds frame length", n)
 	}
-	f := &JITMap{FrameHeader: h, Entries: make([]JITEntry, 0, n)}
+	f := &JITMap{FrameHeader: h}
+	if n > 0 {
+		f.Entries = make([]JITEntry, 0, n)
+	}
 	p := jitmapFixed
 	for i := 0; i < n; i++ {
 		if p+8 >= len(b) {

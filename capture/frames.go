@@ -19,7 +19,8 @@ type FrameHeader struct {
 func (h *FrameHeader) Head() *FrameHeader { return h }
 
 // Frame is one decoded frame. The concrete type is one of the pointer types
-// listed in the package documentation, or [*Unknown].
+// listed in the package documentation, or [*Unknown]. Decoded frames hold
+// nil, never empty, slices.
 type Frame interface {
 	// Type returns the frame's type as stored in the file.
 	Type() FrameType
