@@ -1,0 +1,82 @@
+# nsprof developer entry points. `make test` is what CI runs (.ci/run).
+
+GO       ?= go
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZTIME ?= 10s
+BUILD    := build
+
+# Tests read CI=true to turn skips for missing privileges or tools into
+# failures; pass it on from the environment or the make command line.
+export CI
+
+# Fails listing the files gofmt would change (testdata holds fixtures).
+FMT_CHECK = files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' | xargs gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt -l lists files to format:"; echo "$$files"; exit 1; fi
+
+.PHONY: all build demo test deps vet fmt-check fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
+
+# The demo shows what nsprof can do today. Until `nsprof record` exists it
+# runs a small program that writes its own capture (once by itself, once
+# through SYSPROF_TRACE_FD, as a profiler would hand it a descriptor), then
+# inspects and merges the results. Grow it with the product: record, report
+# and export belong here as they land.
+demo: build
+	mkdir -p $(BUILD)
+	$(GO) build -o $(BUILD)/tracefd-demo ./examples/tracefd-demo
+	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo.syscap
+	SYSPROF_TRACE_FD=3 $(BUILD)/tracefd-demo 3<>$(BUILD)/demo-tracefd.syscap
+	@echo '== nsprof dump --summary $(BUILD)/demo.syscap'
+	@bin/nsprof dump --summary $(BUILD)/demo.syscap
+	@echo '== nsprof dump --type MARK,CTRDEF $(BUILD)/demo.syscap'
+	@bin/nsprof dump --type MARK,CTRDEF $(BUILD)/demo.syscap
+	@echo '== nsprof dump --files $(BUILD)/demo.syscap'
+	@bin/nsprof dump --files $(BUILD)/demo.syscap
+	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-tracefd.syscap -f -o $(BUILD)/demo-merged.syscap'
+	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-tracefd.syscap -f -o $(BUILD)/demo-merged.syscap
+	@echo '== nsprof dump --summary $(BUILD)/demo-merged.syscap'
+	@bin/nsprof dump --summary $(BUILD)/demo-merged.syscap
+
+# deps, then vet, then the gofmt check, then every test, in that order.
+test: deps
+	$(GO) vet ./...
+	@$(FMT_CHECK)
+	$(GO) test -count=1 ./...
+
+# Installs the Debian packages the tests need (only those missing).
+deps:
+	bash scripts/install-deps.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@$(FMT_CHECK)
+
+# Runs every Fuzz* target for FUZZTIME each (default 10s).
+fuzz:
+	@set -e; \
+	targets=$$($(GO) test -list 'Fuzz.*' ./... | awk '/^Fuzz/ { f[n++] = $$1; next } /^ok/ { for (i = 0; i < n; i++) print $$2 "," f[i]; n = 0 }'); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets"; exit 0; fi; \
+	for t in $$targets; do \
+		pkg=$${t%%,*}; name=$${t#*,}; \
+		echo "== $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+# Runs the benchmark scripts in bench/.
+bench: build
+	@set -e; found=; \
+	for s in bench/*.sh; do \
+		[ -f "$$s" ] || continue; found=1; \
+		echo "== $$s"; bash "$$s"; \
+	done; \
+	[ -n "$$found" ] || echo "no bench/*.sh scripts yet"
+
+clean:
+	rm -rf bin $(BUILD)

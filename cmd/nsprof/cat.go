@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/capture"
+)
+
+// catOptions are the settings of `nsprof cat`.
+type catOptions struct {
+	// Inputs are the captures to merge, in order.
+	Inputs []string
+	// Output is the capture to write, or "-" for standard output.
+	Output string
+	// Force allows overwriting an existing Output.
+	Force bool
+}
+
+func newCatCmd() *cobra.Command {
+	var opts catOptions
+	cmd := &cobra.Command{
+		Use:   "cat [flags] FILE... -o OUT",
+		Short: "Merge captures into one",
+		Long: `Cat merges captures into one, as sysprof-cat does: JIT addresses and counter
+ids are renumbered, and the header spans from the earliest start to the latest
+end of the inputs. A damaged input is merged up to the damage; cat then reports
+the input and offset and exits with status 1.
+
+OUT must not exist unless -f is given. "-o -" writes to standard output, unless
+that is a terminal.`,
+		Example: `  nsprof cat a.syscap b.syscap -o merged.syscap
+  nsprof cat a.syscap b.syscap -o - | ssh host 'cat > merged.syscap'`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Inputs = args
+			if opts.Output == "" {
+				return usagef(cmd, "missing -o OUT (use -o - for standard output)")
+			}
+			for _, in := range args {
+				if in == "-" {
+					return usagef(cmd, "cannot read a capture from standard input: cat needs to seek")
+				}
+			}
+			return catCaptures(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Output, "output", "o", "", "write the merged capture to `OUT` (\"-\" for standard output)")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
+	return cmd
+}
+
+// catCaptures runs `nsprof cat`: it merges opts.Inputs into opts.Output,
+// or into stdout when Output is "-".
+func catCaptures(ctx context.Context, opts catOptions, stdout io.Writer) (err error) {
+	srcs := make([]io.ReadSeeker, len(opts.Inputs))
+	infos := make([]fs.FileInfo, len(opts.Inputs))
+	for i, p := range opts.Inputs {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if infos[i], err = f.Stat(); err != nil {
+			return err
+		}
+		srcs[i] = &ctxReadSeeker{ctx: ctx, rs: f}
+	}
+
+	out := stdout
+	if opts.Output == "-" {
+		if isTerminal(stdout) {
+			return errors.New("refusing to write a capture to a terminal: redirect standard output or use -o FILE")
+		}
+	} else {
+		if st, err := os.Stat(opts.Output); err == nil {
+			for i, in := range infos {
+				if os.SameFile(st, in) {
+					return fmt.Errorf("%s: output would overwrite input %s", opts.Output, opts.Inputs[i])
+				}
+			}
+		}
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if opts.Force {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		}
+		f, oerr := os.OpenFile(opts.Output, flags, 0o640)
+		if errors.Is(oerr, fs.ErrExist) {
+			return fmt.Errorf("%s: file exists (use -f to overwrite)", opts.Output)
+		}
+		if oerr != nil {
+			return oerr
+		}
+		defer func() { // sets the named result err
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
+		out = f
+	}
+	return capture.CatFiles(out, srcs, opts.Inputs, capture.CatOptions{})
+}
+
+// isTerminal reports whether w is a character device other than /dev/null,
+// such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
+}
+
+// ctxReadSeeker fails reads once ctx is done, so that a long merge stops on
+// Ctrl-C.
+type ctxReadSeeker struct {
+	ctx context.Context
+	rs  io.ReadSeeker
+}
+
+func (c *ctxReadSeeker) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.rs.Read(p)
+}
+
+func (c *ctxReadSeeker) Seek(off int64, whence int) (int64, error) { return c.rs.Seek(off, whence) }
