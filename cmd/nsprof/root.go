@@ -79,6 +79,9 @@ func exitStatus(err error, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "nsprof: %v\n", err)
+	if e, ok := errors.AsType[*exitCode](err); ok {
+		return e.code
+	}
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
@@ -109,8 +112,7 @@ func newRootCmd() *cobra.Command {
 		Use:   "nsprof",
 		Short: "Profile Linux processes, containers included, into Sysprof captures",
 		Long: `nsprof records processes with perf_event_open into GNOME Sysprof captures
-(.syscap) and reports on them. Recording is not implemented yet; the commands
-below inspect and merge existing captures.`,
+(.syscap) and reports on them.`,
 		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -130,6 +132,6 @@ below inspect and merge existing captures.`,
 	root.SetVersionTemplate("nsprof {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef(cmd, "%v", err) })
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.AddCommand(newDumpCmd(), newCatCmd())
+	root.AddCommand(newRecordCmd(), newDumpCmd(), newCatCmd())
 	return root
 }

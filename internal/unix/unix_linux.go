@@ -3,6 +3,8 @@
 package unix
 
 import (
+	"syscall"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -50,3 +52,48 @@ func Close(fd int) error { return unix.Close(fd) }
 
 // Getpagesize returns the system page size.
 func Getpagesize() int { return unix.Getpagesize() }
+
+// SignalName returns the signal's name, such as "SIGSEGV".
+func SignalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return s.String()
+}
+
+// IsTerminal reports whether fd is a terminal.
+func IsTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// TerminalWidth returns the width of the terminal at fd, or 0.
+func TerminalWidth(fd int) int {
+	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// Utsname holds the fields of uname(2).
+type Utsname struct {
+	Sysname, Nodename, Release, Version, Machine string
+}
+
+// Uname returns the kernel's identification.
+func Uname() (Utsname, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return Utsname{}, err
+	}
+	s := func(b []byte) string {
+		for i, c := range b {
+			if c == 0 {
+				return string(b[:i])
+			}
+		}
+		return string(b)
+	}
+	return Utsname{s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Version[:]), s(u.Machine[:])}, nil
+}

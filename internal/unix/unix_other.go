@@ -44,3 +44,20 @@ func Close(fd int) error { return syscall.Close(fd) }
 
 // Getpagesize returns the system page size.
 func Getpagesize() int { return syscall.Getpagesize() }
+
+// SignalName returns the signal's name.
+func SignalName(s syscall.Signal) string { return s.String() }
+
+// IsTerminal reports whether fd is a terminal.
+func IsTerminal(fd int) bool { return false }
+
+// TerminalWidth returns the width of the terminal at fd, or 0.
+func TerminalWidth(fd int) int { return 0 }
+
+// Utsname holds the fields of uname(2).
+type Utsname struct {
+	Sysname, Nodename, Release, Version, Machine string
+}
+
+// Uname returns the kernel's identification.
+func Uname() (Utsname, error) { return Utsname{}, errNonLinux("uname") }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/capture"
+	"nsprof/internal/unix"
+	"nsprof/record"
+)
+
+// recordFlags are the command-line settings of `nsprof record` that are
+// not record.Options fields.
+type recordFlags struct {
+	output   string
+	force    bool
+	duration float64
+	all      bool
+}
+
+func newRecordCmd() *cobra.Command {
+	var fl recordFlags
+	var opts record.Options
+	cmd := &cobra.Command{
+		Use:   "record [flags] [-o FILE] [-- COMMAND [ARGS...]]",
+		Short: "Record a command, processes or the whole system into a capture",
+		Long: `Record samples CPU stacks with perf_event_open (cpu-clock, kernel and user
+callchains) and records process lifecycles, mappings, namespaces and counters
+into a Sysprof capture.
+
+Targets: a command after "--" (recorded from its exec, with its threads and
+children; its exit status becomes nsprof's), existing processes with -p, or
+the whole system with -a (the default without a command or -p).
+
+Recording stops when the command exits, after --duration, or on Ctrl-C or
+SIGTERM; the capture is complete in every case.`,
+		Example: `  nsprof record -- ./myprogram --its-flags
+  nsprof record -p 1234 --duration 10 -o server.syscap
+  nsprof record -a --duration 5
+  nsprof record --use-trace-fd -e G_MESSAGES_DEBUG=all -- gjs app.js`,
+		Args: func(cmd *cobra.Command, args []string) error { return nil },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			if len(args) > 0 && len(opts.PIDs) > 0 {
+				return usagef(cmd, "give either a command or -p, not both")
+			}
+			if fl.all && (len(args) > 0 || len(opts.PIDs) > 0) {
+				return usagef(cmd, "-a records the whole system; it does not combine with a command or -p")
+			}
+			if fl.duration < 0 {
+				return usagef(cmd, "--duration must not be negative")
+			}
+			if opts.Frequency < 0 {
+				return usagef(cmd, "-F must be positive")
+			}
+			for _, e := range opts.Env {
+				if !strings.Contains(e, "=") {
+					return usagef(cmd, "-e %q: want VAR=VALUE", e)
+				}
+			}
+			opts.Duration = time.Duration(fl.duration * float64(time.Second))
+			return runRecord(cmd, fl, opts)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringVarP(&fl.output, "output", "o", "capture.syscap", "write the capture to `FILE`")
+	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
+	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
+	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p)")
+	f.Float64Var(&fl.duration, "duration", 0, "stop after `SECONDS`")
+	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
+	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
+	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
+	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
+	f.BoolVar(&opts.NoMemory, "no-memory", false, "do not record memory usage")
+	f.BoolVar(&opts.NoDisk, "no-disk", false, "do not record disk operations")
+	f.BoolVar(&opts.NoNetwork, "no-network", false, "do not record network traffic")
+	f.BoolVar(&opts.RAPL, "rapl", false, "record RAPL energy counters (powercap)")
+	f.BoolVar(&opts.TraceFD, "use-trace-fd", false, "give the command SYSPROF_TRACE_FD and merge what it writes")
+	f.BoolVar(&opts.GJS, "gjs", false, "give the command GJS_TRACE_FD and GJS_ENABLE_PROFILER=1")
+	f.BoolVar(&opts.GTK, "gtk", false, "give the command GTK_TRACE_FD")
+	return cmd
+}
+
+// exitCode makes nsprof exit with the recorded command's status.
+type exitCode struct {
+	code int
+	msg  string
+}
+
+func (e *exitCode) Error() string { return e.msg }
+
+func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
+	stderr := cmd.ErrOrStderr()
+	flags := os.O_RDWR | os.O_CREATE | os.O_EXCL
+	if fl.force {
+		flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(fl.output, flags, 0o640)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists; use -f to overwrite it", fl.output)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := capture.NewWriterWithOptions(f, capture.WriterOptions{BufferSize: 4 << 20})
+	if err != nil {
+		return fmt.Errorf("%s: %w", fl.output, err)
+	}
+	opts.Version = versionString()
+	opts.Log = stderr
+	if sf, ok := stderr.(*os.File); ok && unix.IsTerminal(int(sf.Fd())) {
+		opts.Status = stderr
+		opts.StatusWidth = unix.TerminalWidth(int(sf.Fd()))
+	}
+	res, recErr := record.Record(cmd.Context(), w, opts)
+	closeErr := w.Close()
+	if recErr == nil && closeErr != nil {
+		recErr = closeErr
+	}
+	if recErr != nil {
+		return fmt.Errorf("recording to %s: %w; frames flushed before the error are readable (%d bytes)", fl.output, recErr, fileSize(f))
+	}
+	fmt.Fprintf(stderr, "nsprof: %s\n", res.Summary(fl.output))
+	if res.Stopped == "signal" {
+		fmt.Fprintf(stderr, "nsprof: stopped by signal\n")
+	}
+	if res.Exit != "" && res.ExitCode != 0 {
+		return &exitCode{code: res.ExitCode, msg: "command " + res.Exit}
+	}
+	return nil
+}
+
+func fileSize(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

@@ -1,0 +1,64 @@
+package record
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"nsprof/capture"
+	"nsprof/internal/unix"
+)
+
+// metadata returns the METADATA frames describing a recording: what was
+// recorded and how, on which host and kernel, by which nsprof. The
+// environment is deliberately not stored: Sysprof 3.46 stores the whole
+// spawn environment, secrets included, in every capture.
+func metadata(opts *Options, mode, event string) [][2]string {
+	md := [][2]string{
+		{"nsprof.version", opts.Version},
+		{"nsprof.mode", mode},
+		{"nsprof.event", event},
+		{"nsprof.frequency", strconv.Itoa(opts.Frequency)},
+		{"nsprof.call-graph", "fp"},
+		{"n-cpu", strconv.Itoa(runtime.NumCPU())},
+		{"page-size", strconv.Itoa(os.Getpagesize())},
+	}
+	if len(opts.Command) > 0 {
+		md = append(md, [2]string{"nsprof.command", strings.Join(opts.Command, " ")})
+	}
+	if len(opts.PIDs) > 0 {
+		ps := make([]string, len(opts.PIDs))
+		for i, p := range opts.PIDs {
+			ps[i] = strconv.Itoa(p)
+		}
+		md = append(md, [2]string{"nsprof.pids", strings.Join(ps, ",")})
+	}
+	if len(opts.Env) > 0 {
+		// Only the names of variables the user set explicitly.
+		names := make([]string, len(opts.Env))
+		for i, kv := range opts.Env {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		md = append(md, [2]string{"nsprof.env-names", strings.Join(names, ",")})
+	}
+	if u, err := unix.Uname(); err == nil {
+		md = append(md,
+			[2]string{"uname.sysname", u.Sysname},
+			[2]string{"uname.release", u.Release},
+			[2]string{"uname.version", u.Version},
+			[2]string{"uname.machine", u.Machine},
+			[2]string{"hostname", u.Nodename})
+	}
+	return md
+}
+
+func writeMetadata(w *capture.Writer, md [][2]string) error {
+	t := capture.Now()
+	for _, kv := range md {
+		if err := w.AddMetadata(t, kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package record
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"nsprof/proc"
+)
+
+// Options configures [Record]. The zero value records the whole system at
+// about 1 kHz with every counter except RAPL.
+type Options struct {
+	// Command, when set, is spawned and recorded from its exec on, with its
+	// threads and children; recording ends when it exits.
+	Command []string
+	// Env adds VAR=VALUE entries to the command's environment.
+	Env []string
+	// PIDs are existing processes to record, with their threads and the
+	// children they create while recording. Ignored with Command.
+	PIDs []int
+	// Duration stops the recording after this long. Zero: until the
+	// command exits or the context is cancelled.
+	Duration time.Duration
+	// Frequency is the sampling rate per CPU in Hz. Default 999, a little
+	// off 1 kHz so sampling does not beat with millisecond timers.
+	Frequency int
+	// NoPerf disables CPU sampling (counters and trace fds only).
+	NoPerf bool
+	// Counter sources to leave out, and RAPL energy to add.
+	NoCPU, NoMemory, NoDisk, NoNetwork bool
+	RAPL                               bool
+	// TraceFD, GJS and GTK hand the command SYSPROF_TRACE_FD, GJS_TRACE_FD
+	// (with GJS_ENABLE_PROFILER=1) and GTK_TRACE_FD; what it writes there is
+	// merged into the capture at the end.
+	TraceFD, GJS, GTK bool
+	// Status, when set, receives a status line refreshed a few times a
+	// second (give it a terminal). StatusWidth is the terminal width.
+	Status      io.Writer
+	StatusWidth int
+	// Log receives notes such as counters unavailable on this machine.
+	// Default: discarded.
+	Log io.Writer
+	// Version is stored in the capture's metadata.
+	Version string
+	// FS and SysRoot locate /proc and /sys. Defaults: /proc and /sys.
+	FS      proc.FS
+	SysRoot string
+}
+
+// Result tells how a recording ended.
+type Result struct {
+	Stats
+	// ExitCode is the spawned command's exit status (128+signal when it
+	// was killed), or 0 without a command.
+	ExitCode int
+	// Exit describes how the command ended, empty without a command.
+	Exit string
+	// Stopped names what stopped the recording: "command exited",
+	// "duration", "signal" or "write error".
+	Stopped string
+}
+
+func (o *Options) setDefaults() error {
+	if o.Frequency == 0 {
+		o.Frequency = 999
+	}
+	if o.Frequency < 0 {
+		return errors.New("frequency must be positive")
+	}
+	if o.FS.Root == "" {
+		o.FS = proc.DefaultFS
+	}
+	if o.SysRoot == "" {
+		o.SysRoot = "/sys"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || len(o.Env) > 0) {
+		return errors.New("trace fds and environment need a command to spawn")
+	}
+	return nil
+}
+
+// traceVars returns the trace-fd variables the options ask for.
+func (o *Options) traceVars() []TraceVar {
+	var tv []TraceVar
+	if o.TraceFD {
+		tv = append(tv, TraceVar{Name: "SYSPROF_TRACE_FD"})
+	}
+	if o.GJS {
+		tv = append(tv, TraceVar{Name: "GJS_TRACE_FD", Extra: []string{"GJS_ENABLE_PROFILER=1"}})
+	}
+	if o.GTK {
+		tv = append(tv, TraceVar{Name: "GTK_TRACE_FD"})
+	}
+	return tv
+}

@@ -1,0 +1,272 @@
+package record
+
+import (
+	"encoding/hex"
+	"os"
+	"strconv"
+
+	"nsprof/capture"
+	"nsprof/perf"
+	"nsprof/proc"
+)
+
+// tracker turns perf's process lifecycle records and /proc into PROCESS,
+// MAP, FORK and EXIT frames, embedded mountinfo files and ProcessFile
+// lines, and keeps the pid-namespace map.
+//
+// Records come from per-CPU rings and are not in time order across CPUs: a
+// new process's first sample or MMAP can arrive before its FORK or exec
+// COMM. So a pid seen only in samples or mappings is described from /proc
+// at the next tick (pending), unless a FORK or COMM described it first.
+type tracker struct {
+	w       *capture.Writer
+	fs      proc.FS
+	procs   map[int]*procState
+	pending map[int]int64
+	pm      *pidMap
+	hostNS  uint64
+	// seen counts processes described.
+	seen int
+	err  error
+}
+
+// procState is what the tracker knows of a process.
+type procState struct {
+	described bool
+	name      string
+	maps      []capture.Map
+	have      map[mapKey]string // build-id written for the mapping
+	pidns     uint64
+	exited    bool
+}
+
+func newTracker(w *capture.Writer, fs proc.FS) *tracker {
+	hostNS, _ := fs.NamespaceID(proc.Self, "pid")
+	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), pm: newPIDMap(hostNS), hostNS: hostNS}
+}
+
+func (t *tracker) write(f capture.Frame) {
+	if t.err == nil {
+		t.err = t.w.WriteFrame(f)
+	}
+}
+
+// get returns the state of pid, creating an undescribed one.
+func (t *tracker) get(pid int) *procState {
+	ps := t.procs[pid]
+	if ps == nil {
+		ps = &procState{}
+		t.procs[pid] = ps
+	}
+	return ps
+}
+
+// scan describes a process from /proc: identity, PROCESS frame, mountinfo,
+// executable mappings and, inside a PID namespace, its threads' ids. It is
+// used for processes that existed before the recording and for pids no
+// lifecycle record described.
+func (t *tracker) scan(pid int, now int64) {
+	ps := t.get(pid)
+	if ps.described {
+		return
+	}
+	info := inspect(t.fs, pid, now)
+	t.describe(pid, ps, info, now)
+	if maps, err := t.fs.ReadMaps(pid); err == nil {
+		for _, m := range maps {
+			if m.Perms&proc.PermExec == 0 {
+				continue
+			}
+			name := m.Path
+			if m.Deleted {
+				name += " (deleted)"
+			}
+			t.addMap(pid, ps, capture.Map{
+				FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
+				Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
+			})
+		}
+	}
+	t.threads(pid, ps, now)
+}
+
+// describe writes what identifies a process: its ProcessFile line,
+// PROCESS frame and mountinfo.
+func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) {
+	if !ps.described {
+		t.seen++
+	}
+	ps.described = true
+	delete(t.pending, pid)
+	if name := info.cmdline(); name != "" {
+		ps.name = name
+	}
+	if info.PidNS != 0 {
+		ps.pidns = info.PidNS
+	}
+	t.pm.addProcess(pid, info.PPID, ps.pidns)
+	if t.err == nil {
+		t.err = writeInfoLine(t.w, info)
+	}
+	t.write(&capture.Process{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, Cmdline: ps.name})
+	if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
+		t.err = t.w.AddFileBytes(capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
+	}
+}
+
+// flushPending describes the pids seen only in samples or mappings.
+func (t *tracker) flushPending() {
+	for pid, at := range t.pending {
+		t.scan(pid, at)
+	}
+}
+
+// threads records the namespace ids of pid's threads when it lives in a
+// PID namespace other than the recorder's.
+func (t *tracker) threads(pid int, ps *procState, now int64) {
+	if ps.pidns == 0 || ps.pidns == t.hostNS {
+		return
+	}
+	tids, err := t.fs.ThreadNSpids(pid)
+	if err != nil {
+		return
+	}
+	for _, th := range tids {
+		t.thread(pid, th.TID, ps, now)
+	}
+}
+
+// thread records one thread's namespace ids.
+func (t *tracker) thread(pid, tid int, ps *procState, now int64) {
+	st, err := t.fs.ReadTaskStatus(pid, tid)
+	if err != nil || len(st.NSpid) < 2 {
+		return
+	}
+	t.pm.addTask(tid, st.NSpid, ps.pidns)
+	if t.err == nil {
+		t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: tid, PID: pid, NSpid: st.NSpid})
+	}
+}
+
+// mapKey identifies a mapping, so one seen both in /proc/PID/maps and in
+// an MMAP2 record is written once.
+type mapKey struct {
+	start, end, off uint64
+	name            string
+}
+
+func (t *tracker) addMap(pid int, ps *procState, m capture.Map) {
+	k := mapKey{m.Start, m.End, m.Offset, m.Filename}
+	if ps.have == nil {
+		ps.have = make(map[mapKey]string)
+	}
+	if id, seen := ps.have[k]; seen && (id != "" || m.BuildID == "") {
+		return // written already; again only to add a build-id
+	}
+	ps.have[k] = m.BuildID
+	ps.maps = append(ps.maps, m)
+	t.write(&m)
+}
+
+// handle processes one perf record other than a sample.
+func (t *tracker) handle(rec *perf.Record) {
+	now := int64(rec.Time())
+	switch rec.Type {
+	case perf.RecordComm:
+		c := &rec.Comm
+		if c.PID != c.TID || !c.Exec {
+			return
+		}
+		pid := int(c.PID)
+		ps := t.get(pid)
+		if ps.described {
+			// exec replaced the image: old mappings are gone.
+			ps.maps, ps.have = ps.maps[:0], nil
+		}
+		info := inspect(t.fs, pid, now)
+		if info.Comm == "" {
+			info.Comm = string(c.Comm)
+		}
+		t.describe(pid, ps, info, now)
+		t.threads(pid, ps, now)
+	case perf.RecordMmap, perf.RecordMmap2:
+		m := &rec.Mmap
+		pid := int(m.PID)
+		ps := t.get(pid)
+		if !ps.described {
+			t.pending[pid] = now
+		}
+		cm := capture.Map{
+			FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(pid), Time: now},
+			Start:       m.Addr, End: m.Addr + m.Len, Offset: m.PgOff, Inode: m.Ino, Filename: string(m.Filename),
+		}
+		if id := m.BuildIDBytes(); len(id) > 0 {
+			cm.BuildID = hex.EncodeToString(id)
+		}
+		t.addMap(pid, ps, cm)
+	case perf.RecordFork:
+		k := &rec.Task
+		t.write(&capture.Fork{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PTID), Time: now}, ChildPID: int32(k.TID)})
+		if k.PID == k.PPID { // a new thread
+			if ps := t.procs[int(k.PID)]; ps != nil && ps.described {
+				t.thread(int(k.PID), int(k.TID), ps, now)
+			}
+			return
+		}
+		t.fork(int(k.PPID), int(k.PID), now)
+	case perf.RecordExit:
+		k := &rec.Task
+		if k.PID != k.TID {
+			return
+		}
+		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
+		if ps := t.procs[int(k.PID)]; ps != nil {
+			ps.exited = true
+		}
+	}
+}
+
+// fork describes a new process: it starts with its parent's name and
+// mappings (perf reports no MMAP for inherited mappings), which are
+// written as its own MAP frames.
+func (t *tracker) fork(ppid, pid int, now int64) {
+	ps := t.get(pid)
+	if ps.described {
+		return
+	}
+	parent := t.procs[ppid]
+	if parent == nil || !parent.described {
+		t.scan(pid, now)
+		return
+	}
+	info := inspect(t.fs, pid, now)
+	if info.Comm == "" {
+		info.Comm = parent.name
+	}
+	if info.PPID == 0 {
+		info.PPID = ppid
+	}
+	if ps.pidns == 0 {
+		ps.pidns = parent.pidns
+	}
+	t.describe(pid, ps, info, now)
+	for _, m := range parent.maps {
+		m.PID, m.Time, m.CPU = int32(pid), now, -1
+		t.addMap(pid, ps, m)
+	}
+	t.threads(pid, ps, now)
+}
+
+// sampled notes a sampled pid, to be described if no lifecycle record
+// does it first.
+func (t *tracker) sampled(pid int, now int64) {
+	if pid <= 0 {
+		return
+	}
+	if ps := t.procs[pid]; ps == nil || !ps.described {
+		t.get(pid)
+		if _, ok := t.pending[pid]; !ok {
+			t.pending[pid] = now
+		}
+	}
+}

@@ -1,0 +1,518 @@
+package record
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/perf"
+)
+
+// Record records into w until the spawned command exits, the duration
+// passes or ctx is cancelled, then merges the trace-fd captures. It does
+// not close w. A write error (such as a full disk) stops the recording and
+// is returned; what was flushed before it stays readable.
+func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, err error) {
+	if err := opts.setDefaults(); err != nil {
+		return res, err
+	}
+	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now()}
+	defer func() {
+		if r.rd != nil {
+			r.rd.Close()
+		}
+		if r.child != nil {
+			for _, t := range r.child.traces {
+				t.file.Close()
+			}
+		}
+	}()
+	if err := r.setup(); err != nil {
+		return res, err
+	}
+	r.loop(ctx)
+	r.finish()
+	res = Result{Stats: r.stats(), Stopped: r.stopped}
+	if r.child != nil {
+		res.ExitCode, res.Exit = r.child.exitStatus()
+	}
+	if r.writeErr != nil {
+		return res, r.writeErr
+	}
+	return res, r.tr.err
+}
+
+type recorder struct {
+	w       *capture.Writer
+	opts    *Options
+	tr      *tracker
+	rd      *perf.Reader
+	child   *child
+	cs      counterSet
+	status  *statusLine
+	started time.Time
+	stopped string
+
+	samples   uint64
+	lost      uint64
+	lostID    uint32
+	malformed uint64
+	writeErr  error
+}
+
+func (r *recorder) stats() Stats {
+	return Stats{
+		Elapsed:   time.Since(r.started),
+		Samples:   r.samples,
+		Lost:      r.lost,
+		Processes: r.tr.seen,
+		Bytes:     r.w.BytesWritten(),
+	}
+}
+
+func (r *recorder) logf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Log, "nsprof: "+format+"\n", args...)
+}
+
+// setup writes the capture's preamble, spawns the command, opens the perf
+// events and snapshots the processes that already exist.
+func (r *recorder) setup() error {
+	o := r.opts
+	mode := "system"
+	switch {
+	case len(o.Command) > 0:
+		mode = "command"
+	case len(o.PIDs) > 0:
+		mode = "pids"
+	}
+	if len(o.Command) > 0 {
+		c, err := spawn(o.Command, o.Env, o.traceVars())
+		if err != nil {
+			return err
+		}
+		r.child = c
+	}
+	ok := false
+	defer func() {
+		if !ok && r.child != nil {
+			r.child.abort()
+		}
+	}()
+	event := "none"
+	if !o.NopPerf() {
+		var target perf.Target
+		switch mode {
+		case "command":
+			target = perf.Exec(r.child.pid())
+		case "pids":
+			target = perf.Processes(o.PIDs...)
+		default:
+			target = perf.AllTasks()
+		}
+		rd, err := perf.OpenWithOptions(target, perf.Options{Frequency: uint64(o.Frequency)})
+		if err != nil {
+			return fmt.Errorf("open perf events: %w", err)
+		}
+		r.rd = rd
+		event = rd.Event().String()
+	}
+	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
+		return err
+	}
+	r.embedHostFiles()
+	now := capture.Now()
+	switch mode {
+	case "pids":
+		for _, pid := range o.PIDs {
+			r.tr.scan(pid, now)
+		}
+	case "system":
+		pids, err := o.FS.PIDs()
+		if err != nil {
+			return fmt.Errorf("list processes: %w", err)
+		}
+		for _, pid := range pids {
+			r.tr.scan(pid, now)
+		}
+	}
+	if err := r.setupCounters(); err != nil {
+		return err
+	}
+	if o.Status != nil {
+		r.status = &statusLine{w: o.Status, width: o.StatusWidth}
+	}
+	if r.child != nil {
+		if err := r.child.start(); err != nil {
+			return err
+		}
+	}
+	ok = true
+	return r.tr.err
+}
+
+// NopPerf reports whether CPU sampling is off.
+func (o *Options) NopPerf() bool { return o.NoPerf }
+
+// embedHostFiles stores the files reports need about the host: mounts and
+// CPU model, as Sysprof does.
+func (r *recorder) embedHostFiles() {
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	for _, f := range []string{"mounts", "cpuinfo"} {
+		if b, err := os.ReadFile(r.opts.FS.Root + "/" + f); err == nil {
+			r.w.AddFileBytes(h, "/proc/"+f, b)
+		}
+	}
+}
+
+// embedKallsyms stores /proc/kallsyms, compressed as Sysprof 45+ stores it,
+// for naming kernel frames on another machine. It runs at the end, so the
+// seconds it can take do not delay the start of the recording.
+func (r *recorder) embedKallsyms() {
+	b, err := os.ReadFile(r.opts.FS.Root + "/kallsyms")
+	if err != nil {
+		r.logf("kernel symbols not recorded: %v", err)
+		return
+	}
+	if bytes.HasPrefix(b, []byte("0000000000000000 ")) {
+		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw.Write(b)
+	zw.Close()
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	if err := r.w.AddFileBytes(h, "/proc/kallsyms.gz", z.Bytes()); err != nil {
+		r.writeErr = err
+	}
+}
+
+func (r *recorder) setupCounters() error {
+	o := r.opts
+	var sources []counterSource
+	note := func(notes []string) {
+		for _, n := range notes {
+			r.logf("%s", n)
+		}
+	}
+	if !o.NoCPU {
+		if s, notes, err := newCPUSource(o.FS, o.SysRoot); err == nil {
+			sources = append(sources, s)
+			note(notes)
+		} else {
+			r.logf("cpu counters unavailable: %v", err)
+		}
+	}
+	if !o.NoMemory {
+		sources = append(sources, memorySource{fs: o.FS})
+	}
+	if !o.NoDisk {
+		if s, notes, err := newDiskSource(o.FS, o.SysRoot); err == nil {
+			note(notes)
+			if len(s.disks) > 0 {
+				sources = append(sources, s)
+			}
+		} else {
+			r.logf("disk counters unavailable: %v", err)
+		}
+	}
+	if !o.NoNetwork {
+		if s, err := newNetworkSource(o.FS); err == nil {
+			sources = append(sources, s)
+		} else {
+			r.logf("network counters unavailable: %v", err)
+		}
+	}
+	if o.RAPL {
+		if s, err := newRAPLSource(o.SysRoot); err == nil {
+			sources = append(sources, s)
+		} else {
+			r.logf("--rapl: %v; energy not recorded", err)
+		}
+	}
+	r.cs.sources = sources
+	if err := r.cs.define(r.w, capture.Now()); err != nil {
+		return err
+	}
+	if r.rd != nil {
+		id, err := r.w.RequestCounters(1)
+		if err != nil {
+			return err
+		}
+		r.lostID = id
+		h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+		if err := r.w.DefineCounters(h, []capture.Counter{{Category: "Sampler", Name: "Lost Samples", Description: "Samples the kernel dropped", ID: id}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const tick = 100 * time.Millisecond
+
+// loop reads perf records and polls counters until something stops the
+// recording.
+func (r *recorder) loop(ctx context.Context) {
+	var deadline time.Time
+	if r.opts.Duration > 0 {
+		deadline = r.started.Add(r.opts.Duration)
+	}
+	var childDone <-chan struct{}
+	if r.child != nil {
+		childDone = r.child.done
+	}
+	var rec perf.Record
+	next := time.Now()
+	for {
+		now := time.Now()
+		if !now.Before(next) {
+			next = now.Add(tick)
+			if reason := r.periodic(ctx, now, deadline, childDone); reason != "" {
+				r.stopped = reason
+				return
+			}
+		}
+		if r.rd == nil {
+			select {
+			case <-time.After(time.Until(next)):
+			case <-ctx.Done():
+			case <-childDone:
+			}
+			continue
+		}
+		r.rd.SetDeadline(next)
+		err := r.rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			r.handle(&rec)
+			if r.writeErr != nil {
+				r.stopped = "write error"
+				return
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, io.EOF):
+			// Every followed task exited and its records were read.
+			if childDone != nil {
+				<-childDone
+			}
+			r.stopped = "command exited"
+			return
+		default:
+			var fe *perf.FormatError
+			if errors.As(err, &fe) {
+				r.malformed++
+				if r.malformed == 1 {
+					r.logf("skipping malformed perf record: %v", err)
+				}
+				continue
+			}
+			r.logf("reading perf records: %v", err)
+			r.stopped = "error"
+			return
+		}
+	}
+}
+
+// periodic polls counters, refreshes the status line and says whether to
+// stop, and why.
+func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
+	r.tr.flushPending()
+	if err := r.cs.tick(r.w, now); err != nil && r.w.BytesWritten() > 0 {
+		if errors.Is(err, syscall.ENOSPC) || isWriteErr(err) {
+			r.writeErr = err
+			return "write error"
+		}
+	}
+	if r.tr.err != nil {
+		r.writeErr = r.tr.err
+		return "write error"
+	}
+	if r.status != nil {
+		r.status.update(r.stats())
+	}
+	select {
+	case <-ctx.Done():
+		return "signal"
+	case <-childDone:
+		if r.rd == nil {
+			return "command exited"
+		}
+	default:
+	}
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return "duration"
+	}
+	return ""
+}
+
+func isWriteErr(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe) || errors.Is(err, io.ErrShortWrite)
+}
+
+// handle turns one perf record into frames.
+func (r *recorder) handle(rec *perf.Record) {
+	switch rec.Type {
+	case perf.RecordSample:
+		s := &rec.Sample
+		r.tr.sampled(int(s.PID), int64(s.Time))
+		addrs := dropZeros(s.Callchain)
+		if len(addrs) == 0 {
+			ctxMark := capture.ContextUser
+			if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
+				ctxMark = capture.ContextKernel
+			}
+			addrs = []uint64{ctxMark, s.IP}
+		}
+		if len(addrs) > capture.MaxSampleAddrs {
+			addrs = addrs[:capture.MaxSampleAddrs]
+		}
+		err := r.w.WriteFrame(&capture.Sample{
+			FrameHeader: capture.FrameHeader{CPU: int16(s.CPU), PID: int32(s.PID), Time: int64(s.Time)},
+			TID:         int32(s.TID),
+			Addrs:       addrs,
+		})
+		if err != nil {
+			r.writeErr = err
+			return
+		}
+		r.samples++
+	case perf.RecordLost, perf.RecordLostSamples:
+		n := rec.Lost.Lost
+		if rec.Type == perf.RecordLostSamples {
+			n = rec.LostSamples.Lost
+		}
+		r.lost += n
+		t := int64(rec.Time())
+		if t == 0 {
+			t = capture.Now()
+		}
+		h := capture.FrameHeader{CPU: int16(rec.CPU), PID: -1, Time: t}
+		r.w.SetCounters(h, []capture.CounterUpdate{{ID: r.lostID, Value: capture.IntValue(int64(r.lost))}})
+		if err := r.w.AddLog(t, -1, capture.LogWarning, "nsprof", fmt.Sprintf("Lost %d samples on CPU %d", n, rec.CPU)); err != nil {
+			r.writeErr = err
+		}
+	default:
+		r.tr.handle(rec)
+		if r.tr.err != nil {
+			r.writeErr = r.tr.err
+		}
+	}
+}
+
+// finish stops sampling, drains what the kernel still holds, ends the
+// command if the recording stopped before it, and merges trace fds.
+func (r *recorder) finish() {
+	if r.child != nil {
+		r.endChild()
+	}
+	if r.rd != nil {
+		r.rd.Disable()
+		if r.writeErr == nil && r.stopped != "command exited" {
+			r.drain()
+		}
+	}
+	if r.status != nil {
+		r.status.clear()
+	}
+	if r.writeErr != nil {
+		return
+	}
+	r.tr.flushPending()
+	r.cs.tick(r.w, time.Now().Add(time.Hour))
+	if r.child != nil {
+		r.mergeTraceFDs()
+	}
+	if r.rd != nil {
+		r.embedKallsyms()
+	}
+	if err := closeInfoFile(r.w); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+}
+
+// drain reads the records still in the rings after the events were
+// disabled.
+func (r *recorder) drain() {
+	r.rd.Flush()
+	var rec perf.Record
+	r.rd.SetDeadline(time.Now().Add(2 * time.Second))
+	for {
+		err := r.rd.ReadInto(&rec)
+		if err != nil {
+			var fe *perf.FormatError
+			if errors.As(err, &fe) {
+				continue
+			}
+			return
+		}
+		r.handle(&rec)
+		if r.writeErr != nil {
+			return
+		}
+	}
+}
+
+// endChild waits for a command still running when the recording stopped:
+// it gets 2 seconds to react to the terminal's Ctrl-C by itself, then
+// SIGTERM, then SIGKILL.
+func (r *recorder) endChild() {
+	c := r.child
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	wait := 2 * time.Second
+	if r.stopped == "duration" || r.stopped == "write error" {
+		wait = 0
+	}
+	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
+		if sig != 0 {
+			c.cmd.Process.Signal(sig)
+			wait = 2 * time.Second
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(wait):
+		}
+	}
+	<-c.done
+}
+
+// mergeTraceFDs appends what the command wrote to its trace fds, with its
+// namespace pids translated to host pids.
+func (r *recorder) mergeTraceFDs() {
+	mapPID := r.tr.pm.translatorFor(r.child.pid())
+	for _, t := range r.child.traces {
+		st, err := t.file.Stat()
+		if err != nil || st.Size() == 0 {
+			continue
+		}
+		if _, err := t.file.Seek(0, io.SeekStart); err != nil {
+			continue
+		}
+		if err := capture.Cat(r.w, t.file, capture.CatOptions{MapPID: mapPID}); err != nil {
+			r.logf("merging %s capture: %v", t.name, err)
+		}
+	}
+}
+
+// dropZeros removes the 0 entries a frame-pointer walk leaves where a chain
+// ends; they are never code addresses. It works in place.
+func dropZeros(a []uint64) []uint64 {
+	out := a[:0]
+	for _, v := range a {
+		if v != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}

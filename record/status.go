@@ -1,0 +1,55 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Stats are the running totals of a recording.
+type Stats struct {
+	// Elapsed is the recording time so far.
+	Elapsed time.Duration
+	// Samples is the number of SAMPLE frames written.
+	Samples uint64
+	// Lost is the number of samples the kernel dropped (PERF_RECORD_LOST).
+	Lost uint64
+	// Processes is the number of processes seen.
+	Processes int
+	// Bytes is the size of the capture so far.
+	Bytes int64
+}
+
+// statusLine writes one refreshed line on a terminal.
+type statusLine struct {
+	w     io.Writer
+	width int
+	shown bool
+}
+
+func (s *statusLine) update(st Stats) {
+	line := fmt.Sprintf("recording %5.1fs  samples %d  lost %d  processes %d  %.1f MB",
+		st.Elapsed.Seconds(), st.Samples, st.Lost, st.Processes, float64(st.Bytes)/1e6)
+	if s.width > 1 && len(line) >= s.width {
+		line = line[:s.width-1]
+	}
+	fmt.Fprintf(s.w, "\r%s\x1b[K", line)
+	s.shown = true
+}
+
+func (s *statusLine) clear() {
+	if s.shown {
+		fmt.Fprint(s.w, "\r\x1b[K")
+		s.shown = false
+	}
+}
+
+// Summary returns the one-paragraph summary printed when recording ends.
+func (st Stats) Summary(path string) string {
+	lost := ""
+	if st.Lost > 0 {
+		lost = fmt.Sprintf(" (%d lost)", st.Lost)
+	}
+	return fmt.Sprintf("recorded %.1fs: %d samples%s from %d processes, %.1f MB written to %s",
+		st.Elapsed.Seconds(), st.Samples, lost, st.Processes, float64(st.Bytes)/1e6, path)
+}
