@@ -226,12 +226,20 @@ func (w *Writer) flushBuffer() error {
 	if w.err != nil {
 		return w.err
 	}
+	base := w.written
 	n, err := w.dst.Write(w.buf)
 	w.written += int64(n)
 	if err == nil && n < len(w.buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
+		// A full disk can leave part of a frame in the file; cut it
+		// back to the last whole frame so the capture ends cleanly.
+		if t, ok := w.dst.(interface{ Truncate(int64) error }); ok && w.patch != nil {
+			if keep := w.lastBoundary(base, n); keep < w.written && t.Truncate(keep) == nil {
+				w.written = keep
+			}
+		}
 		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
 		w.buf = w.buf[:0]
 		return w.err
@@ -247,26 +255,27 @@ func (w *Writer) Flush() error {
 	if w.closed {
 		return ErrClosed
 	}
-	if err := w.flushJIT(); err != nil {
-		return err
-	}
-	if err := w.flushBuffer(); err != nil {
-		return err
+	err := w.flushJIT()
+	if err == nil {
+		err = w.flushBuffer()
 	}
 	if now := w.opts.Clock(); now != math.MinInt64 && now > w.end {
 		w.end = now
 	}
 	if w.patch == nil {
-		return nil
+		return err
 	}
+	// Patched even after a write error: rewriting header bytes needs no
+	// new disk space, and a capture cut short by a full disk still gets
+	// its time range.
 	var b [16]byte
 	w.o.put64(b[0:], uint64(w.start))
 	w.o.put64(b[8:], uint64(w.end))
-	if _, err := w.patch.WriteAt(b[:], 72); err != nil {
-		w.err = fmt.Errorf("patch capture header time range: %w", err)
+	if _, perr := w.patch.WriteAt(b[:], 72); perr != nil && err == nil {
+		w.err = fmt.Errorf("patch capture header time range: %w", perr)
 		return w.err
 	}
-	return nil
+	return err
 }
 
 // Close flushes the capture and closes the file if the Writer created it.
@@ -283,4 +292,25 @@ func (w *Writer) Close() error {
 		}
 	}
 	return err
+}
+
+// lastBoundary returns the file offset of the end of the last whole frame
+// (or of the header) among the first n bytes of the buffer, which starts at
+// file offset base.
+func (w *Writer) lastBoundary(base int64, n int) int64 {
+	off := 0
+	if base == 0 {
+		if n < HeaderSize {
+			return 0
+		}
+		off = HeaderSize
+	}
+	for off+FrameHeaderSize <= n {
+		l := int(w.o.u16(w.buf[off:]))
+		if l < FrameHeaderSize || off+l > n {
+			break
+		}
+		off += l
+	}
+	return base + int64(off)
 }
