@@ -1,0 +1,215 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"nsprof/internal/unix"
+)
+
+// Event is what drives sampling.
+type Event int
+
+const (
+	// EventCPUClock samples on the software cpu-clock event, a
+	// high-resolution timer that runs while the task (or CPU) is busy. It
+	// works everywhere, including virtual machines without a PMU.
+	EventCPUClock Event = iota
+	// EventCycles samples on the hardware CPU-cycles counter. When the
+	// machine has no usable PMU (perf_event_open fails with ENOENT,
+	// EOPNOTSUPP or ENODEV), the Reader falls back to EventCPUClock; see
+	// [Reader.Event].
+	EventCycles
+)
+
+// String returns the perf tool's name of the event.
+func (e Event) String() string {
+	switch e {
+	case EventCPUClock:
+		return "cpu-clock"
+	case EventCycles:
+		return "cycles"
+	}
+	return fmt.Sprintf("Event(%d)", int(e))
+}
+
+// Defaults of [Options].
+const (
+	DefaultFrequency      = 1000
+	DefaultRingPages      = 128 // 512 KiB per CPU with 4 KiB pages
+	DefaultStackRingPages = 512 // when Options.UserStack > 0
+	// MaxUserStack is the largest UserStack: a record's size is a u16 and
+	// the stack copy shares it with the other sample fields.
+	MaxUserStack = 65528
+)
+
+// Options configures the events opened by [OpenWithOptions]. The zero value
+// samples cpu-clock at 1000 Hz with frame-pointer callchains, MMAP2
+// records with build IDs, COMM/FORK/EXIT records and CLOCK_MONOTONIC
+// timestamps.
+type Options struct {
+	// Event drives sampling. Default EventCPUClock.
+	Event Event
+	// Frequency is the sampling rate per CPU in Hz (perf record -F). The
+	// kernel rejects rates above kernel.perf_event_max_sample_rate and may
+	// lower that limit at run time. Default 1000 when Period is 0.
+	Frequency uint64
+	// Period samples once every Period events instead: nanoseconds for
+	// EventCPUClock, cycles for EventCycles. Excludes Frequency.
+	Period uint64
+
+	// UserStack, when non-zero, also records the user registers and the
+	// top UserStack bytes of the user stack with every sample
+	// (PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER), for DWARF
+	// unwinding. It must be a multiple of 8 and at most MaxUserStack; perf
+	// uses 8192. Only amd64 and arm64 are supported. Default 0: off.
+	UserStack uint32
+	// MaxCallchain limits the kernel's callchain depth (sample_max_stack).
+	// Default 0: kernel.perf_event_max_stack.
+	MaxCallchain uint16
+	// ExcludeKernel samples user space only (exclude_kernel), which
+	// kernel.perf_event_paranoid=2 requires of unprivileged users.
+	ExcludeKernel bool
+	// ExcludeKernelCallchain leaves kernel frames out of callchains
+	// (exclude_callchain_kernel); the sampled IP may still be a kernel
+	// address.
+	ExcludeKernelCallchain bool
+	// IncludeIdle keeps samples of idle CPUs (the swapper, pid 0) in
+	// system-wide mode. Default: they are dropped (exclude_idle, which the
+	// cpu-clock event honours too). It does not matter for other targets.
+	IncludeIdle bool
+	// NoBuildID makes MMAP2 records carry device and inode numbers instead
+	// of the file's build ID (which needs Linux 5.12).
+	NoBuildID bool
+
+	// RingPages is the number of data pages in each CPU's ring buffer, a
+	// power of two. Default DefaultRingPages, or DefaultStackRingPages
+	// when UserStack is set.
+	RingPages int
+	// WakeupBytes wakes a waiting [Reader.ReadInto] once a ring holds this
+	// many bytes (wakeup_watermark). Default: a quarter of the ring.
+	// Excludes WakeupEvents.
+	WakeupBytes int
+	// WakeupEvents wakes a waiting [Reader.ReadInto] after this many
+	// samples (wakeup_events). Excludes WakeupBytes.
+	WakeupEvents int
+	// StartDisabled opens the events disabled: nothing is recorded until
+	// [Reader.Enable]. Events for an [Exec] target always start at exec.
+	StartDisabled bool
+}
+
+// settings is Options with defaults applied and checked against the host.
+type settings struct {
+	Options
+	pageSize int
+	regs     uint64
+}
+
+func (o Options) settings(pageSize int, goarch string) (settings, error) {
+	s := settings{Options: o, pageSize: pageSize}
+	if o.Event != EventCPUClock && o.Event != EventCycles {
+		return s, fmt.Errorf("unknown event %d", int(o.Event))
+	}
+	if o.Frequency != 0 && o.Period != 0 {
+		return s, errors.New("frequency and period are exclusive")
+	}
+	if o.Frequency == 0 && o.Period == 0 {
+		s.Frequency = DefaultFrequency
+	}
+	if o.UserStack != 0 {
+		if o.UserStack%8 != 0 || o.UserStack > MaxUserStack {
+			return s, fmt.Errorf("user stack size %d is not a multiple of 8 up to %d", o.UserStack, MaxUserStack)
+		}
+		if s.regs = userRegsMask(goarch); s.regs == 0 {
+			return s, fmt.Errorf("user stack sampling: registers of %s are unknown", goarch)
+		}
+	}
+	switch {
+	case o.RingPages == 0 && o.UserStack != 0:
+		s.RingPages = DefaultStackRingPages
+	case o.RingPages == 0:
+		s.RingPages = DefaultRingPages
+	case o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0:
+		return s, fmt.Errorf("ring pages %d is not a power of two", o.RingPages)
+	}
+	size := s.RingPages * pageSize
+	if int(o.UserStack)*2 > size {
+		return s, fmt.Errorf("ring of %d bytes cannot hold two samples with %d-byte stacks", size, o.UserStack)
+	}
+	switch {
+	case o.WakeupBytes != 0 && o.WakeupEvents != 0:
+		return s, errors.New("wakeup bytes and wakeup events are exclusive")
+	case o.WakeupBytes < 0 || o.WakeupBytes >= size:
+		return s, fmt.Errorf("wakeup bytes %d outside the %d-byte ring", o.WakeupBytes, size)
+	case o.WakeupEvents < 0:
+		return s, fmt.Errorf("negative wakeup events %d", o.WakeupEvents)
+	case o.WakeupBytes == 0 && o.WakeupEvents == 0:
+		s.WakeupBytes = size / 4
+	}
+	return s, nil
+}
+
+// format returns the record layout the attributes produce.
+func (s *settings) format() Format {
+	st := uint64(sampleIdentifier | sampleIP | sampleTID | sampleTime | sampleCPU | samplePeriod | sampleCallchain)
+	var regs uint64
+	if s.UserStack != 0 {
+		st |= sampleRegsUser | sampleStackUser
+		regs = s.regs
+	}
+	return Format{SampleType: st, RegsUser: regs, SampleIDAll: true}
+}
+
+// attr builds the perf_event_attr for event ev (which may differ from
+// s.Event after a fallback). systemWide events are not inherited and may
+// exclude idle; onExec events start at the target's execve.
+func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
+	f := s.format()
+	a := unix.PerfEventAttr{
+		Size:              uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample_type:       f.SampleType,
+		Sample_regs_user:  f.RegsUser,
+		Sample_stack_user: s.UserStack,
+		Sample_max_stack:  s.MaxCallchain,
+		Clockid:           unix.CLOCK_MONOTONIC,
+	}
+	switch ev {
+	case EventCycles:
+		a.Type, a.Config = typeHardware, configHWCycles
+	default:
+		a.Type, a.Config = typeSoftware, configSWCPUClock
+	}
+	a.Bits = attrDisabled | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask |
+		attrSampleIDAll | attrUseClockID
+	if s.Period != 0 {
+		a.Sample = s.Period
+	} else {
+		a.Sample = s.Frequency
+		a.Bits |= attrFreq
+	}
+	if !s.NoBuildID {
+		a.Bits |= attrBuildID
+	}
+	if !systemWide {
+		a.Bits |= attrInherit
+	} else if !s.IncludeIdle {
+		a.Bits |= attrExcludeIdle
+	}
+	if onExec {
+		a.Bits |= attrEnableOnExec
+	}
+	if s.ExcludeKernel {
+		a.Bits |= attrExcludeKernel | attrExcludeHV
+	}
+	if s.ExcludeKernelCallchain {
+		a.Bits |= attrExcludeCallchainK
+	}
+	if s.WakeupEvents != 0 {
+		a.Wakeup = uint32(s.WakeupEvents)
+	} else {
+		a.Bits |= attrWatermark
+		a.Wakeup = uint32(s.WakeupBytes)
+	}
+	return a
+}

@@ -1,0 +1,112 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"nsprof/internal/unix"
+)
+
+// Open opens sampling events for target with the default [Options].
+func Open(target Target) (*Reader, error) {
+	return OpenWithOptions(target, Options{})
+}
+
+// OpenWithOptions opens sampling events for target on every online CPU
+// and maps one ring buffer per CPU.
+//
+// Events are opened per task and per CPU, never with cpu -1: the kernel
+// refuses to mmap an inherited event that is not bound to a CPU, and
+// per-CPU rings keep each CPU's records in time order. For several tasks,
+// the first event on a CPU owns that CPU's ring and the others are
+// redirected into it (PERF_EVENT_IOC_SET_OUTPUT), so a process with T
+// threads costs T file descriptors per CPU but only one ring per CPU.
+//
+// CPUs that are offline (ENODEV) are skipped, as are listed threads that
+// exit before their events are opened (ESRCH). Unless opts.StartDisabled
+// is set, the events are enabled once all of them are set up; [Exec]
+// targets are enabled by their execve instead.
+func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
+	pageSize := unix.Getpagesize()
+	s, err := opts.settings(pageSize, runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("perf options: %w", err)
+	}
+	pids, err := target.tids()
+	if err != nil {
+		return nil, err
+	}
+	systemWide := target.kind == targetAll
+	if systemWide {
+		pids = []int{-1}
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+
+	res := &resources{}
+	defer func() {
+		if err != nil {
+			res.close()
+		}
+	}()
+	ev := s.Event
+	attr := s.attr(ev, systemWide, target.kind == targetExec)
+	canSkipTask := len(pids) > 1
+	for _, cpu := range cpus {
+		owner := -1
+		for _, pid := range pids {
+			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil && ev == EventCycles && len(res.fds) == 0 && noPMU(err) {
+				ev = EventCPUClock
+				attr = s.attr(ev, systemWide, target.kind == targetExec)
+				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			}
+			if errors.Is(err, unix.ENODEV) && owner < 0 {
+				break // CPU went offline
+			}
+			if errors.Is(err, unix.ESRCH) && canSkipTask {
+				continue
+			}
+			if err != nil {
+				return nil, openError(pid, cpu, err)
+			}
+			res.fds = append(res.fds, fd)
+			if owner >= 0 {
+				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
+					return nil, fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
+				}
+				continue
+			}
+			rg, err := mapRing(cpu, fd, pageSize, s.RingPages)
+			if err != nil {
+				return nil, fmt.Errorf("perf event of pid %d: %w", pid, err)
+			}
+			res.rings = append(res.rings, rg)
+			owner = fd
+		}
+	}
+	if len(res.rings) == 0 {
+		return nil, fmt.Errorf("open perf events for %v: no online cpu or no live task", target)
+	}
+	p, err := newEpollPoller(res.fds)
+	if err != nil {
+		return nil, err
+	}
+	res.poll = p
+	r := newReader(res, s.format(), ev, !systemWide)
+	if !s.StartDisabled && target.kind != targetExec {
+		if err := r.Enable(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// noPMU reports errors meaning the hardware event does not exist here.
+func noPMU(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV)
+}

@@ -1,0 +1,247 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"nsprof/internal/unix"
+)
+
+// resources are what a Reader must release: event fds, rings and the
+// poller. They are kept apart from Reader so that a cleanup can free
+// them when a Reader is dropped without Close.
+type resources struct {
+	fds   []int
+	rings []*ring
+	poll  poller
+}
+
+// close releases everything once; later calls do nothing.
+func (res *resources) close() error {
+	var errs []error
+	for _, rg := range res.rings {
+		errs = append(errs, rg.close())
+	}
+	for _, fd := range res.fds {
+		errs = append(errs, unix.Close(fd))
+	}
+	if res.poll != nil {
+		errs = append(errs, res.poll.close())
+	}
+	res.fds, res.rings, res.poll = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Reader reads the records of a set of per-CPU perf events.
+//
+// A Reader must not be read (Read, ReadInto) from more than one goroutine
+// at a time. Close, Flush, SetDeadline, Enable and Disable may be called
+// from any goroutine; Close and Flush wake a waiting ReadInto.
+type Reader struct {
+	mu      sync.Mutex // held while reading; Close takes it to free the rings
+	res     *resources
+	format  Format
+	event   Event
+	scratch []byte // a record wrapping around a ring's end is copied here
+	cur     int    // index of the ring being drained
+	hungUp  int    // event fds whose tasks all exited
+	perTask bool   // events follow tasks, so they can all hang up
+	cpus    int
+
+	ctlMu    sync.Mutex // orders Enable and Disable with Close
+	closed   atomic.Bool
+	flush    atomic.Bool
+	deadline atomic.Int64 // UnixNano, 0 for none
+	cleanup  runtime.Cleanup
+}
+
+func newReader(res *resources, f Format, ev Event, perTask bool) *Reader {
+	r := &Reader{
+		res:     res,
+		format:  f,
+		event:   ev,
+		scratch: make([]byte, maxRecord),
+		cur:     len(res.rings),
+		perTask: perTask,
+		cpus:    len(res.rings),
+	}
+	r.cleanup = runtime.AddCleanup(r, func(res *resources) { res.close() }, res)
+	return r
+}
+
+// Format returns the layout of the records, for decoding them again with
+// [DecodeRecord] or reading user registers with [Format.UserReg].
+func (r *Reader) Format() Format { return r.format }
+
+// Event returns the event that drives sampling, which is EventCPUClock
+// when EventCycles was asked for on a machine without a usable PMU.
+func (r *Reader) Event() Event { return r.event }
+
+// CPUs returns the number of per-CPU rings: one per online CPU.
+func (r *Reader) CPUs() int { return r.cpus }
+
+// SetDeadline makes a waiting [Reader.ReadInto] return
+// os.ErrDeadlineExceeded once t has passed and no record is pending. The
+// zero time waits forever, which is the default. A ReadInto that is
+// already waiting keeps the deadline it started with.
+func (r *Reader) SetDeadline(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	r.deadline.Store(ns)
+}
+
+// Flush makes a waiting or the next [Reader.ReadInto] return ErrFlushed
+// once no record is pending any more, for example to stop reading
+// promptly after the profiled command exited.
+func (r *Reader) Flush() error {
+	r.ctlMu.Lock()
+	defer r.ctlMu.Unlock()
+	if r.closed.Load() {
+		return fmt.Errorf("flush perf reader: %w", ErrClosed)
+	}
+	r.flush.Store(true)
+	return r.res.poll.wake()
+}
+
+// Read decodes the next record into a new Record. Prefer
+// [Reader.ReadInto] in loops: it does not allocate.
+func (r *Reader) Read() (Record, error) {
+	var rec Record
+	err := r.ReadInto(&rec)
+	return rec, err
+}
+
+// ReadInto decodes the next record into rec, reusing rec's slices. When
+// no record is pending it waits for the kernel, then drains every CPU's
+// ring before waiting again. The kernel wakes it only once a ring fills
+// to the wakeup watermark ([Options.WakeupBytes]) or a task exits;
+// records below the watermark are read when the deadline passes, so set
+// one to bound the latency.
+//
+// It returns os.ErrDeadlineExceeded when the deadline passes, ErrFlushed
+// after [Reader.Flush], a wrapped ErrClosed after [Reader.Close], and
+// io.EOF when every followed task and its descendants exited and all their
+// records were read (never for [AllTasks]). A *[FormatError] names the CPU
+// and offset of a malformed record; reading can go on after it.
+func (r *Reader) ReadInto(rec *Record) error {
+	if r.closed.Load() {
+		return fmt.Errorf("read perf records: %w", ErrClosed)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rings := r.res.rings
+	for {
+		if r.closed.Load() {
+			return fmt.Errorf("read perf records: %w", ErrClosed)
+		}
+		for r.cur < len(rings) {
+			rg := rings[r.cur]
+			raw, off, ferr := rg.peek(r.scratch)
+			if ferr != nil {
+				rg.discard()
+				rec.Type = RecordNone
+				return ferr
+			}
+			if raw == nil {
+				r.cur++
+				continue
+			}
+			ferr = decode(rec, raw, r.format)
+			rg.consume(uint64(len(raw)))
+			if ferr != nil {
+				rec.Type = RecordNone
+				ferr.CPU, ferr.Offset = rg.cpu, off
+				return ferr
+			}
+			rec.CPU = rg.cpu
+			return nil
+		}
+		if r.loadHeads() {
+			continue
+		}
+		if r.flush.Swap(false) {
+			return ErrFlushed
+		}
+		if r.perTask && r.hungUp == len(r.res.fds) {
+			return io.EOF
+		}
+		var deadline time.Time
+		if ns := r.deadline.Load(); ns != 0 {
+			deadline = time.Unix(0, ns)
+		}
+		err := r.res.poll.wait(deadline, r.hup)
+		if errors.Is(err, os.ErrDeadlineExceeded) && r.loadHeads() {
+			continue // records below the wakeup watermark
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Reader) hup(int) { r.hungUp++ }
+
+// loadHeads snapshots every ring's head and restarts draining at the
+// first ring. It reports whether any ring holds records.
+func (r *Reader) loadHeads() bool {
+	any := false
+	for _, rg := range r.res.rings {
+		if rg.loadHead() {
+			any = true
+		}
+	}
+	r.cur = 0
+	return any
+}
+
+// Enable starts (or resumes) sampling on every event.
+func (r *Reader) Enable() error {
+	return r.ioctl(unix.PERF_EVENT_IOC_ENABLE, "enable")
+}
+
+// Disable pauses sampling on every event. Records already written can
+// still be read.
+func (r *Reader) Disable() error {
+	return r.ioctl(unix.PERF_EVENT_IOC_DISABLE, "disable")
+}
+
+func (r *Reader) ioctl(req uint, what string) error {
+	r.ctlMu.Lock()
+	defer r.ctlMu.Unlock()
+	if r.closed.Load() {
+		return fmt.Errorf("%s perf events: %w", what, ErrClosed)
+	}
+	for _, fd := range r.res.fds {
+		if err := unix.IoctlSetInt(fd, req, 0); err != nil {
+			return fmt.Errorf("%s perf event fd %d: %w", what, fd, err)
+		}
+	}
+	return nil
+}
+
+// Close frees the events, which stops sampling, and the rings, and makes
+// a waiting ReadInto return; records not read yet are lost. It may be called from any goroutine;
+// calls after the first return nil.
+func (r *Reader) Close() error {
+	r.ctlMu.Lock()
+	defer r.ctlMu.Unlock()
+	if !r.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	werr := r.res.poll.wake()
+	r.mu.Lock() // wait for a ReadInto to leave
+	defer r.mu.Unlock()
+	r.cleanup.Stop()
+	if err := errors.Join(werr, r.res.close()); err != nil {
+		return fmt.Errorf("close perf reader: %w", err)
+	}
+	return nil
+}
