@@ -97,6 +97,11 @@ type Options struct {
 	// StartDisabled opens the events disabled: nothing is recorded until
 	// [Reader.Enable]. Events for an [Exec] target always start at exec.
 	StartDisabled bool
+	// Tracepoints are also recorded, every hit, for the same tasks, into
+	// the same rings: as samples whose [Sample.RawData] starts with the
+	// tracepoint's id. Names are "subsystem:event", such as
+	// "syscalls:sys_exit_clone". Requires tracefs (see [Tracepoint]).
+	Tracepoints []string
 }
 
 // settings is Options with defaults applied and checked against the host.
@@ -104,6 +109,7 @@ type settings struct {
 	Options
 	pageSize int
 	regs     uint64
+	tpIDs    []uint64
 }
 
 func (o Options) settings(pageSize int, goarch string) (settings, error) {
@@ -133,6 +139,13 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	case o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0:
 		return s, fmt.Errorf("ring pages %d is not a power of two", o.RingPages)
 	}
+	for _, name := range o.Tracepoints {
+		tp, err := LookupTracepoint(name)
+		if err != nil {
+			return s, err
+		}
+		s.tpIDs = append(s.tpIDs, uint64(tp.ID))
+	}
 	size := s.RingPages * pageSize
 	if int(o.UserStack)*2 > size {
 		return s, fmt.Errorf("ring of %d bytes cannot hold two samples with %d-byte stacks", size, o.UserStack)
@@ -157,6 +170,9 @@ func (s *settings) format() Format {
 	if s.UserStack != 0 {
 		st |= sampleRegsUser | sampleStackUser
 		regs = s.regs
+	}
+	if len(s.tpIDs) > 0 {
+		st |= sampleRaw
 	}
 	return Format{SampleType: st, RegsUser: regs, SampleIDAll: true}
 }
@@ -211,5 +227,17 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 		a.Bits |= attrWatermark
 		a.Wakeup = uint32(s.WakeupBytes)
 	}
+	return a
+}
+
+// tracepointAttr builds the attributes of a tracepoint event that shares
+// the main event's ring: the same sample layout, every hit sampled, no
+// callchain, and no MMAP/COMM/task records (the main event has them).
+func (s *settings) tracepointAttr(id uint64, systemWide, onExec bool) unix.PerfEventAttr {
+	a := s.attr(s.Event, systemWide, onExec)
+	a.Type, a.Config = typeTracepoint, id
+	a.Sample = 1
+	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle
+	a.Bits |= attrExcludeCallchainK | attrExcludeCallchainU
 	return a
 }

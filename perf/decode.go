@@ -234,8 +234,8 @@ func decodeSampleID(id *SampleID, b []byte, st uint64) {
 }
 
 func decodeSample(s *Sample, raw []byte, f Format) *FormatError {
-	cc, regs, stack := s.Callchain[:0], s.Regs[:0], s.Stack[:0]
-	*s = Sample{Callchain: cc, Regs: regs, Stack: stack}
+	cc, regs, stack, rawData := s.Callchain[:0], s.Regs[:0], s.Stack[:0], s.RawData[:0]
+	*s = Sample{Callchain: cc, Regs: regs, Stack: stack, RawData: rawData}
 	st := f.SampleType
 	c := cursor{b: raw[headerSize:]}
 	if st&sampleIdentifier != 0 {
@@ -278,6 +278,14 @@ func decodeSample(s *Sample, raw []byte, f Format) *FormatError {
 			return &FormatError{Msg: fmt.Sprintf("callchain of %d entries exceeds the %d bytes left", nr, c.left())}
 		}
 		s.Callchain = readU64s(&c, cc, int(nr))
+	}
+	if st&sampleRaw != 0 {
+		size := c.u32()
+		data := c.bytes(uint64(size))
+		if c.short {
+			return &FormatError{Msg: fmt.Sprintf("raw data of %d bytes exceeds the record", size)}
+		}
+		s.RawData = append(rawData, data...)
 	}
 	if st&sampleRegsUser != 0 {
 		s.RegsABI = c.u64()

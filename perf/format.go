@@ -90,6 +90,7 @@ const (
 	sampleCPU        = 1 << 7
 	samplePeriod     = 1 << 8
 	sampleStreamID   = 1 << 9
+	sampleRaw        = 1 << 10
 	sampleRegsUser   = 1 << 12
 	sampleStackUser  = 1 << 13
 	sampleIdentifier = 1 << 16
@@ -97,7 +98,7 @@ const (
 
 	sampleSupported = sampleIP | sampleTID | sampleTime | sampleAddr | sampleCallchain |
 		sampleID | sampleCPU | samplePeriod | sampleStreamID | sampleRegsUser |
-		sampleStackUser | sampleIdentifier | sampleCgroup
+		sampleStackUser | sampleIdentifier | sampleCgroup | sampleRaw
 )
 
 // Flag bits of perf_event_attr (the bitfield after read_format). x/sys/unix
@@ -116,6 +117,7 @@ const (
 	attrWatermark         = 1 << 14
 	attrSampleIDAll       = 1 << 18
 	attrExcludeCallchainK = 1 << 21
+	attrExcludeCallchainU = 1 << 22
 	attrMmap2             = 1 << 23
 	attrCommExec          = 1 << 24
 	attrUseClockID        = 1 << 25
@@ -126,6 +128,7 @@ const (
 const (
 	typeHardware     = 0
 	typeSoftware     = 1
+	typeTracepoint   = 2
 	configHWCycles   = 0 // PERF_COUNT_HW_CPU_CYCLES
 	configSWCPUClock = 0 // PERF_COUNT_SW_CPU_CLOCK
 )

@@ -78,14 +78,26 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
 					return nil, fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
 				}
-				continue
+			} else {
+				rg, err := mapRing(cpu, fd, pageSize, s.RingPages)
+				if err != nil {
+					return nil, fmt.Errorf("perf event of pid %d: %w", pid, err)
+				}
+				res.rings = append(res.rings, rg)
+				owner = fd
 			}
-			rg, err := mapRing(cpu, fd, pageSize, s.RingPages)
-			if err != nil {
-				return nil, fmt.Errorf("perf event of pid %d: %w", pid, err)
+			// Tracepoints of the same task and CPU share the ring.
+			for i, id := range s.tpIDs {
+				tattr := s.tracepointAttr(id, systemWide, target.kind == targetExec)
+				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				if err != nil {
+					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", opts.Tracepoints[i], pid, cpu, err)
+				}
+				res.fds = append(res.fds, tfd)
+				if err := unix.IoctlSetInt(tfd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
+					return nil, fmt.Errorf("redirect tracepoint %s of pid %d on cpu %d: %w", opts.Tracepoints[i], pid, cpu, err)
+				}
 			}
-			res.rings = append(res.rings, rg)
-			owner = fd
 		}
 	}
 	if len(res.rings) == 0 {

@@ -67,6 +67,12 @@ type Sample struct {
 	StackSize uint64
 
 	Cgroup uint64 // PERF_SAMPLE_CGROUP: the cgroup2 id
+
+	// RawData is the tracepoint's data (PERF_SAMPLE_RAW), with the kernel's
+	// padding, when the reader has [Options.Tracepoints]. Its first two bytes
+	// are the tracepoint's id (common_type); see [Tracepoint]. Samples of
+	// the main event carry 4 zero bytes.
+	RawData []byte
 }
 
 // Mmap is a PERF_RECORD_MMAP or PERF_RECORD_MMAP2 (executable mappings,

@@ -26,8 +26,9 @@ type tracker struct {
 	pm      *pidMap
 	hostNS  uint64
 	// seen counts processes described.
-	seen int
-	err  error
+	seen   int
+	clones clonePairs
+	err    error
 }
 
 // procState is what the tracker knows of a process.
@@ -207,6 +208,9 @@ func (t *tracker) handle(rec *perf.Record) {
 	case perf.RecordFork:
 		k := &rec.Task
 		t.write(&capture.Fork{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PTID), Time: now}, ChildPID: int32(k.TID)})
+		if host, nsid, ok := t.clones.fork(int(k.PTID), int(k.TID)); ok {
+			t.nsTask(int(k.PPID), host, nsid, now)
+		}
 		if k.PID == k.PPID { // a new thread
 			if ps := t.procs[int(k.PID)]; ps != nil && ps.described {
 				t.thread(int(k.PID), int(k.TID), ps, now)
@@ -217,8 +221,10 @@ func (t *tracker) handle(rec *perf.Record) {
 	case perf.RecordExit:
 		k := &rec.Task
 		if k.PID != k.TID {
+			t.clones.exited(int(k.TID))
 			return
 		}
+		t.clones.exited(int(k.TID))
 		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
 		if ps := t.procs[int(k.PID)]; ps != nil {
 			ps.exited = true
@@ -268,5 +274,29 @@ func (t *tracker) sampled(pid int, now int64) {
 		if _, ok := t.pending[pid]; !ok {
 			t.pending[pid] = now
 		}
+	}
+}
+
+// cloneReturned notes the value a clone syscall returned in parent thread
+// tid of process pid.
+func (t *tracker) cloneReturned(pid, tid, ret int, now int64) {
+	if ret <= 0 {
+		return // the child's own return, or a failure
+	}
+	if host, nsid, ok := t.clones.returned(tid, ret); ok {
+		t.nsTask(pid, host, nsid, now)
+	}
+}
+
+// nsTask records that the task host, created by process ppid, has id nsid
+// in ppid's PID namespace.
+func (t *tracker) nsTask(ppid, host, nsid int, now int64) {
+	ps := t.procs[ppid]
+	if ps == nil || ps.pidns == 0 || ps.pidns == t.hostNS || host == nsid {
+		return
+	}
+	t.pm.addTask(host, []int{host, nsid}, ps.pidns)
+	if t.err == nil {
+		t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: host, PID: ppid, NSpid: []int{host, nsid}})
 	}
 }

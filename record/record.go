@@ -65,6 +65,7 @@ type recorder struct {
 	lostID    uint32
 	malformed uint64
 	writeErr  error
+	clonesTP  []*perf.Tracepoint
 }
 
 func (r *recorder) stats() Stats {
@@ -116,7 +117,16 @@ func (r *recorder) setup() error {
 		default:
 			target = perf.AllTasks()
 		}
-		rd, err := perf.OpenWithOptions(target, perf.Options{Frequency: uint64(o.Frequency)})
+		popts := perf.Options{Frequency: uint64(o.Frequency)}
+		if tps, err := lookupCloneTracepoints(); err == nil {
+			r.clonesTP = tps
+			for _, tp := range tps {
+				popts.Tracepoints = append(popts.Tracepoints, tp.Name)
+			}
+		} else {
+			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
+		}
+		rd, err := perf.OpenWithOptions(target, popts)
 		if err != nil {
 			return fmt.Errorf("open perf events: %w", err)
 		}
@@ -361,6 +371,16 @@ func (r *recorder) handle(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordSample:
 		s := &rec.Sample
+		if len(s.RawData) > 4 {
+			for _, tp := range r.clonesTP {
+				if tp.Matches(s.RawData) {
+					if ret, ok := tp.Int(s.RawData, "ret"); ok {
+						r.tr.cloneReturned(int(s.PID), int(s.TID), int(ret), int64(s.Time))
+					}
+					return
+				}
+			}
+		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
 		addrs := dropZeros(s.Callchain)
 		if len(addrs) == 0 {

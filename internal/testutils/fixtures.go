@@ -13,7 +13,9 @@ import (
 )
 
 // Fixture flags: frame pointers kept, nothing inlined, so call chains are
-// the ones written in the sources.
+// the ones written in the sources. GCC 12 still gives leaf functions no
+// frame, whatever -mno-omit-leaf-frame-pointer says, so fixtures keep their
+// hot code out of leaf functions.
 var fixtureCFLAGS = []string{"-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-fno-optimize-sibling-calls", "-pthread"}
 
 var fixtureMu sync.Mutex
@@ -30,18 +32,33 @@ func FixtureDir() string {
 // is skipped, or fails in CI.
 func BuildFixture(t testing.TB, name string, extra ...string) string {
 	t.Helper()
+	return BuildC(t, filepath.Join(FixtureDir(), name+".c"), extra...)
+}
+
+// BuildC compiles the C program at src with gcc and the fixture flags plus
+// extra, caching the binary by a hash of source and flags.
+func BuildC(t testing.TB, src string, extra ...string) string {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		RequireCI(t, "gcc not found (apt-get install gcc): %v", err)
 	}
-	src := filepath.Join(FixtureDir(), name+".c")
+	name := strings.TrimSuffix(filepath.Base(src), ".c")
 	code, err := os.ReadFile(src)
 	if err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
+		t.Fatalf("build %s: %v", src, err)
 	}
 	args := append(append([]string{}, fixtureCFLAGS...), extra...)
 	h := sha256.New()
 	h.Write(code)
+	// Headers next to the source are part of what is built.
+	if hs, _ := filepath.Glob(filepath.Join(filepath.Dir(src), "*.h")); len(hs) > 0 {
+		for _, hf := range hs {
+			b, _ := os.ReadFile(hf)
+			h.Write(b)
+		}
+		args = append(args, "-I"+filepath.Dir(src))
+	}
 	h.Write([]byte(strings.Join(args, "\x00")))
 	sum := hex.EncodeToString(h.Sum(nil))[:16]
 	cache, err := os.UserCacheDir()

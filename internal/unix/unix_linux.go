@@ -97,3 +97,8 @@ func Uname() (Utsname, error) {
 	}
 	return Utsname{s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Version[:]), s(u.Machine[:])}, nil
 }
+
+// MountTracefs mounts tracefs at dir.
+func MountTracefs(dir string) error {
+	return unix.Mount("nodev", dir, "tracefs", 0, "")
+}

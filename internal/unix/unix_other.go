@@ -61,3 +61,6 @@ type Utsname struct {
 
 // Uname returns the kernel's identification.
 func Uname() (Utsname, error) { return Utsname{}, errNonLinux("uname") }
+
+// MountTracefs mounts tracefs at dir.
+func MountTracefs(dir string) error { return errNonLinux("mount tracefs") }

@@ -1,0 +1,319 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+)
+
+// quiet leaves out the counters, which these tests do not look at.
+var quiet = Options{NoCPU: true, NoMemory: true, NoDisk: true, NoNetwork: true}
+
+// TestRecordCommand records the callchain fixture (main thread, two
+// threads, a forked child) from its exec and checks the process model, the
+// known call chains, the build-id, and that Sysprof's own reader reads the
+// capture to its end.
+func TestRecordCommand(t *testing.T) {
+	requirePerf(t)
+	bin := testutils.BuildFixture(t, "callchain")
+	opts := quiet
+	opts.Command = []string{bin, "1", "2"}
+	path, res := recordTo(t, context.Background(), opts)
+	if res.ExitCode != 0 || res.Stopped != "command exited" {
+		t.Fatalf("result %+v", res)
+	}
+	c := load(t, path)
+
+	var procs []int32
+	for pid, names := range c.processes {
+		if slices.Contains(names, bin+" 1 2") {
+			procs = append(procs, pid)
+		}
+	}
+	if len(procs) != 2 {
+		t.Fatalf("fixture processes %v, want the main one and its forked child (PROCESS frames: %v)", procs, c.processes)
+	}
+	// The main process is the one that forked the other.
+	main, child := procs[0], procs[1]
+	for _, f := range c.forks {
+		if f.ChildPID == main {
+			main, child = child, main
+		}
+	}
+	threads := map[int32]bool{main: true}
+	for _, f := range c.forks {
+		if f.PID == main && f.ChildPID != child {
+			threads[f.ChildPID] = true
+		}
+	}
+	if len(threads) != 3 {
+		t.Errorf("main process threads %v, want 3 (FORK frames %d)", threads, len(c.forks))
+	}
+	for _, pid := range procs {
+		if !c.exits[pid] {
+			t.Errorf("no EXIT frame for %d", pid)
+		}
+	}
+
+	var mainMap *capture.Map
+	for _, m := range c.maps[main] {
+		if m.Filename == bin {
+			mainMap = m
+		}
+	}
+	if mainMap == nil {
+		t.Fatalf("no MAP of %s for pid %d", bin, main)
+	}
+	if want := buildID(t, bin); mainMap.BuildID != want {
+		t.Errorf("MAP build-id %q, want %q", mainMap.BuildID, want)
+	}
+
+	sym := newSymbolizer(t, bin)
+	perTID := map[int32]int{}
+	good, total := 0, 0
+	for _, s := range c.samples {
+		if s.PID != main && s.PID != child {
+			continue
+		}
+		perTID[s.TID]++
+		chain := sym.userChain(c.maps[s.PID], s.Addrs)
+		i := slices.Index(chain, "fixture_outer")
+		if i < 0 {
+			total++ // time spent elsewhere (startup, clock_gettime in the vdso)
+			continue
+		}
+		total++
+		root := "worker_thread"
+		switch {
+		case s.PID == child:
+			root = "child_main"
+		case s.TID == main:
+			root = "main"
+		}
+		ok := i >= 2 && chain[i-1] == "fixture_middle" && chain[i-2] == "fixture_inner" &&
+			i+1 < len(chain) && chain[i+1] == root
+		if ok {
+			good++
+		} else if total-good < 5 {
+			t.Logf("tid %d: unexpected chain %v", s.TID, chain)
+		}
+	}
+	if total < 500 {
+		t.Fatalf("only %d samples of the fixture", total)
+	}
+	if frac := float64(good) / float64(total); frac < 0.8 {
+		t.Errorf("%d of %d samples (%.0f%%) show the known call chain", good, total, 100*frac)
+	}
+	for tid := range threads {
+		if perTID[tid] == 0 {
+			t.Errorf("no samples of thread %d", tid)
+		}
+	}
+	if perTID[child] == 0 {
+		t.Errorf("no samples of the forked child %d", child)
+	}
+
+	_, end := testutils.SysprofReadAll(t, path)
+	if want := fmt.Sprintf("END frames=%d ", len(c.frames)); !strings.HasPrefix(end, want) || !strings.HasSuffix(end, "ok=1") {
+		t.Errorf("libsysprof-capture: %s, want %s… ok=1", end, want)
+	}
+}
+
+// TestRecordKernelFrames checks that a syscall-heavy program's samples
+// carry kernel callchains.
+func TestRecordKernelFrames(t *testing.T) {
+	requirePerf(t)
+	opts := quiet
+	opts.Command = []string{testutils.BuildFixture(t, "syscalls"), "0.5"}
+	path, _ := recordTo(t, context.Background(), opts)
+	c := load(t, path)
+	withKernel := 0
+	for _, s := range c.samples {
+		if len(s.Addrs) > 1 && s.Addrs[0] == capture.ContextKernel && s.Addrs[1] >= 0xffff800000000000 {
+			withKernel++
+		}
+	}
+	if len(c.samples) < 100 || withKernel < len(c.samples)/4 {
+		t.Errorf("%d of %d samples have kernel frames", withKernel, len(c.samples))
+	}
+}
+
+// checkEveryPIDDescribed requires a PROCESS frame for every sampled pid and
+// mappings for every pid sampled in user space.
+func checkEveryPIDDescribed(t *testing.T, c *captured) {
+	t.Helper()
+	missing := map[int32]string{}
+	for _, s := range c.samples {
+		if len(c.processes[s.PID]) == 0 {
+			missing[s.PID] = "PROCESS"
+		}
+		if slices.Contains(s.Addrs, capture.ContextUser) && len(c.maps[s.PID]) == 0 {
+			missing[s.PID] = "MAP"
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("sampled pids without frames: %v", missing)
+	}
+}
+
+// TestRecordPIDs records an already running process with -p semantics.
+func TestRecordPIDs(t *testing.T) {
+	requirePerf(t)
+	cmd := exec.Command(testutils.BuildFixture(t, "callchain"), "5", "1", "nofork")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	opts := quiet
+	opts.PIDs = []int{cmd.Process.Pid}
+	opts.Duration = time.Second
+	path, res := recordTo(t, context.Background(), opts)
+	if res.Stopped != "duration" {
+		t.Errorf("stopped by %q", res.Stopped)
+	}
+	c := load(t, path)
+	tids := map[int32]bool{}
+	for _, s := range c.samples {
+		if s.PID != int32(cmd.Process.Pid) {
+			t.Fatalf("sample of pid %d, recording only %d", s.PID, cmd.Process.Pid)
+		}
+		tids[s.TID] = true
+	}
+	if len(c.samples) < 300 || len(tids) != 2 {
+		t.Errorf("%d samples from threads %v, want both threads busy for 1s", len(c.samples), tids)
+	}
+	checkEveryPIDDescribed(t, c)
+}
+
+// TestRecordSystemWide records everything for 2 seconds while processes
+// start and exit.
+func TestRecordSystemWide(t *testing.T) {
+	requirePerf(t)
+	busy := testutils.BuildFixture(t, "callchain")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(300 * time.Millisecond)
+		exec.CommandContext(ctx, "sh", "-c", "for i in $(seq 30); do /bin/true; sleep 0.01; done").Run()
+		exec.CommandContext(ctx, busy, "0.5", "1").Run()
+	}()
+	opts := quiet
+	opts.Duration = 2 * time.Second
+	path, _ := recordTo(t, context.Background(), opts)
+	<-done
+	c := load(t, path)
+	checkEveryPIDDescribed(t, c)
+	trues := 0
+	for pid, names := range c.processes {
+		// Exec'd processes that exit before /proc is read are named by
+		// their comm.
+		if (slices.Contains(names, "/bin/true") || slices.Contains(names, "true")) && c.exits[pid] {
+			trues++
+		}
+	}
+	if trues < 20 {
+		t.Errorf("saw %d of 30 short-lived /bin/true processes start and exit", trues)
+	}
+	busyPID := int32(0)
+	for pid, names := range c.processes {
+		if slices.Contains(names, busy+" 0.5 1") {
+			busyPID = pid
+		}
+	}
+	n := 0
+	for _, s := range c.samples {
+		if s.PID == busyPID {
+			n++
+		}
+	}
+	if n < 200 {
+		t.Errorf("%d samples of the busy fixture started during the recording", n)
+	}
+	if _, ok := c.files.Raw("/proc/kallsyms.gz"); !ok {
+		t.Error("kernel symbols not embedded")
+	}
+}
+
+// TestRecordPIDNamespaceTraceFD runs a program in a new PID namespace that
+// writes marks and samples through SYSPROF_TRACE_FD with its own pid and
+// tids; after the merge they must carry the host pid and the host tids of
+// the threads that wrote them.
+func TestRecordPIDNamespaceTraceFD(t *testing.T) {
+	requirePerf(t)
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	marks := testutils.BuildFixture(t, "tracefd-marks", testutils.PkgConfig(t, "sysprof-capture-4", "libsysprof-4-dev")...)
+	opts := quiet
+	opts.Command = []string{unshare, "--pid", "--fork", "--kill-child", marks, "3", "0.3"}
+	opts.TraceFD = true
+	path, res := recordTo(t, context.Background(), opts)
+	if res.ExitCode != 0 {
+		if strings.Contains(res.Exit, "status 1") {
+			testutils.RequireCI(t, "unshare --pid failed: %s", res.Exit)
+		}
+		t.Fatalf("command %s", res.Exit)
+	}
+	c := load(t, path)
+	procs, threads, err := ReadProcessFile(&c.files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host int32
+	for _, p := range procs {
+		if len(p.Cmdline) > 0 && p.Cmdline[0] == marks {
+			host = int32(p.PID)
+			if len(p.NSpid) != 2 || p.NSpid[1] != 1 {
+				t.Errorf("NSpid of %d = %v, want [%d 1]", p.PID, p.NSpid, p.PID)
+			}
+		}
+	}
+	if host == 0 || host == 1 {
+		t.Fatalf("fixture process not found (%d)", host)
+	}
+	nsOf := map[int32]int{}
+	for _, th := range threads {
+		if th.PID == int(host) && len(th.NSpid) > 1 {
+			nsOf[int32(th.TID)] = th.NSpid[len(th.NSpid)-1]
+		}
+	}
+	var fixtureMarks []*capture.Mark
+	for _, m := range c.marks {
+		if m.Group == "fixture" {
+			fixtureMarks = append(fixtureMarks, m)
+		}
+	}
+	if len(fixtureMarks) != 4 {
+		t.Fatalf("%d fixture marks, want 4", len(fixtureMarks))
+	}
+	for _, m := range fixtureMarks {
+		if m.PID != host {
+			t.Errorf("mark pid %d, want host pid %d", m.PID, host)
+		}
+		var s *capture.Sample
+		for _, cand := range c.samples {
+			if cand.Time == m.Time && len(cand.Addrs) == 2 && cand.Addrs[0] == 0x401000 {
+				s = cand
+			}
+		}
+		if s == nil {
+			t.Errorf("no trace-fd sample at the mark's time %d", m.Time)
+			continue
+		}
+		ns, ok := nsOf[s.TID]
+		if s.PID != host || !ok || "tid="+itoa(ns) != m.Message {
+			t.Errorf("sample pid %d tid %d (namespace tid %d, known %t) for mark %q", s.PID, s.TID, ns, ok, m.Message)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
