@@ -24,6 +24,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		return res, err
 	}
 	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now()}
+	r.flushed = r.started
 	defer func() {
 		if r.rd != nil {
 			r.rd.Close()
@@ -58,6 +59,7 @@ type recorder struct {
 	cs      counterSet
 	status  *statusLine
 	started time.Time
+	flushed time.Time
 	stopped string
 
 	samples   uint64
@@ -342,6 +344,15 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 	if r.tr.err != nil {
 		r.writeErr = r.tr.err
 		return "write error"
+	}
+	// Flushing every second bounds what a killed recorder loses and
+	// notices a full disk while recording, not at the end.
+	if now.Sub(r.flushed) >= time.Second {
+		r.flushed = now
+		if err := r.w.Flush(); err != nil {
+			r.writeErr = err
+			return "write error"
+		}
 	}
 	if r.status != nil {
 		r.status.update(r.stats())
