@@ -21,24 +21,25 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
 
-# The demo shows what nsprof can do today. Until `nsprof record` exists it
-# runs a small program that writes its own capture (once by itself, once
-# through SYSPROF_TRACE_FD, as a profiler would hand it a descriptor), then
-# inspects and merges the results. Grow it with the product: record, report
-# and export belong here as they land.
+# The demo runs the main job: `nsprof record` (as root) on a bundled Go
+# program that also adds its own marks, counters and logs through
+# SYSPROF_TRACE_FD, then inspects the capture and merges it with one the
+# program wrote by itself. Grow it with the product: report and export
+# belong here as they land.
 demo: build
 	mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/tracefd-demo ./examples/tracefd-demo
-	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo.syscap
-	SYSPROF_TRACE_FD=3 $(BUILD)/tracefd-demo 3<>$(BUILD)/demo-tracefd.syscap
+	@echo '== nsprof record --use-trace-fd -f -o $(BUILD)/demo.syscap -- $(BUILD)/tracefd-demo'
+	@bin/nsprof record --use-trace-fd -f -o $(BUILD)/demo.syscap -- $(BUILD)/tracefd-demo
 	@echo '== nsprof dump --summary $(BUILD)/demo.syscap'
 	@bin/nsprof dump --summary $(BUILD)/demo.syscap
-	@echo '== nsprof dump --type MARK,CTRDEF $(BUILD)/demo.syscap'
-	@bin/nsprof dump --type MARK,CTRDEF $(BUILD)/demo.syscap
+	@echo '== nsprof dump --type PROCESS,MARK $(BUILD)/demo.syscap'
+	@bin/nsprof dump --type PROCESS,MARK $(BUILD)/demo.syscap
 	@echo '== nsprof dump --files $(BUILD)/demo.syscap'
 	@bin/nsprof dump --files $(BUILD)/demo.syscap
-	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-tracefd.syscap -f -o $(BUILD)/demo-merged.syscap'
-	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-tracefd.syscap -f -o $(BUILD)/demo-merged.syscap
+	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo-self.syscap
+	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap'
+	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap
 	@echo '== nsprof dump --summary $(BUILD)/demo-merged.syscap'
 	@bin/nsprof dump --summary $(BUILD)/demo-merged.syscap
 

@@ -50,6 +50,10 @@ func (st Stats) Summary(path string) string {
 	if st.Lost > 0 {
 		lost = fmt.Sprintf(" (%d lost)", st.Lost)
 	}
-	return fmt.Sprintf("recorded %.1fs: %d samples%s from %d processes, %.1f MB written to %s",
-		st.Elapsed.Seconds(), st.Samples, lost, st.Processes, float64(st.Bytes)/1e6, path)
+	procs := "processes"
+	if st.Processes == 1 {
+		procs = "process"
+	}
+	return fmt.Sprintf("recorded %.1fs: %d samples%s from %d %s, %.1f MB written to %s",
+		st.Elapsed.Seconds(), st.Samples, lost, st.Processes, procs, float64(st.Bytes)/1e6, path)
 }
