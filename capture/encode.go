@@ -1,8 +1,10 @@
 package capture
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // WriteFrame appends f to the capture. Strings in fixed-size fields are
@@ -10,6 +12,10 @@ import (
 // bytes is refused with an error wrapping [ErrFrameTooLarge]. For [*Unknown]
 // frames an error is returned.
 func (w *Writer) WriteFrame(f Frame) error {
+	// Samples are most of a profile: test for them before the type switch.
+	if s, ok := f.(*Sample); ok {
+		return w.writeAddrs(&s.FrameHeader, TypeSample, s.TID, false, s.Addrs)
+	}
 	switch f := f.(type) {
 	case *Timestamp:
 		return w.writeTimestamp(f)
@@ -77,37 +83,37 @@ func (w *Writer) writeAddrs(h *FrameHeader, t FrameType, tid int32, entering boo
 	if len(addrs) > MaxSampleAddrs {
 		return fmt.Errorf("write %s frame with %d addresses (at most %d): %w", t, len(addrs), MaxSampleAddrs, ErrFrameTooLarge)
 	}
-	b, err := w.reserve(sampleFixed + 8*len(addrs))
+	b, err := w.reserveDirty(sampleFixed + 8*len(addrs))
 	if err != nil {
 		return err
 	}
+	// Every byte is written: the header, the two words, the addresses.
 	w.frameHeader(b, h, t)
 	w.o.put32(b[24:], w.o.pack(uint32(len(addrs)), 0, 16)|w.o.pack(boolBit(entering), 16, 1))
 	w.o.put32(b[28:], uint32(tid))
-	a := b[sampleFixed:]
-	if w.o.big {
-		for i, v := range addrs {
-			w.o.put64(a[8*i:], v)
-		}
-	} else {
-		for i, v := range addrs {
-			putLE64(a[8*i:], v)
-		}
-	}
+	w.putAddrs(b[sampleFixed:], addrs)
 	return nil
 }
 
-// putLE64 is the little-endian store of the sample hot path.
-func putLE64(b []byte, v uint64) {
-	_ = b[7]
-	b[0] = byte(v)
-	b[1] = byte(v >> 8)
-	b[2] = byte(v >> 16)
-	b[3] = byte(v >> 24)
-	b[4] = byte(v >> 32)
-	b[5] = byte(v >> 40)
-	b[6] = byte(v >> 48)
-	b[7] = byte(v >> 56)
+// nativeBig is the machine's byte order.
+var nativeBig = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
+
+// putAddrs stores addrs at the start of b, writing all of b[:8*len(addrs)].
+// In the machine's byte order (the
+// default) the addresses' memory is copied as it is, one memmove as
+// libsysprof-capture's memcpy; a loop of 8-byte stores took 3/4 of the time
+// of writing a 32-address sample.
+func (w *Writer) putAddrs(b []byte, addrs []uint64) {
+	if len(addrs) == 0 {
+		return
+	}
+	if w.o.big == nativeBig {
+		copy(b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(addrs))), 8*len(addrs)))
+		return
+	}
+	for i, v := range addrs {
+		w.o.put64(b[8*i:], v)
+	}
 }
 
 func (w *Writer) writeMap(f *Map) error {
@@ -328,18 +334,17 @@ func (w *Writer) writeAllocation(f *Allocation) error {
 	if len(f.Addrs) > MaxAllocationAddrs {
 		return fmt.Errorf("write ALLOCATION frame with %d addresses (at most %d): %w", len(f.Addrs), MaxAllocationAddrs, ErrFrameTooLarge)
 	}
-	b, err := w.reserve(allocationFixed + 8*len(f.Addrs))
+	b, err := w.reserveDirty(allocationFixed + 8*len(f.Addrs))
 	if err != nil {
 		return err
 	}
+	clear(b[:allocationFixed]) // putAddrs writes the rest
 	w.frameHeader(b, &f.FrameHeader, TypeAllocation)
 	w.o.put64(b[24:], f.Addr)
 	w.o.put64(b[32:], uint64(f.Size))
 	w.o.put32(b[40:], uint32(f.TID))
 	w.o.put32(b[44:], w.o.pack(uint32(len(f.Addrs)), 0, 16))
-	for i, v := range f.Addrs {
-		w.o.put64(b[allocationFixed+8*i:], v)
-	}
+	w.putAddrs(b[allocationFixed:], f.Addrs)
 	return nil
 }
 

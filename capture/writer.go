@@ -188,6 +188,15 @@ func (w *Writer) BytesWritten() int64 { return w.written + int64(len(w.buf)) }
 // reserve returns n zeroed bytes (n a multiple of 8) at the end of the
 // buffer for one frame, flushing first when the buffer is full.
 func (w *Writer) reserve(n int) ([]byte, error) {
+	b, err := w.reserveDirty(n)
+	clear(b)
+	return b, err
+}
+
+// reserveDirty is reserve without the zeroing, for a caller that writes
+// every one of the n bytes (the address part of SAMPLE frames is most of
+// what a profiler writes).
+func (w *Writer) reserveDirty(n int) ([]byte, error) {
 	if w.closed {
 		return nil, ErrClosed
 	}
@@ -201,18 +210,23 @@ func (w *Writer) reserve(n int) ([]byte, error) {
 	}
 	l := len(w.buf)
 	w.buf = w.buf[:l+n]
-	b := w.buf[l : l+n]
-	clear(b)
-	return b, nil
+	return w.buf[l : l+n], nil
 }
 
-// frameHeader fills the 24-byte header of a frame of length n.
+// frameHeader fills all 24 bytes of the header of the frame b, padding
+// included, so b need not be zeroed first.
 func (w *Writer) frameHeader(b []byte, h *FrameHeader, t FrameType) {
-	w.o.put16(b[0:], uint16(len(b)))
-	w.o.put16(b[2:], uint16(h.CPU))
-	w.o.put32(b[4:], uint32(h.PID))
+	_ = b[FrameHeaderSize-1]
+	if w.o.big {
+		w.o.put16(b[0:], uint16(len(b)))
+		w.o.put16(b[2:], uint16(h.CPU))
+		w.o.put32(b[4:], uint32(h.PID))
+	} else {
+		binary.LittleEndian.PutUint64(b[0:], uint64(uint16(len(b)))|uint64(uint16(h.CPU))<<16|uint64(uint32(h.PID))<<32)
+	}
 	w.o.put64(b[8:], uint64(h.Time))
-	b[16] = byte(t)
+	// The type is byte 16 in either byte order; bytes 17-23 are padding.
+	binary.LittleEndian.PutUint64(b[16:], uint64(t))
 	w.counts[t]++
 	if h.Time > w.end {
 		w.end = h.Time
