@@ -1,0 +1,161 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// SymbolsFile is the embedded file in which Sysprof bundles symbol names
+// at the end of a recording, so a capture can be read on another machine.
+// Sysprof 45+ stores it gzip-compressed as "__symbols__.gz"; [Files.Lookup]
+// finds either.
+const SymbolsFile = "__symbols__"
+
+// Symbol names the code at addresses Begin..End (inclusive) of process PID.
+// Tag is a short library nickname such as "libc" or "Kernel"; it may be
+// empty.
+type Symbol struct {
+	PID   int32
+	Begin uint64
+	End   uint64
+	Name  string
+	Tag   string
+}
+
+const symbolRecordSize = 32
+
+// EncodeSymbols returns the __symbols__ file for syms in Sysprof's layout:
+// records {u64 begin, u64 end, u32 pid, u32 name offset, u32 tag offset,
+// u32 padding} sorted by (pid, begin) and ended by an all-zero record, then
+// a string table; offsets count from the start of the file and 0 means
+// none. Ranges are inclusive, which Sysprof 3.46 requires; Sysprof 45+
+// treats the end as exclusive and so misses only a range's last byte.
+// Records are in the machine's byte order, as Sysprof writes them.
+func EncodeSymbols(syms []Symbol) ([]byte, error) {
+	s := append([]Symbol(nil), syms...)
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].PID != s[j].PID {
+			return s[i].PID < s[j].PID
+		}
+		return s[i].Begin < s[j].Begin
+	})
+	strBase := (len(s) + 1) * symbolRecordSize
+	var strs bytes.Buffer
+	strs.WriteByte(0) // offset strBase+0 is never used: 0 means none
+	index := map[string]uint32{}
+	intern := func(str string) (uint32, error) {
+		if str == "" {
+			return 0, nil
+		}
+		if off, ok := index[str]; ok {
+			return off, nil
+		}
+		off := strBase + strs.Len()
+		if off > 1<<32-1 {
+			return 0, fmt.Errorf("symbol string table exceeds 4 GiB")
+		}
+		strs.WriteString(cutNUL(str))
+		strs.WriteByte(0)
+		index[str] = uint32(off)
+		return uint32(off), nil
+	}
+	out := make([]byte, strBase, strBase+strs.Len())
+	for i, sym := range s {
+		if sym.End < sym.Begin {
+			return nil, fmt.Errorf("symbol %q: end %#x before begin %#x", sym.Name, sym.End, sym.Begin)
+		}
+		name, err := intern(sym.Name)
+		if err != nil {
+			return nil, err
+		}
+		tag, err := intern(sym.Tag)
+		if err != nil {
+			return nil, err
+		}
+		r := out[i*symbolRecordSize:]
+		binary.NativeEndian.PutUint64(r[0:], sym.Begin)
+		binary.NativeEndian.PutUint64(r[8:], sym.End)
+		binary.NativeEndian.PutUint32(r[16:], uint32(sym.PID))
+		binary.NativeEndian.PutUint32(r[20:], name)
+		binary.NativeEndian.PutUint32(r[24:], tag)
+	}
+	return append(out, strs.Bytes()...), nil
+}
+
+// SymbolTable looks up names in a decoded __symbols__ file.
+type SymbolTable struct {
+	syms []Symbol // sorted by (pid, begin)
+}
+
+// DecodeSymbols parses a __symbols__ file written by Sysprof (3.46 or 45+)
+// or by [EncodeSymbols]. A damaged file yields the records before the
+// damage and an error naming the offset.
+func DecodeSymbols(b []byte) (*SymbolTable, error) {
+	t := &SymbolTable{}
+	str := func(off uint32, at int) (string, error) {
+		if off == 0 {
+			return "", nil
+		}
+		if int64(off) >= int64(len(b)) {
+			return "", &FormatError{Off: int64(at), Msg: "__symbols__ string offset past the end", Val: off}
+		}
+		return cstring(b[off:]), nil
+	}
+	for off := 0; ; off += symbolRecordSize {
+		if off+symbolRecordSize > len(b) {
+			return t, &FormatError{Off: int64(off), Msg: "__symbols__ has no terminating record"}
+		}
+		r := b[off : off+symbolRecordSize]
+		begin, end := binary.NativeEndian.Uint64(r), binary.NativeEndian.Uint64(r[8:])
+		pid := int32(binary.NativeEndian.Uint32(r[16:]))
+		no, to := binary.NativeEndian.Uint32(r[20:]), binary.NativeEndian.Uint32(r[24:])
+		if begin == 0 && end == 0 && pid == 0 && no == 0 && to == 0 {
+			break
+		}
+		name, err := str(no, off)
+		if err != nil {
+			return t.sorted(), err
+		}
+		tag, err := str(to, off)
+		if err != nil {
+			return t.sorted(), err
+		}
+		t.syms = append(t.syms, Symbol{PID: pid, Begin: begin, End: end, Name: name, Tag: tag})
+	}
+	return t.sorted(), nil
+}
+
+func (t *SymbolTable) sorted() *SymbolTable {
+	sort.SliceStable(t.syms, func(i, j int) bool {
+		if t.syms[i].PID != t.syms[j].PID {
+			return t.syms[i].PID < t.syms[j].PID
+		}
+		return t.syms[i].Begin < t.syms[j].Begin
+	})
+	return t
+}
+
+// Len returns the number of records.
+func (t *SymbolTable) Len() int { return len(t.syms) }
+
+// Symbols returns the records sorted by (pid, begin).
+func (t *SymbolTable) Symbols() []Symbol { return t.syms }
+
+// Lookup returns the symbol of process pid containing addr (ends
+// inclusive), as Sysprof's bsearch on (pid, address) does.
+func (t *SymbolTable) Lookup(pid int32, addr uint64) (Symbol, bool) {
+	i := sort.Search(len(t.syms), func(i int) bool {
+		s := t.syms[i]
+		return s.PID > pid || s.PID == pid && s.Begin > addr
+	}) - 1
+	if i < 0 {
+		return Symbol{}, false
+	}
+	s := t.syms[i]
+	if s.PID != pid || addr > s.End {
+		return Symbol{}, false
+	}
+	return s, true
+}

@@ -1,0 +1,79 @@
+package capture
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestSymbolsRoundTrip(t *testing.T) {
+	in := []Symbol{
+		{PID: 20, Begin: 0x401000, End: 0x40101f, Name: "main", Tag: "demo"},
+		{PID: 10, Begin: 0xffffffff81000000, End: 0xffffffff810000ff, Name: "do_syscall_64", Tag: "Kernel"},
+		{PID: 20, Begin: 0x401020, End: 0x401020, Name: "main", Tag: ""},
+		{PID: 20, Begin: 0x7f0000001000, End: 0x7f0000001fff, Name: "malloc", Tag: "libc"},
+	}
+	b, err := EncodeSymbols(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := DecodeSymbols(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != 4 || tab.Symbols()[0].PID != 10 {
+		t.Fatalf("decoded %+v", tab.Symbols())
+	}
+	for _, tc := range []struct {
+		pid  int32
+		addr uint64
+		want string
+	}{
+		{20, 0x401000, "main"}, {20, 0x40101f, "main"}, {20, 0x401020, "main"},
+		{20, 0x401021, ""}, {20, 0x7f0000001800, "malloc"}, {10, 0xffffffff81000010, "do_syscall_64"},
+		{10, 0x401000, ""}, {30, 0x401000, ""}, {20, 0x400fff, ""},
+	} {
+		s, ok := tab.Lookup(tc.pid, tc.addr)
+		if ok != (tc.want != "") || s.Name != tc.want {
+			t.Errorf("Lookup(%d, %#x) = %q %t, want %q", tc.pid, tc.addr, s.Name, ok, tc.want)
+		}
+	}
+	k, _ := tab.Lookup(10, 0xffffffff81000000)
+	if !reflect.DeepEqual(k, in[1]) {
+		t.Errorf("kernel symbol %+v", k)
+	}
+}
+
+func TestSymbolsDamaged(t *testing.T) {
+	b, _ := EncodeSymbols([]Symbol{{PID: 1, Begin: 1, End: 2, Name: "a"}, {PID: 1, Begin: 3, End: 4, Name: "b"}})
+	// Cut inside the records: the string table is gone too.
+	tab, err := DecodeSymbols(b[:40])
+	var fe *FormatError
+	if !errors.As(err, &fe) || tab.Len() != 0 {
+		t.Fatalf("truncated: %v, %d records", err, tab.Len())
+	}
+	// Cut before the terminator, names intact in a copy.
+	noEnd := append(append([]byte{}, b[:2*symbolRecordSize]...), b[3*symbolRecordSize:]...)
+	if tab, err := DecodeSymbols(noEnd[:2*symbolRecordSize]); !errors.As(err, &fe) || tab.Len() != 0 {
+		t.Fatalf("no terminator: %v, %d records", err, tab.Len())
+	}
+	b[20] = 0xff
+	b[21] = 0xff
+	if _, err := DecodeSymbols(b); !errors.As(err, &fe) {
+		t.Fatalf("bad string offset: %v", err)
+	}
+	if _, err := EncodeSymbols([]Symbol{{Begin: 5, End: 4}}); err == nil {
+		t.Fatal("end before begin accepted")
+	}
+}
+
+func FuzzDecodeSymbols(f *testing.F) {
+	b, _ := EncodeSymbols([]Symbol{{PID: 1, Begin: 1, End: 2, Name: "a", Tag: "t"}})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tab, _ := DecodeSymbols(b)
+		for _, s := range tab.Symbols() {
+			tab.Lookup(s.PID, s.Begin)
+		}
+	})
+}
