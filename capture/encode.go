@@ -14,7 +14,7 @@ import (
 func (w *Writer) WriteFrame(f Frame) error {
 	// Samples are most of a profile: test for them before the type switch.
 	if s, ok := f.(*Sample); ok {
-		return w.writeAddrs(&s.FrameHeader, TypeSample, s.TID, false, s.Addrs)
+		return w.writeSample(&s.FrameHeader, s.TID, s.Addrs)
 	}
 	switch f := f.(type) {
 	case *Timestamp:
@@ -92,6 +92,32 @@ func (w *Writer) writeAddrs(h *FrameHeader, t FrameType, tid int32, entering boo
 	w.o.put32(b[24:], w.o.pack(uint32(len(addrs)), 0, 16)|w.o.pack(boolBit(entering), 16, 1))
 	w.o.put32(b[28:], uint32(tid))
 	w.putAddrs(b[sampleFixed:], addrs)
+	return nil
+}
+
+// writeSample is the SAMPLE hot path: when the frame fits in the buffer,
+// the writer is healthy and it writes the machine's little-endian order,
+// every byte is stored here directly (no zeroing, no calls but the
+// address memmove); anything else takes the general path.
+func (w *Writer) writeSample(h *FrameHeader, tid int32, addrs []uint64) error {
+	n := sampleFixed + 8*len(addrs)
+	l := len(w.buf)
+	if w.o.big || nativeBig || l+n > w.size || len(addrs) > MaxSampleAddrs || w.stopped {
+		return w.writeAddrs(h, TypeSample, tid, false, addrs)
+	}
+	b := w.buf[l : l+n]
+	w.buf = w.buf[:l+n]
+	binary.LittleEndian.PutUint64(b[0:], uint64(n)|uint64(uint16(h.CPU))<<16|uint64(uint32(h.PID))<<32)
+	binary.LittleEndian.PutUint64(b[8:], uint64(h.Time))
+	binary.LittleEndian.PutUint64(b[16:], uint64(TypeSample))
+	binary.LittleEndian.PutUint64(b[24:], uint64(len(addrs))|uint64(uint32(tid))<<32)
+	if len(addrs) > 0 {
+		copy(b[sampleFixed:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(addrs))), 8*len(addrs)))
+	}
+	w.counts[TypeSample]++
+	if h.Time > w.end {
+		w.end = h.Time
+	}
 	return nil
 }
 
@@ -267,15 +293,18 @@ func (w *Writer) writeMark(f *Mark) error {
 	if align(n) > MaxFrameLen {
 		return tooLarge(TypeMark, n)
 	}
-	b, err := w.reserve(align(n))
+	b, err := w.reserveDirty(align(n))
 	if err != nil {
 		return err
 	}
+	// Every byte is written: header, duration, the two fixed strings
+	// (zeroed then copied), the message and its NUL and padding.
 	w.frameHeader(b, &f.FrameHeader, TypeMark)
 	w.o.put64(b[24:], uint64(f.Duration))
+	clear(b[32:markFixed])
 	putFixed(b[32:32+markGroupLen], f.Group)
 	putFixed(b[56:56+markNameLen], f.Name)
-	copy(b[markFixed:], msg)
+	clear(b[markFixed+copy(b[markFixed:], msg):])
 	if e := f.Time + f.Duration; e > w.end {
 		w.end = e
 	}

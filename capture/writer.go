@@ -56,6 +56,7 @@ type Writer struct {
 	written   int64 // bytes handed to dst
 	err       error // sticky write error
 	closed    bool
+	stopped   bool // closed or err != nil: the fast paths' one check
 	counts    [256]uint64
 	counterID uint32
 
@@ -255,6 +256,7 @@ func (w *Writer) flushBuffer() error {
 			}
 		}
 		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
+		w.stopped = true
 		w.buf = w.buf[:0]
 		return w.err
 	}
@@ -287,6 +289,7 @@ func (w *Writer) Flush() error {
 	w.o.put64(b[8:], uint64(w.end))
 	if _, perr := w.patch.WriteAt(b[:], 72); perr != nil && err == nil {
 		w.err = fmt.Errorf("patch capture header time range: %w", perr)
+		w.stopped = true
 		return w.err
 	}
 	return err
@@ -299,7 +302,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	err := w.Flush()
-	w.closed = true
+	w.closed, w.stopped = true, true
 	if w.closer != nil {
 		if cerr := w.closer.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr
