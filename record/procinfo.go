@@ -49,9 +49,28 @@ type ProcessInfo struct {
 	ExeInode uint64 `json:"exe_inode,omitempty"`
 	// Cgroups are the lines of /proc/PID/cgroup.
 	Cgroups []string `json:"cgroups,omitempty"`
+	// Container says what the process runs in; nil when unknown.
+	Container *ContainerInfo `json:"container,omitempty"`
 	// Err says what could not be read, if anything (the process may have
 	// exited before it was looked at).
 	Err string `json:"err,omitempty"`
+}
+
+// ContainerInfo labels what a process runs in.
+type ContainerInfo struct {
+	// Kind is "host", "podman", "flatpak" or "namespace" (another mount
+	// namespace that is neither, such as unshare or bubblewrap).
+	Kind string `json:"kind"`
+	// ID and Name identify a podman container (full id, --name).
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Rootless is set for a podman container run by an unprivileged user.
+	Rootless bool `json:"rootless,omitempty"`
+	// AppID is a Flatpak application id.
+	AppID string `json:"app_id,omitempty"`
+	// Root is where the process's root directory comes from on the host,
+	// when known (an overlay's merged dir, a bind source, a chroot dir).
+	Root string `json:"root,omitempty"`
 }
 
 // ThreadInfo maps a thread's host id to its id inside its PID namespace.
