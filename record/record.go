@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -185,22 +186,37 @@ func (r *recorder) embedHostFiles() {
 
 // embedKallsyms stores /proc/kallsyms, compressed as Sysprof 45+ stores it,
 // for naming kernel frames on another machine. It runs at the end, so the
-// seconds it can take do not delay the start of the recording.
+// time it takes does not delay the start of the recording. The file (5 MB
+// and more) is streamed through gzip in small buffers: fresh memory is
+// expensive to fault in on some VMs, and a large buffer also wakes the GC.
 func (r *recorder) embedKallsyms() {
-	b, err := os.ReadFile(r.opts.FS.Root + "/kallsyms")
+	f, err := os.Open(r.opts.FS.Root + "/kallsyms")
 	if err != nil {
 		r.logf("kernel symbols not recorded: %v", err)
 		return
 	}
-	if bytes.HasPrefix(b, []byte("0000000000000000 ")) {
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := br.Peek(17); bytes.Equal(head, []byte("0000000000000000 ")) {
 		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
 	}
-	var z bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
-	zw.Write(b)
-	zw.Close()
+	pr, pw := io.Pipe()
+	readErr := make(chan error, 1)
+	go func() {
+		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
+		_, err := br.WriteTo(zw)
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		readErr <- err
+		pw.CloseWithError(err)
+	}()
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
-	if err := r.w.AddFileBytes(h, "/proc/kallsyms.gz", z.Bytes()); err != nil {
+	err = r.w.AddFile(h, "/proc/kallsyms.gz", pr)
+	pr.CloseWithError(errors.New("capture write failed"))
+	if rerr := <-readErr; rerr != nil && err != nil {
+		r.logf("kernel symbols cut short: %v", rerr)
+	} else if err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 }

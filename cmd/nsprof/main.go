@@ -4,14 +4,42 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
+// cpuProfileEnv names a file to which nsprof writes a pprof CPU profile of
+// itself, for finding where the profiler spends its own time.
+const cpuProfileEnv = "NSPROF_CPUPROFILE"
+
 func main() {
+	stopProfile := profileSelf(os.Getenv(cpuProfileEnv))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	stopProfile()
 	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// profileSelf starts a CPU profile written to path, when path is set, and
+// returns the function that ends it.
+func profileSelf(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nsprof: %s: %v\n", cpuProfileEnv, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
