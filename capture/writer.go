@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"nsprof/internal/unix"
 )
 
 // WriterOptions configures a [Writer]. The zero value is the default.
@@ -59,6 +61,9 @@ type Writer struct {
 	stopped   bool // closed or err != nil: the fast paths' one check
 	counts    [256]uint64
 	counterID uint32
+	// rawFD is dst's descriptor when dst is a regular *os.File, written
+	// with unix.WriteFileRaw; -1 otherwise.
+	rawFD int
 
 	jitIDs     map[string]uint64
 	jitSeq     uint64
@@ -107,6 +112,7 @@ func NewWriterWithOptions(w io.Writer, opts WriterOptions) (*Writer, error) {
 		end:       opts.StartTime,
 		counterID: 1,
 		jitIDs:    make(map[string]uint64),
+		rawFD:     regularFD(w),
 	}
 	if s, ok := w.(io.Seeker); ok {
 		if at, ok := w.(io.WriterAt); ok {
@@ -120,6 +126,20 @@ func NewWriterWithOptions(w io.Writer, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("write capture header: %w", err)
 	}
 	return wr, nil
+}
+
+// regularFD returns the descriptor of w if it is an *os.File open on a
+// regular file, else -1. Fd puts the file in blocking mode, which regular
+// files always are.
+func regularFD(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return -1
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	return int(f.Fd())
 }
 
 // Create creates (or truncates) the file at path, mode 0640, and returns a
@@ -242,7 +262,13 @@ func (w *Writer) flushBuffer() error {
 		return w.err
 	}
 	base := w.written
-	n, err := w.dst.Write(w.buf)
+	var n int
+	var err error
+	if w.rawFD >= 0 {
+		n, err = unix.WriteFileRaw(w.rawFD, w.buf)
+	} else {
+		n, err = w.dst.Write(w.buf)
+	}
 	w.written += int64(n)
 	if err == nil && n < len(w.buf) {
 		err = io.ErrShortWrite
