@@ -12,6 +12,9 @@ PACKAGES=(
 	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures
 	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip
 	debuginfod # symbol/: debuginfod client and server tests
+	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method
+	xz-utils # symbol/ TestMiniDebugInfo: xz compresses the .gnu_debugdata section as Fedora builds it
+	libc6-dbg # symbol/ TestLoadHostLibc, BenchmarkLoadLibc: libc.so.6's debug file under /usr/lib/debug/.build-id
 	bubblewrap podman runc fuse-overlayfs uidmap # container/, proc/ namespace tests: processes in other pid/mount namespaces, overlay roots
 	util-linux # proc/ namespace tests: unshare, nsenter
 	linux-perf # perf/: compare with `perf record` / `perf script`
