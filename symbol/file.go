@@ -1,0 +1,347 @@
+package symbol
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+)
+
+// maxFileSize bounds the size of an object file when the reader cannot
+// tell it: no section of a larger file is read.
+const maxFileSize = 1 << 40
+
+// File is one opened ELF object: an executable, a shared library or a
+// separate debug file. Its methods may be called concurrently, but not
+// concurrently with Close.
+type File struct {
+	elf    *elf.File
+	r      io.ReaderAt
+	size   int64
+	closer io.Closer
+
+	buildID []byte
+
+	symsOnce sync.Once
+	syms     *Table
+	symsErr  error
+	// symsFrom says what Symbols read: "symtab", "dynsym", "minidebuginfo",
+	// "gopclntab", or several joined with "+".
+	symsFrom string
+}
+
+// NewFile parses the ELF headers read from r. It never panics: panics of
+// debug/elf on hostile input are returned as errors. Sizes read from the
+// file are bounded by the size of r, taken from a Size or Stat method when
+// r has one and probed otherwise. Close does not close r.
+func NewFile(r io.ReaderAt) (f *File, err error) {
+	defer func() {
+		if err != nil {
+			f = nil
+		}
+	}()
+	defer recoverTo(&err, "parse ELF")
+	size := readerSize(r)
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse ELF: %w", err)
+	}
+	f = &File{elf: ef, r: r, size: size}
+	f.buildID = f.readBuildID()
+	return f, nil
+}
+
+// Open opens the ELF file at path on the host. Close closes it.
+func Open(path string) (*File, error) {
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := NewFile(osf)
+	if err != nil {
+		osf.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.closer = osf
+	return f, nil
+}
+
+// Close releases the file opened by [Open]; for a File made by [NewFile] it
+// does nothing. Close is idempotent.
+func (f *File) Close() error {
+	if f == nil || f.closer == nil {
+		return nil
+	}
+	c := f.closer
+	f.closer = nil
+	return c.Close()
+}
+
+// BuildID returns the GNU build-id (the NT_GNU_BUILD_ID note), or nil if
+// the file has none. The slice must not be modified.
+func (f *File) BuildID() []byte { return f.buildID }
+
+// Vaddr converts a file offset to the link-time virtual address it is
+// loaded at, through the PT_LOAD segments. A sampled address addr in a
+// mapping that starts at mapStart with file offset mapOffset is at
+// Vaddr(addr - mapStart + mapOffset). ok is false when no segment loads
+// that offset from the file.
+func (f *File) Vaddr(fileOffset uint64) (uint64, bool) {
+	for _, p := range f.elf.Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		if fileOffset >= p.Off && fileOffset-p.Off < p.Filesz {
+			return p.Vaddr + (fileOffset - p.Off), true
+		}
+	}
+	return 0, false
+}
+
+// Symbols returns the function symbols of the file: its .symtab when it has
+// one; otherwise its .dynsym, merged with the .symtab of the MiniDebugInfo
+// in .gnu_debugdata and with the functions of Go's .gopclntab. The table is
+// read once and shared by later calls. It returns an error wrapping
+// [ErrNoSymbols] when there are none.
+func (f *File) Symbols() (*Table, error) {
+	f.symsOnce.Do(func() {
+		f.syms, f.symsFrom, f.symsErr = f.readSymbols()
+	})
+	return f.syms, f.symsErr
+}
+
+// readSymbols implements Symbols.
+func (f *File) readSymbols() (*Table, string, error) {
+	var es []entry
+	var from []string
+	var errs []error
+	add := func(what string, e []entry, err error) {
+		if err != nil && !errors.Is(err, ErrNoSymbols) {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+		if len(e) > 0 {
+			es = append(es, e...)
+			from = append(from, what)
+		}
+	}
+	if f.hasSection(elf.SHT_SYMTAB) {
+		e, err := f.symtab(elf.SHT_SYMTAB)
+		add("symtab", e, err)
+	}
+	if len(es) == 0 {
+		e, err := f.symtab(elf.SHT_DYNSYM)
+		add("dynsym", e, err)
+		e, err = f.miniDebugInfo()
+		add("minidebuginfo", e, err)
+		e, err = f.goFuncs()
+		add("gopclntab", e, err)
+	}
+	if len(es) == 0 {
+		errs = append(errs, ErrNoSymbols)
+		return nil, "", errors.Join(errs...)
+	}
+	src := from[0]
+	for _, s := range from[1:] {
+		src += "+" + s
+	}
+	// Symbols were read; errors of other sources do not matter.
+	return buildTable(es, f.bounds()), src, nil
+}
+
+func (f *File) hasSection(t elf.SectionType) bool {
+	for _, s := range f.elf.Sections {
+		if s.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDebugInfo reports whether the file carries DWARF line tables.
+func (f *File) hasDebugInfo() bool {
+	s := f.elf.Section(".debug_line")
+	return s != nil && s.Type != elf.SHT_NOBITS
+}
+
+// section returns the contents of the named section, refusing sections
+// that lie beyond the end of the file or would decompress to more than
+// limit bytes. It returns nil, nil when the section is absent or NOBITS.
+func (f *File) section(name string, limit int64) ([]byte, error) {
+	s := f.elf.Section(name)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	return f.sectionData(s, limit)
+}
+
+// sectionData reads s, bounded as section describes.
+func (f *File) sectionData(s *elf.Section, limit int64) (data []byte, err error) {
+	defer recoverTo(&err, "read section "+s.Name)
+	if _, err := f.checkBounds(s); err != nil {
+		return nil, err
+	}
+	if s.Size > uint64(limit) {
+		return nil, &FormatError{Off: int64(min(s.Offset, uint64(maxFileSize))), Msg: "section " + s.Name + " too large", Val: s.Size}
+	}
+	return s.Data()
+}
+
+// bounds returns the address ranges of the allocated sections, sorted, as
+// the limits of zero-size symbols.
+func (f *File) bounds() []addrRange {
+	var rs []addrRange
+	for _, s := range f.elf.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 || s.Addr+s.Size < s.Addr {
+			continue
+		}
+		rs = append(rs, addrRange{s.Addr, s.Addr + s.Size})
+	}
+	slices.SortFunc(rs, func(a, b addrRange) int {
+		if a.start != b.start {
+			if a.start < b.start {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	// Drop overlaps (TLS sections share addresses with others) so that
+	// the ranges stay searchable by binary search.
+	out := rs[:0]
+	for _, r := range rs {
+		if len(out) > 0 && r.start < out[len(out)-1].end {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// symtab reads the function symbols of the symbol table of type t
+// (SHT_SYMTAB or SHT_DYNSYM).
+func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
+	defer recoverTo(&err, "read "+t.String())
+	var sec *elf.Section
+	for _, s := range f.elf.Sections {
+		if s.Type == t {
+			sec = s
+			break
+		}
+	}
+	if sec == nil {
+		return nil, ErrNoSymbols
+	}
+	// Check the table and its string table before debug/elf reads them.
+	if _, err := f.checkBounds(sec); err != nil {
+		return nil, err
+	}
+	if int(sec.Link) < len(f.elf.Sections) {
+		if _, err := f.checkBounds(f.elf.Sections[sec.Link]); err != nil {
+			return nil, err
+		}
+	}
+	var syms []elf.Symbol
+	if t == elf.SHT_SYMTAB {
+		syms, err = f.elf.Symbols()
+	} else {
+		syms, err = f.elf.DynamicSymbols()
+	}
+	if err != nil {
+		return nil, err
+	}
+	es = make([]entry, 0, len(syms)/2)
+	for _, s := range syms {
+		if !f.isFunc(s) {
+			continue
+		}
+		rank := rankLocal
+		switch elf.ST_BIND(s.Info) {
+		case elf.STB_GLOBAL:
+			rank = rankGlobal
+		case elf.STB_WEAK:
+			rank = rankWeak
+		}
+		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank})
+	}
+	return es, nil
+}
+
+// checkBounds refuses a section whose file contents lie beyond the end of
+// the file, or that claims to decompress to much more than it holds.
+func (f *File) checkBounds(s *elf.Section) (*elf.Section, error) {
+	if s.Type == elf.SHT_NOBITS {
+		return s, nil
+	}
+	if s.Offset > uint64(f.size) || s.FileSize > uint64(f.size)-s.Offset {
+		return nil, &FormatError{Off: int64(min(s.Offset, uint64(maxFileSize))), Msg: "section " + s.Name + " extends beyond the end of the file, size", Val: s.FileSize}
+	}
+	if s.Flags&elf.SHF_COMPRESSED != 0 && s.Size/64 > s.FileSize+64 {
+		return nil, &FormatError{Off: int64(min(s.Offset, uint64(maxFileSize))), Msg: "section " + s.Name + " decompresses to an implausible size", Val: s.Size}
+	}
+	return s, nil
+}
+
+// isFunc reports whether s names code: a function, an indirect function,
+// or an untyped symbol defined in an executable section (assembly).
+func (f *File) isFunc(s elf.Symbol) bool {
+	if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Value == 0 || s.Name == "" {
+		return false
+	}
+	switch elf.ST_TYPE(s.Info) {
+	case elf.STT_FUNC, elf.STT_LOOS: // STT_LOOS is STT_GNU_IFUNC
+		return true
+	case elf.STT_NOTYPE:
+		if s.Name[0] == '$' || s.Name[0] == '.' { // ARM mapping symbols, local labels
+			return false
+		}
+		i := int(s.Section)
+		return i < len(f.elf.Sections) && f.elf.Sections[i].Flags&elf.SHF_EXECINSTR != 0
+	}
+	return false
+}
+
+// readerSize returns the size of r: from a Size or Stat method, or by
+// probing with ReadAt, capped at maxFileSize.
+func readerSize(r io.ReaderAt) int64 {
+	switch v := r.(type) {
+	case interface{ Size() int64 }:
+		return v.Size()
+	case interface{ Stat() (os.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	var b [1]byte
+	has := func(off int64) bool { n, _ := r.ReadAt(b[:], off); return n == 1 }
+	if !has(0) {
+		return 0
+	}
+	lo, hi := int64(0), int64(1) // has(lo); find hi with !has(hi)
+	for has(hi) {
+		lo = hi
+		if hi >= maxFileSize {
+			return maxFileSize
+		}
+		hi *= 2
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if has(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo + 1
+}
+
+// recoverTo turns a panic into an error in *err; debug/elf, debug/dwarf and
+// debug/gosym may panic on malformed input.
+func recoverTo(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: malformed input: %v", what, r)
+	}
+}

@@ -1,0 +1,236 @@
+package symbol
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Opener opens an absolute path as seen from some root: a process's root
+// directory, or the host's. It returns an error wrapping fs.ErrNotExist
+// when the file is absent.
+type Opener func(path string) (*os.File, error)
+
+// HostOpener opens path in the host's (the calling process's) file
+// system.
+func HostOpener(path string) (*os.File, error) { return os.Open(path) }
+
+// RootOpener returns an Opener that opens paths inside the directory dir
+// (for example /proc/PID/root, or an unpacked image) through an [os.Root]:
+// symbolic links are followed only while they stay inside dir, so an
+// absolute link (resolved against the host by the kernel) fails.
+func RootOpener(dir string) Opener {
+	return func(p string) (*os.File, error) {
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		rel := strings.TrimLeft(path.Clean("/"+p), "/")
+		if rel == "" {
+			rel = "."
+		}
+		return r.Open(rel)
+	}
+}
+
+// DefaultDebugDir is where distributions install separate debug files.
+const DefaultDebugDir = "/usr/lib/debug"
+
+// flatpakDebugDir is where Flatpak runtimes and apps keep debug files; it
+// is searched in every root after the configured directories.
+const flatpakDebugDir = "/app/lib/debug"
+
+// Loader finds the best symbols for an object file. The zero value searches
+// the host's /usr/lib/debug and uses no network. A Loader may be used
+// concurrently as long as its fields are not modified.
+type Loader struct {
+	// Roots are the file systems searched, in order: the process's root
+	// first, the host last. nil means the host only.
+	Roots []Opener
+	// DebugDirs are the debug directories, searched inside each root.
+	// nil means []string{"/usr/lib/debug"}. Flatpak's /app/lib/debug is
+	// searched after them.
+	DebugDirs []string
+	// Debuginfod, when not nil, is asked by build-id when no local
+	// debug file was found and the object has no MiniDebugInfo or Go
+	// line table. nil means no network.
+	Debuginfod *Debuginfod
+}
+
+// Symbols is the result of [Loader.Load]: the symbols of one object, at its
+// link-time addresses. It is immutable and safe for concurrent use.
+type Symbols struct {
+	table  *Table
+	source string
+	lines  *lineTable
+}
+
+// Lookup returns the symbol covering the link-time address vaddr.
+func (s *Symbols) Lookup(vaddr uint64) (Symbol, bool) {
+	if s == nil {
+		return Symbol{}, false
+	}
+	return s.table.Lookup(vaddr)
+}
+
+// Table returns all the symbols.
+func (s *Symbols) Table() *Table { return s.table }
+
+// Source says where the names came from: "symtab" (the object's own
+// .symtab), "build-id:PATH" or "debuglink:PATH" (a separate debug file,
+// PATH as seen from the root it was found in), "debuginfod",
+// "minidebuginfo", "gopclntab", or "dynsym" (only the exported symbols).
+func (s *Symbols) Source() string { return s.source }
+
+// Load returns symbols for obj, the object mapped at path (the path as the
+// process sees it). It is [Loader.LoadContext] without a deadline other than
+// the Debuginfod timeout.
+func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
+	return l.LoadContext(context.Background(), obj, path)
+}
+
+// LoadContext returns symbols for obj, the object mapped at path. It uses
+// the object's own .symtab when there is one. Otherwise it searches each
+// root, in order, for a separate debug file, as GDB does:
+// DEBUGDIR/.build-id/xx/rest.debug for each debug directory and
+// /app/lib/debug; then the .gnu_debuglink name in dir(path),
+// dir(path)/.debug and DEBUGDIR/dir(path), with the link's CRC32 checked.
+// A debug file whose build-id differs from obj's is rejected. Failing that,
+// it uses obj's MiniDebugInfo or Go line table, then asks Debuginfod by
+// build-id, and finally settles for .dynsym. The names of a debug file are
+// merged with obj's .dynsym. Debug files that cannot be read are skipped;
+// an error (wrapping [ErrNoSymbols]) is returned only when no symbols
+// were found at all. ctx bounds the Debuginfod request.
+func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
+	if obj.hasSection(elf.SHT_SYMTAB) {
+		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
+			return &Symbols{table: t, source: "symtab", lines: obj.lineTable()}, nil
+		}
+	}
+	if s := l.findDebugFile(obj, path); s != nil {
+		return s, nil
+	}
+	own, ownErr := obj.Symbols()
+	if ownErr == nil && (strings.Contains(obj.symsFrom, "minidebuginfo") || strings.Contains(obj.symsFrom, "gopclntab")) {
+		src := "minidebuginfo"
+		if strings.Contains(obj.symsFrom, "gopclntab") {
+			src = "gopclntab"
+		}
+		return &Symbols{table: own, source: src}, nil
+	}
+	var dErr error
+	if l.Debuginfod != nil && obj.BuildID() != nil {
+		var p string
+		p, dErr = l.Debuginfod.Fetch(ctx, obj.BuildID())
+		if dErr == nil {
+			if s, err := useDebugFile(obj, HostOpener, p, "debuginfod", nil); err == nil {
+				return s, nil
+			} else {
+				dErr = err
+			}
+		}
+	}
+	if ownErr == nil {
+		return &Symbols{table: own, source: obj.symsFrom}, nil
+	}
+	return nil, fmt.Errorf("%s: %w", path, errors.Join(ownErr, dErr))
+}
+
+// roots returns the roots to search.
+func (l *Loader) roots() []Opener {
+	if len(l.Roots) == 0 {
+		return []Opener{HostOpener}
+	}
+	return l.Roots
+}
+
+// debugDirs returns the debug directories to search, Flatpak's last.
+func (l *Loader) debugDirs() []string {
+	dirs := l.DebugDirs
+	if dirs == nil {
+		dirs = []string{DefaultDebugDir}
+	}
+	if !slices.Contains(dirs, flatpakDebugDir) {
+		dirs = append(slices.Clip(dirs), flatpakDebugDir)
+	}
+	return dirs
+}
+
+// findDebugFile searches the roots for a separate debug file of obj.
+func (l *Loader) findDebugFile(obj *File, objPath string) *Symbols {
+	id := obj.BuildID()
+	name, crc, hasLink := obj.DebugLink()
+	dirs := l.debugDirs()
+	for _, open := range l.roots() {
+		if id != nil {
+			for _, d := range dirs {
+				p := buildIDPath(d, id)
+				if s, err := useDebugFile(obj, open, p, "build-id:"+p, nil); err == nil {
+					return s
+				}
+			}
+		}
+		if hasLink && path.IsAbs(objPath) {
+			for _, p := range debugLinkPaths(objPath, name, dirs) {
+				if s, err := useDebugFile(obj, open, p, "debuglink:"+p, &crc); err == nil {
+					return s
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// errMismatch rejects a debug file that belongs to another build.
+var errMismatch = errors.New("debug file does not match the object")
+
+// useDebugFile opens the debug file p through open and, if it matches obj
+// (same build-id when both have one; same CRC32 when crc is not nil) and
+// has a .symtab, returns its symbols merged with obj's .dynsym.
+func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbols, error) {
+	osf, err := open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close()
+	if fi, err := osf.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if crc != nil {
+		got, err := DebugLinkCRC(osf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if got != *crc {
+			return nil, fmt.Errorf("%s: CRC32 %#08x, want %#08x: %w", p, got, *crc, errMismatch)
+		}
+	}
+	df, err := NewFile(osf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if obj.BuildID() != nil && df.BuildID() != nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
+		return nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
+	}
+	if crc == nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
+		return nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
+	}
+	es, err := df.symtab(elf.SHT_SYMTAB)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if dyn, err := obj.symtab(elf.SHT_DYNSYM); err == nil {
+		es = append(es, dyn...)
+	}
+	if len(es) == 0 {
+		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
+	}
+	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: df.lineTable()}, nil
+}
