@@ -1,0 +1,134 @@
+package symbol
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+const kallsymsFixture = `ffffffff81000000 T _stext
+ffffffff81000000 T _text
+ffffffff81000010 t __pfx_do_one
+ffffffff81000020 t do_one
+ffffffff81000080 D some_data
+ffffffff81000100 W weak_fn
+ffffffff81000200 T _etext
+ffffffffc0a01000 t mod_fn	[e1000e]
+ffffffffc0a01040 T mod_fn2	[e1000e]
+`
+
+func TestParseKallsyms(t *testing.T) {
+	tab, err := ParseKallsyms(strings.NewReader(kallsymsFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr uint64
+		want string
+	}{
+		{0xffffffff81000000, "_text"}, // alias with fewer underscores than _stext... and shorter
+		{0xffffffff8100000f, "_text"},
+		{0xffffffff81000015, "__pfx_do_one"},
+		{0xffffffff81000090, "do_one"}, // data symbols are not boundaries
+		{0xffffffff81000150, "weak_fn"},
+		{0xffffffffc0a01001, "mod_fn [e1000e]"},
+		{0xffffffffc0a01050, "mod_fn2 [e1000e]"},
+	} {
+		s, ok := tab.Lookup(tc.addr)
+		if !ok || s.Name != tc.want {
+			t.Errorf("Lookup(%#x) = %q, %v; want %q", tc.addr, s.Name, ok, tc.want)
+		}
+	}
+	// _etext is the last core-kernel symbol: it must not claim the gap
+	// up to the modules.
+	if s, ok := tab.Lookup(0xffffffff90000000); ok {
+		t.Errorf("Lookup in the gap before the modules = %q", s.Name)
+	}
+	if sym, mod := SplitModule("mod_fn [e1000e]"); sym != "mod_fn" || mod != "e1000e" {
+		t.Errorf("SplitModule = %q, %q", sym, mod)
+	}
+	if sym, mod := SplitModule("schedule"); sym != "schedule" || mod != "" {
+		t.Errorf("SplitModule = %q, %q", sym, mod)
+	}
+}
+
+func TestParseKallsymsRestricted(t *testing.T) {
+	const restricted = "0000000000000000 T _stext\n0000000000000000 t do_one\n0000000000000000 t mod_fn\t[e1000e]\n"
+	if _, err := ParseKallsyms(strings.NewReader(restricted)); !errors.Is(err, ErrRestrictedKernel) {
+		t.Errorf("err = %v, want ErrRestrictedKernel", err)
+	}
+}
+
+func TestParseKallsymsMalformed(t *testing.T) {
+	for _, in := range []string{
+		"ffffffff81000000 T\n",
+		"zzzz T foo\n",
+		"ffffffff81000000 TT foo\n",
+		"ffffffff81000000\n",
+	} {
+		_, err := ParseKallsyms(strings.NewReader("ffffffff81000000 T ok\n" + in))
+		se, ok := errors.AsType[*SyntaxError](err)
+		if !ok || se.Line != 2 {
+			t.Errorf("ParseKallsyms(%q): %v, want a *SyntaxError on line 2", in, err)
+		}
+	}
+}
+
+// TestParseKallsymsHost parses the real /proc/kallsyms and checks that a
+// well-known function is found at the address the file gives it.
+func TestParseKallsymsHost(t *testing.T) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		testutils.RequireCI(t, "/proc/kallsyms: %v", err)
+	}
+	defer f.Close()
+	tab, err := ParseKallsyms(f)
+	if errors.Is(err, ErrRestrictedKernel) && os.Geteuid() != 0 {
+		t.Skipf("not root: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() < 1000 {
+		t.Fatalf("only %d kernel text symbols", tab.Len())
+	}
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && (f[2] == "schedule" || f[2] == "do_syscall_64") && strings.EqualFold(f[1], "t") {
+			var addr uint64
+			for _, c := range f[0] {
+				addr = addr<<4 | uint64(strings.IndexRune("0123456789abcdef", c))
+			}
+			s, ok := tab.Lookup(addr + 1)
+			if !ok || s.Name != f[2] {
+				t.Errorf("Lookup(%s+1) = %q, %v", f[2], s.Name, ok)
+			}
+			found++
+		}
+	}
+	if found == 0 {
+		t.Error("neither schedule nor do_syscall_64 in /proc/kallsyms")
+	}
+}
+
+func BenchmarkParseKallsyms(b *testing.B) {
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseKallsyms(strings.NewReader(string(data))); err != nil {
+			b.Skip(err)
+		}
+	}
+}
