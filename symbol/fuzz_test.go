@@ -1,0 +1,89 @@
+package symbol
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// FuzzNewFile parses arbitrary bytes as ELF and reads everything a File
+// offers. It must not panic, and an error must come with a nil File. The
+// seeds in testdata/fuzz/FuzzNewFile are small real objects: the fixture
+// library stripped, with a debuglink, with MiniDebugInfo, and its
+// separate debug file.
+func FuzzNewFile(f *testing.F) {
+	f.Add([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ef, err := NewFile(bytes.NewReader(data))
+		if err != nil {
+			if ef != nil {
+				t.Fatalf("error %v with a non-nil File", err)
+			}
+			return
+		}
+		tab, err := ef.Symbols()
+		if err != nil && tab != nil {
+			t.Fatalf("Symbols: error %v with a table", err)
+		}
+		for _, s := range tab.All() {
+			if got, ok := tab.Lookup(s.Addr); !ok || got.Addr != s.Addr {
+				t.Fatalf("Lookup(%#x) of a symbol of the table = %v, %v", s.Addr, got, ok)
+			}
+		}
+		ef.BuildID()
+		ef.DebugLink()
+		ef.Vaddr(0x1000)
+	})
+}
+
+// FuzzParseKallsyms parses arbitrary text as /proc/kallsyms.
+func FuzzParseKallsyms(f *testing.F) {
+	f.Add(kallsymsFixture)
+	f.Add("0000000000000000 T _stext\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tab, err := ParseKallsyms(strings.NewReader(in))
+		if err != nil && tab != nil {
+			t.Fatalf("error %v with a table", err)
+		}
+		checkTable(t, tab)
+	})
+}
+
+// FuzzParsePerfMap parses arbitrary text as a perf map.
+func FuzzParsePerfMap(f *testing.F) {
+	f.Add("7f0000001000 40 LazyCompile:~foo file:///a.js:1:10\n0x10 0x10 x\n")
+	f.Add("ffffffffffffffff 1 top\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tab, err := ParsePerfMap(strings.NewReader(in))
+		if err != nil && tab != nil {
+			t.Fatalf("error %v with a table", err)
+		}
+		checkTable(t, tab)
+	})
+}
+
+// FuzzDemangle demangles arbitrary names; it must not panic.
+func FuzzDemangle(f *testing.F) {
+	for _, s := range []string{"_ZN2ns5Klass6methodEi", "_RNvCs1234_7mycrate3foo", "_ZN4core3fmt5write17h0123456789abcdefE"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) { Demangle(in) })
+}
+
+// checkTable checks the invariants of a table: sorted, unique addresses,
+// and every symbol found at its own address.
+func checkTable(t *testing.T, tab *Table) {
+	t.Helper()
+	syms := tab.All()
+	for i, s := range syms {
+		if i > 0 && syms[i-1].Addr >= s.Addr {
+			t.Fatalf("symbols %d and %d out of order: %#x, %#x", i-1, i, syms[i-1].Addr, s.Addr)
+		}
+		if s.Size == 0 {
+			t.Fatalf("symbol %q has size 0", s.Name)
+		}
+		if got, ok := tab.Lookup(s.Addr); !ok || got != s {
+			t.Fatalf("Lookup(%#x) = %v, %v; want %v", s.Addr, got, ok, s)
+		}
+	}
+}
