@@ -1,17 +1,160 @@
 package symbol
 
-// lineTable maps addresses to source lines; see [Symbols.Line].
-type lineTable struct{}
+import (
+	"bytes"
+	"cmp"
+	"debug/dwarf"
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+)
 
-// lineTable returns the DWARF line table of f, or nil when it has none.
-func (f *File) lineTable() *lineTable { return nil }
+// maxDWARFSize bounds each DWARF section read for line tables.
+const maxDWARFSize = 1 << 30
+
+// lineTable maps addresses to source lines, read on first use from the
+// DWARF .debug_line of a file it reopens; see [Symbols.Line].
+type lineTable struct {
+	open    func() (*os.File, error)
+	buildID []byte
+
+	once  sync.Once
+	rows  []lineRow
+	files []string
+}
+
+// lineRow is one row of the line program: from addr on, the code is at
+// files[file]:line. A row with file == noFile ends a sequence.
+type lineRow struct {
+	addr uint64
+	file uint32
+	line uint32
+}
+
+const noFile = ^uint32(0)
+
+// newLineTable returns a line table read lazily from the file open
+// returns, which must carry buildID (when not nil).
+func newLineTable(open func() (*os.File, error), buildID []byte) *lineTable {
+	return &lineTable{open: open, buildID: buildID}
+}
+
+// ownLineTable returns the line table of obj itself, reopened at path
+// through the first root that has a file with obj's build-id.
+func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
+	if !obj.hasDebugInfo() || obj.BuildID() == nil {
+		return nil
+	}
+	roots := l.roots()
+	return newLineTable(func() (*os.File, error) {
+		var errs []error
+		for _, open := range roots {
+			f, err := open(path)
+			if err == nil {
+				return f, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}, obj.BuildID())
+}
 
 // Line returns the source file and line of the link-time address vaddr,
-// from the DWARF .debug_line of the file the symbols came from, when it
-// has one.
+// from the DWARF .debug_line of the file the symbols came from (the object
+// itself, or its debug file). ok is false when there is no line
+// information for vaddr. The line table is read on the first call.
 func (s *Symbols) Line(vaddr uint64) (file string, line int, ok bool) {
 	if s == nil || s.lines == nil {
 		return "", 0, false
 	}
-	return "", 0, false
+	return s.lines.find(vaddr)
+}
+
+func (t *lineTable) find(addr uint64) (string, int, bool) {
+	if t == nil {
+		return "", 0, false
+	}
+	t.once.Do(t.load)
+	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr > addr }) - 1
+	if i < 0 || t.rows[i].file == noFile {
+		return "", 0, false
+	}
+	return t.files[t.rows[i].file], int(t.rows[i].line), true
+}
+
+// load reads the line tables; on any error the table stays empty.
+func (t *lineTable) load() {
+	osf, err := t.open()
+	if err != nil {
+		return
+	}
+	defer osf.Close()
+	f, err := NewFile(osf)
+	if err != nil || (t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID)) {
+		return
+	}
+	t.rows, t.files, _ = f.readLines()
+}
+
+// readLines reads every line program of f into rows sorted by address.
+func (f *File) readLines() (rows []lineRow, files []string, err error) {
+	defer recoverTo(&err, "read DWARF line tables")
+	for _, s := range f.elf.Sections {
+		if len(s.Name) > 7 && s.Name[:7] == ".debug_" {
+			if _, err := f.checkBounds(s); err != nil {
+				return nil, nil, err
+			}
+			if s.Size > maxDWARFSize {
+				return nil, nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
+			}
+		}
+	}
+	d, err := f.elf.DWARF()
+	if err != nil {
+		return nil, nil, err
+	}
+	fileIdx := map[string]uint32{}
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil || cu == nil {
+			break
+		}
+		if cu.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(cu)
+		r.SkipChildren()
+		if err != nil || lr == nil {
+			continue
+		}
+		var e dwarf.LineEntry
+		for {
+			if err := lr.Next(&e); err != nil {
+				break // io.EOF, or a malformed program: keep what was read
+			}
+			row := lineRow{addr: e.Address, file: noFile}
+			if !e.EndSequence && e.File != nil {
+				idx, ok := fileIdx[e.File.Name]
+				if !ok {
+					idx = uint32(len(files))
+					files = append(files, e.File.Name)
+					fileIdx[e.File.Name] = idx
+				}
+				row.file, row.line = idx, uint32(max(e.Line, 0))
+			}
+			rows = append(rows, row)
+		}
+	}
+	// At one address, a sequence's start wins over another's end.
+	slices.SortStableFunc(rows, func(a, b lineRow) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(a.file != noFile), b2i(b.file != noFile))
+	})
+	return rows, files, nil
 }

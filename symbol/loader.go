@@ -111,7 +111,7 @@ func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
 func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
 	if obj.hasSection(elf.SHT_SYMTAB) {
 		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
-			return &Symbols{table: t, source: "symtab", lines: obj.lineTable()}, nil
+			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path)}, nil
 		}
 	}
 	if s := l.findDebugFile(obj, path); s != nil {
@@ -232,5 +232,9 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbo
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
 	}
-	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: df.lineTable()}, nil
+	var lines *lineTable
+	if df.hasDebugInfo() {
+		lines = newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
+	}
+	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: lines}, nil
 }
