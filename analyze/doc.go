@@ -1,0 +1,19 @@
+// Package analyze is the analysis model over a capture: processes, threads,
+// mappings and stack samples loaded from a Sysprof capture into one
+// [Profile], named by pluggable [Symbolizer]s, and the operations that
+// reports are made of, each in its own file: [Profile.Select] (filters),
+// [Profile.Top] (functions by self and total samples), [Profile.Tree]
+// (top-down and bottom-up call trees) and [Profile.Group] (per process,
+// thread or container).
+//
+// Stacks are interned: a Profile holds each distinct stack once, and each
+// distinct (pid, address) as one [Frame] named once, so operations cost
+// in proportion to the distinct stacks, not the samples.
+//
+// Robustness: [Load] never panics on damaged input. When reading stops at
+// damage, it returns the profile of everything before the damage together
+// with the error, which names the byte offset.
+//
+// Concurrency: a Profile is safe for concurrent reads once loaded;
+// [Profile.Symbolize] must not run concurrently with anything else.
+package analyze

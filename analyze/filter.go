@@ -1,0 +1,114 @@
+package analyze
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Filter selects samples. The zero value selects all; set fields combine
+// with "and", the values of one list field with "or".
+type Filter struct {
+	// PIDs and TIDs keep the samples of these processes and threads.
+	PIDs, TIDs []int32
+	// Comm keeps the processes whose comm or command line matches this
+	// regular expression (a plain word matches as a substring).
+	Comm string
+	// Container keeps the processes whose container matches, as
+	// [Container.Match] says: "host", a podman name or id prefix, a
+	// Flatpak app id.
+	Container string
+	// DSO keeps the samples with a frame whose DSO contains this text,
+	// ignoring case.
+	DSO string
+	// Since and Until keep the samples taken in [Since, Until) from the
+	// capture's start; Until 0 means the end.
+	Since, Until time.Duration
+}
+
+// IsZero reports whether f selects every sample.
+func (f *Filter) IsZero() bool {
+	return len(f.PIDs) == 0 && len(f.TIDs) == 0 && f.Comm == "" && f.Container == "" && f.DSO == "" && f.Since == 0 && f.Until == 0
+}
+
+// Select returns the samples f keeps, in file order. The result shares
+// nothing with p.Samples when f is not zero. It fails only on a bad Comm
+// expression.
+func (p *Profile) Select(f Filter) ([]Sample, error) {
+	if f.IsZero() {
+		return p.Samples, nil
+	}
+	var comm *regexp.Regexp
+	if f.Comm != "" {
+		re, err := regexp.Compile(f.Comm)
+		if err != nil {
+			return nil, fmt.Errorf("comm pattern %q: %w", f.Comm, err)
+		}
+		comm = re
+	}
+	// Per-process and per-stack verdicts, each decided once.
+	procOK := make(map[int32]bool)
+	wantProc := func(pid int32) bool {
+		ok, seen := procOK[pid]
+		if seen {
+			return ok
+		}
+		pr := p.procIndex[pid]
+		ok = len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)
+		if ok && comm != nil {
+			ok = pr != nil && (comm.MatchString(pr.Comm) || comm.MatchString(pr.Cmdline))
+		}
+		if ok && f.Container != "" {
+			var c *Container
+			if pr != nil {
+				c = pr.Container
+			}
+			ok = c.Match(f.Container)
+		}
+		procOK[pid] = ok
+		return ok
+	}
+	var stackOK []int8 // 0 undecided, 1 keep, -1 drop
+	dso := strings.ToLower(f.DSO)
+	if dso != "" {
+		stackOK = make([]int8, p.NumStacks())
+	}
+	wantStack := func(id StackID) bool {
+		if stackOK == nil {
+			return true
+		}
+		if v := stackOK[id]; v != 0 {
+			return v > 0
+		}
+		v := int8(-1)
+		for _, fr := range p.Stack(id) {
+			if strings.Contains(strings.ToLower(p.Funcs[p.Frames[fr].Func].DSO), dso) {
+				v = 1
+				break
+			}
+		}
+		stackOK[id] = v
+		return v > 0
+	}
+	since := p.Start + int64(f.Since)
+	until := int64(1<<63 - 1)
+	if f.Until > 0 {
+		until = p.Start + int64(f.Until)
+	}
+	var out []Sample
+	for _, s := range p.Samples {
+		if s.Time < since || s.Time >= until {
+			continue
+		}
+		if len(f.TIDs) > 0 && !slices.Contains(f.TIDs, s.TID) {
+			continue
+		}
+		if !wantProc(s.PID) || !wantStack(s.Stack) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

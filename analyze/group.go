@@ -1,0 +1,113 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// GroupBy says how [Profile.Group] splits samples.
+type GroupBy int
+
+// Groupings.
+const (
+	GroupNone GroupBy = iota
+	GroupProcess
+	GroupThread
+	GroupContainer
+)
+
+// String returns "none", "process", "thread" or "container".
+func (g GroupBy) String() string {
+	switch g {
+	case GroupNone:
+		return "none"
+	case GroupProcess:
+		return "process"
+	case GroupThread:
+		return "thread"
+	case GroupContainer:
+		return "container"
+	}
+	return fmt.Sprintf("GroupBy(%d)", int(g))
+}
+
+// ParseGroupBy accepts the names [GroupBy.String] returns, and "" for
+// none.
+func ParseGroupBy(s string) (GroupBy, error) {
+	for g := GroupNone; g <= GroupContainer; g++ {
+		if s == g.String() {
+			return g, nil
+		}
+	}
+	if s == "" {
+		return GroupNone, nil
+	}
+	return 0, fmt.Errorf("unknown grouping %q (want process, thread or container)", s)
+}
+
+// Group is the samples of one process, thread or container.
+type Group struct {
+	// Key is the pid or tid in decimal, the container label, or "all".
+	Key string
+	// Process is the process of a process or thread group; Thread the
+	// thread of a thread group. Either may be nil otherwise.
+	Process *Process
+	Thread  *Thread
+	// Container is the container label of a process, thread or container
+	// group.
+	Container string
+	Samples   []Sample
+}
+
+// Group splits samples by g, keeping file order within each group. Groups
+// are sorted by their number of samples, largest first, then by key.
+// GroupNone returns one group "all" with every sample.
+func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
+	if g == GroupNone {
+		return []Group{{Key: "all", Samples: samples}}
+	}
+	byKey := make(map[string]int)
+	byID := make(map[int32]int) // pid or tid -> group
+	var out []Group
+	for _, s := range samples {
+		id := s.PID
+		if g == GroupThread {
+			id = s.TID
+		}
+		i, ok := byID[id]
+		if !ok {
+			pr := p.procIndex[s.PID]
+			var c *Container
+			if pr != nil {
+				c = pr.Container
+			}
+			key := fmt.Sprint(id)
+			if g == GroupContainer {
+				key = c.Label()
+			}
+			i, ok = byKey[key]
+			if !ok {
+				i = len(out)
+				byKey[key] = i
+				grp := Group{Key: key, Container: c.Label()}
+				if g != GroupContainer {
+					grp.Process = pr
+				}
+				if g == GroupThread {
+					grp.Thread = p.threadIndex[s.TID]
+				}
+				out = append(out, grp)
+			}
+			byID[id] = i
+		}
+		out[i].Samples = append(out[i].Samples, s)
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		if c := cmp.Compare(len(b.Samples), len(a.Samples)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return out
+}

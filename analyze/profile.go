@@ -1,0 +1,218 @@
+package analyze
+
+import (
+	"path"
+	"sort"
+	"strings"
+
+	"nsprof/capture"
+)
+
+// FrameID, FuncID and StackID index [Profile.Frames], [Profile.Funcs] and
+// the profile's interned stacks.
+type (
+	FrameID int32
+	FuncID  int32
+	StackID int32
+)
+
+// Profile is the analysis model of one capture.
+type Profile struct {
+	// Header is the capture's file header.
+	Header capture.FileHeader
+	// Start and End bound the capture on the capture clock: the header's
+	// times, or the frame times when the header was not finished.
+	Start, End int64
+	// Processes are sorted by pid; see [Profile.Process].
+	Processes []*Process
+	// Threads are sorted by tid; see [Profile.Thread].
+	Threads []*Thread
+	// Samples are the stack samples in file order.
+	Samples []Sample
+	// Frames are the distinct (pid, address) pairs of all stacks.
+	Frames []Frame
+	// Funcs are the distinct (name, DSO) pairs the frames resolve to.
+	Funcs []Function
+	// Lost is the last value of the "Lost Samples" counter; HasLost says
+	// whether the capture has that counter at all.
+	Lost    int64
+	HasLost bool
+	// Bundle holds the capture's __symbols__ records, or nil.
+	Bundle *capture.SymbolTable
+	// Kallsyms is the capture's embedded /proc/kallsyms (decompressed
+	// lazily), or nil.
+	Kallsyms *KallsymsSymbolizer
+	// JIT names addresses defined by JITMAP frames.
+	JIT map[uint64]string
+	// Warnings say what could not be used, such as a damaged __symbols__
+	// file. Damage to the capture itself is Load's error.
+	Warnings []string
+	// SymbolStats counts the frames each symbolizer named in the last
+	// [Profile.Symbolize], by its name ("bundle", "kallsyms", "jit", or
+	// the String of a custom one); "unresolved" counts the rest.
+	SymbolStats map[string]int
+
+	procIndex   map[int32]*Process
+	threadIndex map[int32]*Thread
+	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
+	stackFrames []FrameID
+}
+
+// Process is one process of the capture.
+type Process struct {
+	PID int32
+	// Cmdline is the last PROCESS frame's command line (argv joined by
+	// spaces, or the comm for kernel threads).
+	Cmdline string
+	// Comm is the short name: from nsprof's process file, else the base
+	// name of the command line's first word.
+	Comm string
+	// NSPID is the pid inside the process's innermost PID namespace, or 0
+	// when unknown or the same as PID.
+	NSPID int32
+	// Container labels what the process runs in; nil when the capture
+	// does not say (not recorded by nsprof).
+	Container *Container
+	// Maps are the process's mappings sorted by start address.
+	Maps []Mapping
+	// Samples is the number of samples of the process.
+	Samples int
+}
+
+// Container labels what a process runs in, from nsprof's process file.
+type Container struct {
+	// Kind is "host", "podman", "flatpak" or "namespace".
+	Kind string `json:"kind"`
+	// ID and Name identify a podman container.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// AppID is a Flatpak application id.
+	AppID    string `json:"app_id,omitempty"`
+	Rootless bool   `json:"rootless,omitempty"`
+}
+
+// Label returns a short name: "host", "podman:NAME" (or the first 12 hex
+// digits of the id), "flatpak:APPID" or the kind. A nil Container is
+// "unknown".
+func (c *Container) Label() string {
+	if c == nil {
+		return "unknown"
+	}
+	switch {
+	case c.Kind == "podman" && c.Name != "":
+		return "podman:" + c.Name
+	case c.Kind == "podman" && c.ID != "":
+		return "podman:" + c.ID[:min(12, len(c.ID))]
+	case c.Kind == "flatpak" && c.AppID != "":
+		return "flatpak:" + c.AppID
+	case c.Kind == "":
+		return "unknown"
+	}
+	return c.Kind
+}
+
+// Match reports whether the container matches the label pattern s, as
+// --container takes it: "host" and other kinds by name, a podman
+// container by a substring of its name or a prefix of its id, a Flatpak
+// app by a substring of its id, or a substring of [Container.Label].
+func (c *Container) Match(s string) bool {
+	if c == nil {
+		return s == "unknown"
+	}
+	switch {
+	case s == c.Kind:
+		return true
+	case c.Name != "" && strings.Contains(c.Name, s):
+		return true
+	case c.ID != "" && strings.HasPrefix(c.ID, s):
+		return true
+	case c.AppID != "" && strings.Contains(c.AppID, s):
+		return true
+	}
+	return strings.Contains(c.Label(), s)
+}
+
+// Thread is one thread of the capture.
+type Thread struct {
+	TID, PID int32
+	// NSTID is the thread id inside its innermost PID namespace, or 0.
+	NSTID int32
+	// Samples is the number of samples of the thread.
+	Samples int
+}
+
+// Mapping is one MAP frame: a file mapped at Start..End (exclusive) from
+// file offset Offset.
+type Mapping struct {
+	Start, End, Offset, Inode uint64
+	File, BuildID             string
+}
+
+// Base returns the base name of the mapped file, or the name itself for
+// pseudo files such as "[vdso]".
+func (m *Mapping) Base() string {
+	if strings.HasPrefix(m.File, "[") {
+		return m.File
+	}
+	return path.Base(m.File)
+}
+
+// Sample is one stack sample.
+type Sample struct {
+	Time     int64
+	PID, TID int32
+	Stack    StackID
+	CPU      int16
+}
+
+// Frame is one distinct code address of one process.
+type Frame struct {
+	PID  int32
+	Addr uint64
+	// Kernel says the address came after a kernel context marker.
+	Kernel bool
+	// Loc names the code; Func is the function it belongs to.
+	Loc  Location
+	Func FuncID
+}
+
+// Function is a distinct (name, DSO) pair.
+type Function struct {
+	Name, DSO string
+	Kernel    bool
+}
+
+// Stack returns the frames of stack id, leaf first. The slice is shared:
+// do not modify it.
+func (p *Profile) Stack(id StackID) []FrameID {
+	return p.stackFrames[p.stackStart[id]:p.stackStart[id+1]]
+}
+
+// NumStacks returns the number of distinct stacks.
+func (p *Profile) NumStacks() int { return len(p.stackStart) - 1 }
+
+// Process returns the process pid, or nil.
+func (p *Profile) Process(pid int32) *Process { return p.procIndex[pid] }
+
+// Thread returns the thread tid, or nil.
+func (p *Profile) Thread(tid int32) *Thread { return p.threadIndex[tid] }
+
+// Mapping returns the mapping of process pid containing addr, or nil.
+// Where MAP frames overlap, the one with the highest start wins.
+func (p *Profile) Mapping(pid int32, addr uint64) *Mapping {
+	pr := p.procIndex[pid]
+	if pr == nil {
+		return nil
+	}
+	ms := pr.Maps
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].Start > addr }) - 1
+	for j := i; j >= 0 && j > i-16; j-- {
+		if addr < ms[j].End {
+			return &ms[j]
+		}
+	}
+	return nil
+}
+
+// Duration returns the capture's length in nanoseconds.
+func (p *Profile) Duration() int64 { return max(0, p.End-p.Start) }

@@ -1,0 +1,196 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+
+	"nsprof/capture"
+)
+
+// Symbolizer names the code at an address of a process.
+type Symbolizer interface {
+	// Symbolize returns the location of addr in process pid; kernel says
+	// the address is a kernel one. It reports false when it cannot say.
+	Symbolize(pid int32, addr uint64, kernel bool) (Location, bool)
+}
+
+// Location names code. Function is required; the rest may be empty.
+type Location struct {
+	Function string
+	// DSO is the object the code is in: a library nickname from a
+	// symbol bundle, the base name of a mapped file, "[kernel]" or a
+	// kernel module as "[name]".
+	DSO  string
+	File string
+	Line int
+}
+
+// Chain tries its symbolizers in order and returns the first answer.
+type Chain []Symbolizer
+
+// Symbolize implements [Symbolizer].
+func (c Chain) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool) {
+	loc, i := c.symbolize(pid, addr, kernel)
+	return loc, i >= 0
+}
+
+// symbolize returns the answer and the index of the symbolizer that gave
+// it (through nested chains, the innermost one), or -1.
+func (c Chain) symbolize(pid int32, addr uint64, kernel bool) (Location, int) {
+	for i, s := range c {
+		if loc, ok := s.Symbolize(pid, addr, kernel); ok && loc.Function != "" {
+			return loc, i
+		}
+	}
+	return Location{}, -1
+}
+
+// String returns the names of the symbolizers joined by "+".
+func (c Chain) String() string {
+	var names []string
+	for _, s := range c {
+		names = append(names, symbolizerName(s))
+	}
+	return strings.Join(names, "+")
+}
+
+func symbolizerName(s Symbolizer) string {
+	if n, ok := s.(fmt.Stringer); ok {
+		return n.String()
+	}
+	return fmt.Sprintf("%T", s)
+}
+
+// flatten returns the symbolizers of nested chains in order.
+func flatten(s Symbolizer, out []Symbolizer) []Symbolizer {
+	if c, ok := s.(Chain); ok {
+		for _, x := range c {
+			out = flatten(x, out)
+		}
+		return out
+	}
+	if s == nil {
+		return out
+	}
+	return append(out, s)
+}
+
+// BundleSymbolizer names addresses from a Sysprof __symbols__ bundle. The
+// DSO is the record's tag (a nickname such as "libc" or "Kernel"), or the
+// base name of the process's mapping containing the address.
+type BundleSymbolizer struct {
+	t *capture.SymbolTable
+	p *Profile
+}
+
+// NewBundleSymbolizer returns a symbolizer over t, taking DSO names from
+// p's mappings when a record has no tag; p may be nil.
+func NewBundleSymbolizer(t *capture.SymbolTable, p *Profile) *BundleSymbolizer {
+	return &BundleSymbolizer{t: t, p: p}
+}
+
+// Symbolize implements [Symbolizer].
+func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool) {
+	if b == nil || b.t == nil {
+		return Location{}, false
+	}
+	s, ok := b.t.Lookup(pid, addr)
+	if !ok || s.Name == "" {
+		return Location{}, false
+	}
+	loc := Location{Function: s.Name, DSO: s.Tag}
+	if loc.DSO == "" && b.p != nil {
+		if m := b.p.Mapping(pid, addr); m != nil {
+			loc.DSO = m.Base()
+		} else if kernel {
+			loc.DSO = "[kernel]"
+		}
+	}
+	return loc, true
+}
+
+// String returns "bundle".
+func (b *BundleSymbolizer) String() string { return "bundle" }
+
+// jitSymbolizer names addresses defined by JITMAP frames.
+type jitSymbolizer map[uint64]string
+
+func (j jitSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool) {
+	if kernel || !capture.IsJIT(addr) {
+		return Location{}, false
+	}
+	n, ok := j[addr]
+	return Location{Function: n, DSO: "[jit]"}, ok
+}
+
+func (jitSymbolizer) String() string { return "jit" }
+
+// CaptureSymbolizer returns the symbolizers the capture itself provides,
+// in the order they are tried: the __symbols__ bundle, JITMAP names and
+// the embedded /proc/kallsyms for kernel addresses.
+func (p *Profile) CaptureSymbolizer() Chain {
+	var c Chain
+	if p.Bundle != nil {
+		c = append(c, NewBundleSymbolizer(p.Bundle, p))
+	}
+	if len(p.JIT) > 0 {
+		c = append(c, jitSymbolizer(p.JIT))
+	}
+	if p.Kallsyms != nil {
+		c = append(c, p.Kallsyms)
+	}
+	return c
+}
+
+// Symbolize names every frame with s and recomputes [Profile.Funcs] and
+// [Profile.SymbolStats]. Addresses s cannot name get a fallback name:
+// "FILE+0xOFFSET" (the file offset in the process's mapping containing
+// the address, with FILE the mapping's base name as DSO), or
+// "[unknown] 0xADDR". s may be nil.
+func (p *Profile) Symbolize(s Symbolizer) {
+	chain := Chain(flatten(s, nil))
+	names := make([]string, len(chain))
+	counts := make([]int, len(chain))
+	for i, x := range chain {
+		names[i] = symbolizerName(x)
+	}
+	p.Funcs = p.Funcs[:0]
+	funcs := make(map[Function]FuncID)
+	unresolved := 0
+	for i := range p.Frames {
+		f := &p.Frames[i]
+		loc, k := chain.symbolize(f.PID, f.Addr, f.Kernel)
+		if k >= 0 {
+			counts[k]++
+		} else {
+			loc = p.fallback(f)
+			unresolved++
+		}
+		f.Loc = loc
+		fn := Function{Name: loc.Function, DSO: loc.DSO, Kernel: f.Kernel}
+		id, ok := funcs[fn]
+		if !ok {
+			id = FuncID(len(p.Funcs))
+			funcs[fn] = id
+			p.Funcs = append(p.Funcs, fn)
+		}
+		f.Func = id
+	}
+	p.SymbolStats = map[string]int{"unresolved": unresolved}
+	for i, n := range names {
+		p.SymbolStats[n] += counts[i]
+	}
+}
+
+// fallback names a frame no symbolizer named.
+func (p *Profile) fallback(f *Frame) Location {
+	if m := p.Mapping(f.PID, f.Addr); m != nil && !f.Kernel {
+		base := m.Base()
+		return Location{Function: fmt.Sprintf("%s+%#x", base, f.Addr-m.Start+m.Offset), DSO: base}
+	}
+	dso := ""
+	if f.Kernel {
+		dso = "[kernel]"
+	}
+	return Location{Function: fmt.Sprintf("[unknown] %#x", f.Addr), DSO: dso}
+}

@@ -1,0 +1,96 @@
+package analyze
+
+import (
+	"cmp"
+	"slices"
+)
+
+// FuncStat is one function's share of a set of samples.
+type FuncStat struct {
+	Func FuncID `json:"-"`
+	// Name and DSO name the function.
+	Name string `json:"function"`
+	DSO  string `json:"dso"`
+	// Kernel says the function is kernel code.
+	Kernel bool `json:"kernel,omitempty"`
+	// Self counts the samples in which the function is the leaf, Total
+	// those in which it is anywhere in the stack (once per sample, however
+	// often it recurses).
+	Self  int `json:"self"`
+	Total int `json:"total"`
+	// SelfPercent and TotalPercent are Self and Total in percent of the
+	// samples.
+	SelfPercent  float64 `json:"self_percent"`
+	TotalPercent float64 `json:"total_percent"`
+}
+
+// stackCounts returns how many of samples have each stack.
+func (p *Profile) stackCounts(samples []Sample) []int32 {
+	counts := make([]int32, p.NumStacks())
+	for i := range samples {
+		counts[samples[i].Stack]++
+	}
+	return counts
+}
+
+// Top returns the functions of samples sorted by self samples, then total
+// samples, then name. Percentages are of len(samples).
+func (p *Profile) Top(samples []Sample) []FuncStat {
+	counts := p.stackCounts(samples)
+	self := make([]int, len(p.Funcs))
+	total := make([]int, len(p.Funcs))
+	seen := make([]StackID, len(p.Funcs)) // stack+1 that last counted the function
+	for id, c := range counts {
+		if c == 0 {
+			continue
+		}
+		st := p.Stack(StackID(id))
+		if len(st) == 0 {
+			continue
+		}
+		self[p.Frames[st[0]].Func] += int(c)
+		for _, fr := range st {
+			fn := p.Frames[fr].Func
+			if seen[fn] != StackID(id)+1 {
+				seen[fn] = StackID(id) + 1
+				total[fn] += int(c)
+			}
+		}
+	}
+	var out []FuncStat
+	n := float64(max(1, len(samples)))
+	for id, t := range total {
+		if t == 0 {
+			continue
+		}
+		fn := &p.Funcs[id]
+		out = append(out, FuncStat{
+			Func: FuncID(id), Name: fn.Name, DSO: fn.DSO, Kernel: fn.Kernel,
+			Self: self[id], Total: t,
+			SelfPercent: 100 * float64(self[id]) / n, TotalPercent: 100 * float64(t) / n,
+		})
+	}
+	slices.SortFunc(out, func(a, b FuncStat) int {
+		if c := cmp.Compare(b.Self, a.Self); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.DSO, b.DSO)
+	})
+	return out
+}
+
+// SortByTotal sorts stats by total samples, then self samples, then name.
+func SortByTotal(stats []FuncStat) {
+	slices.SortStableFunc(stats, func(a, b FuncStat) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Self, a.Self)
+	})
+}

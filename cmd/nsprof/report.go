@@ -1,0 +1,467 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/analyze"
+	"nsprof/internal/unix"
+)
+
+// reportOptions are the settings of `nsprof report`.
+type reportOptions struct {
+	// Input is the capture's path.
+	Input  string
+	Filter analyze.Filter
+	By     analyze.GroupBy
+	// Tree and BottomUp choose the call-tree views instead of the
+	// function table.
+	Tree, BottomUp bool
+	Depth          int
+	MinPercent     float64
+	// SortTotal sorts the function table by total instead of self samples.
+	SortTotal bool
+	// Limit is the number of table rows (per group); 0 fits the terminal
+	// or prints all when not writing to one; -1 prints all.
+	Limit int
+	// Width truncates lines to this many columns; 0 does not.
+	Width int
+	JSON  bool
+}
+
+// reportSchema names the --json document format. Any change that is not
+// adding a field changes the version.
+const reportSchema = "nsprof-report/1"
+
+func newReportCmd() *cobra.Command {
+	var (
+		opts         reportOptions
+		pids, tids   []int
+		since, until string
+		by, sortBy   string
+	)
+	cmd := &cobra.Command{
+		Use:   "report [flags] [FILE]",
+		Short: "Show where the samples of a capture spent their time",
+		Long: `Report reads a capture (default capture.syscap) and prints the functions its
+stack samples were taken in: Self% is the share of samples taken in the
+function itself, Total% the share with the function anywhere on the stack
+(recursion counted once). --tree prints the top-down call tree, --bottom-up
+the callers tree of each function samples were taken in. --by splits any view
+into one section per process, thread or container.
+
+Names come from the capture: the __symbols__ bundle that nsprof record (and
+Sysprof) append unless --no-decode, JITMAP frames, and the embedded
+/proc/kallsyms for kernel code. Other addresses show as FILE+0xOFFSET (the
+offset in the mapped file) or "[unknown] 0xADDRESS".
+
+Filters combine: --pid, --tid, --comm (regular expression over comm and command
+line), --container ("host", a podman name or id prefix, a Flatpak app id),
+--dso (samples with a frame in a DSO whose name contains the text) and
+--since/--until (seconds from the capture's start, or durations like 250ms).
+
+--json prints one document (schema "nsprof-report/1"):
+  {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
+   "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
+   "warnings", "damage"}, "selected", "view" ("top", "tree" or "bottom-up"),
+   "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
+   "container", "samples", "functions": [{"function", "dso", "kernel", "self",
+   "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
+   "kernel", "self", "total", "children": [...]}}]}
+
+A damaged capture is reported up to the damage, with a warning naming the
+byte offset.`,
+		Example: `  nsprof report
+  nsprof report --limit 20 server.syscap
+  nsprof report --tree --depth 12 --min-percent 2 --comm myserver
+  nsprof report --bottom-up --dso libc
+  nsprof report --by container --container web
+  nsprof report --by thread --pid 1234 --since 2 --until 5
+  nsprof report --json > report.json`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Input = "capture.syscap"
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			for _, p := range pids {
+				opts.Filter.PIDs = append(opts.Filter.PIDs, int32(p))
+			}
+			for _, t := range tids {
+				opts.Filter.TIDs = append(opts.Filter.TIDs, int32(t))
+			}
+			var err error
+			if opts.Filter.Since, err = parseOffset(since); err != nil {
+				return usagef(cmd, "--since: %v", err)
+			}
+			if opts.Filter.Until, err = parseOffset(until); err != nil {
+				return usagef(cmd, "--until: %v", err)
+			}
+			if opts.Filter.Until != 0 && opts.Filter.Until <= opts.Filter.Since {
+				return usagef(cmd, "--until must be after --since")
+			}
+			if opts.By, err = analyze.ParseGroupBy(by); err != nil {
+				return usagef(cmd, "--by: %v", err)
+			}
+			switch sortBy {
+			case "self":
+			case "total":
+				opts.SortTotal = true
+			default:
+				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
+			}
+			if opts.Tree && opts.BottomUp {
+				return usagef(cmd, "--tree and --bottom-up cannot be combined")
+			}
+			if opts.Depth < 0 || opts.MinPercent < 0 || opts.MinPercent > 100 {
+				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
+			}
+			if _, err := regexp.Compile(opts.Filter.Comm); err != nil {
+				return usagef(cmd, "--comm: %v", err)
+			}
+			if !cmd.Flags().Changed("limit") && !opts.JSON {
+				opts.Limit, opts.Width = terminalFit(cmd.OutOrStdout(), opts.By != analyze.GroupNone)
+			} else if opts.Limit == 0 {
+				opts.Limit = -1
+			}
+			return report(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVarP(&pids, "pid", "p", nil, "only samples of processes `PID[,PID...]`")
+	f.IntSliceVarP(&tids, "tid", "t", nil, "only samples of threads `TID[,TID...]`")
+	f.StringVarP(&opts.Filter.Comm, "comm", "c", "", "only processes whose comm or command line matches `REGEXP`")
+	f.StringVar(&opts.Filter.Container, "container", "", "only processes in containers matching `LABEL` (host, podman name or id prefix, flatpak app id)")
+	f.StringVar(&opts.Filter.DSO, "dso", "", "only samples with a frame in a DSO whose name contains `TEXT`")
+	f.StringVar(&since, "since", "", "only samples from `TIME` after the capture's start (seconds, or a duration like 1.5s)")
+	f.StringVar(&until, "until", "", "only samples before `TIME` after the capture's start")
+	f.StringVar(&by, "by", "", "one section per `GROUP`: process, thread or container")
+	f.BoolVar(&opts.Tree, "tree", false, "print the top-down call tree")
+	f.BoolVar(&opts.BottomUp, "bottom-up", false, "print the bottom-up (callers) tree")
+	f.IntVar(&opts.Depth, "depth", 8, "tree levels to print (0: all)")
+	f.Float64Var(&opts.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
+	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
+	f.IntVarP(&opts.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
+	return cmd
+}
+
+// parseOffset parses a time offset: seconds ("2", "0.5") or a Go duration
+// ("250ms", "1m").
+func parseOffset(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		d = time.Duration(f * float64(time.Second))
+	} else if d, err = time.ParseDuration(s); err != nil {
+		return 0, fmt.Errorf("%q is neither seconds nor a duration like 1.5s", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
+
+// terminalFit returns the table rows and line width that fit the terminal
+// at w, or (-1, 0) when w is not a terminal. The height comes from $LINES
+// (24 by default); grouped reports show 10 rows per group.
+func terminalFit(w io.Writer, grouped bool) (limit, width int) {
+	f, ok := w.(*os.File)
+	if !ok || !unix.IsTerminal(int(f.Fd())) {
+		return -1, 0
+	}
+	width = unix.TerminalWidth(int(f.Fd()))
+	lines := 24
+	if n, err := strconv.Atoi(os.Getenv("LINES")); err == nil && n > 0 {
+		lines = n
+	}
+	if grouped {
+		return 10, width
+	}
+	return max(10, lines-5), width
+}
+
+// report runs `nsprof report`.
+func report(opts reportOptions, stdout, stderr io.Writer) error {
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	if p == nil {
+		return loadErr
+	}
+	if loadErr != nil {
+		fmt.Fprintf(stderr, "nsprof: warning: %v; reporting the %d samples before the damage\n", loadErr, len(p.Samples))
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
+	}
+	samples, err := p.Select(opts.Filter)
+	if err != nil {
+		return err
+	}
+	groups := p.Group(samples, opts.By)
+	bw := bufio.NewWriterSize(stdout, 64*1024)
+	if opts.JSON {
+		err = writeReportJSON(bw, p, opts, samples, groups, loadErr)
+	} else {
+		err = writeReportText(bw, p, opts, samples, groups)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// view returns "top", "tree" or "bottom-up".
+func (o *reportOptions) view() string {
+	switch {
+	case o.Tree:
+		return "tree"
+	case o.BottomUp:
+		return "bottom-up"
+	}
+	return "top"
+}
+
+func (o *reportOptions) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.Node {
+	return p.Tree(samples, analyze.TreeOptions{BottomUp: o.BottomUp, MaxDepth: o.Depth, MinPercent: o.MinPercent})
+}
+
+// top returns the function table's rows and how many functions there are
+// in all.
+func (o *reportOptions) top(p *analyze.Profile, samples []analyze.Sample) ([]analyze.FuncStat, int) {
+	top := p.Top(samples)
+	if o.SortTotal {
+		analyze.SortByTotal(top)
+	}
+	n := len(top)
+	if o.Limit > 0 && len(top) > o.Limit {
+		top = top[:o.Limit]
+	}
+	return top, n
+}
+
+// symbolSummary says where names came from, as "bundle 812 frames,
+// kallsyms 40, unresolved 3", with a hint when the capture has no bundle.
+func symbolSummary(p *analyze.Profile) string {
+	var parts []string
+	keys := make([]string, 0, len(p.SymbolStats))
+	for k := range p.SymbolStats {
+		if k != "unresolved" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range append(keys, "unresolved") {
+		if n := p.SymbolStats[k]; n > 0 || k == "unresolved" {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	s := "symbols (frames): " + strings.Join(parts, ", ")
+	if p.Bundle == nil {
+		s += "\n  no __symbols__ bundle: nsprof record bundles symbols unless --no-decode"
+	}
+	return s
+}
+
+func seconds3(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
+
+func writeReportText(w io.Writer, p *analyze.Profile, o reportOptions, samples []analyze.Sample, groups []analyze.Group) error {
+	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", o.Input, seconds3(p.Duration()), len(p.Samples), len(p.Processes))
+	if p.HasLost {
+		fmt.Fprintf(w, ", %d lost samples", p.Lost)
+	}
+	fmt.Fprintf(w, "\n%s\n", symbolSummary(p))
+	if !o.Filter.IsZero() {
+		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), len(p.Samples))
+	}
+	if len(samples) == 0 {
+		_, err := fmt.Fprintln(w, "no samples")
+		return err
+	}
+	for i, g := range groups {
+		if o.By != analyze.GroupNone {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", groupTitle(o.By, g), len(g.Samples), percent(len(g.Samples), len(samples)))
+		}
+		if o.Tree || o.BottomUp {
+			writeTreeText(w, o, o.tree(p, g.Samples))
+		} else {
+			top, n := o.top(p, g.Samples)
+			writeTopText(w, o, top, n)
+		}
+	}
+	return nil
+}
+
+func percent(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// groupTitle describes a group: pid, comm, container label and ns pid.
+func groupTitle(by analyze.GroupBy, g analyze.Group) string {
+	var b strings.Builder
+	switch by {
+	case analyze.GroupContainer:
+		return "container " + g.Key
+	case analyze.GroupThread:
+		fmt.Fprintf(&b, "thread %s", g.Key)
+		if g.Thread != nil && g.Thread.NSTID != 0 {
+			fmt.Fprintf(&b, " (ns tid %d)", g.Thread.NSTID)
+		}
+		if g.Process != nil {
+			fmt.Fprintf(&b, " of pid %d", g.Process.PID)
+		}
+	default:
+		fmt.Fprintf(&b, "pid %s", g.Key)
+	}
+	if pr := g.Process; pr != nil {
+		if pr.Comm != "" {
+			fmt.Fprintf(&b, " %s", pr.Comm)
+		}
+		if pr.NSPID != 0 {
+			fmt.Fprintf(&b, " (ns pid %d)", pr.NSPID)
+		}
+	}
+	fmt.Fprintf(&b, " [%s]", g.Container)
+	return b.String()
+}
+
+// truncate cuts s to n runes, ending in "…" when cut.
+func truncate(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n == 1 {
+		return "…"
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func writeTopText(w io.Writer, o reportOptions, top []analyze.FuncStat, all int) {
+	const fixed = len(" Self%  Total%  Samples  ")
+	funcW, dsoW := len("Function"), len("DSO")
+	for _, s := range top {
+		funcW = max(funcW, utf8.RuneCountInString(s.Name))
+		dsoW = max(dsoW, utf8.RuneCountInString(s.DSO))
+	}
+	dsoW = min(dsoW, 24)
+	if o.Width > 0 && fixed+funcW+2+dsoW > o.Width {
+		funcW = max(12, o.Width-fixed-2-dsoW)
+	}
+	fmt.Fprintf(w, "%6s %7s %8s  %-*s  %s\n", "Self%", "Total%", "Samples", funcW, "Function", "DSO")
+	for _, s := range top {
+		fmt.Fprintf(w, "%5.1f%% %6.1f%% %8d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, s.Self,
+			funcW, truncate(s.Name, funcW), truncate(s.DSO, dsoW))
+	}
+	if n := all - len(top); n > 0 {
+		fmt.Fprintf(w, "… %d more functions (--limit 0 shows all)\n", n)
+	}
+}
+
+func writeTreeText(w io.Writer, o reportOptions, root *analyze.Node) {
+	fmt.Fprintf(w, "%7s %7s  %s\n", "Total%", "Self%", "Function [DSO]")
+	n := float64(max(1, root.Total))
+	root.Walk(func(nd *analyze.Node, depth int) bool {
+		if depth == 0 {
+			return true
+		}
+		line := fmt.Sprintf("%6.1f%% %6.1f%%  %s%s [%s]", 100*float64(nd.Total)/n, 100*float64(nd.Self)/n,
+			strings.Repeat("  ", depth-1), nd.Name, nd.DSO)
+		fmt.Fprintln(w, truncate(line, o.Width))
+		return true
+	})
+}
+
+// Report JSON document; see the command's help for the schema.
+type (
+	jsonReport struct {
+		Schema   string      `json:"schema"`
+		Capture  jsonCapture `json:"capture"`
+		Selected int         `json:"selected"`
+		View     string      `json:"view"`
+		GroupBy  string      `json:"group_by"`
+		Groups   []jsonGroup `json:"groups"`
+	}
+	jsonCapture struct {
+		File        string         `json:"file"`
+		CaptureTime string         `json:"capture_time"`
+		Duration    float64        `json:"duration_seconds"`
+		Samples     int            `json:"samples"`
+		Processes   int            `json:"processes"`
+		Lost        *int64         `json:"lost_samples,omitempty"`
+		Symbols     map[string]int `json:"symbols"`
+		Warnings    []string       `json:"warnings,omitempty"`
+		Damage      string         `json:"damage,omitempty"`
+	}
+	jsonGroup struct {
+		Key       string             `json:"key"`
+		PID       int32              `json:"pid,omitempty"`
+		TID       int32              `json:"tid,omitempty"`
+		Comm      string             `json:"comm,omitempty"`
+		Cmdline   string             `json:"cmdline,omitempty"`
+		NSPID     int32              `json:"nspid,omitempty"`
+		Container string             `json:"container,omitempty"`
+		Samples   int                `json:"samples"`
+		Functions []analyze.FuncStat `json:"functions,omitempty"`
+		Tree      *analyze.Node      `json:"tree,omitempty"`
+	}
+)
+
+func writeReportJSON(w io.Writer, p *analyze.Profile, o reportOptions, samples []analyze.Sample, groups []analyze.Group, loadErr error) error {
+	doc := jsonReport{
+		Schema: reportSchema,
+		Capture: jsonCapture{
+			File: o.Input, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
+			Samples: len(p.Samples), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
+		},
+		Selected: len(samples),
+		View:     o.view(),
+		GroupBy:  o.By.String(),
+		Groups:   []jsonGroup{},
+	}
+	if p.HasLost {
+		doc.Capture.Lost = &p.Lost
+	}
+	if loadErr != nil {
+		doc.Capture.Damage = loadErr.Error()
+	}
+	for _, g := range groups {
+		jg := jsonGroup{Key: g.Key, Samples: len(g.Samples)}
+		if o.By != analyze.GroupNone {
+			jg.Container = g.Container
+		}
+		if pr := g.Process; pr != nil {
+			jg.PID, jg.Comm, jg.Cmdline, jg.NSPID = pr.PID, pr.Comm, pr.Cmdline, pr.NSPID
+		}
+		if g.Thread != nil {
+			jg.TID = g.Thread.TID
+		}
+		if o.Tree || o.BottomUp {
+			jg.Tree = o.tree(p, g.Samples)
+		} else {
+			jg.Functions, _ = o.top(p, g.Samples)
+		}
+		doc.Groups = append(doc.Groups, jg)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
