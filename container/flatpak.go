@@ -1,0 +1,75 @@
+package container
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// maxFlatpakInfo bounds /.flatpak-info; real files are about 1 KiB.
+const maxFlatpakInfo = 1 << 20
+
+// flatpakInfo holds the fields of /.flatpak-info that nsprof uses.
+type flatpakInfo struct {
+	AppID       string // [Application] name (or [Runtime] name for runtime-only sandboxes)
+	Runtime     string // [Application] runtime
+	AppPath     string // [Instance] app-path: host directory mounted at /app
+	RuntimePath string // [Instance] runtime-path: host directory mounted at /usr
+	InstanceID  string // [Instance] instance-id
+}
+
+// parseFlatpakInfo parses the GKeyFile format of /.flatpak-info. A file
+// without an [Application] or [Runtime] name is an error.
+func parseFlatpakInfo(r io.Reader) (flatpakInfo, error) {
+	data, err := readBounded(r, maxFlatpakInfo)
+	if err != nil {
+		return flatpakInfo{}, fmt.Errorf(".flatpak-info: %w", err)
+	}
+	var fi flatpakInfo
+	var section, runtimeName string
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(nil, maxFlatpakInfo)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '[' {
+			if !strings.HasSuffix(line, "]") {
+				return flatpakInfo{}, fmt.Errorf(".flatpak-info line %d: bad group header %q", n, line)
+			}
+			section = line[1 : len(line)-1]
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return flatpakInfo{}, fmt.Errorf(".flatpak-info line %d: want key=value, got %q", n, line)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch section + "/" + k {
+		case "Application/name":
+			fi.AppID = v
+		case "Application/runtime":
+			fi.Runtime = v
+		case "Runtime/name":
+			runtimeName = v
+		case "Instance/app-path":
+			fi.AppPath = v
+		case "Instance/runtime-path":
+			fi.RuntimePath = v
+		case "Instance/instance-id":
+			fi.InstanceID = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return flatpakInfo{}, fmt.Errorf(".flatpak-info: %w", err)
+	}
+	if fi.AppID == "" {
+		fi.AppID = runtimeName
+	}
+	if fi.AppID == "" {
+		return flatpakInfo{}, fmt.Errorf(".flatpak-info: no [Application] or [Runtime] name")
+	}
+	return fi, nil
+}
