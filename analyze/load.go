@@ -101,7 +101,13 @@ type builder struct {
 	minTime   int64
 	lastStack StackID
 	lastKey   []byte
+	// chunks hold the samples read so far: growing one slice of millions
+	// would copy it over and over.
+	chunks [][]Sample
+	chunk  []Sample
 }
+
+const sampleChunk = 1 << 16
 
 func newBuilder(h capture.FileHeader) *builder {
 	return &builder{
@@ -203,7 +209,13 @@ func (b *builder) sample(s *capture.Sample) {
 		b.lastKey = append(b.lastKey[:0], k...)
 	}
 	b.lastStack = id
-	b.p.Samples = append(b.p.Samples, Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+	if len(b.chunk) == cap(b.chunk) {
+		if len(b.chunk) > 0 {
+			b.chunks = append(b.chunks, b.chunk)
+		}
+		b.chunk = make([]Sample, 0, sampleChunk)
+	}
+	b.chunk = append(b.chunk, Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
 }
 
 // newStack adds the frames of addrs (leaf first, with context markers) as
@@ -241,6 +253,15 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
+	n := len(b.chunk)
+	for _, c := range b.chunks {
+		n += len(c)
+	}
+	p.Samples = make([]Sample, 0, n)
+	for _, c := range append(b.chunks, b.chunk) {
+		p.Samples = append(p.Samples, c...)
+	}
+	b.chunks, b.chunk = nil, nil
 	p.Start, p.End = p.Header.StartTime, p.Header.EndTime
 	if b.maxTime >= b.minTime {
 		if p.Start <= 0 || p.Start > b.minTime {

@@ -1,0 +1,184 @@
+package analyze
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+	"nsprof/perf"
+	"nsprof/record"
+)
+
+func TestKallsyms(t *testing.T) {
+	k, err := NewKallsymsSymbolizer([]byte(testKallsyms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Len() != 5 {
+		t.Errorf("%d text symbols, want 5 (t and T lines with non-zero addresses)", k.Len())
+	}
+	for _, tc := range []struct {
+		addr     uint64
+		kernel   bool
+		name     string
+		dso      string
+		resolved bool
+	}{
+		{kBase, true, "_stext", "[kernel]", true},
+		{kBase + 0x100, true, "sys_read", "[kernel]", true}, // first of two aliases
+		{kBase + 0x1ff, true, "sys_read", "[kernel]", true},
+		{kBase + 0x300, true, "helper", "[kernel]", true}, // data symbols are not boundaries
+		{0xffffffffc0000042, true, "modfn", "[ext4]", true},
+		{kBase - 1, true, "", "", false},
+		{kBase + 0x200 + maxKernelFunc, true, "", "", false},
+		{kBase + 0x100, false, "", "", false}, // user addresses are not kallsyms'
+	} {
+		loc, ok := k.Symbolize(1, tc.addr, tc.kernel)
+		if ok != tc.resolved || loc.Function != tc.name || loc.DSO != tc.dso {
+			t.Errorf("%#x: %+v %t, want %s %s %t", tc.addr, loc, ok, tc.name, tc.dso, tc.resolved)
+		}
+	}
+	if _, err := NewKallsymsSymbolizer([]byte("0000000000000000 T _stext\n0000000000000000 t x\n")); !errors.Is(err, ErrRestrictedKallsyms) {
+		t.Errorf("zero addresses: %v", err)
+	}
+	if _, err := NewKallsymsSymbolizer([]byte("garbage\n\n")); err == nil {
+		t.Error("no symbols: no error")
+	}
+}
+
+// TestSysprofCLICapture loads a capture recorded by Sysprof 3.46's
+// sysprof-cli (callchain fixture, 0.3 s, one worker thread, no fork) with
+// its own __symbols__ bundle: the fixture's known call chain is found by
+// name.
+func TestSysprofCLICapture(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(zr, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bundle == nil || p.SymbolStats["bundle"] == 0 {
+		t.Fatalf("bundle not used: %v", p.SymbolStats)
+	}
+	samples, err := p.Select(Filter{Comm: "callchain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) < 50 {
+		t.Fatalf("%d samples of the fixture", len(samples))
+	}
+	top := p.Top(samples)
+	if top[0].Name != "fixture_leaf" || top[0].DSO != "callchain" || top[0].SelfPercent < 50 {
+		t.Errorf("top function %+v, want fixture_leaf in callchain (DSO from the MAP, the bundle has no tag)", top[0])
+	}
+	want := []string{"fixture_outer", "fixture_middle", "fixture_inner", "fixture_leaf"}
+	found := false
+	p.Tree(samples, TreeOptions{}).Walk(func(n *Node, _ int) bool {
+		if n.Name == "fixture_outer" {
+			var chain []string
+			for c := n; c != nil; {
+				chain = append(chain, c.Name)
+				if len(c.Children) == 0 {
+					break
+				}
+				c = c.Children[0]
+			}
+			found = found || len(chain) >= 4 && slices.Equal(chain[:4], want)
+		}
+		return true
+	})
+	if !found {
+		t.Errorf("no top-down path %v", want)
+	}
+}
+
+// TestRecordedCapture records the callchain fixture with record.Record:
+// kernel frames are named from the embedded kallsyms, and user frames by
+// the bundle when the recorder adds one, else as callchain+0xOFFSET.
+func TestRecordedCapture(t *testing.T) {
+	rd, err := perf.Open(perf.Processes(os.Getpid()))
+	if err != nil {
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			testutils.RequireCI(t, "perf events not permitted (run as root): %v", err)
+		}
+		t.Fatalf("open perf events: %v", err)
+	}
+	rd.Close()
+	bin := testutils.BuildFixture(t, "callchain")
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := record.Record(context.Background(), w, record.Options{
+		Command: []string{bin, "0.5", "1", "nofork"},
+		NoCPU:   true, NoMemory: true, NoDisk: true, NoNetwork: true,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("record: %v %+v", err, res)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(&buf, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := p.Select(Filter{Comm: "^callchain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) < 200 {
+		t.Fatalf("%d samples of the fixture", len(samples))
+	}
+	if p.Kallsyms == nil {
+		t.Fatal("no embedded kallsyms")
+	}
+	kernelNamed, kernelFrames := 0, 0
+	userInFixture := 0
+	base := filepath.Base(bin)
+	for _, f := range p.Frames {
+		if f.Kernel {
+			kernelFrames++
+			if !strings.HasPrefix(f.Loc.Function, "[unknown]") && f.Loc.DSO != "" {
+				kernelNamed++
+			}
+			continue
+		}
+		if m := p.Mapping(f.PID, f.Addr); m != nil && m.File == bin {
+			userInFixture++
+			if p.Bundle == nil && (f.Loc.DSO != base || !strings.HasPrefix(f.Loc.Function, base+"+0x")) {
+				t.Errorf("fixture frame %#x named %q in %q, want %s+0x…", f.Addr, f.Loc.Function, f.Loc.DSO, base)
+			}
+		}
+	}
+	if kernelFrames > 0 && kernelNamed*10 < kernelFrames*9 {
+		t.Errorf("%d of %d kernel frames named from kallsyms (%v)", kernelNamed, kernelFrames, p.Kallsyms.Err())
+	}
+	if userInFixture == 0 {
+		t.Error("no frames in the fixture binary")
+	}
+	top := p.Top(samples)
+	if p.Bundle != nil && top[0].Name != "fixture_leaf" {
+		t.Errorf("with a bundle, top function %+v, want fixture_leaf", top[0])
+	}
+	if top[0].SelfPercent < 50 || top[0].DSO != base && top[0].DSO != "callchain" {
+		t.Errorf("top function %+v: want the fixture's hot loop", top[0])
+	}
+}
