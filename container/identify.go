@@ -127,4 +127,3 @@ func (id Identity) String() string {
 	}
 	return id.Kind
 }
-
