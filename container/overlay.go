@@ -104,9 +104,9 @@ func parseFuseOverlayfsCmdline(argv []string) (o overlayDirs, ok bool) {
 			case "lowerdir":
 				o.Lower = append(o.Lower, splitLowerdir(v)...)
 			case "upperdir":
-				o.Upper = v
+				o.Upper = unescapeOption(v)
 			case "workdir":
-				o.Work = v
+				o.Work = unescapeOption(v)
 			}
 		}
 	}
@@ -131,4 +131,19 @@ func splitOptions(s string) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+// unescapeOption removes the backslashes that escape commas and colons.
+func unescapeOption(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -241,7 +241,7 @@ func graphrootFromBundle(bundle, id string) (graphroot, driver string, ok bool) 
 	}
 	gr := strings.TrimSuffix(parent, "/")
 	if gr == "" {
-		gr = "/"
+		return "", "", false // a graphroot of "/" is not a storage
 	}
 	return gr, drv, true
 }
