@@ -28,6 +28,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"nsprof/internal/testutils"
@@ -259,22 +260,47 @@ func command(name string, args ...string) (string, error) {
 var decoy struct {
 	mu    sync.Mutex
 	users int
+	lock  *os.File
 }
 
-// InstallDecoy installs the decoy binary at [BinPath] and [FlatpakBinPath]'s
-// twin on the host, and [HostSecret] and [HostOnly], until the test ends.
-// Calls nest: the files go when the last test using them ends. Paths that
-// existed before are left alone and make the test fail.
+// decoyLock serialises the decoy between test binaries (go test runs
+// packages in parallel): whoever holds it owns the host paths.
+const decoyLock = "/run/nsprof-ctr-decoy.lock"
+
+// InstallDecoy installs the decoy binary at [BinPath] on the host, and
+// [HostSecret] and [HostOnly], until the test ends. Calls nest: the files
+// go when the last test using them ends. Across test processes an flock on
+// /run/nsprof-ctr-decoy.lock makes the second wait for the first. A
+// leftover decoy from a crashed run is replaced; any other file at those
+// paths makes the test fail.
 func InstallDecoy(t testing.TB) {
 	t.Helper()
 	b := Build(t)
 	decoy.mu.Lock()
 	defer decoy.mu.Unlock()
 	if decoy.users == 0 {
+		l, err := os.OpenFile(decoyLock, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		decoy.lock = l
 		for _, p := range []string{BinPath, HostSecret, HostOnly} {
-			if _, err := os.Lstat(p); err == nil {
-				t.Fatalf("decoy: %s already exists on the host; remove it (left by a crashed test?)", p)
+			if _, err := os.Lstat(p); err != nil {
+				continue
 			}
+			if p == BinPath && bytes.Equal(buildIDOrNil(p), b.DecoyBuildID) {
+				continue // left by a crashed run
+			}
+			if data, err := os.ReadFile(p); err == nil && string(data) == HostSecretData {
+				continue
+			}
+			decoy.lock.Close()
+			decoy.lock = nil
+			t.Fatalf("decoy: %s already exists on the host and is not ours; remove it", p)
 		}
 		mkdir(t, filepath.Dir(BinPath))
 		copyFile(t, b.Decoy, BinPath, 0o755)
@@ -291,6 +317,30 @@ func InstallDecoy(t testing.TB) {
 			os.Remove(filepath.Dir(filepath.Dir(BinPath)))
 			os.Remove(HostSecret)
 			os.Remove(HostOnly)
+			decoy.lock.Close() // releases the flock
+			decoy.lock = nil
 		}
 	})
+}
+
+func buildIDOrNil(path string) []byte {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return nil
+	}
+	d, err := s.Data()
+	if err != nil || len(d) < 16 {
+		return nil
+	}
+	off := 12 + (f.ByteOrder.Uint32(d)+3)&^3
+	n := f.ByteOrder.Uint32(d[4:])
+	if int(off+n) > len(d) {
+		return nil
+	}
+	return d[off : off+n]
 }
