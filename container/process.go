@@ -38,13 +38,18 @@ func MappingFromProc(m proc.Mapping) Mapping {
 // Process is a handle on a live process's view of files.
 //
 // [Open] pins the process's root directory with an O_PATH file descriptor,
-// so files can still be opened through it after the process exits. On Linux
-// 6.18 (tested in this package) that keeps working for files on the root
-// mount itself, such as a pivot_root bind mount or a podman overlay root
-// that podman has not yet unmounted; files on other mounts of the
-// container (a Flatpak /app bind mount over a tmpfs root) become
-// unreachable once the mount namespace is gone, because the kernel detaches
-// every mount of the dead namespace from its parent.
+// so files can still be opened through it after the process exits. Tested
+// on Linux 6.18 (TestPivot, TestBwrapFlatpak, TestPodman*): after the
+// target is killed, files on the root mount itself stay reachable (a
+// pivot_root bind mount; a podman kernel-overlay root, rootful or
+// rootless, even after podman removed the container and its storage,
+// because the fd keeps the detached overlay alive). A rootful
+// fuse-overlayfs root stops answering once its daemon exits (ENOENT).
+// Files on other mounts of the container, such as a Flatpak /app bind
+// mount over a tmpfs root, become unreachable as soon as the mount
+// namespace dies: the kernel detaches every mount of a dead namespace, so
+// the pinned root then shows the empty mount point. Routes recorded at Open
+// (storage layers, Flatpak paths) still work while their host files exist.
 type Process struct {
 	pid int
 
