@@ -106,22 +106,22 @@ func load(t *testing.T, path string) *captured {
 	return c
 }
 
-// symbolizer names user addresses of one ELF file mapped in a capture,
+// elfNamer names user addresses of one ELF file mapped in a capture,
 // enough for tests to check call chains before nsprof has a symbolizer.
-type symbolizer struct {
+type elfNamer struct {
 	path  string
 	progs []elf.ProgHeader
 	syms  []elf.Symbol
 }
 
-func newSymbolizer(t *testing.T, path string) *symbolizer {
+func newELFNamer(t *testing.T, path string) *elfNamer {
 	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := &symbolizer{path: path}
+	s := &elfNamer{path: path}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			s.progs = append(s.progs, p.ProgHeader)
@@ -141,7 +141,7 @@ func newSymbolizer(t *testing.T, path string) *symbolizer {
 }
 
 // name returns the function containing addr in process pid, or "".
-func (s *symbolizer) name(maps []*capture.Map, addr uint64) string {
+func (s *elfNamer) name(maps []*capture.Map, addr uint64) string {
 	for _, m := range maps {
 		if m.Filename != s.path || addr < m.Start || addr >= m.End {
 			continue
@@ -163,7 +163,7 @@ func (s *symbolizer) name(maps []*capture.Map, addr uint64) string {
 
 // userChain returns the names of the user frames of a sample, leaf first;
 // return addresses are looked up one byte back, inside the call.
-func (s *symbolizer) userChain(maps []*capture.Map, addrs []uint64) []string {
+func (s *elfNamer) userChain(maps []*capture.Map, addrs []uint64) []string {
 	var names []string
 	user, first := false, true
 	for _, a := range addrs {

@@ -30,6 +30,10 @@ type Options struct {
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
+	// NoDecode leaves out the symbol bundle: names are then looked up when
+	// reporting, which works only while the recorded files still exist at
+	// the same paths (Sysprof's --no-decode).
+	NoDecode bool
 	// TraceFD, GJS and GTK hand the command SYSPROF_TRACE_FD, GJS_TRACE_FD
 	// (with GJS_ENABLE_PROFILER=1) and GTK_TRACE_FD; what it writes there is
 	// merged into the capture at the end.

@@ -3,9 +3,11 @@ package record
 import (
 	"encoding/hex"
 	"os"
+	"slices"
 	"strconv"
 
 	"nsprof/capture"
+	"nsprof/container"
 	"nsprof/perf"
 	"nsprof/proc"
 )
@@ -28,7 +30,12 @@ type tracker struct {
 	// seen counts processes described.
 	seen   int
 	clones clonePairs
-	err    error
+	// sym, when set, opens mapped files as they appear, for the symbol
+	// bundle written at the end.
+	sym *symbolizer
+	// identify, when set, labels a process with its container.
+	identify func(pid int) *ContainerInfo
+	err      error
 }
 
 // procState is what the tracker knows of a process.
@@ -38,7 +45,9 @@ type procState struct {
 	maps      []capture.Map
 	have      map[mapKey]string // build-id written for the mapping
 	pidns     uint64
-	exited    bool
+	// nspid is the pid the process knows itself by (innermost NSpid).
+	nspid  int
+	exited bool
 }
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
@@ -82,10 +91,12 @@ func (t *tracker) scan(pid int, now int64) {
 			if m.Deleted {
 				name += " (deleted)"
 			}
-			t.addMap(pid, ps, capture.Map{
+			cm := capture.Map{
 				FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
 				Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
-			})
+			}
+			t.addMap(pid, ps, cm)
+			t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
 		}
 	}
 	t.threads(pid, ps, now)
@@ -104,6 +115,12 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	}
 	if info.PidNS != 0 {
 		ps.pidns = info.PidNS
+	}
+	if n := len(info.NSpid); n > 0 {
+		ps.nspid = info.NSpid[n-1]
+	}
+	if t.identify != nil && info.Err == "" {
+		info.Container = t.identify(pid)
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	if t.err == nil {
@@ -169,6 +186,18 @@ func (t *tracker) addMap(pid int, ps *procState, m capture.Map) {
 	t.write(&m)
 }
 
+// symMapped hands an executable mapping to the symbolizer, which opens
+// its file while the process lives.
+func (t *tracker) symMapped(pid int, m capture.Map, dev uint64, buildID []byte) {
+	if t.sym == nil {
+		return
+	}
+	t.sym.mapped(pid, container.Mapping{
+		Path: m.Filename, Start: m.Start, End: m.End, Offset: m.Offset,
+		Dev: dev, Inode: m.Inode, BuildID: slices.Clone(buildID),
+	})
+}
+
 // handle processes one perf record other than a sample.
 func (t *tracker) handle(rec *perf.Record) {
 	now := int64(rec.Time())
@@ -183,6 +212,9 @@ func (t *tracker) handle(rec *perf.Record) {
 		if ps.described {
 			// exec replaced the image: old mappings are gone.
 			ps.maps, ps.have = ps.maps[:0], nil
+			if t.sym != nil {
+				t.sym.execed(pid)
+			}
 		}
 		info := inspect(t.fs, pid, now)
 		if info.Comm == "" {
@@ -205,6 +237,7 @@ func (t *tracker) handle(rec *perf.Record) {
 			cm.BuildID = hex.EncodeToString(id)
 		}
 		t.addMap(pid, ps, cm)
+		t.symMapped(pid, cm, mkdev(m.Maj, m.Min), m.BuildIDBytes())
 	case perf.RecordFork:
 		k := &rec.Task
 		t.write(&capture.Fork{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PTID), Time: now}, ChildPID: int32(k.TID)})
@@ -228,6 +261,9 @@ func (t *tracker) handle(rec *perf.Record) {
 		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
 		if ps := t.procs[int(k.PID)]; ps != nil {
 			ps.exited = true
+		}
+		if t.sym != nil {
+			t.sym.exited(int(k.PID))
 		}
 	}
 }
@@ -259,6 +295,9 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 	for _, m := range parent.maps {
 		m.PID, m.Time, m.CPU = int32(pid), now, -1
 		t.addMap(pid, ps, m)
+	}
+	if t.sym != nil {
+		t.sym.forked(ppid, pid)
 	}
 	t.threads(pid, ps, now)
 }
@@ -299,4 +338,19 @@ func (t *tracker) nsTask(ppid, host, nsid int, now int64) {
 	if t.err == nil {
 		t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: host, PID: ppid, NSpid: []int{host, nsid}})
 	}
+}
+
+// mkdev encodes a device number as the kernel's st_dev does (the glibc
+// and golang.org/x/sys makedev layout).
+func mkdev(major, minor uint32) uint64 {
+	ma, mi := uint64(major), uint64(minor)
+	return (ma&0xfffff000)<<32 | (ma&0xfff)<<8 | (mi&0xffffff00)<<12 | mi&0xff
+}
+
+// nsPID returns the pid process pid knows itself by, 0 if unknown.
+func (t *tracker) nsPID(pid int) int {
+	if ps := t.procs[pid]; ps != nil {
+		return ps.nspid
+	}
+	return 0
 }

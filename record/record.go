@@ -14,6 +14,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/perf"
+	"nsprof/proc"
 )
 
 // Record records into w until the spawned command exits, the duration
@@ -26,7 +27,18 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	}
 	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now()}
 	r.flushed = r.started
+	if opts.FS.Root == proc.DefaultFS.Root {
+		// Container labels and files come from the live /proc only.
+		r.tr.identify = identify
+		if !opts.NoDecode && !opts.NoPerf {
+			r.sym = newSymbolizer()
+			r.tr.sym = r.sym
+		}
+	}
 	defer func() {
+		if r.sym != nil {
+			r.sym.close()
+		}
 		if r.rd != nil {
 			r.rd.Close()
 		}
@@ -55,6 +67,7 @@ type recorder struct {
 	w       *capture.Writer
 	opts    *Options
 	tr      *tracker
+	sym     *symbolizer
 	rd      *perf.Reader
 	child   *child
 	cs      counterSet
@@ -67,8 +80,10 @@ type recorder struct {
 	lost      uint64
 	lostID    uint32
 	malformed uint64
-	writeErr  error
-	clonesTP  []*perf.Tracepoint
+	// symbolized counts the names in the symbol bundle.
+	symbolized int
+	writeErr   error
+	clonesTP   []*perf.Tracepoint
 }
 
 func (r *recorder) stats() Stats {
@@ -410,6 +425,9 @@ func (r *recorder) handle(rec *perf.Record) {
 		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
 		addrs := dropZeros(s.Callchain)
+		if r.sym != nil {
+			r.sym.sampled(int(s.PID), addrs)
+		}
 		if len(addrs) == 0 {
 			ctxMark := capture.ContextUser
 			if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
@@ -478,6 +496,9 @@ func (r *recorder) finish() {
 	}
 	if r.rd != nil {
 		r.embedKallsyms()
+	}
+	if r.sym != nil {
+		r.writeSymbols()
 	}
 	if err := closeInfoFile(r.w); err != nil && r.writeErr == nil {
 		r.writeErr = err

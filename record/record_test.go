@@ -76,7 +76,7 @@ func TestRecordCommand(t *testing.T) {
 		t.Errorf("MAP build-id %q, want %q", mainMap.BuildID, want)
 	}
 
-	sym := newSymbolizer(t, bin)
+	sym := newELFNamer(t, bin)
 	perTID := map[int32]int{}
 	good, total := 0, 0
 	for _, s := range c.samples {

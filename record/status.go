@@ -28,8 +28,12 @@ type statusLine struct {
 }
 
 func (s *statusLine) update(st Stats) {
-	line := fmt.Sprintf("recording %5.1fs  samples %d  lost %d  processes %d  %.1f MB",
-		st.Elapsed.Seconds(), st.Samples, st.Lost, st.Processes, float64(st.Bytes)/1e6)
+	s.text(fmt.Sprintf("recording %5.1fs  samples %d  lost %d  processes %d  %.1f MB",
+		st.Elapsed.Seconds(), st.Samples, st.Lost, st.Processes, float64(st.Bytes)/1e6))
+}
+
+// text shows line as the status.
+func (s *statusLine) text(line string) {
 	if s.width > 1 && len(line) >= s.width {
 		line = line[:s.width-1]
 	}

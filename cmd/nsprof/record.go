@@ -77,6 +77,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
 	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
+	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
 	f.BoolVar(&opts.NoMemory, "no-memory", false, "do not record memory usage")
 	f.BoolVar(&opts.NoDisk, "no-disk", false, "do not record disk operations")

@@ -1,0 +1,58 @@
+package record
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/symbol"
+)
+
+// writeSymbols resolves the sampled addresses and embeds the names as
+// Sysprof's __symbols__ file. It is written uncompressed: Sysprof 3.46
+// reads only that, and 45+ finds either form.
+func (r *recorder) writeSymbols() {
+	start := time.Now()
+	var prog progress
+	if r.opts.Status != nil {
+		st := &statusLine{w: r.opts.Status, width: r.opts.StatusWidth}
+		defer st.clear()
+		prog = func(done, total int, name string) {
+			st.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
+		}
+	}
+	kallsyms := func() (*symbol.Table, error) {
+		f, err := os.Open(r.opts.FS.Root + "/kallsyms")
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return symbol.ParseKallsyms(f)
+	}
+	syms := r.sym.bundle(kallsyms, r.tr.nsPID, prog, r.logf)
+	b, err := capture.EncodeSymbols(syms)
+	if err != nil {
+		r.logf("symbols not bundled: %v", err)
+		return
+	}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	if err := r.w.AddFileBytes(h, capture.SymbolsFile, b); err != nil {
+		if r.writeErr == nil {
+			r.writeErr = err
+		}
+		return
+	}
+	r.symbolized = len(syms)
+	r.logf("bundled %d symbols in %.1fs (files: %s)", len(syms), time.Since(start).Seconds(), r.sym.summary())
+}
+
+// identify labels a live process with what it runs in.
+func identify(pid int) *ContainerInfo {
+	id, err := container.Identify(pid)
+	if err != nil {
+		return nil
+	}
+	return &ContainerInfo{Kind: id.Kind, ID: id.ID, Name: id.Name, Rootless: id.Rootless, AppID: id.AppID, Root: id.Root}
+}

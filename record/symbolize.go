@@ -1,0 +1,422 @@
+package record
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/symbol"
+)
+
+// symbolizer names, at the end of a recording, every address the samples
+// hit, and writes the names into the capture as Sysprof's __symbols__
+// bundle, so reports work after the processes and their containers are
+// gone, and on other machines.
+//
+// Files must be reached while their processes live: a short-lived process
+// or a container stopped before the recording ends takes its mount
+// namespace with it. So each mapped file is opened (and checked to be the
+// mapped file, by build-id or inode) when its mapping is first seen, and
+// kept open until the end; each process's root directory is pinned too,
+// for finding debug files inside it. Symbol tables are read only at the
+// end, and only for the files samples hit.
+type symbolizer struct {
+	procs map[int]*symProc
+	objs  map[objKey]*symObj
+	// open opens a process's file view; container.Open outside tests.
+	open func(pid int) (*container.Process, error)
+	// opened counts files held open, bounded by maxOpen.
+	opened  int
+	maxOpen int
+}
+
+// symProc is what the symbolizer knows of one process.
+type symProc struct {
+	cp      *container.Process // nil until opened, or if it could not be
+	tried   bool               // whether opening cp was attempted
+	openErr error
+	maps    []symMap
+	user    map[uint64]struct{}
+	kernel  map[uint64]struct{}
+	nspid   int
+	owns    bool // some object's debug search goes through cp
+}
+
+type symMap struct {
+	start, end, off uint64
+	obj             *symObj
+}
+
+// objKey identifies a file across processes: by build-id when known, else
+// by device and inode, else by path within one process.
+type objKey struct {
+	buildID  string
+	dev, ino uint64
+	path     string
+	pid      int
+}
+
+// symObj is one mapped file.
+type symObj struct {
+	path  string // as the first process that mapped it saw it
+	tag   string
+	f     *os.File
+	via   string
+	err   error
+	owner *symProc
+	tries int
+
+	loaded bool
+	elf    *symbol.File
+	syms   *symbol.Symbols
+}
+
+const maxOpenFiles = 4096
+
+func newSymbolizer() *symbolizer {
+	return &symbolizer{
+		procs:   make(map[int]*symProc),
+		objs:    make(map[objKey]*symObj),
+		open:    container.Open,
+		maxOpen: maxOpenFiles,
+	}
+}
+
+// proc returns what is known of pid, without opening it.
+func (s *symbolizer) proc(pid int) *symProc {
+	p := s.procs[pid]
+	if p == nil {
+		p = &symProc{}
+		s.procs[pid] = p
+	}
+	return p
+}
+
+// reach returns pid's file view, opening it on first use; nil if the
+// process could not be opened.
+func (s *symbolizer) reach(pid int, p *symProc) *container.Process {
+	if !p.tried {
+		p.tried = true
+		p.cp, p.openErr = s.open(pid)
+	}
+	return p.cp
+}
+
+// isFilePath reports whether a mapping name is a file that can be opened,
+// rather than anonymous memory or a pseudo-path such as [vdso] or //anon.
+func isFilePath(name string) bool {
+	return strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "//") && !strings.HasSuffix(name, " (deleted)")
+}
+
+// mapped notes an executable mapping of pid and opens its file if no
+// process mapped it before.
+func (s *symbolizer) mapped(pid int, m container.Mapping) {
+	if !isFilePath(m.Path) {
+		return
+	}
+	p := s.proc(pid)
+	k := objKey{path: m.Path, pid: pid}
+	switch {
+	case len(m.BuildID) > 0:
+		k = objKey{buildID: string(m.BuildID)}
+	case m.Inode != 0:
+		k = objKey{dev: m.Dev, ino: m.Inode}
+	}
+	o := s.objs[k]
+	if o == nil {
+		o = &symObj{path: m.Path, tag: path.Base(m.Path)}
+		s.objs[k] = o
+	}
+	// A file that could not be opened through one process may be
+	// reachable through another that maps it.
+	if o.f == nil && o.tries < 3 && s.opened < s.maxOpen && s.reach(pid, p) != nil {
+		o.tries++
+		f, via, err := p.cp.OpenMapped(m)
+		if err == nil {
+			o.f, o.via, o.err, o.owner = f, via, nil, p
+			p.owns = true
+			s.opened++
+		} else if o.err == nil {
+			o.err = err
+		}
+	}
+	p.maps = append(p.maps, symMap{start: m.Start, end: m.Start + (m.End - m.Start), off: m.Offset, obj: o})
+}
+
+// forked gives a new process its parent's mappings, which perf does not
+// report again.
+func (s *symbolizer) forked(ppid, pid int) {
+	pp := s.procs[ppid]
+	if pp == nil {
+		return
+	}
+	p := s.proc(pid)
+	p.maps = append(p.maps[:0], pp.maps...)
+}
+
+// execed forgets pid's mappings: exec replaced its image.
+func (s *symbolizer) execed(pid int) {
+	if p := s.procs[pid]; p != nil {
+		p.maps = p.maps[:0]
+	}
+}
+
+// exited releases what a process held unless debug-file search needs its
+// pinned root at the end.
+func (s *symbolizer) exited(pid int) {
+	p := s.procs[pid]
+	if p == nil {
+		return
+	}
+	// A later process reusing the pid is someone else.
+	p.tried = true
+	if p.cp != nil && !p.owns {
+		p.cp.Close()
+		p.cp = nil
+	}
+}
+
+// sampled notes the addresses of one callchain, which holds perf context
+// markers saying whether what follows is kernel or user code.
+func (s *symbolizer) sampled(pid int, addrs []uint64) {
+	if pid <= 0 {
+		return
+	}
+	p := s.proc(pid)
+	kernel := false
+	for _, a := range addrs {
+		if capture.IsContext(a) {
+			kernel = a == capture.ContextKernel
+			continue
+		}
+		set := &p.user
+		if kernel {
+			set = &p.kernel
+		}
+		if *set == nil {
+			*set = make(map[uint64]struct{})
+		}
+		(*set)[a] = struct{}{}
+	}
+}
+
+// progress reports symbolization progress; done of total objects.
+type progress func(done, total int, name string)
+
+// bundle resolves every sampled address and returns the __symbols__
+// records. kallsyms opens the kernel symbol list; it is read only when
+// samples hit the kernel. nsPID gives a process's pid in its own PID
+// namespace, for JIT maps. Failures are notes, never fatal: an address
+// without a name is left out, as Sysprof leaves it.
+func (s *symbolizer) bundle(kallsyms func() (*symbol.Table, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) []capture.Symbol {
+	var out []capture.Symbol
+	pids := make([]int, 0, len(s.procs))
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+
+	// Count the objects samples hit, for progress.
+	hit := make(map[*symObj]bool)
+	for _, pid := range pids {
+		p := s.procs[pid]
+		for a := range p.user {
+			if m := p.find(a); m != nil {
+				hit[m.obj] = true
+			}
+		}
+	}
+	total, done := len(hit), 0
+
+	var kern *symbol.Table
+	kernTried := false
+	for _, pid := range pids {
+		p := s.procs[pid]
+		seen := make(map[uint64]bool)
+		add := func(begin, end uint64, name, tag string) {
+			if !seen[begin] {
+				seen[begin] = true
+				out = append(out, capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
+			}
+		}
+		var jit *symbol.Table
+		jitTried := false
+		for _, a := range sortedKeys(p.user) {
+			m := p.find(a)
+			if m == nil {
+				if !jitTried {
+					jitTried = true
+					jit = s.jitMap(p, pid, nsPID)
+				}
+				if jit != nil {
+					if sym, ok := jit.Lookup(a); ok {
+						add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), "JIT")
+					}
+				}
+				continue
+			}
+			o := m.obj
+			if !o.loaded {
+				o.load(logf)
+				done++
+				if prog != nil {
+					prog(done, total, o.path)
+				}
+			}
+			if o.syms == nil {
+				continue
+			}
+			va, ok := o.elf.Vaddr(a - m.start + m.off)
+			if !ok {
+				continue
+			}
+			sym, ok := o.syms.Lookup(va)
+			if !ok {
+				continue
+			}
+			begin := a - (va - sym.Addr)
+			add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
+		}
+		if len(p.kernel) > 0 && !kernTried {
+			kernTried = true
+			var err error
+			if kern, err = kallsyms(); err != nil {
+				logf("kernel frames not named: %v", err)
+			}
+		}
+		if kern != nil {
+			for _, a := range sortedKeys(p.kernel) {
+				if sym, ok := kern.Lookup(a); ok {
+					add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, sym.Name, "Kernel")
+				}
+			}
+		}
+	}
+	return out
+}
+
+// find returns the mapping of p holding address a; later mappings of a
+// range replace earlier ones.
+func (p *symProc) find(a uint64) *symMap {
+	for i := len(p.maps) - 1; i >= 0; i-- {
+		if m := &p.maps[i]; a >= m.start && a < m.end {
+			return m
+		}
+	}
+	return nil
+}
+
+// load reads o's symbols: its own tables, or debug files found inside
+// the owning process's root first, then on the host, then debuginfod.
+func (o *symObj) load(logf func(string, ...any)) {
+	o.loaded = true
+	if o.f == nil {
+		if o.err != nil {
+			logf("%s: not symbolized: %v", o.path, o.err)
+		}
+		return
+	}
+	elf, err := symbol.NewFile(o.f)
+	if err != nil {
+		logf("%s: %v", o.path, err)
+		return
+	}
+	var roots []symbol.Opener
+	if o.owner != nil && o.owner.cp != nil {
+		roots = append(roots, o.owner.cp.OpenInRoot)
+	}
+	roots = append(roots, symbol.HostOpener)
+	l := symbol.Loader{Roots: roots, Debuginfod: symbol.DebuginfodFromEnv()}
+	syms, err := l.Load(elf, o.path)
+	if err != nil {
+		logf("%s: no symbols: %v", o.path, err)
+		return
+	}
+	o.elf, o.syms = elf, syms
+}
+
+// jitMap reads the perf map a JIT wrote for process pid, as
+// /tmp/perf-<pid>.map with the pid the process knows itself by, inside
+// its own root.
+func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Table {
+	if p.cp == nil {
+		return nil
+	}
+	n := nsPID(pid)
+	if n <= 0 {
+		n = pid
+	}
+	f, err := p.cp.OpenInRoot("/tmp/perf-" + strconv.Itoa(n) + ".map")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	t, err := symbol.ParsePerfMap(f)
+	if err != nil || t.Len() == 0 {
+		return nil
+	}
+	return t
+}
+
+// close releases every file and pinned root.
+func (s *symbolizer) close() {
+	for _, o := range s.objs {
+		if o.f != nil {
+			o.f.Close()
+			o.f = nil
+		}
+		if o.elf != nil {
+			o.elf.Close()
+		}
+	}
+	for _, p := range s.procs {
+		if p.cp != nil {
+			p.cp.Close()
+			p.cp = nil
+		}
+	}
+}
+
+// summary says how many files were reached and how.
+func (s *symbolizer) summary() string {
+	via := make(map[string]int)
+	failed := 0
+	for _, o := range s.objs {
+		if o.f != nil {
+			via[o.via]++
+		} else if o.err != nil {
+			failed++
+		}
+	}
+	keys := make([]string, 0, len(via))
+	for k := range via {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d via %s", via[k], k)
+	}
+	if failed > 0 {
+		fmt.Fprintf(&b, "; %d unreachable", failed)
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[uint64]struct{}) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, cmp.Compare[uint64])
+	return ks
+}
