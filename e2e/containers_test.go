@@ -1,0 +1,130 @@
+//go:build linux
+
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"nsprof/internal/testutils/containers"
+)
+
+// The fixture's call chain, leaf first; every container runs it.
+var hotChain = []string{"ctr_hot_leaf", "ctr_hot_middle", "ctr_hot_outer", "main"}
+
+// checkNames checks that the report of the target process names the
+// fixture's call chain from its own binary, never the host decoy's
+// functions at the same path, and labels the process.
+func checkNames(t *testing.T, r report, pid int, wantNSPID int32, label func(string) bool) {
+	t.Helper()
+	var found bool
+	for _, g := range r.Groups {
+		for _, f := range g.Functions {
+			if strings.HasPrefix(f.Name, "decoy_") {
+				t.Errorf("process %d (%s): decoy function %s from the host file at the container's path", g.PID, g.Key, f.Name)
+			}
+		}
+		if int(g.PID) != pid {
+			continue
+		}
+		found = true
+		if g.Samples < 100 {
+			t.Errorf("process %d: %d samples in 3 s, want the fixture's busy loop (>= 100)", pid, g.Samples)
+		}
+		total := make(map[string]int)
+		self := make(map[string]int)
+		for _, f := range g.Functions {
+			total[f.Name] += f.Total
+			self[f.Name] += f.Self
+			if f.Name == "ctr_hot_leaf" && f.DSO != "hot" {
+				t.Errorf("ctr_hot_leaf in DSO %q, want hot", f.DSO)
+			}
+		}
+		if leaf := self["ctr_hot_leaf"] + self["ctr_hot_step"]; leaf*2 < g.Samples {
+			t.Errorf("process %d: ctr_hot_leaf+ctr_hot_step self %d of %d samples, want most", pid, leaf, g.Samples)
+		}
+		// Frame-pointer chains reach main from the leaf: every caller's
+		// total covers the leaf's self time.
+		for _, fn := range hotChain[1:] {
+			if total[fn] < self["ctr_hot_leaf"] {
+				t.Errorf("process %d: %s total %d < ctr_hot_leaf self %d (chain %v broken)", pid, fn, total[fn], self["ctr_hot_leaf"], hotChain)
+			}
+		}
+		if wantNSPID != 0 && g.NSPID != wantNSPID {
+			t.Errorf("process %d: in-namespace pid %d, want %d", pid, g.NSPID, wantNSPID)
+		}
+		if !label(g.Container) {
+			t.Errorf("process %d: container label %q", pid, g.Container)
+		}
+		if t.Failed() {
+			t.Logf("functions of %d: %+v", pid, g.Functions)
+		}
+	}
+	if !found {
+		t.Fatalf("no samples of process %d in the report (groups %d)", pid, len(r.Groups))
+	}
+}
+
+// profileContainer records pid for 3 s, checks the report, stops the
+// container with stop, and checks that the report of the same capture
+// still names the fixture's functions from the bundle (with the host
+// decoy still at the container's path).
+func profileContainer(t *testing.T, pid int, wantNSPID int32, label func(string) bool, stop func()) string {
+	t.Helper()
+	capture := recordPID(t, pid, 3)
+	r := reportJSON(t, capture, "--by", "process")
+	checkNames(t, r, pid, wantNSPID, label)
+	if r.Capture.Symbols["bundle"] == 0 {
+		t.Errorf("no frame named from the capture's symbol bundle: %v", r.Capture.Symbols)
+	}
+	stop()
+	containers.InstallDecoy(t)
+	after := reportJSON(t, capture, "--by", "process")
+	checkNames(t, after, pid, wantNSPID, label)
+	return capture
+}
+
+func kill(t *testing.T, pid int) func() {
+	return func() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		containers.WaitExit(t, pid, 10*time.Second)
+	}
+}
+
+func TestPivotRoot(t *testing.T) {
+	pid := containers.StartPivot(t)
+	profileContainer(t, pid, 1, func(l string) bool { return l == "namespace" }, kill(t, pid))
+}
+
+func TestBwrapFlatpak(t *testing.T) {
+	pid, _ := containers.StartBwrapFlatpak(t)
+	profileContainer(t, pid, 0, func(l string) bool { return l == "flatpak:"+containers.FlatpakAppID }, kill(t, pid))
+}
+
+// podmanCase records a podman container, then removes it with its image
+// and storage before reporting again.
+func podmanCase(t *testing.T, start func(testing.TB, string) (int, string), storage string) {
+	pid, id := start(t, storage)
+	label := func(l string) bool { return strings.HasPrefix(l, "podman:") }
+	capture := profileContainer(t, pid, 1, label, func() {
+		containers.RemovePodman(t, id)
+	})
+	checkContainerFilter(t, capture, pid, id)
+}
+
+// checkContainerFilter checks that --container with a prefix of the
+// container id selects the target process.
+func checkContainerFilter(t *testing.T, capture string, pid int, id string) {
+	t.Helper()
+	r := reportJSON(t, capture, "--by", "process", "--container", id[:12])
+	if len(r.Groups) != 1 || int(r.Groups[0].PID) != pid {
+		t.Errorf("--container %s: groups %+v, want only process %d", id[:12], r.Groups, pid)
+	}
+}
+
+func TestPodmanOverlay(t *testing.T)         { podmanCase(t, containers.StartPodman, "overlay") }
+func TestPodmanFuse(t *testing.T)            { podmanCase(t, containers.StartPodman, "fuse") }
+func TestPodmanRootlessOverlay(t *testing.T) { podmanCase(t, containers.StartPodmanRootless, "overlay") }
+func TestPodmanRootlessFuse(t *testing.T)    { podmanCase(t, containers.StartPodmanRootless, "fuse") }

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// nsprofBin is the nsprof binary built for these tests.
+var nsprofBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nsprof-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	nsprofBin = filepath.Join(dir, "nsprof")
+	build := exec.Command("go", "build", "-o", nsprofBin, "nsprof/cmd/nsprof")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building nsprof:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// nsprof runs the nsprof binary and returns its standard output; a
+// non-zero exit fails the test with what it printed.
+func nsprof(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(nsprofBin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nsprof %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if s := stderr.String(); s != "" {
+		t.Logf("nsprof %s:\n%s", args[0], s)
+	}
+	return string(out)
+}
+
+// recordPID records pid for secs seconds into a new capture and returns
+// its path.
+func recordPID(t *testing.T, pid int, secs int) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "capture.syscap")
+	nsprof(t, "record", "-p", strconv.Itoa(pid), "--duration", strconv.Itoa(secs), "-o", out,
+		"--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	return out
+}
+
+// report is the part of `nsprof report --json` the tests look at.
+type report struct {
+	Capture struct {
+		Samples int            `json:"samples"`
+		Symbols map[string]int `json:"symbols"`
+	} `json:"capture"`
+	Groups []struct {
+		Key       string `json:"key"`
+		PID       int32  `json:"pid"`
+		NSPID     int32  `json:"nspid"`
+		Container string `json:"container"`
+		Samples   int    `json:"samples"`
+		Functions []struct {
+			Name  string `json:"function"`
+			DSO   string `json:"dso"`
+			Self  int    `json:"self"`
+			Total int    `json:"total"`
+		} `json:"functions"`
+	} `json:"groups"`
+}
+
+// reportJSON runs `nsprof report --json` with args on capture and decodes
+// the result.
+func reportJSON(t *testing.T, capture string, args ...string) report {
+	t.Helper()
+	out := nsprof(t, append([]string{"report", capture, "--json", "--limit", "0"}, args...)...)
+	var r report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("nsprof report --json: %v\n%s", err, out)
+	}
+	return r
+}
