@@ -83,6 +83,7 @@ func profileContainer(t *testing.T, pid int, wantNSPID int32, label func(string)
 	containers.InstallDecoy(t)
 	after := reportJSON(t, capture, "--by", "process")
 	checkNames(t, after, pid, wantNSPID, label)
+	checkSysprofNames(t, capture, pid)
 	return capture
 }
 
