@@ -175,6 +175,41 @@ func checkLive(t *testing.T, c liveCase, bins containers.Binaries) *Process {
 				t.Errorf("OpenInRoot(%s) = %q, want an error or the container's own file", name, data)
 			}
 		}
+		// OpenFile's fallbacks (storage layers, overlay dirs, Flatpak
+		// paths, host mounts of the same device) must not escape either.
+		for _, name := range []string{
+			containers.HostSecret,
+			containers.HostOnly,
+			path.Join(dir, containers.LinkAbs),
+			path.Join(dir, containers.LinkHostOnly),
+			path.Join(dir, containers.LinkRel),
+			path.Join(dir, containers.LinkProc),
+			"/../../../../.." + containers.HostOnly,
+		} {
+			f, via, err := p.OpenFile(name)
+			if err != nil {
+				continue
+			}
+			data, _ := io.ReadAll(f)
+			f.Close()
+			if string(data) == containers.HostSecretData || name == containers.HostOnly {
+				t.Errorf("OpenFile(%s) read the HOST file via %s: %q", name, via, data)
+			} else if !c.secretInRoot || string(data) != containers.ContainerSecretData {
+				t.Errorf("OpenFile(%s) via %s = %q, want an error or the container's own file", name, via, data)
+			}
+		}
+		if c.secretInRoot {
+			f, via, err := p.OpenFile(containers.HostSecret)
+			if err != nil {
+				t.Errorf("OpenFile(%s): %v", containers.HostSecret, err)
+			} else {
+				data, _ := io.ReadAll(f)
+				f.Close()
+				if string(data) != containers.ContainerSecretData {
+					t.Errorf("OpenFile(%s) via %s = %q, want the container's %q", containers.HostSecret, via, data, containers.ContainerSecretData)
+				}
+			}
+		}
 		if c.secretInRoot && !c.rootDenied {
 			f, err := p.OpenInRoot(path.Join(dir, containers.LinkAbs))
 			if err != nil {

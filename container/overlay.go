@@ -147,3 +147,32 @@ func unescapeOption(s string) string {
 	}
 	return b.String()
 }
+
+// Layers returns the host directories the process's root file system is
+// layered from, top first: a podman container's storage layers (their
+// diff directories, from containers.json and layers.json), else the
+// upperdir and lowerdirs of a kernel overlay or fuse-overlayfs mounted at
+// its "/". It returns nil when the root is no overlay (host, Flatpak,
+// plain bind mounts). These are what Sysprof records as OVERLAY frames.
+func (p *Process) Layers() []string {
+	if p.snap.podmanID() != "" {
+		if st, err := p.snap.podmanStorage(); err == nil && len(st.Dirs) > 0 {
+			return append([]string(nil), st.Dirs...)
+		}
+	}
+	mnt, _, ok := coveringMount(p.snap.mounts, "/")
+	if !ok || mnt.MountPoint != "/" {
+		return nil
+	}
+	var o overlayDirs
+	switch mnt.FSType {
+	case "overlay":
+		o, ok = overlayFromMount(mnt)
+	case "fuse.fuse-overlayfs":
+		o, ok = p.snap.fuseOverlay[mnt.Dev]
+	}
+	if !ok {
+		return nil
+	}
+	return o.layers()
+}

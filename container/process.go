@@ -366,15 +366,18 @@ func (p *Process) openFlatpak(_ Mapping, name string) (*os.File, string, error) 
 }
 
 func (p *Process) openMountinfo(_ Mapping, name string) (*os.File, string, error) {
+	name = path.Clean("/" + name)
 	mnt, rel, ok := coveringMount(p.snap.mounts, name)
 	if !ok {
 		return nil, "", fmt.Errorf("no mount covers %s (mountinfo: %v)", name, p.snap.mountsErr)
 	}
-	src := path.Join(mnt.Root, rel) // path inside the mounted file system
 	host, err := proc.ReadMountInfo(proc.Self)
 	if err != nil {
 		return nil, "", err
 	}
+	// Find the host directory that is the covering mount's root, and
+	// resolve rel inside it as if it were the root: symbolic links and
+	// ".." in the container's tree then cannot reach host files above it.
 	var best *proc.Mount
 	var bestRel string
 	for i := range host {
@@ -382,7 +385,7 @@ func (p *Process) openMountinfo(_ Mapping, name string) (*os.File, string, error
 		if h.Dev != mnt.Dev {
 			continue
 		}
-		r, ok := cutDir(src, h.Root)
+		r, ok := cutDir(mnt.Root, h.Root)
 		if !ok {
 			continue
 		}
@@ -391,9 +394,9 @@ func (p *Process) openMountinfo(_ Mapping, name string) (*os.File, string, error
 		}
 	}
 	if best == nil {
-		return nil, "", fmt.Errorf("no host mount of device %s holds %s", mnt.Dev, src)
+		return nil, "", fmt.Errorf("no host mount of device %s holds %s", mnt.Dev, mnt.Root)
 	}
-	f, err := openBeneath(best.MountPoint, bestRel, unix.RESOLVE_NO_XDEV)
+	f, err := openBeneath(path.Join(best.MountPoint, bestRel), rel, unix.RESOLVE_NO_XDEV)
 	return f, "", err
 }
 
@@ -431,4 +434,36 @@ func coveringMount(mounts []proc.Mount, name string) (proc.Mount, string, bool) 
 		return proc.Mount{}, "", false
 	}
 	return mounts[best], bestRel, true
+}
+
+// OpenFile opens a file that is not mapped, such as /run/.containerenv
+// or a JIT's /tmp/perf-PID.map, as the process sees it: inside its pinned
+// root (see [Process.OpenInRoot]), else, where the host may not look
+// through that root (rootless fuse-overlayfs), from the container's own
+// storage layers, overlay directories, Flatpak paths or a host mount of
+// the same device as the covering mount. With no identity to check, it
+// never falls back to the host path itself. It returns how it got there.
+func (p *Process) OpenFile(name string) (f *os.File, via string, err error) {
+	if !path.IsAbs(name) {
+		return nil, "", fmt.Errorf("open %q of pid %d: path is not absolute", name, p.pid)
+	}
+	var fails []string
+	for _, r := range p.routes() {
+		if r.via == ViaMapFiles {
+			continue
+		}
+		f, via, err := r.open(Mapping{}, name)
+		if via == "" {
+			via = r.via
+		}
+		if err == nil {
+			if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+				return f, via, nil
+			}
+			f.Close()
+			err = errors.New("not a regular file")
+		}
+		fails = append(fails, via+": "+err.Error())
+	}
+	return nil, "", fmt.Errorf("open %s of pid %d: %s", name, p.pid, strings.Join(fails, "; "))
 }

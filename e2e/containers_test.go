@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,12 +97,14 @@ func kill(t *testing.T, pid int) func() {
 
 func TestPivotRoot(t *testing.T) {
 	pid := containers.StartPivot(t)
-	profileContainer(t, pid, 1, func(l string) bool { return l == "namespace" }, kill(t, pid))
+	capture := profileContainer(t, pid, 1, func(l string) bool { return l == "namespace" }, kill(t, pid))
+	checkDescribed(t, capture, pid, false, "")
 }
 
 func TestBwrapFlatpak(t *testing.T) {
 	pid, _ := containers.StartBwrapFlatpak(t)
-	profileContainer(t, pid, 0, func(l string) bool { return l == "flatpak:"+containers.FlatpakAppID }, kill(t, pid))
+	capture := profileContainer(t, pid, 0, func(l string) bool { return l == "flatpak:"+containers.FlatpakAppID }, kill(t, pid))
+	checkDescribed(t, capture, pid, false, "/.flatpak-info")
 }
 
 // podmanCase records a podman container, then removes it with its image
@@ -113,6 +116,7 @@ func podmanCase(t *testing.T, start func(testing.TB, string) (int, string), stor
 		containers.RemovePodman(t, id)
 	})
 	checkContainerFilter(t, capture, pid, id)
+	checkDescribed(t, capture, pid, true, "/run/.containerenv")
 }
 
 // checkContainerFilter checks that --container with a prefix of the
@@ -125,7 +129,30 @@ func checkContainerFilter(t *testing.T, capture string, pid int, id string) {
 	}
 }
 
-func TestPodmanOverlay(t *testing.T)         { podmanCase(t, containers.StartPodman, "overlay") }
-func TestPodmanFuse(t *testing.T)            { podmanCase(t, containers.StartPodman, "fuse") }
-func TestPodmanRootlessOverlay(t *testing.T) { podmanCase(t, containers.StartPodmanRootless, "overlay") }
-func TestPodmanRootlessFuse(t *testing.T)    { podmanCase(t, containers.StartPodmanRootless, "fuse") }
+func TestPodmanOverlay(t *testing.T) { podmanCase(t, containers.StartPodman, "overlay") }
+func TestPodmanFuse(t *testing.T)    { podmanCase(t, containers.StartPodman, "fuse") }
+func TestPodmanRootlessOverlay(t *testing.T) {
+	podmanCase(t, containers.StartPodmanRootless, "overlay")
+}
+func TestPodmanRootlessFuse(t *testing.T) { podmanCase(t, containers.StartPodmanRootless, "fuse") }
+
+// checkDescribed checks that the capture describes the container as
+// Sysprof does: OVERLAY frames for the layers of a podman root, and the
+// container's own file (/run/.containerenv or /.flatpak-info).
+func checkDescribed(t *testing.T, capture string, pid int, overlays bool, file string) {
+	t.Helper()
+	dump := nsprof(t, "dump", capture, "--type", "OVERLAY", "--pid", strconv.Itoa(pid))
+	n := strings.Count(dump, " OVERLAY ")
+	if overlays && n == 0 {
+		t.Errorf("no OVERLAY frame for process %d:\n%s", pid, dump)
+	}
+	if !overlays && n > 0 {
+		t.Errorf("OVERLAY frames for process %d, whose root is no overlay:\n%s", pid, dump)
+	}
+	if file != "" {
+		want := "/proc/" + strconv.Itoa(pid) + "/root" + file
+		if files := nsprof(t, "dump", capture, "--files"); !strings.Contains(files, want) {
+			t.Errorf("capture lacks %s:\n%s", want, files)
+		}
+	}
+}

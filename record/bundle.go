@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"nsprof/capture"
-	"nsprof/container"
 	"nsprof/symbol"
 )
 
@@ -46,13 +45,4 @@ func (r *recorder) writeSymbols() {
 	}
 	r.symbolized = len(syms)
 	r.logf("bundled %d symbols in %.1fs (files: %s)", len(syms), time.Since(start).Seconds(), r.sym.summary())
-}
-
-// identify labels a live process with what it runs in.
-func identify(pid int) *ContainerInfo {
-	id, err := container.Identify(pid)
-	if err != nil {
-		return nil
-	}
-	return &ContainerInfo{Kind: id.Kind, ID: id.ID, Name: id.Name, Rootless: id.Rootless, AppID: id.AppID, Root: id.Root}
 }

@@ -33,8 +33,9 @@ type tracker struct {
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
 	sym *symbolizer
-	// identify, when set, labels a process with its container.
-	identify func(pid int) *ContainerInfo
+	// identify, when set, labels a process with its container (and may
+	// write what describes the container).
+	identify func(pid int, now int64) *ContainerInfo
 	err      error
 }
 
@@ -120,7 +121,7 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 		ps.nspid = info.NSpid[n-1]
 	}
 	if t.identify != nil && info.Err == "" {
-		info.Container = t.identify(pid)
+		info.Container = t.identify(pid, now)
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	if t.err == nil {

@@ -29,7 +29,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	r.flushed = r.started
 	if opts.FS.Root == proc.DefaultFS.Root {
 		// Container labels and files come from the live /proc only.
-		r.tr.identify = identify
+		r.tr.identify = r.identify
 		if !opts.NoDecode && !opts.NoPerf {
 			r.sym = newSymbolizer()
 			r.tr.sym = r.sym

@@ -329,7 +329,11 @@ func (o *symObj) load(logf func(string, ...any)) {
 	}
 	var roots []symbol.Opener
 	if o.owner != nil && o.owner.cp != nil {
-		roots = append(roots, o.owner.cp.OpenInRoot)
+		cp := o.owner.cp
+		roots = append(roots, func(name string) (*os.File, error) {
+			f, _, err := cp.OpenFile(name)
+			return f, err
+		})
 	}
 	roots = append(roots, symbol.HostOpener)
 	l := symbol.Loader{Roots: roots, Debuginfod: symbol.DebuginfodFromEnv()}
@@ -352,7 +356,7 @@ func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Ta
 	if n <= 0 {
 		n = pid
 	}
-	f, err := p.cp.OpenInRoot("/tmp/perf-" + strconv.Itoa(n) + ".map")
+	f, _, err := p.cp.OpenFile("/tmp/perf-" + strconv.Itoa(n) + ".map")
 	if err != nil {
 		return nil
 	}
