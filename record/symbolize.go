@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"os"
@@ -71,6 +72,8 @@ type symObj struct {
 	err   error
 	owner *symProc
 	tries int
+	// hostTried says the host path was tried, by build-id.
+	hostTried bool
 
 	loaded bool
 	elf    *symbol.File
@@ -78,6 +81,28 @@ type symObj struct {
 }
 
 const maxOpenFiles = 4096
+
+// viaHostBuildID says a file was found at its path on the host, with the
+// build-id its mapping records.
+const viaHostBuildID = "host-build-id"
+
+// openHostByBuildID opens the host file at name if its build-id is id.
+func openHostByBuildID(name string, id []byte) *os.File {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil
+	}
+	e, err := symbol.NewFile(f)
+	if err != nil || !bytes.Equal(e.BuildID(), id) {
+		f.Close()
+		return nil
+	}
+	return f
+}
 
 func newSymbolizer() *symbolizer {
 	return &symbolizer{
@@ -144,6 +169,17 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 			s.opened++
 		} else if o.err == nil {
 			o.err = err
+		}
+	}
+	if o.f == nil && !o.hostTried && len(m.BuildID) > 0 && s.opened < s.maxOpen {
+		// The process is gone (or hides its files) before its mapping was
+		// looked at, as short-lived processes are in system-wide
+		// recordings. A host file at the same path is taken only with the
+		// same build-id: a decoy or another version is refused.
+		o.hostTried = true
+		if f := openHostByBuildID(m.Path, m.BuildID); f != nil {
+			o.f, o.via, o.err = f, viaHostBuildID, nil
+			s.opened++
 		}
 	}
 	p.maps = append(p.maps, symMap{start: m.Start, end: m.Start + (m.End - m.Start), off: m.Offset, obj: o})
