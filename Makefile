@@ -24,8 +24,8 @@ build:
 # The demo runs the main job: `nsprof record` (as root) on a bundled Go
 # program that also adds its own marks, counters and logs through
 # SYSPROF_TRACE_FD, then inspects the capture and merges it with one the
-# program wrote by itself. Grow it with the product: report and export
-# belong here as they land.
+# program wrote by itself, and reports on it from the symbols bundled in
+# the capture. Grow it with the product: export belongs here as it lands.
 demo: build
 	mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/tracefd-demo ./examples/tracefd-demo
@@ -37,6 +37,10 @@ demo: build
 	@bin/nsprof dump --type PROCESS,MARK $(BUILD)/demo.syscap
 	@echo '== nsprof dump --files $(BUILD)/demo.syscap'
 	@bin/nsprof dump --files $(BUILD)/demo.syscap
+	@echo '== nsprof report --limit 15 $(BUILD)/demo.syscap'
+	@bin/nsprof report --limit 15 $(BUILD)/demo.syscap
+	@echo '== nsprof report --tree --depth 8 --min-percent 5 $(BUILD)/demo.syscap'
+	@bin/nsprof report --tree --depth 8 --min-percent 5 $(BUILD)/demo.syscap
 	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo-self.syscap
 	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap'
 	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap
