@@ -13,6 +13,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/record"
+	"nsprof/symbol"
 )
 
 // LoadOptions configures [Load]. The zero value is the default: names come
@@ -27,6 +28,10 @@ type LoadOptions struct {
 	// [Profile.Symbolize]), for callers that symbolize later. Default
 	// false.
 	NoSymbolize bool
+	// NoHostFiles leaves out the last resort, a [HostSymbolizer] naming
+	// what nothing else did from this machine's files (only the very
+	// files that were mapped). Default false.
+	NoHostFiles bool
 }
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
@@ -74,8 +79,11 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if opts.NoSymbolize {
 		p.Symbolize(nil)
 	} else {
-		chain := Chain{p.CaptureSymbolizer()}
-		p.Symbolize(append(chain, opts.Symbolizers...))
+		chain := append(Chain{p.CaptureSymbolizer()}, opts.Symbolizers...)
+		if !opts.NoHostFiles {
+			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
+		}
+		p.Symbolize(chain)
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %v", kallsymsPath, p.Kallsyms.Err()))
 		}
@@ -331,7 +339,7 @@ func (b *builder) loadProcessFile() {
 			pr.NSPID = int32(pi.NSpid[n-1])
 		}
 		if c := pi.Container; c != nil {
-			pr.Container = &Container{Kind: c.Kind, ID: c.ID, Name: c.Name, AppID: c.AppID, Rootless: c.Rootless}
+			pr.Container = &Container{Kind: c.Kind, ID: c.ID, Name: c.Name, AppID: c.AppID, Rootless: c.Rootless, Root: c.Root}
 		}
 		if pr.Cmdline == "" && len(pi.Cmdline) > 0 {
 			pr.Cmdline = strings.Join(pi.Cmdline, " ")

@@ -89,10 +89,13 @@ type Container struct {
 	// AppID is a Flatpak application id.
 	AppID    string `json:"app_id,omitempty"`
 	Rootless bool   `json:"rootless,omitempty"`
+	// Root is where another mount namespace's root comes from on the
+	// host, when known.
+	Root string `json:"root,omitempty"`
 }
 
 // Label returns a short name: "host", "podman:NAME" (or the first 12 hex
-// digits of the id), "flatpak:APPID" or the kind. A nil Container is
+// digits of the id), "flatpak:APPID", "namespace:ROOT" or the kind. A nil Container is
 // "unknown".
 func (c *Container) Label() string {
 	if c == nil {
@@ -105,6 +108,8 @@ func (c *Container) Label() string {
 		return "podman:" + c.ID[:min(12, len(c.ID))]
 	case c.Kind == "flatpak" && c.AppID != "":
 		return "flatpak:" + c.AppID
+	case c.Kind == "namespace" && c.Root != "":
+		return "namespace:" + c.Root
 	case c.Kind == "":
 		return "unknown"
 	}

@@ -97,7 +97,7 @@ func kill(t *testing.T, pid int) func() {
 
 func TestPivotRoot(t *testing.T) {
 	pid := containers.StartPivot(t)
-	capture := profileContainer(t, pid, 1, func(l string) bool { return l == "namespace" }, kill(t, pid))
+	capture := profileContainer(t, pid, 1, func(l string) bool { return strings.HasPrefix(l, "namespace:/") }, kill(t, pid))
 	checkDescribed(t, capture, pid, false, "")
 }
 

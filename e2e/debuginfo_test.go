@@ -141,6 +141,13 @@ func recordChroot(t *testing.T, root string, env ...string) string {
 // caller covering it.
 func checkChain(t *testing.T, capture string, chain []string, leafHelpers ...string) {
 	t.Helper()
+	checkChainFrom(t, capture, "bundle", chain, leafHelpers...)
+}
+
+// checkChainFrom is checkChain with the symbolizer (as counted in the
+// report's "symbols") that must have named frames.
+func checkChainFrom(t *testing.T, capture, source string, chain []string, leafHelpers ...string) {
+	t.Helper()
 	r := reportJSON(t, capture)
 	if len(r.Groups) != 1 {
 		t.Fatalf("report: %d groups, want 1", len(r.Groups))
@@ -163,8 +170,8 @@ func checkChain(t *testing.T, capture string, chain []string, leafHelpers ...str
 			t.Errorf("%s total %d < %s self %d", fn, total[fn], chain[0], self[chain[0]])
 		}
 	}
-	if r.Capture.Symbols["bundle"] == 0 {
-		t.Errorf("no frame named from the bundle: %v", r.Capture.Symbols)
+	if r.Capture.Symbols[source] == 0 {
+		t.Errorf("no frame named by %s: %v", source, r.Capture.Symbols)
 	}
 	if t.Failed() {
 		var names []string
