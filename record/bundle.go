@@ -1,12 +1,11 @@
 package record
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"nsprof/capture"
-	"nsprof/symbol"
 )
 
 // writeSymbols resolves the sampled addresses and embeds the names as
@@ -22,13 +21,15 @@ func (r *recorder) writeSymbols() {
 			st.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
 		}
 	}
-	kallsyms := func() (*symbol.Table, error) {
-		f, err := os.Open(r.opts.FS.Root + "/kallsyms")
-		if err != nil {
-			return nil, err
+	kallsyms := func() (kernelTable, error) {
+		if r.kallsyms == nil {
+			return nil, errors.New("/proc/kallsyms was not recorded")
 		}
-		defer f.Close()
-		return symbol.ParseKallsyms(f)
+		k, err := newKallsymsIndex(r.kallsyms)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return k, nil
 	}
 	syms := r.sym.bundle(kallsyms, r.tr.nsPID, prog, r.logf)
 	b, err := capture.EncodeSymbols(syms)

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -80,6 +79,8 @@ type recorder struct {
 	lost      uint64
 	lostID    uint32
 	malformed uint64
+	// kallsyms is /proc/kallsyms as embedded in the capture.
+	kallsyms []byte
 	// symbolized counts the names in the symbol bundle.
 	symbolized int
 	writeErr   error
@@ -210,29 +211,51 @@ func (r *recorder) embedKallsyms() {
 		r.logf("kernel symbols not recorded: %v", err)
 		return
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	if head, _ := br.Peek(17); bytes.Equal(head, []byte("0000000000000000 ")) {
+	// Kept in memory for naming the sampled kernel addresses at the end,
+	// so /proc/kallsyms is read once.
+	data, err := readAllSized(f, 8<<20)
+	f.Close()
+	if err != nil {
+		r.logf("kernel symbols not recorded: %v", err)
+		return
+	}
+	r.kallsyms = data
+	if bytes.HasPrefix(data, []byte("0000000000000000 ")) {
 		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
 	}
 	pr, pw := io.Pipe()
-	readErr := make(chan error, 1)
 	go func() {
 		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
-		_, err := br.WriteTo(zw)
+		_, err := zw.Write(data)
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
-		readErr <- err
 		pw.CloseWithError(err)
 	}()
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
 	err = r.w.AddFile(h, "/proc/kallsyms.gz", pr)
 	pr.CloseWithError(errors.New("capture write failed"))
-	if rerr := <-readErr; rerr != nil && err != nil {
-		r.logf("kernel symbols cut short: %v", rerr)
-	} else if err != nil && r.writeErr == nil {
+	if err != nil && r.writeErr == nil {
 		r.writeErr = err
+	}
+}
+
+// readAllSized reads f to its end into a buffer of about hint bytes to
+// start with (files under /proc report size 0).
+func readAllSized(f io.Reader, hint int) ([]byte, error) {
+	b := make([]byte, 0, hint)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
 }
 

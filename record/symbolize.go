@@ -242,6 +242,11 @@ func (s *symbolizer) sampled(pid int, addrs []uint64) {
 	}
 }
 
+// kernelTable names kernel addresses.
+type kernelTable interface {
+	Lookup(addr uint64) (symbol.Symbol, bool)
+}
+
 // progress reports symbolization progress; done of total objects.
 type progress func(done, total int, name string)
 
@@ -250,7 +255,7 @@ type progress func(done, total int, name string)
 // samples hit the kernel. nsPID gives a process's pid in its own PID
 // namespace, for JIT maps. Failures are notes, never fatal: an address
 // without a name is left out, as Sysprof leaves it.
-func (s *symbolizer) bundle(kallsyms func() (*symbol.Table, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) []capture.Symbol {
+func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) []capture.Symbol {
 	var out []capture.Symbol
 	pids := make([]int, 0, len(s.procs))
 	for pid := range s.procs {
@@ -270,7 +275,7 @@ func (s *symbolizer) bundle(kallsyms func() (*symbol.Table, error), nsPID func(p
 	}
 	total, done := len(hit), 0
 
-	var kern *symbol.Table
+	var kern kernelTable
 	kernTried := false
 	for _, pid := range pids {
 		p := s.procs[pid]
