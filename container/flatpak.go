@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"strings"
 )
 
@@ -72,4 +74,45 @@ func parseFlatpakInfo(r io.Reader) (flatpakInfo, error) {
 		return flatpakInfo{}, fmt.Errorf(".flatpak-info: no [Application] or [Runtime] name")
 	}
 	return fi, nil
+}
+
+// FlatpakDebugDirs returns, for a process in a Flatpak sandbox, the host
+// directories of the debug extensions of its app and runtime, keyed by
+// where Flatpak mounts them when the app runs with --devel:
+// "/app/lib/debug" (the app's <app-id>.Debug extension) and
+// "/usr/lib/debug" (the runtime's <runtime>.Debug extension). They are
+// found next to the app-path and runtime-path of /.flatpak-info in the
+// Flatpak installation: <base>/<app|runtime>/<name>/<arch>/<branch>/<commit>/files
+// has its debug extension at <base>/runtime/<name>.Debug/<arch>/<branch>/active/files.
+// Directories that do not exist are left out; nil outside Flatpak.
+func (p *Process) FlatpakDebugDirs() map[string]string {
+	fi := p.snap.flatpak
+	if fi == nil {
+		return nil
+	}
+	out := make(map[string]string)
+	for _, d := range []struct{ mount, path string }{{"/app/lib/debug", fi.AppPath}, {"/usr/lib/debug", fi.RuntimePath}} {
+		if dir, ok := debugExtension(d.path); ok {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				out[d.mount] = dir
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// debugExtension returns the debug extension directory of a deployed
+// Flatpak app or runtime directory.
+func debugExtension(deployed string) (string, bool) {
+	c := strings.Split(path.Clean(deployed), "/")
+	// ..., base..., kind, name, arch, branch, commit, "files"
+	n := len(c)
+	if n < 7 || c[n-1] != "files" || (c[n-6] != "app" && c[n-6] != "runtime") || c[n-5] == "" {
+		return "", false
+	}
+	base := strings.Join(c[:n-6], "/")
+	return path.Join("/", base, "runtime", c[n-5]+".Debug", c[n-4], c[n-3], "active", "files"), true
 }

@@ -221,3 +221,19 @@ func TestIdentityString(t *testing.T) {
 		}
 	}
 }
+
+func TestDebugExtension(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/var/lib/flatpak/app/org.gnome.Maps/x86_64/stable/0123abcd/files", "/var/lib/flatpak/runtime/org.gnome.Maps.Debug/x86_64/stable/active/files"},
+		{"/var/lib/flatpak/runtime/org.gnome.Platform/x86_64/45/feed/files", "/var/lib/flatpak/runtime/org.gnome.Platform.Debug/x86_64/45/active/files"},
+		{"/home/u/.local/share/flatpak/runtime/org.kde.Platform/x86_64/6.6/c0ffee/files/", "/home/u/.local/share/flatpak/runtime/org.kde.Platform.Debug/x86_64/6.6/active/files"},
+		{"/tmp/app", ""},
+		{"/var/lib/flatpak/other/x/x86_64/1/c/files", ""},
+		{"", ""},
+	} {
+		got, ok := debugExtension(tc.in)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("debugExtension(%q) = %q, %t; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}

@@ -375,6 +375,9 @@ func (o *symObj) load(logf func(string, ...any)) {
 			f, _, err := cp.OpenFile(name)
 			return f, err
 		})
+		if dirs := cp.FlatpakDebugDirs(); dirs != nil {
+			roots = append(roots, mountedAt(dirs))
+		}
 	}
 	roots = append(roots, symbol.HostOpener)
 	l := symbol.Loader{Roots: roots, Debuginfod: symbol.DebuginfodFromEnv()}
@@ -384,6 +387,21 @@ func (o *symObj) load(logf func(string, ...any)) {
 		return
 	}
 	o.elf, o.syms = elf, syms
+}
+
+// mountedAt returns an Opener over host directories standing for the
+// directories they would be mounted at (such as Flatpak debug extensions
+// not mounted in a sandbox run without --devel). Paths elsewhere fail.
+func mountedAt(dirs map[string]string) symbol.Opener {
+	return func(name string) (*os.File, error) {
+		name = path.Clean("/" + name)
+		for mount, dir := range dirs {
+			if rest, ok := strings.CutPrefix(name, mount+"/"); ok {
+				return symbol.RootOpener(dir)(rest)
+			}
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
 }
 
 // jitMap reads the perf map a JIT wrote for process pid, as

@@ -45,15 +45,42 @@ type FlatpakDirs struct {
 // target's host pid (pid 2 in the sandbox) and the host directories.
 func StartBwrapFlatpak(t testing.TB) (int, FlatpakDirs) {
 	t.Helper()
-	bwrap := testutils.LookPathOrSkip(t, "bwrap")
 	b := Build(t)
-	InstallDecoy(t)
 	dir := t.TempDir()
 	d := FlatpakDirs{App: filepath.Join(dir, "app"), Runtime: filepath.Join(dir, "runtime"), Info: filepath.Join(dir, "flatpak-info")}
+	return startBwrapFlatpak(t, d, b.Hot), d
+}
+
+// FlatpakInstallation lays out a sandbox as a Flatpak installation does
+// under base: the app deployed at
+// base/app/[FlatpakAppID]/x86_64/master/c0ffee/files and the runtime at
+// base/runtime/org.nsprof.Platform/x86_64/1/feed/files.
+func FlatpakInstallation(base string) FlatpakDirs {
+	return FlatpakDirs{
+		App:     filepath.Join(base, "app", FlatpakAppID, "x86_64", "master", "c0ffee", "files"),
+		Runtime: filepath.Join(base, "runtime", "org.nsprof.Platform", "x86_64", "1", "feed", "files"),
+		Info:    filepath.Join(base, "flatpak-info"),
+	}
+}
+
+// StartBwrapFlatpakInstalled is [StartBwrapFlatpak] with the app and
+// runtime deployed in the [FlatpakInstallation] layout under base, and bin
+// (a dynamically linked fixture) as the app's /app/bin/hot.
+func StartBwrapFlatpakInstalled(t testing.TB, base, bin string) (int, FlatpakDirs) {
+	t.Helper()
+	requireRoot(t)
+	d := FlatpakInstallation(base)
+	return startBwrapFlatpak(t, d, bin), d
+}
+
+func startBwrapFlatpak(t testing.TB, d FlatpakDirs, bin string) int {
+	t.Helper()
+	bwrap := testutils.LookPathOrSkip(t, "bwrap")
+	InstallDecoy(t)
 	mkdir(t, filepath.Join(d.App, "bin"))
-	copyFile(t, b.Hot, filepath.Join(d.App, "bin", "hot"), 0o755)
+	copyFile(t, bin, filepath.Join(d.App, "bin", "hot"), 0o755)
 	makeLinks(t, d.App)
-	copyLibs(t, b.Hot, d.Runtime, "lib/x86_64-linux-gnu")
+	copyLibs(t, bin, d.Runtime, "lib/x86_64-linux-gnu")
 	mkdir(t, filepath.Join(d.Runtime, "lib64"))
 	if err := os.Symlink("../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", filepath.Join(d.Runtime, "lib64", "ld-linux-x86-64.so.2")); err != nil {
 		t.Fatal(err)
@@ -66,7 +93,7 @@ func StartBwrapFlatpak(t testing.TB) (int, FlatpakDirs) {
 		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 		"--ro-bind", d.Info, "/.flatpak-info", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 		"--unshare-all", "--new-session", FlatpakBinPath, targetSeconds)
-	return startTree(t, cmd, FlatpakBinPath), d
+	return startTree(t, cmd, FlatpakBinPath)
 }
 
 // startTree starts cmd in its own session, waits for a descendant whose exe
