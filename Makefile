@@ -14,12 +14,22 @@ export CI
 FMT_CHECK = files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' | xargs gofmt -l); \
 	if [ -n "$$files" ]; then echo "gofmt -l lists files to format:"; echo "$$files"; exit 1; fi
 
-.PHONY: all build demo test deps vet fmt-check fuzz bench clean
+.PHONY: all build preload demo test deps vet fmt-check fuzz bench clean
 
 all: build
 
-build:
+build: preload
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
+
+# The memprof LD_PRELOAD library (the only C in the product), found by
+# nsprof next to its executable. Frame pointers: its stack walk starts in
+# its own hooks.
+CC ?= cc
+PRELOAD_CFLAGS ?= -O2 -g -Wall -Wextra
+preload: bin/libnsprof-memprof.so
+bin/libnsprof-memprof.so: preload/memprof.c preload/memprof.h
+	@mkdir -p bin
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -pthread -o $@ preload/memprof.c -ldl -lm
 
 # The demo runs the main job: `nsprof record` (as root) on a bundled Go
 # program that also adds its own marks, counters and logs through

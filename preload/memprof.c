@@ -1,0 +1,792 @@
+/*
+ * libnsprof-memprof.so: an LD_PRELOAD library that reports every heap
+ * allocation and free of the process it is loaded into to `nsprof record
+ * --memprof`, which writes them as Sysprof ALLOCATION frames.
+ *
+ * The recorder hands the process one end of a SOCK_SEQPACKET socket pair
+ * in NSPROF_MEMPROF_FD. The first time a thread allocates, it creates a
+ * memfd ring (memprof.h), maps it, and sends the fd over that socket with
+ * SCM_RIGHTS; the recorder learns the sender's host pid from
+ * SCM_CREDENTIALS, which the kernel translates across PID namespaces.
+ * From then on the thread appends records to its ring without locks or
+ * system calls, and the recorder drains every ring a few hundred times a
+ * second. When the ring is full the thread waits a bounded time, then
+ * drops the event and counts it in the ring header.
+ *
+ * Stacks come from the frame-pointer chain, bounded by the thread's stack
+ * (NSPROF_MEMPROF_UNWIND=backtrace uses glibc's DWARF backtrace() instead).
+ * NSPROF_MEMPROF_SAMPLE=N records about one allocation per N bytes, each
+ * with the unbiased weight size / (1 - exp(-size / N)).
+ *
+ * Safety: dlsym may allocate before the real functions are known, so a
+ * static arena serves those calls; a per-thread busy flag sends re-entrant
+ * calls (from our own code, libgcc's unwinder, signal handlers) straight
+ * to the real allocator; a fork child unmaps its parent's rings and starts
+ * its own; a pthread key destructor marks a thread's ring closed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memprof.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define NOINLINE __attribute__((noinline))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void (*free_fn)(void *);
+typedef void *(*memalign_fn)(size_t, size_t);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*valloc_fn)(size_t);
+
+static malloc_fn real_malloc;
+static calloc_fn real_calloc;
+static realloc_fn real_realloc;
+static free_fn real_free;
+static memalign_fn real_memalign;
+static posix_memalign_fn real_posix_memalign;
+static memalign_fn real_aligned_alloc;
+static valloc_fn real_valloc;
+
+/* ---- bootstrap arena: serves dlsym's allocations ---- */
+
+static _Alignas(64) char arena[64 * 1024];
+static size_t arena_used;
+static int resolving;
+
+static void *arena_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t start = __atomic_load_n(&arena_used, __ATOMIC_RELAXED);
+	for (;;) {
+		size_t p = (start + 16 + align - 1) & ~(align - 1);
+		size_t end = p + size;
+		if (end > sizeof arena || end < p)
+			return NULL;
+		if (__atomic_compare_exchange_n(&arena_used, &start, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			memcpy(arena + p - sizeof(size_t), &size, sizeof size);
+			return arena + p;
+		}
+	}
+}
+
+static inline int in_arena(const void *p)
+{
+	return (const char *)p >= arena && (const char *)p < arena + sizeof arena;
+}
+
+static size_t arena_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const char *)p - sizeof n, sizeof n);
+	return n;
+}
+
+static void resolve(void)
+{
+	if (real_free)
+		return;
+	resolving = 1;
+	real_malloc = (malloc_fn)dlsym(RTLD_NEXT, "malloc");
+	real_calloc = (calloc_fn)dlsym(RTLD_NEXT, "calloc");
+	real_realloc = (realloc_fn)dlsym(RTLD_NEXT, "realloc");
+	real_memalign = (memalign_fn)dlsym(RTLD_NEXT, "memalign");
+	real_posix_memalign = (posix_memalign_fn)dlsym(RTLD_NEXT, "posix_memalign");
+	real_aligned_alloc = (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc");
+	real_valloc = (valloc_fn)dlsym(RTLD_NEXT, "valloc");
+	__atomic_store_n(&real_free, (free_fn)dlsym(RTLD_NEXT, "free"), __ATOMIC_RELEASE);
+	resolving = 0;
+}
+
+/* ---- configuration, set once by the constructor ---- */
+
+static int enabled;       /* a recorder is listening */
+static int control_fd = -1;
+static uint64_t ring_bytes = 4u << 20;
+static uint64_t sample_bytes; /* 0: record everything */
+static int use_backtrace;
+static pthread_key_t exit_key;
+
+/* ---- per-thread state (initial-exec TLS: no allocation on access) ---- */
+
+enum { T_NONE, T_ACTIVE, T_OFF };
+
+struct tstate {
+	struct memprof_ring_header *ring;
+	uint8_t *data;
+	uint64_t mask;
+	uintptr_t stack_hi;
+	int64_t sample_left;
+	uint64_t rng;
+	int busy;
+	int state;
+	int waited_out; /* the last full-ring wait timed out */
+};
+
+static __thread struct tstate ts __attribute__((tls_model("initial-exec")));
+
+/* Every live ring mapping, so a fork child can unmap its parent's. */
+struct ringent {
+	struct memprof_ring_header *ring;
+	size_t len;
+};
+#define MAX_RINGS 4096
+static struct ringent rings[MAX_RINGS];
+static int ring_lock;
+
+static void lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+static void rings_add(struct memprof_ring_header *r, size_t len)
+{
+	lock(&ring_lock);
+	for (int i = 0; i < MAX_RINGS; i++) {
+		if (!rings[i].ring) {
+			rings[i].ring = r;
+			rings[i].len = len;
+			break;
+		}
+	}
+	unlock(&ring_lock);
+}
+
+static void rings_del(struct memprof_ring_header *r)
+{
+	lock(&ring_lock);
+	for (int i = 0; i < MAX_RINGS; i++) {
+		if (rings[i].ring == r) {
+			rings[i].ring = NULL;
+			break;
+		}
+	}
+	unlock(&ring_lock);
+}
+
+static inline int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* ---- stacks ---- */
+
+/*
+ * fp_walk follows the frame-pointer chain from the hook's own frame fp:
+ * each frame holds the caller's frame pointer and, above it, the return
+ * address. Frames must lie between fp and the top of the thread's stack,
+ * be 8-aligned and grow upwards, so a bad chain ends the walk instead of
+ * faulting.
+ */
+static int fp_walk(uintptr_t fp, uintptr_t hi, uint64_t *out, int max)
+{
+	uintptr_t lo = fp;
+	int n = 0;
+	while (n < max) {
+		if (fp < lo || fp + 16 > hi || (fp & 7))
+			break;
+		const uintptr_t *f = (const uintptr_t *)fp;
+		uintptr_t ret = f[1];
+		if (ret < 4096)
+			break;
+		out[n++] = ret;
+		uintptr_t next = f[0];
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	return n;
+}
+
+static void stack_bounds(struct tstate *t, uintptr_t fp)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+	t->stack_hi = fp + (8u << 20); /* if the bounds cannot be read */
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		if (pthread_attr_getstack(&a, &lo, &sz) == 0 && (uintptr_t)lo + sz > fp)
+			t->stack_hi = (uintptr_t)lo + sz;
+		pthread_attr_destroy(&a);
+	}
+}
+
+/* capture fills out with the caller's return addresses, innermost first. */
+static NOINLINE int capture(struct tstate *t, uintptr_t fp, uint64_t *out)
+{
+	if (use_backtrace) {
+		/* backtrace() starts inside capture: skip it and the hook. */
+		void *buf[MEMPROF_MAX_DEPTH + 3];
+		int n = backtrace(buf, MEMPROF_MAX_DEPTH + 3);
+		int k = 0;
+		for (int i = 3; i < n; i++)
+			out[k++] = (uint64_t)(uintptr_t)buf[i];
+		return k;
+	}
+	return fp_walk(fp, t->stack_hi, out, MEMPROF_MAX_DEPTH);
+}
+
+/* ---- rings ---- */
+
+static int send_ring(int memfd, struct memprof_ring_header *h)
+{
+	struct memprof_hello hello = {
+		.magic = MEMPROF_MAGIC,
+		.version = MEMPROF_VERSION,
+		.pid = h->pid,
+		.tid = h->tid,
+		.ring_size = MEMPROF_HEADER_SIZE + h->size,
+		.sample_bytes = sample_bytes,
+	};
+	struct iovec iov = {.iov_base = &hello, .iov_len = sizeof hello};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
+	/* Bounded: a recorder that stopped reading must not hang the program. */
+	for (int i = 0; i < 2000; i++) {
+		if (sendmsg(control_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof hello)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
+			return -1;
+		struct timespec d = {0, 500000};
+		nanosleep(&d, NULL);
+	}
+	return -1;
+}
+
+/* thread_init creates and registers the calling thread's ring. */
+static NOINLINE int thread_init(struct tstate *t, uintptr_t fp)
+{
+	if (t->state != T_NONE)
+		return t->state == T_ACTIVE;
+	t->state = T_OFF;
+	size_t len = MEMPROF_HEADER_SIZE + ring_bytes;
+	int fd = memfd_create("nsprof-memprof", MFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		close(fd);
+		return 0;
+	}
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return 0;
+	}
+	struct memprof_ring_header *h = m;
+	h->magic = MEMPROF_MAGIC;
+	h->version = MEMPROF_VERSION;
+	h->size = ring_bytes;
+	h->pid = getpid();
+	h->tid = (int32_t)syscall(SYS_gettid);
+	int err = send_ring(fd, h);
+	close(fd);
+	if (err < 0) {
+		munmap(m, len);
+		if (errno == EPIPE || errno == ECONNREFUSED || errno == ENOTCONN)
+			__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	t->ring = h;
+	t->data = (uint8_t *)m + MEMPROF_HEADER_SIZE;
+	t->mask = ring_bytes - 1;
+	t->rng = ((uint64_t)h->tid << 32) ^ (uint64_t)now_ns() ^ 0x9e3779b97f4a7c15ull;
+	stack_bounds(t, fp);
+	rings_add(h, len);
+	pthread_setspecific(exit_key, t);
+	t->state = T_ACTIVE;
+	return 1;
+}
+
+/* has_room waits, boundedly, until need bytes fit after tail. */
+static int has_room(struct tstate *t, uint64_t tail, uint64_t need)
+{
+	struct memprof_ring_header *h = t->ring;
+	uint64_t size = t->mask + 1;
+	if (tail + need - __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) <= size) {
+		t->waited_out = 0;
+		return 1;
+	}
+	if (t->waited_out)
+		return 0; /* the recorder is not keeping up: do not stall again */
+	/* Up to about a second: the recorder drains every few ms. */
+	for (int i = 0; i < 20000; i++) {
+		if (i < 64) {
+			sched_yield();
+		} else {
+			struct timespec d = {0, 50000};
+			nanosleep(&d, NULL);
+		}
+		if (tail + need - __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) <= size)
+			return 1;
+	}
+	t->waited_out = 1;
+	return 0;
+}
+
+static void put(struct tstate *t, int kind, const void *addr, int64_t size, int64_t time, const uint64_t *addrs, int n)
+{
+	struct memprof_ring_header *h = t->ring;
+	uint32_t len = (uint32_t)(sizeof(struct memprof_record) + 8 * (size_t)n);
+	uint64_t tail = h->tail;
+	uint64_t off = tail & t->mask;
+	uint64_t pad = 0;
+	if (off + len > t->mask + 1)
+		pad = t->mask + 1 - off;
+	if (!has_room(t, tail, pad + len)) {
+		__atomic_fetch_add(&h->lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (pad) {
+		struct memprof_record *p = (struct memprof_record *)(t->data + off);
+		p->len = (uint32_t)pad;
+		p->kind = MEMPROF_REC_PAD;
+		p->n_addrs = 0;
+		off = 0;
+	}
+	struct memprof_record *r = (struct memprof_record *)(t->data + off);
+	r->len = len;
+	r->kind = (uint16_t)kind;
+	r->n_addrs = (uint16_t)n;
+	r->time = time;
+	r->addr = (uint64_t)(uintptr_t)addr;
+	r->size = size;
+	if (n)
+		memcpy(r + 1, addrs, 8 * (size_t)n);
+	__atomic_store_n(&h->tail, tail + pad + len, __ATOMIC_RELEASE);
+}
+
+/* ---- sampling ---- */
+
+/* Sampled blocks still live, so that only their frees are recorded. */
+#define FT_SLOTS (1u << 18)
+#define FT_PROBES 64
+#define FT_TOMB 1u
+static uint64_t *ftable;
+
+static inline uint64_t hash_ptr(uint64_t p)
+{
+	p ^= p >> 33;
+	p *= 0xff51afd7ed558ccdull;
+	p ^= p >> 33;
+	return p;
+}
+
+static int ft_insert(uint64_t p)
+{
+	uint64_t i = hash_ptr(p);
+	for (int k = 0; k < FT_PROBES; k++, i++) {
+		uint64_t *s = &ftable[i & (FT_SLOTS - 1)];
+		uint64_t v = __atomic_load_n(s, __ATOMIC_RELAXED);
+		if ((v == 0 || v == FT_TOMB) && __atomic_compare_exchange_n(s, &v, p, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
+static int ft_remove(uint64_t p)
+{
+	uint64_t i = hash_ptr(p);
+	for (int k = 0; k < FT_PROBES; k++, i++) {
+		uint64_t *s = &ftable[i & (FT_SLOTS - 1)];
+		uint64_t v = __atomic_load_n(s, __ATOMIC_RELAXED);
+		if (v == p)
+			return __atomic_compare_exchange_n(s, &v, FT_TOMB, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		if (v == 0)
+			return 0;
+	}
+	return 0;
+}
+
+static double uniform(struct tstate *t)
+{
+	/* xorshift64*, 53 bits in (0, 1] */
+	uint64_t x = t->rng ? t->rng : 0x2545f4914f6cdd1dull;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return ((double)((x * 0x2545f4914f6cdd1dull) >> 11) + 1.0) / 9007199254740992.0;
+}
+
+static int64_t next_gap(struct tstate *t)
+{
+	double g = -log(uniform(t)) * (double)sample_bytes;
+	return g < 1 ? 1 : (int64_t)g;
+}
+
+/*
+ * sampled decides whether an allocation of size bytes is recorded, and
+ * with what weight: about one byte in sample_bytes starts a sample, so a
+ * block is taken with probability 1 - exp(-size / N).
+ */
+static inline int sampled(struct tstate *t, size_t size, int64_t *weight)
+{
+	if (!sample_bytes) {
+		*weight = (int64_t)size;
+		return 1;
+	}
+	if (t->sample_left == 0)
+		t->sample_left = next_gap(t);
+	t->sample_left -= (int64_t)size;
+	if (LIKELY(t->sample_left > 0))
+		return 0;
+	while (t->sample_left <= 0)
+		t->sample_left += next_gap(t);
+	double p = 1.0 - exp(-(double)size / (double)sample_bytes);
+	*weight = p > 0 ? (int64_t)((double)size / p + 0.5) : (int64_t)sample_bytes;
+	return 1;
+}
+
+/* ---- events ---- */
+
+static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t size)
+{
+	int64_t weight;
+	if (!sampled(t, size, &weight))
+		return;
+	int64_t time = now_ns();
+	if (t->state != T_ACTIVE && !thread_init(t, fp))
+		return;
+	if (sample_bytes && !ft_insert((uint64_t)(uintptr_t)p)) {
+		__atomic_fetch_add(&t->ring->sampled_untracked, 1, __ATOMIC_RELAXED);
+	}
+	uint64_t addrs[MEMPROF_MAX_DEPTH];
+	int n = capture(t, fp, addrs);
+	put(t, MEMPROF_REC_ALLOC, p, weight, time, addrs, n);
+}
+
+/* tracked says whether a free of p is recorded (in sampling mode, only
+ * frees of sampled blocks are); it must run before the block is freed. */
+static inline int tracked(void *p)
+{
+	return !sample_bytes || ft_remove((uint64_t)(uintptr_t)p);
+}
+
+static NOINLINE void on_free(struct tstate *t, uintptr_t fp, void *p, int64_t time)
+{
+	if (t->state != T_ACTIVE && !thread_init(t, fp))
+		return;
+	put(t, MEMPROF_REC_FREE, p, 0, time, NULL, 0);
+}
+
+static inline int active(struct tstate *t)
+{
+	return __atomic_load_n(&enabled, __ATOMIC_RELAXED) && !t->busy && t->state != T_OFF;
+}
+
+#define FP() ((uintptr_t)__builtin_frame_address(0))
+
+/* ---- the interposed functions ---- */
+
+EXPORT void *malloc(size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving)
+			return arena_alloc(size, 16);
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_malloc(size);
+	t->busy = 1;
+	void *p = real_malloc(size);
+	if (p)
+		on_alloc(t, FP(), p, size);
+	t->busy = 0;
+	return p;
+}
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving) {
+			size_t n;
+			if (__builtin_mul_overflow(nmemb, size, &n))
+				return NULL;
+			return arena_alloc(n, 16); /* static storage is zeroed */
+		}
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_calloc(nmemb, size);
+	t->busy = 1;
+	void *p = real_calloc(nmemb, size);
+	if (p)
+		on_alloc(t, FP(), p, nmemb * size); /* no overflow: calloc succeeded */
+	t->busy = 0;
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || UNLIKELY(in_arena(p)))
+		return;
+	if (UNLIKELY(!real_free))
+		resolve();
+	struct tstate *t = &ts;
+	if (!active(t)) {
+		real_free(p);
+		return;
+	}
+	t->busy = 1;
+	if (!tracked(p)) {
+		real_free(p);
+		t->busy = 0;
+		return;
+	}
+	/* Stamped before the block can be handed out again. */
+	int64_t time = now_ns();
+	real_free(p);
+	on_free(t, FP(), p, time);
+	t->busy = 0;
+}
+
+static inline __attribute__((always_inline)) void *do_realloc(struct tstate *t, uintptr_t fp, void *old, size_t size)
+{
+	if (UNLIKELY(in_arena(old))) {
+		size_t n = arena_size(old);
+		void *p = real_malloc(size);
+		if (p) {
+			memcpy(p, old, n < size ? n : size);
+			if (active(t)) {
+				t->busy = 1;
+				on_alloc(t, fp, p, size);
+				t->busy = 0;
+			}
+		}
+		return p;
+	}
+	if (!active(t))
+		return real_realloc(old, size);
+	t->busy = 1;
+	int old_tracked = old && tracked(old);
+	int64_t t0 = now_ns();
+	void *p = real_realloc(old, size);
+	/* As Sysprof records it: the old block freed, the new one allocated. */
+	if (old_tracked && (p || size == 0))
+		on_free(t, fp, old, t0);
+	else if (old_tracked && sample_bytes)
+		ft_insert((uint64_t)(uintptr_t)old); /* realloc failed: still live */
+	if (p)
+		on_alloc(t, fp, p, size);
+	t->busy = 0;
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving) {
+			void *p = arena_alloc(size, 16);
+			if (p && old)
+				memcpy(p, old, arena_size(old) < size ? arena_size(old) : size);
+			return p;
+		}
+		resolve();
+	}
+	return do_realloc(&ts, FP(), old, size);
+}
+
+EXPORT void *reallocarray(void *old, size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (UNLIKELY(!real_free))
+		resolve();
+	return do_realloc(&ts, FP(), old, n);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving)
+			return arena_alloc(size, align);
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_memalign(align, size);
+	t->busy = 1;
+	void *p = real_memalign(align, size);
+	if (p)
+		on_alloc(t, FP(), p, size);
+	t->busy = 0;
+	return p;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving)
+			return arena_alloc(size, align);
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_aligned_alloc(align, size);
+	t->busy = 1;
+	void *p = real_aligned_alloc(align, size);
+	if (p)
+		on_alloc(t, FP(), p, size);
+	t->busy = 0;
+	return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving) {
+			*out = arena_alloc(size, align);
+			return *out ? 0 : ENOMEM;
+		}
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_posix_memalign(out, align, size);
+	t->busy = 1;
+	int err = real_posix_memalign(out, align, size);
+	if (err == 0)
+		on_alloc(t, FP(), *out, size);
+	t->busy = 0;
+	return err;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		if (resolving)
+			return arena_alloc(size, 4096);
+		resolve();
+	}
+	struct tstate *t = &ts;
+	if (!active(t))
+		return real_valloc(size);
+	t->busy = 1;
+	void *p = real_valloc(size);
+	if (p)
+		on_alloc(t, FP(), p, size);
+	t->busy = 0;
+	return p;
+}
+
+/* ---- thread exit and fork ---- */
+
+static void on_thread_exit(void *v)
+{
+	(void)v;
+	struct tstate *t = &ts;
+	struct memprof_ring_header *h = t->ring;
+	t->state = T_OFF; /* allocations during later destructors go unrecorded */
+	if (!h)
+		return;
+	t->ring = NULL;
+	__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
+	rings_del(h);
+	munmap(h, MEMPROF_HEADER_SIZE + h->size);
+}
+
+static void before_fork(void) { lock(&ring_lock); }
+
+static void after_fork_parent(void) { unlock(&ring_lock); }
+
+/* The child has only the forking thread; its parent's rings are not its own. */
+static void after_fork_child(void)
+{
+	for (int i = 0; i < MAX_RINGS; i++) {
+		if (rings[i].ring) {
+			munmap(rings[i].ring, rings[i].len);
+			rings[i].ring = NULL;
+		}
+	}
+	unlock(&ring_lock);
+	ts.ring = NULL;
+	ts.data = NULL;
+	ts.state = T_NONE;
+	ts.waited_out = 0;
+}
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	return *end ? def : (uint64_t)v;
+}
+
+__attribute__((constructor)) static void memprof_init(void)
+{
+	resolve();
+	const char *s = getenv("NSPROF_MEMPROF_FD");
+	if (!s || !*s)
+		return;
+	char *end;
+	long fd = strtol(s, &end, 10);
+	int type = 0;
+	socklen_t len = sizeof type;
+	/* A closed or reused fd number is not ours: stay out of the way. */
+	if (*end || fd < 0 || getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+		return;
+	control_fd = (int)fd;
+	uint64_t rb = env_u64("NSPROF_MEMPROF_RING", ring_bytes);
+	if (rb >= 4096 && rb <= (1ull << 30) && (rb & (rb - 1)) == 0)
+		ring_bytes = rb;
+	sample_bytes = env_u64("NSPROF_MEMPROF_SAMPLE", 0);
+	const char *u = getenv("NSPROF_MEMPROF_UNWIND");
+	use_backtrace = u && strcmp(u, "backtrace") == 0;
+	if (sample_bytes) {
+		void *m = mmap(NULL, FT_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return;
+		ftable = m;
+	}
+	if (pthread_key_create(&exit_key, on_thread_exit) != 0)
+		return;
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	if (use_backtrace) {
+		/* The first backtrace() loads libgcc_s, which allocates. */
+		void *b[4];
+		ts.busy = 1;
+		backtrace(b, 4);
+		ts.busy = 0;
+	}
+	__atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+}
