@@ -28,6 +28,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -251,8 +253,21 @@ static NOINLINE int capture(struct tstate *t, uintptr_t fp, uint64_t *out)
 
 /* ---- rings ---- */
 
+/* Set once the process has announced itself; reset in a fork child. */
+static int announced;
+
+/*
+ * send_ring registers a ring. A process's first ring also carries the
+ * write end of a pipe that the recorder closes once it has read the
+ * process's mappings: a short-lived process must not exit before that.
+ */
 static int send_ring(int memfd, struct memprof_ring_header *h)
 {
+	int ack[2] = {-1, -1};
+	int nfd = 1;
+	if (!__atomic_load_n(&announced, __ATOMIC_RELAXED) && pipe2(ack, O_CLOEXEC) == 0)
+		nfd = 2;
+	int fds[2] = {memfd, ack[1]};
 	struct memprof_hello hello = {
 		.magic = MEMPROF_MAGIC,
 		.version = MEMPROF_VERSION,
@@ -263,7 +278,7 @@ static int send_ring(int memfd, struct memprof_ring_header *h)
 	};
 	struct iovec iov = {.iov_base = &hello, .iov_len = sizeof hello};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof u);
@@ -271,18 +286,34 @@ static int send_ring(int memfd, struct memprof_ring_header *h)
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
+	c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	msg.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	int ok = -1;
 	/* Bounded: a recorder that stopped reading must not hang the program. */
 	for (int i = 0; i < 2000; i++) {
-		if (sendmsg(control_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof hello)
-			return 0;
+		if (sendmsg(control_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof hello) {
+			ok = 0;
+			break;
+		}
 		if (errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
-			return -1;
+			break;
 		struct timespec d = {0, 500000};
 		nanosleep(&d, NULL);
 	}
-	return -1;
+	if (nfd == 2) {
+		int e = errno;
+		close(ack[1]);
+		if (ok == 0) {
+			struct pollfd p = {.fd = ack[0], .events = POLLIN};
+			while (poll(&p, 1, 2000) < 0 && errno == EINTR)
+				;
+			__atomic_store_n(&announced, 1, __ATOMIC_RELAXED);
+		}
+		close(ack[0]);
+		errno = e;
+	}
+	return ok;
 }
 
 /* thread_init creates and registers the calling thread's ring. */
@@ -736,6 +767,7 @@ static void after_fork_child(void)
 		}
 	}
 	unlock(&ring_lock);
+	announced = 0;
 	ts.ring = NULL;
 	ts.data = NULL;
 	ts.state = T_NONE;

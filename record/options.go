@@ -38,6 +38,14 @@ type Options struct {
 	// (with GJS_ENABLE_PROFILER=1) and GTK_TRACE_FD; what it writes there is
 	// merged into the capture at the end.
 	TraceFD, GJS, GTK bool
+	// Memprof loads the memprof library into the command (LD_PRELOAD) and
+	// records its heap allocations and frees as ALLOCATION frames.
+	// MemprofSample > 0 records about one allocation per that many bytes,
+	// weighted so totals stay unbiased; 0 records every one. MemprofLib
+	// is the library; default [FindMemprofLib].
+	Memprof       bool
+	MemprofSample int64
+	MemprofLib    string
 	// Status, when set, receives a status line refreshed a few times a
 	// second (give it a terminal). StatusWidth is the terminal width.
 	Status      io.Writer
@@ -81,8 +89,11 @@ func (o *Options) setDefaults() error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || len(o.Env) > 0) {
-		return errors.New("trace fds and environment need a command to spawn")
+	if o.MemprofSample < 0 {
+		return errors.New("memprof sample interval must not be negative")
+	}
+	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || len(o.Env) > 0) {
+		return errors.New("trace fds, memprof and environment need a command to spawn")
 	}
 	return nil
 }

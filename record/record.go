@@ -29,7 +29,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	if opts.FS.Root == proc.DefaultFS.Root {
 		// Container labels and files come from the live /proc only.
 		r.tr.identify = r.identify
-		if !opts.NoDecode && !opts.NoPerf {
+		if !opts.NoDecode && (!opts.NoPerf || opts.Memprof) {
 			r.sym = newSymbolizer()
 			r.tr.sym = r.sym
 		}
@@ -40,6 +40,9 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		}
 		if r.rd != nil {
 			r.rd.Close()
+		}
+		if r.mp != nil {
+			r.mp.close()
 		}
 		if r.child != nil {
 			for _, t := range r.child.traces {
@@ -69,6 +72,7 @@ type recorder struct {
 	sym     *symbolizer
 	rd      *perf.Reader
 	child   *child
+	mp      *memprof
 	cs      counterSet
 	status  *statusLine
 	started time.Time
@@ -88,13 +92,17 @@ type recorder struct {
 }
 
 func (r *recorder) stats() Stats {
-	return Stats{
+	st := Stats{
 		Elapsed:   time.Since(r.started),
 		Samples:   r.samples,
 		Lost:      r.lost,
 		Processes: r.tr.seen,
 		Bytes:     r.w.BytesWritten(),
 	}
+	if r.mp != nil {
+		st.Allocations, st.Frees, st.AllocLost = r.mp.allocs, r.mp.frees, r.mp.lost
+	}
+	return st
 }
 
 func (r *recorder) logf(format string, args ...any) {
@@ -112,8 +120,20 @@ func (r *recorder) setup() error {
 	case len(o.PIDs) > 0:
 		mode = "pids"
 	}
+	var pass []passFile
+	if o.Memprof {
+		mp, err := newMemprof(o)
+		if err != nil {
+			return err
+		}
+		r.mp = mp
+		pass = append(pass, mp.pass())
+	}
 	if len(o.Command) > 0 {
-		c, err := spawn(o.Command, o.Env, o.traceVars())
+		c, err := spawn(o.Command, o.Env, o.traceVars(), pass)
+		if r.mp != nil {
+			r.mp.send.Close()
+		}
 		if err != nil {
 			return err
 		}
@@ -154,6 +174,11 @@ func (r *recorder) setup() error {
 	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
 		return err
+	}
+	if r.mp != nil {
+		if err := writeMetadata(r.w, r.mp.metadata()); err != nil {
+			return err
+		}
 	}
 	r.embedHostFiles()
 	now := capture.Now()
@@ -337,6 +362,15 @@ func (r *recorder) loop(ctx context.Context) {
 	next := time.Now()
 	for {
 		now := time.Now()
+		wake := next
+		if r.mp != nil {
+			if now.Sub(r.mp.drained) >= memprofPoll {
+				r.pollMemprof(now)
+			}
+			if soon := now.Add(memprofPoll); soon.Before(next) {
+				wake = soon
+			}
+		}
 		if !now.Before(next) {
 			next = now.Add(tick)
 			if reason := r.periodic(ctx, now, deadline, childDone); reason != "" {
@@ -346,13 +380,13 @@ func (r *recorder) loop(ctx context.Context) {
 		}
 		if r.rd == nil {
 			select {
-			case <-time.After(time.Until(next)):
+			case <-time.After(time.Until(wake)):
 			case <-ctx.Done():
 			case <-childDone:
 			}
 			continue
 		}
-		r.rd.SetDeadline(next)
+		r.rd.SetDeadline(wake)
 		err := r.rd.ReadInto(&rec)
 		switch {
 		case err == nil:
@@ -511,6 +545,9 @@ func (r *recorder) finish() {
 	}
 	if r.writeErr != nil {
 		return
+	}
+	if r.mp != nil {
+		r.finishMemprof()
 	}
 	r.tr.flushPending()
 	r.cs.tick(r.w, time.Now().Add(time.Hour))

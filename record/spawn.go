@@ -15,7 +15,11 @@ import (
 // opened its perf events on the shell's pid, then exec the command in the
 // same process: with enable_on_exec the events start at that exec. If the
 // recorder goes away without releasing it, the shell exits 125.
-const holdScript = `read _ <&3 || exit 125; exec 3<&-; exec "$@"`
+// NSPROF_MEMPROF_PRELOAD, when set, is moved into LD_PRELOAD only for that
+// exec, so the shell is not profiled.
+const holdScript = `read _ <&3 || exit 125; exec 3<&-; ` +
+	`if [ -n "$NSPROF_MEMPROF_PRELOAD" ]; then LD_PRELOAD="$NSPROF_MEMPROF_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"; export LD_PRELOAD; unset NSPROF_MEMPROF_PRELOAD; fi; ` +
+	`exec "$@"`
 
 // TraceVar is an environment variable through which a spawned command gets
 // a capture file descriptor to write marks, logs and counters into.
@@ -24,6 +28,14 @@ type TraceVar struct {
 	Name string
 	// Extra environment set with it, such as GJS_ENABLE_PROFILER=1.
 	Extra []string
+}
+
+// passFile is a descriptor handed to the command as variable name, with
+// extra environment set with it.
+type passFile struct {
+	name  string
+	file  *os.File
+	extra []string
 }
 
 // child is a spawned command held before its exec.
@@ -43,8 +55,9 @@ type traceFD struct {
 }
 
 // spawn starts argv held before exec (see holdScript), with env added to
-// the recorder's environment and one memfd per trace variable.
-func spawn(argv, env []string, traces []TraceVar) (c *child, err error) {
+// the recorder's environment, one memfd per trace variable and the pass
+// descriptors.
+func spawn(argv, env []string, traces []TraceVar, pass []passFile) (c *child, err error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -81,6 +94,11 @@ func spawn(argv, env []string, traces []TraceVar) (c *child, err error) {
 		vars = append(vars, fmt.Sprintf("%s=%d", tv.Name, 3+len(extra)))
 		vars = append(vars, tv.Extra...)
 		extra = append(extra, f)
+	}
+	for _, p := range pass {
+		vars = append(vars, fmt.Sprintf("%s=%d", p.name, 3+len(extra)))
+		vars = append(vars, p.extra...)
+		extra = append(extra, p.file)
 	}
 	cmd := exec.Command(sh, append([]string{"-c", holdScript, "nsprof-hold"}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

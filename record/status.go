@@ -18,6 +18,9 @@ type Stats struct {
 	Processes int
 	// Bytes is the size of the capture so far.
 	Bytes int64
+	// Allocations and Frees count the ALLOCATION frames of --memprof;
+	// AllocLost the events its rings dropped.
+	Allocations, Frees, AllocLost uint64
 }
 
 // statusLine writes one refreshed line on a terminal.
@@ -58,6 +61,13 @@ func (st Stats) Summary(path string) string {
 	if st.Processes == 1 {
 		procs = "process"
 	}
-	return fmt.Sprintf("recorded %.1fs: %d samples%s from %d %s, %.1f MB written to %s",
-		st.Elapsed.Seconds(), st.Samples, lost, st.Processes, procs, float64(st.Bytes)/1e6, path)
+	mem := ""
+	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost > 0 {
+		mem = fmt.Sprintf(", %d allocations and %d frees", st.Allocations, st.Frees)
+		if st.AllocLost > 0 {
+			mem += fmt.Sprintf(" (%d lost)", st.AllocLost)
+		}
+	}
+	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",
+		st.Elapsed.Seconds(), st.Samples, lost, mem, st.Processes, procs, float64(st.Bytes)/1e6, path)
 }

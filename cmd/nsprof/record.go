@@ -42,7 +42,8 @@ SIGTERM; the capture is complete in every case.`,
 		Example: `  nsprof record -- ./myprogram --its-flags
   nsprof record -p 1234 --duration 10 -o server.syscap
   nsprof record -a --duration 5
-  nsprof record --use-trace-fd -e G_MESSAGES_DEBUG=all -- gjs app.js`,
+  nsprof record --use-trace-fd -e G_MESSAGES_DEBUG=all -- gjs app.js
+  nsprof record --memprof --no-perf -- ./myprogram`,
 		Args: func(cmd *cobra.Command, args []string) error { return nil },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
@@ -62,6 +63,15 @@ SIGTERM; the capture is complete in every case.`,
 				if !strings.Contains(e, "=") {
 					return usagef(cmd, "-e %q: want VAR=VALUE", e)
 				}
+			}
+			if opts.MemprofSample < 0 {
+				return usagef(cmd, "--memprof-sample must not be negative")
+			}
+			if opts.MemprofSample > 0 && !opts.Memprof {
+				return usagef(cmd, "--memprof-sample needs --memprof")
+			}
+			if opts.Memprof && len(args) == 0 {
+				return usagef(cmd, "--memprof needs a command to run")
 			}
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
 			return runRecord(cmd, fl, opts)
@@ -86,6 +96,8 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.TraceFD, "use-trace-fd", false, "give the command SYSPROF_TRACE_FD and merge what it writes")
 	f.BoolVar(&opts.GJS, "gjs", false, "give the command GJS_TRACE_FD and GJS_ENABLE_PROFILER=1")
 	f.BoolVar(&opts.GTK, "gtk", false, "give the command GTK_TRACE_FD")
+	f.BoolVar(&opts.Memprof, "memprof", false, "record the command's heap allocations and frees (LD_PRELOAD "+record.MemprofLibName+", found next to nsprof or in $"+record.MemprofLibEnv+")")
+	f.Int64Var(&opts.MemprofSample, "memprof-sample", 0, "with --memprof, record about one allocation per `BYTES` allocated, weighted so totals stay unbiased (0: every one)")
 	return cmd
 }
 

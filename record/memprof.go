@@ -1,0 +1,429 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"nsprof/capture"
+	"nsprof/internal/unix"
+	"nsprof/proc"
+)
+
+// MemprofLibName is the file name of the memprof LD_PRELOAD library that
+// `make build` puts next to the nsprof binary.
+const MemprofLibName = "libnsprof-memprof.so"
+
+// MemprofLibEnv names the environment variable that overrides where
+// [FindMemprofLib] looks for the library.
+const MemprofLibEnv = "NSPROF_MEMPROF_LIB"
+
+// memprofPoll is how often the rings are drained while recording.
+const memprofPoll = 2 * time.Millisecond
+
+// FindMemprofLib returns the absolute path of the memprof library: the
+// file $NSPROF_MEMPROF_LIB names, else libnsprof-memprof.so next to the
+// running executable or in ../lib/nsprof beside it.
+func FindMemprofLib() (string, error) {
+	if p := os.Getenv(MemprofLibEnv); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%s: %w", MemprofLibEnv, err)
+		}
+		return abs, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", MemprofLibName, err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	dir := filepath.Dir(exe)
+	for _, p := range []string{filepath.Join(dir, MemprofLibName), filepath.Join(dir, "..", "lib", "nsprof", MemprofLibName)} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found next to %s (build it with make, or set %s)", MemprofLibName, exe, MemprofLibEnv)
+}
+
+// memprof receives the rings of the processes the preload library is
+// loaded into and turns their records into ALLOCATION frames.
+type memprof struct {
+	lib    string
+	sample int64
+	// recv is the recorder's end of the registration socket; send is
+	// the command's, closed once it is spawned.
+	recv, send *os.File
+	rings      []*memRing
+	buf, oob   []byte
+	dec        ringDecoder
+	frame      capture.Allocation
+	// stacks holds, per host pid, the hashes of the stacks already
+	// handed to the symbolizer.
+	stacks map[int32]map[uint64]struct{}
+	// rescan lists processes whose mappings to re-read for the symbolizer
+	// when perf does not report new mappings.
+	rescan map[int32]bool
+
+	allocs, frees, lost, untracked uint64
+	registered, refused            int
+	errNoted                       bool
+	drained                        time.Time
+}
+
+// memRing is the recorder's view of one thread's ring.
+type memRing struct {
+	mem      []byte
+	data     []byte
+	pid, tid int32 // host ids
+	lost     uint64
+	untrack  uint64
+}
+
+func (g *memRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&g.mem[off])) }
+
+func (g *memRing) closed() bool {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&g.mem[ringOffClosed]))) != 0
+}
+
+func newMemprof(o *Options) (*memprof, error) {
+	lib := o.MemprofLib
+	if lib == "" {
+		var err error
+		if lib, err = FindMemprofLib(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(lib); err != nil {
+		return nil, fmt.Errorf("memprof library: %w", err)
+	}
+	recv, send, err := unix.SeqpacketPair()
+	if err != nil {
+		return nil, fmt.Errorf("memprof socket: %w", err)
+	}
+	return &memprof{
+		lib: lib, sample: o.MemprofSample, recv: recv, send: send,
+		buf: make([]byte, 256), oob: make([]byte, unix.OOBSpace(4)),
+		stacks: make(map[int32]map[uint64]struct{}), rescan: make(map[int32]bool),
+	}, nil
+}
+
+// pass returns the descriptor and variables handed to the command. The
+// hold script moves NSPROF_MEMPROF_PRELOAD into LD_PRELOAD just before
+// its exec, so the shell itself is not profiled.
+func (m *memprof) pass() passFile {
+	extra := []string{"NSPROF_MEMPROF_PRELOAD=" + m.lib}
+	if m.sample > 0 {
+		extra = append(extra, "NSPROF_MEMPROF_SAMPLE="+strconv.FormatInt(m.sample, 10))
+	}
+	return passFile{name: "NSPROF_MEMPROF_FD", file: m.send, extra: extra}
+}
+
+// metadata describes the memprof settings for the capture.
+func (m *memprof) metadata() [][2]string {
+	return [][2]string{
+		{"nsprof.memprof", "1"},
+		{"nsprof.memprof.sample-bytes", strconv.FormatInt(m.sample, 10)},
+	}
+}
+
+// poll accepts new rings and drains every ring.
+func (r *recorder) pollMemprof(now time.Time) {
+	m := r.mp
+	m.drained = now
+	m.accept(r)
+	m.drainAll(r)
+	if r.opts.NoPerf && r.sym != nil && len(m.rescan) > 0 {
+		// Without perf no MMAP records say what was mapped since the
+		// process registered: read its maps again, at most every tick.
+		for pid := range m.rescan {
+			r.tr.rescanMaps(int(pid), capture.Now())
+			delete(m.rescan, pid)
+		}
+	}
+}
+
+// accept receives pending ring registrations.
+func (m *memprof) accept(r *recorder) {
+	fd := int(m.recv.Fd())
+	for {
+		msg, err := unix.RecvFDs(fd, m.buf, m.oob)
+		if err != nil {
+			if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+				m.note(r, "memprof registration: %v", err)
+			}
+			return
+		}
+		if msg.N == 0 && len(msg.FDs) == 0 {
+			return
+		}
+		m.register(r, msg)
+	}
+}
+
+func (m *memprof) note(r *recorder, format string, args ...any) {
+	if !m.errNoted {
+		m.errNoted = true
+		r.logf(format, args...)
+	}
+}
+
+// register maps the ring a thread sent, after checking it is one.
+func (m *memprof) register(r *recorder, msg unix.Message) {
+	defer func() {
+		for _, fd := range msg.FDs {
+			unix.Close(fd)
+		}
+	}()
+	h, err := parseHello(m.buf[:msg.N])
+	// A process's first ring comes with the write end of a pipe its
+	// thread waits on until the deferred close: by then its mappings are
+	// read.
+	if err == nil && (len(msg.FDs) < 1 || len(msg.FDs) > 2 || msg.Truncated) {
+		err = fmt.Errorf("memprof registration with %d descriptors", len(msg.FDs))
+	}
+	if err == nil {
+		err = checkRingSize(h.RingSize)
+	}
+	var size int64
+	if err == nil {
+		size, err = unix.FileSize(msg.FDs[0])
+		if err == nil && uint64(size) != h.RingSize {
+			err = fmt.Errorf("memprof ring of %d bytes, registered as %d", size, h.RingSize)
+		}
+	}
+	var mem []byte
+	if err == nil {
+		mem, err = unix.MmapShared(msg.FDs[0], int(size))
+	}
+	if err != nil {
+		m.refused++
+		m.note(r, "refusing a memprof ring: %v", err)
+		return
+	}
+	g := &memRing{mem: mem, data: mem[ringHeaderSize:]}
+	if *(*uint32)(unsafe.Pointer(&mem[0])) != ringMagic || *g.word(ringOffSize) != uint64(len(g.data)) {
+		unix.Munmap(mem)
+		m.refused++
+		m.note(r, "refusing a memprof ring: bad header")
+		return
+	}
+	g.pid = msg.PID
+	if g.pid <= 0 {
+		g.pid = h.PID
+	}
+	now := capture.Now()
+	r.tr.scan(int(g.pid), now)
+	g.tid = r.hostTID(g.pid, h.PID, h.TID)
+	m.rings = append(m.rings, g)
+	m.registered++
+	if r.opts.NoPerf {
+		m.rescan[g.pid] = true
+	}
+}
+
+// checkRingSize accepts a header page plus a power-of-two data area of
+// 4 KiB to 1 GiB.
+func checkRingSize(n uint64) error {
+	d := n - ringHeaderSize
+	if n <= ringHeaderSize || d < 4096 || d > 1<<30 || d&(d-1) != 0 {
+		return fmt.Errorf("memprof ring of %d bytes", n)
+	}
+	return nil
+}
+
+// hostTID returns the host id of the thread known as nstid inside the PID
+// namespace of host process pid (which calls itself nspid): the same id
+// outside a namespace, else from the PID-namespace map, else from the
+// threads' NSpid lines. An id that cannot be translated is kept.
+func (r *recorder) hostTID(pid, nspid, nstid int32) int32 {
+	if pid == nspid {
+		return nstid
+	}
+	if nstid == nspid {
+		return pid
+	}
+	ps := r.tr.procs[int(pid)]
+	if ps != nil && ps.pidns != 0 {
+		if h, ok := r.tr.pm.inner[ps.pidns][int(nstid)]; ok {
+			return int32(h)
+		}
+	}
+	ths, err := r.opts.FS.ThreadNSpids(int(pid))
+	if err == nil {
+		for _, th := range ths {
+			if th.NSTID == int(nstid) {
+				if ps != nil {
+					r.tr.thread(int(pid), th.TID, ps, capture.Now())
+				}
+				return int32(th.TID)
+			}
+		}
+	}
+	return nstid
+}
+
+// drainAll drains every ring once, dropping those whose thread exited.
+func (m *memprof) drainAll(r *recorder) {
+	keep := m.rings[:0]
+	for _, g := range m.rings {
+		if m.drain(r, g) {
+			keep = append(keep, g)
+		} else {
+			unix.Munmap(g.mem)
+		}
+	}
+	for i := len(keep); i < len(m.rings); i++ {
+		m.rings[i] = nil
+	}
+	m.rings = keep
+}
+
+// drain writes a ring's new records and reports whether to keep the ring.
+func (m *memprof) drain(r *recorder, g *memRing) bool {
+	// closed is read before tail: a closed ring's tail is final.
+	closed := g.closed()
+	head := atomic.LoadUint64(g.word(ringOffHead))
+	tail := atomic.LoadUint64(g.word(ringOffTail))
+	next, err := m.dec.decode(g.data, head, tail, func(rec *memRecord) { m.write(r, g, rec) })
+	atomic.StoreUint64(g.word(ringOffHead), next)
+	if lost := atomic.LoadUint64(g.word(ringOffLost)); lost > g.lost {
+		m.lost += lost - g.lost
+		g.lost = lost
+	}
+	if u := atomic.LoadUint64(g.word(ringOffUntracked)); u > g.untrack {
+		m.untracked += u - g.untrack
+		g.untrack = u
+	}
+	if err != nil {
+		m.note(r, "dropping memprof ring of thread %d: %v", g.tid, err)
+		return false
+	}
+	return !closed
+}
+
+// write turns one record into an ALLOCATION frame.
+func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
+	if r.writeErr != nil {
+		return
+	}
+	if rec.Free {
+		m.frees++
+	} else {
+		m.allocs++
+		if r.sym != nil && len(rec.Addrs) > 0 {
+			m.symbolize(r, g.pid, rec.Addrs)
+		}
+	}
+	a := &m.frame
+	a.FrameHeader = capture.FrameHeader{CPU: -1, PID: g.pid, Time: rec.Time}
+	a.Addr, a.Size, a.TID, a.Addrs = rec.Addr, rec.Size, g.tid, rec.Addrs
+	if err := r.w.WriteFrame(a); err != nil {
+		r.writeErr = err
+	}
+}
+
+// symbolize hands a stack's addresses to the symbolizer the first time
+// the process shows it, so they are named in the symbol bundle.
+func (m *memprof) symbolize(r *recorder, pid int32, addrs []uint64) {
+	h := uint64(14695981039346656037)
+	for _, a := range addrs {
+		h ^= a
+		h *= 1099511628211
+	}
+	set := m.stacks[pid]
+	if set == nil {
+		set = make(map[uint64]struct{})
+		m.stacks[pid] = set
+	}
+	if _, ok := set[h]; ok {
+		return
+	}
+	set[h] = struct{}{}
+	r.sym.sampled(int(pid), addrs)
+	if r.opts.NoPerf {
+		m.rescan[pid] = true
+	}
+}
+
+// finishMemprof takes the last registrations and records, and notes what
+// was lost.
+func (r *recorder) finishMemprof() {
+	m := r.mp
+	m.accept(r)
+	m.drainAll(r)
+	if r.opts.NoPerf && r.sym != nil {
+		for pid := range m.rescan {
+			r.tr.rescanMaps(int(pid), capture.Now())
+		}
+	}
+	for _, g := range m.rings {
+		unix.Munmap(g.mem)
+	}
+	m.rings = nil
+	m.recv.Close()
+	if m.lost > 0 || m.untracked > 0 {
+		msg := fmt.Sprintf("memprof: %d events lost (rings full), %d sampled blocks whose free was not tracked", m.lost, m.untracked)
+		r.logf("%s", msg)
+		if r.writeErr == nil {
+			if err := r.w.AddLog(capture.Now(), -1, capture.LogWarning, "nsprof", msg); err != nil {
+				r.writeErr = err
+			}
+		}
+	}
+	if m.registered == 0 {
+		r.logf("memprof: no thread of the command registered (a static binary, or LD_PRELOAD dropped)")
+	}
+}
+
+// rescanMaps adds the executable mappings pid has now, for processes
+// recorded without perf's MMAP records.
+func (t *tracker) rescanMaps(pid int, now int64) {
+	ps := t.procs[pid]
+	if ps == nil || !ps.described {
+		return
+	}
+	maps, err := t.fs.ReadMaps(pid)
+	if err != nil {
+		return
+	}
+	for _, m := range maps {
+		if m.Perms&proc.PermExec == 0 {
+			continue
+		}
+		name := m.Path
+		if m.Deleted {
+			name += " (deleted)"
+		}
+		k := mapKey{m.Start, m.End, m.Offset, name}
+		if _, seen := ps.have[k]; seen {
+			continue
+		}
+		cm := capture.Map{
+			FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
+			Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
+		}
+		t.addMap(pid, ps, cm)
+		t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
+	}
+}
+
+// close releases what a recording that failed early still holds.
+func (m *memprof) close() {
+	for _, g := range m.rings {
+		unix.Munmap(g.mem)
+	}
+	m.rings = nil
+	m.recv.Close()
+	m.send.Close()
+}
