@@ -38,6 +38,8 @@ type reportOptions struct {
 	// Width truncates lines to this many columns; 0 does not.
 	Width int
 	JSON  bool
+	// Memory prints the heap profile of the ALLOCATION frames instead.
+	Memory bool
 }
 
 // reportSchema names the --json document format. Any change that is not
@@ -121,6 +123,9 @@ byte offset.`,
 			default:
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
+			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.By != analyze.GroupNone) {
+				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
+			}
 			if opts.Tree && opts.BottomUp {
 				return usagef(cmd, "--tree and --bottom-up cannot be combined")
 			}
@@ -153,6 +158,7 @@ byte offset.`,
 	f.Float64Var(&opts.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
 	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
 	f.IntVarP(&opts.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
+	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
 	return cmd
 }
@@ -212,7 +218,9 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	}
 	groups := p.Group(samples, opts.By)
 	bw := bufio.NewWriterSize(stdout, 64*1024)
-	if opts.JSON {
+	if opts.Memory {
+		err = writeMemoryReport(bw, p, opts)
+	} else if opts.JSON {
 		err = writeReportJSON(bw, p, opts, samples, groups, loadErr)
 	} else {
 		err = writeReportText(bw, p, opts, samples, groups)
