@@ -1,0 +1,225 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"nsprof/internal/testutils"
+	"nsprof/record"
+)
+
+// memprofLib builds preload/memprof.c as the Makefile does and points
+// nsprof at it through NSPROF_MEMPROF_LIB.
+func memprofLib(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutils.RequireCI(t, "gcc not found (apt-get install gcc): %v", err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "preload", "memprof.c")
+	lib := filepath.Join(t.TempDir(), record.MemprofLibName)
+	cmd := exec.Command(gcc, "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fno-omit-frame-pointer",
+		"-fvisibility=hidden", "-pthread", "-o", lib, src, "-ldl", "-lm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", src, err, b)
+	}
+	t.Setenv(record.MemprofLibEnv, lib)
+}
+
+// memRow is one row of the "Top functions by bytes" table.
+type memRow struct{ selfBytes, selfCalls, totalBytes, totalCalls int64 }
+
+var memRowRE = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)`)
+
+// memTop parses the first table of `report --memory` by function name.
+func memTop(t *testing.T, out string) map[string]memRow {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "Top functions by bytes")
+	if !ok {
+		t.Fatalf("no function table in:\n%s", out)
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	rows := map[string]memRow{}
+	for _, line := range strings.Split(table, "\n") {
+		m := memRowRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var v [4]int64
+		for i := range v {
+			v[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+		}
+		rows[m[5]] = memRow{v[0], v[1], v[2], v[3]}
+	}
+	return rows
+}
+
+// TestMemprofFixture records the fixture whose allocations are known
+// (fixtures/memprof.c), with and without CPU sampling, and checks the
+// report's exact per-function totals, the leak and its stack, the fork
+// child and that Sysprof 3.46's reader reads every ALLOCATION frame.
+func TestMemprofFixture(t *testing.T) {
+	memprofLib(t)
+	fixture := testutils.BuildFixture(t, "memprof")
+	for _, perf := range []bool{false, true} {
+		t.Run(fmt.Sprintf("perf=%t", perf), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "mem.syscap")
+			args := []string{"record", "--memprof", "--no-cpu", "--no-disk", "--no-network", "-o", out}
+			if !perf {
+				args = append(args, "--no-perf")
+			}
+			_, stderr, status := nsprof(t, nil, append(args, "--", fixture)...)
+			if status != 0 {
+				t.Fatalf("record: status %d\n%s", status, stderr)
+			}
+			if strings.Contains(stderr, "lost") {
+				t.Errorf("events lost:\n%s", stderr)
+			}
+			rep, stderr, status := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+			if status != 0 {
+				t.Fatalf("report: status %d\n%s", status, stderr)
+			}
+			rows := memTop(t, rep)
+			want := map[string]memRow{
+				"alloc_small":   {2400, 100, 2400, 100},
+				"alloc_calloc":  {1000, 1, 1000, 1}, // nmemb × size
+				"grow_buffer":   {55000, 10, 55000, 10},
+				"alloc_array":   {63, 1, 63, 1},
+				"alloc_aligned": {996, 4, 996, 4},
+				"leak_memory":   {4242, 1, 4242, 1},
+				"thread_work":   {256000, 4000, 256000, 4000},
+				"child_work":    {5120, 10, 5120, 10},
+			}
+			for fn, w := range want {
+				if got, ok := rows[fn]; !ok || got != w {
+					t.Errorf("%s: got %+v (found %t), want %+v", fn, got, ok, w)
+				}
+			}
+			if m := rows["main"]; m.totalBytes < 2400+1000+55000+63+996+4242 {
+				t.Errorf("main total %d bytes, want at least its callees'", m.totalBytes)
+			}
+			_, leaks, _ := strings.Cut(rep, "Leaks by stack")
+			leaks, _, _ = strings.Cut(leaks, "Temporary allocations")
+			if !regexp.MustCompile(`(?m)^  4242 bytes in 1 objects, pid \d+\n\s+leak_memory \(\S+\)\n\s+main \(`).MatchString(leaks) {
+				t.Errorf("leak of 4242 bytes from leak_memory <- main not reported:\n%s", leaks)
+			}
+			if strings.Contains(leaks, "grow_buffer") || strings.Contains(leaks, "thread_work") {
+				t.Errorf("freed blocks reported as leaks:\n%s", leaks)
+			}
+			_, temps, _ := strings.Cut(rep, "Temporary allocations by stack")
+			if !strings.Contains(temps, "2400 bytes in 100 objects") {
+				t.Errorf("alloc_small's 100 temporary blocks not reported:\n%s", temps)
+			}
+			// The fork child is its own process.
+			pidOf := map[string]string{}
+			for _, m := range regexp.MustCompile(`pid (\d+)\n\s+(leak_memory|child_work) `).FindAllStringSubmatch(rep, -1) {
+				pidOf[m[2]] = m[1]
+			}
+			if pidOf["leak_memory"] == "" || pidOf["child_work"] == "" || pidOf["leak_memory"] == pidOf["child_work"] {
+				t.Errorf("fork child not recorded as its own process: %v", pidOf)
+			}
+			if !perf {
+				sysprofReadsAllocations(t, out)
+			}
+		})
+	}
+}
+
+// sysprofReadsAllocations checks that Sysprof 3.46's reader sees the same
+// ALLOCATION frames as nsprof dump.
+func sysprofReadsAllocations(t *testing.T, path string) {
+	t.Helper()
+	lines, end := testutils.SysprofReadAll(t, path)
+	if !strings.Contains(end, "ok=1") {
+		t.Fatalf("Sysprof's reader stopped early: %s", end)
+	}
+	dump, _, status := nsprof(t, nil, "dump", "-t", "ALLOCATION", path)
+	if status != 0 {
+		t.Fatal("dump failed")
+	}
+	var ours, theirs []string
+	for _, l := range strings.Split(strings.TrimSpace(dump), "\n") {
+		if strings.Contains(l, " ALLOCATION ") {
+			ours = append(ours, l)
+		}
+	}
+	for _, l := range lines {
+		if strings.Contains(l, " ALLOCATION ") {
+			theirs = append(theirs, l)
+		}
+	}
+	if len(ours) == 0 || len(ours) != len(theirs) {
+		t.Fatalf("Sysprof read %d ALLOCATION frames, nsprof %d", len(theirs), len(ours))
+	}
+	for i := range ours {
+		if ours[i] != theirs[i] {
+			t.Fatalf("frame %d: Sysprof reads\n%s\nnsprof dumps\n%s", i, theirs[i], ours[i])
+		}
+	}
+}
+
+// TestMemprofStress runs 8 threads of malloc/free churn: every event
+// arrives (none lost, no deadlock), and in sampling mode the 8 M
+// allocations' estimated bytes and count are within 3% of the truth. The
+// full 8 × 1 M run without sampling is bench/memprof.sh's.
+func TestMemprofStress(t *testing.T) {
+	memprofLib(t)
+	stress := testutils.BuildFixture(t, "memstress")
+	t.Run("all", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "stress.syscap")
+		_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--", stress, "8", "100000", "100")
+		if status != 0 {
+			t.Fatalf("record: status %d\n%s", status, stderr)
+		}
+		if strings.Contains(stderr, "lost") {
+			t.Errorf("events lost:\n%s", stderr)
+		}
+		rep, _, _ := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+		if got, want := memTop(t, rep)["churn"], (memRow{80000000, 800000, 80000000, 800000}); got != want {
+			t.Errorf("churn: got %+v, want %+v", got, want)
+		}
+	})
+	t.Run("sampled", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "sampled.syscap")
+		_, stderr, status := nsprof(t, nil, "record", "--memprof", "--memprof-sample", "65536", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--", stress, "8", "1000000", "100")
+		if status != 0 {
+			t.Fatalf("record: status %d\n%s", status, stderr)
+		}
+		rep, _, _ := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+		got := memTop(t, rep)["churn"]
+		if d := float64(got.selfBytes)/8e8 - 1; d > 0.03 || d < -0.03 {
+			t.Errorf("churn: estimated %d bytes, want 800000000 ± 3%%", got.selfBytes)
+		}
+		if d := float64(got.selfCalls)/8e6 - 1; d > 0.03 || d < -0.03 {
+			t.Errorf("churn: estimated %d allocations, want 8000000 ± 3%%", got.selfCalls)
+		}
+		if !strings.Contains(rep, "leaked     0 B") {
+			t.Errorf("sampled frees not matched:\n%s", rep)
+		}
+	})
+}
+
+// TestMemprofUsage checks the flag combinations refused.
+func TestMemprofUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"record", "--memprof-sample", "100", "--", "true"},
+		{"record", "--memprof", "--memprof-sample", "-1", "--", "true"},
+		{"record", "--memprof", "-p", "1"},
+		{"report", "--memory", "--tree", "x.syscap"},
+	} {
+		if _, _, status := nsprof(t, nil, args...); status != 2 {
+			t.Errorf("%q: status %d, want 2", args, status)
+		}
+	}
+}
