@@ -98,6 +98,9 @@ func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRec
 		case recAlloc:
 			rec.Free = false
 		case recFree:
+			if n != 0 {
+				return head, &RingError{Off: head, Msg: fmt.Sprintf("free record with %d addresses", n)}
+			}
 			rec.Free = true
 		default:
 			return head, &RingError{Off: head, Msg: fmt.Sprintf("unknown record kind %d", kind)}
