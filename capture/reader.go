@@ -37,7 +37,10 @@ type ReaderOptions struct {
 // Reader decodes the frames of a capture in file order. It is not safe for
 // concurrent use.
 type Reader struct {
-	r      *bufio.Reader
+	r *bufio.Reader
+	// data is the whole capture when the Reader reads from memory
+	// ([NewBytesReader]); r is nil then.
+	data   []byte
 	closer io.Closer
 	hdr    FileHeader
 	o      order
@@ -62,10 +65,33 @@ func NewReaderWithOptions(r io.Reader, opts ReaderOptions) (*Reader, error) {
 		}
 		return nil, fmt.Errorf("read capture header: %w", err)
 	}
-	if m := binary.LittleEndian.Uint32(h); m != Magic {
-		return nil, &FormatError{Off: 0, Msg: "bad magic, not a Sysprof capture", Val: fmt.Sprintf("%#08x", m)}
-	}
 	rd := &Reader{r: br, opts: opts, off: HeaderSize, buf: make([]byte, 0xFFFF)}
+	if err := rd.readHeader(h); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// NewBytesReader returns a Reader over the capture held whole in data,
+// which it reads in place: frames are not copied before they are decoded,
+// and the views [Reader.NextRaw] returns stay valid as long as data does.
+// data must not change while the Reader is in use.
+func NewBytesReader(data []byte, opts ReaderOptions) (*Reader, error) {
+	if len(data) < HeaderSize {
+		return nil, &FormatError{Off: int64(len(data)), Msg: "truncated file header", Val: fmt.Sprintf("%d of %d bytes", len(data), HeaderSize)}
+	}
+	rd := &Reader{data: data, opts: opts, off: HeaderSize}
+	if err := rd.readHeader(data[:HeaderSize]); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// readHeader checks the magic of the file header h and decodes it.
+func (rd *Reader) readHeader(h []byte) error {
+	if m := binary.LittleEndian.Uint32(h); m != Magic {
+		return &FormatError{Off: 0, Msg: "bad magic, not a Sysprof capture", Val: fmt.Sprintf("%#08x", m)}
+	}
 	// little_endian is bit 0 of byte 5 on little-endian files and bit 7 of
 	// byte 5 (always 0) on big-endian ones; big-endian writers leave it 0.
 	rd.o = order{big: h[5]&1 == 0}
@@ -78,7 +104,7 @@ func NewReaderWithOptions(r io.Reader, opts ReaderOptions) (*Reader, error) {
 		EndTime:        int64(rd.o.u64(h[80:])),
 		LastFrameIndex: rd.o.u64(h[88:]),
 	}
-	return rd, nil
+	return nil
 }
 
 // Open opens the capture file at path. Close the Reader to close the file.
@@ -112,11 +138,32 @@ func (r *Reader) Offset() int64 { return r.off }
 // the damaged frame, and keeps returning it; every frame before the damage
 // has been returned. Sysprof 51's frame-index TIMESTAMP frames are skipped.
 func (r *Reader) Next() (Frame, error) {
+	b, err := r.next()
+	if err != nil {
+		return nil, err
+	}
+	f, err := decodeFrame(r.o, b, r.off-int64(len(b)), r.opts.AllowUnknown)
+	if err != nil {
+		r.err = err
+		return nil, err
+	}
+	return f, nil
+}
+
+// next returns the bytes of the next frame that is not a frame-index
+// TIMESTAMP, or the error that stopped reading (remembered).
+func (r *Reader) next() ([]byte, error) {
 	for {
 		if r.err != nil {
 			return nil, r.err
 		}
-		b, err := r.nextRaw()
+		var b []byte
+		var err error
+		if r.data != nil {
+			b, err = r.nextInPlace()
+		} else {
+			b, err = r.nextRaw()
+		}
 		if err != nil {
 			r.err = err
 			return nil, err
@@ -126,12 +173,7 @@ func (r *Reader) Next() (Frame, error) {
 				continue
 			}
 		}
-		f, err := decodeFrame(r.o, b, r.off-int64(len(b)), r.opts.AllowUnknown)
-		if err != nil {
-			r.err = err
-			return nil, err
-		}
-		return f, nil
+		return b, nil
 	}
 }
 
@@ -170,6 +212,32 @@ func (r *Reader) nextRaw() ([]byte, error) {
 	}
 	r.off += int64(l)
 	return fb, nil
+}
+
+// nextInPlace returns the next frame of r.data without copying it and
+// advances the offset; it checks what nextRaw checks.
+func (r *Reader) nextInPlace() ([]byte, error) {
+	start := r.off
+	rest := r.data[start:]
+	switch {
+	case len(rest) == 0:
+		return nil, io.EOF
+	case len(rest) < FrameHeaderSize:
+		return nil, &FormatError{Off: start, Msg: "truncated frame header", Val: fmt.Sprintf("%d of %d bytes", len(rest), FrameHeaderSize)}
+	}
+	l := int(r.o.u16(rest))
+	switch {
+	case l < FrameHeaderSize:
+		return nil, &FormatError{Off: start, Msg: "frame length shorter than its header", Val: l}
+	case l%Align != 0:
+		return nil, &FormatError{Off: start, Msg: "frame length not a multiple of 8", Val: l}
+	case rest[16] == 0:
+		return nil, &FormatError{Off: start, Msg: "invalid frame type", Val: 0}
+	case l > len(rest):
+		return nil, &FormatError{Off: start, Msg: "frame claims more bytes than remain", Val: fmt.Sprintf("%d claimed, %d present", l, len(rest))}
+	}
+	r.off += int64(l)
+	return rest[:l:l], nil
 }
 
 // Close closes the file if the Reader opened it. It is idempotent; Next

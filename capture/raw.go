@@ -1,0 +1,111 @@
+package capture
+
+// RawFrame is one frame as stored, not yet decoded: a view of the bytes
+// the [Reader] holds. From a Reader over a file it is valid until the next
+// call of Next or NextRaw; from [NewBytesReader] as long as the Reader's
+// data. Its methods decode only what the caller asks for, for loops that
+// look at most frames briefly.
+type RawFrame struct {
+	// Off is the frame's offset in the file.
+	Off int64
+	// Type is the frame's type as stored.
+	Type FrameType
+	// Bytes is the whole frame, header included.
+	Bytes []byte
+
+	o            order
+	allowUnknown bool
+}
+
+// NextRaw returns the next frame undecoded, with the same errors and
+// skipping as [Reader.Next]; only the frame's length and type are checked.
+// Decode the frame with the RawFrame's methods.
+func (r *Reader) NextRaw() (RawFrame, error) {
+	b, err := r.next()
+	if err != nil {
+		return RawFrame{}, err
+	}
+	return RawFrame{Off: r.off - int64(len(b)), Type: FrameType(b[16]), Bytes: b, o: r.o, allowUnknown: r.opts.AllowUnknown}, nil
+}
+
+// Head returns the frame's common header fields.
+func (f *RawFrame) Head() FrameHeader {
+	return FrameHeader{
+		CPU:  int16(f.o.u16(f.Bytes[2:])),
+		PID:  int32(f.o.u32(f.Bytes[4:])),
+		Time: int64(f.o.u64(f.Bytes[8:])),
+	}
+}
+
+// Decode decodes the frame as [Reader.Next] does. The frame it returns
+// shares no memory with f.
+func (f *RawFrame) Decode() (Frame, error) {
+	return decodeFrame(f.o, f.Bytes, f.Off, f.allowUnknown)
+}
+
+// DecodeSample decodes a SAMPLE frame into s without allocating, reusing
+// the capacity of s.Addrs (which holds nil when the frame has no address,
+// as with Decode). It returns the [*FormatError] Decode would for a
+// damaged frame, and one for a frame of another type.
+func (f *RawFrame) DecodeSample(s *Sample) error {
+	b := f.Bytes
+	if f.Type != TypeSample {
+		return &FormatError{Off: f.Off, Msg: "not a SAMPLE frame", Val: f.Type.String()}
+	}
+	if len(b) < sampleFixed {
+		_, err := f.Decode()
+		return err
+	}
+	n := int(f.o.bits(f.o.u32(b[24:]), 0, 16))
+	if sampleFixed+8*n > len(b) {
+		_, err := f.Decode()
+		return err
+	}
+	s.FrameHeader = f.Head()
+	s.TID = int32(f.o.u32(b[28:]))
+	if n == 0 {
+		s.Addrs = nil
+		return nil
+	}
+	addrs := s.Addrs[:0]
+	if cap(addrs) < n {
+		addrs = make([]uint64, 0, max(n, 64))
+	}
+	addrs = addrs[:n]
+	ab := b[sampleFixed : sampleFixed+8*n]
+	for i := range addrs {
+		addrs[i] = f.o.u64(ab[8*i:])
+	}
+	s.Addrs = addrs
+	return nil
+}
+
+// DecodeFileChunk decodes a FILE_CHUNK frame into c with c.Data a view of
+// f's bytes, valid as long as f is, instead of a copy. It returns the
+// [*FormatError] Decode would for a damaged frame, and one for a frame of
+// another type.
+func (f *RawFrame) DecodeFileChunk(c *FileChunk) error {
+	if f.Type != TypeFileChunk {
+		return &FormatError{Off: f.Off, Msg: "not a FILE_CHUNK frame", Val: f.Type.String()}
+	}
+	b := f.Bytes
+	if len(b) < fileChunkFixed {
+		_, err := f.Decode()
+		return err
+	}
+	word := f.o.u32(b[24:])
+	n := int(f.o.bits(word, 16, 16))
+	if fileChunkFixed+n > len(b) {
+		_, err := f.Decode()
+		return err
+	}
+	*c = FileChunk{
+		FrameHeader: f.Head(),
+		IsLast:      f.o.bits(word, 0, 1) == 1,
+		Path:        cstring(b[28 : 28+fileChunkPathLen]),
+	}
+	if n > 0 {
+		c.Data = b[fileChunkFixed : fileChunkFixed+n : fileChunkFixed+n]
+	}
+	return nil
+}
