@@ -38,14 +38,28 @@ type LoadOptions struct {
 // symbol table (gzip-compressed, at kallsymsPath+".gz").
 const kallsymsPath = "/proc/kallsyms"
 
-// LoadFile loads the capture at path; see [Load]. Errors name the path.
+// LoadFile loads the capture at path; see [Load]. It maps a regular file
+// and decodes it in place (other files are read whole first), keeping
+// copies only of the embedded files it reads. Errors name the path.
 func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	p, err := Load(f, opts)
+	data, err := mapFile(f)
+	if err != nil {
+		return nil, err
+	}
+	var p *Profile
+	if data != nil {
+		p, err = loadMapped(data, opts)
+	} else {
+		if data, err = io.ReadAll(f); err != nil {
+			return nil, err
+		}
+		p, err = LoadBytes(data, opts)
+	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
 	}
@@ -62,10 +76,59 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBuilder(cr.Header())
-	var readErr error
+	return load(cr, false, 0, opts)
+}
+
+// LoadBytes is [Load] over a capture held in memory, which it decodes in
+// place. The profile may keep views of data (embedded files it reads only
+// when first needed), so data must not change afterwards.
+func LoadBytes(data []byte, opts LoadOptions) (*Profile, error) {
+	return loadBytes(data, true, opts)
+}
+
+// loadBytes is LoadBytes; keep says the profile may keep views of data.
+func loadBytes(data []byte, keep bool, opts LoadOptions) (*Profile, error) {
+	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return load(cr, keep, countSamples(data), opts)
+}
+
+// countSamples returns the number of SAMPLE frames in the capture data
+// (those before any damage), so their table is allocated once at its size.
+func countSamples(data []byte) int {
+	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
+	if err != nil {
+		return 0
+	}
+	n := 0
 	for {
-		f, err := cr.Next()
+		f, err := cr.NextRaw()
+		if err != nil {
+			return n
+		}
+		if f.Type == capture.TypeSample {
+			n++
+		}
+	}
+}
+
+// load builds the profile of the frames of cr. inPlace says the frames cr
+// returns stay valid, so embedded files can be kept as views; nSamples,
+// when known, sizes the sample table.
+func load(cr *capture.Reader, inPlace bool, nSamples int, opts LoadOptions) (*Profile, error) {
+	b := newBuilder(cr.Header())
+	if nSamples > 0 {
+		b.chunk = make([]Sample, 0, nSamples)
+	}
+	var (
+		readErr error
+		s       capture.Sample
+		c       capture.FileChunk
+	)
+	for readErr == nil {
+		f, err := cr.NextRaw()
 		if err == io.EOF {
 			break
 		}
@@ -73,7 +136,25 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 			readErr = err
 			break
 		}
-		b.add(f)
+		switch f.Type {
+		case capture.TypeSample:
+			if readErr = f.DecodeSample(&s); readErr == nil {
+				b.time(s.Time)
+				b.sample(&s)
+			}
+		case capture.TypeFileChunk:
+			if readErr = f.DecodeFileChunk(&c); readErr == nil {
+				b.time(c.Time)
+				if wantFile(c.Path) {
+					b.files.add(c.Path, c.Data, c.IsLast, inPlace)
+				}
+			}
+		default:
+			var fr capture.Frame
+			if fr, readErr = f.Decode(); readErr == nil {
+				b.add(fr)
+			}
+		}
 	}
 	p := b.finish()
 	if opts.NoSymbolize {
@@ -103,7 +184,7 @@ type builder struct {
 	stacks    map[string]StackID
 	frames    map[frameKey]FrameID
 	key       []byte
-	files     capture.Files
+	files     embeddedFiles
 	lostID    uint32
 	maxTime   int64
 	minTime   int64
@@ -143,15 +224,18 @@ func (b *builder) process(pid int32) *Process {
 	return pr
 }
 
-func (b *builder) add(f capture.Frame) {
-	h := f.Head()
-	if h.Time > 0 {
-		b.minTime = min(b.minTime, h.Time)
-		b.maxTime = max(b.maxTime, h.Time)
+// time widens the span of frame times to t, when t is set.
+func (b *builder) time(t int64) {
+	if t > 0 {
+		b.minTime = min(b.minTime, t)
+		b.maxTime = max(b.maxTime, t)
 	}
+}
+
+// add adds a decoded frame other than a SAMPLE or a FILE_CHUNK.
+func (b *builder) add(f capture.Frame) {
+	b.time(f.Head().Time)
 	switch f := f.(type) {
-	case *capture.Sample:
-		b.sample(f)
 	case *capture.Map:
 		pr := b.process(f.PID)
 		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID})
@@ -160,10 +244,6 @@ func (b *builder) add(f capture.Frame) {
 	case *capture.JITMap:
 		for _, e := range f.Entries {
 			b.p.JIT[e.Addr] = e.Name
-		}
-	case *capture.FileChunk:
-		if wantFile(f.Path) {
-			b.files.Add(f)
 		}
 	case *capture.CounterDefine:
 		for _, c := range f.Counters {
@@ -261,13 +341,17 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
-	n := len(b.chunk)
-	for _, c := range b.chunks {
-		n += len(c)
-	}
-	p.Samples = make([]Sample, 0, n)
-	for _, c := range append(b.chunks, b.chunk) {
-		p.Samples = append(p.Samples, c...)
+	if len(b.chunks) == 0 {
+		p.Samples = b.chunk
+	} else {
+		n := len(b.chunk)
+		for _, c := range b.chunks {
+			n += len(c)
+		}
+		p.Samples = make([]Sample, 0, n)
+		for _, c := range append(b.chunks, b.chunk) {
+			p.Samples = append(p.Samples, c...)
+		}
 	}
 	b.chunks, b.chunk = nil, nil
 	p.Start, p.End = p.Header.StartTime, p.Header.EndTime
@@ -326,7 +410,7 @@ func commOf(cmdline string) string {
 // loadProcessFile applies nsprof's process file: comm, namespace pids and
 // container labels.
 func (b *builder) loadProcessFile() {
-	ps, ts, err := record.ReadProcessFile(&b.files)
+	ps, ts, err := record.ReadProcessFile(b.files.capture(record.ProcessFile))
 	if err != nil {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("process info: %v", err))
 	}
@@ -366,7 +450,7 @@ func (b *builder) loadProcessFile() {
 // loadSymbols decodes the __symbols__ bundle and prepares the embedded
 // kallsyms.
 func (b *builder) loadSymbols() {
-	if data, err := b.files.Lookup(capture.SymbolsFile); err == nil {
+	if data, err := b.files.capture(capture.SymbolsFile).Lookup(capture.SymbolsFile); err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
@@ -374,22 +458,17 @@ func (b *builder) loadSymbols() {
 		if t.Len() > 0 {
 			b.p.Bundle = t
 		}
-	} else if b.hasFile(capture.SymbolsFile) {
+	} else if b.files.has(capture.SymbolsFile) {
 		b.p.Warnings = append(b.p.Warnings, err.Error())
 	}
-	if raw, ok := b.files.Raw(kallsymsPath); ok {
-		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) { return raw, nil })
-	} else if b.hasFile(kallsymsPath) {
-		files := &b.files
-		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) { return files.Lookup(kallsymsPath) })
+	// The kallsyms text is joined and inflated only when a kernel address
+	// is left that the bundle does not name.
+	if files := &b.files; files.has(kallsymsPath) {
+		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) {
+			if raw, ok := files.raw(kallsymsPath); ok {
+				return raw, nil
+			}
+			return files.capture(kallsymsPath).Lookup(kallsymsPath)
+		})
 	}
-}
-
-func (b *builder) hasFile(p string) bool {
-	for _, e := range b.files.List() {
-		if e.Path == p || e.Path == p+".gz" {
-			return true
-		}
-	}
-	return false
 }
