@@ -15,9 +15,12 @@ const (
 	GroupProcess
 	GroupThread
 	GroupContainer
+	// GroupComm merges similar processes: one group per comm (program
+	// name), whatever the pid, as Sysprof's "merge similar processes".
+	GroupComm
 )
 
-// String returns "none", "process", "thread" or "container".
+// String returns "none", "process", "thread", "container" or "comm".
 func (g GroupBy) String() string {
 	switch g {
 	case GroupNone:
@@ -28,6 +31,8 @@ func (g GroupBy) String() string {
 		return "thread"
 	case GroupContainer:
 		return "container"
+	case GroupComm:
+		return "comm"
 	}
 	return fmt.Sprintf("GroupBy(%d)", int(g))
 }
@@ -35,7 +40,7 @@ func (g GroupBy) String() string {
 // ParseGroupBy accepts the names [GroupBy.String] returns, and "" for
 // none.
 func ParseGroupBy(s string) (GroupBy, error) {
-	for g := GroupNone; g <= GroupContainer; g++ {
+	for g := GroupNone; g <= GroupComm; g++ {
 		if s == g.String() {
 			return g, nil
 		}
@@ -43,19 +48,21 @@ func ParseGroupBy(s string) (GroupBy, error) {
 	if s == "" {
 		return GroupNone, nil
 	}
-	return 0, fmt.Errorf("unknown grouping %q (want process, thread or container)", s)
+	return 0, fmt.Errorf("unknown grouping %q (want process, thread, container or comm)", s)
 }
 
 // Group is the samples of one process, thread or container.
 type Group struct {
-	// Key is the pid or tid in decimal, the container label, or "all".
+	// Key is the pid or tid in decimal, the container label, the comm,
+	// or "all".
 	Key string
-	// Process is the process of a process or thread group; Thread the
-	// thread of a thread group. Either may be nil otherwise.
+	// Process is the process of a process or thread group, or the first
+	// process of a comm group; Thread the thread of a thread group.
+	// Either may be nil otherwise.
 	Process *Process
 	Thread  *Thread
 	// Container is the container label of a process, thread or container
-	// group.
+	// group (of the first process of a comm group).
 	Container string
 	Samples   []Sample
 }
@@ -83,8 +90,13 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 				c = pr.Container
 			}
 			key := fmt.Sprint(id)
-			if g == GroupContainer {
+			switch {
+			case g == GroupContainer:
 				key = c.Label()
+			case g == GroupComm && pr != nil && pr.Comm != "":
+				key = pr.Comm
+			case g == GroupComm:
+				key = "[pid " + key + "]"
 			}
 			i, ok = byKey[key]
 			if !ok {

@@ -1,0 +1,297 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"nsprof/capture"
+	"nsprof/record"
+)
+
+// Timeline is what a capture says besides its stacks: marks, counters,
+// logs, process lifetimes and frame statistics, for the report views that
+// Sysprof shows beside its call graph. Load it with [LoadTimeline].
+type Timeline struct {
+	// Header is the capture's file header.
+	Header capture.FileHeader
+	// Start and End bound the capture on the capture clock, as
+	// [Profile.Start] and [Profile.End] do.
+	Start, End int64
+	// Frames counts the frames and their bytes by type.
+	Frames map[capture.FrameType]FrameStat
+	// CPUs are the distinct CPU numbers of the SAMPLE frames, sorted.
+	CPUs []int
+	// Samples is the number of SAMPLE frames.
+	Samples int
+	// Lost is the last value of the "Lost Samples" counter; HasLost says
+	// whether the capture has that counter.
+	Lost    int64
+	HasLost bool
+	// Marks and Logs are the MARK and LOG frames in file order.
+	Marks []capture.Mark
+	Logs  []capture.Log
+	// Counters are the defined counters, in definition order, with
+	// their values.
+	Counters []*Counter
+	// Processes are sorted by pid.
+	Processes []*ProcessSpan
+	// Files are the embedded files.
+	Files []capture.EmbeddedFile
+	// Warnings say what could not be used, such as a damaged process
+	// file.
+	Warnings []string
+}
+
+// FrameStat counts the frames of one type.
+type FrameStat struct {
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Counter is one counter and the values it took.
+type Counter struct {
+	ID          uint32
+	Category    string
+	Name        string
+	Description string
+	Type        capture.CounterType
+	// Points are the values, in file order: the defined value first, then
+	// every update.
+	Points []CounterPoint
+}
+
+// CounterPoint is one value of a counter at a time on the capture clock.
+type CounterPoint struct {
+	Time  int64
+	Value float64
+}
+
+// ProcessSpan is the lifetime and identity of one process.
+type ProcessSpan struct {
+	PID int32
+	// NSPID is the pid inside the process's innermost PID namespace, 0
+	// when unknown or the same.
+	NSPID int32
+	// PPID is the parent's pid from a FORK frame or nsprof's process
+	// file, 0 when unknown.
+	PPID    int32
+	Comm    string
+	Cmdline string
+	// Container labels what the process runs in; nil when unknown.
+	Container *Container
+	// Start is when the process was first seen; End when it exited
+	// (Exited) or, when it did not, the capture's end.
+	Start, End int64
+	Exited     bool
+	// Samples counts the SAMPLE frames of the process; Threads the
+	// distinct thread ids among them.
+	Samples, Threads int
+
+	tids map[int32]struct{}
+}
+
+// LoadTimelineFile loads the timeline of the capture at name; see
+// [LoadTimeline]. Errors name the path.
+func LoadTimelineFile(name string) (*Timeline, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := LoadTimeline(f)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", name, err)
+	}
+	return t, err
+}
+
+// LoadTimeline reads a capture's timeline. As with [Load], a header that
+// cannot be read gives a nil Timeline and the error; damage later gives
+// the timeline of the frames before it together with the error.
+func LoadTimeline(r io.Reader) (*Timeline, error) {
+	cr, err := capture.NewReaderWithOptions(r, capture.ReaderOptions{AllowUnknown: true})
+	if err != nil {
+		return nil, err
+	}
+	t := &Timeline{Header: cr.Header(), Frames: make(map[capture.FrameType]FrameStat)}
+	b := timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), counters: make(map[uint32]*Counter),
+		cpus: make(map[int]bool), minTime: math.MaxInt64, maxTime: math.MinInt64}
+	var readErr error
+	off := cr.Offset()
+	for {
+		f, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		typ := f.Type()
+		if u, ok := f.(*capture.Unknown); ok {
+			typ = u.RawType
+		}
+		st := t.Frames[typ]
+		st.Count++
+		st.Bytes += cr.Offset() - off
+		off = cr.Offset()
+		t.Frames[typ] = st
+		b.add(f)
+	}
+	b.finish()
+	return t, readErr
+}
+
+type timelineBuilder struct {
+	t                *Timeline
+	procs            map[int32]*ProcessSpan
+	counters         map[uint32]*Counter
+	cpus             map[int]bool
+	files            capture.Files
+	lostID           uint32
+	minTime, maxTime int64
+}
+
+func (b *timelineBuilder) proc(pid int32, time int64) *ProcessSpan {
+	p := b.procs[pid]
+	if p == nil {
+		p = &ProcessSpan{PID: pid, Start: time, End: time}
+		b.procs[pid] = p
+	}
+	if time > 0 {
+		if p.Start <= 0 || time < p.Start {
+			p.Start = time
+		}
+		if !p.Exited && time > p.End {
+			p.End = time
+		}
+	}
+	return p
+}
+
+func (b *timelineBuilder) add(f capture.Frame) {
+	h := f.Head()
+	if h.Time > 0 {
+		b.minTime = min(b.minTime, h.Time)
+		b.maxTime = max(b.maxTime, h.Time)
+	}
+	switch f := f.(type) {
+	case *capture.Sample:
+		b.t.Samples++
+		if f.CPU >= 0 {
+			b.cpus[int(f.CPU)] = true
+		}
+		p := b.proc(f.PID, f.Time)
+		p.Samples++
+		if p.tids == nil {
+			p.tids = make(map[int32]struct{})
+		}
+		p.tids[f.TID] = struct{}{}
+	case *capture.Process:
+		b.proc(f.PID, f.Time).Cmdline = f.Cmdline
+	case *capture.Fork:
+		b.proc(f.PID, f.Time)
+		b.proc(f.ChildPID, f.Time).PPID = f.PID
+	case *capture.Exit:
+		p := b.proc(f.PID, f.Time)
+		p.End, p.Exited = f.Time, true
+	case *capture.Map:
+		if f.PID > 0 {
+			b.proc(f.PID, f.Time)
+		}
+	case *capture.Mark:
+		b.t.Marks = append(b.t.Marks, *f)
+	case *capture.Log:
+		b.t.Logs = append(b.t.Logs, *f)
+	case *capture.CounterDefine:
+		for _, c := range f.Counters {
+			ctr := &Counter{ID: c.ID, Category: c.Category, Name: c.Name, Description: c.Description, Type: c.Type,
+				Points: []CounterPoint{{Time: f.Time, Value: c.Value.Float(c.Type)}}}
+			b.counters[c.ID] = ctr
+			b.t.Counters = append(b.t.Counters, ctr)
+			if c.Category == "Sampler" && c.Name == "Lost Samples" {
+				b.lostID, b.t.HasLost, b.t.Lost = c.ID, true, c.Value.Int64()
+			}
+		}
+	case *capture.CounterSet:
+		for _, u := range f.Updates {
+			c := b.counters[u.ID]
+			if c == nil {
+				continue
+			}
+			c.Points = append(c.Points, CounterPoint{Time: f.Time, Value: u.Value.Float(c.Type)})
+			if u.ID == b.lostID && b.t.HasLost {
+				b.t.Lost = max(b.t.Lost, u.Value.Int64())
+			}
+		}
+	case *capture.FileChunk:
+		b.files.Add(f)
+	}
+}
+
+func (b *timelineBuilder) finish() {
+	t := b.t
+	t.Start, t.End = captureBounds(t.Header, b.minTime, b.maxTime)
+	for c := range b.cpus {
+		t.CPUs = append(t.CPUs, c)
+	}
+	slices.Sort(t.CPUs)
+	t.Files = b.files.List()
+	ps, _, err := record.ReadProcessFile(&b.files)
+	if err != nil {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("process info: %v", err))
+	}
+	for _, pi := range ps {
+		p := b.proc(int32(pi.PID), pi.Time)
+		if pi.Comm != "" {
+			p.Comm = pi.Comm
+		}
+		if p.PPID == 0 {
+			p.PPID = int32(pi.PPID)
+		}
+		if n := len(pi.NSpid); n > 1 && pi.NSpid[n-1] != pi.PID {
+			p.NSPID = int32(pi.NSpid[n-1])
+		}
+		if c := pi.Container; c != nil {
+			p.Container = &Container{Kind: c.Kind, ID: c.ID, Name: c.Name, AppID: c.AppID, Rootless: c.Rootless, Root: c.Root}
+		}
+		if p.Cmdline == "" && len(pi.Cmdline) > 0 {
+			p.Cmdline = strings.Join(pi.Cmdline, " ")
+		}
+	}
+	for _, p := range b.procs {
+		if p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
+			continue // frames of the recorder itself (pid -1) or of no process
+		}
+		if p.Comm == "" {
+			p.Comm = commOf(p.Cmdline)
+		}
+		if !p.Exited {
+			p.End = t.End
+		}
+		p.Start = max(p.Start, t.Start)
+		p.Threads, p.tids = len(p.tids), nil
+		t.Processes = append(t.Processes, p)
+	}
+	slices.SortFunc(t.Processes, func(x, y *ProcessSpan) int { return int(x.PID) - int(y.PID) })
+}
+
+// captureBounds returns the capture's start and end: the header's, widened
+// to the frame times seen (minTime..maxTime, empty when maxTime < minTime).
+func captureBounds(h capture.FileHeader, minTime, maxTime int64) (start, end int64) {
+	start, end = h.StartTime, h.EndTime
+	if maxTime >= minTime {
+		if start <= 0 || start > minTime {
+			start = minTime
+		}
+		end = max(end, maxTime)
+	}
+	return start, max(end, start)
+}
+
+// Duration returns the capture's length in nanoseconds.
+func (t *Timeline) Duration() int64 { return max(0, t.End-t.Start) }

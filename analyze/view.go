@@ -1,0 +1,160 @@
+package analyze
+
+import (
+	"encoding/binary"
+	"strings"
+)
+
+// ViewOptions select and shape the samples of a profile for one report or
+// export. Reports and exports given the same options count the same
+// samples on the same stacks, so their numbers agree. The zero value keeps
+// every sample with its whole stack, top-down.
+type ViewOptions struct {
+	// Filter selects the samples; see [Profile.Select].
+	Filter Filter
+	// HideKernel removes kernel frames from the stacks: the time spent in
+	// the kernel counts as self time of the innermost user frame. Samples
+	// without any user frame (kernel threads) are dropped. Default false.
+	HideKernel bool
+	// Focus keeps the samples with a frame of the function named exactly
+	// Focus and cuts each stack above the function's outermost call, so
+	// the function is the root of every stack. Default "" (no focus).
+	Focus string
+	// FocusDSO keeps the samples with a frame in a DSO whose name
+	// contains this text, ignoring case, and cuts each stack above the
+	// outermost such frame. Applied after Focus. Default "".
+	FocusDSO string
+	// Invert makes the view bottom-up: [View.Path] lists frames leaf
+	// first and [View.CallTree] builds callers trees. Default false.
+	Invert bool
+}
+
+// View is the samples and stacks one report or export shows.
+//
+// Its Profile shares processes, threads, frames and functions with the
+// profile it came from; only its stacks differ when HideKernel or a focus
+// is set, and Samples refer to those stacks. Use the Profile's methods
+// ([Profile.Top], [Profile.Group], [Profile.Tree], [Profile.Stack]) on the
+// view's samples.
+type View struct {
+	*Profile
+	// Samples are the selected samples in file order.
+	Samples []Sample
+	// Invert is [ViewOptions.Invert].
+	Invert bool
+}
+
+// View selects and shapes the samples of p as o says. It fails only on a
+// bad Filter.Comm expression.
+func (p *Profile) View(o ViewOptions) (*View, error) {
+	samples, err := p.Select(o.Filter)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Profile: p, Samples: samples, Invert: o.Invert}
+	if !o.HideKernel && o.Focus == "" && o.FocusDSO == "" {
+		return v, nil
+	}
+	d := *p // a shallow copy sharing everything but the stack tables
+	d.stackStart = []int32{0}
+	d.stackFrames = nil
+	d.Samples = nil
+	remap := make([]StackID, p.NumStacks())
+	for i := range remap {
+		remap[i] = -2 // not decided yet; -1 drops the stack
+	}
+	index := make(map[string]StackID)
+	var key []byte
+	var buf []FrameID
+	dso := strings.ToLower(o.FocusDSO)
+	shape := func(st []FrameID) []FrameID {
+		buf = buf[:0]
+		for _, fr := range st {
+			if o.HideKernel && p.Frames[fr].Kernel {
+				continue
+			}
+			buf = append(buf, fr)
+		}
+		if o.Focus != "" {
+			buf = cutAbove(buf, func(fr FrameID) bool { return p.Funcs[p.Frames[fr].Func].Name == o.Focus })
+		}
+		if dso != "" {
+			buf = cutAbove(buf, func(fr FrameID) bool {
+				return strings.Contains(strings.ToLower(p.Funcs[p.Frames[fr].Func].DSO), dso)
+			})
+		}
+		return buf
+	}
+	out := make([]Sample, 0, len(samples))
+	for _, s := range samples {
+		id := remap[s.Stack]
+		if id == -2 {
+			st := shape(p.Stack(s.Stack))
+			id = -1
+			if len(st) > 0 {
+				key = key[:0]
+				for _, fr := range st {
+					key = binary.LittleEndian.AppendUint32(key, uint32(fr))
+				}
+				nid, ok := index[string(key)]
+				if !ok {
+					nid = StackID(len(d.stackStart) - 1)
+					index[string(key)] = nid
+					d.stackFrames = append(d.stackFrames, st...)
+					d.stackStart = append(d.stackStart, int32(len(d.stackFrames)))
+				}
+				id = nid
+			}
+			remap[s.Stack] = id
+		}
+		if id < 0 {
+			continue
+		}
+		s.Stack = id
+		out = append(out, s)
+	}
+	d.Samples = out
+	v.Profile, v.Samples = &d, out
+	return v, nil
+}
+
+// cutAbove returns the frames of st (leaf first) up to and including the
+// outermost one for which match is true, or nil when none is.
+func cutAbove(st []FrameID, match func(FrameID) bool) []FrameID {
+	for i := len(st) - 1; i >= 0; i-- {
+		if match(st[i]) {
+			return st[:i+1]
+		}
+	}
+	return nil
+}
+
+// Path appends the functions of stack id to buf, root first, or leaf
+// first when the view is inverted, and returns the extended slice.
+func (v *View) Path(id StackID, buf []FuncID) []FuncID {
+	st := v.Stack(id)
+	if v.Invert {
+		for _, fr := range st {
+			buf = append(buf, v.Frames[fr].Func)
+		}
+		return buf
+	}
+	for i := len(st) - 1; i >= 0; i-- {
+		buf = append(buf, v.Frames[st[i]].Func)
+	}
+	return buf
+}
+
+// CallTree builds the call tree of samples as [Profile.Tree] does, with
+// o.BottomUp meaning "the other way round" for an inverted view: an
+// inverted view's default tree is the callers tree.
+func (v *View) CallTree(samples []Sample, o TreeOptions) *Node {
+	o.BottomUp = o.BottomUp != v.Invert
+	return v.Tree(samples, o)
+}
+
+// StackCounts returns how many of samples have each of the view's stacks,
+// indexed by StackID.
+func (v *View) StackCounts(samples []Sample) []int32 {
+	return v.stackCounts(samples)
+}
