@@ -40,20 +40,22 @@ const kallsymsPath = "/proc/kallsyms"
 
 // LoadFile loads the capture at path; see [Load]. It maps a regular file
 // and decodes it in place (other files are read whole first), keeping
-// copies only of the embedded files it reads. Errors name the path.
+// copies only of the small embedded files it reads; the embedded kallsyms
+// is read back from the file if a kernel address is left for it to name,
+// and must then be unchanged. Errors name the path.
 func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := mapFile(f)
+	data, info, err := mapFile(f)
 	if err != nil {
 		return nil, err
 	}
 	var p *Profile
 	if data != nil {
-		p, err = loadMapped(data, opts)
+		p, err = loadMapped(data, &sourceFile{path: name, info: info}, opts)
 	} else {
 		if data, err = io.ReadAll(f); err != nil {
 			return nil, err
@@ -76,23 +78,24 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, false, 0, opts)
+	return load(cr, false, nil, 0, opts)
 }
 
 // LoadBytes is [Load] over a capture held in memory, which it decodes in
 // place. The profile may keep views of data (embedded files it reads only
 // when first needed), so data must not change afterwards.
 func LoadBytes(data []byte, opts LoadOptions) (*Profile, error) {
-	return loadBytes(data, true, opts)
+	return loadBytes(data, nil, opts)
 }
 
-// loadBytes is LoadBytes; keep says the profile may keep views of data.
-func loadBytes(data []byte, keep bool, opts LoadOptions) (*Profile, error) {
+// loadBytes is LoadBytes. With src set, data is src mapped and unmapped
+// after loading, so the profile keeps no view of it.
+func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error) {
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, keep, countSamples(data), opts)
+	return load(cr, src == nil, src, countSamples(data), opts)
 }
 
 // countSamples returns the number of SAMPLE frames in the capture data
@@ -115,10 +118,16 @@ func countSamples(data []byte) int {
 }
 
 // load builds the profile of the frames of cr. inPlace says the frames cr
-// returns stay valid, so embedded files can be kept as views; nSamples,
-// when known, sizes the sample table.
-func load(cr *capture.Reader, inPlace bool, nSamples int, opts LoadOptions) (*Profile, error) {
+// returns stay valid, so embedded files can be kept as views; else they
+// are copied, but for the kallsyms, whose place in src is kept when src is
+// set. nSamples, when known, sizes the sample table.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header())
+	b.files.src = src
+	mode := chunkCopy
+	if inPlace {
+		mode = chunkView
+	}
 	if nSamples > 0 {
 		b.chunk = make([]Sample, 0, nSamples)
 	}
@@ -146,7 +155,11 @@ func load(cr *capture.Reader, inPlace bool, nSamples int, opts LoadOptions) (*Pr
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
 				b.time(c.Time)
 				if wantFile(c.Path) {
-					b.files.add(c.Path, c.Data, c.IsLast, inPlace)
+					m := mode
+					if src != nil && strings.TrimSuffix(c.Path, ".gz") == kallsymsPath {
+						m = chunkExtent
+					}
+					b.files.add(c.Path, c.Data, f.Off+capture.FileChunkDataOffset, c.IsLast, m)
 				}
 			}
 		default:
@@ -410,7 +423,12 @@ func commOf(cmdline string) string {
 // loadProcessFile applies nsprof's process file: comm, namespace pids and
 // container labels.
 func (b *builder) loadProcessFile() {
-	ps, ts, err := record.ReadProcessFile(b.files.capture(record.ProcessFile))
+	fs, err := b.files.capture(record.ProcessFile)
+	var ps []record.ProcessInfo
+	var ts []record.ThreadInfo
+	if err == nil {
+		ps, ts, err = record.ReadProcessFile(fs)
+	}
 	if err != nil {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("process info: %v", err))
 	}
@@ -450,7 +468,12 @@ func (b *builder) loadProcessFile() {
 // loadSymbols decodes the __symbols__ bundle and prepares the embedded
 // kallsyms.
 func (b *builder) loadSymbols() {
-	if data, err := b.files.capture(capture.SymbolsFile).Lookup(capture.SymbolsFile); err == nil {
+	fs, err := b.files.capture(capture.SymbolsFile)
+	var data []byte
+	if err == nil {
+		data, err = fs.Lookup(capture.SymbolsFile)
+	}
+	if err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
@@ -465,10 +488,14 @@ func (b *builder) loadSymbols() {
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {
 		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) {
-			if raw, ok := files.raw(kallsymsPath); ok {
-				return raw, nil
+			if raw, ok, err := files.raw(kallsymsPath); ok || err != nil {
+				return raw, err
 			}
-			return files.capture(kallsymsPath).Lookup(kallsymsPath)
+			fs, err := files.capture(kallsymsPath)
+			if err != nil {
+				return nil, err
+			}
+			return fs.Lookup(kallsymsPath)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -122,5 +123,29 @@ func TestKallsymsLazy(t *testing.T) {
 		if want := map[bool]string{true: "from_bundle", false: "_stext"}[named]; p.Frames[0].Loc.Function != want {
 			t.Errorf("kernel frame named %q, want %q", p.Frames[0].Loc.Function, want)
 		}
+	}
+}
+
+// TestLoadFileKallsymsChanged checks that a mapped capture's kallsyms,
+// read back from the file on first use, is not read from a file that
+// changed since: the symbolizer reports why instead.
+func TestLoadFileKallsymsChanged(t *testing.T) {
+	data := writeTestCapture(t)
+	path := filepath.Join(t.TempDir(), "c.syscap")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadFile(path, LoadOptions{NoSymbolize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)-8], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Kallsyms.Symbolize(0, kBase+0x10, true); ok {
+		t.Error("kallsyms named an address from a changed file")
+	}
+	if err := p.Kallsyms.Err(); err == nil || !strings.Contains(err.Error(), "changed since it was loaded") {
+		t.Errorf("Err() = %v, want the file changed", err)
 	}
 }

@@ -11,26 +11,26 @@ import (
 // mapFile maps the regular file f read-only, so a capture is decoded from
 // the page cache without being copied. It returns nil, nil when f cannot
 // be mapped (not a regular file, empty, or no mmap here); the caller then
-// reads it.
-func mapFile(f *os.File) ([]byte, error) {
+// reads it. It also returns what f is, for reading it again later.
+func mapFile(f *os.File) ([]byte, os.FileInfo, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() || st.Size() <= 0 || st.Size() != int64(int(st.Size())) {
-		return nil, nil
+		return nil, st, nil
 	}
 	data, err := unix.Mmap(int(f.Fd()), int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, nil
+		return nil, st, nil
 	}
-	return data, nil
+	return data, st, nil
 }
 
-// loadMapped loads the capture mapped at data, which it unmaps before it
-// returns: nothing of the profile refers to the mapping. A fault reading
-// the mapping (the file was truncated meanwhile) becomes an error.
-func loadMapped(data []byte, opts LoadOptions) (p *Profile, err error) {
+// loadMapped loads the capture file src mapped at data, which it unmaps
+// before it returns: nothing of the profile refers to the mapping. A fault
+// reading the mapping (the file was truncated meanwhile) becomes an error.
+func loadMapped(data []byte, src *sourceFile, opts LoadOptions) (p *Profile, err error) {
 	defer unix.Munmap(data)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -41,5 +41,5 @@ func loadMapped(data []byte, opts LoadOptions) (p *Profile, err error) {
 			p, err = nil, fmt.Errorf("read capture: the file shrank while being read (%v)", r)
 		}
 	}()
-	return loadBytes(data, false, opts)
+	return loadBytes(data, src, opts)
 }

@@ -109,3 +109,8 @@ func (f *RawFrame) DecodeFileChunk(c *FileChunk) error {
 	}
 	return nil
 }
+
+// FileChunkDataOffset is where a FILE_CHUNK frame's data starts, from the
+// start of the frame: the data [RawFrame.DecodeFileChunk] returns is at
+// file offset Off+FileChunkDataOffset.
+const FileChunkDataOffset = fileChunkFixed
