@@ -19,6 +19,7 @@ PACKAGES=(
 	util-linux # proc/ namespace tests: unshare, nsenter
 	linux-perf # perf/: compare with `perf record` / `perf script`
 	procps # proc/ tests: ps, pgrep, sysctl
+	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

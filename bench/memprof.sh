@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# memprof.sh: what `nsprof record --memprof` costs a malloc-heavy program,
+# side by side with heaptrack and Sysprof's own memprof preload
+# (libsysprof-memory-4.so through sysprof-cli --memprof), in one run.
+#
+# Workload: internal/testutils/fixtures/memstress.c, THREADS threads each
+# doing COUNT malloc(100)/free pairs (default 8 × 1,000,000: 16 M events).
+# Every tool runs the whole workload as a user would run it (wall time of
+# the tool's command, start-up and finishing included), RUNS times each,
+# interleaved; the table shows the median and the slowdown against the
+# program alone. Also: the cost of a trivial program (/bin/true) under
+# --memprof against the same recording without it.
+#
+#   bench/memprof.sh
+#
+# Environment: THREADS (8), COUNT (1000000), RUNS (3), BENCH_DIR (/dev/shm).
+# Needs root, gcc, heaptrack and sysprof (scripts/install-deps.sh). Sysprof
+# 3.46 opens everything through sysprofd on the system D-Bus: without a
+# running system bus the script starts one (and stops it at the end).
+# Sysprof drops the events its rings cannot take (it does not wait), so
+# its "events kept" column says how much of the work it recorded.
+set -euo pipefail
+
+threads=${THREADS:-8}
+count=${COUNT:-1000000}
+runs=${RUNS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+base=${BENCH_DIR:-/dev/shm}
+tmp=$(mktemp -d "$base/nsprof-memprof.XXXXXX")
+dbus_pid=
+cleanup() {
+	rm -rf "$tmp"
+	if [ -n "$dbus_pid" ]; then kill "$dbus_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+nsprof=$root/bin/nsprof
+lib=$root/bin/libnsprof-memprof.so
+[ -x "$nsprof" ] && [ -f "$lib" ] || (cd "$root" && make -s build)
+flags="-O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -pthread"
+gcc $flags -o "$tmp/memstress" "$root/internal/testutils/fixtures/memstress.c"
+work=("$tmp/memstress" "$threads" "$count" 100)
+events=$((threads * count * 2))
+
+have_sysprof=
+if command -v sysprof-cli >/dev/null && command -v dbus-daemon >/dev/null; then
+	if ! dbus-send --system --dest=org.freedesktop.DBus --type=method_call --print-reply / org.freedesktop.DBus.GetId >/dev/null 2>&1; then
+		mkdir -p /run/dbus
+		rm -f /run/dbus/pid
+		dbus_pid=$(dbus-daemon --system --fork --print-pid)
+	fi
+	have_sysprof=1
+fi
+have_heaptrack=
+command -v heaptrack >/dev/null && have_heaptrack=1
+
+now() { date +%s.%N; }
+# timed NAME CMD...: runs CMD, appends its wall seconds to $tmp/NAME.
+timed() {
+	local name=$1
+	shift
+	local t0 t1
+	t0=$(now)
+	"$@" >/dev/null 2>"$tmp/$name.err" || { echo "$name failed:"; cat "$tmp/$name.err"; exit 1; }
+	t1=$(now)
+	echo "$t1 - $t0" | bc -l >>"$tmp/$name"
+}
+median() { sort -g "$tmp/$1" | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] }'; }
+quiet="--no-cpu --no-disk --no-network --no-memory --no-perf -f"
+
+echo "workload: $threads threads × $count malloc(100)/free ($events events), $runs runs each, interleaved"
+echo "$(uname -r), $(nproc) CPUs, $(gcc --version | head -1)"
+for i in $(seq "$runs"); do
+	timed baseline "${work[@]}"
+	timed nsprof-fp "$nsprof" record --memprof $quiet -o "$tmp/fp.syscap" -- "${work[@]}"
+	kept_fp=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-fp.err" | awk '{ print $1 + $4 }')
+	timed nsprof-backtrace "$nsprof" record --memprof -e NSPROF_MEMPROF_UNWIND=backtrace $quiet -o "$tmp/bt.syscap" -- "${work[@]}"
+	timed nsprof-sample512k "$nsprof" record --memprof --memprof-sample 524288 $quiet -o "$tmp/s.syscap" -- "${work[@]}"
+	timed nsprof-perf+memprof "$nsprof" record --memprof --no-cpu --no-disk --no-network --no-memory -f -o "$tmp/pm.syscap" -- "${work[@]}"
+	if [ -n "$have_heaptrack" ]; then
+		timed heaptrack heaptrack -o "$tmp/ht" "${work[@]}"
+		rm -f "$tmp"/ht*.zst "$tmp"/ht*.gz
+	fi
+	if [ -n "$have_sysprof" ]; then
+		timed sysprof timeout 300 sysprof-cli --force --memprof --no-perf --no-decode --no-cpu --no-disk --no-network --no-memory --no-battery "$tmp/sp.syscap" -- "${work[@]}"
+		kept_sp=$("$nsprof" dump --summary "$tmp/sp.syscap" | awk '$1 == "ALLOCATION" { print $2 }')
+	fi
+done
+
+b=$(median baseline)
+ht=
+[ -n "$have_heaptrack" ] && ht=$(median heaptrack)
+printf '\n%-22s %10s %10s %12s %14s\n' tool "median s" slowdown "vs heaptrack" "events kept"
+for name in baseline nsprof-fp nsprof-backtrace nsprof-sample512k nsprof-perf+memprof heaptrack sysprof; do
+	[ -f "$tmp/$name" ] || continue
+	m=$(median "$name")
+	slow=$(echo "$m / $b" | bc -l)
+	vs=-
+	if [ -n "$ht" ] && [ "$name" != baseline ]; then
+		vs=$(printf '%.2f' "$(echo "($m / $b) / ($ht / $b)" | bc -l)")
+	fi
+	kept=-
+	case $name in
+	nsprof-fp) kept="$kept_fp/$events" ;;
+	heaptrack) kept="all" ;;
+	sysprof) kept="$kept_sp/$events" ;;
+	esac
+	printf '%-22s %10s %9.2fx %12s %14s\n' "$name" "$m" "$slow" "$vs" "$kept"
+done
+
+echo
+echo "start-up: /bin/true recorded 10 times with and without --memprof (same recorder settings)"
+for i in $(seq 10); do
+	timed true-plain "$nsprof" record $quiet -o "$tmp/t0.syscap" -- /bin/true
+	timed true-memprof "$nsprof" record --memprof $quiet -o "$tmp/t1.syscap" -- /bin/true
+	timed true-alone /bin/true
+	timed true-preload env LD_PRELOAD="$lib" /bin/true
+done
+printf '%-34s %8s s\n' "nsprof record -- /bin/true" "$(median true-plain)"
+printf '%-34s %8s s\n' "nsprof record --memprof -- /bin/true" "$(median true-memprof)"
+printf '%-34s %8s s\n' "/bin/true alone" "$(median true-alone)"
+printf '%-34s %8s s\n' "/bin/true, library loaded, no recorder" "$(median true-preload)"
