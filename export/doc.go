@@ -1,0 +1,13 @@
+// Package export writes the samples of an [analyze.View] in the formats of
+// other tools: pprof protocol buffers (go tool pprof, Pyroscope),
+// speedscope JSON, folded stacks (flamegraph.pl, inferno) and a standalone
+// SVG flame graph. [Generate] dispatches on a [Format] and writes to an
+// io.Writer.
+//
+// Every format counts samples exactly as the reports of the same view do:
+// a function's self and total samples in an export equal those of
+// `nsprof report` with the same filters.
+//
+// Concurrency: the functions only read the view; several may run at once
+// on one view.
+package export

@@ -1,0 +1,173 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/analyze"
+)
+
+// kernelMapping names the mapping of kernel addresses, as perf does.
+const kernelMapping = "[kernel.kallsyms]"
+
+// mappingKey identifies a mapping across processes: the same file mapped
+// at the same place is one pprof mapping.
+type mappingKey struct {
+	start, end, offset uint64
+	file, buildID      string
+}
+
+// pprofBuilder turns a view into a profile.Profile.
+type pprofBuilder struct {
+	v        *analyze.View
+	p        *profile.Profile
+	locs     []*profile.Location // by FrameID
+	funcs    []*profile.Function // by FuncID
+	mappings map[mappingKey]*profile.Mapping
+	kernel   *profile.Mapping
+}
+
+// Pprof builds the pprof profile of v: one sample value "samples"/"count"
+// per distinct (stack, thread), locations leaf first with their mapping
+// (file, offset, build-id) and function (name, source file and line when
+// known), and labels pid, tid and nspid (numbers), comm and container
+// (strings). Kernel addresses share one mapping named [kernel.kallsyms].
+// The symbol bundle carries no inline frames, so every location has one
+// line. v.Invert is ignored.
+func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
+	o.setDefaults()
+	b := &pprofBuilder{
+		v: v,
+		p: &profile.Profile{
+			SampleType:        []*profile.ValueType{{Type: "samples", Unit: "count"}},
+			DefaultSampleType: "samples",
+			PeriodType:        &profile.ValueType{Type: "samples", Unit: "count"},
+			Period:            1,
+			DurationNanos:     v.Duration(),
+			Comments:          []string{o.Title},
+		},
+		locs:     make([]*profile.Location, len(v.Frames)),
+		funcs:    make([]*profile.Function, len(v.Funcs)),
+		mappings: make(map[mappingKey]*profile.Mapping),
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v.Header.CaptureTime); err == nil {
+		b.p.TimeNanos = t.UnixNano()
+	}
+	type sampleKey struct {
+		stack analyze.StackID
+		tid   int32
+	}
+	index := make(map[sampleKey]*profile.Sample)
+	for _, s := range v.Samples {
+		k := sampleKey{s.Stack, s.TID}
+		if ps := index[k]; ps != nil {
+			ps.Value[0]++
+			continue
+		}
+		ps := &profile.Sample{Value: []int64{1}, Label: map[string][]string{}, NumLabel: map[string][]int64{
+			"pid": {int64(s.PID)}, "tid": {int64(s.TID)},
+		}}
+		if pr := v.Process(s.PID); pr != nil {
+			if pr.Comm != "" {
+				ps.Label["comm"] = []string{pr.Comm}
+			}
+			if pr.NSPID != 0 {
+				ps.NumLabel["nspid"] = []int64{int64(pr.NSPID)}
+			}
+			if pr.Container != nil {
+				ps.Label["container"] = []string{pr.Container.Label()}
+			}
+		}
+		for _, fr := range v.Stack(s.Stack) {
+			ps.Location = append(ps.Location, b.location(fr))
+		}
+		index[k] = ps
+		b.p.Sample = append(b.p.Sample, ps)
+	}
+	if err := b.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("building pprof profile: %w", err)
+	}
+	return b.p, nil
+}
+
+// writePprof writes the gzipped pprof profile of v.
+func writePprof(w io.Writer, v *analyze.View, o Options) error {
+	p, err := Pprof(v, o)
+	if err != nil {
+		return err
+	}
+	return p.Write(w)
+}
+
+func (b *pprofBuilder) location(id analyze.FrameID) *profile.Location {
+	if l := b.locs[id]; l != nil {
+		return l
+	}
+	fr := &b.v.Frames[id]
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: fr.Addr, Mapping: b.mapping(fr)}
+	l.Line = []profile.Line{{Function: b.function(fr), Line: int64(fr.Loc.Line)}}
+	b.locs[id] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+func (b *pprofBuilder) function(fr *analyze.Frame) *profile.Function {
+	if f := b.funcs[fr.Func]; f != nil {
+		if f.Filename == "" && fr.Loc.File != "" {
+			f.Filename = fr.Loc.File
+		}
+		return f
+	}
+	fn := &b.v.Funcs[fr.Func]
+	f := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fn.Name, SystemName: fn.Name, Filename: fr.Loc.File}
+	b.funcs[fr.Func] = f
+	b.p.Function = append(b.p.Function, f)
+	return f
+}
+
+// mapping returns the pprof mapping of a frame: the process's mapping
+// holding it, the kernel's, or nil (JIT code, unmapped addresses).
+func (b *pprofBuilder) mapping(fr *analyze.Frame) *profile.Mapping {
+	if fr.Kernel {
+		if b.kernel == nil {
+			b.kernel = b.newMapping(mappingKey{start: fr.Addr, end: fr.Addr + 1, file: kernelMapping})
+		}
+		b.kernel.Start = min(b.kernel.Start, fr.Addr)
+		b.kernel.Limit = max(b.kernel.Limit, fr.Addr+1)
+		return b.kernel
+	}
+	m := b.v.Mapping(fr.PID, fr.Addr)
+	if m == nil {
+		return nil
+	}
+	k := mappingKey{m.Start, m.End, m.Offset, m.File, m.BuildID}
+	if pm := b.mappings[k]; pm != nil {
+		b.noteLines(pm, fr)
+		return pm
+	}
+	pm := b.newMapping(k)
+	b.mappings[k] = pm
+	b.noteLines(pm, fr)
+	return pm
+}
+
+func (b *pprofBuilder) newMapping(k mappingKey) *profile.Mapping {
+	pm := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), Start: k.start, Limit: k.end, Offset: k.offset,
+		File: k.file, BuildID: k.buildID, HasFunctions: true}
+	b.p.Mapping = append(b.p.Mapping, pm)
+	return pm
+}
+
+// noteLines marks a mapping as having file names and line numbers when a
+// frame in it has them.
+func (b *pprofBuilder) noteLines(pm *profile.Mapping, fr *analyze.Frame) {
+	if fr.Loc.File != "" {
+		pm.HasFilenames = true
+	}
+	if fr.Loc.Line > 0 {
+		pm.HasLineNumbers = true
+	}
+}
