@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# report-speed.sh: how long `nsprof report` takes against `perf report
+# --stdio` on the same workload, each recorded by its own tool for the same
+# duration, in one run.
+#
+# The workload is bench/record-overhead/work.c (a 5-deep call chain in
+# THREADS threads, with libc and ld.so mapped); it runs about SECONDS
+# seconds under
+#   nsprof record -F FREQ -o X -- work ...
+#   perf record -g -e cpu-clock -F FREQ -o Y -- work ...
+# Then, RUNS times each, alternating:
+#   nsprof report X          (text, top functions; symbols from the bundle)
+#   perf report --stdio -i Y (default view: children, call graphs)
+#   perf report --stdio --no-children -g none -i Y (flat, as nsprof's default)
+# and prints the median wall time of each and the ratios perf/nsprof
+# (> 1: nsprof is faster). Both reports write to a file, so both print
+# every function. The symbol bundling nsprof does at the end of `record`
+# is shown from its log line, and timed per DSO by bench/symbolize-dso
+# (open the mapped file, find its symbols, build the table: the cost of
+# each new DSO).
+#
+#   bench/report-speed.sh [SECONDS]
+#
+# Environment: THREADS (2), FREQ (1000), RUNS (5), BENCH_DIR (/dev/shm),
+# PERF (perf), CC (gcc), KEEP (set to keep the captures and binaries in
+# BENCH_DIR, e.g. for profiling nsprof report with NSPROF_CPUPROFILE).
+set -euo pipefail
+
+secs=${1:-10}
+threads=${THREADS:-2}
+freq=${FREQ:-1000}
+runs=${RUNS:-5}
+cc=${CC:-gcc}
+root=$(cd "$(dirname "$0")/.." && pwd)
+base=${BENCH_DIR:-/dev/shm}
+perf=${PERF:-perf}
+tmp=$(mktemp -d "$base/nsprof-report-speed.XXXXXX")
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$tmp"' EXIT; fi
+
+"$cc" -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o "$tmp/work" "$root/bench/record-overhead/work.c"
+(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof && go build -o "$tmp/symbolize-dso" ./bench/symbolize-dso)
+
+# Iterations for about secs seconds: calibrate with a short run.
+cal=$("$tmp/work" 2000 1 | sed -n 's/.*work_wall_s=\([0-9.]*\).*/\1/p')
+iter=$(awk -v c="$cal" -v s="$secs" 'BEGIN { printf "%d", 2000 * s / c }')
+
+echo "== report-speed $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, $("$perf" --version), nsprof $(cd "$root" && git describe --always --dirty)"
+echo "   workload: work $iter iterations x $threads threads (~${secs}s), -F $freq"
+
+"$tmp/nsprof" record -F "$freq" --no-cpu --no-memory --no-disk --no-network -o "$tmp/n.syscap" -f -- "$tmp/work" "$iter" "$threads" >/dev/null 2>"$tmp/nsprof-record.log"
+"$perf" record -q -g -e cpu-clock -F "$freq" -o "$tmp/p.data" -- "$tmp/work" "$iter" "$threads" >/dev/null 2>"$tmp/perf-record.log"
+echo "   nsprof capture: $(stat -c %s "$tmp/n.syscap") bytes, $("$tmp/nsprof" dump --summary "$tmp/n.syscap" | awk '$1 == "SAMPLE" {print $2}') samples;" \
+	"perf.data: $(stat -c %s "$tmp/p.data") bytes, $("$perf" report --stats -i "$tmp/p.data" 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}') samples"
+grep -h "bundled" "$tmp/nsprof-record.log" | sed 's/^nsprof: /   nsprof record: /' || true
+echo "   symbolization per new DSO (bench/symbolize-dso, open + find symbols + table; first load in the process, then median of 5):"
+"$tmp/symbolize-dso" -runs 5 "$tmp/n.syscap" | awk '
+	/^dso=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
+		  n = split(v["dso"], parts, "/"); src = v["source"]; sub(/:.*/, "", src)
+		  printf "     %-28s %7s symbols from %-9s %8.2f ms first %8.2f ms median\n", parts[n], v["symbols"], src, v["first_ms"], v["median_ms"]; next }
+	/^dsos=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		   printf "     %-28s %7s %-22s %8.2f ms first %8.2f ms median\n", v["dsos"] " DSOs", "", "", v["first_ms_total"], v["median_ms_total"]; next }
+	{ print "     " $0 }'
+
+TIMEFORMAT=%3R
+: >"$tmp/results"
+for r in $(seq "$runs"); do
+	t=$({ time "$tmp/nsprof" report "$tmp/n.syscap" >"$tmp/n.out"; } 2>&1)
+	echo "nsprof $t" >>"$tmp/results"
+	t=$({ time "$perf" report --stdio -i "$tmp/p.data" >"$tmp/p.out" 2>/dev/null; } 2>&1)
+	echo "perf $t" >>"$tmp/results"
+	t=$({ time "$perf" report --stdio --no-children -g none -i "$tmp/p.data" >"$tmp/pf.out" 2>/dev/null; } 2>&1)
+	echo "perf-flat $t" >>"$tmp/results"
+done
+echo
+echo "   top of nsprof report:"; sed -n 1,12p "$tmp/n.out" | sed 's/^/     /'
+echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/pf.out" | grep -v '^$' | head -6 | sed 's/^/     /'
+[ -n "${KEEP:-}" ] && echo "   kept: $tmp"
+awk '
+function median(list,   a, k, i, j, v) {
+	k = split(list, a, " ")
+	for (i = 2; i <= k; i++) { v = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
+	return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+}
+{ t[$1] = t[$1] " " $2 }
+END {
+	n = median(t["nsprof"]); p = median(t["perf"]); f = median(t["perf-flat"])
+	print ""
+	printf "   %-40s %8s %10s\n", "median wall time of '"$runs"' runs", "seconds", "perf/nsprof"
+	printf "   %-40s %8.3f %10s\n", "nsprof report", n, "-"
+	printf "   %-40s %8.3f %9.1fx\n", "perf report --stdio", p, p / n
+	printf "   %-40s %8.3f %9.1fx\n", "perf report --stdio --no-children -g none", f, f / n
+}' "$tmp/results"
