@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +50,26 @@ func exitCodeOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// spin keeps one CPU busy in this process until the returned function is
+// called (which may be called more than once), so that a system-wide
+// recording gets a steady stream of samples.
+func spin() (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		for n := 0; ; n++ {
+			if n%(1<<16) == 0 {
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // readClean reads a capture to its end and fails on any damage; it returns
@@ -160,6 +181,11 @@ func TestRecordCommandCrash(t *testing.T) {
 // TestRecordDiskFull records the whole system into a small tmpfs: nsprof
 // stops with a clear error and a non-zero status, and the capture reads
 // cleanly up to its last flushed frame, with Sysprof's reader too.
+//
+// The start of a recording (process table, mount tables) takes most of
+// the 256 KiB; samples fill the rest. On an idle system they came so
+// slowly that the disk filled only after 10-17 s, so the test keeps one
+// CPU busy itself: about 1000 samples a second, whatever else runs.
 func TestRecordDiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutils.RequireCI(t, "mounting a tmpfs needs root")
@@ -171,8 +197,11 @@ func TestRecordDiskFull(t *testing.T) {
 	defer exec.Command("umount", dir).Run()
 	out := filepath.Join(dir, "c.syscap")
 	cmd, stderr := nsprofProcess(t, "record", "-a", "--duration", "20", "-o", out)
+	stopSpin := spin()
+	defer stopSpin()
 	start := time.Now()
 	code := exitCodeOf(cmd.Run())
+	stopSpin()
 	if code == 0 {
 		t.Fatalf("exit 0 on a full disk; stderr:\n%s", stderr)
 	}
