@@ -41,6 +41,9 @@ type Timeline struct {
 	Processes []*ProcessSpan
 	// Files are the embedded files.
 	Files []capture.EmbeddedFile
+	// Metadata holds the METADATA frames' values by id (the last one
+	// of an id wins), such as nsprof's "nsprof.frequency" and "n-cpu".
+	Metadata map[string]string
 	// Warnings say what could not be used, such as a damaged process
 	// file.
 	Warnings []string
@@ -117,7 +120,7 @@ func LoadTimeline(r io.Reader) (*Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Timeline{Header: cr.Header(), Frames: make(map[capture.FrameType]FrameStat)}
+	t := &Timeline{Header: cr.Header(), Frames: make(map[capture.FrameType]FrameStat), Metadata: make(map[string]string)}
 	b := timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), counters: make(map[uint32]*Counter),
 		cpus: make(map[int]bool), minTime: math.MaxInt64, maxTime: math.MinInt64}
 	var readErr error
@@ -207,6 +210,8 @@ func (b *timelineBuilder) add(f capture.Frame) {
 		b.t.Marks = append(b.t.Marks, *f)
 	case *capture.Log:
 		b.t.Logs = append(b.t.Logs, *f)
+	case *capture.Metadata:
+		b.t.Metadata[f.ID] = f.Value
 	case *capture.CounterDefine:
 		for _, c := range f.Counters {
 			ctr := &Counter{ID: c.ID, Category: c.Category, Name: c.Name, Description: c.Description, Type: c.Type,

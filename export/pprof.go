@@ -3,6 +3,8 @@ package export
 import (
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -87,10 +89,38 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		index[k] = ps
 		b.p.Sample = append(b.p.Sample, ps)
 	}
+	b.mainFirst()
 	if err := b.p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("building pprof profile: %w", err)
 	}
 	return b.p, nil
+}
+
+// mainFirst moves the mapping of the main executable to the front, where
+// pprof looks for it ("File:" in its reports): the mapping of the file
+// the most sampled process runs, by command line or comm.
+func (b *pprofBuilder) mainFirst() {
+	var top *analyze.Process
+	for _, pr := range b.v.Processes {
+		if top == nil || pr.Samples > top.Samples {
+			top = pr
+		}
+	}
+	if top == nil {
+		return
+	}
+	exe, _, _ := strings.Cut(top.Cmdline, " ")
+	for i, m := range b.p.Mapping {
+		if m.File != "" && (m.File == exe || path.Base(m.File) == top.Comm) {
+			ms := b.p.Mapping
+			copy(ms[1:i+1], ms[:i])
+			ms[0] = m
+			for j, m := range ms {
+				m.ID = uint64(j + 1)
+			}
+			return
+		}
+	}
 }
 
 // writePprof writes the gzipped pprof profile of v.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +21,10 @@ import (
 // reportOptions are the settings of `nsprof report`.
 type reportOptions struct {
 	// Input is the capture's path.
-	Input  string
-	Filter analyze.Filter
-	By     analyze.GroupBy
+	Input string
+	// View selects and shapes the samples (Filter, HideKernel, Focus…).
+	View analyze.ViewOptions
+	By   analyze.GroupBy
 	// Tree and BottomUp choose the call-tree views instead of the
 	// function table.
 	Tree, BottomUp bool
@@ -40,6 +40,9 @@ type reportOptions struct {
 	JSON  bool
 	// Memory prints the heap profile of the ALLOCATION frames instead.
 	Memory bool
+	// Timeline is a view of the capture's timeline instead of samples:
+	// "marks", "counters", "processes", "logs" or "summary"; "" for none.
+	Timeline string
 }
 
 // reportSchema names the --json document format. Any change that is not
@@ -48,10 +51,10 @@ const reportSchema = "nsprof-report/1"
 
 func newReportCmd() *cobra.Command {
 	var (
-		opts         reportOptions
-		pids, tids   []int
-		since, until string
-		by, sortBy   string
+		opts   reportOptions
+		sel    selectFlags
+		sortBy string
+		views  = map[string]*bool{"marks": new(bool), "counters": new(bool), "processes": new(bool), "logs": new(bool), "summary": new(bool)}
 	)
 	cmd := &cobra.Command{
 		Use:   "report [flags] [FILE]",
@@ -72,6 +75,16 @@ Filters combine: --pid, --tid, --comm (regular expression over comm and command
 line), --container ("host", a podman name or id prefix, a Flatpak app id),
 --dso (samples with a frame in a DSO whose name contains the text) and
 --since/--until (seconds from the capture's start, or durations like 250ms).
+--hide-kernel charges kernel time to the calling user function; --focus NAME
+keeps the samples through function NAME with their stacks starting there
+(--focus-dso the same for a DSO); --by comm merges processes of the same name.
+
+Instead of samples, --marks prints per group:name mark counts and durations
+(min, max, mean, median, p95), --counters each counter's min, mean and max
+with a sparkline, --processes process lifetimes, pids inside and outside
+their namespace, container and command line, --logs the log messages and
+--summary the capture's facts (duration, CPUs, samples, lost samples, frames
+by type). --since/--until and --pid select marks, logs and processes too.
 
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
@@ -90,31 +103,22 @@ byte offset.`,
   nsprof report --bottom-up --dso libc
   nsprof report --by container --container web
   nsprof report --by thread --pid 1234 --since 2 --until 5
-  nsprof report --json > report.json`,
+  nsprof report --json > report.json
+  nsprof report --tree --hide-kernel --focus handle_request
+  nsprof report --marks --since 2 --until 5
+  nsprof report --counters --processes --summary`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Input = "capture.syscap"
 			if len(args) == 1 {
 				opts.Input = args[0]
 			}
-			for _, p := range pids {
-				opts.Filter.PIDs = append(opts.Filter.PIDs, int32(p))
-			}
-			for _, t := range tids {
-				opts.Filter.TIDs = append(opts.Filter.TIDs, int32(t))
-			}
 			var err error
-			if opts.Filter.Since, err = parseOffset(since); err != nil {
-				return usagef(cmd, "--since: %v", err)
+			if opts.View, opts.By, err = sel.parse(cmd); err != nil {
+				return err
 			}
-			if opts.Filter.Until, err = parseOffset(until); err != nil {
-				return usagef(cmd, "--until: %v", err)
-			}
-			if opts.Filter.Until != 0 && opts.Filter.Until <= opts.Filter.Since {
-				return usagef(cmd, "--until must be after --since")
-			}
-			if opts.By, err = analyze.ParseGroupBy(by); err != nil {
-				return usagef(cmd, "--by: %v", err)
+			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
+				return err
 			}
 			switch sortBy {
 			case "self":
@@ -132,9 +136,6 @@ byte offset.`,
 			if opts.Depth < 0 || opts.MinPercent < 0 || opts.MinPercent > 100 {
 				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
 			}
-			if _, err := regexp.Compile(opts.Filter.Comm); err != nil {
-				return usagef(cmd, "--comm: %v", err)
-			}
 			if !cmd.Flags().Changed("limit") && !opts.JSON {
 				opts.Limit, opts.Width = terminalFit(cmd.OutOrStdout(), opts.By != analyze.GroupNone)
 			} else if opts.Limit == 0 {
@@ -144,14 +145,7 @@ byte offset.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntSliceVarP(&pids, "pid", "p", nil, "only samples of processes `PID[,PID...]`")
-	f.IntSliceVarP(&tids, "tid", "t", nil, "only samples of threads `TID[,TID...]`")
-	f.StringVarP(&opts.Filter.Comm, "comm", "c", "", "only processes whose comm or command line matches `REGEXP`")
-	f.StringVar(&opts.Filter.Container, "container", "", "only processes in containers matching `LABEL` (host, podman name or id prefix, flatpak app id)")
-	f.StringVar(&opts.Filter.DSO, "dso", "", "only samples with a frame in a DSO whose name contains `TEXT`")
-	f.StringVar(&since, "since", "", "only samples from `TIME` after the capture's start (seconds, or a duration like 1.5s)")
-	f.StringVar(&until, "until", "", "only samples before `TIME` after the capture's start")
-	f.StringVar(&by, "by", "", "one section per `GROUP`: process, thread or container")
+	sel.add(f)
 	f.BoolVar(&opts.Tree, "tree", false, "print the top-down call tree")
 	f.BoolVar(&opts.BottomUp, "bottom-up", false, "print the bottom-up (callers) tree")
 	f.IntVar(&opts.Depth, "depth", 8, "tree levels to print (0: all)")
@@ -160,6 +154,11 @@ byte offset.`,
 	f.IntVarP(&opts.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
+	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration")
+	f.BoolVar(views["counters"], "counters", false, "print each counter's min, mean and max with a sparkline")
+	f.BoolVar(views["processes"], "processes", false, "print the processes: lifetime, pid and namespace pid, container, command line")
+	f.BoolVar(views["logs"], "logs", false, "print the log messages")
+	f.BoolVar(views["summary"], "summary", false, "print the capture's facts: duration, CPUs, samples, lost samples, frames by type")
 	return cmd
 }
 
@@ -202,6 +201,9 @@ func terminalFit(w io.Writer, grouped bool) (limit, width int) {
 
 // report runs `nsprof report`.
 func report(opts reportOptions, stdout, stderr io.Writer) error {
+	if opts.Timeline != "" {
+		return reportTimeline(opts, stdout, stderr)
+	}
 	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
 	if p == nil {
 		return loadErr
@@ -212,10 +214,11 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
 	}
-	samples, err := p.Select(opts.Filter)
+	v, err := p.View(opts.View)
 	if err != nil {
 		return err
 	}
+	p, samples := v.Profile, v.Samples // the view's stacks
 	groups := p.Group(samples, opts.By)
 	bw := bufio.NewWriterSize(stdout, 64*1024)
 	if opts.Memory {
@@ -291,7 +294,7 @@ func writeReportText(w io.Writer, p *analyze.Profile, o reportOptions, samples [
 		fmt.Fprintf(w, ", %d lost samples", p.Lost)
 	}
 	fmt.Fprintf(w, "\n%s\n", symbolSummary(p))
-	if !o.Filter.IsZero() {
+	if shaped(o.View) {
 		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), len(p.Samples))
 	}
 	if len(samples) == 0 {

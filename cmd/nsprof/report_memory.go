@@ -13,8 +13,8 @@ import (
 // leaks and temporary allocations by stack.
 func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) error {
 	var pids []int32
-	if len(opts.Filter.PIDs) > 0 {
-		pids = opts.Filter.PIDs
+	if len(opts.View.Filter.PIDs) > 0 {
+		pids = opts.View.Filter.PIDs
 	}
 	m, err := analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: pids})
 	if m == nil {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/analyze"
+	"nsprof/export"
+)
+
+// exportOptions are the settings of `nsprof export`.
+type exportOptions struct {
+	// Input is the capture's path; Output the file to write, "" or "-"
+	// for standard output.
+	Input, Output string
+	Force         bool
+	Format        export.Format
+	View          analyze.ViewOptions
+	Export        export.Options
+}
+
+func newExportCmd() *cobra.Command {
+	var (
+		opts   exportOptions
+		sel    selectFlags
+		format string
+	)
+	cmd := &cobra.Command{
+		Use:   "export [flags] FILE --format pprof|speedscope|folded|svg",
+		Short: "Write the samples of a capture for pprof, speedscope or flame graph tools",
+		Long: `Export writes the stack samples of a capture in another tool's format:
+
+  pprof       gzipped profile.proto for go tool pprof and Pyroscope: mappings
+              with build-ids, functions, locations, and the labels pid, tid,
+              nspid, comm and container on every sample
+  speedscope  speedscope's JSON file format, one sampled profile per thread
+              (per group with --by), samples in time order
+  folded      one line per distinct stack, "root;...;leaf COUNT", for
+              flamegraph.pl and inferno
+  svg         a standalone flame graph; click Search (or press /) to
+              highlight functions by regular expression
+
+The output goes to standard output unless -o names a file (not overwritten
+without -f); pprof is never written to a terminal. The filters, --hide-kernel,
+--focus and --focus-dso select and shape samples exactly as in nsprof report,
+so the numbers agree. --invert puts leaves at the root (not for pprof, which
+has its own views); --by adds a root frame per group to folded stacks and the
+SVG, and makes one speedscope profile per group.`,
+		Example: `  nsprof export capture.syscap --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
+  nsprof export capture.syscap --format speedscope -o profile.speedscope.json
+  nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
+  nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Input = args[0]
+			if format == "" {
+				return usagef(cmd, "--format is required: pprof, speedscope, folded or svg")
+			}
+			var err error
+			if opts.Format, err = export.ParseFormat(format); err != nil {
+				return usagef(cmd, "--format: %v", err)
+			}
+			if opts.View, opts.Export.By, err = sel.parse(cmd); err != nil {
+				return err
+			}
+			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
+				return usagef(cmd, "pprof takes neither --invert nor --by: use pprof's own views and its labels pid, tid, comm and container")
+			}
+			if opts.Export.Title == "" {
+				opts.Export.Title = filepath.Base(opts.Input)
+			}
+			return exportCapture(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	sel.add(f)
+	f.StringVar(&format, "format", "", "output `FORMAT`: pprof, speedscope, folded or svg (required)")
+	f.StringVarP(&opts.Output, "output", "o", "", "write to `OUT` instead of standard output")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
+	f.BoolVar(&sel.view.Invert, "invert", false, "put the leaf functions at the root (bottom-up)")
+	f.StringVar(&opts.Export.Title, "title", "", "name the profile `TITLE` (default: the capture's file name)")
+	f.IntVar(&opts.Export.Width, "width", 1200, "SVG width in `PIXELS`")
+	return cmd
+}
+
+// exportCapture runs `nsprof export`.
+func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	if p == nil {
+		return loadErr
+	}
+	if loadErr != nil {
+		fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the %d samples before the damage\n", loadErr, len(p.Samples))
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
+	}
+	v, err := p.View(opts.View)
+	if err != nil {
+		return err
+	}
+	out := stdout
+	if opts.Output == "" || opts.Output == "-" {
+		if opts.Format == export.FormatPprof && isTerminal(stdout) {
+			return errors.New("refusing to write a pprof profile to a terminal: redirect standard output or use -o FILE")
+		}
+	} else {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if opts.Force {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		}
+		f, oerr := os.OpenFile(opts.Output, flags, 0o644)
+		if errors.Is(oerr, fs.ErrExist) {
+			return fmt.Errorf("%s: file exists (use -f to overwrite)", opts.Output)
+		}
+		if oerr != nil {
+			return oerr
+		}
+		defer func() { // sets the named result err
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("%s: %w", opts.Output, cerr)
+			}
+		}()
+		out = f
+	}
+	bw := bufio.NewWriterSize(out, 256*1024)
+	if err := export.Generate(bw, v, opts.Format, opts.Export); err != nil {
+		return fmt.Errorf("exporting %s as %v: %w", opts.Input, opts.Format, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", opts.Format, err)
+	}
+	if len(v.Samples) == 0 {
+		fmt.Fprintf(stderr, "nsprof: warning: %s: no samples selected\n", opts.Input)
+	}
+	return nil
+}

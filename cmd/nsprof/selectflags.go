@@ -1,0 +1,70 @@
+package main
+
+import (
+	"regexp"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"nsprof/analyze"
+)
+
+// selectFlags are the flags that select and shape samples, shared by
+// report and export so that both count the same samples.
+type selectFlags struct {
+	pids, tids   []int
+	since, until string
+	by           string
+	view         analyze.ViewOptions
+}
+
+// add registers the flags on f.
+func (s *selectFlags) add(f *pflag.FlagSet) {
+	f.IntSliceVarP(&s.pids, "pid", "p", nil, "only samples of processes `PID[,PID...]`")
+	f.IntSliceVarP(&s.tids, "tid", "t", nil, "only samples of threads `TID[,TID...]`")
+	f.StringVarP(&s.view.Filter.Comm, "comm", "c", "", "only processes whose comm or command line matches `REGEXP`")
+	f.StringVar(&s.view.Filter.Container, "container", "", "only processes in containers matching `LABEL` (host, podman name or id prefix, flatpak app id)")
+	f.StringVar(&s.view.Filter.DSO, "dso", "", "only samples with a frame in a DSO whose name contains `TEXT`")
+	f.StringVar(&s.since, "since", "", "only samples from `TIME` after the capture's start (seconds, or a duration like 1.5s)")
+	f.StringVar(&s.until, "until", "", "only samples before `TIME` after the capture's start")
+	f.StringVar(&s.by, "by", "", "one section per `GROUP`: process, thread, container or comm (merges processes of the same name)")
+	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
+	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
+	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
+}
+
+// parse checks the flags and returns the view options and grouping; its
+// errors are usage errors of cmd.
+func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.GroupBy, error) {
+	v := s.view
+	v.Filter.PIDs, v.Filter.TIDs = nil, nil
+	for _, p := range s.pids {
+		v.Filter.PIDs = append(v.Filter.PIDs, int32(p))
+	}
+	for _, t := range s.tids {
+		v.Filter.TIDs = append(v.Filter.TIDs, int32(t))
+	}
+	var err error
+	if v.Filter.Since, err = parseOffset(s.since); err != nil {
+		return v, 0, usagef(cmd, "--since: %v", err)
+	}
+	if v.Filter.Until, err = parseOffset(s.until); err != nil {
+		return v, 0, usagef(cmd, "--until: %v", err)
+	}
+	if v.Filter.Until != 0 && v.Filter.Until <= v.Filter.Since {
+		return v, 0, usagef(cmd, "--until must be after --since")
+	}
+	by, err := analyze.ParseGroupBy(s.by)
+	if err != nil {
+		return v, 0, usagef(cmd, "--by: %v", err)
+	}
+	if _, err := regexp.Compile(v.Filter.Comm); err != nil {
+		return v, 0, usagef(cmd, "--comm: %v", err)
+	}
+	return v, by, nil
+}
+
+// shaped reports whether v changes stacks or selects samples.
+func shaped(v analyze.ViewOptions) bool {
+	return !v.Filter.IsZero() || v.HideKernel || v.Focus != "" || v.FocusDSO != ""
+}
