@@ -31,7 +31,9 @@ func shapeRef(o ViewOptions) []testSample {
 			cut(func(n string) bool { return n == o.Focus })
 		}
 		if o.FocusDSO != "" {
-			cut(func(n string) bool { return strings.Contains(strings.ToLower(syms[n].dso), strings.ToLower(o.FocusDSO)) })
+			cut(func(n string) bool {
+				return strings.Contains(strings.ToLower(syms[n].dso), strings.ToLower(o.FocusDSO))
+			})
 		}
 		if len(st) > 0 {
 			s.stack = st
