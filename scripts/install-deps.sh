@@ -20,7 +20,34 @@ PACKAGES=(
 	linux-perf # perf/: compare with `perf record` / `perf script`
 	procps # proc/ tests: ps, pgrep, sysctl
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
+	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless
 )
+
+# npm packages, installed with npm under NPM_PREFIX (npm comes with the
+# nodejs package, else Debian's npm package is installed for it).
+NPM_PREFIX=/opt/nsprof-npm
+NPM_PACKAGES=(
+	speedscope@1.25.0 # export/ TestSpeedscopeRenders: speedscope's page, served locally
+)
+
+# install_npm installs the missing NPM_PACKAGES (as root only).
+install_npm() {
+	local missing=() p
+	for p in "${NPM_PACKAGES[@]}"; do
+		[ -f "$NPM_PREFIX/node_modules/${p%@*}/package.json" ] || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: missing npm ${missing[*]}; as root run: npm install --prefix $NPM_PREFIX ${missing[*]}" >&2
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends npm
+	fi
+	echo "install-deps: npm installing ${missing[*]} into $NPM_PREFIX"
+	mkdir -p "$NPM_PREFIX"
+	npm install --no-audit --no-fund --prefix "$NPM_PREFIX" "${missing[@]}"
+}
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "install-deps: not a Debian system; install the equivalents of: ${PACKAGES[*]}" >&2
@@ -36,11 +63,13 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#PACKAGES[@]} packages installed"
+	install_npm
 	exit 0
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing ${missing[*]}; as root run: apt-get install -y --no-install-recommends ${missing[*]}" >&2
+	install_npm
 	exit 0
 fi
 
@@ -48,3 +77,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends "${missing[@]}"
+install_npm
