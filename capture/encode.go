@@ -288,12 +288,41 @@ func (w *Writer) writeCounterSet(f *CounterSet) error {
 }
 
 func (w *Writer) writeMark(f *Mark) error {
-	msg := cutNUL(f.Message)
+	msg := f.Message
+	if msg != w.mark.msg {
+		msg = cutNUL(msg)
+		if len(msg) == len(f.Message) {
+			w.mark.msg = msg
+		}
+	}
 	n := markFixed + len(msg) + 1
 	if align(n) > MaxFrameLen {
 		return tooLarge(TypeMark, n)
 	}
-	b, err := w.reserveDirty(align(n))
+	// The common case, as writeSample: little-endian, room in the
+	// buffer, group and name short enough to need no truncation. Marks
+	// repeat their group and name, so their 64 bytes are kept encoded.
+	l, an := len(w.buf), align(n)
+	if !w.o.big && l+an <= w.size && !w.stopped && len(f.Group) < markGroupLen && len(f.Name) < markNameLen {
+		if f.Group != w.mark.group || f.Name != w.mark.name {
+			w.mark.fixed = [markFixed - 32]byte{}
+			copy(w.mark.fixed[:markGroupLen], f.Group)
+			copy(w.mark.fixed[markGroupLen:], f.Name)
+			w.mark.group, w.mark.name = f.Group, f.Name
+		}
+		b := w.buf[l : l+an]
+		w.buf = w.buf[:l+an]
+		binary.LittleEndian.PutUint64(b[0:], uint64(an)|uint64(uint16(f.CPU))<<16|uint64(uint32(f.PID))<<32)
+		binary.LittleEndian.PutUint64(b[8:], uint64(f.Time))
+		binary.LittleEndian.PutUint64(b[16:], uint64(TypeMark))
+		binary.LittleEndian.PutUint64(b[24:], uint64(f.Duration))
+		*(*[markFixed - 32]byte)(b[32:markFixed]) = w.mark.fixed
+		clear(b[markFixed+copy(b[markFixed:], msg):])
+		w.counts[TypeMark]++
+		w.end = max(w.end, f.Time, f.Time+f.Duration)
+		return nil
+	}
+	b, err := w.reserveDirty(an)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,13 @@ type Writer struct {
 	// with unix.WriteFileRaw; -1 otherwise.
 	rawFD int
 
+	// mark caches what writeMark encoded last: the group and name
+	// fields, and a message known to hold no NUL.
+	mark struct {
+		group, name, msg string
+		fixed            [markFixed - 32]byte
+	}
+
 	jitIDs     map[string]uint64
 	jitSeq     uint64
 	jitPending []JITEntry
