@@ -51,6 +51,16 @@ demo: build
 	@bin/nsprof report --limit 15 $(BUILD)/demo.syscap
 	@echo '== nsprof report --tree --depth 8 --min-percent 5 $(BUILD)/demo.syscap'
 	@bin/nsprof report --tree --depth 8 --min-percent 5 $(BUILD)/demo.syscap
+	@echo '== nsprof report --marks / --counters / --summary $(BUILD)/demo.syscap'
+	@bin/nsprof report --marks $(BUILD)/demo.syscap
+	@bin/nsprof report --counters $(BUILD)/demo.syscap
+	@bin/nsprof report --summary $(BUILD)/demo.syscap
+	@echo '== nsprof export $(BUILD)/demo.syscap --format pprof|speedscope|folded|svg -f -o $(BUILD)/demo.*'
+	@bin/nsprof export $(BUILD)/demo.syscap --format pprof -f -o $(BUILD)/demo.pb.gz
+	@bin/nsprof export $(BUILD)/demo.syscap --format speedscope -f -o $(BUILD)/demo.speedscope.json
+	@bin/nsprof export $(BUILD)/demo.syscap --format folded -f -o $(BUILD)/demo.folded
+	@bin/nsprof export $(BUILD)/demo.syscap --format svg -f -o $(BUILD)/demo.svg
+	$(GO) tool pprof -top -nodecount 10 $(BUILD)/demo.pb.gz
 	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo-self.syscap
 	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap'
 	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap

@@ -62,9 +62,12 @@ type Counter struct {
 	Name        string
 	Description string
 	Type        capture.CounterType
-	// Points are the values, in file order: the defined value first, then
-	// every update.
+	// Points are the values of the updates in file order; the value the
+	// definition carries when there is no update. (Recorders define
+	// counters with a placeholder 0, which is no measurement.)
 	Points []CounterPoint
+
+	defined bool // Points holds only the definition's value
 }
 
 // CounterPoint is one value of a counter at a time on the capture clock.
@@ -215,7 +218,7 @@ func (b *timelineBuilder) add(f capture.Frame) {
 	case *capture.CounterDefine:
 		for _, c := range f.Counters {
 			ctr := &Counter{ID: c.ID, Category: c.Category, Name: c.Name, Description: c.Description, Type: c.Type,
-				Points: []CounterPoint{{Time: f.Time, Value: c.Value.Float(c.Type)}}}
+				Points: []CounterPoint{{Time: f.Time, Value: c.Value.Float(c.Type)}}, defined: true}
 			b.counters[c.ID] = ctr
 			b.t.Counters = append(b.t.Counters, ctr)
 			if c.Category == "Sampler" && c.Name == "Lost Samples" {
@@ -227,6 +230,9 @@ func (b *timelineBuilder) add(f capture.Frame) {
 			c := b.counters[u.ID]
 			if c == nil {
 				continue
+			}
+			if c.defined {
+				c.Points, c.defined = c.Points[:0], false
 			}
 			c.Points = append(c.Points, CounterPoint{Time: f.Time, Value: u.Value.Float(c.Type)})
 			if u.ID == b.lostID && b.t.HasLost {

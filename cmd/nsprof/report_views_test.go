@@ -44,7 +44,10 @@ func writeTimelineCapture(t *testing.T) string {
 		must(w.AddMark(testStart+int64(i+1)*1e6, 40, us*1000, "gtk", "frame", ""))
 	}
 	must(w.AddMark(testStart+8e6, 41, 250_000, "app", "load", "config"))
-	must(w.DefineCounters(h(-1, 0), []capture.Counter{{Category: "CPU Percent", Name: "Total", ID: 1, Type: capture.CounterDouble, Value: capture.DoubleValue(0)}}))
+	must(w.DefineCounters(h(-1, 0), []capture.Counter{
+		{Category: "CPU Percent", Name: "Total", ID: 1, Type: capture.CounterDouble, Value: capture.DoubleValue(0)},
+		{Category: "Demo", Name: "Constant", ID: 2, Type: capture.CounterInt64, Value: capture.IntValue(7)},
+	}))
 	for i, v := range []float64{50, 100, 25} {
 		must(w.SetCounters(h(-1, int64(i+1)*2), []capture.CounterUpdate{{ID: 1, Value: capture.DoubleValue(v)}}))
 	}
@@ -94,7 +97,7 @@ func TestReportTimelineViews(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--counters"}, []string{"CPU Percent / Total       4            0        43.75          100  ▁▁▁▁▁▁▁▁▁▄▄▄▄▄▄▄▄▄▄██████████▂▂▂▂▂▂▂▂▂▂▂"}},
+		{[]string{"--counters"}, []string{"CPU Percent / Total       3           25        58.33          100           ▃▃▃▃▃▃▃▃▃▃██████████▁▁▁▁▁▁▁▁▁▁▁", "Demo / Constant           1            7            7            7  ▁▁▁▁"}},
 		{[]string{"--processes"}, []string{
 			"     40       -       -   +0.000s   running        0       0  unknown              /usr/bin/gui --x",
 			"     41       -      40   +0.002s   +0.006s        0       0  unknown              /usr/bin/helper with newline"}},
