@@ -149,3 +149,29 @@ func TestLoadFileKallsymsChanged(t *testing.T) {
 		t.Errorf("Err() = %v, want the file changed", err)
 	}
 }
+
+// TestLoadMappedTruncated truncates a capture after it was mapped, as a
+// recording overwriting it would: reading the mapping faults, which
+// loadMapped reports as an error instead of crashing.
+func TestLoadMappedTruncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.syscap")
+	if err := os.WriteFile(path, writeTestCapture(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, info, err := mapFile(f)
+	if err != nil || data == nil {
+		t.Skipf("cannot map: %v", err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadMapped(data, &sourceFile{path: path, info: info}, LoadOptions{NoHostFiles: true})
+	if p != nil || err == nil || !strings.Contains(err.Error(), "shrank") {
+		t.Fatalf("loadMapped of a truncated file: %v, %v", p, err)
+	}
+}

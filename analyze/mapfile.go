@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"unsafe"
 
 	"nsprof/internal/unix"
 )
@@ -35,7 +36,11 @@ func loadMapped(data []byte, src *sourceFile, opts LoadOptions) (p *Profile, err
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+			// Only a fault inside the mapping; any other panic, a
+			// nil dereference included, is a bug to report as such.
+			f, ok := r.(interface{ Addr() uintptr })
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+			if !ok || f.Addr() < base || f.Addr()-base >= uintptr(len(data)) {
 				panic(r)
 			}
 			p, err = nil, fmt.Errorf("read capture: the file shrank while being read (%v)", r)
