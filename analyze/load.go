@@ -468,12 +468,7 @@ func (b *builder) loadProcessFile() {
 // loadSymbols decodes the __symbols__ bundle and prepares the embedded
 // kallsyms.
 func (b *builder) loadSymbols() {
-	fs, err := b.files.capture(capture.SymbolsFile)
-	var data []byte
-	if err == nil {
-		data, err = fs.Lookup(capture.SymbolsFile)
-	}
-	if err == nil {
+	if data, err := b.files.lookup(capture.SymbolsFile); err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
@@ -488,14 +483,7 @@ func (b *builder) loadSymbols() {
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {
 		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) {
-			if raw, ok, err := files.raw(kallsymsPath); ok || err != nil {
-				return raw, err
-			}
-			fs, err := files.capture(kallsymsPath)
-			if err != nil {
-				return nil, err
-			}
-			return fs.Lookup(kallsymsPath)
+			return files.lookup(kallsymsPath)
 		})
 	}
 }
