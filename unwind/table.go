@@ -1,0 +1,183 @@
+package unwind
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"unsafe"
+)
+
+// row says how to find the caller's frame from any address from addr up
+// to the next row's. Offsets of the saved rbp and return address fit 16
+// bits (rules whose offsets do not are ruleExpr), which keeps a row at 24
+// bytes.
+type row struct {
+	addr   uint64
+	cfaOff int32
+	bpOff  int16
+	raOff  int16
+	cfa    cfaKind
+	bp, ra ruleKind
+	// arg is the CFA register for cfaReg and the threshold for cfaPLT.
+	arg uint8
+	// signal says the row is a signal trampoline's: its "return address"
+	// is the interrupted instruction itself.
+	signal bool
+}
+
+// segment is one PT_LOAD program header, for turning mapping offsets into
+// the link-time addresses rows use.
+type segment struct {
+	off, vaddr, filesz uint64
+}
+
+// Table is the interpreted call frame information of one object: rows
+// sorted by link-time address. It is immutable and safe for concurrent
+// use.
+type Table struct {
+	rows []row
+	segs []segment
+	// fdes counts the FDEs the rows came from.
+	fdes int
+}
+
+// Len returns the number of rows.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Size returns the memory the table holds, in bytes.
+func (t *Table) Size() int {
+	return int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t))
+}
+
+// Bias returns what to subtract from an address in a mapping that starts
+// at mapStart with file offset mapOff to get the link-time address the
+// table uses. ok is false when no loadable segment holds mapOff.
+func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
+	for _, s := range t.segs {
+		if mapOff >= s.off && mapOff-s.off < max(s.filesz, 1) {
+			return mapStart - mapOff + s.off - s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// find returns the row covering link-time address a, or nil.
+func (t *Table) find(a uint64) *row {
+	i, _ := slices.BinarySearchFunc(t.rows, a, func(r row, a uint64) int {
+		if r.addr <= a {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return nil
+	}
+	r := &t.rows[i-1]
+	if r.cfa == cfaNone {
+		return nil
+	}
+	return r
+}
+
+// build interprets fdes (of any order, possibly overlapping: the first of
+// overlapping FDEs wins, so callers list preferred sources first) into
+// t.rows. An FDE whose instructions are malformed is left out, and the
+// first such error is returned with the table.
+func (t *Table) build(fdes []fde) error {
+	slices.SortStableFunc(fdes, func(a, b fde) int { return cmp.Compare(a.begin, b.begin) })
+	var firstErr error
+	var end uint64
+	var scratch interp
+	for i := range fdes {
+		f := &fdes[i]
+		if f.begin < end {
+			continue // overlaps a preferred or earlier FDE
+		}
+		c := f.cie
+		if !c.inited {
+			c.inited = true
+			in := interp{c: c}
+			c.init = state{cfa: cfaSP, cfaReg: dwarfRSP}
+			c.initErr = in.run(&buf{b: c.initial}, &c.init, 0, ^uint64(0), nil)
+		}
+		if c.initErr != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("CIE of FDE at %#x: %w", f.off, c.initErr)
+			}
+			continue
+		}
+		if len(t.rows) > 0 && f.begin > end {
+			t.rows = append(t.rows, row{addr: end}) // a gap without CFI
+		}
+		n := len(t.rows)
+		st := c.init
+		scratch.c, scratch.init, scratch.stack = c, &c.init, scratch.stack[:0]
+		r := buf{b: f.insns, text: 0}
+		err := scratch.run(&r, &st, f.begin, f.end, func(addr uint64, s *state) {
+			nr := makeRow(addr, s, c.signal)
+			if len(t.rows) > n {
+				last := &t.rows[len(t.rows)-1]
+				if sameRule(last, &nr) {
+					return
+				}
+				if last.addr == addr {
+					*last = nr
+					return
+				}
+			}
+			t.rows = append(t.rows, nr)
+		})
+		if err != nil {
+			t.rows = t.rows[:n]
+			if firstErr == nil {
+				firstErr = fmt.Errorf("FDE at %#x: %w", f.off, err)
+			}
+			continue
+		}
+		t.fdes++
+		end = f.end
+	}
+	if len(t.rows) > 0 {
+		t.rows = append(t.rows, row{addr: end})
+	}
+	t.rows = slices.Clip(t.rows)
+	return firstErr
+}
+
+func sameRule(a, b *row) bool {
+	x, y := *a, *b
+	x.addr, y.addr = 0, 0
+	return x == y
+}
+
+func makeRow(addr uint64, s *state, signal bool) row {
+	r := row{addr: addr, cfa: s.cfa, signal: signal}
+	switch s.cfa {
+	case cfaReg:
+		if s.cfaReg > 255 {
+			r.cfa = cfaExpr
+		}
+		r.arg = uint8(s.cfaReg)
+	case cfaPLT:
+		r.arg = s.pltK
+	}
+	if s.cfaOff < -1<<31 || s.cfaOff >= 1<<31 {
+		r.cfa = cfaExpr
+	} else if r.cfa != cfaExpr {
+		r.cfaOff = int32(s.cfaOff)
+	}
+	r.bp, r.bpOff = ruleOf(s.bp)
+	r.ra, r.raOff = ruleOf(s.ra)
+	return r
+}
+
+func ruleOf(r rule) (ruleKind, int16) {
+	switch r.kind {
+	case ruleCFA, ruleSP, ruleValCFA:
+		if !fits16(r.off) {
+			return ruleExpr, 0
+		}
+		return r.kind, int16(r.off)
+	}
+	return r.kind, 0
+}
