@@ -19,9 +19,9 @@ func sectionTable(t *testing.T, path, name string) (*Table, []fde) {
 	var s section
 	var ok bool
 	if name == ".eh_frame" {
-		s, ok, err = ehFrame(f)
+		s, ok, err = ehFrame(f, maxSection)
 	} else {
-		s, ok, err = debugFrame(f)
+		s, ok, err = debugFrame(f, maxSection)
 	}
 	if err != nil || !ok {
 		t.Fatalf("%s of %s: ok %v, %v", name, path, ok, err)
@@ -83,7 +83,7 @@ func TestEHFrameHdr(t *testing.T) {
 
 	// Without section headers: through PT_GNU_EH_FRAME.
 	f.Sections = nil
-	s, ok, err := ehFrame(f)
+	s, ok, err := ehFrame(f, maxSection)
 	if err != nil || !ok {
 		t.Fatalf("ehFrame without sections: %v %v", ok, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // ErrNoCFI is returned by [Load] for an object without call frame
@@ -34,6 +35,7 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v %v: only x86-64 is supported", f.Class, f.Machine)
 	}
+	limit := sizeOf(obj)
 	t = &Table{}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -55,14 +57,14 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 			errs = append(errs, err)
 		}
 	}
-	add(ehFrame(f))
-	add(debugFrame(f))
+	add(ehFrame(f, limit))
+	add(debugFrame(f, limit))
 	if debug != nil {
 		df, err := elf.NewFile(debug)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("debug file: %w", err))
 		} else {
-			add(debugFrame(df))
+			add(debugFrame(df, sizeOf(debug)))
 		}
 	}
 	if len(fdes) == 0 {
@@ -74,12 +76,25 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 	return t, errors.Join(errs...)
 }
 
-// sectionBytes reads s, bounded by maxSection.
-func sectionBytes(s *elf.Section) ([]byte, error) {
+// sizeOf returns the size of r when it can tell, else maxSection.
+func sizeOf(r io.ReaderAt) uint64 {
+	switch v := r.(type) {
+	case interface{ Size() int64 }:
+		return uint64(max(v.Size(), 0))
+	case interface{ Stat() (os.FileInfo, error) }:
+		if st, err := v.Stat(); err == nil && st.Mode().IsRegular() {
+			return uint64(st.Size())
+		}
+	}
+	return maxSection
+}
+
+// sectionBytes reads s, bounded by limit and maxSection.
+func sectionBytes(s *elf.Section, limit uint64) ([]byte, error) {
 	if s.Type == elf.SHT_NOBITS {
 		return nil, nil
 	}
-	if s.Size > maxSection {
+	if s.Size > min(limit, maxSection) {
 		return nil, fmt.Errorf("%s: %d bytes is too large", s.Name, s.Size)
 	}
 	b, err := s.Data()
@@ -103,17 +118,18 @@ func bases(f *elf.File) (text, got uint64) {
 
 // ehFrame returns f's .eh_frame section, or finds it from the program
 // headers.
-func ehFrame(f *elf.File) (section, bool, error) {
+func ehFrame(f *elf.File, limit uint64) (section, bool, error) {
+	limit = min(limit, maxSection)
 	text, got := bases(f)
 	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		b, err := sectionBytes(s)
+		b, err := sectionBytes(s, limit)
 		return section{name: ".eh_frame", data: b, vaddr: s.Addr, eh: true, text: text, got: got}, err == nil, err
 	}
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_GNU_EH_FRAME {
 			continue
 		}
-		hb := make([]byte, min(p.Filesz, maxSection))
+		hb := make([]byte, min(p.Filesz, limit))
 		if _, err := p.ReadAt(hb, 0); err != nil {
 			return section{}, false, fmt.Errorf("PT_GNU_EH_FRAME: %w", err)
 		}
@@ -126,7 +142,7 @@ func ehFrame(f *elf.File) (section, bool, error) {
 			if l.Type != elf.PT_LOAD || h.ehFrame < l.Vaddr || h.ehFrame-l.Vaddr >= l.Filesz {
 				continue
 			}
-			n := min(l.Filesz-(h.ehFrame-l.Vaddr), maxSection)
+			n := min(l.Filesz-(h.ehFrame-l.Vaddr), limit)
 			b := make([]byte, n)
 			if _, err := l.ReadAt(b, int64(h.ehFrame-l.Vaddr)); err != nil && err != io.EOF {
 				return section{}, false, fmt.Errorf(".eh_frame from PT_GNU_EH_FRAME: %w", err)
@@ -139,11 +155,11 @@ func ehFrame(f *elf.File) (section, bool, error) {
 }
 
 // debugFrame returns f's .debug_frame section, if it has one with data.
-func debugFrame(f *elf.File) (section, bool, error) {
+func debugFrame(f *elf.File, limit uint64) (section, bool, error) {
 	s := f.Section(".debug_frame")
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return section{}, false, nil
 	}
-	b, err := sectionBytes(s)
+	b, err := sectionBytes(s, limit)
 	return section{name: ".debug_frame", data: b}, err == nil, err
 }

@@ -1,0 +1,136 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"nsprof/symbol"
+)
+
+// oneModule maps every address to one table with no bias.
+type oneModule struct{ t *Table }
+
+func (o oneModule) Find(uint64) (Module, bool) { return Module{Table: o.t}, true }
+
+func words(ws ...uint64) []byte {
+	b := make([]byte, 8*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint64(b[8*i:], w)
+	}
+	return b
+}
+
+// A PLT entry's CFA is rsp+8 before its jump at offset 11 of the entry
+// (the "pushq" has not run) and rsp+16 after.
+func TestUnwindPLT(t *testing.T) {
+	tab := &Table{rows: []row{
+		{addr: 0x1000, cfa: cfaPLT, cfaOff: 8, arg: 11, ra: ruleCFA, raOff: -8},
+		{addr: 0x2000, cfa: cfaSP, cfaOff: 8, ra: ruleUndef},
+		{addr: 0x3000},
+	}}
+	const sp = 0x7000
+	for _, c := range []struct {
+		ip   uint64
+		want uint64
+	}{
+		{0x1020, 0x2001}, // (ip&15) = 0 < 11: return address at rsp
+		{0x102b, 0x2002}, // 11: pushed, return address at rsp+8
+	} {
+		chain, stop := Unwind(nil, Regs{IP: c.ip, SP: sp}, words(0x2001, 0x2002, 0), oneModule{tab}, 16)
+		if stop != StopEnd || !slices.Equal(chain, []uint64{c.ip, c.want}) {
+			t.Errorf("ip %#x: %x %v, want [%x %x] end", c.ip, chain, stop, c.ip, c.want)
+		}
+	}
+}
+
+// glibc's __restore_rt describes the interrupted frame through the
+// ucontext at rsp: rsp at +160, rbp at +120, rip at +168. The unwind
+// continues at the interrupted instruction itself.
+func TestUnwindSignalFrame(t *testing.T) {
+	tab := loadFile(t, libcPath)
+	f, err := symbol.Open(libcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restore uint64
+	for _, s := range syms.All() {
+		if s.Name == "__restore_rt" {
+			restore = s.Addr
+		}
+	}
+	if restore == 0 {
+		t.Skip("libc has no __restore_rt symbol")
+	}
+	r := tab.find(restore)
+	if r == nil || r.cfa != cfaDerefSP || !r.signal || r.ra != ruleSP {
+		t.Fatalf("__restore_rt row %+v", r)
+	}
+	const sp = 0x10000
+	uc := make([]uint64, 64)
+	uc[120/8] = 0xbb       // rbp
+	uc[160/8] = sp + 0x100 // rsp of the interrupted code
+	uc[168/8] = 0x4242     // rip
+	// The interrupted code is outside libc: the mapper has no table for
+	// it, so frame pointers (rbp 0xbb, misaligned) stop the walk.
+	m := mapFunc(func(pc uint64) (Module, bool) {
+		if pc == 0x4242 {
+			return Module{}, true
+		}
+		return Module{Table: tab}, true
+	})
+	chain, stop := Unwind(nil, Regs{IP: restore, SP: sp}, words(uc...), m, 16)
+	if !slices.Equal(chain, []uint64{restore, 0x4242}) || stop != StopBadFrame {
+		t.Fatalf("chain %x stop %v", chain, stop)
+	}
+}
+
+type mapFunc func(uint64) (Module, bool)
+
+func (f mapFunc) Find(pc uint64) (Module, bool) { return f(pc) }
+
+// Frame pointers are followed where no table covers the code, and a
+// frame beyond the copied bytes is reported, not invented.
+func TestUnwindFramePointersAndTruncation(t *testing.T) {
+	const sp = 0x8000
+	stack := words(0, 0, sp+0x20, 0x111, sp+0x100, 0x222, 0, 0, 0, 0, 0, 0)
+	none := mapFunc(func(uint64) (Module, bool) { return Module{}, false })
+	chain, stop := Unwind(nil, Regs{IP: 0x100, SP: sp, BP: sp + 0x10}, stack, none, 16)
+	if !slices.Equal(chain, []uint64{0x100, 0x111, 0x222}) || stop != StopTruncated {
+		t.Fatalf("chain %x stop %v, want [100 111 222] truncated", chain, stop)
+	}
+	chain, stop = Unwind(nil, Regs{IP: 0x100, SP: sp, BP: sp + 0x10}, stack[:0x18], none, 16)
+	if !slices.Equal(chain, []uint64{0x100}) || stop != StopTruncated {
+		t.Fatalf("short copy: chain %x stop %v", chain, stop)
+	}
+	chain, stop = Unwind(nil, Regs{IP: 0x100, SP: sp, BP: sp + 0x10}, stack, none, 2)
+	if len(chain) != 2 || stop != StopDepth {
+		t.Fatalf("depth: chain %x stop %v", chain, stop)
+	}
+}
+
+func TestCache(t *testing.T) {
+	small := &Table{rows: make([]row, 10)}
+	c := NewCache(2*small.Size() + 10)
+	loads := 0
+	load := func() (*Table, error) { loads++; return &Table{rows: make([]row, 10)}, nil }
+	a, _ := c.Get("a", load)
+	c.Get("b", load)
+	if a2, _ := c.Get("a", load); a2 != a || loads != 2 {
+		t.Fatalf("a reloaded: loads %d", loads)
+	}
+	c.Get("c", load) // evicts b, the least recently used
+	c.Get("a", load)
+	if loads != 3 {
+		t.Fatalf("loads %d, want 3", loads)
+	}
+	c.Get("b", load)
+	if used, n, ev := c.Stats(); loads != 4 || n != 4 || ev != 2 || used > 2*small.Size()+10 {
+		t.Fatalf("loads %d, stats %d %d %d", loads, used, n, ev)
+	}
+}
