@@ -75,6 +75,10 @@ type Options struct {
 	// (exclude_callchain_kernel); the sampled IP may still be a kernel
 	// address.
 	ExcludeKernelCallchain bool
+	// ExcludeUserCallchain leaves user frames out of callchains
+	// (exclude_callchain_user), as perf does when it unwinds user stacks
+	// from UserStack copies itself.
+	ExcludeUserCallchain bool
 	// IncludeIdle keeps samples of idle CPUs (the swapper, pid 0) in
 	// system-wide mode. Default: they are dropped (exclude_idle, which the
 	// cpu-clock event honours too). It does not matter for other targets.
@@ -220,6 +224,9 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 	}
 	if s.ExcludeKernelCallchain {
 		a.Bits |= attrExcludeCallchainK
+	}
+	if s.ExcludeUserCallchain {
+		a.Bits |= attrExcludeCallchainU
 	}
 	if s.WakeupEvents != 0 {
 		a.Wakeup = uint32(s.WakeupEvents)

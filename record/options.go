@@ -2,9 +2,12 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
 	"time"
 
+	"nsprof/perf"
 	"nsprof/proc"
 )
 
@@ -27,6 +30,14 @@ type Options struct {
 	Frequency int
 	// NoPerf disables CPU sampling (counters and trace fds only).
 	NoPerf bool
+	// DWARFStack, when non-zero, copies that many bytes of user stack
+	// (and the user registers) with each sample and unwinds the user part
+	// of its callchain from the call frame information of the mapped
+	// files while recording (perf's --call-graph dwarf,SIZE): complete
+	// stacks through code built without frame pointers. A multiple of 8,
+	// at most perf.MaxUserStack. Zero: the kernel's frame-pointer
+	// callchains. Only on x86-64.
+	DWARFStack int
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -88,6 +99,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.DWARFStack < 0 || o.DWARFStack%8 != 0 || o.DWARFStack > perf.MaxUserStack {
+		return fmt.Errorf("dwarf stack size %d is not a multiple of 8 up to %d", o.DWARFStack, perf.MaxUserStack)
+	}
+	if o.DWARFStack > 0 && runtime.GOARCH != "amd64" {
+		return fmt.Errorf("dwarf unwinding is implemented for amd64 only, not %s", runtime.GOARCH)
 	}
 	if o.MemprofSample < 0 {
 		return errors.New("memprof sample interval must not be negative")

@@ -29,7 +29,10 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	if opts.FS.Root == proc.DefaultFS.Root {
 		// Container labels and files come from the live /proc only.
 		r.tr.identify = r.identify
-		if !opts.NoDecode && (!opts.NoPerf || opts.Memprof) {
+		// DWARF unwinding reads CFI through the files the symbolizer
+		// opens, so it tracks files even without the bundle.
+		dwarf := opts.DWARFStack > 0 && !opts.NoPerf
+		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof)) || dwarf {
 			r.sym = newSymbolizer()
 			r.tr.sym = r.sym
 		}
@@ -70,6 +73,7 @@ type recorder struct {
 	opts    *Options
 	tr      *tracker
 	sym     *symbolizer
+	dwarf   *dwarfUnwinder // with Options.DWARFStack
 	rd      *perf.Reader
 	child   *child
 	mp      *memprof
@@ -157,6 +161,11 @@ func (r *recorder) setup() error {
 			target = perf.AllTasks()
 		}
 		popts := perf.Options{Frequency: uint64(o.Frequency)}
+		// Unwinding needs the symbolizer's files (only with the live /proc).
+		if o.DWARFStack > 0 && r.sym != nil {
+			popts.UserStack = uint32(o.DWARFStack)
+			popts.ExcludeUserCallchain = true
+		}
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
 			for _, tp := range tps {
@@ -171,6 +180,9 @@ func (r *recorder) setup() error {
 		}
 		r.rd = rd
 		event = rd.Event().String()
+		if o.DWARFStack > 0 && r.sym != nil {
+			r.dwarf = newDWARFUnwinder(r.sym, o.FS, rd.Format())
+		}
 	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
 		return err
@@ -481,8 +493,13 @@ func (r *recorder) handle(rec *perf.Record) {
 			}
 		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
-		addrs := dropZeros(s.Callchain)
-		if r.sym != nil {
+		var addrs []uint64
+		if r.dwarf != nil {
+			addrs = r.dwarf.callchain(s)
+		} else {
+			addrs = dropZeros(s.Callchain)
+		}
+		if r.sym != nil && !r.opts.NoDecode {
 			r.sym.sampled(int(s.PID), addrs)
 		}
 		if len(addrs) == 0 {
@@ -557,7 +574,10 @@ func (r *recorder) finish() {
 	if r.rd != nil {
 		r.embedKallsyms()
 	}
-	if r.sym != nil {
+	if r.dwarf != nil {
+		r.logf("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+	}
+	if r.sym != nil && !r.opts.NoDecode {
 		r.writeSymbols()
 	}
 	if err := closeInfoFile(r.w); err != nil && r.writeErr == nil {

@@ -47,12 +47,18 @@ type symProc struct {
 	kernel  map[uint64]struct{}
 	nspid   int
 	owns    bool // some object's debug search goes through cp
+	// mapsTried says the unwinder looked its mappings up itself.
+	mapsTried bool
 }
 
 type symMap struct {
 	start, end, off uint64
 	obj             *symObj
 }
+
+// vdsoPath is the name of the vdso mapping, which is no file: its CFI is
+// read from memory for DWARF unwinding.
+const vdsoPath = "[vdso]"
 
 // objKey identifies a file across processes: by build-id when known, else
 // by device and inode, else by path within one process.
@@ -78,6 +84,11 @@ type symObj struct {
 	loaded bool
 	elf    *symbol.File
 	syms   *symbol.Symbols
+
+	// key names the object in the unwinder's table cache; vdso says it
+	// is the vdso.
+	key  string
+	vdso bool
 }
 
 const maxOpenFiles = 4096
@@ -142,6 +153,17 @@ func isFilePath(name string) bool {
 // mapped notes an executable mapping of pid and opens its file if no
 // process mapped it before.
 func (s *symbolizer) mapped(pid int, m container.Mapping) {
+	if m.Path == vdsoPath {
+		k := objKey{path: vdsoPath}
+		o := s.objs[k]
+		if o == nil {
+			o = &symObj{path: vdsoPath, tag: vdsoPath, key: vdsoPath, vdso: true}
+			s.objs[k] = o
+		}
+		p := s.proc(pid)
+		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o})
+		return
+	}
 	if !isFilePath(m.Path) {
 		return
 	}
@@ -155,7 +177,7 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 	}
 	o := s.objs[k]
 	if o == nil {
-		o = &symObj{path: m.Path, tag: path.Base(m.Path)}
+		o = &symObj{path: m.Path, tag: path.Base(m.Path), key: fmt.Sprintf("%x/%d/%d/%s/%d", k.buildID, k.dev, k.ino, k.path, k.pid)}
 		s.objs[k] = o
 	}
 	// A file that could not be opened through one process may be

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,17 +12,51 @@ import (
 
 	"nsprof/capture"
 	"nsprof/internal/unix"
+	"nsprof/perf"
 	"nsprof/record"
 )
 
 // recordFlags are the command-line settings of `nsprof record` that are
 // not record.Options fields.
 type recordFlags struct {
-	output   string
-	force    bool
-	duration float64
-	all      bool
+	output    string
+	force     bool
+	duration  float64
+	all       bool
+	callGraph string
+	fp        bool
 }
+
+// parseCallGraph parses --call-graph fp|dwarf[,SIZE] into the bytes of
+// stack to copy per sample: 0 for frame pointers. SIZE is rounded up to a
+// multiple of 8, as perf does.
+func parseCallGraph(v string) (int, error) {
+	mode, size, hasSize := strings.Cut(v, ",")
+	switch mode {
+	case "fp":
+		if hasSize {
+			return 0, fmt.Errorf("--call-graph fp takes no size")
+		}
+		return 0, nil
+	case "dwarf":
+		if !hasSize {
+			return defaultDWARFStack, nil
+		}
+		n, err := strconv.Atoi(size)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("--call-graph dwarf,%s: want a size in bytes", size)
+		}
+		n = (n + 7) &^ 7
+		if n > perf.MaxUserStack {
+			return 0, fmt.Errorf("--call-graph dwarf,%s: at most %d bytes (the kernel's limit)", size, perf.MaxUserStack)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("--call-graph %q: want fp or dwarf[,SIZE]", v)
+}
+
+// defaultDWARFStack is perf's default stack copy for --call-graph dwarf.
+const defaultDWARFStack = 8192
 
 func newRecordCmd() *cobra.Command {
 	var fl recordFlags
@@ -42,6 +77,7 @@ SIGTERM; the capture is complete in every case.`,
 		Example: `  nsprof record -- ./myprogram --its-flags
   nsprof record -p 1234 --duration 10 -o server.syscap
   nsprof record -a --duration 5
+  nsprof record --call-graph dwarf -- ./built-without-frame-pointers
   nsprof record --use-trace-fd -e G_MESSAGES_DEBUG=all -- gjs app.js
   nsprof record --memprof --no-perf -- ./myprogram`,
 		Args: func(cmd *cobra.Command, args []string) error { return nil },
@@ -73,6 +109,13 @@ SIGTERM; the capture is complete in every case.`,
 			if opts.Memprof && len(args) == 0 {
 				return usagef(cmd, "--memprof needs a command to run")
 			}
+			if fl.callGraph != "" {
+				n, err := parseCallGraph(fl.callGraph)
+				if err != nil {
+					return usagef(cmd, "%v", err)
+				}
+				opts.DWARFStack = n
+			}
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
 			return runRecord(cmd, fl, opts)
 		},
@@ -87,6 +130,8 @@ SIGTERM; the capture is complete in every case.`,
 	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
 	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
+	f.StringVar(&fl.callGraph, "call-graph", "", "user stacks from frame pointers (`fp`, the default) or unwound from CFI while recording (dwarf[,SIZE]: SIZE bytes of stack copied per sample, default 8192, at most 65528)")
+	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
 	f.BoolVar(&opts.NoMemory, "no-memory", false, "do not record memory usage")

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
+)
+
+// foldedStacks records args and returns the capture's stacks, root first,
+// with their sample counts, and the recorder's log.
+func foldedStacks(t *testing.T, args ...string) (stacks map[string]int, total int, log string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	out := filepath.Join(t.TempDir(), "c.syscap")
+	_, stderr, status := nsprof(t, nil, append([]string{"record", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out}, args...)...)
+	if status != 0 {
+		t.Fatalf("record exited %d: %s", status, stderr)
+	}
+	folded, errs, status := nsprof(t, nil, "export", out, "--format", "folded", "--hide-kernel")
+	if status != 0 {
+		t.Fatalf("export exited %d: %s", status, errs)
+	}
+	stacks = make(map[string]int)
+	for _, line := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.Atoi(line[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", line)
+		}
+		stacks[line[:i]] += n
+		total += n
+	}
+	return stacks, total, stderr
+}
+
+// omitfpChains counts the fixture's stacks that reach main or the thread
+// start routine through the known chain, and those whose comparator is
+// reached through libc's qsort.
+func omitfpChains(stacks map[string]int) (reached, inCompare, crossed int) {
+	for s, n := range stacks {
+		f := strings.Split(s, ";")
+		root := -1
+		for i, name := range f {
+			if name == "main" || name == "omitfp_thread" {
+				root = i
+				break
+			}
+		}
+		leaf := f[len(f)-1]
+		if leaf == "omitfp_weigh" || leaf == "omitfp_compare" {
+			inCompare += n
+		}
+		if root < 0 {
+			continue
+		}
+		rest := strings.Join(f[root+1:], ";")
+		rest = strings.TrimPrefix(rest, "omitfp_child;")
+		if rest != "" && !strings.HasPrefix(rest, "omitfp_run") {
+			continue // not the known chain
+		}
+		reached += n
+		if strings.Contains(rest, "omitfp_sort;qsort_r;msort_with_tmp") && strings.Contains(rest, ";omitfp_compare") {
+			crossed += n
+		}
+	}
+	return
+}
+
+// The -O2 -fomit-frame-pointer fixture (two threads and a forked child,
+// its hot code called back by libc's qsort): with --call-graph dwarf at
+// least 99% of its samples reach main or the thread start routine through
+// the known chain, crossing qsort's libc frames, where frame pointers
+// break at the first frame.
+func TestRecordCallGraphDWARF(t *testing.T) {
+	bin := testutils.BuildFixture(t, "omitfp", "-O2", "-fomit-frame-pointer")
+	for _, mode := range []string{"dwarf", "fp", "dwarf-no-decode"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--call-graph", mode}
+			switch mode {
+			case "fp":
+				args = []string{"-g"}
+			case "dwarf-no-decode":
+				args = []string{"--call-graph", "dwarf,16384", "--no-decode"}
+			}
+			stacks, total, log := foldedStacks(t, append(args, "--", bin, "1", "2")...)
+			reached, inCompare, crossed := omitfpChains(stacks)
+			t.Logf("%s: %d samples, %d reach main or omitfp_thread through the known chain, %d of %d in the comparator cross qsort", mode, total, reached, crossed, inCompare)
+			if total < 500 {
+				t.Fatalf("only %d samples", total)
+			}
+			if mode == "fp" {
+				if reached*2 > total {
+					t.Errorf("frame pointers reached main in %d of %d samples: the fixture keeps frame pointers?", reached, total)
+				}
+				return
+			}
+			if !strings.Contains(log, "dwarf unwinding: ") {
+				t.Errorf("no unwinding summary in the log:\n%s", log)
+			}
+			if reached*100 < total*99 {
+				t.Errorf("%d of %d samples reach main or omitfp_thread, want >= 99%%\nlog:\n%s", reached, total, log)
+			}
+			if crossed*100 < inCompare*99 || inCompare*2 < total {
+				t.Errorf("%d of %d comparator samples cross qsort (of %d samples)", crossed, inCompare, total)
+			}
+		})
+	}
+}
+
+// CFI is read through the process, as symbols are: a process in a
+// pivot_root container, whose binary's host path holds a decoy, unwinds to
+// main through the container's own files.
+func TestRecordCallGraphDWARFContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "containers need root")
+	}
+	pid := containers.StartPivot(t)
+	stacks, total, log := foldedStacks(t, "-p", strconv.Itoa(pid), "--duration", "1", "--call-graph", "dwarf")
+	// The hot samples come through the chain; the rest (time, usleep in
+	// libc and the vdso) through main.
+	want := "main;ctr_hot_outer;ctr_hot_middle;ctr_hot_leaf"
+	reached := 0
+	for s, n := range stacks {
+		if strings.Contains(s, want) || (strings.Contains(s, ";main;") && !strings.Contains(s, "ctr_hot")) {
+			reached += n
+		} else {
+			t.Logf("%d: %s", n, s)
+		}
+	}
+	t.Logf("%d of %d samples reach main, through %s in the hot code", reached, total, want)
+	if total < 50 || reached*100 < total*99 {
+		t.Errorf("%d of %d samples reach main through %s\nlog:\n%s", reached, total, want, log)
+	}
+}
+
+func TestRecordCallGraphUsage(t *testing.T) {
+	for _, c := range []struct {
+		arg  string
+		want int
+		err  string
+	}{
+		{"fp", 0, ""},
+		{"dwarf", 8192, ""},
+		{"dwarf,100", 104, ""},
+		{"dwarf,65528", 65528, ""},
+		{"dwarf,65536", 0, "at most 65528"},
+		{"dwarf,x", 0, "want a size"},
+		{"fp,8", 0, "no size"},
+		{"lbr", 0, "want fp or dwarf"},
+	} {
+		n, err := parseCallGraph(c.arg)
+		if n != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %d %v, want %d %q", c.arg, n, err, c.want, c.err)
+		}
+	}
+	_, stderr, status := nsprof(t, nil, "record", "--call-graph", "lbr", "-o", filepath.Join(t.TempDir(), "x"), "--", "true")
+	if status != 2 || !strings.Contains(stderr, "want fp or dwarf") {
+		t.Errorf("--call-graph lbr: status %d, %s", status, stderr)
+	}
+}

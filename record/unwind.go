@@ -1,0 +1,202 @@
+package record
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/perf"
+	"nsprof/proc"
+	"nsprof/unwind"
+)
+
+// unwindCacheBytes bounds the CFI tables kept in memory (libc's is about
+// 0.7 MB).
+const unwindCacheBytes = 64 << 20
+
+// maxUnwindFrames bounds an unwound user chain, as perf's default
+// kernel.perf_event_max_stack bounds a callchain.
+const maxUnwindFrames = 127
+
+// dwarfUnwinder turns each sample's user registers and stack copy into the
+// user part of its callchain while recording, through the files the
+// symbolizer opened (so containers' files are read through the process).
+type dwarfUnwinder struct {
+	sym    *symbolizer
+	fs     proc.FS
+	format perf.Format
+	cache  *unwind.Cache
+	mapper unwindMapper
+	chain  []uint64
+	vdso   []byte // the vdso image, read once from this process
+	vdsoOK bool
+
+	samples uint64
+	stops   [unwind.StopDepth + 1]uint64
+	spent   time.Duration
+	// loading is the part of spent that went into reading tables.
+	loading time.Duration
+}
+
+func newDWARFUnwinder(sym *symbolizer, fs proc.FS, f perf.Format) *dwarfUnwinder {
+	u := &dwarfUnwinder{sym: sym, fs: fs, format: f, cache: unwind.NewCache(unwindCacheBytes)}
+	u.mapper.u = u
+	return u
+}
+
+// callchain returns the sample's callchain: the kernel part of perf's,
+// then the user part unwound from the registers and stack. It reuses its
+// buffer: the result is valid until the next call.
+func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
+	out := u.chain[:0]
+	for _, a := range s.Callchain {
+		if a == capture.ContextUser {
+			break
+		}
+		if a != 0 {
+			out = append(out, a)
+		}
+	}
+	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
+	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
+	bp, _ := u.format.UserReg(s, perf.RegX86BP)
+	if !ok1 || !ok2 {
+		u.chain = out
+		return out // a kernel thread: no user part
+	}
+	start := time.Now()
+	u.mapper.reset(u.procMaps(int(s.PID)))
+	out = append(out, capture.ContextUser)
+	var stop unwind.Stop
+	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
+	u.spent += time.Since(start)
+	u.samples++
+	u.stops[stop]++
+	u.chain = out
+	return out
+}
+
+// procMaps returns what the symbolizer knows of pid's mappings. Rings
+// are read CPU by CPU, so a new process's first samples may come before
+// the FORK record that gives it its parent's mappings: then the parent is
+// looked up now, or failing that the process's own maps are read.
+func (u *dwarfUnwinder) procMaps(pid int) *symProc {
+	p := u.sym.procs[pid]
+	if p != nil && (len(p.maps) > 0 || p.mapsTried) {
+		return p
+	}
+	p = u.sym.proc(pid)
+	p.mapsTried = true
+	if st, err := u.fs.ReadStatus(pid); err == nil {
+		if pp := u.sym.procs[st.PPid]; pp != nil && len(pp.maps) > 0 {
+			u.sym.forked(st.PPid, pid)
+			return p
+		}
+	}
+	maps, err := u.fs.ReadMaps(pid)
+	if err != nil {
+		return p
+	}
+	for _, m := range maps {
+		if m.Perms&proc.PermExec != 0 {
+			u.sym.mapped(pid, container.MappingFromProc(m))
+		}
+	}
+	return p
+}
+
+// summary describes the unwinds, for the log.
+func (u *dwarfUnwinder) summary(stackSize uint32) string {
+	if u.samples == 0 {
+		return "dwarf unwinding: no user stacks sampled"
+	}
+	pct := func(n uint64) float64 { return 100 * float64(n) / float64(u.samples) }
+	used, loads, evictions := u.cache.Stats()
+	s := fmt.Sprintf("dwarf unwinding: %d user stacks, %.1f%% to the outermost frame, %.1f%% truncated by the %d-byte stack copy (--call-graph dwarf,SIZE), %.1f%% stopped at a bad frame; %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held",
+		u.samples, pct(u.stops[unwind.StopEnd]), pct(u.stops[unwind.StopTruncated]), stackSize,
+		pct(u.stops[unwind.StopBadFrame]+u.stops[unwind.StopUnsupported]),
+		float64((u.spent-u.loading).Nanoseconds())/1e3/float64(u.samples), loads, u.loading.Seconds(), float64(used)/1e6)
+	if evictions > 0 {
+		s += fmt.Sprintf(", %d dropped", evictions)
+	}
+	return s + ")"
+}
+
+// unwindMapper finds the module at an address of one process, from the
+// symbolizer's mappings, remembering the last few it found.
+type unwindMapper struct {
+	u    *dwarfUnwinder
+	p    *symProc
+	memo [4]struct {
+		m   *symMap
+		mod unwind.Module
+	}
+	n int
+}
+
+func (m *unwindMapper) reset(p *symProc) {
+	m.p, m.n = p, 0
+}
+
+// Find implements unwind.Mapper.
+func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
+	for i := range m.n {
+		e := &m.memo[i]
+		if pc >= e.m.start && pc < e.m.end {
+			return e.mod, true
+		}
+	}
+	if m.p == nil {
+		return unwind.Module{}, false
+	}
+	sm := m.p.find(pc)
+	if sm == nil {
+		return unwind.Module{}, false
+	}
+	mod := unwind.Module{}
+	if t := m.u.table(sm.obj); t != nil {
+		if bias, ok := t.Bias(sm.start, sm.off); ok {
+			mod = unwind.Module{Table: t, Bias: bias}
+		}
+	}
+	i := m.n
+	if i == len(m.memo) {
+		i = int(pc>>4) % len(m.memo)
+	} else {
+		m.n++
+	}
+	m.memo[i].m, m.memo[i].mod = sm, mod
+	return mod, true
+}
+
+// table returns o's CFI table, read on first use from the file the
+// symbolizer opened, and nil when o has none.
+func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
+	if o.vdso {
+		if !u.vdsoOK {
+			u.vdsoOK = true
+			u.vdso, _ = unwind.ReadVDSO(0)
+		}
+		if u.vdso == nil {
+			return nil
+		}
+		t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
+			defer u.timeLoad(time.Now())
+			return unwind.Load(bytes.NewReader(u.vdso), nil)
+		})
+		return t
+	}
+	if o.f == nil {
+		return nil
+	}
+	t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
+		defer u.timeLoad(time.Now())
+		// A table is kept even if some FDEs could not be read.
+		return unwind.Load(o.f, nil)
+	})
+	return t
+}
+
+func (u *dwarfUnwinder) timeLoad(start time.Time) { u.loading += time.Since(start) }
