@@ -8,10 +8,12 @@
 // once into a [Table]: rows sorted by address, each saying how to find the
 // canonical frame address (rsp or rbp plus an offset, the PLT expression,
 // or a signal frame's saved rsp), where rbp was saved and where the return
-// address is. A [Cache] keeps tables per build-id within a memory bound.
+// address is. Go functions that no CFI covers (stripped Go binaries have
+// none) get rows from the stack-pointer deltas of .gopclntab. A [Cache]
+// keeps tables per build-id within a memory bound.
 //
 // [Unwind] follows those rows from frame to frame, falls back to frame
-// pointers where an object has no CFI (Go code, JIT code), and says why it
+// pointers where an object has no CFI (JIT code, anonymous memory), and says why it
 // stopped: [StopTruncated] when a frame lies beyond the copied stack bytes,
 // rather than inventing frames.
 //

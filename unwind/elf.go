@@ -67,11 +67,14 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 			add(debugFrame(df, sizeOf(debug)))
 		}
 	}
-	if len(fdes) == 0 {
-		return nil, errors.Join(append([]error{ErrNoCFI}, errs...)...)
+	if len(fdes) > 0 {
+		if err := t.build(fdes); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := t.build(fdes); err != nil {
-		errs = append(errs, err)
+	t.addGoRows(f, limit)
+	if len(t.rows) == 0 {
+		return nil, errors.Join(append([]error{ErrNoCFI}, errs...)...)
 	}
 	return t, errors.Join(errs...)
 }

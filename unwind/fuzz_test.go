@@ -7,7 +7,7 @@ import (
 
 // FuzzCFI parses hostile .eh_frame or .debug_frame bytes (eh says which),
 // interprets them into a table and looks addresses up in it, and parses
-// the same bytes as an .eh_frame_hdr. Nothing may panic, and a table's
+// the same bytes as an .eh_frame_hdr and as a Go .gopclntab. Nothing may panic, and a table's
 // rows must be sorted.
 func FuzzCFI(f *testing.F) {
 	f.Add([]byte{}, true)
@@ -35,6 +35,7 @@ func FuzzCFI(f *testing.F) {
 			tab.find(f.end - 1)
 		}
 		parseHdr(data, 0x1000)
+		goRows(data, 0x1000)
 		// Unwinding over the table, with the data as the stack.
 		Unwind(nil, Regs{IP: 0x1000, SP: 0x8000, BP: 0x8010}, data, oneModule{tab}, 64)
 	})

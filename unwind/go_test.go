@@ -1,0 +1,56 @@
+package unwind
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+// buildGo builds a small Go program with extra ldflags.
+func buildGo(t *testing.T, ldflags string) string {
+	t.Helper()
+	goTool := testutils.LookPathOrSkip(t, "go")
+	dir := t.TempDir()
+	src := "package main\n\n//go:noinline\nfunc leaf(x int) int { return x * 3 }\n\nfunc main() { println(leaf(len(\"x\"))) }\n"
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module p\n\ngo 1.22\n"), 0o644)
+	out := filepath.Join(dir, "p")
+	cmd := exec.Command(goTool, "build", "-ldflags="+ldflags, "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+// A stripped Go binary has no CFI; its .gopclntab's pcsp tables give
+// rows as .debug_frame does for an unstripped one.
+func TestGoPclntab(t *testing.T) {
+	full := loadFile(t, buildGo(t, ""))
+	stripped := loadFile(t, buildGo(t, "-s -w"))
+	t.Logf("full: %d rows, stripped: %d rows", full.Len(), stripped.Len())
+	if stripped.Len() < 1000 {
+		t.Fatalf("stripped Go binary: %d rows", stripped.Len())
+	}
+	// The Go linker writes .debug_frame from the same pcsp tables: the
+	// CFA and return address agree at every row.
+	bad, n := 0, 0
+	for _, r := range stripped.rows {
+		if r.cfa == cfaNone {
+			continue
+		}
+		n++
+		w := full.find(r.addr)
+		if w == nil || w.cfa != r.cfa || w.cfaOff != r.cfaOff || w.ra != r.ra || w.raOff != r.raOff {
+			bad++
+			if bad < 5 {
+				t.Errorf("%#x: pclntab %+v, .debug_frame %+v", r.addr, r, w)
+			}
+		}
+	}
+	t.Logf("%d of %d pclntab rows agree with .debug_frame", n-bad, n)
+}
