@@ -165,6 +165,7 @@ func (r *recorder) setup() error {
 		if o.DWARFStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.DWARFStack)
 			popts.ExcludeUserCallchain = true
+			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
 		}
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps

@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"time"
 
 	"nsprof/capture"
@@ -19,6 +20,20 @@ const unwindCacheBytes = 64 << 20
 // maxUnwindFrames bounds an unwound user chain, as perf's default
 // kernel.perf_event_max_stack bounds a callchain.
 const maxUnwindFrames = 127
+
+// dwarfRingPages sizes each CPU's ring to hold about a second of samples
+// with stack copies (within 2 to 16 MiB): the start of a system-wide
+// recording, which scans every process and opens its files before it
+// reads a record, and the first use of a large binary's CFI, must not
+// make the kernel drop samples.
+func dwarfRingPages(freq, stack int) int {
+	want := freq * (stack + 512) / os.Getpagesize()
+	pages := perf.DefaultStackRingPages
+	for pages*2 <= want && pages < 4096 {
+		pages *= 2
+	}
+	return pages
+}
 
 // dwarfUnwinder turns each sample's user registers and stack copy into the
 // user part of its callchain while recording, through the files the

@@ -41,7 +41,8 @@ func goRows(data []byte, textAddr uint64) []row {
 		return nil
 	}
 	ftab := data[pcln:]
-	var rows []row
+	// About five rows per function, with its terminator.
+	rows := make([]row, 0, 6*nfunc)
 	for i := range nfunc {
 		entry := uint64(le.Uint32(ftab[8*i:]))
 		funcOff := pcln + uint64(le.Uint32(ftab[8*i+4:]))
@@ -70,7 +71,7 @@ func goRows(data []byte, textAddr uint64) []row {
 		}
 		rows = append(rows, row{addr: text + end})
 	}
-	return rows
+	return slices.Clip(rows)
 }
 
 // goPCValues decodes a pcvalue table from entry to end, calling emit with
@@ -120,6 +121,10 @@ func (t *Table) addGoRows(f *elf.File, limit uint64) {
 	text, _ := bases(f)
 	rows := goRows(data, text)
 	if len(rows) == 0 {
+		return
+	}
+	if len(t.rows) == 0 {
+		t.rows = rows
 		return
 	}
 	merged := t.rows
