@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"nsprof/internal/unix"
@@ -27,11 +28,23 @@ type poller interface {
 var _ poller = (*epollPoller)(nil)
 
 // epollPoller watches perf event fds and an eventfd used for wakeups.
+//
+// It waits in the Go runtime's network poller rather than in a blocking
+// epoll_wait: its epoll fd is itself pollable, so the waiting goroutine
+// parks and frees its thread. A goroutine blocked in a system call keeps
+// the runtime's sysmon thread waking every 20 µs to 10 ms to retake its
+// P, which cost a profiled program on every CPU context switches and
+// about half of the recorder's CPU while it waited (perf record -p on
+// nsprof, bench/record-overhead.sh).
 type epollPoller struct {
 	epfd, evfd int
-	fds        []int
-	events     []unix.EpollEvent
-	buf        [8]byte
+	// file holds epfd, non-blocking, in the runtime poller; conn waits
+	// on it.
+	file   *os.File
+	conn   syscall.RawConn
+	fds    []int
+	events []unix.EpollEvent
+	buf    [8]byte
 }
 
 // wakeIndex marks the eventfd in epoll data.
@@ -61,44 +74,52 @@ func newEpollPoller(fds []int) (p *epollPoller, err error) {
 		}
 	}
 	p.events = make([]unix.EpollEvent, min(len(fds)+1, 64))
+	if err = unix.SetNonblock(p.epfd, true); err != nil {
+		return nil, fmt.Errorf("epoll fd non-blocking: %w", err)
+	}
+	// From here the file owns epfd.
+	p.file = os.NewFile(uintptr(p.epfd), "epoll")
+	if p.conn, err = p.file.SyscallConn(); err != nil {
+		return nil, fmt.Errorf("epoll fd: %w", err)
+	}
 	return p, nil
 }
 
 func (p *epollPoller) wait(deadline time.Time, hup func(int)) error {
-	for {
-		msec := -1
-		if !deadline.IsZero() {
-			d := time.Until(deadline)
-			if d < 0 {
-				d = 0
-			}
-			msec = int((d + time.Millisecond - 1) / time.Millisecond)
-		}
-		n, err := unix.EpollWait(p.epfd, p.events, msec)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("epoll_wait: %w", err)
-		}
-		if n == 0 {
-			if !deadline.IsZero() && !time.Now().Before(deadline) {
-				return os.ErrDeadlineExceeded
-			}
-			continue
-		}
-		for _, ev := range p.events[:n] {
-			switch {
-			case ev.Fd == wakeIndex:
-				unix.Read(p.evfd, p.buf[:]) // reset the counter
-			case ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
-				// Level-triggered HUP would fire forever: stop watching.
-				unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, p.fds[ev.Fd], nil)
-				hup(int(ev.Fd))
-			}
-		}
-		return nil
+	if err := p.file.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("epoll fd deadline: %w", err)
 	}
+	var n int
+	var werr error
+	err := p.conn.Read(func(uintptr) bool {
+		for {
+			n, werr = unix.EpollWait(p.epfd, p.events, 0)
+			if !errors.Is(werr, unix.EINTR) {
+				break
+			}
+		}
+		// Nothing ready: park until the runtime poller sees epfd readable.
+		return werr != nil || n > 0
+	})
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return os.ErrDeadlineExceeded
+	case err != nil:
+		return fmt.Errorf("waiting for perf rings: %w", err)
+	case werr != nil:
+		return fmt.Errorf("epoll_wait: %w", werr)
+	}
+	for _, ev := range p.events[:n] {
+		switch {
+		case ev.Fd == wakeIndex:
+			unix.Read(p.evfd, p.buf[:]) // reset the counter
+		case ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
+			// Level-triggered HUP would fire forever: stop watching.
+			unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, p.fds[ev.Fd], nil)
+			hup(int(ev.Fd))
+		}
+	}
+	return nil
 }
 
 func (p *epollPoller) wake() error {
@@ -112,11 +133,15 @@ func (p *epollPoller) wake() error {
 
 func (p *epollPoller) close() error {
 	var errs []error
-	for _, fd := range []int{p.evfd, p.epfd} {
-		if fd >= 0 {
-			errs = append(errs, unix.Close(fd))
-		}
+	if p.evfd >= 0 {
+		errs = append(errs, unix.Close(p.evfd))
 	}
-	p.epfd, p.evfd = -1, -1
+	switch {
+	case p.file != nil:
+		errs = append(errs, p.file.Close())
+	case p.epfd >= 0:
+		errs = append(errs, unix.Close(p.epfd))
+	}
+	p.file, p.epfd, p.evfd = nil, -1, -1
 	return errors.Join(errs...)
 }

@@ -83,3 +83,6 @@ func Read(fd int, p []byte) (int, error) { return unix.Read(fd, p) }
 
 // Write writes to fd.
 func Write(fd int, p []byte) (int, error) { return unix.Write(fd, p) }
+
+// SetNonblock sets or clears O_NONBLOCK on fd.
+func SetNonblock(fd int, nonblocking bool) error { return unix.SetNonblock(fd, nonblocking) }

@@ -130,3 +130,6 @@ func Read(fd int, p []byte) (int, error) { return syscall.Read(fd, p) }
 
 // Write writes to fd.
 func Write(fd int, p []byte) (int, error) { return syscall.Write(fd, p) }
+
+// SetNonblock sets or clears O_NONBLOCK on fd.
+func SetNonblock(fd int, nonblocking bool) error { return syscall.SetNonblock(fd, nonblocking) }
