@@ -91,6 +91,7 @@ func (p *epollPoller) wait(deadline time.Time, hup func(int)) error {
 	}
 	var n int
 	var werr error
+	woken := false
 	err := p.conn.Read(func(uintptr) bool {
 		for {
 			n, werr = unix.EpollWait(p.epfd, p.events, 0)
@@ -99,7 +100,14 @@ func (p *epollPoller) wait(deadline time.Time, hup func(int)) error {
 			}
 		}
 		// Nothing ready: park until the runtime poller sees epfd readable.
-		return werr != nil || n > 0
+		// Once it has, return even if epoll_wait found nothing: a perf
+		// fd's readiness is consumed by the poll that reports it (the
+		// kernel swaps the ring's poll state to zero), and the runtime's
+		// own epoll already polled epfd, and so every perf fd in it, to
+		// wake us. The rings hold records all the same; the reader looks.
+		ready := werr != nil || n > 0 || woken
+		woken = true
+		return ready
 	})
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):

@@ -136,3 +136,33 @@ func TestCyclesFallback(t *testing.T) {
 		t.Errorf("event %v, want %v", r.Event(), want)
 	}
 }
+
+// A ring filled to its watermark wakes the reader while the task still
+// runs, with no deadline to fall back on. Regression: the runtime
+// poller's epoll consumed the perf fds' readiness before the reader's
+// own epoll_wait looked, so records arrived only once the task exited.
+func TestReaderWakesAtWatermark(t *testing.T) {
+	cmd, release := startBeforeExec(t, busyBinary(t), "10")
+	r, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Frequency: 4000, UserStack: 8192})
+	requirePerf(t, err)
+	defer r.Close()
+	release()
+	got := make(chan error, 1)
+	go func() {
+		var rec Record
+		for {
+			if err := r.ReadInto(&rec); err != nil || rec.Type == RecordSample {
+				got <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sample within 5 s of a task that fills a quarter of its ring with 8 KiB stack copies at 4 kHz in well under a second")
+	}
+}
