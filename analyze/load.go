@@ -151,6 +151,10 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				b.time(s.Time)
 				b.sample(&s)
 			}
+		case capture.TypeAllocation:
+			// LoadMemory reads them; here they are only counted.
+			b.p.Allocations++
+			b.time(f.Head().Time)
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
 				b.time(c.Time)

@@ -57,9 +57,10 @@ type Memory struct {
 // MemStack is what one stack of one process allocated.
 type MemStack struct {
 	PID int32
-	// Locs name the stack's frames, innermost (the allocator's caller)
-	// first.
-	Locs []Location
+	// Addrs are the stack's return addresses and Locs name them,
+	// innermost (the allocator's caller) first.
+	Addrs []uint64
+	Locs  []Location
 	// Allocs counts the recorded allocations.
 	Allocs int64
 	// Bytes and Objects were allocated; LeakBytes and LeakObjects of
@@ -124,10 +125,18 @@ func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 	b.sym = chain
 	var readErr error
 	for {
-		fr, err := cr.Next()
+		raw, err := cr.NextRaw()
 		if err == io.EOF {
 			break
 		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		if raw.Type != capture.TypeAllocation && raw.Type != capture.TypeMetadata {
+			continue
+		}
+		fr, err := raw.Decode()
 		if err != nil {
 			readErr = err
 			break
@@ -181,7 +190,7 @@ func (b *memBuilder) stack(pid int32, addrs []uint64) int32 {
 	for i, a := range addrs {
 		locs[i] = b.loc(pid, a)
 	}
-	b.m.Stacks = append(b.m.Stacks, MemStack{PID: pid, Locs: locs})
+	b.m.Stacks = append(b.m.Stacks, MemStack{PID: pid, Addrs: slices.Clone(addrs), Locs: locs})
 	return id
 }
 

@@ -37,6 +37,9 @@ type Profile struct {
 	// whether the capture has that counter at all.
 	Lost    int64
 	HasLost bool
+	// Allocations counts the ALLOCATION frames (allocations and frees);
+	// [LoadMemory] reads them.
+	Allocations int
 	// Bundle holds the capture's __symbols__ records, or nil.
 	Bundle *capture.SymbolTable
 	// Kallsyms is the capture's embedded /proc/kallsyms (decompressed

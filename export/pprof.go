@@ -72,17 +72,7 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		ps := &profile.Sample{Value: []int64{1}, Label: map[string][]string{}, NumLabel: map[string][]int64{
 			"pid": {int64(s.PID)}, "tid": {int64(s.TID)},
 		}}
-		if pr := v.Process(s.PID); pr != nil {
-			if pr.Comm != "" {
-				ps.Label["comm"] = []string{pr.Comm}
-			}
-			if pr.NSPID != 0 {
-				ps.NumLabel["nspid"] = []int64{int64(pr.NSPID)}
-			}
-			if pr.Container != nil {
-				ps.Label["container"] = []string{pr.Container.Label()}
-			}
-		}
+		processLabels(ps, v.Process(s.PID))
 		for _, fr := range v.Stack(s.Stack) {
 			ps.Location = append(ps.Location, b.location(fr))
 		}
@@ -96,6 +86,23 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	return b.p, nil
 }
 
+// processLabels adds the labels comm, nspid and container of process pr
+// (nil when unknown) to sample ps.
+func processLabels(ps *profile.Sample, pr *analyze.Process) {
+	if pr == nil {
+		return
+	}
+	if pr.Comm != "" {
+		ps.Label["comm"] = []string{pr.Comm}
+	}
+	if pr.NSPID != 0 {
+		ps.NumLabel["nspid"] = []int64{int64(pr.NSPID)}
+	}
+	if pr.Container != nil {
+		ps.Label["container"] = []string{pr.Container.Label()}
+	}
+}
+
 // mainFirst moves the mapping of the main executable to the front, where
 // pprof looks for it ("File:" in its reports): the mapping of the file
 // the most sampled process runs, by command line or comm.
@@ -106,12 +113,17 @@ func (b *pprofBuilder) mainFirst() {
 			top = pr
 		}
 	}
-	if top == nil {
+	b.mainFirstOf(top)
+}
+
+// mainFirstOf moves the mapping of pr's executable to the front.
+func (b *pprofBuilder) mainFirstOf(pr *analyze.Process) {
+	if pr == nil {
 		return
 	}
-	exe, _, _ := strings.Cut(top.Cmdline, " ")
+	exe, _, _ := strings.Cut(pr.Cmdline, " ")
 	for i, m := range b.p.Mapping {
-		if m.File != "" && (m.File == exe || path.Base(m.File) == top.Comm) {
+		if m.File != "" && (m.File == exe || path.Base(m.File) == pr.Comm) {
 			ms := b.p.Mapping
 			copy(ms[1:i+1], ms[:i])
 			ms[0] = m

@@ -81,7 +81,12 @@ func buildFlame(v *analyze.View, paths []weighted) []flameNode {
 // frame's width its share of the samples, siblings in name order. Every
 // name is XML-escaped; the inline script only reads attributes.
 func writeSVG(w io.Writer, v *analyze.View, o Options) error {
-	nodes := buildFlame(v, collect(v, o.By))
+	return renderFlame(w, buildFlame(v, collect(v, o.By)), v.Invert, "samples", o)
+}
+
+// renderFlame draws the flame graph of nodes (nodes[0] is the root), each
+// frame's total counted in unit; inverted puts the root at the top.
+func renderFlame(w io.Writer, nodes []flameNode, inverted bool, unit string, o Options) error {
 	depth := 0
 	for i := range nodes {
 		depth = max(depth, nodes[i].depth)
@@ -117,15 +122,15 @@ func writeSVG(w io.Writer, v *analyze.View, o Options) error {
 			continue
 		}
 		y := svgTop + (depth-nd.depth)*svgRow
-		if v.Invert {
+		if inverted {
 			y = svgTop + nd.depth*svgRow
 		}
 		label := nd.name
 		if nd.dso != "" {
 			label += " [" + nd.dso + "]"
 		}
-		fmt.Fprintf(bw, `<g class="f" data-name="%s" onmouseover="details(this)" onmouseout="details(null)"><title>%s: %d samples, %.2f%%</title><rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>`,
-			xmlEscape(nd.name), xmlEscape(label), nd.total, 100*float64(nd.total)/float64(total),
+		fmt.Fprintf(bw, `<g class="f" data-name="%s" onmouseover="details(this)" onmouseout="details(null)"><title>%s: %d %s, %.2f%%</title><rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>`,
+			xmlEscape(nd.name), xmlEscape(label), nd.total, unit, 100*float64(nd.total)/float64(total),
 			it.x, y, wide, svgRow-1, nodeColor(nd, it.n == 0))
 		if text := fitText(nd.name, wide); text != "" {
 			fmt.Fprintf(bw, `<text x="%.1f" y="%d">%s</text>`, it.x+3, y+svgRow-4, xmlEscape(text))

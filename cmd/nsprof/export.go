@@ -24,13 +24,18 @@ type exportOptions struct {
 	Format        export.Format
 	View          analyze.ViewOptions
 	Export        export.Options
+	// Memory exports the heap profile of the ALLOCATION frames, weighed
+	// by MemValue, instead of the stack samples.
+	Memory   bool
+	MemValue export.MemValue
 }
 
 func newExportCmd() *cobra.Command {
 	var (
-		opts   exportOptions
-		sel    selectFlags
-		format string
+		opts     exportOptions
+		sel      selectFlags
+		format   string
+		memValue string
 	)
 	cmd := &cobra.Command{
 		Use:   "export [flags] FILE --format pprof|speedscope|folded|svg",
@@ -52,11 +57,22 @@ without -f); pprof is never written to a terminal. The filters, --hide-kernel,
 --focus and --focus-dso select and shape samples exactly as in nsprof report,
 so the numbers agree. --invert puts leaves at the root (not for pprof, which
 has its own views); --by adds a root frame per group to folded stacks and the
-SVG, and makes one speedscope profile per group.`,
+SVG, and makes one speedscope profile per group.
+
+--memory exports the allocations of a --memprof capture instead of its CPU
+samples, on the stacks nsprof report --memory shows: pprof gets the four
+sample types of a Go heap profile (alloc_objects, alloc_space,
+inuse_objects, inuse_space; "in use" is what the recording left live at
+its end), alloc_space by default; the other formats weigh stacks by
+--memory-value (alloc_space by default). For pprof, --memory-value picks
+the default sample type. With --memory, only --pid selects and --by takes
+only process.`,
 		Example: `  nsprof export capture.syscap --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
   nsprof export capture.syscap --format speedscope -o profile.speedscope.json
   nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
-  nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg`,
+  nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg
+  nsprof export mem.syscap --memory --format pprof -o heap.pb.gz && go tool pprof -sample_index=inuse_space -top heap.pb.gz
+  nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Input = args[0]
@@ -69,6 +85,17 @@ SVG, and makes one speedscope profile per group.`,
 			}
 			if opts.View, opts.Export.By, err = sel.parse(cmd); err != nil {
 				return err
+			}
+			if opts.MemValue, err = export.ParseMemValue(memValue); err != nil {
+				return usagef(cmd, "--memory-value: %v", err)
+			}
+			if cmd.Flags().Changed("memory-value") && !opts.Memory {
+				return usagef(cmd, "--memory-value needs --memory")
+			}
+			if opts.Memory {
+				if msg := memorySelectionError(opts.View, opts.Export.By); msg != "" {
+					return usagef(cmd, "%s", msg)
+				}
 			}
 			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
 				return usagef(cmd, "pprof takes neither --invert nor --by: use pprof's own views and its labels pid, tid, comm and container")
@@ -87,6 +114,8 @@ SVG, and makes one speedscope profile per group.`,
 	f.BoolVar(&sel.view.Invert, "invert", false, "put the leaf functions at the root (bottom-up)")
 	f.StringVar(&opts.Export.Title, "title", "", "name the profile `TITLE` (default: the capture's file name)")
 	f.IntVar(&opts.Export.Width, "width", 1200, "SVG width in `PIXELS`")
+	f.BoolVar(&opts.Memory, "memory", false, "export the allocations of a --memprof capture (heap profile) instead of the CPU samples")
+	f.StringVar(&memValue, "memory-value", "alloc_space", "with --memory, weigh stacks by `VALUE`: alloc_space, alloc_objects, inuse_space or inuse_objects (pprof: the default sample type)")
 	return cmd
 }
 
@@ -102,8 +131,20 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
 	}
-	v, err := p.View(opts.View)
-	if err != nil {
+	var (
+		v   *analyze.View
+		mem *analyze.Memory
+	)
+	if opts.Memory {
+		var merr error
+		mem, merr = analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs})
+		if mem == nil {
+			return merr
+		}
+		if merr != nil && loadErr == nil {
+			fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the allocations before the damage\n", merr)
+		}
+	} else if v, err = p.View(opts.View); err != nil {
 		return err
 	}
 	out := stdout
@@ -131,14 +172,26 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		out = f
 	}
 	bw := bufio.NewWriterSize(out, 256*1024)
-	if err := export.Generate(bw, v, opts.Format, opts.Export); err != nil {
+	if opts.Memory {
+		err = export.GenerateMemory(bw, p, mem, opts.Format, export.MemoryOptions{Options: opts.Export, Value: opts.MemValue, Invert: opts.View.Invert})
+	} else {
+		err = export.Generate(bw, v, opts.Format, opts.Export)
+	}
+	if err != nil {
 		return fmt.Errorf("exporting %s as %v: %w", opts.Input, opts.Format, err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing %s: %w", opts.Format, err)
 	}
-	if len(v.Samples) == 0 {
-		fmt.Fprintf(stderr, "nsprof: warning: %s: no samples selected\n", opts.Input)
+	switch {
+	case opts.Memory && mem.Allocs == 0:
+		fmt.Fprintf(stderr, "nsprof: warning: %s: no allocations selected (record with nsprof record --memprof)\n", opts.Input)
+	case !opts.Memory && len(v.Samples) == 0:
+		hint := ""
+		if p.Allocations > 0 {
+			hint = "; it has allocations: export them with --memory"
+		}
+		fmt.Fprintf(stderr, "nsprof: warning: %s: no samples selected%s\n", opts.Input, hint)
 	}
 	return nil
 }

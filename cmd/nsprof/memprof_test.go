@@ -132,8 +132,120 @@ func TestMemprofFixture(t *testing.T) {
 			if !perf {
 				sysprofReadsAllocations(t, out)
 			}
+			checkMemoryExport(t, out, rows, want)
 		})
 	}
+}
+
+// checkMemoryExport exports a memprof capture as a pprof heap profile and
+// reads it back with go tool pprof, once per sample type: every
+// function's flat and cumulative bytes and objects equal the report's
+// (rows), the fixture's exact totals (want) among them, and in-use is
+// the leak alone. The folded export weighs the same stacks by bytes.
+func checkMemoryExport(t *testing.T, capPath string, rows map[string]memRow, want map[string]memRow) {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "heap.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", capPath, "--memory", "--format", "pprof", "-o", pb); status != 0 {
+		t.Fatalf("export --memory: status %d\n%s", status, stderr)
+	}
+	typ, space := pprofMemTop(t, pb, "")
+	if typ != "alloc_space" {
+		t.Errorf("default sample type %q, want alloc_space", typ)
+	}
+	_, objects := pprofMemTop(t, pb, "alloc_objects")
+	pbInuse := filepath.Join(t.TempDir(), "inuse.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", capPath, "--memory", "--memory-value", "inuse_space", "--format", "pprof", "-o", pbInuse); status != 0 {
+		t.Fatalf("export --memory --memory-value inuse_space: status %d\n%s", status, stderr)
+	}
+	if typ, _ := pprofMemTop(t, pbInuse, ""); typ != "inuse_space" {
+		t.Errorf("--memory-value inuse_space: default sample type %q", typ)
+	}
+	for fn, r := range rows {
+		if got := space[fn]; got != [2]int64{r.selfBytes, r.totalBytes} {
+			t.Errorf("pprof alloc_space of %s: flat, cum %v, report %d %d", fn, got, r.selfBytes, r.totalBytes)
+		}
+		if got := objects[fn]; got != [2]int64{r.selfCalls, r.totalCalls} {
+			t.Errorf("pprof alloc_objects of %s: flat, cum %v, report %d %d", fn, got, r.selfCalls, r.totalCalls)
+		}
+	}
+	for fn, w := range want {
+		if got := space[fn]; got[0] != w.selfBytes {
+			t.Errorf("pprof alloc_space of %s: %d bytes, want %d", fn, got[0], w.selfBytes)
+		}
+	}
+	if len(space) != len(rows) {
+		t.Errorf("pprof lists %d functions, the report %d", len(space), len(rows))
+	}
+	_, inuse := pprofMemTop(t, pb, "inuse_space")
+	_, inuseObj := pprofMemTop(t, pb, "inuse_objects")
+	if inuse["leak_memory"] != [2]int64{4242, 4242} || inuseObj["leak_memory"] != [2]int64{1, 1} || inuse["main"][1] != 4242 {
+		t.Errorf("pprof inuse: leak_memory %v bytes %v objects, main %v; want the 4242-byte leak", inuse["leak_memory"], inuseObj["leak_memory"], inuse["main"])
+	}
+	for _, fn := range []string{"grow_buffer", "thread_work", "alloc_small", "child_work"} {
+		if inuse[fn] != [2]int64{} {
+			t.Errorf("pprof inuse_space of freed %s: %v", fn, inuse[fn])
+		}
+	}
+	folded, stderr, status := nsprof(t, nil, "export", capPath, "--memory", "--format", "folded")
+	if status != 0 {
+		t.Fatalf("export --memory --format folded: status %d\n%s", status, stderr)
+	}
+	leaf := map[string]int64{}
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.ParseInt(l[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		leaf[l[strings.LastIndexByte(l[:i], ';')+1:i]] += n
+	}
+	for fn, w := range want {
+		if leaf[fn] != w.selfBytes {
+			t.Errorf("folded --memory: %s %d bytes, want %d", fn, leaf[fn], w.selfBytes)
+		}
+	}
+}
+
+// pprofMemTop runs go tool pprof -top on a heap profile with sample type
+// index ("" for the default) and returns the type shown and each
+// function's flat and cumulative values, in bytes or objects.
+func pprofMemTop(t *testing.T, pb, index string) (string, map[string][2]int64) {
+	t.Helper()
+	gobin := testutils.LookPathOrSkip(t, "go")
+	args := []string{"tool", "pprof", "-top", "-unit=B", "-nodefraction=0", "-nodecount=1000"}
+	if index != "" {
+		args = append(args, "-sample_index="+index)
+	}
+	out, err := exec.Command(gobin, append(args, pb)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof %s: %v\n%s", strings.Join(args[2:], " "), err, out)
+	}
+	typ := ""
+	rows := map[string][2]int64{}
+	inRows := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Type: "); ok {
+			typ = v
+		}
+		f := strings.Fields(line)
+		if len(f) == 5 && f[0] == "flat" {
+			inRows = true
+			continue
+		}
+		if !inRows || len(f) < 6 {
+			continue
+		}
+		flat, err1 := strconv.ParseInt(strings.TrimSuffix(f[0], "B"), 10, 64)
+		cum, err2 := strconv.ParseInt(strings.TrimSuffix(f[3], "B"), 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("pprof row %q", line)
+		}
+		rows[strings.Join(f[5:], " ")] = [2]int64{flat, cum}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("no rows in go tool pprof output:\n%s", out)
+	}
+	return typ, rows
 }
 
 // sysprofReadsAllocations checks that Sysprof 3.46's reader sees the same
@@ -217,6 +329,11 @@ func TestMemprofUsage(t *testing.T) {
 		{"record", "--memprof", "--memprof-sample", "-1", "--", "true"},
 		{"record", "--memprof", "-p", "1"},
 		{"report", "--memory", "--tree", "x.syscap"},
+		{"report", "--memory", "--since", "1", "x.syscap"},
+		{"export", "--memory", "--format", "pprof", "--focus", "main", "x.syscap"},
+		{"export", "--memory", "--format", "folded", "--by", "thread", "x.syscap"},
+		{"export", "--memory", "--format", "folded", "--memory-value", "bytes", "x.syscap"},
+		{"export", "--format", "folded", "--memory-value", "inuse_space", "x.syscap"},
 	} {
 		if _, _, status := nsprof(t, nil, args...); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)

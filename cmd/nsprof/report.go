@@ -130,6 +130,11 @@ byte offset.`,
 			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.By != analyze.GroupNone) {
 				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
 			}
+			if opts.Memory {
+				if msg := memorySelectionError(opts.View, analyze.GroupNone); msg != "" {
+					return usagef(cmd, "%s", msg)
+				}
+			}
 			if opts.Tree && opts.BottomUp {
 				return usagef(cmd, "--tree and --bottom-up cannot be combined")
 			}

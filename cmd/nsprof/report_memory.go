@@ -97,6 +97,31 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 	return nil
 }
 
+// memorySelectionError says which selection flags a heap profile cannot
+// honour, or "": allocations are selected by process only (--pid), and
+// grouped by process only.
+func memorySelectionError(v analyze.ViewOptions, by analyze.GroupBy) string {
+	f := v.Filter
+	var bad []string
+	for _, c := range []struct {
+		set  bool
+		flag string
+	}{
+		{len(f.TIDs) > 0, "--tid"}, {f.Comm != "", "--comm"}, {f.Container != "", "--container"},
+		{f.DSO != "", "--dso"}, {f.Since != 0, "--since"}, {f.Until != 0, "--until"},
+		{v.HideKernel, "--hide-kernel"}, {v.Focus != "", "--focus"}, {v.FocusDSO != "", "--focus-dso"},
+		{by != analyze.GroupNone && by != analyze.GroupProcess, "--by " + by.String()},
+	} {
+		if c.set {
+			bad = append(bad, c.flag)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "--memory selects allocations with --pid only (and groups by process only), not " + strings.Join(bad, ", ")
+}
+
 func sortMemFuncsByCount(fs []analyze.MemFunc) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && fs[j].SelfObjects > fs[j-1].SelfObjects; j-- {

@@ -1,0 +1,285 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/analyze"
+	"nsprof/capture"
+)
+
+// memAllocs are the synthetic heap's allocations: stack leaf first,
+// size, count, and how many of them are freed.
+var memAllocs = []struct {
+	pid      int32
+	stack    []string
+	size     int64
+	n, freed int
+}{
+	{10, []string{"alloc_a", "main"}, 100, 3, 2},
+	{10, []string{"alloc_b", "work", "main"}, 5000, 1, 1},
+	{10, []string{hostile[0], "main"}, 7, 1, 0},
+	{20, []string{hostile[6], "main"}, 10, 2, 2},
+}
+
+// writeMemCapture writes a capture of memAllocs as Sysprof ALLOCATION
+// frames (frees with size 0), named by a symbol bundle.
+func writeMemCapture(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{
+		StartTime: testStart, EndTime: testStart + 10e6,
+		CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Clock:       func() int64 { return math.MinInt64 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := func(pid int32, ns int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: -1, PID: pid, Time: testStart + ns}
+	}
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+	addr := map[string]uint64{}
+	var syms []capture.Symbol
+	next := uint64(0x401000)
+	for _, a := range memAllocs {
+		for _, name := range a.stack {
+			if _, ok := addr[name]; ok {
+				continue
+			}
+			addr[name] = next + 0x10
+			for _, p := range []int32{10, 20} {
+				syms = append(syms, capture.Symbol{PID: p, Begin: next, End: next + 0xff, Name: name})
+			}
+			next += 0x100
+		}
+	}
+	ns := int64(1000)
+	block := uint64(0x10000)
+	for _, a := range memAllocs {
+		var addrs []uint64
+		for _, name := range a.stack {
+			addrs = append(addrs, addr[name])
+		}
+		for i := range a.n {
+			block += 0x100
+			ns += 10
+			must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block, Size: a.size, Addrs: addrs}))
+			if i < a.freed {
+				ns += 10
+				must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block}))
+			}
+		}
+	}
+	bundle, err := capture.EncodeSymbols(syms)
+	must(err)
+	must(w.AddFileGzip(h(-1, 9e6), capture.SymbolsFile, bundle))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+func loadTestMemory(t testing.TB) (*analyze.Profile, *analyze.Memory) {
+	t.Helper()
+	data := writeMemCapture(t)
+	p, err := analyze.Load(bytes.NewReader(data), analyze.LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := analyze.ReadMemory(bytes.NewReader(data), p, analyze.MemoryOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, m
+}
+
+func generateMemory(t testing.TB, p *analyze.Profile, m *analyze.Memory, f Format, o MemoryOptions) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := GenerateMemory(&buf, p, m, f, o); err != nil {
+		t.Fatalf("%v: %v", f, err)
+	}
+	return buf.Bytes()
+}
+
+// TestPprofMemory checks the heap profile's sample types, default, and
+// per-function flat values of every type against the allocations
+// written, labels and mappings.
+func TestPprofMemory(t *testing.T) {
+	p, m := loadTestMemory(t)
+	pp, err := profile.Parse(bytes.NewReader(generateMemory(t, p, m, FormatPprof, MemoryOptions{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pp.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range pp.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	if got := strings.Join(types, " "); got != "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" || pp.DefaultSampleType != "alloc_space" {
+		t.Errorf("sample types %s, default %q", got, pp.DefaultSampleType)
+	}
+	if pp.PeriodType == nil || pp.PeriodType.Type != "space" || pp.Period != 1 {
+		t.Errorf("period %v %d", pp.PeriodType, pp.Period)
+	}
+	got := map[string][4]int64{}
+	for _, s := range pp.Sample {
+		fn := s.Location[0].Line[0].Function.Name
+		v := got[fn]
+		for i := range v {
+			v[i] += s.Value[i]
+		}
+		got[fn] = v
+		pid := s.NumLabel["pid"]
+		if len(pid) != 1 || (pid[0] == 10) != (s.Label["comm"][0] == "server") {
+			t.Errorf("labels %v %v", s.Label, s.NumLabel)
+		}
+		for _, l := range s.Location {
+			if l.Mapping == nil || l.Address < l.Mapping.Start || l.Address >= l.Mapping.Limit {
+				t.Errorf("location %#x mapping %+v", l.Address, l.Mapping)
+			}
+		}
+	}
+	want := map[string][4]int64{}
+	for _, a := range memAllocs {
+		v := want[a.stack[0]]
+		live := int64(a.n - a.freed)
+		v[0] += int64(a.n)
+		v[1] += int64(a.n) * a.size
+		v[2] += live
+		v[3] += live * a.size
+		want[a.stack[0]] = v
+	}
+	if len(got) != len(want) {
+		t.Errorf("functions %v, want %v", got, want)
+	}
+	for fn, w := range want {
+		if got[fn] != w {
+			t.Errorf("%q: alloc_objects, alloc_space, inuse_objects, inuse_space %v, want %v", fn, got[fn], w)
+		}
+	}
+	if pp.Mapping[0].File != "/usr/bin/server" {
+		t.Errorf("first mapping %q, want the process that allocated most", pp.Mapping[0].File)
+	}
+	// The CPU export of the same capture has no samples: the two
+	// coexist without mixing.
+	v, err := p.View(analyze.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Samples) != 0 {
+		t.Errorf("%d CPU samples from ALLOCATION frames", len(v.Samples))
+	}
+}
+
+// TestFoldedMemory checks folded stacks weighed by each value, grouping
+// and inversion.
+func TestFoldedMemory(t *testing.T) {
+	p, m := loadTestMemory(t)
+	for _, tc := range []struct {
+		o    MemoryOptions
+		want []string
+	}{
+		{MemoryOptions{}, []string{"main;alloc_a 300", "main;work;alloc_b 5000", "main;semi:colon 20"}},
+		{MemoryOptions{Value: AllocObjects}, []string{"main;alloc_a 3", "main;work;alloc_b 1", "main;semi:colon 2"}},
+		{MemoryOptions{Value: InuseSpace}, []string{"main;alloc_a 100", "main;" + hostile[0] + " 7"}},
+		{MemoryOptions{Value: InuseObjects, Invert: true}, []string{"alloc_a;main 1", hostile[0] + ";main 1"}},
+		{MemoryOptions{Options: Options{By: analyze.GroupProcess}}, []string{"server [pid 10];main;alloc_a 300", "evil [pid 20];main;semi:colon 20"}},
+	} {
+		out := string(generateMemory(t, p, m, FormatFolded, tc.o))
+		for _, w := range tc.want {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("%v invert=%t by=%v: no %q in\n%s", tc.o.Value, tc.o.Invert, tc.o.By, w, out)
+			}
+		}
+		if tc.o.Value == InuseSpace && strings.Contains(out, "alloc_b") {
+			t.Errorf("freed block in use:\n%s", out)
+		}
+	}
+	if err := GenerateMemory(io.Discard, p, m, FormatFolded, MemoryOptions{Options: Options{By: analyze.GroupThread}}); err == nil {
+		t.Error("grouping allocations by thread accepted")
+	}
+}
+
+// TestSpeedscopeAndSVGMemory checks that the speedscope document parses
+// with byte weights summing to the bytes allocated, and that the SVG is
+// well-formed XML counting bytes.
+func TestSpeedscopeAndSVGMemory(t *testing.T) {
+	p, m := loadTestMemory(t)
+	var doc struct {
+		Shared struct {
+			Frames []struct{ Name string } `json:"frames"`
+		} `json:"shared"`
+		Profiles []struct {
+			Type, Unit, Name string
+			EndValue         int64   `json:"endValue"`
+			Samples          [][]int `json:"samples"`
+			Weights          []int64 `json:"weights"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(generateMemory(t, p, m, FormatSpeedscope, MemoryOptions{}), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, pr := range doc.Profiles {
+		if pr.Type != "sampled" || pr.Unit != "bytes" || len(pr.Samples) != len(pr.Weights) {
+			t.Errorf("profile %s: type %s unit %s, %d samples %d weights", pr.Name, pr.Type, pr.Unit, len(pr.Samples), len(pr.Weights))
+		}
+		var ps int64
+		for i, w := range pr.Weights {
+			ps += w
+			s := pr.Samples[i]
+			if len(s) == 0 || doc.Shared.Frames[s[0]].Name != "main" {
+				t.Errorf("sample %v does not start at main", s)
+			}
+		}
+		if ps != pr.EndValue {
+			t.Errorf("profile %s: weights %d, endValue %d", pr.Name, ps, pr.EndValue)
+		}
+		sum += ps
+	}
+	if len(doc.Profiles) != 2 || sum != 300+5000+7+20 {
+		t.Errorf("%d profiles, %d bytes, want 2 and 5327", len(doc.Profiles), sum)
+	}
+	svg := generateMemory(t, p, m, FormatSVG, MemoryOptions{})
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+	if !strings.Contains(string(svg), "<title>all: 5327 bytes, 100.00%</title>") {
+		t.Errorf("SVG root does not count the 5327 bytes")
+	}
+}
+
+func TestParseMemValue(t *testing.T) {
+	for _, v := range []MemValue{AllocSpace, AllocObjects, InuseSpace, InuseObjects} {
+		if g, err := ParseMemValue(v.String()); err != nil || g != v {
+			t.Errorf("ParseMemValue(%q) = %v, %v", v, g, err)
+		}
+	}
+	if _, err := ParseMemValue("bytes"); err == nil {
+		t.Error("bytes accepted")
+	}
+}
