@@ -5,7 +5,12 @@
 # frames (group, name, short message). Builds bench/capture-writer/bench.c
 # and bench/capture-writer (Go), runs them alternately RUNS times each
 # writing to the same directory, and prints the median frames/s of each and
-# the ratio ours/theirs (> 1: we are faster).
+# the ratio ours/theirs (> 1: we are faster). Then it times the encoding
+# alone, RUNS times each: bench.c linked with discard.c (write(2) does
+# nothing) against the Go side's -discard (io.Discard). On a tmpfs most of
+# the full run is the kernel copying the buffers into the page cache, the
+# same bytes in the same 262080-byte writes for both; the second table is
+# each writer's own work.
 #
 #   bench/capture-writer.sh [N]
 #
@@ -23,6 +28,7 @@ tmp=$(mktemp -d "$base/nsprof-capture-writer.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 "$cc" -O2 -o "$tmp/bench-c" "$root/bench/capture-writer/bench.c" $(pkg-config --cflags --libs sysprof-capture-4)
+"$cc" -O2 -o "$tmp/bench-c-enc" "$root/bench/capture-writer/bench.c" "$root/bench/capture-writer/discard.c" $(pkg-config --cflags --libs sysprof-capture-4)
 (cd "$root" && go build -o "$tmp/bench-go" ./bench/capture-writer)
 
 fs=$(stat -f -c %T "$tmp")
@@ -30,14 +36,20 @@ echo "output: $tmp (file system: $fs), $n frames per workload, $runs runs each, 
 echo "libsysprof-capture-4 $(pkg-config --modversion sysprof-capture-4), $("$cc" --version | head -1), $(go version | cut -d' ' -f3-)"
 
 : >"$tmp/results"
+: >"$tmp/results-enc"
 for r in $(seq "$runs"); do
 	"$tmp/bench-c" "$tmp/out.syscap" "$n" | tee -a "$tmp/results"
 	"$tmp/bench-go" -o "$tmp/out.syscap" -n "$n" | tee -a "$tmp/results"
 done
+for r in $(seq "$runs"); do
+	"$tmp/bench-c-enc" "$tmp/out.syscap" "$n" | tee -a "$tmp/results-enc"
+	"$tmp/bench-go" -o "$tmp/out.syscap" -n "$n" -discard | tee -a "$tmp/results-enc"
+done
 
 # Median of each impl/workload, the byte counts (same workload, same size),
 # and the ratio.
-awk '
+summary() {
+	awk -v title="$1" '
 function field(name,   i, kv) {
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] }
 }
@@ -57,10 +69,14 @@ function median(list,   a, k, i, j, v) {
 }
 END {
 	print ""
-	printf "%-9s %18s %18s %13s %14s\n", "workload", "libsysprof frames/s", "nsprof frames/s", "ours/theirs", "bytes c/go"
+	print title
+	printf "%-9s %18s %18s %13s %14s %14s\n", "workload", "libsysprof frames/s", "nsprof frames/s", "ours/theirs", "ns/frame c/go", "bytes c/go"
 	n = split("samples marks", ws, " ")
 	for (i = 1; i <= n; i++) {
 		w = ws[i]; c = median(rates["c/" w]); g = median(rates["go/" w])
-		printf "%-9s %18.0f %18.0f %12.2fx %14s\n", w, c, g, g / c, bytes["c/" w] "/" bytes["go/" w]
+		printf "%-9s %18.0f %18.0f %12.2fx %14s %14s\n", w, c, g, g / c, sprintf("%.1f/%.1f", 1e9 / c, 1e9 / g), bytes["c/" w] "/" bytes["go/" w]
 	}
-}' "$tmp/results"
+}' "$2"
+}
+summary "writing the capture file (medians of $runs runs):" "$tmp/results"
+summary "encoding alone, writes discarded (medians of $runs runs):" "$tmp/results-enc"

@@ -102,22 +102,23 @@ func (w *Writer) writeAddrs(h *FrameHeader, t FrameType, tid int32, entering boo
 func (w *Writer) writeSample(h *FrameHeader, tid int32, addrs []uint64) error {
 	n := sampleFixed + 8*len(addrs)
 	l := len(w.buf)
-	if w.o.big || nativeBig || l+n > w.size || len(addrs) > MaxSampleAddrs || w.stopped {
+	if !w.fast || l+n > w.size || len(addrs) > MaxSampleAddrs {
 		return w.writeAddrs(h, TypeSample, tid, false, addrs)
 	}
-	b := w.buf[l : l+n]
 	w.buf = w.buf[:l+n]
-	binary.LittleEndian.PutUint64(b[0:], uint64(n)|uint64(uint16(h.CPU))<<16|uint64(uint32(h.PID))<<32)
-	binary.LittleEndian.PutUint64(b[8:], uint64(h.Time))
-	binary.LittleEndian.PutUint64(b[16:], uint64(TypeSample))
-	binary.LittleEndian.PutUint64(b[24:], uint64(len(addrs))|uint64(uint32(tid))<<32)
+	// The four header words in one store: the fast path runs only on
+	// little-endian machines writing their own order.
+	*(*[4]uint64)(unsafe.Pointer(&w.buf[l])) = [4]uint64{
+		uint64(n) | uint64(uint16(h.CPU))<<16 | uint64(uint32(h.PID))<<32,
+		uint64(h.Time),
+		uint64(TypeSample),
+		uint64(len(addrs)) | uint64(uint32(tid))<<32,
+	}
 	if len(addrs) > 0 {
-		copy(b[sampleFixed:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(addrs))), 8*len(addrs)))
+		copy(w.buf[l+sampleFixed:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(addrs))), 8*len(addrs)))
 	}
 	w.counts[TypeSample]++
-	if h.Time > w.end {
-		w.end = h.Time
-	}
+	w.end = max(w.end, h.Time)
 	return nil
 }
 
@@ -303,7 +304,7 @@ func (w *Writer) writeMark(f *Mark) error {
 	// buffer, group and name short enough to need no truncation. Marks
 	// repeat their group and name, so their 64 bytes are kept encoded.
 	l, an := len(w.buf), align(n)
-	if !w.o.big && l+an <= w.size && !w.stopped && len(f.Group) < markGroupLen && len(f.Name) < markNameLen {
+	if w.fast && l+an <= w.size && len(f.Group) < markGroupLen && len(f.Name) < markNameLen {
 		if f.Group != w.mark.group || f.Name != w.mark.name {
 			w.mark.fixed = [markFixed - 32]byte{}
 			copy(w.mark.fixed[:markGroupLen], f.Group)

@@ -46,6 +46,14 @@ func TestFullDiskLeavesWholeFrames(t *testing.T) {
 	if !errors.Is(werr, syscall.ENOSPC) {
 		t.Fatalf("err = %v, want ENOSPC", werr)
 	}
+	// Once failed, the Writer refuses every frame, on its fast paths too,
+	// rather than buffering frames it can never write.
+	if err := w.WriteFrame(&Sample{Addrs: []uint64{1}}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("sample after the error: %v, want ENOSPC", err)
+	}
+	if err := w.AddMark(1, 1, 1, "g", "n", "m"); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("mark after the error: %v, want ENOSPC", err)
+	}
 	if err := w.Close(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("close: %v", err)
 	}

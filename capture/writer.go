@@ -46,19 +46,21 @@ type WriterOptions struct {
 // patches the header's start and end time. A Writer is not safe for
 // concurrent use.
 type Writer struct {
-	dst       io.Writer
-	patch     io.WriterAt // nil when the header cannot be patched
-	closer    io.Closer   // closed by Close when the Writer owns dst
-	o         order
-	opts      WriterOptions
-	buf       []byte
-	size      int
-	start     int64
-	end       int64 // max of frame times and extended ranges
-	written   int64 // bytes handed to dst
-	err       error // sticky write error
-	closed    bool
-	stopped   bool // closed or err != nil: the fast paths' one check
+	dst     io.Writer
+	patch   io.WriterAt // nil when the header cannot be patched
+	closer  io.Closer   // closed by Close when the Writer owns dst
+	o       order
+	opts    WriterOptions
+	buf     []byte
+	size    int
+	start   int64
+	end     int64 // max of frame times and extended ranges
+	written int64 // bytes handed to dst
+	err     error // sticky write error
+	closed  bool
+	// fast is the fast paths' one check: the Writer is open, healthy and
+	// writes little-endian frames on a little-endian machine.
+	fast      bool
 	counts    [256]uint64
 	counterID uint32
 	// rawFD is dst's descriptor when dst is a regular *os.File, written
@@ -121,6 +123,7 @@ func NewWriterWithOptions(w io.Writer, opts WriterOptions) (*Writer, error) {
 		jitIDs:    make(map[string]uint64),
 		rawFD:     regularFD(w),
 	}
+	wr.fast = !big && !nativeBig
 	if s, ok := w.(io.Seeker); ok {
 		if at, ok := w.(io.WriterAt); ok {
 			if pos, err := s.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
@@ -289,7 +292,7 @@ func (w *Writer) flushBuffer() error {
 			}
 		}
 		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
-		w.stopped = true
+		w.fast = false
 		w.buf = w.buf[:0]
 		return w.err
 	}
@@ -322,7 +325,7 @@ func (w *Writer) Flush() error {
 	w.o.put64(b[8:], uint64(w.end))
 	if _, perr := w.patch.WriteAt(b[:], 72); perr != nil && err == nil {
 		w.err = fmt.Errorf("patch capture header time range: %w", perr)
-		w.stopped = true
+		w.fast = false
 		return w.err
 	}
 	return err
@@ -335,7 +338,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	err := w.Flush()
-	w.closed, w.stopped = true, true
+	w.closed, w.fast = true, false
 	if w.closer != nil {
 		if cerr := w.closer.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr
