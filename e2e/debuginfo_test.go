@@ -194,6 +194,32 @@ func TestDebugLinkInRoot(t *testing.T) {
 	checkChain(t, recordChroot(t, root), cChain, "dbg_hot_step")
 }
 
+// The process is reached while it still runs a launcher on the host
+// root, which then changes root and execs the fixture, as bubblewrap and
+// container runtimes do: the debug file is searched in the new root, not
+// in the launcher's. Before the symbolizer reopened a process's view on
+// exec, this found no names.
+func TestDebugLinkInRootAfterExec(t *testing.T) {
+	bin := cFixture(t, false)
+	root := t.TempDir()
+	_, debug := stripInto(t, bin, root)
+	tool(t, "objcopy", "--add-gnu-debuglink="+debug, filepath.Join(root, "bin", "hot"))
+	copyTo(t, debug, filepath.Join(root, "usr/lib/debug/bin/hot.debug"))
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	out := filepath.Join(t.TempDir(), "capture.syscap")
+	// The shell maps its libraries on the host and sleeps long enough for
+	// the recorder to open its view; then the same pid becomes unshare,
+	// which chroots and execs /bin/hot.
+	cmd := exec.Command(nsprofBin, "record", "-o", out, "--no-cpu", "--no-memory", "--no-disk", "--no-network",
+		"--", "/bin/sh", "-c", `sleep 0.5; exec "$0" --root "$1" /bin/hot 2`, unshare, root)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nsprof record: %v\n%s", err, b)
+	}
+	t.Logf("nsprof record:\n%s", b)
+	checkChain(t, out, cChain, "dbg_hot_step")
+}
+
 func TestBuildIDDirInRoot(t *testing.T) {
 	bin := cFixture(t, false)
 	root := t.TempDir()

@@ -35,6 +35,9 @@ type symbolizer struct {
 	// opened counts files held open, bounded by maxOpen.
 	opened  int
 	maxOpen int
+	// pinned are views a process left behind by exec that files opened
+	// through them still search debug files in; closed by close.
+	pinned []*container.Process
 }
 
 // symProc is what the symbolizer knows of one process.
@@ -71,12 +74,14 @@ type objKey struct {
 
 // symObj is one mapped file.
 type symObj struct {
-	path  string // as the first process that mapped it saw it
-	tag   string
-	f     *os.File
-	via   string
-	err   error
-	owner *symProc
+	path string // as the first process that mapped it saw it
+	tag  string
+	f    *os.File
+	via  string
+	err  error
+	// root is the view of the process the file was opened through, in
+	// whose root its debug files are searched first.
+	root  *container.Process
 	tries int
 	// hostTried says the host path was tried, by build-id.
 	hostTried bool
@@ -186,7 +191,7 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 		o.tries++
 		f, via, err := p.cp.OpenMapped(m)
 		if err == nil {
-			o.f, o.via, o.err, o.owner = f, via, nil, p
+			o.f, o.via, o.err, o.root = f, via, nil, p.cp
 			p.owns = true
 			s.opened++
 		} else if o.err == nil {
@@ -218,11 +223,26 @@ func (s *symbolizer) forked(ppid, pid int) {
 	p.maps = append(p.maps[:0], pp.maps...)
 }
 
-// execed forgets pid's mappings: exec replaced its image.
+// execed forgets pid's mappings: exec replaced its image. It also drops
+// the view of the process's files, opened again for the new image's
+// mappings: a process may have changed its root before exec, as
+// `unshare --root`, bubblewrap and container runtimes do, and a view
+// opened while it still ran the launcher on the host would look for the
+// new image's debug files on the host.
 func (s *symbolizer) execed(pid int) {
-	if p := s.procs[pid]; p != nil {
-		p.maps = p.maps[:0]
+	p := s.procs[pid]
+	if p == nil {
+		return
 	}
+	p.maps = p.maps[:0]
+	if p.cp != nil {
+		if p.owns {
+			s.pinned = append(s.pinned, p.cp) // files opened through it
+		} else {
+			p.cp.Close()
+		}
+	}
+	p.cp, p.tried, p.openErr, p.owns = nil, false, nil, false
 }
 
 // exited releases what a process held unless debug-file search needs its
@@ -391,8 +411,8 @@ func (o *symObj) load(logf func(string, ...any)) {
 		return
 	}
 	var roots []symbol.Opener
-	if o.owner != nil && o.owner.cp != nil {
-		cp := o.owner.cp
+	if o.root != nil {
+		cp := o.root
 		roots = append(roots, func(name string) (*os.File, error) {
 			f, _, err := cp.OpenFile(name)
 			return f, err
@@ -466,6 +486,10 @@ func (s *symbolizer) close() {
 			p.cp = nil
 		}
 	}
+	for _, cp := range s.pinned {
+		cp.Close()
+	}
+	s.pinned = nil
 }
 
 // summary says how many files were reached and how.
