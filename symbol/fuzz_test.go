@@ -33,6 +33,27 @@ func FuzzNewFile(f *testing.F) {
 		ef.BuildID()
 		ef.DebugLink()
 		ef.Vaddr(0x1000)
+		// DWARF line tables and inline scopes: bounded and no panics,
+		// whatever the ranges claim.
+		if d, err := ef.dwarf(); err == nil {
+			tab := &lineTable{}
+			tab.once.Do(func() {
+				tab.rows, tab.files, _ = readLines(d)
+				tab.subs, _ = readInline(d)
+			})
+			n, seen := 0, map[*[]inlineScope]bool{}
+			for _, sp := range tab.subs {
+				if !seen[sp.inline] {
+					seen[sp.inline] = true
+					n += len(*sp.inline)
+				}
+				tab.frames(sp.lo)
+				tab.frames(sp.hi - 1)
+			}
+			if n > maxInlineScopes {
+				t.Fatalf("%d inline scopes, limit %d", n, maxInlineScopes)
+			}
+		}
 	})
 }
 

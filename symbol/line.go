@@ -23,6 +23,9 @@ type lineTable struct {
 	once  sync.Once
 	rows  []lineRow
 	files []string
+	// subs are the functions of .debug_info with their inlined calls,
+	// sorted by address; see [Symbols.Frames].
+	subs []subprogram
 }
 
 // lineRow is one row of the line program: from addr on, the code is at
@@ -95,26 +98,34 @@ func (t *lineTable) load() {
 	if err != nil || (t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID)) {
 		return
 	}
-	t.rows, t.files, _ = f.readLines()
+	d, err := f.dwarf()
+	if err != nil {
+		return
+	}
+	t.rows, t.files, _ = readLines(d)
+	t.subs, _ = readInline(d)
 }
 
-// readLines reads every line program of f into rows sorted by address.
-func (f *File) readLines() (rows []lineRow, files []string, err error) {
-	defer recoverTo(&err, "read DWARF line tables")
+// dwarf returns the DWARF data of f, with every .debug_ section checked
+// against the file and bounded in size first.
+func (f *File) dwarf() (d *dwarf.Data, err error) {
+	defer recoverTo(&err, "read DWARF")
 	for _, s := range f.elf.Sections {
 		if len(s.Name) > 7 && s.Name[:7] == ".debug_" {
 			if _, err := f.checkBounds(s); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if s.Size > maxDWARFSize {
-				return nil, nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
+				return nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
 			}
 		}
 	}
-	d, err := f.elf.DWARF()
-	if err != nil {
-		return nil, nil, err
-	}
+	return f.elf.DWARF()
+}
+
+// readLines reads every line program of d into rows sorted by address.
+func readLines(d *dwarf.Data) (rows []lineRow, files []string, err error) {
+	defer recoverTo(&err, "read DWARF line tables")
 	fileIdx := map[string]uint32{}
 	r := d.Reader()
 	for {
