@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 
+	"nsprof/capture"
 	"nsprof/symbol"
 )
 
@@ -60,8 +61,12 @@ func (h *HostSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locatio
 		return Location{}, false
 	}
 	loc := Location{Function: symbol.Demangle(s.Name), DSO: m.Base()}
-	if file, line, ok := f.syms.Line(va); ok {
-		loc.File, loc.Line = file, line
+	if fr := f.syms.Frames(va); len(fr) > 0 {
+		src := make([]capture.SourceFrame, len(fr))
+		for i, x := range fr {
+			src[i] = capture.SourceFrame{Function: x.Function, File: x.File, Line: x.Line}
+		}
+		loc.withFrames(src)
 	}
 	return loc, true
 }

@@ -285,7 +285,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, kallsymsPath, record.ProcessFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, record.ProcessFile:
 		return true
 	}
 	return false
@@ -482,6 +482,19 @@ func (b *builder) loadSymbols() {
 		}
 	} else if b.files.has(capture.SymbolsFile) {
 		b.p.Warnings = append(b.p.Warnings, err.Error())
+	}
+	if b.files.has(capture.LinesFile) {
+		data, err := b.files.lookup(capture.LinesFile)
+		var t *capture.LineTable
+		if err == nil {
+			t, err = capture.DecodeLines(data)
+		}
+		if err != nil {
+			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+		}
+		if t.Len() > 0 {
+			b.p.Lines = t
+		}
 	}
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.

@@ -42,6 +42,9 @@ type Profile struct {
 	Allocations int
 	// Bundle holds the capture's __symbols__ records, or nil.
 	Bundle *capture.SymbolTable
+	// Lines holds the source lines and inline frames nsprof record wrote
+	// for sampled addresses ([capture.LinesFile]), or nil.
+	Lines *capture.LineTable
 	// Kallsyms is the capture's embedded /proc/kallsyms (decompressed
 	// lazily), or nil.
 	Kallsyms *KallsymsSymbolizer

@@ -23,6 +23,30 @@ type Location struct {
 	DSO  string
 	File string
 	Line int
+	// Inline are the functions inlined at the address, innermost first,
+	// each with the file and line reached in it; File and Line then say
+	// where in Function the outermost of them was called. Empty when the
+	// symbolizer knows of no inlining (or the code has none).
+	Inline []Location
+}
+
+// withFrames sets loc's file, line and inline functions from source
+// frames, innermost first, the last being the function itself. The
+// inline functions are in loc's DSO.
+func (loc *Location) withFrames(fr []capture.SourceFrame) {
+	if len(fr) == 0 {
+		return
+	}
+	last := fr[len(fr)-1]
+	loc.File, loc.Line = last.File, last.Line
+	loc.Inline = nil
+	for _, f := range fr[:len(fr)-1] {
+		name := f.Function
+		if name == "" {
+			name = "[inlined]"
+		}
+		loc.Inline = append(loc.Inline, Location{Function: name, DSO: loc.DSO, File: f.File, Line: f.Line})
+	}
 }
 
 // Chain tries its symbolizers in order and returns the first answer.
@@ -77,7 +101,9 @@ func flatten(s Symbolizer, out []Symbolizer) []Symbolizer {
 
 // BundleSymbolizer names addresses from a Sysprof __symbols__ bundle. The
 // DSO is the record's tag (a nickname such as "libc" or "Kernel"), or the
-// base name of the process's mapping containing the address.
+// base name of the process's mapping containing the address. Source
+// lines and inline functions come from the profile's [Profile.Lines]
+// when the recorder wrote them.
 type BundleSymbolizer struct {
 	t *capture.SymbolTable
 	p *Profile
@@ -104,6 +130,11 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 			loc.DSO = m.Base()
 		} else if kernel {
 			loc.DSO = "[kernel]"
+		}
+	}
+	if b.p != nil && !kernel {
+		if fr, ok := b.p.Lines.Lookup(pid, addr); ok {
+			loc.withFrames(fr)
 		}
 	}
 	return loc, true

@@ -24,10 +24,12 @@ type mappingKey struct {
 
 // pprofBuilder turns a view into a profile.Profile.
 type pprofBuilder struct {
-	v        *analyze.View
-	p        *profile.Profile
-	locs     []*profile.Location // by FrameID
-	funcs    []*profile.Function // by FuncID
+	v     *analyze.View
+	p     *profile.Profile
+	locs  []*profile.Location // by FrameID
+	funcs []*profile.Function // by FuncID
+	// inlined are the functions of inline frames, by name and file.
+	inlined  map[[2]string]*profile.Function
 	mappings map[mappingKey]*profile.Mapping
 	kernel   *profile.Mapping
 }
@@ -37,8 +39,9 @@ type pprofBuilder struct {
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms].
-// The symbol bundle carries no inline frames, so every location has one
-// line. v.Invert is ignored.
+// A location has a line per function inlined at its address, innermost
+// first, then the line of the function the code is in, when the capture
+// (or the host's files) had DWARF for it. v.Invert is ignored.
 func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	o.setDefaults()
 	b := &pprofBuilder{
@@ -54,6 +57,7 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		locs:     make([]*profile.Location, len(v.Frames)),
 		funcs:    make([]*profile.Function, len(v.Funcs)),
 		mappings: make(map[mappingKey]*profile.Mapping),
+		inlined:  make(map[[2]string]*profile.Function),
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v.Header.CaptureTime); err == nil {
 		b.p.TimeNanos = t.UnixNano()
@@ -150,7 +154,10 @@ func (b *pprofBuilder) location(id analyze.FrameID) *profile.Location {
 	}
 	fr := &b.v.Frames[id]
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: fr.Addr, Mapping: b.mapping(fr)}
-	l.Line = []profile.Line{{Function: b.function(fr), Line: int64(fr.Loc.Line)}}
+	for _, in := range fr.Loc.Inline {
+		l.Line = append(l.Line, profile.Line{Function: b.inlineFunction(in), Line: int64(in.Line)})
+	}
+	l.Line = append(l.Line, profile.Line{Function: b.function(fr), Line: int64(fr.Loc.Line)})
 	b.locs[id] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
@@ -166,6 +173,18 @@ func (b *pprofBuilder) function(fr *analyze.Frame) *profile.Function {
 	fn := &b.v.Funcs[fr.Func]
 	f := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fn.Name, SystemName: fn.Name, Filename: fr.Loc.File}
 	b.funcs[fr.Func] = f
+	b.p.Function = append(b.p.Function, f)
+	return f
+}
+
+// inlineFunction returns the pprof function of an inlined call.
+func (b *pprofBuilder) inlineFunction(in analyze.Location) *profile.Function {
+	k := [2]string{in.Function, in.File}
+	if f := b.inlined[k]; f != nil {
+		return f
+	}
+	f := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: in.Function, SystemName: in.Function, Filename: in.File}
+	b.inlined[k] = f
 	b.p.Function = append(b.p.Function, f)
 	return f
 }

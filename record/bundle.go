@@ -10,7 +10,9 @@ import (
 
 // writeSymbols resolves the sampled addresses and embeds the names as
 // Sysprof's __symbols__ file. It is written uncompressed: Sysprof 3.46
-// reads only that, and 45+ finds either form.
+// reads only that, and 45+ finds either form. Source lines and inline
+// frames, where the files have DWARF, follow as capture.LinesFile,
+// gzipped.
 func (r *recorder) writeSymbols() {
 	start := time.Now()
 	var prog progress
@@ -31,7 +33,7 @@ func (r *recorder) writeSymbols() {
 		}
 		return k, nil
 	}
-	syms := r.sym.bundle(kallsyms, r.tr.nsPID, prog, r.logf)
+	syms, lines := r.sym.bundle(kallsyms, r.tr.nsPID, prog, r.logf)
 	b, err := capture.EncodeSymbols(syms)
 	if err != nil {
 		r.logf("symbols not bundled: %v", err)
@@ -45,5 +47,13 @@ func (r *recorder) writeSymbols() {
 		return
 	}
 	r.symbolized = len(syms)
-	r.logf("bundled %d symbols in %.1fs (files: %s)", len(syms), time.Since(start).Seconds(), r.sym.summary())
+	if len(lines) > 0 {
+		if err := r.w.AddFileGzip(h, capture.LinesFile, capture.EncodeLines(lines)); err != nil {
+			if r.writeErr == nil {
+				r.writeErr = err
+			}
+			return
+		}
+	}
+	r.logf("bundled %d symbols and %d source lines in %.1fs (files: %s)", len(syms), len(lines), time.Since(start).Seconds(), r.sym.summary())
 }

@@ -293,12 +293,12 @@ type kernelTable interface {
 type progress func(done, total int, name string)
 
 // bundle resolves every sampled address and returns the __symbols__
-// records. kallsyms opens the kernel symbol list; it is read only when
+// records, and the source lines and inline frames of the user addresses
+// whose files have DWARF. kallsyms opens the kernel symbol list; it is read only when
 // samples hit the kernel. nsPID gives a process's pid in its own PID
 // namespace, for JIT maps. Failures are notes, never fatal: an address
 // without a name is left out, as Sysprof leaves it.
-func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) []capture.Symbol {
-	var out []capture.Symbol
+func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (out []capture.Symbol, lines []capture.AddrLines) {
 	pids := make([]int, 0, len(s.procs))
 	for pid := range s.procs {
 		pids = append(pids, pid)
@@ -365,6 +365,13 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			}
 			begin := a - (va - sym.Addr)
 			add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
+			if fr := o.syms.Frames(va); len(fr) > 0 {
+				rec := capture.AddrLines{PID: int32(pid), Addr: a, Frames: make([]capture.SourceFrame, len(fr))}
+				for i, f := range fr {
+					rec.Frames[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
+				}
+				lines = append(lines, rec)
+			}
 		}
 		if len(p.kernel) > 0 && !kernTried {
 			kernTried = true
@@ -381,7 +388,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			}
 		}
 	}
-	return out
+	return out, lines
 }
 
 // find returns the mapping of p holding address a; later mappings of a

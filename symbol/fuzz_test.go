@@ -36,22 +36,23 @@ func FuzzNewFile(f *testing.F) {
 		// DWARF line tables and inline scopes: bounded and no panics,
 		// whatever the ranges claim.
 		if d, err := ef.dwarf(); err == nil {
-			tab := &lineTable{}
-			tab.once.Do(func() {
-				tab.rows, tab.files, _ = readLines(d)
-				tab.subs, _ = readInline(d)
-			})
-			n, seen := 0, map[*[]inlineScope]bool{}
-			for _, sp := range tab.subs {
-				if !seen[sp.inline] {
-					seen[sp.inline] = true
-					n += len(*sp.inline)
+			readLines(d)
+			x := newInlineIndex(d)
+			r := d.Reader()
+			for n := 0; n < 64; n++ {
+				cu, err := r.Next()
+				if err != nil || cu == nil {
+					break
 				}
-				tab.frames(sp.lo)
-				tab.frames(sp.hi - 1)
+				rs, _ := d.Ranges(cu)
+				for _, rg := range rs {
+					x.frames(rg[0])
+					x.frames(rg[1] - 1)
+				}
+				r.SkipChildren()
 			}
-			if n > maxInlineScopes {
-				t.Fatalf("%d inline scopes, limit %d", n, maxInlineScopes)
+			if x.scopes > maxInlineScopes {
+				t.Fatalf("%d inline scopes, limit %d", x.scopes, maxInlineScopes)
 			}
 		}
 	})

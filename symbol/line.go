@@ -20,12 +20,18 @@ type lineTable struct {
 	open    func() (*os.File, error)
 	buildID []byte
 
+	// dw is the file's DWARF, read on first use.
+	dwOnce sync.Once
+	dw     *dwarf.Data
+
+	// rows and files are every line program, read on the first Line.
 	once  sync.Once
 	rows  []lineRow
 	files []string
-	// subs are the functions of .debug_info with their inlined calls,
-	// sorted by address; see [Symbols.Frames].
-	subs []subprogram
+
+	// inl answers Frames, reading compilation units as addresses need.
+	inlMu sync.Mutex
+	inl   *inlineIndex
 }
 
 // lineRow is one row of the line program: from addr on, the code is at
@@ -80,30 +86,41 @@ func (t *lineTable) find(addr uint64) (string, int, bool) {
 		return "", 0, false
 	}
 	t.once.Do(t.load)
-	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr > addr }) - 1
-	if i < 0 || t.rows[i].file == noFile {
+	return findLine(t.rows, t.files, addr)
+}
+
+// findLine returns the file and line of the row covering addr.
+func findLine(rows []lineRow, files []string, addr uint64) (string, int, bool) {
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
+	if i < 0 || rows[i].file == noFile {
 		return "", 0, false
 	}
-	return t.files[t.rows[i].file], int(t.rows[i].line), true
+	return files[rows[i].file], int(rows[i].line), true
 }
 
 // load reads the line tables; on any error the table stays empty.
 func (t *lineTable) load() {
-	osf, err := t.open()
-	if err != nil {
-		return
+	if d := t.data(); d != nil {
+		t.rows, t.files, _ = readLines(d)
 	}
-	defer osf.Close()
-	f, err := NewFile(osf)
-	if err != nil || (t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID)) {
-		return
-	}
-	d, err := f.dwarf()
-	if err != nil {
-		return
-	}
-	t.rows, t.files, _ = readLines(d)
-	t.subs, _ = readInline(d)
+}
+
+// data returns the file's DWARF, reading it on the first call; nil when
+// the file cannot be opened, is another build or has no valid DWARF.
+func (t *lineTable) data() *dwarf.Data {
+	t.dwOnce.Do(func() {
+		osf, err := t.open()
+		if err != nil {
+			return
+		}
+		defer osf.Close()
+		f, err := NewFile(osf)
+		if err != nil || (t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID)) {
+			return
+		}
+		t.dw, _ = f.dwarf()
+	})
+	return t.dw
 }
 
 // dwarf returns the DWARF data of f, with every .debug_ section checked
@@ -142,30 +159,57 @@ func readLines(d *dwarf.Data) (rows []lineRow, files []string, err error) {
 		if err != nil || lr == nil {
 			continue
 		}
-		var e dwarf.LineEntry
-		for {
-			if err := lr.Next(&e); err != nil {
-				break // io.EOF, or a malformed program: keep what was read
-			}
-			row := lineRow{addr: e.Address, file: noFile}
-			if !e.EndSequence && e.File != nil {
-				idx, ok := fileIdx[e.File.Name]
+		urows, ufiles := unitLines(lr)
+		for _, row := range urows {
+			if row.file != noFile {
+				name := ufiles[row.file]
+				idx, ok := fileIdx[name]
 				if !ok {
 					idx = uint32(len(files))
-					files = append(files, e.File.Name)
-					fileIdx[e.File.Name] = idx
+					files = append(files, name)
+					fileIdx[name] = idx
 				}
-				row.file, row.line = idx, uint32(max(e.Line, 0))
+				row.file = idx
 			}
 			rows = append(rows, row)
 		}
 	}
-	// At one address, a sequence's start wins over another's end.
+	sortRows(rows)
+	return rows, files, nil
+}
+
+// unitLines reads the line program of one compilation unit into rows
+// sorted by address, with their own file table.
+func unitLines(lr *dwarf.LineReader) (rows []lineRow, files []string) {
+	fileIdx := map[string]uint32{}
+	var e dwarf.LineEntry
+	for {
+		if err := lr.Next(&e); err != nil {
+			break // io.EOF, or a malformed program: keep what was read
+		}
+		row := lineRow{addr: e.Address, file: noFile}
+		if !e.EndSequence && e.File != nil {
+			idx, ok := fileIdx[e.File.Name]
+			if !ok {
+				idx = uint32(len(files))
+				files = append(files, e.File.Name)
+				fileIdx[e.File.Name] = idx
+			}
+			row.file, row.line = idx, uint32(max(e.Line, 0))
+		}
+		rows = append(rows, row)
+	}
+	sortRows(rows)
+	return rows, files
+}
+
+// sortRows sorts rows by address; at one address, a sequence's start wins
+// over another's end.
+func sortRows(rows []lineRow) {
 	slices.SortStableFunc(rows, func(a, b lineRow) int {
 		if c := cmp.Compare(a.addr, b.addr); c != 0 {
 			return c
 		}
 		return cmp.Compare(b2i(a.file != noFile), b2i(b.file != noFile))
 	})
-	return rows, files, nil
 }

@@ -1,0 +1,77 @@
+package capture
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestLinesRoundTrip(t *testing.T) {
+	recs := []AddrLines{
+		{PID: 7, Addr: 0x401020, Frames: []SourceFrame{{"inl_leaf", "/src/a.c", 26}, {"inl_middle", "/src/a.c", 32}, {"inl_outer", "/src/a.c", 38}}},
+		{PID: 7, Addr: 0x401000, Frames: []SourceFrame{{"main", "/src/a.c", 45}}},
+		{PID: -1, Addr: 1, Frames: []SourceFrame{{"", "", 0}}},
+		{PID: 3, Addr: 0xffffffffffffffff, Frames: []SourceFrame{{"tab\there", "new\nline", 1}}},
+		{PID: 3, Addr: 5}, // no frames: not written
+	}
+	tab, err := DecodeLines(EncodeLines(recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != 4 {
+		t.Fatalf("%d records, want 4", tab.Len())
+	}
+	for _, r := range recs[:3] {
+		got, ok := tab.Lookup(r.PID, r.Addr)
+		if !ok || fmt.Sprint(got) != fmt.Sprint(r.Frames) {
+			t.Errorf("Lookup(%d, %#x) = %v, %v; want %v", r.PID, r.Addr, got, ok, r.Frames)
+		}
+	}
+	if got, _ := tab.Lookup(3, 0xffffffffffffffff); got[0].Function != "tab here" || got[0].File != "new line" {
+		t.Errorf("separators in names: %+v", got)
+	}
+	if _, ok := tab.Lookup(7, 0x401021); ok {
+		t.Error("Lookup found an address that is not in the table")
+	}
+	if _, ok := tab.Lookup(3, 5); ok {
+		t.Error("a record without frames was written")
+	}
+}
+
+func TestDecodeLinesErrors(t *testing.T) {
+	good := "1\t10\tf\tfile.c\t3\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "empty"},
+		{"nsprof-lines 2\n", "line 1: header"},
+		{linesMagic + "\n" + good + "1\t10\tf\tfile.c\n", "line 3: 4 fields"},
+		{linesMagic + "\n" + good + "x\t10\tf\tfile.c\t3\n", "line 3: pid"},
+		{linesMagic + "\n" + good + "1\tzz\tf\tfile.c\t3\n", "line 3: address"},
+		{linesMagic + "\n" + good + "1\t10\tf\tfile.c\t-3\n", "line 3: line number"},
+		{linesMagic + "\n" + good + "1\t10" + strings.Repeat("\tf\tx\t1", maxSourceFrames+1) + "\n", "line 3: 257 frames"},
+	} {
+		tab, err := DecodeLines([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodeLines(%.30q): %v, want %q", tc.in, err, tc.want)
+		}
+		if strings.Contains(tc.in, good) && tab.Len() != 1 {
+			t.Errorf("DecodeLines(%.30q) kept %d records before the damage, want 1", tc.in, tab.Len())
+		}
+	}
+}
+
+// FuzzDecodeLines decodes arbitrary bytes as a LinesFile: no panic, and
+// what decodes encodes back to a file that decodes to the same records.
+func FuzzDecodeLines(f *testing.F) {
+	f.Add([]byte(linesMagic + "\n7\t401020\tinl_leaf\t/src/a.c\t26\tinl_outer\t/src/a.c\t38\n"))
+	f.Add([]byte(linesMagic + "\n-1\t0\t\t\t0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, _ := DecodeLines(data)
+		again, err := DecodeLines(EncodeLines(tab.recs))
+		if err != nil {
+			t.Fatalf("re-encoded table does not decode: %v", err)
+		}
+		if fmt.Sprint(again.recs) != fmt.Sprint(tab.recs) {
+			t.Fatalf("round trip changed the records:\n%v\n%v", tab.recs, again.recs)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/internal/testutils"
+)
+
+// sourceLine returns the 1-based line of the fixture source holding text.
+func sourceLine(t *testing.T, fixture, text string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testutils.FixtureDir(), fixture+".c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%q not in %s.c", text, fixture)
+	return 0
+}
+
+// TestExportInlineFrames records -O2 code whose hot loop is inlined two
+// levels deep, deletes the binary, and exports the capture to pprof: the
+// hot locations carry the inline chain inl_leaf <- inl_middle <-
+// inl_outer with the source lines of the loop and of both calls, from the
+// lines nsprof record bundled, and go tool pprof -lines shows them.
+func TestExportInlineFrames(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "inlined")
+	b, err := os.ReadFile(testutils.BuildFixture(t, "inlined", "-O2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	capPath := filepath.Join(dir, "inlined.syscap")
+	cmd, stderr := nsprofProcess(t, "record", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", capPath, "--", bin, "1")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr)
+	}
+	os.Remove(bin) // the capture must be enough
+	pb := filepath.Join(dir, "inlined.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--comm", "^inlined", "-o", pb); status != 0 {
+		t.Fatalf("export: status %d: %s", status, stderr)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loop's samples fall on its two lines.
+	loop := sourceLine(t, "inlined", "for (unsigned long i = 0; i < n; i++)")
+	leaf := sourceLine(t, "inlined", "sink += i * 7;")
+	middle := sourceLine(t, "inlined", "\tinl_leaf(n);")
+	outer := sourceLine(t, "inlined", "\tinl_middle(n);")
+	want := map[string]bool{}
+	for _, l := range []int{loop, leaf} {
+		want[fmt.Sprintf("[inl_leaf:%d inl_middle:%d inl_outer:%d]", l, middle, outer)] = true
+	}
+	total, chained := int64(0), int64(0)
+	for _, s := range p.Sample {
+		total += s.Value[0]
+		if len(s.Location) == 0 {
+			continue
+		}
+		var got []string
+		for _, l := range s.Location[0].Line {
+			got = append(got, fmt.Sprintf("%s:%d", l.Function.Name, l.Line))
+		}
+		if want[fmt.Sprint(got)] {
+			chained += s.Value[0]
+		}
+	}
+	if chained*2 < total {
+		t.Errorf("%d of %d samples have a leaf location of %v", chained, total, want)
+	}
+	gobin := testutils.LookPathOrSkip(t, "go")
+	out, err := exec.Command(gobin, "tool", "pprof", "-lines", "-top", pb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -lines -top: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("inl_leaf %s:%d", filepath.Join(testutils.FixtureDir(), "inlined.c"), leaf)) {
+		t.Errorf("go tool pprof -lines -top does not show inl_leaf at inlined.c:%d:\n%s", leaf, out)
+	}
+}
