@@ -178,5 +178,12 @@ func (fs FS) ReadMaps(pid int) ([]Mapping, error) {
 	return parseFile(fs.pidPath(pid, "maps"), ParseMaps)
 }
 
+// ReadTaskMaps reads /proc/PID/task/TID/maps: the mappings as thread tid
+// sees them, which is the only view left once the thread-group leader
+// has exited while other threads run (/proc/PID/maps is then empty).
+func (fs FS) ReadTaskMaps(pid, tid int) ([]Mapping, error) {
+	return parseFile(fs.taskPath(pid, tid, "maps"), ParseMaps)
+}
+
 // ReadMaps reads /proc/PID/maps through [DefaultFS].
 func ReadMaps(pid int) ([]Mapping, error) { return DefaultFS.ReadMaps(pid) }

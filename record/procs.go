@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -25,8 +26,13 @@ type tracker struct {
 	fs      proc.FS
 	procs   map[int]*procState
 	pending map[int]int64
-	pm      *pidMap
-	hostNS  uint64
+	// parentOf holds children forked by a process not yet described:
+	// the parent's own FORK may wait in another CPU's ring. They are
+	// described from the parent (name and mappings) once it is, or from
+	// /proc at the next tick.
+	parentOf map[int]int
+	pm       *pidMap
+	hostNS   uint64
 	// seen counts processes described.
 	seen   int
 	clones clonePairs
@@ -49,11 +55,14 @@ type procState struct {
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
+	// mapsRetried says /proc was read again for a process described
+	// without mappings and then sampled.
+	mapsRetried bool
 }
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
 	hostNS, _ := fs.NamespaceID(proc.Self, "pid")
-	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), pm: newPIDMap(hostNS), hostNS: hostNS}
+	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), parentOf: make(map[int]int), pm: newPIDMap(hostNS), hostNS: hostNS}
 }
 
 func (t *tracker) write(f capture.Frame) {
@@ -83,24 +92,62 @@ func (t *tracker) scan(pid int, now int64) {
 	}
 	info := inspect(t.fs, pid, now)
 	t.describe(pid, ps, info, now)
-	if maps, err := t.fs.ReadMaps(pid); err == nil {
-		for _, m := range maps {
-			if m.Perms&proc.PermExec == 0 {
-				continue
-			}
-			name := m.Path
-			if m.Deleted {
-				name += " (deleted)"
-			}
-			cm := capture.Map{
-				FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
-				Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
-			}
-			t.addMap(pid, ps, cm)
-			t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
+	t.scanMaps(pid, ps, now)
+	t.threads(pid, ps, now)
+	t.adopt(pid, now)
+}
+
+// scanMaps writes pid's executable mappings as /proc shows them.
+func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
+	maps, err := t.readMaps(pid)
+	if err != nil {
+		return
+	}
+	for _, m := range maps {
+		if m.Perms&proc.PermExec == 0 {
+			continue
+		}
+		name := m.Path
+		if m.Deleted {
+			name += " (deleted)"
+		}
+		cm := capture.Map{
+			FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
+			Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
+		}
+		t.addMap(pid, ps, cm)
+		t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
+	}
+}
+
+// readMaps reads pid's mappings, through another of its threads when the
+// thread-group leader has exited and left /proc/PID/maps empty while
+// the process lives on (a Go program tearing down, for one).
+func (t *tracker) readMaps(pid int) ([]proc.Mapping, error) {
+	maps, err := t.fs.ReadMaps(pid)
+	if err != nil || len(maps) > 0 {
+		return maps, err
+	}
+	tids, _ := t.fs.Tasks(pid)
+	for _, tid := range tids {
+		if tid == pid {
+			continue
+		}
+		if m, err := t.fs.ReadTaskMaps(pid, tid); err == nil && len(m) > 0 {
+			return m, nil
 		}
 	}
-	t.threads(pid, ps, now)
+	return maps, nil
+}
+
+// adopt describes the children waiting for parent, now described.
+func (t *tracker) adopt(parent int, now int64) {
+	for child, p := range t.parentOf {
+		if p == parent {
+			delete(t.parentOf, child)
+			t.fork(parent, child, now)
+		}
+	}
 }
 
 // describe writes what identifies a process: its ProcessFile line,
@@ -133,9 +180,20 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	}
 }
 
-// flushPending describes the pids seen only in samples or mappings.
-func (t *tracker) flushPending() {
+// orphanGrace is how long a child whose parent is undescribed waits for
+// the parent's records before it is described from /proc.
+const orphanGrace = int64(200 * time.Millisecond)
+
+// flushPending describes the pids seen only in samples or mappings, and
+// children whose parent is still undescribed after orphanGrace, from
+// /proc. At the end (final) none waits.
+func (t *tracker) flushPending(final bool) {
+	now := capture.Now()
 	for pid, at := range t.pending {
+		if _, orphan := t.parentOf[pid]; orphan && !final && now-at < orphanGrace {
+			continue
+		}
+		delete(t.parentOf, pid)
 		t.scan(pid, at)
 	}
 }
@@ -279,7 +337,13 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 	}
 	parent := t.procs[ppid]
 	if parent == nil || !parent.described {
-		t.scan(pid, now)
+		// Wait for the parent's FORK or /proc scan, likely in a ring
+		// not read yet; a short-lived child is gone from /proc by the
+		// time it would be scanned.
+		t.parentOf[pid] = ppid
+		if _, ok := t.pending[pid]; !ok {
+			t.pending[pid] = now
+		}
 		return
 	}
 	info := inspect(t.fs, pid, now)
@@ -301,6 +365,7 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 		t.sym.forked(ppid, pid)
 	}
 	t.threads(pid, ps, now)
+	t.adopt(pid, now)
 }
 
 // sampled notes a sampled pid, to be described if no lifecycle record
@@ -309,11 +374,20 @@ func (t *tracker) sampled(pid int, now int64) {
 	if pid <= 0 {
 		return
 	}
-	if ps := t.procs[pid]; ps == nil || !ps.described {
+	ps := t.procs[pid]
+	if ps == nil || !ps.described {
 		t.get(pid)
 		if _, ok := t.pending[pid]; !ok {
 			t.pending[pid] = now
 		}
+		return
+	}
+	// /proc showed no mappings when the process was described (it was
+	// between fork and exec, or tearing down): look once more now that
+	// it runs code.
+	if len(ps.maps) == 0 && !ps.mapsRetried && !ps.exited {
+		ps.mapsRetried = true
+		t.scanMaps(pid, ps, now)
 	}
 }
 

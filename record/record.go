@@ -183,6 +183,13 @@ func (r *recorder) setup() error {
 		event = rd.Event().String()
 		if o.DWARFStack > 0 && r.sym != nil {
 			r.dwarf = newDWARFUnwinder(r.sym, o.FS, rd.Format())
+			// A stack cut short by the stack copy ends in a frame
+			// named [stack truncated]: a JIT address, so Sysprof
+			// names it too, rather than a partial stack that looks
+			// complete.
+			if a, err := r.w.AddJITMap(truncatedName); err == nil {
+				r.dwarf.truncated = a
+			}
 		}
 	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
@@ -435,7 +442,7 @@ func (r *recorder) loop(ctx context.Context) {
 // periodic polls counters, refreshes the status line and says whether to
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
-	r.tr.flushPending()
+	r.tr.flushPending(false)
 	if err := r.cs.tick(r.w, now); err != nil && r.w.BytesWritten() > 0 {
 		if errors.Is(err, syscall.ENOSPC) || isWriteErr(err) {
 			r.writeErr = err
@@ -567,7 +574,7 @@ func (r *recorder) finish() {
 	if r.mp != nil {
 		r.finishMemprof()
 	}
-	r.tr.flushPending()
+	r.tr.flushPending(true)
 	r.cs.tick(r.w, time.Now().Add(time.Hour))
 	if r.child != nil {
 		r.mergeTraceFDs()

@@ -161,6 +161,21 @@ func checkEveryPIDDescribed(t *testing.T, c *captured) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("sampled pids without frames: %v", missing)
+		for pid := range missing {
+			n := 0
+			for _, s := range c.samples {
+				if s.PID == pid {
+					n++
+				}
+			}
+			var forks []string
+			for _, f := range c.forks {
+				if f.ChildPID == pid || f.PID == pid {
+					forks = append(forks, fmt.Sprintf("%d->%d@%d", f.PID, f.ChildPID, f.Time))
+				}
+			}
+			t.Logf("pid %d: %d samples, names %q, exited %v, forks %v", pid, n, c.processes[pid], c.exits[pid], forks)
+		}
 	}
 }
 

@@ -417,6 +417,19 @@ func (o *symObj) load(logf func(string, ...any)) {
 		logf("%s: %v", o.path, err)
 		return
 	}
+	l := o.loader()
+	l.Debuginfod = symbol.DebuginfodFromEnv()
+	syms, err := l.Load(elf, o.path)
+	if err != nil {
+		logf("%s: no symbols: %v", o.path, err)
+		return
+	}
+	o.elf, o.syms = elf, syms
+}
+
+// loader returns a symbol loader searching debug files inside the root of
+// the process o was opened through first, then on the host.
+func (o *symObj) loader() symbol.Loader {
 	var roots []symbol.Opener
 	if o.root != nil {
 		cp := o.root
@@ -429,13 +442,7 @@ func (o *symObj) load(logf func(string, ...any)) {
 		}
 	}
 	roots = append(roots, symbol.HostOpener)
-	l := symbol.Loader{Roots: roots, Debuginfod: symbol.DebuginfodFromEnv()}
-	syms, err := l.Load(elf, o.path)
-	if err != nil {
-		logf("%s: no symbols: %v", o.path, err)
-		return
-	}
-	o.elf, o.syms = elf, syms
+	return symbol.Loader{Roots: roots}
 }
 
 // mountedAt returns an Opener over host directories standing for the

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"nsprof/container"
 	"nsprof/perf"
 	"nsprof/proc"
+	"nsprof/symbol"
 	"nsprof/unwind"
 )
 
@@ -47,6 +49,9 @@ type dwarfUnwinder struct {
 	chain  []uint64
 	vdso   []byte // the vdso image, read once from this process
 	vdsoOK bool
+	// truncated is the JIT address of truncatedName, appended to stacks
+	// the stack copy cut short; 0 leaves them unmarked.
+	truncated uint64
 
 	samples uint64
 	stops   [unwind.StopDepth + 1]uint64
@@ -54,6 +59,10 @@ type dwarfUnwinder struct {
 	// loading is the part of spent that went into reading tables.
 	loading time.Duration
 }
+
+// truncatedName names the frame that ends a user stack whose callers lie
+// beyond the copied stack bytes.
+const truncatedName = "[stack truncated]"
 
 func newDWARFUnwinder(sym *symbolizer, fs proc.FS, f perf.Format) *dwarfUnwinder {
 	u := &dwarfUnwinder{sym: sym, fs: fs, format: f, cache: unwind.NewCache(unwindCacheBytes)}
@@ -86,6 +95,9 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 	out = append(out, capture.ContextUser)
 	var stop unwind.Stop
 	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
+	if stop == unwind.StopTruncated && u.truncated != 0 {
+		out = append(out, u.truncated)
+	}
 	u.spent += time.Since(start)
 	u.samples++
 	u.stops[stop]++
@@ -209,9 +221,38 @@ func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
 	t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
 		defer u.timeLoad(time.Now())
 		// A table is kept even if some FDEs could not be read.
+		if dbg := debugFrameFile(o); dbg != nil {
+			defer dbg.Close()
+			return unwind.Load(o.f, dbg)
+		}
 		return unwind.Load(o.f, nil)
 	})
 	return t
+}
+
+// debugFrameFile opens the separate debug file of o when o has no
+// .debug_frame of its own: code built without unwind tables
+// (-fno-asynchronous-unwind-tables) has its CFI only there, and a
+// stripped binary's went to its debug file. It is searched as symbols
+// are, inside the process's root first; nil when there is none.
+func debugFrameFile(o *symObj) *os.File {
+	ef, err := elf.NewFile(o.f)
+	if err != nil {
+		return nil
+	}
+	if s := ef.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+		return nil
+	}
+	obj, err := symbol.NewFile(o.f)
+	if err != nil {
+		return nil
+	}
+	l := o.loader()
+	f, _, err := l.OpenDebugFile(obj, o.path)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 func (u *dwarfUnwinder) timeLoad(start time.Time) { u.loading += time.Since(start) }

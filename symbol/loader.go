@@ -188,40 +188,96 @@ func (l *Loader) findDebugFile(obj *File, objPath string) *Symbols {
 	return nil
 }
 
+// OpenDebugFile searches the roots for a separate debug file of obj, the
+// object mapped at objPath, as [Loader.LoadContext] does (build-id
+// directories, then .gnu_debuglink with its CRC checked), and returns it
+// open with the path it was found at. Unlike LoadContext it takes a debug
+// file without a .symtab: the unwinder wants its .debug_frame. It never
+// asks Debuginfod.
+func (l *Loader) OpenDebugFile(obj *File, objPath string) (*os.File, string, error) {
+	id := obj.BuildID()
+	name, crc, hasLink := obj.DebugLink()
+	dirs := l.debugDirs()
+	var errs []error
+	for _, open := range l.roots() {
+		var paths []string
+		if id != nil {
+			for _, d := range dirs {
+				paths = append(paths, buildIDPath(d, id))
+			}
+		}
+		nID := len(paths)
+		if hasLink && path.IsAbs(objPath) {
+			paths = append(paths, debugLinkPaths(objPath, name, dirs)...)
+		}
+		for i, p := range paths {
+			var check *uint32
+			if i >= nID {
+				check = &crc
+			}
+			osf, _, err := openDebugFile(obj, open, p, check)
+			if err == nil {
+				return osf, p, nil
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil, "", fmt.Errorf("%s: no build-id and no debug link", objPath)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
 // errMismatch rejects a debug file that belongs to another build.
 var errMismatch = errors.New("debug file does not match the object")
+
+// openDebugFile opens the debug file p through open and checks that it
+// belongs to obj: a regular file, the same CRC32 when crc is not nil, the
+// same build-id when both have one (and always without a CRC).
+func openDebugFile(obj *File, open Opener, p string, crc *uint32) (_ *os.File, _ *File, err error) {
+	osf, err := open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			osf.Close()
+		}
+	}()
+	if fi, err := osf.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if crc != nil {
+		got, err := DebugLinkCRC(osf)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if got != *crc {
+			return nil, nil, fmt.Errorf("%s: CRC32 %#08x, want %#08x: %w", p, got, *crc, errMismatch)
+		}
+	}
+	df, err := NewFile(osf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if obj.BuildID() != nil && df.BuildID() != nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
+		return nil, nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
+	}
+	if crc == nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
+		return nil, nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
+	}
+	return osf, df, nil
+}
 
 // useDebugFile opens the debug file p through open and, if it matches obj
 // (same build-id when both have one; same CRC32 when crc is not nil) and
 // has a .symtab, returns its symbols merged with obj's .dynsym.
 func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbols, error) {
-	osf, err := open(p)
+	osf, df, err := openDebugFile(obj, open, p, crc)
 	if err != nil {
 		return nil, err
 	}
 	defer osf.Close()
-	if fi, err := osf.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	if crc != nil {
-		got, err := DebugLinkCRC(osf)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if got != *crc {
-			return nil, fmt.Errorf("%s: CRC32 %#08x, want %#08x: %w", p, got, *crc, errMismatch)
-		}
-	}
-	df, err := NewFile(osf)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	if obj.BuildID() != nil && df.BuildID() != nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
-		return nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
-	}
-	if crc == nil && !bytes.Equal(obj.BuildID(), df.BuildID()) {
-		return nil, fmt.Errorf("%s: build-id %x, want %x: %w", p, df.BuildID(), obj.BuildID(), errMismatch)
-	}
 	es, err := df.symtab(elf.SHT_SYMTAB)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)

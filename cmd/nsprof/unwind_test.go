@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -163,5 +164,74 @@ func TestRecordCallGraphUsage(t *testing.T) {
 	_, stderr, status := nsprof(t, nil, "record", "--call-graph", "lbr", "-o", filepath.Join(t.TempDir(), "x"), "--", "true")
 	if status != 2 || !strings.Contains(stderr, "want fp or dwarf") {
 		t.Errorf("--call-graph lbr: status %d, %s", status, stderr)
+	}
+}
+
+// Code built without unwind tables has its CFI only in .debug_frame, and
+// a stripped binary's .debug_frame is in its debug file: --call-graph
+// dwarf finds the file through .gnu_debuglink (next to the binary, CRC
+// checked) and unwinds the fixture to main. Reading only the binary's own
+// CFI, none of about 1950 samples got there.
+func TestRecordCallGraphDWARFDebugFile(t *testing.T) {
+	built := testutils.BuildFixture(t, "omitfp", "-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables")
+	objcopy := testutils.LookPathOrSkip(t, "objcopy")
+	dir := t.TempDir()
+	bin, debug := filepath.Join(dir, "omitfp"), filepath.Join(dir, "omitfp.debug")
+	for _, args := range [][]string{
+		{"--only-keep-debug", built, debug},
+		{"--strip-debug", "--add-gnu-debuglink=" + debug, built, bin},
+	} {
+		if out, err := exec.Command(objcopy, args...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %v: %v\n%s", args, err, out)
+		}
+	}
+	stacks, total, log := foldedStacks(t, "--call-graph", "dwarf", "--", bin, "1", "2")
+	reached, _, _ := omitfpChains(stacks)
+	t.Logf("%d of %d samples reach main or omitfp_thread", reached, total)
+	if total < 500 {
+		t.Fatalf("only %d samples", total)
+	}
+	if reached*100 < total*99 {
+		t.Errorf("%d of %d samples reach main or omitfp_thread, want >= 99%%\nlog:\n%s", reached, total, log)
+	}
+}
+
+// A stack the stack copy cuts short ends in a [stack truncated] frame at
+// its root instead of passing for a complete one; a stack that fits is
+// not marked. With --call-graph dwarf,1024 the fixture's 60-deep
+// recursion (256 bytes a frame) is cut and its shallow call is not.
+func TestRecordCallGraphDWARFTruncated(t *testing.T) {
+	bin := testutils.BuildFixture(t, "deepstack", "-O2", "-fomit-frame-pointer")
+	stacks, total, log := foldedStacks(t, "--call-graph", "dwarf,1024", "--", bin, "1")
+	var deep, deepMarked, shallow, shallowMarked int
+	for s, n := range stacks {
+		marked := strings.HasPrefix(s, "[stack truncated];")
+		switch {
+		case strings.HasSuffix(s, ";deep_leaf") || strings.Contains(s, ";deep_rec"):
+			deep += n
+			if marked {
+				deepMarked += n
+			}
+		case strings.HasSuffix(s, ";shallow_leaf"):
+			shallow += n
+			if marked {
+				shallowMarked += n
+			} else if !strings.Contains(s, "main;shallow_leaf") {
+				t.Errorf("a shallow stack does not reach main: %s", s)
+			}
+		}
+		if !marked && strings.Contains(s, "[stack truncated]") {
+			t.Errorf("[stack truncated] not at the root: %s", s)
+		}
+	}
+	t.Logf("%d samples: %d deep (%d marked truncated), %d shallow (%d marked)", total, deep, deepMarked, shallow, shallowMarked)
+	if deep < total/4 || shallow < total/4 {
+		t.Fatalf("deep %d, shallow %d of %d samples: the fixture should split its time", deep, shallow, total)
+	}
+	if deepMarked*100 < deep*99 {
+		t.Errorf("%d of %d deep stacks marked truncated, want >= 99%%\nlog:\n%s", deepMarked, deep, log)
+	}
+	if shallowMarked != 0 {
+		t.Errorf("%d of %d shallow stacks marked truncated", shallowMarked, shallow)
 	}
 }
