@@ -114,3 +114,11 @@ func (f *RawFrame) DecodeFileChunk(c *FileChunk) error {
 // start of the frame: the data [RawFrame.DecodeFileChunk] returns is at
 // file offset Off+FileChunkDataOffset.
 const FileChunkDataOffset = fileChunkFixed
+
+// DecodeFrame decodes one frame stored in the machine's byte order, such
+// as those Sysprof's collector (libsysprof-capture's sysprof_collector_*
+// API and its LD_PRELOAD libraries) writes into the shared rings of
+// SYSPROF_CONTROL_FD. b must hold exactly the frame.
+func DecodeFrame(b []byte) (Frame, error) {
+	return decodeFrame(order{big: nativeBig}, b, 0, false)
+}

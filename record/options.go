@@ -57,6 +57,12 @@ type Options struct {
 	Memprof       bool
 	MemprofSample int64
 	MemprofLib    string
+	// SysprofMemprof loads Sysprof's own allocation collector
+	// (libsysprof-memory-4.so, or SysprofMemprofLib) into the command
+	// and takes its ALLOCATION frames through SYSPROF_CONTROL_FD, which
+	// the command also gets with TraceFD, as with sysprof-cli.
+	SysprofMemprof    bool
+	SysprofMemprofLib string
 	// Status, when set, receives a status line refreshed a few times a
 	// second (give it a terminal). StatusWidth is the terminal width.
 	Status      io.Writer
@@ -109,7 +115,10 @@ func (o *Options) setDefaults() error {
 	if o.MemprofSample < 0 {
 		return errors.New("memprof sample interval must not be negative")
 	}
-	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || len(o.Env) > 0) {
+	if o.Memprof && o.SysprofMemprof {
+		return errors.New("memprof and Sysprof's memprof cannot both be loaded")
+	}
+	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || o.SysprofMemprof || len(o.Env) > 0) {
 		return errors.New("trace fds, memprof and environment need a command to spawn")
 	}
 	return nil

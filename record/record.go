@@ -47,6 +47,9 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		if r.mp != nil {
 			r.mp.close()
 		}
+		if r.cfd != nil {
+			r.cfd.release()
+		}
 		if r.child != nil {
 			for _, t := range r.child.traces {
 				t.file.Close()
@@ -74,6 +77,7 @@ type recorder struct {
 	tr      *tracker
 	sym     *symbolizer
 	dwarf   *dwarfUnwinder // with Options.DWARFStack
+	cfd     *controlFD     // SYSPROF_CONTROL_FD, with TraceFD or SysprofMemprof
 	rd      *perf.Reader
 	child   *child
 	mp      *memprof
@@ -133,10 +137,31 @@ func (r *recorder) setup() error {
 		r.mp = mp
 		pass = append(pass, mp.pass())
 	}
+	if len(o.Command) > 0 && (o.TraceFD || o.SysprofMemprof) {
+		cfd, err := newControlFD()
+		if err != nil {
+			return err
+		}
+		r.cfd = cfd
+		p := cfd.pass()
+		if o.SysprofMemprof {
+			lib := o.SysprofMemprofLib
+			if lib == "" {
+				if lib, err = FindSysprofMemprofLib(); err != nil {
+					return err
+				}
+			}
+			p.extra = append(p.extra, "NSPROF_MEMPROF_PRELOAD="+lib)
+		}
+		pass = append(pass, p)
+	}
 	if len(o.Command) > 0 {
 		c, err := spawn(o.Command, o.Env, o.traceVars(), pass)
 		if r.mp != nil {
 			r.mp.send.Close()
+		}
+		if r.cfd != nil {
+			r.cfd.theirs.Close() // the command holds it now
 		}
 		if err != nil {
 			return err
@@ -391,6 +416,12 @@ func (r *recorder) loop(ctx context.Context) {
 				wake = soon
 			}
 		}
+		if r.cfd != nil {
+			r.cfd.poll(r)
+			if soon := now.Add(memprofPoll); soon.Before(wake) {
+				wake = soon
+			}
+		}
 		if !now.Before(next) {
 			next = now.Add(tick)
 			if reason := r.periodic(ctx, now, deadline, childDone); reason != "" {
@@ -573,6 +604,12 @@ func (r *recorder) finish() {
 	}
 	if r.mp != nil {
 		r.finishMemprof()
+	}
+	if r.cfd != nil {
+		r.cfd.poll(r)
+		if r.cfd.frames > 0 || r.cfd.rejected > 0 {
+			r.logf("SYSPROF_CONTROL_FD: %d frames from %d rings (%d rings dropped)", r.cfd.frames, len(r.cfd.rings), r.cfd.rejected)
+		}
 	}
 	r.tr.flushPending(true)
 	r.cs.tick(r.w, time.Now().Add(time.Hour))

@@ -142,6 +142,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.GJS, "gjs", false, "give the command GJS_TRACE_FD and GJS_ENABLE_PROFILER=1")
 	f.BoolVar(&opts.GTK, "gtk", false, "give the command GTK_TRACE_FD")
 	f.BoolVar(&opts.Memprof, "memprof", false, "record the command's heap allocations and frees (LD_PRELOAD "+record.MemprofLibName+", found next to nsprof or in $"+record.MemprofLibEnv+")")
+	f.BoolVar(&opts.SysprofMemprof, "sysprof-memprof", false, "record the command's allocations with Sysprof's own collector ("+record.SysprofMemprofLibName+" preloaded, frames taken through SYSPROF_CONTROL_FD)")
 	f.Int64Var(&opts.MemprofSample, "memprof-sample", 0, "with --memprof, record about one allocation per `BYTES` allocated, weighted so totals stay unbiased (0: every one)")
 	return cmd
 }

@@ -1,0 +1,40 @@
+//go:build linux
+
+package unix
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// StreamPair returns a connected AF_UNIX SOCK_STREAM pair, both ends
+// close-on-exec: ours, a raw non-blocking descriptor, and theirs, for a
+// child (Sysprof's SYSPROF_CONTROL_FD).
+func StreamPair() (ours int, theirs *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, os.NewSyscallError("socketpair", err)
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, nil, os.NewSyscallError("fcntl O_NONBLOCK", err)
+	}
+	return fds[0], os.NewFile(uintptr(fds[1]), "control-child"), nil
+}
+
+// ReadNonblock reads from the non-blocking descriptor fd: 0 bytes and
+// EAGAIN when nothing is pending.
+func ReadNonblock(fd int, b []byte) (int, error) {
+	n, err := unix.Read(fd, b)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// SendFD sends data with the descriptor passfd attached (SCM_RIGHTS).
+func SendFD(fd int, data []byte, passfd int) error {
+	return os.NewSyscallError("sendmsg", unix.Sendmsg(fd, data, unix.UnixRights(passfd), nil, 0))
+}
