@@ -276,6 +276,17 @@ func (t *tracker) handle(rec *perf.Record) {
 			}
 		}
 		info := inspect(t.fs, pid, now)
+		if len(info.Cmdline) == 0 && info.Err == "" {
+			// The COMM record comes early in exec, before the new
+			// image's arguments are in place: read so soon, the
+			// command line is empty. Describe the process at the
+			// next tick, from /proc, as one seen only in samples.
+			ps.described = false
+			if _, ok := t.pending[pid]; !ok {
+				t.pending[pid] = now
+			}
+			return
+		}
 		if info.Comm == "" {
 			info.Comm = string(c.Comm)
 		}
