@@ -58,6 +58,8 @@ type procState struct {
 	// mapsRetried says /proc was read again for a process described
 	// without mappings and then sampled.
 	mapsRetried bool
+	// deferred says a scan found no command line once already.
+	deferred bool
 }
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
@@ -91,6 +93,17 @@ func (t *tracker) scan(pid int, now int64) {
 		return
 	}
 	info := inspect(t.fs, pid, now)
+	if len(info.Cmdline) == 0 && info.Err == "" && !ps.deferred && pid != 2 && info.PPID != 2 {
+		// A user process without a command line is in the middle of
+		// an exec (its new arguments are not set up yet): look again
+		// at the next tick. Kernel threads (kthreadd's children) have
+		// none for good.
+		ps.deferred = true
+		if _, ok := t.pending[pid]; !ok {
+			t.pending[pid] = now
+		}
+		return
+	}
 	t.describe(pid, ps, info, now)
 	t.scanMaps(pid, ps, now)
 	t.threads(pid, ps, now)
