@@ -123,6 +123,12 @@ func inspect(fs proc.FS, pid int, t int64) ProcessInfo {
 	return pi
 }
 
+// midExec reports whether the process was read (its status gave a name)
+// without a command line: a user process in the middle of an exec, before
+// its new arguments are set up (or a zombie; kernel threads too, which
+// callers tell apart).
+func (pi *ProcessInfo) midExec() bool { return len(pi.Cmdline) == 0 && pi.Comm != "" }
+
 // cmdline returns what a PROCESS frame carries: argv joined by spaces, or
 // the comm for kernel threads and processes whose argv is gone.
 func (pi *ProcessInfo) cmdline() string {

@@ -93,7 +93,7 @@ func (t *tracker) scan(pid int, now int64) {
 		return
 	}
 	info := inspect(t.fs, pid, now)
-	if len(info.Cmdline) == 0 && info.Err == "" && !ps.deferred && pid != 2 && info.PPID != 2 {
+	if info.midExec() && !ps.deferred && pid != 2 && info.PPID != 2 {
 		// A user process without a command line is in the middle of
 		// an exec (its new arguments are not set up yet): look again
 		// at the next tick. Kernel threads (kthreadd's children) have
@@ -207,6 +207,9 @@ func (t *tracker) flushPending(final bool) {
 			continue
 		}
 		delete(t.parentOf, pid)
+		if final {
+			t.get(pid).deferred = true // no later tick to wait for
+		}
 		t.scan(pid, at)
 	}
 }
@@ -281,15 +284,17 @@ func (t *tracker) handle(rec *perf.Record) {
 		}
 		pid := int(c.PID)
 		ps := t.get(pid)
-		if ps.described {
-			// exec replaced the image: old mappings are gone.
-			ps.maps, ps.have = ps.maps[:0], nil
-			if t.sym != nil {
-				t.sym.execed(pid)
-			}
+		// exec replaced the image: old mappings are gone, whether or
+		// not the process was described. A launcher deferred at its own
+		// exec (its command line was not set up yet) may exec again
+		// within the tick, as `unshare --root` does after its chroot:
+		// the symbolizer must then reopen its view in the new root.
+		ps.maps, ps.have = ps.maps[:0], nil
+		if t.sym != nil {
+			t.sym.execed(pid)
 		}
 		info := inspect(t.fs, pid, now)
-		if len(info.Cmdline) == 0 && info.Err == "" {
+		if info.midExec() {
 			// The COMM record comes early in exec, before the new
 			// image's arguments are in place: read so soon, the
 			// command line is empty. Describe the process at the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"nsprof/capture"
+	"nsprof/container"
 	"nsprof/perf"
 	"nsprof/proc"
 )
@@ -64,5 +65,96 @@ func TestForkBeforeParentFork(t *testing.T) {
 		if mapped[pid] != "/usr/bin/grandparent" {
 			t.Errorf("pid %d maps %q, want the inherited /usr/bin/grandparent (all: %v)", pid, mapped[pid], mapped)
 		}
+	}
+}
+
+// A process found without a command line (in the middle of an exec) is
+// looked at again at the next tick, and at the end of the recording it
+// is described whatever /proc says.
+func TestScanDefersEmptyCommandLine(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "300")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tprog\nPid:\t300\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644)
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracker(w, proc.FS{Root: root})
+	tr.scan(300, 1)
+	if tr.procs[300].described {
+		t.Fatal("described at once with an empty command line")
+	}
+	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/usr/bin/prog\x00arg\x00"), 0o644)
+	tr.flushPending(false)
+	if !tr.procs[300].described || tr.procs[300].name != "/usr/bin/prog arg" {
+		t.Errorf("after a tick: described %v as %q", tr.procs[300].described, tr.procs[300].name)
+	}
+	// Empty for good, at the end: described anyway.
+	os.MkdirAll(filepath.Join(root, "301"), 0o755)
+	os.WriteFile(filepath.Join(root, "301", "status"), []byte("Name:\tgone\nPid:\t301\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "301", "cmdline"), nil, 0o644)
+	tr.sampled(301, int64(capture.Now()))
+	tr.flushPending(true)
+	if !tr.procs[301].described {
+		t.Error("not described by the final flush")
+	}
+}
+
+// A launcher deferred at its exec (empty command line) that execs again
+// within the tick, as `unshare --root DIR CMD` does after its chroot: the
+// second exec must reopen the process's file view, or the new image's
+// debug files are searched in the launcher's root.
+func TestExecWhileDeferredReopensView(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "500")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tsh\nPid:\t500\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("sh\x00"), 0o644)
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracker(w, proc.FS{Root: root})
+	tr.sym = newSymbolizer()
+	defer tr.sym.close()
+	opens := 0
+	tr.sym.open = func(int) (*container.Process, error) {
+		opens++
+		return container.Open(os.Getpid())
+	}
+	now := uint64(capture.Now())
+	tr.scan(500, int64(now))
+	exec := func(comm string, at uint64) {
+		r := &perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: 500, TID: 500, Comm: []byte(comm), Exec: true}}
+		r.ID.Time = at
+		tr.handle(r)
+	}
+	mmap := func(file string, at uint64) {
+		r := &perf.Record{Type: perf.RecordMmap2, Mmap: perf.Mmap{PID: 500, TID: 500, Addr: 0x400000, Len: 0x1000, Filename: []byte(file)}}
+		r.ID.Time = at
+		tr.handle(r)
+	}
+	os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644) // mid-exec from here on
+	exec("unshare", now+10)
+	mmap(self, now+11)
+	if opens != 1 {
+		t.Fatalf("%d opens after the first exec's mapping, want 1", opens)
+	}
+	exec("hot", now+20)                                    // within the same tick: still deferred
+	mmap(filepath.Join(filepath.Dir(self), "hot"), now+21) // another file
+	if opens != 2 {
+		t.Errorf("%d opens after the second exec's mapping, want 2 (the view was not reopened)", opens)
 	}
 }

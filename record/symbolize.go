@@ -50,6 +50,8 @@ type symProc struct {
 	kernel  map[uint64]struct{}
 	nspid   int
 	owns    bool // some object's debug search goes through cp
+	// stale says cp was opened before the process's last exec.
+	stale bool
 	// mapsTried says the unwinder looked its mappings up itself.
 	mapsTried bool
 }
@@ -142,6 +144,22 @@ func (s *symbolizer) proc(pid int) *symProc {
 // reach returns pid's file view, opening it on first use; nil if the
 // process could not be opened.
 func (s *symbolizer) reach(pid int, p *symProc) *container.Process {
+	if p.stale {
+		// Opened before an exec: open it again for the new image. If
+		// that fails (the exec is still settling), keep the old view:
+		// map_files reaches the new mappings through it all the same.
+		p.stale = false
+		if cp, err := s.open(pid); err == nil {
+			switch {
+			case p.cp == nil:
+			case p.owns:
+				s.pinned = append(s.pinned, p.cp) // files opened through it
+			default:
+				p.cp.Close()
+			}
+			p.cp, p.owns = cp, false
+		}
+	}
 	if !p.tried {
 		p.tried = true
 		p.cp, p.openErr = s.open(pid)
@@ -223,12 +241,14 @@ func (s *symbolizer) forked(ppid, pid int) {
 	p.maps = append(p.maps[:0], pp.maps...)
 }
 
-// execed forgets pid's mappings: exec replaced its image. It also drops
-// the view of the process's files, opened again for the new image's
-// mappings: a process may have changed its root before exec, as
+// execed forgets pid's mappings: exec replaced its image. It also marks
+// the view of the process's files stale, to be opened again for the new
+// image's mappings: a process may have changed its root before exec, as
 // `unshare --root`, bubblewrap and container runtimes do, and a view
 // opened while it still ran the launcher on the host would look for the
-// new image's debug files on the host.
+// new image's debug files on the host. The old view is kept in case the
+// new one cannot be opened (the process already gone): files are checked
+// against their mappings' build-id or inode whichever view finds them.
 func (s *symbolizer) execed(pid int) {
 	p := s.procs[pid]
 	if p == nil {
@@ -236,13 +256,10 @@ func (s *symbolizer) execed(pid int) {
 	}
 	p.maps = p.maps[:0]
 	if p.cp != nil {
-		if p.owns {
-			s.pinned = append(s.pinned, p.cp) // files opened through it
-		} else {
-			p.cp.Close()
-		}
+		p.stale = true
+	} else {
+		p.tried, p.openErr = false, nil
 	}
-	p.cp, p.tried, p.openErr, p.owns = nil, false, nil, false
 }
 
 // exited releases what a process held unless debug-file search needs its
@@ -253,7 +270,7 @@ func (s *symbolizer) exited(pid int) {
 		return
 	}
 	// A later process reusing the pid is someone else.
-	p.tried = true
+	p.tried, p.stale = true, false
 	if p.cp != nil && !p.owns {
 		p.cp.Close()
 		p.cp = nil
