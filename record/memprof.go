@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,11 @@ type memRing struct {
 	pid, tid int32 // host ids
 	lost     uint64
 	untrack  uint64
+	// stacks is the process's set of stacks handed to the symbolizer;
+	// last is the stack this thread handed or found there last, which
+	// most allocations repeat.
+	stacks map[uint64]struct{}
+	last   []uint64
 }
 
 func (g *memRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&g.mem[off])) }
@@ -321,8 +327,8 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 		m.frees++
 	} else {
 		m.allocs++
-		if r.sym != nil && len(rec.Addrs) > 0 {
-			m.symbolize(r, g.pid, rec.Addrs)
+		if r.sym != nil && len(rec.Addrs) > 0 && !slices.Equal(rec.Addrs, g.last) {
+			m.symbolize(r, g, rec.Addrs)
 		}
 	}
 	a := &m.frame
@@ -335,24 +341,27 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 
 // symbolize hands a stack's addresses to the symbolizer the first time
 // the process shows it, so they are named in the symbol bundle.
-func (m *memprof) symbolize(r *recorder, pid int32, addrs []uint64) {
+func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64) {
+	g.last = append(g.last[:0], addrs...)
 	h := uint64(14695981039346656037)
 	for _, a := range addrs {
 		h ^= a
 		h *= 1099511628211
 	}
-	set := m.stacks[pid]
-	if set == nil {
-		set = make(map[uint64]struct{})
-		m.stacks[pid] = set
+	if g.stacks == nil {
+		g.stacks = m.stacks[g.pid]
+		if g.stacks == nil {
+			g.stacks = make(map[uint64]struct{})
+			m.stacks[g.pid] = g.stacks
+		}
 	}
-	if _, ok := set[h]; ok {
+	if _, ok := g.stacks[h]; ok {
 		return
 	}
-	set[h] = struct{}{}
-	r.sym.sampled(int(pid), addrs)
+	g.stacks[h] = struct{}{}
+	r.sym.sampled(int(g.pid), addrs)
 	if r.opts.NoPerf {
-		m.rescan[pid] = true
+		m.rescan[g.pid] = true
 	}
 }
 

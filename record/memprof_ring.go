@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // The memprof ring layout, as preload/memprof.h defines it. Everything is
@@ -112,15 +113,31 @@ func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRec
 		if rec.Free {
 			rec.Size = 0
 		}
-		d.addrs = d.addrs[:0]
-		for i := uint64(0); i < n; i++ {
-			d.addrs = append(d.addrs, binary.NativeEndian.Uint64(b[recHeaderSize+8*i:]))
-		}
-		rec.Addrs = d.addrs
+		rec.Addrs = d.stack(b[recHeaderSize:], n)
 		fn(&rec)
 		head += ln
 	}
 	return head, nil
+}
+
+// stack returns the n addresses at the start of b. They are read in
+// place, the ring being in the machine's byte order, when b is 8-aligned
+// (always, for rings mapped at page boundaries): copying them showed as a
+// tenth of the recorder's time under a malloc-heavy program. The writer
+// cannot change them meanwhile: the records between head and tail are
+// the reader's until head moves past them.
+func (d *ringDecoder) stack(b []byte, n uint64) []uint64 {
+	if n == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+		return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n)
+	}
+	d.addrs = d.addrs[:0]
+	for i := uint64(0); i < n; i++ {
+		d.addrs = append(d.addrs, binary.NativeEndian.Uint64(b[8*i:]))
+	}
+	return d.addrs
 }
 
 // hello is the registration message sent with a ring's memfd.

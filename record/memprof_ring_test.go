@@ -163,3 +163,23 @@ func FuzzRingDecode(f *testing.F) {
 		}
 	})
 }
+
+// Stacks are read in place from an aligned ring and copied from an
+// unaligned one, with the same values.
+func TestRingStackAlignment(t *testing.T) {
+	buf := make([]byte, 8*4+1)
+	var d ringDecoder
+	for _, shift := range []int{0, 1} {
+		b := buf[shift : shift+8*4]
+		for i := range 4 {
+			binary.NativeEndian.PutUint64(b[8*i:], 0x1000+uint64(i))
+		}
+		got := d.stack(b, 4)
+		if !slices.Equal(got, []uint64{0x1000, 0x1001, 0x1002, 0x1003}) {
+			t.Errorf("shift %d: %#x", shift, got)
+		}
+	}
+	if d.stack(buf, 0) != nil {
+		t.Error("no addresses gave a stack")
+	}
+}
