@@ -137,7 +137,7 @@ func (f *File) dwarf() (d *dwarf.Data, err error) {
 			}
 		}
 	}
-	return f.elf.DWARF()
+	return f.readDWARF()
 }
 
 // readLines reads every line program of d into rows sorted by address.

@@ -1,0 +1,67 @@
+package symbol
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"strings"
+	"sync"
+)
+
+// dwarfSections are the sections line tables and inline chains need, by
+// the suffix after ".debug_". Location lists, call frames, address
+// ranges by unit and type units are left out: debug/elf's DWARF reads
+// (and inflates) them all, and in libc's debug file they are a sixth of
+// the data.
+var dwarfSections = map[string]bool{
+	"abbrev": true, "info": true, "str": true, "line": true, "ranges": true,
+	"addr": true, "line_str": true, "str_offsets": true, "rnglists": true,
+}
+
+// readDWARF returns f's DWARF, reading only dwarfSections, each in its
+// own goroutine: inflating compressed sections is most of the time it
+// takes to load a large debug file, and recordings load them at their
+// end, while the user waits. Relocatable objects and old-style .zdebug
+// sections go through debug/elf, which handles them.
+func (f *File) readDWARF() (*dwarf.Data, error) {
+	type section struct {
+		s   *elf.Section
+		b   []byte
+		err error
+	}
+	var want []*section
+	for _, s := range f.elf.Sections {
+		if strings.HasPrefix(s.Name, ".zdebug_") || f.elf.Type == elf.ET_REL {
+			return f.elf.DWARF()
+		}
+		if name, ok := strings.CutPrefix(s.Name, ".debug_"); ok && dwarfSections[name] {
+			want = append(want, &section{s: s})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, w := range want {
+		wg.Go(func() {
+			defer recoverTo(&w.err, "read section "+w.s.Name)
+			w.b, w.err = w.s.Data()
+		})
+	}
+	wg.Wait()
+	dat := map[string][]byte{}
+	for _, w := range want {
+		if w.err != nil && uint64(len(w.b)) < w.s.Size {
+			return nil, &FormatError{Off: int64(min(w.s.Offset, maxFileSize)), Msg: "section " + w.s.Name + ": " + w.err.Error()}
+		}
+		dat[strings.TrimPrefix(w.s.Name, ".debug_")] = w.b
+	}
+	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
+		if b := dat[name]; b != nil {
+			if err := d.AddSection(".debug_"+name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
