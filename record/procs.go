@@ -60,6 +60,11 @@ type procState struct {
 	mapsRetried bool
 	// deferred says a scan found no command line once already.
 	deferred bool
+	// execAt is the time of the newest exec seen. Rings are read CPU by
+	// CPU, so an exec and its mappings may be read after a later exec's
+	// when the process moved between CPUs: `unshare --root` execs the
+	// target a millisecond after its own exec.
+	execAt int64
 }
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
@@ -284,6 +289,12 @@ func (t *tracker) handle(rec *perf.Record) {
 		}
 		pid := int(c.PID)
 		ps := t.get(pid)
+		if now < ps.execAt {
+			// An earlier exec, read late from another CPU's ring: its
+			// image was replaced already, keep the newer one's state.
+			return
+		}
+		ps.execAt = now
 		// exec replaced the image: old mappings are gone, whether or
 		// not the process was described. A launcher deferred at its own
 		// exec (its command line was not set up yet) may exec again
@@ -323,6 +334,14 @@ func (t *tracker) handle(rec *perf.Record) {
 		}
 		if id := m.BuildIDBytes(); len(id) > 0 {
 			cm.BuildID = hex.EncodeToString(id)
+		}
+		if now < ps.execAt {
+			// A mapping of the image before the last exec, read late:
+			// part of the capture's history, but neither the process's
+			// mappings now (which its children inherit) nor where to
+			// look up its samples' addresses.
+			t.write(&cm)
+			return
 		}
 		t.addMap(pid, ps, cm)
 		t.symMapped(pid, cm, mkdev(m.Maj, m.Min), m.BuildIDBytes())

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -156,5 +157,57 @@ func TestExecWhileDeferredReopensView(t *testing.T) {
 	mmap(filepath.Join(filepath.Dir(self), "hot"), now+21) // another file
 	if opens != 2 {
 		t.Errorf("%d opens after the second exec's mapping, want 2 (the view was not reopened)", opens)
+	}
+}
+
+// Rings are read CPU by CPU: the target's exec and mappings (CPU 0) can be
+// read before the launcher's earlier exec and mappings (CPU 1), as with
+// `unshare --root DIR /bin/hot`. The launcher's, read last, must not
+// replace the target's mappings.
+func TestExecReadOutOfOrder(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "600")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\thot\nPid:\t600\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/bin/hot\x00"), 0o644)
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracker(w, proc.FS{Root: root})
+	tr.sym = newSymbolizer()
+	defer tr.sym.close()
+	tr.sym.open = func(int) (*container.Process, error) { return nil, errors.New("gone") }
+	now := uint64(capture.Now())
+	exec := func(comm string, at uint64) {
+		r := &perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: 600, TID: 600, Comm: []byte(comm), Exec: true}}
+		r.ID.Time = at
+		tr.handle(r)
+	}
+	mmap := func(file string, addr, at uint64) {
+		r := &perf.Record{Type: perf.RecordMmap2, Mmap: perf.Mmap{PID: 600, TID: 600, Addr: addr, Len: 0x1000, Ino: addr, Filename: []byte(file)}}
+		r.ID.Time = at
+		tr.handle(r)
+	}
+	exec("hot", now+20) // CPU 0's ring, read first
+	mmap("/bin/hot", 0x401000, now+21)
+	exec("unshare", now+10) // CPU 1's ring
+	mmap("/usr/bin/unshare", 0x55000000, now+11)
+	var files []string
+	for _, m := range tr.sym.procs[600].maps {
+		files = append(files, m.obj.path)
+	}
+	if len(files) != 1 || files[0] != "/bin/hot" {
+		t.Errorf("symbolizer maps %v, want [/bin/hot]", files)
+	}
+	files = files[:0]
+	for _, m := range tr.procs[600].maps {
+		files = append(files, m.Filename)
+	}
+	if len(files) != 1 || files[0] != "/bin/hot" {
+		t.Errorf("process maps %v, want [/bin/hot]", files)
 	}
 }
