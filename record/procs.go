@@ -60,6 +60,11 @@ type procState struct {
 	mapsRetried bool
 	// deferred says a scan found no command line once already.
 	deferred bool
+	// early is what a look at the process mid-exec found, and earlyMaps
+	// its mappings then: what describes it if it is gone by the next
+	// look (a short-lived process would otherwise stay nameless).
+	early     *ProcessInfo
+	earlyMaps []proc.Mapping
 	// execAt is the time of the newest exec seen. Rings are read CPU by
 	// CPU, so an exec and its mappings may be read after a later exec's
 	// when the process moved between CPUs: `unshare --root` execs the
@@ -104,11 +109,17 @@ func (t *tracker) scan(pid int, now int64) {
 		// at the next tick. Kernel threads (kthreadd's children) have
 		// none for good.
 		ps.deferred = true
+		ps.early = &info
+		ps.earlyMaps, _ = t.readMaps(pid)
 		if _, ok := t.pending[pid]; !ok {
 			t.pending[pid] = now
 		}
 		return
 	}
+	if info.Err != "" && info.Comm == "" && ps.early != nil {
+		info = *ps.early // gone since: describe it as it was seen
+	}
+	ps.early = nil
 	t.describe(pid, ps, info, now)
 	t.scanMaps(pid, ps, now)
 	t.threads(pid, ps, now)
@@ -119,8 +130,9 @@ func (t *tracker) scan(pid int, now int64) {
 func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
 	maps, err := t.readMaps(pid)
 	if err != nil {
-		return
+		maps = ps.earlyMaps
 	}
+	ps.earlyMaps = nil
 	for _, m := range maps {
 		if m.Perms&proc.PermExec == 0 {
 			continue
@@ -311,6 +323,10 @@ func (t *tracker) handle(rec *perf.Record) {
 			// command line is empty. Describe the process at the
 			// next tick, from /proc, as one seen only in samples.
 			ps.described = false
+			if info.Comm == "" {
+				info.Comm = string(c.Comm)
+			}
+			ps.early = &info
 			if _, ok := t.pending[pid]; !ok {
 				t.pending[pid] = now
 			}

@@ -104,6 +104,23 @@ func TestScanDefersEmptyCommandLine(t *testing.T) {
 	if !tr.procs[301].described {
 		t.Error("not described by the final flush")
 	}
+	// Gone by the next look: described as first seen, with the mappings
+	// read then, rather than nameless.
+	d302 := filepath.Join(root, "302")
+	os.MkdirAll(d302, 0o755)
+	os.WriteFile(filepath.Join(d302, "status"), []byte("Name:\tshort\nPid:\t302\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(d302, "cmdline"), nil, 0o644)
+	os.WriteFile(filepath.Join(d302, "maps"), []byte("55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/short\n"), 0o644)
+	tr.scan(302, int64(capture.Now()))
+	if tr.procs[302].described {
+		t.Fatal("described at once with an empty command line")
+	}
+	os.RemoveAll(d302)
+	tr.flushPending(false)
+	ps := tr.procs[302]
+	if !ps.described || ps.name != "short" || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/short" {
+		t.Errorf("gone after the first look: described %v as %q with maps %v", ps.described, ps.name, ps.maps)
+	}
 }
 
 // A launcher deferred at its exec (empty command line) that execs again
