@@ -110,7 +110,9 @@ func (t *tracker) scan(pid int, now int64) {
 		// none for good.
 		ps.deferred = true
 		ps.early = &info
-		ps.earlyMaps, _ = t.readMaps(pid)
+		if maps, err := t.readMaps(pid); err == nil {
+			ps.earlyMaps = maps
+		}
 		if _, ok := t.pending[pid]; !ok {
 			t.pending[pid] = now
 		}
@@ -124,6 +126,29 @@ func (t *tracker) scan(pid int, now int64) {
 	t.scanMaps(pid, ps, now)
 	t.threads(pid, ps, now)
 	t.adopt(pid, now)
+}
+
+// glance reads the names and mappings of pids, quickly, before they are
+// scanned one by one: describing a process (its namespaces, container,
+// files) takes long enough that, on a loaded machine, scanning every
+// process at the start of a system-wide recording took half a second,
+// and processes listed at its start had exited by the time their turn
+// came, leaving them nameless. What glance read describes those.
+func (t *tracker) glance(pids []int, now int64) {
+	for _, pid := range pids {
+		ps := t.get(pid)
+		if ps.described {
+			continue
+		}
+		st, err := t.fs.ReadStatus(pid)
+		if err != nil {
+			continue
+		}
+		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}
+		info.Cmdline, _ = t.fs.ReadCmdline(pid)
+		ps.early = &info
+		ps.earlyMaps, _ = t.readMaps(pid)
+	}
 }
 
 // scanMaps writes pid's executable mappings as /proc shows them.

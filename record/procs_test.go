@@ -228,3 +228,31 @@ func TestExecReadOutOfOrder(t *testing.T) {
 		t.Errorf("process maps %v, want [/bin/hot]", files)
 	}
 }
+
+// The start of a system-wide recording glances at every process before
+// describing them one by one: one that exits in between is described
+// from the glance, not nameless.
+func TestGlanceDescribesExitedProcess(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "700")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tworker\nPid:\t700\nPPid:\t1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/usr/bin/worker\x00-j2\x00"), 0o644)
+	os.WriteFile(filepath.Join(dir, "maps"), []byte("55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/worker\n"), 0o644)
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracker(w, proc.FS{Root: root})
+	now := int64(capture.Now())
+	tr.glance([]int{700}, now)
+	os.RemoveAll(dir)
+	tr.scan(700, now)
+	ps := tr.procs[700]
+	if !ps.described || ps.name != "/usr/bin/worker -j2" || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/worker" {
+		t.Errorf("described %v as %q with maps %v", ps.described, ps.name, ps.maps)
+	}
+}

@@ -237,6 +237,7 @@ func (r *recorder) setup() error {
 		if err != nil {
 			return fmt.Errorf("list processes: %w", err)
 		}
+		r.tr.glance(pids, now)
 		for _, pid := range pids {
 			r.tr.scan(pid, now)
 		}
