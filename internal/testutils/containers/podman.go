@@ -337,9 +337,9 @@ func killUser(name string) {
 
 // StartPodmanRootless starts the fixture in a rootless podman container run
 // by [RootlessUser] (created with subuid and subgid ranges if missing) with
-// a private XDG_RUNTIME_DIR and its storage under the user's home:
-// ~/.local/share/containers/storage for "overlay" (native rootless
-// overlay), ~/.local/share/containers/storage-fuse for "fuse"
+// a private XDG_RUNTIME_DIR and its own storage under the user's home:
+// ~/.local/share/containers/storage-nsprof-xdg-* for "overlay" (native
+// rootless overlay), storage-fuse-nsprof-xdg-* for "fuse"
 // (fuse-overlayfs; /dev/fuse is made 0666 until cleanup). It returns the
 // target's host pid and the container id. Cleanup removes the container,
 // the storage, the runtime directory and the pause process.
@@ -369,8 +369,12 @@ func StartPodmanRootless(t testing.TB, storage string) (pid int, id string) {
 	if storage == "fuse" {
 		sub = "storage-fuse"
 	}
+	// One storage per call: go test runs packages in parallel, and two
+	// tests sharing a graphroot with different runroots fail with
+	// "database configuration mismatch". nsprof finds the storage
+	// through conmon's --root.
 	e := &podmanEnv{user: RootlessUser, home: u.HomeDir, runtime: rt,
-		root: filepath.Join(u.HomeDir, ".local/share/containers", sub)}
+		root: filepath.Join(u.HomeDir, ".local/share/containers", sub+"-"+filepath.Base(rt))}
 	e.flags = append(append([]string{"--root", e.root, "--runroot", filepath.Join(rt, "containers")}, storageFlags(t, storage)...), commonFlags...)
 	t.Cleanup(func() {
 		e.reset(t)
