@@ -3,8 +3,11 @@ package record
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"nsprof/capture"
@@ -123,6 +126,47 @@ func TestScanDefersEmptyCommandLine(t *testing.T) {
 	}
 }
 
+// fakeProcess writes pid's status, cmdline (argv NUL-separated) and maps
+// under a fake /proc at root and returns its directory.
+func fakeProcess(t *testing.T, root string, pid int, name, argv, maps string) string {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\t%s\nPid:\t%d\nPPid:\t1\n", name, pid)
+	for file, b := range map[string]string{"status": status, "cmdline": argv, "maps": maps} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fakeTracker returns a tracker over the fake /proc at root.
+func fakeTracker(t *testing.T, root string) *tracker {
+	t.Helper()
+	w, err := capture.NewWriter(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTracker(w, proc.FS{Root: root})
+}
+
+// handleExec and handleMmap feed the tracker pid's exec COMM record and
+// an executable MMAP2 record (inode addr), at time at.
+func handleExec(tr *tracker, pid uint32, comm string, at uint64) {
+	r := &perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: pid, TID: pid, Comm: []byte(comm), Exec: true}}
+	r.ID.Time = at
+	tr.handle(r)
+}
+
+func handleMmap(tr *tracker, pid uint32, file string, addr, at uint64) {
+	r := &perf.Record{Type: perf.RecordMmap2, Mmap: perf.Mmap{PID: pid, TID: pid, Addr: addr, Len: 0x1000, Ino: addr, Filename: []byte(file)}}
+	r.ID.Time = at
+	tr.handle(r)
+}
+
 // A launcher deferred at its exec (empty command line) that execs again
 // within the tick, as `unshare --root DIR CMD` does after its chroot: the
 // second exec must reopen the process's file view, or the new image's
@@ -133,18 +177,8 @@ func TestExecWhileDeferredReopensView(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	dir := filepath.Join(root, "500")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tsh\nPid:\t500\nPPid:\t1\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("sh\x00"), 0o644)
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newTracker(w, proc.FS{Root: root})
+	dir := fakeProcess(t, root, 500, "sh", "sh\x00", "")
+	tr := fakeTracker(t, root)
 	tr.sym = newSymbolizer()
 	defer tr.sym.close()
 	opens := 0
@@ -154,24 +188,14 @@ func TestExecWhileDeferredReopensView(t *testing.T) {
 	}
 	now := uint64(capture.Now())
 	tr.scan(500, int64(now))
-	exec := func(comm string, at uint64) {
-		r := &perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: 500, TID: 500, Comm: []byte(comm), Exec: true}}
-		r.ID.Time = at
-		tr.handle(r)
-	}
-	mmap := func(file string, at uint64) {
-		r := &perf.Record{Type: perf.RecordMmap2, Mmap: perf.Mmap{PID: 500, TID: 500, Addr: 0x400000, Len: 0x1000, Filename: []byte(file)}}
-		r.ID.Time = at
-		tr.handle(r)
-	}
 	os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644) // mid-exec from here on
-	exec("unshare", now+10)
-	mmap(self, now+11)
+	handleExec(tr, 500, "unshare", now+10)
+	handleMmap(tr, 500, self, 0x400000, now+11)
 	if opens != 1 {
 		t.Fatalf("%d opens after the first exec's mapping, want 1", opens)
 	}
-	exec("hot", now+20)                                    // within the same tick: still deferred
-	mmap(filepath.Join(filepath.Dir(self), "hot"), now+21) // another file
+	handleExec(tr, 500, "hot", now+20) // within the same tick: still deferred
+	handleMmap(tr, 500, filepath.Join(filepath.Dir(self), "hot"), 0x401000, now+21)
 	if opens != 2 {
 		t.Errorf("%d opens after the second exec's mapping, want 2 (the view was not reopened)", opens)
 	}
@@ -183,36 +207,16 @@ func TestExecWhileDeferredReopensView(t *testing.T) {
 // replace the target's mappings.
 func TestExecReadOutOfOrder(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "600")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\thot\nPid:\t600\nPPid:\t1\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/bin/hot\x00"), 0o644)
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newTracker(w, proc.FS{Root: root})
+	fakeProcess(t, root, 600, "hot", "/bin/hot\x00", "")
+	tr := fakeTracker(t, root)
 	tr.sym = newSymbolizer()
 	defer tr.sym.close()
 	tr.sym.open = func(int) (*container.Process, error) { return nil, errors.New("gone") }
 	now := uint64(capture.Now())
-	exec := func(comm string, at uint64) {
-		r := &perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: 600, TID: 600, Comm: []byte(comm), Exec: true}}
-		r.ID.Time = at
-		tr.handle(r)
-	}
-	mmap := func(file string, addr, at uint64) {
-		r := &perf.Record{Type: perf.RecordMmap2, Mmap: perf.Mmap{PID: 600, TID: 600, Addr: addr, Len: 0x1000, Ino: addr, Filename: []byte(file)}}
-		r.ID.Time = at
-		tr.handle(r)
-	}
-	exec("hot", now+20) // CPU 0's ring, read first
-	mmap("/bin/hot", 0x401000, now+21)
-	exec("unshare", now+10) // CPU 1's ring
-	mmap("/usr/bin/unshare", 0x55000000, now+11)
+	handleExec(tr, 600, "hot", now+20) // CPU 0's ring, read first
+	handleMmap(tr, 600, "/bin/hot", 0x401000, now+21)
+	handleExec(tr, 600, "unshare", now+10) // CPU 1's ring
+	handleMmap(tr, 600, "/usr/bin/unshare", 0x55000000, now+11)
 	var files []string
 	for _, m := range tr.sym.procs[600].maps {
 		files = append(files, m.obj.path)
@@ -234,19 +238,8 @@ func TestExecReadOutOfOrder(t *testing.T) {
 // from the glance, not nameless.
 func TestGlanceDescribesExitedProcess(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "700")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tworker\nPid:\t700\nPPid:\t1\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/usr/bin/worker\x00-j2\x00"), 0o644)
-	os.WriteFile(filepath.Join(dir, "maps"), []byte("55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/worker\n"), 0o644)
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newTracker(w, proc.FS{Root: root})
+	dir := fakeProcess(t, root, 700, "worker", "/usr/bin/worker\x00-j2\x00", "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/worker\n")
+	tr := fakeTracker(t, root)
 	now := int64(capture.Now())
 	tr.glance([]int{700}, now)
 	os.RemoveAll(dir)
