@@ -434,7 +434,9 @@ func (r *recorder) loop(ctx context.Context) {
 			select {
 			case <-time.After(time.Until(wake)):
 			case <-ctx.Done():
+				next = time.Now() // stop now, not at the next tick
 			case <-childDone:
+				next = time.Now()
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -368,3 +369,36 @@ func TestRecordPIDNamespaceTraceFD(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestNoPerfStopsWhenCommandExits: without perf events nothing reports the
+// command's exit but the child's wait, and the recording must end then,
+// not at the next 100 ms tick (short commands under --memprof paid most of
+// a tick, and the loop spun until it came).
+func TestNoPerfStopsWhenCommandExits(t *testing.T) {
+	best := time.Hour
+	for range 3 {
+		stamp := t.TempDir() + "/exited"
+		opts := quiet
+		opts.NoPerf = true
+		// The exit lands mid-tick: 40 ms into a 100 ms one.
+		opts.Command = []string{"sh", "-c", "sleep 0.04; exec date +%s%N >" + stamp}
+		_, res := recordTo(t, context.Background(), opts)
+		returned := time.Now()
+		if res.ExitCode != 0 || res.Stopped != "command exited" {
+			t.Fatalf("result %+v", res)
+		}
+		b, err := os.ReadFile(stamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		best = min(best, returned.Sub(time.Unix(0, ns)))
+	}
+	if best > tick/4 {
+		t.Errorf("the recording ended %v after the command's last instant at best (3 runs), want well under a tick (%v)", best, tick)
+	}
+	t.Logf("the recording ended %v after the command's last instant (best of 3)", best)
+}
