@@ -386,18 +386,23 @@ static int has_room(struct tstate *t, uint64_t tail, uint64_t need)
 	return 0;
 }
 
-static void put(struct tstate *t, int kind, const void *addr, int64_t size, int64_t time, const uint64_t *addrs, int n)
+/*
+ * reserve returns room for a record of up to max bytes at the ring's tail,
+ * padding to the start of the data area first when the end is too near;
+ * NULL (the event counted as lost) when the ring stays full. The record is
+ * published by commit.
+ */
+static struct memprof_record *reserve(struct tstate *t, uint32_t max, uint64_t *pos)
 {
 	struct memprof_ring_header *h = t->ring;
-	uint32_t len = (uint32_t)(sizeof(struct memprof_record) + 8 * (size_t)n);
 	uint64_t tail = h->tail;
 	uint64_t off = tail & t->mask;
 	uint64_t pad = 0;
-	if (off + len > t->mask + 1)
+	if (off + max > t->mask + 1)
 		pad = t->mask + 1 - off;
-	if (!has_room(t, tail, pad + len)) {
+	if (!has_room(t, tail, pad + max)) {
 		__atomic_fetch_add(&h->lost, 1, __ATOMIC_RELAXED);
-		return;
+		return NULL;
 	}
 	if (pad) {
 		struct memprof_record *p = (struct memprof_record *)(t->data + off);
@@ -406,16 +411,22 @@ static void put(struct tstate *t, int kind, const void *addr, int64_t size, int6
 		p->n_addrs = 0;
 		off = 0;
 	}
-	struct memprof_record *r = (struct memprof_record *)(t->data + off);
+	*pos = tail + pad;
+	return (struct memprof_record *)(t->data + off);
+}
+
+/* commit fills in r's header and makes it, and any padding before it,
+ * visible to the recorder. */
+static inline void commit(struct tstate *t, uint64_t pos, struct memprof_record *r, int kind, const void *addr, int64_t size, int64_t time, int n)
+{
+	uint32_t len = (uint32_t)(sizeof *r + 8 * (size_t)n);
 	r->len = len;
 	r->kind = (uint16_t)kind;
 	r->n_addrs = (uint16_t)n;
 	r->time = time;
 	r->addr = (uint64_t)(uintptr_t)addr;
 	r->size = size;
-	if (n)
-		memcpy(r + 1, addrs, 8 * (size_t)n);
-	__atomic_store_n(&h->tail, tail + pad + len, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->ring->tail, pos + len, __ATOMIC_RELEASE);
 }
 
 /* ---- sampling ---- */
@@ -513,9 +524,13 @@ static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t si
 	if (sample_bytes && !ft_insert((uint64_t)(uintptr_t)p)) {
 		__atomic_fetch_add(&t->ring->sampled_untracked, 1, __ATOMIC_RELAXED);
 	}
-	uint64_t addrs[MEMPROF_MAX_DEPTH];
-	int n = capture(t, fp, addrs);
-	put(t, MEMPROF_REC_ALLOC, p, weight, time, addrs, n);
+	/* The stack is walked straight into the ring. */
+	uint64_t pos;
+	struct memprof_record *r = reserve(t, sizeof *r + 8 * MEMPROF_MAX_DEPTH, &pos);
+	if (!r)
+		return;
+	int n = capture(t, fp, (uint64_t *)(r + 1));
+	commit(t, pos, r, MEMPROF_REC_ALLOC, p, weight, time, n);
 }
 
 /* tracked says whether a free of p is recorded (in sampling mode, only
@@ -529,7 +544,10 @@ static NOINLINE void on_free(struct tstate *t, uintptr_t fp, void *p, int64_t ti
 {
 	if (t->state != T_ACTIVE && !thread_init(t, fp))
 		return;
-	put(t, MEMPROF_REC_FREE, p, 0, time, NULL, 0);
+	uint64_t pos;
+	struct memprof_record *r = reserve(t, sizeof *r, &pos);
+	if (r)
+		commit(t, pos, r, MEMPROF_REC_FREE, p, 0, time, 0);
 }
 
 static inline int active(struct tstate *t)
