@@ -322,17 +322,39 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	}
 	slices.Sort(pids)
 
-	// Count the objects samples hit, for progress.
-	hit := make(map[*symObj]bool)
+	// The objects samples hit, and the file offsets in each: loaded
+	// first, so that each reads the DWARF of just those addresses.
+	hit := make(map[*symObj][]uint64)
+	var objs []*symObj
 	for _, pid := range pids {
 		p := s.procs[pid]
 		for a := range p.user {
 			if m := p.find(a); m != nil {
-				hit[m.obj] = true
+				if _, ok := hit[m.obj]; !ok {
+					objs = append(objs, m.obj)
+				}
+				hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
 			}
 		}
 	}
-	total, done := len(hit), 0
+	for i, o := range objs {
+		if !o.loaded {
+			o.load(logf)
+		}
+		if prog != nil {
+			prog(i+1, len(objs), o.path)
+		}
+		if o.syms == nil {
+			continue
+		}
+		vas := make([]uint64, 0, len(hit[o]))
+		for _, off := range hit[o] {
+			if va, ok := o.elf.Vaddr(off); ok {
+				vas = append(vas, va)
+			}
+		}
+		o.syms.PrepareFrames(vas)
+	}
 
 	var kern kernelTable
 	kernTried := false
@@ -362,13 +384,6 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 				continue
 			}
 			o := m.obj
-			if !o.loaded {
-				o.load(logf)
-				done++
-				if prog != nil {
-					prog(done, total, o.path)
-				}
-			}
 			if o.syms == nil {
 				continue
 			}

@@ -37,7 +37,7 @@ func FuzzNewFile(f *testing.F) {
 		// whatever the ranges claim.
 		if d, err := ef.dwarf(); err == nil {
 			readLines(d)
-			x := newInlineIndex(d)
+			x := newInlineIndex(newFullUnits(d), nil)
 			r := d.Reader()
 			for n := 0; n < 64; n++ {
 				cu, err := r.Next()
@@ -50,6 +50,21 @@ func FuzzNewFile(f *testing.F) {
 					x.frames(rg[1] - 1)
 				}
 				r.SkipChildren()
+			}
+			if x.scopes > maxInlineScopes {
+				t.Fatalf("%d inline scopes, limit %d", x.scopes, maxInlineScopes)
+			}
+		}
+		// The same through .debug_aranges, reading only the units named.
+		reopen := func() (*File, error) { return NewFile(bytes.NewReader(data)) }
+		if u, err := ef.sparseUnits(reopen); err == nil && u != nil {
+			x := newInlineIndex(u, nil)
+			for i, a := range u.aranges {
+				if i == 64 {
+					break
+				}
+				x.frames(a.lo)
+				x.frames(a.hi - 1)
 			}
 			if x.scopes > maxInlineScopes {
 				t.Fatalf("%d inline scopes, limit %d", x.scopes, maxInlineScopes)

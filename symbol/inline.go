@@ -58,23 +58,61 @@ func (s *Symbols) Frames(vaddr uint64) []Frame {
 }
 
 func (t *lineTable) frames(pc uint64) []Frame {
-	d := t.data()
-	if d == nil {
+	x := t.index()
+	if x == nil {
 		return nil
 	}
 	t.inlMu.Lock()
 	defer t.inlMu.Unlock()
-	if t.inl == nil {
-		t.inl = newInlineIndex(d)
+	return x.frames(pc)
+}
+
+// PrepareFrames tells s the link-time addresses [Symbols.Frames] will be
+// asked about, so that the compilation units holding them are read at
+// once (and no others, when the file has .debug_aranges).
+func (s *Symbols) PrepareFrames(vaddrs []uint64) {
+	if s == nil || s.lines == nil {
+		return
 	}
-	return t.inl.frames(pc)
+	x := s.lines.index()
+	if x == nil {
+		return
+	}
+	s.lines.inlMu.Lock()
+	defer s.lines.inlMu.Unlock()
+	x.units.prepare(vaddrs)
+}
+
+// index returns the inline index, made on first use: over the units that
+// addresses fall in when the file has .debug_aranges, else over the whole
+// DWARF. nil when the file has no usable DWARF.
+func (t *lineTable) index() *inlineIndex {
+	t.inlOnce.Do(func() {
+		if f, err := t.openFile(); err == nil {
+			u, err := f.sparseUnits(t.openFile)
+			f.Close()
+			if err == nil && u != nil {
+				t.inl = newInlineIndex(u, func() dwarfUnits {
+					if d := t.data(); d != nil {
+						return newFullUnits(d)
+					}
+					return nil
+				})
+				return
+			}
+		}
+		if d := t.data(); d != nil {
+			t.inl = newInlineIndex(newFullUnits(d), nil)
+		}
+	})
+	return t.inl
 }
 
 // inlineIndex finds the compilation unit of an address and reads its
 // functions, inlined calls and line rows the first time.
 type inlineIndex struct {
-	d      *dwarf.Data
-	r      *dwarf.Reader // for SeekPC: fastest over ascending addresses
+	units  dwarfUnits
+	full   func() dwarfUnits // for addresses units has no unit for; nil if units is the whole DWARF
 	names  *dieNames
 	read   map[dwarf.Offset]*unitIndex
 	scopes int // inline scopes read so far, bounded by maxInlineScopes
@@ -87,8 +125,10 @@ type unitIndex struct {
 	files []string
 }
 
-func newInlineIndex(d *dwarf.Data) *inlineIndex {
-	return &inlineIndex{d: d, r: d.Reader(), names: &dieNames{r: d.Reader(), cache: make(map[dwarf.Offset]string)}, read: make(map[dwarf.Offset]*unitIndex)}
+func newInlineIndex(u dwarfUnits, full func() dwarfUnits) *inlineIndex {
+	x := &inlineIndex{units: u, full: full, read: make(map[dwarf.Offset]*unitIndex)}
+	x.names = &dieNames{units: u, cache: make(map[dwarf.Offset]string)}
+	return x
 }
 
 // unit returns the compilation unit holding pc, read on first use; nil
@@ -99,13 +139,22 @@ func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
 			u = nil
 		}
 	}()
-	cu, err := x.r.SeekPC(pc)
-	if err != nil || cu == nil {
+	d, off, ok := x.units.unit(pc)
+	if !ok && x.full != nil {
+		// .debug_aranges need not list every unit (some compilers leave
+		// it out): ask the whole DWARF, once read, from now on.
+		if f := x.full(); f != nil {
+			x.units, x.full = f, nil
+			x.names.units = f
+			d, off, ok = f.unit(pc)
+		}
+	}
+	if !ok {
 		return nil
 	}
-	if u = x.read[cu.Offset]; u == nil {
-		u, _ = x.readUnit(cu.Offset)
-		x.read[cu.Offset] = u
+	if u = x.read[off]; u == nil {
+		u, _ = x.readUnit(d, off)
+		x.read[off] = u
 	}
 	return u
 }
@@ -149,10 +198,9 @@ func (x *inlineIndex) frames(pc uint64) []Frame {
 
 // readUnit reads the line rows, functions and inlined calls of the
 // compilation unit at off. On malformed input it keeps what it read.
-func (x *inlineIndex) readUnit(off dwarf.Offset) (u *unitIndex, err error) {
+func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, err error) {
 	u = &unitIndex{}
 	defer recoverTo(&err, "read DWARF unit")
-	d := x.d
 	r := d.Reader()
 	r.Seek(off)
 	cu, err := r.Next()
@@ -237,7 +285,7 @@ func (x *inlineIndex) readUnit(off dwarf.Offset) (u *unitIndex, err error) {
 // dieNames names the functions of DIEs, following abstract origins and
 // specifications, with a cache by offset.
 type dieNames struct {
-	r     *dwarf.Reader
+	units dwarfUnits
 	cache map[dwarf.Offset]string
 }
 
@@ -263,8 +311,13 @@ func (n *dieNames) resolve(e *dwarf.Entry, hops int) string {
 		return s
 	}
 	n.cache[off] = "" // a cycle ends here
-	n.r.Seek(off)
-	next, err := n.r.Next()
+	d := n.units.entry(off)
+	if d == nil {
+		return ""
+	}
+	r := d.Reader()
+	r.Seek(off)
+	next, err := r.Next()
 	if err != nil || next == nil {
 		return ""
 	}

@@ -30,8 +30,9 @@ type lineTable struct {
 	files []string
 
 	// inl answers Frames, reading compilation units as addresses need.
-	inlMu sync.Mutex
-	inl   *inlineIndex
+	inlOnce sync.Once
+	inlMu   sync.Mutex
+	inl     *inlineIndex
 }
 
 // lineRow is one row of the line program: from addr on, the code is at
@@ -109,18 +110,33 @@ func (t *lineTable) load() {
 // the file cannot be opened, is another build or has no valid DWARF.
 func (t *lineTable) data() *dwarf.Data {
 	t.dwOnce.Do(func() {
-		osf, err := t.open()
+		f, err := t.openFile()
 		if err != nil {
 			return
 		}
-		defer osf.Close()
-		f, err := NewFile(osf)
-		if err != nil || (t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID)) {
-			return
-		}
+		defer f.Close()
 		t.dw, _ = f.dwarf()
 	})
 	return t.dw
+}
+
+// openFile opens the file again, checking it is the same build.
+func (t *lineTable) openFile() (*File, error) {
+	osf, err := t.open()
+	if err != nil {
+		return nil, err
+	}
+	f, err := NewFile(osf)
+	if err != nil {
+		osf.Close()
+		return nil, err
+	}
+	f.closer = osf
+	if t.buildID != nil && !bytes.Equal(f.BuildID(), t.buildID) {
+		f.Close()
+		return nil, errors.New("reopened file is another build")
+	}
+	return f, nil
 }
 
 // dwarf returns the DWARF data of f, with every .debug_ section checked
