@@ -55,3 +55,33 @@ func BenchmarkWriterMarks(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkWriterAllocations: what `record --memprof` writes per event,
+// an allocation with a 4-address stack and its free.
+func BenchmarkWriterAllocations(b *testing.B) {
+	w, err := NewWriter(io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addrs := []uint64{0x401136, 0x7f0000089aa4, 0x7f000010a3f0, 0x401000}
+	a := &Allocation{FrameHeader: FrameHeader{CPU: -1, PID: 1234}, TID: 1235}
+	b.SetBytes(2*allocationFixed + 8*4)
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		a.Time = 1_000_000_000 + i*1000
+		a.Addr, a.Size, a.Addrs = 0x5555000+uint64(i&255)*16, 100, addrs
+		if err := w.WriteFrame(a); err != nil {
+			b.Fatal(err)
+		}
+		a.Time += 500
+		a.Size, a.Addrs = 0, nil
+		if err := w.WriteFrame(a); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

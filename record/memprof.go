@@ -68,7 +68,6 @@ type memprof struct {
 	rings      []*memRing
 	buf, oob   []byte
 	dec        ringDecoder
-	frame      capture.Allocation
 	// stacks holds, per host pid, the hashes of the stacks already
 	// handed to the symbolizer.
 	stacks map[int32]map[uint64]struct{}
@@ -331,10 +330,7 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 			m.symbolize(r, g, rec.Addrs)
 		}
 	}
-	a := &m.frame
-	a.FrameHeader = capture.FrameHeader{CPU: -1, PID: g.pid, Time: rec.Time}
-	a.Addr, a.Size, a.TID, a.Addrs = rec.Addr, rec.Size, g.tid, rec.Addrs
-	if err := r.w.WriteFrame(a); err != nil {
+	if err := r.w.AddAllocation(rec.Time, -1, g.pid, g.tid, rec.Addr, rec.Size, rec.Addrs); err != nil {
 		r.writeErr = err
 	}
 }
