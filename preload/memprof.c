@@ -16,7 +16,9 @@
  * Stacks come from the frame-pointer chain, bounded by the thread's stack
  * (NSPROF_MEMPROF_UNWIND=backtrace uses glibc's DWARF backtrace() instead).
  * NSPROF_MEMPROF_SAMPLE=N records about one allocation per N bytes, each
- * with the unbiased weight size / (1 - exp(-size / N)).
+ * with the unbiased weight size / (1 - exp(-size / N)). Event times are
+ * mostly extrapolated from the TSC ("event times" below;
+ * NSPROF_MEMPROF_CLOCK=gettime reads the clock for each).
  *
  * Safety: dlsym may allocate before the real functions are known, so a
  * static arena serves those calls; a per-thread busy flag sends re-entrant
@@ -129,6 +131,18 @@ static pthread_key_t exit_key;
 
 /* ---- per-thread state (initial-exec TLS: no allocation on access) ---- */
 
+/* A thread's clock state. All zero is "no anchor yet". */
+struct tclock {
+	uint64_t tsc; /* the anchor: TSC and clock read together on CPU cpu-1 */
+	int64_t ns;
+	int32_t cpu;  /* CPU + 1; 0: no anchor */
+	int32_t rcpu; /* the rate's reference point, on CPU rcpu-1 */
+	uint64_t rtsc;
+	int64_t rns;
+	int64_t last; /* the last time given: a thread's times never go back */
+	uint64_t extrapolated; /* times given from the TSC */
+};
+
 enum { T_NONE, T_ACTIVE, T_OFF };
 
 struct tstate {
@@ -141,6 +155,7 @@ struct tstate {
 	int busy;
 	int state;
 	int waited_out; /* the last full-ring wait timed out */
+	struct tclock clock;
 };
 
 static __thread struct tstate ts __attribute__((tls_model("initial-exec")));
@@ -192,6 +207,112 @@ static inline int64_t now_ns(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* ---- event times ----
+ *
+ * Every event carries a CLOCK_MONOTONIC time, and the analysis orders the
+ * threads' events by it (a block allocated on one thread, freed on
+ * another). In a KVM guest clock_gettime reads kvm-clock, about 25 ns: a
+ * fifth of what recording an event costs. Within a thread, the time is
+ * instead extrapolated from the TSC since the thread's last clock_gettime
+ * (its anchor), for at most TSC_SPAN ticks and only while the thread stays
+ * on the anchor's CPU (rseq's cpu_id, a plain load): the TSC of one CPU
+ * against the clock read on that CPU, so CPUs whose TSCs differ do not
+ * matter. The ticks-to-ns rate is measured by the threads themselves,
+ * between two anchors on one CPU at least RATE_BASELINE apart; until then,
+ * and without rseq or off x86-64, every event reads the clock. Each anchor
+ * checks the extrapolation against the clock: off by more than
+ * TSC_TOLERANCE ns (a TSC the hypervisor moved), the process goes back
+ * to the clock for good. NSPROF_MEMPROF_CLOCK=gettime turns it off. */
+
+#if defined(__x86_64__) && __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#include <x86intrin.h>
+#define HAVE_TSC 1
+#endif
+
+#define TSC_SPAN (1ull << 20)  /* about half a millisecond at 2 GHz */
+#define RATE_BASELINE 10000000 /* ns */
+#define TSC_TOLERANCE 1000     /* ns */
+#define ANCHOR_TICKS 256       /* a clock read bracketed by more was interrupted */
+
+static int tsc_allowed;   /* set by the constructor; cleared for good on a bad check */
+static uint64_t tsc_mult; /* ns per tick, 32.32 fixed point; 0: read the clock */
+
+#ifdef HAVE_TSC
+/* rseq_cpu returns the CPU the kernel last ran the thread on, or -1. */
+static inline int32_t rseq_cpu(void)
+{
+	if (__rseq_size == 0)
+		return -1;
+	struct rseq *r = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	return (int32_t)__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED);
+}
+#endif
+
+static inline int64_t monotone(struct tclock *c, int64_t ns)
+{
+	if (ns < c->last)
+		ns = c->last;
+	return c->last = ns;
+}
+
+/* anchor_time reads the clock, and with it the TSC when extrapolating is
+ * allowed: a new anchor, a check of the extrapolation, a rate. */
+static NOINLINE int64_t anchor_time(struct tclock *c)
+{
+#ifdef HAVE_TSC
+	if (__atomic_load_n(&tsc_allowed, __ATOMIC_RELAXED)) {
+		int32_t cpu = rseq_cpu();
+		uint64_t a = __rdtsc();
+		int64_t ns = now_ns();
+		uint64_t b = __rdtsc();
+		if (cpu < 0 || cpu != rseq_cpu() || b - a > ANCHOR_TICKS) {
+			c->cpu = 0; /* moved or interrupted: no anchor */
+			return monotone(c, ns);
+		}
+		uint64_t tsc = a + (b - a) / 2;
+		uint64_t m = __atomic_load_n(&tsc_mult, __ATOMIC_RELAXED);
+		if (m && c->cpu == cpu + 1 && tsc - c->tsc < 64 * TSC_SPAN) {
+			int64_t guess = c->ns + (int64_t)(((tsc - c->tsc) * m) >> 32);
+			if (guess - ns > TSC_TOLERANCE || ns - guess > TSC_TOLERANCE) {
+				__atomic_store_n(&tsc_allowed, 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&tsc_mult, 0, __ATOMIC_RELAXED);
+				return monotone(c, ns);
+			}
+		}
+		if (c->rcpu != cpu + 1 || tsc <= c->rtsc) {
+			c->rcpu = cpu + 1, c->rtsc = tsc, c->rns = ns;
+		} else if (ns - c->rns >= RATE_BASELINE) {
+			double r = (double)(ns - c->rns) / (double)(tsc - c->rtsc);
+			if (r > 0.01 && r < 16) /* a TSC of 62.5 MHz to 100 GHz */
+				__atomic_store_n(&tsc_mult, (uint64_t)(r * 4294967296.0), __ATOMIC_RELAXED);
+			c->rtsc = tsc, c->rns = ns;
+		}
+		c->tsc = tsc, c->ns = ns, c->cpu = cpu + 1;
+		return monotone(c, ns);
+	}
+#endif
+	(void)c;
+	return now_ns();
+}
+
+/* event_time returns the time of an event of the thread owning c. */
+static inline int64_t event_time(struct tclock *c)
+{
+#ifdef HAVE_TSC
+	uint64_t m = __atomic_load_n(&tsc_mult, __ATOMIC_RELAXED);
+	if (m) {
+		int32_t cpu = rseq_cpu();
+		uint64_t d = __rdtsc() - c->tsc;
+		if (d < TSC_SPAN && cpu + 1 == c->cpu && cpu == rseq_cpu()) {
+			c->extrapolated++;
+			return monotone(c, c->ns + (int64_t)((d * m) >> 32));
+		}
+	}
+#endif
+	return anchor_time(c);
 }
 
 /* ---- stacks ---- */
@@ -426,6 +547,7 @@ static inline void commit(struct tstate *t, uint64_t pos, struct memprof_record 
 	r->time = time;
 	r->addr = (uint64_t)(uintptr_t)addr;
 	r->size = size;
+	t->ring->tsc_times = t->clock.extrapolated; /* on tail's cache line */
 	__atomic_store_n(&t->ring->tail, pos + len, __ATOMIC_RELEASE);
 }
 
@@ -518,7 +640,7 @@ static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t si
 	int64_t weight;
 	if (!sampled(t, size, &weight))
 		return;
-	int64_t time = now_ns();
+	int64_t time = event_time(&t->clock);
 	if (t->state != T_ACTIVE && !thread_init(t, fp))
 		return;
 	if (sample_bytes && !ft_insert((uint64_t)(uintptr_t)p)) {
@@ -617,7 +739,7 @@ EXPORT void free(void *p)
 		return;
 	}
 	/* Stamped before the block can be handed out again. */
-	int64_t time = now_ns();
+	int64_t time = event_time(&t->clock);
 	real_free(p);
 	on_free(t, FP(), p, time);
 	t->busy = 0;
@@ -642,7 +764,7 @@ static inline __attribute__((always_inline)) void *do_realloc(struct tstate *t, 
 		return real_realloc(old, size);
 	t->busy = 1;
 	int old_tracked = old && tracked(old);
-	int64_t t0 = now_ns();
+	int64_t t0 = event_time(&t->clock);
 	void *p = real_realloc(old, size);
 	/* As Sysprof records it: the old block freed, the new one allocated. */
 	if (old_tracked && (p || size == 0))
@@ -822,6 +944,12 @@ __attribute__((constructor)) static void memprof_init(void)
 	sample_bytes = env_u64("NSPROF_MEMPROF_SAMPLE", 0);
 	const char *u = getenv("NSPROF_MEMPROF_UNWIND");
 	use_backtrace = u && strcmp(u, "backtrace") == 0;
+	const char *ck = getenv("NSPROF_MEMPROF_CLOCK");
+#ifdef HAVE_TSC
+	tsc_allowed = !(ck && strcmp(ck, "gettime") == 0) && rseq_cpu() >= 0;
+#else
+	(void)ck;
+#endif
 	if (sample_bytes) {
 		void *m = mmap(NULL, FT_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)

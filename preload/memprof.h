@@ -32,6 +32,7 @@ struct memprof_ring_header {
 	uint64_t tail; /* producer position (writer writes) */
 	uint64_t lost; /* events dropped because the ring stayed full */
 	uint64_t sampled_untracked; /* sampled blocks the free table could not hold */
+	uint64_t tsc_times; /* events whose time was extrapolated from the TSC */
 };
 
 /* Record kinds. */

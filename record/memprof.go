@@ -76,9 +76,12 @@ type memprof struct {
 	rescan map[int32]bool
 
 	allocs, frees, lost, untracked uint64
-	registered, refused            int
-	errNoted                       bool
-	drained                        time.Time
+	// tscTimes counts the events whose time the preload extrapolated
+	// from the TSC, by ring.
+	tscTimes            uint64
+	registered, refused int
+	errNoted            bool
+	drained             time.Time
 }
 
 // memRing is the recorder's view of one thread's ring.
@@ -88,6 +91,7 @@ type memRing struct {
 	pid, tid int32 // host ids
 	lost     uint64
 	untrack  uint64
+	tsc      uint64
 	// stacks is the process's set of stacks handed to the symbolizer;
 	// last is the stack this thread handed or found there last, which
 	// most allocations repeat.
@@ -310,6 +314,10 @@ func (m *memprof) drain(r *recorder, g *memRing) bool {
 		m.untracked += u - g.untrack
 		g.untrack = u
 	}
+	if n := atomic.LoadUint64(g.word(ringOffTSCTimes)); n > g.tsc {
+		m.tscTimes += n - g.tsc
+		g.tsc = n
+	}
 	if err != nil {
 		m.note(r, "dropping memprof ring of thread %d: %v", g.tid, err)
 		return false
@@ -377,6 +385,13 @@ func (r *recorder) finishMemprof() {
 	}
 	m.rings = nil
 	m.recv.Close()
+	// How many event times came from the TSC rather than the clock
+	// (preload/memprof.c, "event times").
+	if r.writeErr == nil && m.allocs+m.frees > 0 {
+		if err := r.w.AddMetadata(capture.Now(), "nsprof.memprof.tsc-times", strconv.FormatUint(m.tscTimes, 10)); err != nil {
+			r.writeErr = err
+		}
+	}
 	if m.lost > 0 || m.untracked > 0 {
 		msg := fmt.Sprintf("memprof: %d events lost (rings full), %d sampled blocks whose free was not tracked", m.lost, m.untracked)
 		r.logf("%s", msg)

@@ -21,6 +21,7 @@ const (
 	ringOffTail      = 128
 	ringOffLost      = 136
 	ringOffUntracked = 144
+	ringOffTSCTimes  = 152
 
 	recHeaderSize = 32
 	recAlloc      = 1

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 	"nsprof/record"
 )
@@ -338,5 +339,106 @@ func TestMemprofUsage(t *testing.T) {
 		if _, _, status := nsprof(t, nil, args...); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)
 		}
+	}
+}
+
+// TestMemprofEventTimes: every ALLOCATION frame's time lies within the
+// CLOCK_MONOTONIC readings the program took just before and after the
+// malloc or free (fixtures/memclock.c, 4 threads × 20000 blocks of
+// unique sizes), both when the preload extrapolates times from the TSC
+// (most of them, counted in the nsprof.memprof.tsc-times metadata) and
+// when it reads the clock for every event.
+func TestMemprofEventTimes(t *testing.T) {
+	memprofLib(t)
+	bin := testutils.BuildFixture(t, "memclock")
+	const threads, count = 4, 20000
+	// Extrapolated times may be off by the rate's and the anchor's error:
+	// tens of ns. Order across threads needs them well under the time
+	// between two threads' events on one block.
+	const slack = 200
+	for _, mode := range []string{"tsc", "gettime"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			out, log := filepath.Join(dir, "clock.syscap"), filepath.Join(dir, "brackets")
+			_, stderr, status := nsprof(t, nil, "record", "--memprof", "-e", "NSPROF_MEMPROF_CLOCK="+mode, "--no-perf", "--no-cpu", "--no-disk", "--no-network", "--no-memory",
+				"-o", out, "--", bin, strconv.Itoa(threads), strconv.Itoa(count), log)
+			if status != 0 {
+				t.Fatalf("record: status %d\n%s", status, stderr)
+			}
+			type bracket struct{ lo, hi [2]int64 } // malloc, free
+			want := map[int64]*bracket{}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var size int64
+				var v [4]int64
+				if _, err := fmt.Sscan(line, &size, &v[0], &v[1], &v[2], &v[3]); err != nil {
+					t.Fatalf("bracket line %q: %v", line, err)
+				}
+				want[size] = &bracket{lo: [2]int64{v[0], v[2]}, hi: [2]int64{v[1], v[3]}}
+			}
+			if len(want) != threads*count {
+				t.Fatalf("%d brackets, want %d", len(want), threads*count)
+			}
+			r, err := capture.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			type key struct {
+				tid  int32
+				addr uint64
+			}
+			pending := map[key]int64{} // a bracketed block's allocation, by thread and address
+			checked, worst := 0, int64(0)
+			tscTimes := int64(-1)
+			check := func(size int64, i int, at int64) {
+				bk := want[size]
+				lo, hi := bk.lo[i]-slack, bk.hi[i]+slack
+				worst = max(worst, bk.lo[i]-at, at-bk.hi[i])
+				if at < lo || at > hi {
+					t.Errorf("block of %d bytes: %s at %d, outside [%d, %d] by %d ns", size, []string{"malloc", "free"}[i], at, bk.lo[i], bk.hi[i], max(bk.lo[i]-at, at-bk.hi[i]))
+				}
+				checked++
+			}
+			for {
+				f, err := r.Next()
+				if err != nil {
+					break
+				}
+				switch f := f.(type) {
+				case *capture.Metadata:
+					if f.ID == "nsprof.memprof.tsc-times" {
+						tscTimes, _ = strconv.ParseInt(f.Value, 10, 64)
+					}
+				case *capture.Allocation:
+					k := key{f.TID, f.Addr}
+					if f.Size > 0 {
+						if want[f.Size] != nil {
+							check(f.Size, 0, f.Time)
+							pending[k] = f.Size
+						}
+					} else if size, ok := pending[k]; ok {
+						check(size, 1, f.Time)
+						delete(pending, k)
+					}
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			if checked != 2*threads*count {
+				t.Errorf("%d event times checked, want %d", checked, 2*threads*count)
+			}
+			t.Logf("%d event times within their brackets (worst %d ns outside); %d times from the TSC", checked, worst, tscTimes)
+			switch {
+			case mode == "tsc" && tscTimes < int64(checked)/2:
+				t.Errorf("%d event times from the TSC, want most of %d: the extrapolation was not exercised", tscTimes, checked)
+			case mode == "gettime" && tscTimes != 0:
+				t.Errorf("%d event times from the TSC with NSPROF_MEMPROF_CLOCK=gettime", tscTimes)
+			}
+		})
 	}
 }
