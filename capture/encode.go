@@ -95,6 +95,14 @@ func (w *Writer) writeAddrs(h *FrameHeader, t FrameType, tid int32, entering boo
 	return nil
 }
 
+// AddSample writes a SAMPLE frame, as sysprof_capture_writer_add_sample:
+// the callchain addrs (innermost first) of thread tid of process pid, on
+// cpu at time.
+func (w *Writer) AddSample(time int64, cpu int16, pid, tid int32, addrs []uint64) error {
+	h := FrameHeader{CPU: cpu, PID: pid, Time: time}
+	return w.writeSample(&h, tid, addrs)
+}
+
 // writeSample is the SAMPLE hot path: when the frame fits in the buffer,
 // the writer is healthy and it writes the machine's little-endian order,
 // every byte is stored here directly (no zeroing, no calls but the

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // allFrames returns one frame of every type with every field set.
@@ -167,4 +168,51 @@ func TestLimits(t *testing.T) {
 		t.Fatal("max frames differ after round trip")
 	}
 	_ = math.MaxInt64
+}
+
+// AddSample and AddAllocation write the very bytes WriteFrame writes for
+// the same frames, on their fast paths and when the buffer is full.
+func TestAddMatchesWriteFrame(t *testing.T) {
+	opts := WriterOptions{StartTime: 1, Clock: func() int64 { return 2 }, CaptureTime: time.Unix(1, 0)}
+	var a, b bytes.Buffer
+	wa, err := NewWriterWithOptions(&a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := NewWriterWithOptions(&b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := []uint64{0x401136, 0x7f0000089aa4, 0x7f000010a3f0}
+	for i := range 20000 { // several buffers' worth
+		ts, cpu, pid, tid := int64(1000+i), int16(i%3-1), int32(100+i%5), int32(200+i%7)
+		stack := addrs[:i%4]
+		if err := wa.AddSample(ts, cpu, pid, tid, stack); err != nil {
+			t.Fatal(err)
+		}
+		if err := wb.WriteFrame(&Sample{FrameHeader: FrameHeader{CPU: cpu, PID: pid, Time: ts}, TID: tid, Addrs: stack}); err != nil {
+			t.Fatal(err)
+		}
+		size := int64(i % 3 * 100)
+		if err := wa.AddAllocation(ts, cpu, pid, tid, 0x5000+uint64(i), size, stack); err != nil {
+			t.Fatal(err)
+		}
+		// The general encoder, not the fast path WriteFrame shares.
+		if err := wb.writeAllocation(&Allocation{FrameHeader: FrameHeader{CPU: cpu, PID: pid, Time: ts}, TID: tid, Addr: 0x5000 + uint64(i), Size: size, Addrs: stack}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wa.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		i := 0
+		for i < min(a.Len(), b.Len()) && a.Bytes()[i] == b.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("captures differ at byte %d (%d and %d bytes)", i, a.Len(), b.Len())
+	}
 }

@@ -85,3 +85,28 @@ func BenchmarkWriterAllocations(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkWriterAddSample is BenchmarkWriterSamples through AddSample.
+func BenchmarkWriterAddSample(b *testing.B) {
+	w, err := NewWriter(io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addrs := make([]uint64, 32)
+	for i := range addrs {
+		addrs[i] = 0x400000 + uint64(i)*0x1000
+	}
+	b.SetBytes(sampleFixed + 8*32)
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		addrs[0] = 0x400000 + uint64(i)
+		if err := w.AddSample(1_000_000_000+i*1000, int16(i&7), 1234, 1234+int32(i&3), addrs); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -554,12 +554,7 @@ func (r *recorder) handle(rec *perf.Record) {
 		if len(addrs) > capture.MaxSampleAddrs {
 			addrs = addrs[:capture.MaxSampleAddrs]
 		}
-		err := r.w.WriteFrame(&capture.Sample{
-			FrameHeader: capture.FrameHeader{CPU: int16(s.CPU), PID: int32(s.PID), Time: int64(s.Time)},
-			TID:         int32(s.TID),
-			Addrs:       addrs,
-		})
-		if err != nil {
+		if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
 			r.writeErr = err
 			return
 		}

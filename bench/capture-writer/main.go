@@ -44,7 +44,6 @@ func main() {
 	for i := range addrs {
 		addrs[i] = 0x400000 + uint64(i)*0x1000
 	}
-	s := &capture.Sample{FrameHeader: capture.FrameHeader{PID: 1234}, Addrs: addrs}
 	removeRegular(*out) // freeing the old file's pages is not part of the work
 	start := time.Now()
 	create := func() (*capture.Writer, error) {
@@ -58,11 +57,8 @@ func main() {
 		log.Fatal(err)
 	}
 	for i := int64(0); i < *n; i++ {
-		s.Time = t0 + i*1000
-		s.CPU = int16(i & 7)
-		s.TID = 1234 + int32(i&3)
 		addrs[0] = 0x400000 + uint64(i)
-		if err := w.WriteFrame(s); err != nil {
+		if err := w.AddSample(t0+i*1000, int16(i&7), 1234, 1234+int32(i&3), addrs); err != nil {
 			log.Fatal(err)
 		}
 	}
