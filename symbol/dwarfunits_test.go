@@ -1,10 +1,15 @@
 package symbol
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"nsprof/internal/testutils"
 )
 
 // sparseAndFull returns two inline indexes over the DWARF of the file at
@@ -144,4 +149,70 @@ func TestSparseUnitsGiveWay(t *testing.T) {
 	if !u.stopped || sparse.units != full.units || u.rebuilds != maxRebuilds {
 		t.Errorf("after %d units asked one by one: stopped %v after %d builds, whole DWARF in use %v", len(units), u.stopped, u.rebuilds, sparse.units == full.units)
 	}
+}
+
+// A .debug_aranges that names no unit start (here: every set points into
+// the middle of a unit) gives no sparse unit; Frames then reads the whole
+// DWARF and still answers, prepared or not.
+func TestSparseUnitsBadAranges(t *testing.T) {
+	bin := testutils.BuildFixture(t, "inlined", "-O2")
+	want := map[uint64][]Frame{}
+	var pcs []uint64
+	good := loadFrames(t, bin)
+	for _, s := range funcAddrs(t, openFile(t, bin)) {
+		if fr := good.Frames(s); len(fr) > 0 {
+			want[s] = fr
+			pcs = append(pcs, s)
+		}
+	}
+	if len(pcs) == 0 {
+		t.Fatal("no frames in the fixture")
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := ef.Section(".debug_aranges")
+	if sec == nil || sec.Flags&elf.SHF_COMPRESSED != 0 {
+		t.Fatalf("fixture's .debug_aranges: %v", sec)
+	}
+	off, size := sec.Offset, sec.Size
+	ef.Close()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := 0
+	for p := off; p+12 <= off+size; sets++ {
+		n := uint64(binary.LittleEndian.Uint32(b[p:]))
+		binary.LittleEndian.PutUint32(b[p+6:], binary.LittleEndian.Uint32(b[p+6:])+1) // one byte into the unit
+		p += 4 + n
+	}
+	bad := filepath.Join(t.TempDir(), "inlined-bad-aranges")
+	if err := os.WriteFile(bad, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, prepare := range []bool{false, true} {
+		s := loadFrames(t, bad)
+		if prepare {
+			s.PrepareFrames(pcs)
+		}
+		for _, pc := range pcs {
+			if got := s.Frames(pc); !reflect.DeepEqual(got, want[pc]) {
+				t.Fatalf("prepared %v, %#x: frames %+v, want %+v", prepare, pc, got, want[pc])
+			}
+		}
+	}
+	t.Logf("%d addresses answered with %d aranges sets made to point into units", len(pcs), sets)
+}
+
+// loadFrames loads the symbols (and lines) of the file at path.
+func loadFrames(t *testing.T, path string) *Symbols {
+	t.Helper()
+	l := &Loader{}
+	s, err := l.Load(openFile(t, path), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
