@@ -27,13 +27,21 @@ type ViewOptions struct {
 	// Invert makes the view bottom-up: [View.Path] lists frames leaf
 	// first and [View.CallTree] builds callers trees. Default false.
 	Invert bool
+	// Inline shows the functions inlined at each frame ([Location.Inline],
+	// from the source lines a recording bundled) as frames of their own,
+	// each called from the function it was inlined into, as perf report
+	// does. Focus then matches them too. Default false: frames as
+	// recorded (the pprof export keeps inlined functions as lines of a
+	// location instead).
+	Inline bool
 }
 
 // View is the samples and stacks one report or export shows.
 //
 // Its Profile shares processes, threads, frames and functions with the
-// profile it came from; only its stacks differ when HideKernel or a focus
-// is set, and Samples refer to those stacks. Use the Profile's methods
+// profile it came from; only its stacks differ when HideKernel, Inline or
+// a focus is set, and Samples refer to those stacks. Inline also adds
+// frames and functions for the inlined calls, after the profile's. Use the Profile's methods
 // ([Profile.Top], [Profile.Group], [Profile.Tree], [Profile.Stack]) on the
 // view's samples.
 type View struct {
@@ -52,13 +60,20 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		return nil, err
 	}
 	v := &View{Profile: p, Samples: samples, Invert: o.Invert}
-	if !o.HideKernel && o.Focus == "" && o.FocusDSO == "" {
+	var inl *inlineFrames
+	if o.Inline {
+		inl = newInlineFrames(p)
+	}
+	if !o.HideKernel && o.Focus == "" && o.FocusDSO == "" && inl == nil {
 		return v, nil
 	}
 	d := *p // a shallow copy sharing everything but the stack tables
 	d.stackStart = []int32{0}
 	d.stackFrames = nil
 	d.Samples = nil
+	if inl != nil {
+		d.Frames, d.Funcs = inl.frames, inl.funcs
+	}
 	remap := make([]StackID, p.NumStacks())
 	for i := range remap {
 		remap[i] = -2 // not decided yet; -1 drops the stack
@@ -73,14 +88,18 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 			if o.HideKernel && p.Frames[fr].Kernel {
 				continue
 			}
+			if inl != nil {
+				buf = inl.expand(buf, fr)
+				continue
+			}
 			buf = append(buf, fr)
 		}
 		if o.Focus != "" {
-			buf = cutAbove(buf, func(fr FrameID) bool { return p.Funcs[p.Frames[fr].Func].Name == o.Focus })
+			buf = cutAbove(buf, func(fr FrameID) bool { return d.Funcs[d.Frames[fr].Func].Name == o.Focus })
 		}
 		if dso != "" {
 			buf = cutAbove(buf, func(fr FrameID) bool {
-				return strings.Contains(strings.ToLower(p.Funcs[p.Frames[fr].Func].DSO), dso)
+				return strings.Contains(strings.ToLower(d.Funcs[d.Frames[fr].Func].DSO), dso)
 			})
 		}
 		return buf

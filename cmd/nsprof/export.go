@@ -100,6 +100,10 @@ only process.`,
 			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
 				return usagef(cmd, "pprof takes neither --invert nor --by: use pprof's own views and its labels pid, tid, comm and container")
 			}
+			if opts.Format == export.FormatPprof {
+				// pprof has inlined functions as lines of a location.
+				opts.View.Inline = false
+			}
 			if opts.Export.Title == "" {
 				opts.Export.Title = filepath.Base(opts.Input)
 			}

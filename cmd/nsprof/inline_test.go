@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +35,8 @@ func sourceLine(t *testing.T, fixture, text string) int {
 // hot locations carry the inline chain inl_leaf <- inl_middle <-
 // inl_outer with the source lines of the loop and of both calls, from the
 // lines nsprof record bundled, and go tool pprof -lines shows them.
+// report and the folded export show the inlined functions as frames
+// (inl_leaf has the self time), or with --no-inline as part of inl_outer.
 func TestExportInlineFrames(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "inlined")
@@ -106,5 +109,41 @@ func TestExportInlineFrames(t *testing.T) {
 	}
 	if !shown {
 		t.Errorf("go tool pprof -lines -top does not show inl_leaf inlined at inlined.c:%d or %d:\n%s", loop, leaf, out)
+	}
+	checkReportInline(t, capPath)
+}
+
+// checkReportInline checks report and the folded export of the capture
+// of the inlined fixture, with and without --no-inline.
+func checkReportInline(t *testing.T, capPath string) {
+	t.Helper()
+	self := func(out, fn string) int {
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && f[3] == fn {
+				n, _ := strconv.Atoi(f[2])
+				return n
+			}
+		}
+		return -1
+	}
+	rep, stderr, status := nsprof(t, nil, "report", capPath, "--comm", "^inlined")
+	if status != 0 {
+		t.Fatalf("report: status %d: %s", status, stderr)
+	}
+	leaf, outer := self(rep, "inl_leaf"), self(rep, "inl_outer")
+	if leaf < 100 || outer != 0 || self(rep, "inl_middle") != 0 {
+		t.Errorf("report: self samples inl_leaf %d, inl_middle %d, inl_outer %d; want the loop's in inl_leaf, inlined in the others\n%s", leaf, self(rep, "inl_middle"), outer, rep)
+	}
+	flat, _, _ := nsprof(t, nil, "report", capPath, "--comm", "^inlined", "--no-inline")
+	if got := self(flat, "inl_outer"); got != leaf || self(flat, "inl_leaf") != -1 {
+		t.Errorf("report --no-inline: inl_outer %d self samples, inl_leaf %d; want %d and not listed\n%s", got, self(flat, "inl_leaf"), leaf, flat)
+	}
+	folded, _, _ := nsprof(t, nil, "export", capPath, "--format", "folded", "--comm", "^inlined", "--focus", "inl_middle")
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		if !strings.HasPrefix(l, "inl_middle;inl_leaf") {
+			t.Errorf("folded --focus inl_middle: stack %q does not start at inl_middle, then inl_leaf", l)
+			break
+		}
 	}
 }

@@ -15,6 +15,7 @@ type selectFlags struct {
 	pids, tids   []int
 	since, until string
 	by           string
+	noInline     bool
 	view         analyze.ViewOptions
 }
 
@@ -31,12 +32,14 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
+	f.BoolVar(&s.noInline, "no-inline", false, "show functions inlined into others (from the source lines the recording bundled) as part of them, not as frames of their own")
 }
 
 // parse checks the flags and returns the view options and grouping; its
 // errors are usage errors of cmd.
 func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.GroupBy, error) {
 	v := s.view
+	v.Inline = !s.noInline
 	v.Filter.PIDs, v.Filter.TIDs = nil, nil
 	for _, p := range s.pids {
 		v.Filter.PIDs = append(v.Filter.PIDs, int32(p))
