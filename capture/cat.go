@@ -118,13 +118,6 @@ type catMapper struct {
 	mapPID   func(int32) int32
 }
 
-func (m *catMapper) id(v int32) int32 {
-	if m.mapPID == nil || v <= 0 {
-		return v
-	}
-	return m.mapPID(v)
-}
-
 func (m *catMapper) addrs(a []uint64) {
 	for i, v := range a {
 		if v&JITMapMark == 0 {
@@ -136,22 +129,42 @@ func (m *catMapper) addrs(a []uint64) {
 	}
 }
 
-// translate rewrites f in place for the destination.
-func (m *catMapper) translate(dst *Writer, f Frame) error {
+// MapIDs rewrites the process and thread ids of f in place with mapID:
+// the frame's PID, the TID of samples, traces and allocations, and the
+// child of a FORK. mapID is called only for ids > 0.
+func MapIDs(f Frame, mapID func(int32) int32) {
+	id := func(v int32) int32 {
+		if v <= 0 {
+			return v
+		}
+		return mapID(v)
+	}
 	h := f.Head()
-	h.PID = m.id(h.PID)
+	h.PID = id(h.PID)
 	switch f := f.(type) {
 	case *Sample:
-		f.TID = m.id(f.TID)
+		f.TID = id(f.TID)
+	case *Trace:
+		f.TID = id(f.TID)
+	case *Allocation:
+		f.TID = id(f.TID)
+	case *Fork:
+		f.ChildPID = id(f.ChildPID)
+	}
+}
+
+// translate rewrites f in place for the destination.
+func (m *catMapper) translate(dst *Writer, f Frame) error {
+	if m.mapPID != nil {
+		MapIDs(f, m.mapPID)
+	}
+	switch f := f.(type) {
+	case *Sample:
 		m.addrs(f.Addrs)
 	case *Trace:
-		f.TID = m.id(f.TID)
 		m.addrs(f.Addrs)
 	case *Allocation:
-		f.TID = m.id(f.TID)
 		m.addrs(f.Addrs)
-	case *Fork:
-		f.ChildPID = m.id(f.ChildPID)
 	case *CounterDefine:
 		for i := range f.Counters {
 			id, err := dst.RequestCounters(1)

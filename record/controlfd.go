@@ -20,9 +20,10 @@ import (
 // holds the ring header {head, tail, offset, size} and the rest the ring,
 // and copy the capture frames the thread writes there into the capture.
 type controlFD struct {
-	ours   int      // our end, non-blocking
+	ours   int      // our end, non-blocking, with the writers' credentials
 	theirs *os.File // the command's end
 	req    []byte   // a partial request
+	reqPID int32    // host pid of the process that wrote it
 	rings  []*collectorRing
 	closed bool // every writer of the socket is gone
 
@@ -43,6 +44,9 @@ type collectorRing struct {
 	size    uint32
 	done    bool   // the thread wrote its final frame
 	scratch []byte // a frame that wraps, put back together
+	// hostID translates the ids the process writes in its frames (its
+	// own PID namespace's) into host ids; nil outside a namespace.
+	hostID func(int32) int32
 }
 
 // collectorFinal is the type of the frame a thread writes when it exits.
@@ -77,29 +81,72 @@ func (c *controlFD) accept(r *recorder) {
 		return
 	}
 	var buf [256]byte
+	oob := make([]byte, unix.OOBSpace(0))
 	for {
-		n, err := unix.ReadNonblock(c.ours, buf[:])
+		// A read returns what one process wrote: the kernel does not
+		// join data sent with different credentials.
+		m, err := unix.RecvFDs(c.ours, buf[:], oob)
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			break
 		}
-		if err != nil || n == 0 {
+		if err != nil || m.N == 0 {
 			c.closed = true // every process holding the other end exited
 			break
 		}
-		c.req = append(c.req, buf[:n]...)
-	}
-	for len(c.req) >= len(creatRing) {
-		if string(c.req[:len(creatRing)]) != creatRing {
-			r.logf("SYSPROF_CONTROL_FD: unknown request %q, ignored", c.req[:len(creatRing)])
-		} else if err := c.newRing(); err != nil {
-			r.logf("SYSPROF_CONTROL_FD: %v", err)
+		for _, fd := range m.FDs {
+			unix.Close(fd) // not part of the protocol
 		}
-		c.req = c.req[len(creatRing):]
+		c.req = append(c.req, buf[:m.N]...)
+		if m.PID > 0 {
+			c.reqPID = m.PID
+		}
+		for len(c.req) >= len(creatRing) {
+			if string(c.req[:len(creatRing)]) != creatRing {
+				r.logf("SYSPROF_CONTROL_FD: unknown request %q, ignored", c.req[:len(creatRing)])
+			} else if err := c.newRing(r.collectorIDs(c.reqPID)); err != nil {
+				r.logf("SYSPROF_CONTROL_FD: %v", err)
+			}
+			c.req = c.req[len(creatRing):]
+		}
 	}
 }
 
-// newRing creates a ring and sends it to the requesting thread.
-func (c *controlFD) newRing() error {
+// collectorIDs returns the translation of the ids host process pid writes
+// in its frames, which are those of its own PID namespace: nil when that
+// is ours (or pid is unknown).
+func (r *recorder) collectorIDs(pid int32) func(int32) int32 {
+	if pid <= 0 {
+		return nil
+	}
+	st, err := r.opts.FS.ReadStatus(int(pid))
+	if err != nil {
+		return nil
+	}
+	nspid := int32(st.InnermostPid())
+	if nspid <= 0 || nspid == pid {
+		return nil
+	}
+	// The threads now, the one asking for the ring among them: a ring's
+	// last frames may be read after its thread is gone.
+	known := map[int32]int32{nspid: pid}
+	if ths, err := r.opts.FS.ThreadNSpids(int(pid)); err == nil {
+		for _, th := range ths {
+			known[int32(th.NSTID)] = int32(th.TID)
+		}
+	}
+	return func(id int32) int32 {
+		h, ok := known[id]
+		if !ok {
+			h = r.hostTID(pid, nspid, id)
+			known[id] = h
+		}
+		return h
+	}
+}
+
+// newRing creates a ring and sends it to the requesting thread, whose
+// frames' ids hostID translates (nil: kept).
+func (c *controlFD) newRing(hostID func(int32) int32) error {
 	page := unix.Getpagesize()
 	body := collectorBodyPages * page
 	fd, err := unix.MemfdCreate("[sysprof-ring-buffer]", unix.MFD_CLOEXEC)
@@ -120,7 +167,7 @@ func (c *controlFD) newRing() error {
 		unix.Munmap(mem)
 		return err
 	}
-	c.rings = append(c.rings, &collectorRing{mem: mem, body: mem[page:], size: uint32(body)})
+	c.rings = append(c.rings, &collectorRing{mem: mem, body: mem[page:], size: uint32(body), hostID: hostID})
 	return nil
 }
 
@@ -160,6 +207,9 @@ func (c *controlFD) drain(r *recorder, g *collectorRing) {
 		if err != nil {
 			c.fail(r, g, err.Error())
 			return
+		}
+		if g.hostID != nil {
+			capture.MapIDs(f, g.hostID)
 		}
 		if err := r.w.WriteFrame(f); err != nil {
 			if isWriteErr(err) {

@@ -9,8 +9,9 @@ import (
 )
 
 // StreamPair returns a connected AF_UNIX SOCK_STREAM pair, both ends
-// close-on-exec: ours, a raw non-blocking descriptor, and theirs, for a
-// child (Sysprof's SYSPROF_CONTROL_FD).
+// close-on-exec: ours, a raw non-blocking descriptor that receives the
+// writer's credentials with what it reads (SO_PASSCRED; read it with
+// [RecvFDs]), and theirs, for a child (Sysprof's SYSPROF_CONTROL_FD).
 func StreamPair() (ours int, theirs *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -21,17 +22,12 @@ func StreamPair() (ours int, theirs *os.File, err error) {
 		unix.Close(fds[1])
 		return -1, nil, os.NewSyscallError("fcntl O_NONBLOCK", err)
 	}
-	return fds[0], os.NewFile(uintptr(fds[1]), "control-child"), nil
-}
-
-// ReadNonblock reads from the non-blocking descriptor fd: 0 bytes and
-// EAGAIN when nothing is pending.
-func ReadNonblock(fd int, b []byte) (int, error) {
-	n, err := unix.Read(fd, b)
-	if err != nil {
-		return 0, err
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, nil, os.NewSyscallError("setsockopt SO_PASSCRED", err)
 	}
-	return n, nil
+	return fds[0], os.NewFile(uintptr(fds[1]), "control-child"), nil
 }
 
 // SendFD sends data with the descriptor passfd attached (SCM_RIGHTS).
