@@ -131,13 +131,16 @@ func checkReportInline(t *testing.T, capPath string) {
 	if status != 0 {
 		t.Fatalf("report: status %d: %s", status, stderr)
 	}
-	leaf, outer := self(rep, "inl_leaf"), self(rep, "inl_outer")
-	if leaf < 100 || outer != 0 || self(rep, "inl_middle") != 0 {
-		t.Errorf("report: self samples inl_leaf %d, inl_middle %d, inl_outer %d; want the loop's in inl_leaf, inlined in the others\n%s", leaf, self(rep, "inl_middle"), outer, rep)
+	// All three are compiled into inl_outer: a few samples may fall on
+	// inl_middle's or inl_outer's own instructions, the loop's are
+	// inl_leaf's.
+	leaf, middle, outer := self(rep, "inl_leaf"), max(self(rep, "inl_middle"), 0), max(self(rep, "inl_outer"), 0)
+	if leaf < 100 || (middle+outer)*20 > leaf {
+		t.Errorf("report: self samples inl_leaf %d, inl_middle %d, inl_outer %d; want the loop's in inl_leaf, inlined in the others\n%s", leaf, middle, outer, rep)
 	}
 	flat, _, _ := nsprof(t, nil, "report", capPath, "--comm", "^inlined", "--no-inline")
-	if got := self(flat, "inl_outer"); got != leaf || self(flat, "inl_leaf") != -1 {
-		t.Errorf("report --no-inline: inl_outer %d self samples, inl_leaf %d; want %d and not listed\n%s", got, self(flat, "inl_leaf"), leaf, flat)
+	if got := self(flat, "inl_outer"); got != leaf+middle+outer || self(flat, "inl_leaf") != -1 {
+		t.Errorf("report --no-inline: inl_outer %d self samples, inl_leaf %d; want %d and not listed\n%s", got, self(flat, "inl_leaf"), leaf+middle+outer, flat)
 	}
 	folded, _, _ := nsprof(t, nil, "export", capPath, "--format", "folded", "--comm", "^inlined", "--focus", "inl_middle")
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
