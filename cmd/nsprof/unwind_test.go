@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +77,31 @@ func omitfpChains(stacks map[string]int) (reached, inCompare, crossed int) {
 	return
 }
 
+// unreached lists the n most frequent folded stacks that omitfpChains
+// does not count as reaching main, with their counts: where unwinding
+// stopped.
+func unreached(stacks map[string]int, n int) string {
+	type st struct {
+		s string
+		n int
+	}
+	var miss []st
+	for s, c := range stacks {
+		if r, _, _ := omitfpChains(map[string]int{s: c}); r == 0 {
+			miss = append(miss, st{s, c})
+		}
+	}
+	slices.SortFunc(miss, func(a, b st) int { return cmp.Or(b.n-a.n, strings.Compare(a.s, b.s)) })
+	var b strings.Builder
+	for i, m := range miss {
+		if i == n {
+			break
+		}
+		fmt.Fprintf(&b, "%6d %s\n", m.n, m.s)
+	}
+	return b.String()
+}
+
 // The -O2 -fomit-frame-pointer fixture (two threads and a forked child,
 // its hot code called back by libc's qsort): with --call-graph dwarf at
 // least 99% of its samples reach main or the thread start routine through
@@ -106,7 +134,7 @@ func TestRecordCallGraphDWARF(t *testing.T) {
 				t.Errorf("no unwinding summary in the log:\n%s", log)
 			}
 			if reached*100 < total*99 {
-				t.Errorf("%d of %d samples reach main or omitfp_thread, want >= 99%%\nlog:\n%s", reached, total, log)
+				t.Errorf("%d of %d samples reach main or omitfp_thread, want >= 99%%\nlog:\n%s\nstacks that do not, most frequent first:\n%s", reached, total, log, unreached(stacks, 8))
 			}
 			if crossed*100 < inCompare*99 || inCompare*2 < total {
 				t.Errorf("%d of %d comparator samples cross qsort (of %d samples)", crossed, inCompare, total)
