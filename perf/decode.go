@@ -26,6 +26,31 @@ func (f Format) check() error {
 	return nil
 }
 
+// rawTime returns the time of the encoded record raw, from a sample's
+// body or another record's sample_id trailer; 0 when the format records
+// no time or raw is too short to hold it.
+func (f Format) rawTime(raw []byte) uint64 {
+	if f.SampleType&sampleTime == 0 || len(raw) < headerSize {
+		return 0
+	}
+	var off int
+	if RecordType(binary.NativeEndian.Uint32(raw)) == RecordSample {
+		off = headerSize + 8*bits.OnesCount64(f.SampleType&(sampleIdentifier|sampleIP|sampleTID))
+	} else {
+		if !f.SampleIDAll {
+			return 0
+		}
+		off = len(raw) - f.idSize()
+		if f.SampleType&sampleTID != 0 {
+			off += 8
+		}
+	}
+	if off < headerSize || off+8 > len(raw) {
+		return 0
+	}
+	return binary.NativeEndian.Uint64(raw[off:])
+}
+
 // idSize is the size of the sample_id_all trailer.
 func (f Format) idSize() int {
 	if !f.SampleIDAll {

@@ -138,19 +138,23 @@ func TestWriteFuzzSeeds(t *testing.T) {
 // nextRaw returns a copy of the next raw record of r's rings.
 func nextRaw(r *Reader) ([]byte, error) {
 	for {
-		for r.cur < len(r.res.rings) {
-			rg := r.res.rings[r.cur]
-			raw, _, ferr := rg.peek(r.scratch)
+		if r.pending {
+			i, ferr := r.earliest()
 			if ferr != nil {
 				return nil, ferr
 			}
-			if raw == nil {
-				r.cur++
-				continue
+			if i >= 0 {
+				rg := r.res.rings[i]
+				raw, _, ferr := rg.peek(r.scratch)
+				r.next[i].known = false
+				if ferr != nil {
+					return nil, ferr
+				}
+				raw = bytes.Clone(raw)
+				rg.consume(uint64(len(raw)))
+				return raw, nil
 			}
-			raw = bytes.Clone(raw)
-			rg.consume(uint64(len(raw)))
-			return raw, nil
+			r.pending = false
 		}
 		if r.loadHeads() {
 			continue

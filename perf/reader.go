@@ -49,9 +49,12 @@ type Reader struct {
 	format  Format
 	event   Event
 	scratch []byte // a record wrapping around a ring's end is copied here
-	cur     int    // index of the ring being drained
-	hungUp  int    // event fds whose tasks all exited
-	perTask bool   // events follow tasks, so they can all hang up
+	// next holds, per ring, the time of its next record up to the head
+	// snapshot, for merging the rings in time order.
+	next    []nextRecord
+	pending bool // a head snapshot is being drained
+	hungUp  int  // event fds whose tasks all exited
+	perTask bool // events follow tasks, so they can all hang up
 	cpus    int
 
 	ctlMu    sync.Mutex // orders Enable and Disable with Close
@@ -67,7 +70,7 @@ func newReader(res *resources, f Format, ev Event, perTask bool) *Reader {
 		format:  f,
 		event:   ev,
 		scratch: make([]byte, maxRecord),
-		cur:     len(res.rings),
+		next:    make([]nextRecord, len(res.rings)),
 		perTask: perTask,
 		cpus:    len(res.rings),
 	}
@@ -121,7 +124,9 @@ func (r *Reader) Read() (Record, error) {
 
 // ReadInto decodes the next record into rec, reusing rec's slices. When
 // no record is pending it waits for the kernel, then drains every CPU's
-// ring before waiting again. The kernel wakes it only once a ring fills
+// ring before waiting again, merging the rings by record time: what
+// happened on one CPU (an exec, a new mapping) comes before the samples
+// taken after it on another, at least among the records read together. The kernel wakes it only once a ring fills
 // to the wakeup watermark ([Options.WakeupBytes]) or a task exits;
 // records below the watermark are read when the deadline passes, so set
 // one to bound the latency.
@@ -142,27 +147,31 @@ func (r *Reader) ReadInto(rec *Record) error {
 		if r.closed.Load() {
 			return fmt.Errorf("read perf records: %w", ErrClosed)
 		}
-		for r.cur < len(rings) {
-			rg := rings[r.cur]
-			raw, off, ferr := rg.peek(r.scratch)
+		if r.pending {
+			i, ferr := r.earliest()
 			if ferr != nil {
-				rg.discard()
 				rec.Type = RecordNone
 				return ferr
 			}
-			if raw == nil {
-				r.cur++
-				continue
+			if i >= 0 {
+				rg := rings[i]
+				raw, off, ferr := rg.peek(r.scratch)
+				r.next[i].known = false
+				if ferr == nil && raw != nil {
+					ferr = decode(rec, raw, r.format)
+					rg.consume(uint64(len(raw)))
+					if ferr == nil {
+						rec.CPU = rg.cpu
+						return nil
+					}
+					ferr.CPU, ferr.Offset = rg.cpu, off
+				}
+				if ferr != nil {
+					rec.Type = RecordNone
+					return ferr
+				}
 			}
-			ferr = decode(rec, raw, r.format)
-			rg.consume(uint64(len(raw)))
-			if ferr != nil {
-				rec.Type = RecordNone
-				ferr.CPU, ferr.Offset = rg.cpu, off
-				return ferr
-			}
-			rec.CPU = rg.cpu
-			return nil
+			r.pending = false
 		}
 		if r.loadHeads() {
 			continue
@@ -189,17 +198,51 @@ func (r *Reader) ReadInto(rec *Record) error {
 
 func (r *Reader) hup(int) { r.hungUp++ }
 
-// loadHeads snapshots every ring's head and restarts draining at the
-// first ring. It reports whether any ring holds records.
+// loadHeads snapshots every ring's head and restarts draining. It
+// reports whether any ring holds records.
 func (r *Reader) loadHeads() bool {
 	any := false
-	for _, rg := range r.res.rings {
+	for i, rg := range r.res.rings {
 		if rg.loadHead() {
 			any = true
 		}
+		r.next[i].known = false
 	}
-	r.cur = 0
+	r.pending = any
 	return any
+}
+
+// nextRecord is what the merge knows of a ring's next record.
+type nextRecord struct {
+	known bool   // time and empty are up to date
+	empty bool   // no record before the head snapshot
+	time  uint64 // 0 for records without a time
+}
+
+// earliest returns the index of the ring whose next record has the
+// earliest time (the lowest index among equal times), or -1 when every
+// ring is drained up to its head snapshot. A malformed record discards
+// the rest of its ring and is returned as an error.
+func (r *Reader) earliest() (int, *FormatError) {
+	best := -1
+	for i, rg := range r.res.rings {
+		n := &r.next[i]
+		if !n.known {
+			raw, _, ferr := rg.peek(r.scratch)
+			if ferr != nil {
+				rg.discard()
+				return -1, ferr
+			}
+			*n = nextRecord{known: true, empty: raw == nil}
+			if raw != nil {
+				n.time = r.format.rawTime(raw)
+			}
+		}
+		if !n.empty && (best < 0 || n.time < r.next[best].time) {
+			best = i
+		}
+	}
+	return best, nil
 }
 
 // Enable starts (or resumes) sampling on every event.

@@ -3,6 +3,7 @@ package perf
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -249,4 +250,33 @@ func BenchmarkReadInto(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestReaderMergesRingsByTime: the records read together come out in
+// time order across rings, the lowest CPU first among equal times, so an
+// exec recorded on one CPU comes before the samples taken after it on
+// another; a record without a time (0) comes out as soon as it is the
+// next of its ring.
+func TestReaderMergesRingsByTime(t *testing.T) {
+	comm := func(name string, time uint64) []byte {
+		return record(RecordComm, 0, idTrailer((&enc{}).u32(1).u32(1).str(name), 1, 1, time, 0, 7).b)
+	}
+	sample := func(time uint64) []byte { return sampleRecord(1, 1, time, []uint64{ContextUser, 1}) }
+	r0 := makeRing(t, 0, 512, 0, sample(30), sample(40), comm("x", 50))
+	r1 := makeRing(t, 1, 512, 0, comm("exec", 10), sample(35), comm("untimed", 0), sample(60))
+	r2 := makeRing(t, 2, 512, 0, sample(40))
+	r := newFakeReader(testFormat(false), &fakePoller{}, r0, r1, r2)
+	var got []string
+	var rec Record
+	for r.ReadInto(&rec) == nil {
+		name := fmt.Sprintf("sample@%d", rec.Sample.Time)
+		if rec.Type == RecordComm {
+			name = string(rec.Comm.Comm) + fmt.Sprintf("@%d", rec.Time())
+		}
+		got = append(got, fmt.Sprintf("cpu%d:%s", rec.CPU, name))
+	}
+	want := []string{"cpu1:exec@10", "cpu0:sample@30", "cpu1:sample@35", "cpu1:untimed@0", "cpu0:sample@40", "cpu2:sample@40", "cpu0:x@50", "cpu1:sample@60"}
+	if !slices.Equal(got, want) {
+		t.Errorf("records\n got %q\nwant %q", got, want)
+	}
 }
