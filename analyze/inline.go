@@ -36,13 +36,7 @@ func newInlineFrames(p *Profile) *inlineFrames {
 		}
 		chain := make([]FrameID, 0, len(f.Loc.Inline)+1)
 		for _, in := range f.Loc.Inline {
-			fn := Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel}
-			id, ok := funcs[fn]
-			if !ok {
-				id = FuncID(len(x.funcs))
-				funcs[fn] = id
-				x.funcs = append(x.funcs, fn)
-			}
+			id := internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel})
 			chain = append(chain, FrameID(len(x.frames)))
 			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: in, Func: id})
 		}

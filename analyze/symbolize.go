@@ -198,19 +198,24 @@ func (p *Profile) Symbolize(s Symbolizer) {
 			unresolved++
 		}
 		f.Loc = loc
-		fn := Function{Name: loc.Function, DSO: loc.DSO, Kernel: f.Kernel}
-		id, ok := funcs[fn]
-		if !ok {
-			id = FuncID(len(p.Funcs))
-			funcs[fn] = id
-			p.Funcs = append(p.Funcs, fn)
-		}
-		f.Func = id
+		f.Func = internFunc(funcs, &p.Funcs, Function{Name: loc.Function, DSO: loc.DSO, Kernel: f.Kernel})
 	}
 	p.SymbolStats = map[string]int{"unresolved": unresolved}
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
 	}
+}
+
+// internFunc returns the id of fn in list, indexed by ids, appending it
+// when it is new.
+func internFunc(ids map[Function]FuncID, list *[]Function, fn Function) FuncID {
+	id, ok := ids[fn]
+	if !ok {
+		id = FuncID(len(*list))
+		ids[fn] = id
+		*list = append(*list, fn)
+	}
+	return id
 }
 
 // fallback names a frame no symbolizer named.

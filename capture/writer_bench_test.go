@@ -14,10 +14,7 @@ func BenchmarkWriterSamples(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	addrs := make([]uint64, 32)
-	for i := range addrs {
-		addrs[i] = 0x400000 + uint64(i)*0x1000
-	}
+	addrs := benchAddrs()
 	s := &Sample{FrameHeader: FrameHeader{PID: 1234}, Addrs: addrs}
 	b.SetBytes(sampleFixed + 8*32)
 	b.ReportAllocs()
@@ -92,10 +89,7 @@ func BenchmarkWriterAddSample(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	addrs := make([]uint64, 32)
-	for i := range addrs {
-		addrs[i] = 0x400000 + uint64(i)*0x1000
-	}
+	addrs := benchAddrs()
 	b.SetBytes(sampleFixed + 8*32)
 	b.ReportAllocs()
 	var i int64
@@ -109,4 +103,13 @@ func BenchmarkWriterAddSample(b *testing.B) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// benchAddrs returns the 32-address callchain of the sample benchmarks.
+func benchAddrs() []uint64 {
+	addrs := make([]uint64, 32)
+	for i := range addrs {
+		addrs[i] = 0x400000 + uint64(i)*0x1000
+	}
+	return addrs
 }
