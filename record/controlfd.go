@@ -24,6 +24,7 @@ type controlFD struct {
 	theirs *os.File // the command's end
 	req    []byte   // a partial request
 	reqPID int32    // host pid of the process that wrote it
+	oob    []byte   // room for the credentials of a read
 	rings  []*collectorRing
 	closed bool // every writer of the socket is gone
 
@@ -81,11 +82,13 @@ func (c *controlFD) accept(r *recorder) {
 		return
 	}
 	var buf [256]byte
-	oob := make([]byte, unix.OOBSpace(0))
+	if c.oob == nil {
+		c.oob = make([]byte, unix.OOBSpace(0))
+	}
 	for {
 		// A read returns what one process wrote: the kernel does not
 		// join data sent with different credentials.
-		m, err := unix.RecvFDs(c.ours, buf[:], oob)
+		m, err := unix.RecvFDs(c.ours, buf[:], c.oob)
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			break
 		}
