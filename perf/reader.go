@@ -126,10 +126,10 @@ func (r *Reader) Read() (Record, error) {
 // no record is pending it waits for the kernel, then drains every CPU's
 // ring before waiting again, merging the rings by record time: what
 // happened on one CPU (an exec, a new mapping) comes before the samples
-// taken after it on another, at least among the records read together. The kernel wakes it only once a ring fills
-// to the wakeup watermark ([Options.WakeupBytes]) or a task exits;
-// records below the watermark are read when the deadline passes, so set
-// one to bound the latency.
+// taken after it on another, at least among the records read together.
+// The kernel wakes it only once a ring fills to the wakeup watermark
+// ([Options.WakeupBytes]) or a task exits; records below the watermark
+// are read when the deadline passes, so set one to bound the latency.
 //
 // It returns os.ErrDeadlineExceeded when the deadline passes, ErrFlushed
 // after [Reader.Flush], a wrapped ErrClosed after [Reader.Close], and
