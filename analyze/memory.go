@@ -20,6 +20,10 @@ type MemoryOptions struct {
 	// NoHostFiles names only from the capture (bundle, JIT maps,
 	// kallsyms), never from this machine's files. Default false.
 	NoHostFiles bool
+	// Inline gives the functions inlined at each address (from the
+	// capture's source lines) frames of their own in [MemStack.Frames],
+	// as [ViewOptions.Inline] does for samples. Default false.
+	Inline bool
 }
 
 // Memory is the heap profile of a capture's ALLOCATION frames, as
@@ -61,6 +65,10 @@ type MemStack struct {
 	// innermost (the allocator's caller) first.
 	Addrs []uint64
 	Locs  []Location
+	// Frames is the stack as reports show it, innermost first: Locs, or
+	// with [MemoryOptions.Inline] each preceded by the functions inlined
+	// at its address, innermost first.
+	Frames []Location
 	// Allocs counts the recorded allocations.
 	Allocs int64
 	// Bytes and Objects were allocated; LeakBytes and LeakObjects of
@@ -117,6 +125,7 @@ func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 		stacks: make(map[string]int32),
 		locs:   make(map[pidAddr]Location),
 		p:      p,
+		inline: opts.Inline,
 	}
 	chain := Chain{p.CaptureSymbolizer()}
 	if !opts.NoHostFiles {
@@ -165,6 +174,7 @@ type memBuilder struct {
 	stacks map[string]int32
 	locs   map[pidAddr]Location
 	key    []byte
+	inline bool
 }
 
 func (b *memBuilder) add(a *capture.Allocation) {
@@ -190,8 +200,31 @@ func (b *memBuilder) stack(pid int32, addrs []uint64) int32 {
 	for i, a := range addrs {
 		locs[i] = b.loc(pid, a)
 	}
-	b.m.Stacks = append(b.m.Stacks, MemStack{PID: pid, Addrs: slices.Clone(addrs), Locs: locs})
+	frames := locs
+	if b.inline {
+		frames = withInline(locs)
+	}
+	b.m.Stacks = append(b.m.Stacks, MemStack{PID: pid, Addrs: slices.Clone(addrs), Locs: locs, Frames: frames})
 	return id
+}
+
+// withInline returns locs, innermost first, with the functions inlined
+// at each location before it; locs itself when none has any.
+func withInline(locs []Location) []Location {
+	n := 0
+	for _, l := range locs {
+		n += len(l.Inline)
+	}
+	if n == 0 {
+		return locs
+	}
+	out := make([]Location, 0, len(locs)+n)
+	for _, l := range locs {
+		out = append(out, l.Inline...)
+		l.Inline = nil
+		out = append(out, l)
+	}
+	return out
 }
 
 func (b *memBuilder) loc(pid int32, addr uint64) Location {
@@ -333,7 +366,7 @@ func (m *Memory) Top() []MemFunc {
 	seen := make(map[[2]string]bool)
 	for i := range m.Stacks {
 		s := &m.Stacks[i]
-		if len(s.Locs) == 0 {
+		if len(s.Frames) == 0 {
 			f := get(Location{Function: "[no stack]"})
 			f.SelfBytes += s.Bytes
 			f.SelfObjects += s.Objects
@@ -344,13 +377,13 @@ func (m *Memory) Top() []MemFunc {
 			f.LeakBytes += s.LeakBytes
 			continue
 		}
-		f := get(s.Locs[0])
+		f := get(s.Frames[0])
 		f.SelfBytes += s.Bytes
 		f.SelfObjects += s.Objects
 		f.SelfAllocs += s.Allocs
 		f.LeakBytes += s.LeakBytes
 		clear(seen)
-		for _, l := range s.Locs {
+		for _, l := range s.Frames {
 			k := [2]string{l.Function, l.DSO}
 			if seen[k] {
 				continue
@@ -401,8 +434,8 @@ func (m *Memory) Tree() *MemNode {
 		n.Bytes += s.Bytes
 		n.Objects += s.Objects
 		n.Allocs += s.Allocs
-		for j := len(s.Locs) - 1; j >= 0; j-- {
-			n = n.child(s.Locs[j])
+		for j := len(s.Frames) - 1; j >= 0; j-- {
+			n = n.child(s.Frames[j])
 			n.Bytes += s.Bytes
 			n.Objects += s.Objects
 			n.Allocs += s.Allocs

@@ -223,7 +223,7 @@ func memPaths(p *analyze.Profile, m *analyze.Memory, o MemoryOptions) []memPath 
 		if n <= 0 {
 			continue
 		}
-		mp := memPath{locs: slices.Clone(s.Locs), value: n}
+		mp := memPath{locs: slices.Clone(s.Frames), value: n}
 		if !o.Invert {
 			slices.Reverse(mp.locs)
 		}
@@ -303,10 +303,10 @@ func writeMemSpeedscope(w io.Writer, p *analyze.Profile, m *analyze.Memory, o Me
 			continue
 		}
 		e := entry{value: n}
-		for j := len(s.Locs) - 1; j >= 0; j-- {
-			l := s.Locs[j]
+		for j := len(s.Frames) - 1; j >= 0; j-- {
+			l := s.Frames[j]
 			if o.Invert {
-				l = s.Locs[len(s.Locs)-1-j]
+				l = s.Frames[len(s.Frames)-1-j]
 			}
 			k := key{l.Function, l.DSO}
 			id, ok := frameOf[k]

@@ -141,7 +141,7 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	)
 	if opts.Memory {
 		var merr error
-		mem, merr = analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs})
+		mem, merr = analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
 		if mem == nil {
 			return merr
 		}

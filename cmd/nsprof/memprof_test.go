@@ -442,3 +442,35 @@ func TestMemprofEventTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestMemprofInlineFrames: allocations made from a function inlined into
+// another are charged to the inlined function by report --memory (from
+// the source lines the recording bundled), and to the one it was inlined
+// into with --no-inline; the folded heap export follows.
+func TestMemprofInlineFrames(t *testing.T) {
+	memprofLib(t)
+	bin := testutils.BuildFixture(t, "meminline", "-O2")
+	out := filepath.Join(t.TempDir(), "meminline.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "--no-memory", "-o", out, "--", bin)
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	const bytes, calls = 4096 * 1000, 1000
+	rep, _, _ := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+	top := memTop(t, rep)
+	if got := top["mi_block"]; got.selfBytes != bytes || got.selfCalls != calls {
+		t.Errorf("mi_block: %+v, want %d bytes in %d calls of its own\n%s", got, bytes, calls, rep)
+	}
+	if got := top["mi_outer"]; got.selfBytes != 0 || got.totalBytes != bytes {
+		t.Errorf("mi_outer: %+v, want %d bytes in total, none of its own\n%s", got, bytes, rep)
+	}
+	flat, _, _ := nsprof(t, nil, "report", "--memory", "--no-inline", "-n", "0", out)
+	top = memTop(t, flat)
+	if got := top["mi_outer"]; got.selfBytes != bytes || top["mi_block"] != (memRow{}) {
+		t.Errorf("--no-inline: mi_outer %+v, mi_block %+v; want %d bytes of mi_outer's own and no mi_block\n%s", got, top["mi_block"], bytes, flat)
+	}
+	folded, _, _ := nsprof(t, nil, "export", "--memory", "--format", "folded", out)
+	if !strings.Contains(folded, ";mi_outer;mi_block "+strconv.Itoa(bytes)) {
+		t.Errorf("folded heap profile has no main...;mi_outer;mi_block %d line:\n%s", bytes, folded)
+	}
+}

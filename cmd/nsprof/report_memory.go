@@ -16,7 +16,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 	if len(opts.View.Filter.PIDs) > 0 {
 		pids = opts.View.Filter.PIDs
 	}
-	m, err := analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: pids})
+	m, err := analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: pids, Inline: opts.View.Inline})
 	if m == nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 		for _, s := range list[:rows(len(list))] {
 			b, o := bytes(s)
 			fmt.Fprintf(w, "  %d bytes in %s objects, pid %d\n", b, fmtObjects(o), s.PID)
-			for _, l := range s.Locs {
+			for _, l := range s.Frames {
 				fmt.Fprintf(w, "      %s\n", funcLabel(l.Function, l.DSO))
 			}
 		}
