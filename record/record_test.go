@@ -205,8 +205,59 @@ func checkEveryPIDDescribed(t *testing.T, c *captured) {
 				}
 			}
 			t.Logf("pid %d: %d samples, names %q, exited %v, forks %v", pid, n, c.processes[pid], c.exits[pid], forks)
+			logPIDTimeline(t, c, pid)
 		}
 	}
+}
+
+// logPIDTimeline logs, for a failure's diagnosis, the frames of pid in
+// file order as nsprof dump prints them (samples counted, not listed;
+// times from the capture's first frame), and what the process-info file
+// says of it.
+func logPIDTimeline(t *testing.T, c *captured, pid int32) {
+	t.Helper()
+	d := capture.Dumper{}
+	if len(c.frames) > 0 {
+		d.Start = c.frames[0].Head().Time
+	}
+	var lines []string
+	samples := 0
+	flush := func() {
+		if samples > 0 {
+			lines = append(lines, fmt.Sprintf("  %d samples", samples))
+			samples = 0
+		}
+	}
+	for _, f := range c.frames {
+		h := f.Head()
+		if h.PID != pid {
+			if fk, ok := f.(*capture.Fork); !ok || fk.ChildPID != pid {
+				continue
+			}
+		}
+		if f.Type() == capture.TypeSample {
+			samples++
+			continue
+		}
+		flush()
+		line := string(d.Append(nil, f))
+		if len(line) > 200 {
+			line = line[:200] + "..."
+		}
+		lines = append(lines, "  "+line)
+	}
+	flush()
+	if data, ok := c.files.Raw(ProcessFile); ok {
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, fmt.Sprintf(`"pid":%d,`, pid)) || strings.Contains(l, fmt.Sprintf(`"pid":%d}`, pid)) {
+				lines = append(lines, "  info "+l)
+			}
+		}
+	}
+	if len(lines) > 40 {
+		lines = append(lines[:40], "  ...")
+	}
+	t.Logf("pid %d in the capture:\n%s", pid, strings.Join(lines, "\n"))
 }
 
 // TestRecordPIDs records an already running process with -p semantics.
