@@ -143,10 +143,19 @@ func checkReportInline(t *testing.T, capPath string) {
 		t.Errorf("report --no-inline: inl_outer %d self samples, inl_leaf %d; want %d and not listed\n%s", got, self(flat, "inl_leaf"), leaf+middle+outer, flat)
 	}
 	folded, _, _ := nsprof(t, nil, "export", capPath, "--format", "folded", "--comm", "^inlined", "--focus", "inl_middle")
+	all, viaLeaf := 0, 0
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
-		if !strings.HasPrefix(l, "inl_middle;inl_leaf") {
-			t.Errorf("folded --focus inl_middle: stack %q does not start at inl_middle, then inl_leaf", l)
-			break
+		stack, count, _ := strings.Cut(l, " ")
+		n, _ := strconv.Atoi(count)
+		all += n
+		if stack != "inl_middle" && !strings.HasPrefix(stack, "inl_middle;") {
+			t.Errorf("folded --focus inl_middle: stack %q does not start at inl_middle", l)
 		}
+		if strings.HasPrefix(stack, "inl_middle;inl_leaf") {
+			viaLeaf += n
+		}
+	}
+	if all == 0 || viaLeaf*20 < all*19 {
+		t.Errorf("folded --focus inl_middle: %d of %d samples through inl_middle;inl_leaf, want 95%%\n%s", viaLeaf, all, folded)
 	}
 }
