@@ -52,12 +52,18 @@ func (f *File) readDWARF() (*dwarf.Data, error) {
 		}
 		dat[strings.TrimPrefix(w.s.Name, ".debug_")] = w.b
 	}
-	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
+	return newDWARF(dat, dat["info"])
+}
+
+// newDWARF makes DWARF data of the sections in sec (by the suffix after
+// ".debug_") with info as .debug_info.
+func newDWARF(sec map[string][]byte, info []byte) (*dwarf.Data, error) {
+	d, err := dwarf.New(sec["abbrev"], nil, nil, info, sec["line"], nil, sec["ranges"], sec["str"])
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
-		if b := dat[name]; b != nil {
+		if b := sec[name]; b != nil {
 			if err := d.AddSection(".debug_"+name, b); err != nil {
 				return nil, err
 			}

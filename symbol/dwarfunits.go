@@ -404,17 +404,5 @@ func (u *sparseUnits) build() (d *dwarf.Data, err error) {
 		copy(view[off:end], u.info[off:end])
 		at = end
 	}
-	s := u.sec
-	d, err = dwarf.New(s["abbrev"], nil, nil, view, s["line"], nil, s["ranges"], s["str"])
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
-		if b := s[name]; b != nil {
-			if err := d.AddSection(".debug_"+name, b); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return d, nil
+	return newDWARF(u.sec, view)
 }
