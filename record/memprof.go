@@ -421,20 +421,10 @@ func (t *tracker) rescanMaps(pid int, now int64) {
 		if m.Perms&proc.PermExec == 0 {
 			continue
 		}
-		name := m.Path
-		if m.Deleted {
-			name += " (deleted)"
-		}
-		k := mapKey{m.Start, m.End, m.Offset, name}
-		if _, seen := ps.have[k]; seen {
+		if _, seen := ps.have[mapKey{m.Start, m.End, m.Offset, procMapName(m)}]; seen {
 			continue
 		}
-		cm := capture.Map{
-			FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
-			Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
-		}
-		t.addMap(pid, ps, cm)
-		t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
+		t.addProcMap(pid, ps, m, now)
 	}
 }
 

@@ -151,6 +151,26 @@ func (t *tracker) glance(pids []int, now int64) {
 	}
 }
 
+// addProcMap writes mapping m of pid, as /proc shows it, and hands it to
+// the symbolizer.
+func (t *tracker) addProcMap(pid int, ps *procState, m proc.Mapping, now int64) {
+	cm := capture.Map{
+		FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
+		Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: procMapName(m),
+	}
+	t.addMap(pid, ps, cm)
+	t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
+}
+
+// procMapName is the file name a MAP frame gives mapping m: its path,
+// marked " (deleted)" as /proc marks it.
+func procMapName(m proc.Mapping) string {
+	if m.Deleted {
+		return m.Path + " (deleted)"
+	}
+	return m.Path
+}
+
 // scanMaps writes pid's executable mappings as /proc shows them.
 func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
 	maps, err := t.readMaps(pid)
@@ -159,19 +179,9 @@ func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
 	}
 	ps.earlyMaps = nil
 	for _, m := range maps {
-		if m.Perms&proc.PermExec == 0 {
-			continue
+		if m.Perms&proc.PermExec != 0 {
+			t.addProcMap(pid, ps, m, now)
 		}
-		name := m.Path
-		if m.Deleted {
-			name += " (deleted)"
-		}
-		cm := capture.Map{
-			FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
-			Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: name,
-		}
-		t.addMap(pid, ps, cm)
-		t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
 	}
 }
 
