@@ -9,13 +9,19 @@
 # alone, RUNS times each: bench.c linked with discard.c (write(2) does
 # nothing) against the Go side's -discard (io.Discard). On a tmpfs most of
 # the full run is the kernel copying the buffers into the page cache, the
-# same bytes in the same 262080-byte writes for both; the second table is
-# each writer's own work.
+# same bytes in the same 262080-byte writes for both; the encoding table is
+# each writer's own work. Last, the file runs are repeated in DISK_DIR, a
+# directory on a disk file system, where captures are normally written.
+# There libsysprof-capture's close(2) is slow on ext4: its writer calls
+# ftruncate(fd, 0) after opening, which arms ext4's auto_da_alloc, and
+# close then allocates blocks and starts writeback for the whole file
+# (strace -T shows it). nsprof opens with O_TRUNC on a file it just
+# created, which truncates nothing.
 #
 #   bench/capture-writer.sh [N]
 #
 # Environment: BENCH_DIR (default /dev/shm, a tmpfs, so the disk does not
-# dominate; set it to a directory on disk to include the file system),
+# dominate), DISK_DIR (default /var/tmp; empty to skip the disk runs),
 # RUNS (default 3), CC (default gcc).
 set -euo pipefail
 
@@ -25,7 +31,11 @@ cc=${CC:-gcc}
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
 tmp=$(mktemp -d "$base/nsprof-capture-writer.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+disk=
+trap 'rm -rf "$tmp" ${disk:+"$disk"}' EXIT
+if [ -n "${DISK_DIR-/var/tmp}" ]; then
+	disk=$(mktemp -d "${DISK_DIR:-/var/tmp}/nsprof-capture-writer.XXXXXX")
+fi
 
 "$cc" -O2 -o "$tmp/bench-c" "$root/bench/capture-writer/bench.c" $(pkg-config --cflags --libs sysprof-capture-4)
 "$cc" -O2 -o "$tmp/bench-c-enc" "$root/bench/capture-writer/bench.c" "$root/bench/capture-writer/discard.c" $(pkg-config --cflags --libs sysprof-capture-4)
@@ -45,6 +55,15 @@ for r in $(seq "$runs"); do
 	"$tmp/bench-c-enc" "$tmp/out.syscap" "$n" | tee -a "$tmp/results-enc"
 	"$tmp/bench-go" -o "$tmp/out.syscap" -n "$n" -discard | tee -a "$tmp/results-enc"
 done
+: >"$tmp/results-disk"
+if [ -n "$disk" ]; then
+	echo "disk runs: $disk (file system: $(stat -f -c %T "$disk"))"
+	for r in $(seq "$runs"); do
+		"$tmp/bench-c" "$disk/out.syscap" "$n" | tee -a "$tmp/results-disk"
+		"$tmp/bench-go" -o "$disk/out.syscap" -n "$n" | tee -a "$tmp/results-disk"
+	done
+	rm -f "$disk/out.syscap"
+fi
 
 # Median of each impl/workload, the byte counts (same workload, same size),
 # and the ratio.
@@ -80,3 +99,6 @@ END {
 }
 summary "writing the capture file (medians of $runs runs):" "$tmp/results"
 summary "encoding alone, writes discarded (medians of $runs runs):" "$tmp/results-enc"
+if [ -n "$disk" ]; then
+	summary "writing the capture file on disk, $(stat -f -c %T "$disk") (medians of $runs runs):" "$tmp/results-disk"
+fi
