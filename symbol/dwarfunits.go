@@ -360,7 +360,15 @@ func (u *sparseUnits) need(n uint64) error {
 	// Read ahead: unit headers are walked a few bytes at a time.
 	n = min(max(n, uint64(len(u.info))+256<<10), u.infoSize)
 	l := len(u.info)
-	u.info = slices.Grow(u.info, int(n)-l)[:n]
+	if uint64(cap(u.info)) < n {
+		// Room for the whole section at once: growing step by step
+		// copied what was inflated again at every step. Pages never
+		// written cost nothing.
+		b := make([]byte, l, u.infoSize)
+		copy(b, u.info)
+		u.info = b
+	}
+	u.info = u.info[:n]
 	if _, err := io.ReadFull(u.rd, u.info[l:]); err != nil {
 		u.info = u.info[:l]
 		return err

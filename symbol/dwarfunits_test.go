@@ -216,3 +216,46 @@ func loadFrames(t *testing.T, path string) *Symbols {
 	}
 	return s
 }
+
+// BenchmarkSparseFramesLibc is what a recording's end pays for libc's
+// inline frames: open its debug file, read the units of a few functions
+// sampled in every profile (one late in .debug_info), and give their
+// frames.
+func BenchmarkSparseFramesLibc(b *testing.B) {
+	libc := openHostLibc(b)
+	path := buildIDPath(DefaultDebugDir, libc.BuildID())
+	tab, err := openFile(b, path).Symbols()
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := map[string]bool{"start_thread": true, "__clone3": true, "__libc_start_call_main": true, "qsort": true, "malloc": true, "__nanosleep": true}
+	var pcs []uint64
+	for _, s := range tab.All() {
+		if want[s.Name] {
+			pcs = append(pcs, s.Addr+s.Size/2)
+		}
+	}
+	if len(pcs) < 4 {
+		b.Fatalf("found %d of the %d functions in libc's symbols", len(pcs), len(want))
+	}
+	open := func() (*File, error) { return Open(path) }
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		u, err := f.sparseUnits(open)
+		if err != nil || u == nil {
+			b.Fatalf("sparseUnits: %v, %v", u, err)
+		}
+		x := newInlineIndex(u, nil)
+		x.units.prepare(pcs)
+		for _, pc := range pcs {
+			if len(x.frames(pc)) == 0 {
+				b.Fatalf("%#x: no frames", pc)
+			}
+		}
+		f.Close()
+	}
+}
