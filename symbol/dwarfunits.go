@@ -87,6 +87,10 @@ type sparseUnits struct {
 // past this many, reading the whole DWARF once is cheaper.
 const maxRebuilds = 16
 
+// reserveInfo is the largest .debug_info whose inflated size is allocated
+// at once; libc's is 5.8 MB.
+const reserveInfo = 64 << 20
+
 // placeholderSize is the header of a version 4 unit: length (4), version
 // (2), abbreviation offset (4), address size (1).
 const placeholderSize = 11
@@ -361,10 +365,16 @@ func (u *sparseUnits) need(n uint64) error {
 	n = min(max(n, uint64(len(u.info))+256<<10), u.infoSize)
 	l := len(u.info)
 	if uint64(cap(u.info)) < n {
-		// Room for the whole section at once: growing step by step
-		// copied what was inflated again at every step. Pages never
-		// written cost nothing.
-		b := make([]byte, l, u.infoSize)
+		// Room for the whole section at once, up to reserveInfo:
+		// growing by a quarter, as append does for large slices,
+		// copied what was inflated again and again, and each new
+		// buffer's pages fault in anew. Past that, the size the file
+		// claims is trusted only as far as doubling goes.
+		c := u.infoSize
+		if c > reserveInfo {
+			c = min(max(n, 2*uint64(cap(u.info))), u.infoSize)
+		}
+		b := make([]byte, l, c)
 		copy(b, u.info)
 		u.info = b
 	}
