@@ -239,7 +239,6 @@ func BenchmarkSparseFramesLibc(b *testing.B) {
 		b.Fatalf("found %d of the %d functions in libc's symbols", len(pcs), len(want))
 	}
 	open := func() (*File, error) { return Open(path) }
-	b.ResetTimer()
 	for b.Loop() {
 		f, err := Open(path)
 		if err != nil {
