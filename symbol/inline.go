@@ -46,12 +46,24 @@ type inlineScope struct {
 // Frames returns the source-level frames at the link-time address vaddr,
 // innermost first: the functions inlined there, each with the file and
 // line it has reached, then the function the code was compiled into,
-// with the line of the outermost inlined call (or of vaddr itself). It
-// reads the DWARF of the file the symbols came from on first use, and of
-// each compilation unit only when an address falls in it; nil where the
-// DWARF says nothing about vaddr.
+// with the line of the outermost inlined call (or of vaddr itself).
+//
+// The Go code of a Go binary is answered from its line table and inline
+// trees, which even stripped binaries keep and which agree with its DWARF.
+// Other code is answered from DWARF: that of the file the symbols came
+// from, read on first use, and of each compilation unit only when an
+// address falls in it. Frames is nil where neither says anything about
+// vaddr.
 func (s *Symbols) Frames(vaddr uint64) []Frame {
-	if s == nil || s.lines == nil {
+	if s == nil {
+		return nil
+	}
+	if s.golines != nil {
+		if fr := s.golines.frames(vaddr); fr != nil {
+			return fr
+		}
+	}
+	if s.lines == nil {
 		return nil
 	}
 	return s.lines.frames(vaddr)
@@ -73,6 +85,16 @@ func (t *lineTable) frames(pc uint64) []Frame {
 func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 	if s == nil || s.lines == nil {
 		return
+	}
+	if s.golines != nil {
+		// The Go code needs no DWARF.
+		vaddrs = slices.DeleteFunc(slices.Clone(vaddrs), func(a uint64) bool {
+			_, ok := s.golines.funcAt(a)
+			return ok
+		})
+		if len(vaddrs) == 0 {
+			return
+		}
 	}
 	x := s.lines.index()
 	if x == nil {

@@ -70,6 +70,9 @@ type Symbols struct {
 	table  *Table
 	source string
 	lines  *lineTable
+	// golines answers Frames for the Go code of a Go binary, before
+	// (and instead of reading) its DWARF.
+	golines *goLineTable
 }
 
 // Lookup returns the symbol covering the link-time address vaddr.
@@ -111,7 +114,7 @@ func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
 func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
 	if obj.hasSection(elf.SHT_SYMTAB) {
 		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
-			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path)}, nil
+			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path), golines: obj.goLinesOrNil()}, nil
 		}
 	}
 	if s := l.findDebugFile(obj, path); s != nil {
@@ -123,7 +126,7 @@ func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symb
 		if strings.Contains(obj.symsFrom, "gopclntab") {
 			src = "gopclntab"
 		}
-		return &Symbols{table: own, source: src}, nil
+		return &Symbols{table: own, source: src, golines: obj.goLinesOrNil()}, nil
 	}
 	var dErr error
 	if l.Debuginfod != nil && obj.BuildID() != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -269,21 +268,9 @@ func TestLoadMiniDebugInfo(t *testing.T) {
 }
 
 func TestLoadGoStripped(t *testing.T) {
-	goTool := testutils.LookPathOrSkip(t, "go")
 	for _, mode := range []string{"exe", "pie"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			copyFile(t, filepath.Join("testdata", "gofixture", "main.go"), filepath.Join(dir, "main.go"))
-			if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module gofixture\n\ngo 1.22\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bin := filepath.Join(dir, "gofixture")
-			cmd := exec.Command(goTool, "build", "-buildmode="+mode, "-ldflags=-s -w", "-o", bin, ".")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("go build: %v\n%s", err, out)
-			}
+			bin := buildGo(t, "gofixture", mode, "-s -w")
 			obj := openFile(t, bin)
 			if obj.hasSection(2) { // SHT_SYMTAB
 				t.Fatal("-s left a .symtab")

@@ -1,0 +1,372 @@
+package symbol
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"sort"
+)
+
+// goLineTable gives the source frames of a Go binary from what the Go
+// runtime itself uses for tracebacks: the line table (.gopclntab) and the
+// inline trees the functions' funcdata point to (go:func.*). Both survive
+// -ldflags=-s -w, which removes the symbol table and DWARF. Only the
+// Go 1.20+ layout is read (pclntab magic 0xfffffff1).
+//
+// Every read is bounds-checked; a table that does not hold together
+// yields no frames, never a panic.
+type goLineTable struct {
+	order   binary.ByteOrder
+	quantum uint64 // instruction size quantum of the pc deltas
+	text    uint64 // moduledata.text: function entries are offsets from it
+	nfunc   int
+
+	funcnames []byte // funcnametab
+	cutab     []byte // per compilation unit: file indexes into filetab
+	filetab   []byte
+	pctab     []byte
+	pcln      []byte // functab, then the _func records
+
+	// funcdata holds go:func.* (at gofunc), where the inline trees
+	// are, from address funcdataAddr on.
+	funcdata     []byte
+	funcdataAddr uint64
+	gofunc       uint64
+}
+
+// Layout of the Go 1.20+ runtime structures read here.
+const (
+	goMagic120      = 0xfffffff1
+	goFuncFixed     = 44 // _func up to its pcdata offsets
+	goInlinedCall   = 16 // funcID, pad, nameOff, parentPc, startLine
+	goPCDataInlTree = 2  // PCDATA_InlTreeIndex
+	goFuncDataInl   = 3  // FUNCDATA_InlTree
+	maxGoInlDepth   = 64
+	// moduledata word indexes (Go 1.20+): pcHeader, then six slices,
+	// findfunctab, minpc, maxpc, text, ... rodata, gofunc.
+	modTextWord   = 20
+	modGofuncWord = 40
+)
+
+// goLines reads f's Go line table and, through its moduledata, where its
+// inline trees are. It returns nil, nil for a file that is not a Go
+// 1.20+ binary.
+func (f *File) goLines() (t *goLineTable, err error) {
+	defer recoverTo(&err, "read Go line table")
+	if !f.isGo() {
+		return nil, nil
+	}
+	data, off, err := f.pclntab()
+	if err != nil || data == nil {
+		return nil, err
+	}
+	t, err = parseGoLineTable(data, f.elf.ByteOrder)
+	if err != nil || t == nil {
+		if fe, ok := err.(*FormatError); ok && fe.Off >= 0 {
+			fe.Off += off
+		}
+		return nil, err
+	}
+	s := f.pclntabSection()
+	if s == nil || off < int64(s.Offset) {
+		return nil, nil
+	}
+	base := s.Addr + uint64(off-int64(s.Offset)) // the header's address
+	text, gofunc, ok := f.moduledata(base, base+t.word(3, data))
+	if !ok {
+		// Without go:func.* an inlined call's code would be named
+		// after the function it was inlined into: no frames at all.
+		return nil, nil
+	}
+	t.text, t.gofunc = text, gofunc
+	if gofunc >= base && gofunc-base < uint64(len(data)) {
+		t.funcdata, t.funcdataAddr = data[gofunc-base:], gofunc
+		return t, nil
+	}
+	for _, sec := range f.elf.Sections {
+		if sec.Type == elf.SHT_PROGBITS && sec.Flags&elf.SHF_ALLOC != 0 && gofunc >= sec.Addr && gofunc-sec.Addr < sec.Size {
+			b, err := f.sectionData(sec, maxPclntabSize)
+			if err != nil {
+				return nil, err
+			}
+			t.funcdata, t.funcdataAddr = b[gofunc-sec.Addr:], gofunc
+			return t, nil
+		}
+	}
+	return nil, nil
+}
+
+// goLinesOrNil is goLines for a loader: nil for anything but a readable
+// Go 1.20+ line table with its inline trees.
+func (f *File) goLinesOrNil() *goLineTable {
+	t, err := f.goLines()
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+// pclntabSection returns the section f.pclntab read the table from.
+func (f *File) pclntabSection() *elf.Section {
+	if s := f.elf.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
+		return s
+	}
+	return f.elf.Section(".data.rel.ro")
+}
+
+// moduledata finds the runtime's moduledata of f: the record whose first
+// word is the address of the pclntab header and whose second is that of
+// the function name table (funcnames). It returns its text and gofunc
+// words. Go 1.26 puts it in .go.module, earlier versions in .noptrdata;
+// position-independent builds leave these words to relocations, and are
+// not found.
+func (f *File) moduledata(pclntab, funcnames uint64) (text, gofunc uint64, ok bool) {
+	ptr := 8
+	if f.elf.Class == elf.ELFCLASS32 {
+		ptr = 4
+	}
+	word := func(b []byte, i int) uint64 {
+		if ptr == 4 {
+			return uint64(f.elf.ByteOrder.Uint32(b[i*4:]))
+		}
+		return f.elf.ByteOrder.Uint64(b[i*8:])
+	}
+	need := (modGofuncWord + 1) * ptr
+	for _, name := range []string{".go.module", ".noptrdata", ".data"} {
+		s := f.elf.Section(name)
+		if s == nil || s.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		b, err := f.sectionData(s, maxPclntabSize)
+		if err != nil {
+			continue
+		}
+		for i := 0; i+need <= len(b); i += ptr {
+			m := b[i:]
+			if word(m, 0) != pclntab || word(m, 1) != funcnames {
+				continue
+			}
+			text, gofunc = word(m, modTextWord), word(m, modGofuncWord)
+			if ts := f.elf.Section(".text"); ts == nil || text != ts.Addr {
+				continue
+			}
+			return text, gofunc, true
+		}
+	}
+	return 0, 0, false
+}
+
+// parseGoLineTable reads the header of a Go 1.20+ pclntab. Text and
+// go:func.* are left for the caller to set.
+func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error) {
+	if len(data) < 8 || order.Uint32(data) != goMagic120 {
+		return nil, nil
+	}
+	t := &goLineTable{order: order, quantum: uint64(data[6])}
+	ptr := int(data[7])
+	if ptr != 4 && ptr != 8 || t.quantum == 0 {
+		return nil, &FormatError{Off: 6, Msg: "pclntab header: bad quantum or pointer size", Val: data[6:8]}
+	}
+	if len(data) < 8+8*ptr {
+		return nil, &FormatError{Off: 0, Msg: "pclntab header truncated", Val: len(data)}
+	}
+	field := func(i int) uint64 {
+		if ptr == 4 {
+			return uint64(order.Uint32(data[8+i*4:]))
+		}
+		return order.Uint64(data[8+i*8:])
+	}
+	from := func(i int) ([]byte, error) {
+		o := field(i)
+		if o > uint64(len(data)) {
+			return nil, &FormatError{Off: int64(8 + i*ptr), Msg: "pclntab header: table offset past its end", Val: o}
+		}
+		return data[o:], nil
+	}
+	nfunc := field(0)
+	var err error
+	if t.funcnames, err = from(3); err != nil {
+		return nil, err
+	}
+	if t.cutab, err = from(4); err != nil {
+		return nil, err
+	}
+	if t.filetab, err = from(5); err != nil {
+		return nil, err
+	}
+	if t.pctab, err = from(6); err != nil {
+		return nil, err
+	}
+	if t.pcln, err = from(7); err != nil {
+		return nil, err
+	}
+	if nfunc > uint64(len(t.pcln))/8 {
+		return nil, &FormatError{Off: 8, Msg: "pclntab header: more functions than the table holds", Val: nfunc}
+	}
+	t.nfunc = int(nfunc)
+	return t, nil
+}
+
+// word returns the header word i (after the 8-byte prefix) of data.
+func (t *goLineTable) word(i int, data []byte) uint64 {
+	if data[7] == 4 {
+		return uint64(t.order.Uint32(data[8+i*4:]))
+	}
+	return t.order.Uint64(data[8+i*8:])
+}
+
+// u32 returns the 32-bit word of b at off, false when it is out of range.
+func (t *goLineTable) u32(b []byte, off uint64) (uint32, bool) {
+	if off > uint64(len(b)) || uint64(len(b))-off < 4 {
+		return 0, false
+	}
+	return t.order.Uint32(b[off:]), true
+}
+
+// goFunc is what frames needs of one _func record.
+type goFunc struct {
+	entry                 uint64
+	nameOff, pcfile, pcln uint32
+	cuOff                 uint32
+	inlIndex, inlTree     uint32 // pctab offset of PCDATA_InlTreeIndex, gofunc offset of the tree
+	hasInl                bool
+}
+
+// funcAt returns the function holding pc.
+func (t *goLineTable) funcAt(pc uint64) (goFunc, bool) {
+	if pc < t.text || t.nfunc == 0 {
+		return goFunc{}, false
+	}
+	off := pc - t.text
+	// functab: nfunc+1 pairs of (entryOff, funcOff), the last an end.
+	i := sort.Search(t.nfunc, func(i int) bool {
+		e, ok := t.u32(t.pcln, uint64(i)*8)
+		return !ok || uint64(e) > off
+	}) - 1
+	if i < 0 {
+		return goFunc{}, false
+	}
+	next, ok := t.u32(t.pcln, uint64(i+1)*8)
+	if !ok || off >= uint64(next) {
+		return goFunc{}, false
+	}
+	fo, ok := t.u32(t.pcln, uint64(i)*8+4)
+	if !ok {
+		return goFunc{}, false
+	}
+	rec := uint64(fo)
+	var w [11]uint32
+	for k := range w {
+		if w[k], ok = t.u32(t.pcln, rec+uint64(k)*4); !ok {
+			return goFunc{}, false
+		}
+	}
+	fn := goFunc{entry: t.text + uint64(w[0]), nameOff: w[1], pcfile: w[5], pcln: w[6], cuOff: w[8]}
+	if fn.entry > pc {
+		return goFunc{}, false
+	}
+	npcdata, nfuncdata := w[7], w[10]>>24
+	if t.order == binary.BigEndian {
+		nfuncdata = w[10] & 0xff
+	}
+	if npcdata > goPCDataInlTree && nfuncdata > goFuncDataInl {
+		idx, ok1 := t.u32(t.pcln, rec+goFuncFixed+goPCDataInlTree*4)
+		tree, ok2 := t.u32(t.pcln, rec+goFuncFixed+uint64(npcdata)*4+goFuncDataInl*4)
+		if ok1 && ok2 && idx != 0 && tree != ^uint32(0) {
+			fn.inlIndex, fn.inlTree, fn.hasInl = idx, tree, true
+		}
+	}
+	return fn, true
+}
+
+// pcvalue decodes the pctab table at off for the function starting at
+// entry and returns its value at pc, -1 if the table does not cover pc.
+func (t *goLineTable) pcvalue(off uint32, entry, pc uint64) int32 {
+	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
+		return -1
+	}
+	p := t.pctab[off:]
+	val, at := int32(-1), entry
+	for {
+		uv, n := binary.Uvarint(p)
+		if n <= 0 || uv > 0xffffffff || (uv == 0 && at != entry) {
+			return -1
+		}
+		p = p[n:]
+		d, n := binary.Uvarint(p)
+		if n <= 0 || d > 0xffffffff {
+			return -1
+		}
+		p = p[n:]
+		if uv&1 != 0 {
+			val += int32(^uint32(uv >> 1))
+		} else {
+			val += int32(uint32(uv >> 1))
+		}
+		next := at + d*t.quantum
+		if next < at {
+			return -1
+		}
+		at = next
+		if pc < at {
+			return val
+		}
+	}
+}
+
+// cstring returns the NUL-terminated string at off of b.
+func cstring(b []byte, off uint64) string {
+	if off >= uint64(len(b)) {
+		return ""
+	}
+	b = b[off:]
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return ""
+}
+
+// position returns the file and line of pc in fn.
+func (t *goLineTable) position(fn goFunc, pc uint64) (string, int) {
+	line := t.pcvalue(fn.pcln, fn.entry, pc)
+	fileno := t.pcvalue(fn.pcfile, fn.entry, pc)
+	if line < 0 || fileno < 0 {
+		return "", 0
+	}
+	fo, ok := t.u32(t.cutab, (uint64(fn.cuOff)+uint64(fileno))*4)
+	if !ok || fo == ^uint32(0) {
+		return "", int(line)
+	}
+	return cstring(t.filetab, uint64(fo)), int(line)
+}
+
+// frames returns the source frames at pc, innermost first, as
+// [Symbols.Frames]; nil when no function covers pc.
+func (t *goLineTable) frames(pc uint64) []Frame {
+	fn, ok := t.funcAt(pc)
+	if !ok {
+		return nil
+	}
+	file, line := t.position(fn, pc)
+	var out []Frame
+	if fn.hasInl {
+		tree := t.gofunc + uint64(fn.inlTree)
+		for ix, depth := t.pcvalue(fn.inlIndex, fn.entry, pc), 0; ix >= 0 && depth < maxGoInlDepth; depth++ {
+			if tree < t.funcdataAddr {
+				break
+			}
+			at := tree - t.funcdataAddr + uint64(ix)*goInlinedCall
+			nameOff, ok1 := t.u32(t.funcdata, at+4)
+			parent, ok2 := t.u32(t.funcdata, at+8)
+			if !ok1 || !ok2 {
+				break
+			}
+			out = append(out, Frame{Function: cstring(t.funcnames, uint64(nameOff)), File: file, Line: line})
+			callPC := fn.entry + uint64(int64(int32(parent)))
+			file, line = t.position(fn, callPC)
+			ix = t.pcvalue(fn.inlIndex, fn.entry, callPC)
+		}
+	}
+	return append(out, Frame{Function: cstring(t.funcnames, uint64(fn.nameOff)), File: file, Line: line})
+}
