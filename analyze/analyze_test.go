@@ -275,13 +275,15 @@ func TestLoadModel(t *testing.T) {
 	if p.Bundle == nil || p.Kallsyms == nil {
 		t.Fatal("bundle or kallsyms not found")
 	}
-	// Distinct (pid, address) frames, each counted by the source that
-	// named it.
+	// Distinct (pid, address, return address or not) frames, each
+	// counted by the source that named it. User addresses after the
+	// first of their stack are return addresses.
 	want := map[string]int{}
 	seen := map[string]bool{}
 	for _, s := range testSamples {
-		for _, name := range s.stack {
-			key := fmt.Sprint(s.pid, name)
+		firstUser := slices.IndexFunc(s.stack, func(n string) bool { return !syms[n].kernel })
+		for i, name := range s.stack {
+			key := fmt.Sprint(s.pid, name, !syms[name].kernel && i > firstUser)
 			if seen[key] {
 				continue
 			}

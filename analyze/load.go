@@ -190,9 +190,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 }
 
 type frameKey struct {
-	pid    int32
-	kernel bool
-	addr   uint64
+	pid            int32
+	kernel, caller bool
+	addr           uint64
 }
 
 // builder accumulates a profile while frames are read.
@@ -327,7 +327,7 @@ func (b *builder) sample(s *capture.Sample) {
 // a new stack. Addresses before any marker are user addresses, as Sysprof
 // assumes for backtrace()-style stacks.
 func (b *builder) newStack(pid int32, addrs []uint64) StackID {
-	kernel := false
+	kernel, first := false, true
 	for _, a := range addrs {
 		if capture.IsContext(a) {
 			switch a {
@@ -336,17 +336,22 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 			default:
 				kernel = false
 			}
+			first = true
 			continue
 		}
 		if a == 0 {
 			continue
 		}
-		fk := frameKey{pid: pid, kernel: kernel, addr: a}
+		// The first user address is where the thread was; the others
+		// are return addresses.
+		caller := !kernel && !first
+		first = false
+		fk := frameKey{pid: pid, kernel: kernel, caller: caller, addr: a}
 		fid, ok := b.frames[fk]
 		if !ok {
 			fid = FrameID(len(b.p.Frames))
 			b.frames[fk] = fid
-			b.p.Frames = append(b.p.Frames, Frame{PID: pid, Addr: a, Kernel: kernel, Func: -1})
+			b.p.Frames = append(b.p.Frames, Frame{PID: pid, Addr: a, Kernel: kernel, Caller: caller, Func: -1})
 		}
 		b.p.stackFrames = append(b.p.stackFrames, fid)
 	}

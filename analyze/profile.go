@@ -182,6 +182,11 @@ type Frame struct {
 	Addr uint64
 	// Kernel says the address came after a kernel context marker.
 	Kernel bool
+	// Caller says Addr is a return address: a user frame below the
+	// first of its stack. It is named from Addr-1, the last byte of the
+	// call, since the instruction after a call may belong to another
+	// line, inlined function or even function.
+	Caller bool
 	// Loc names the code; Func is the function it belongs to.
 	Loc  Location
 	Func FuncID

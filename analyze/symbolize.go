@@ -190,7 +190,21 @@ func (p *Profile) Symbolize(s Symbolizer) {
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		loc, k := chain.symbolize(f.PID, f.Addr, f.Kernel)
+		var loc Location
+		k := -1
+		if f.Caller && f.Addr > 0 {
+			loc, k = chain.symbolize(f.PID, f.Addr-1, f.Kernel)
+			if k >= 0 && loc.File == "" && len(loc.Inline) == 0 {
+				// Captures recorded before return addresses were
+				// bundled at Addr-1 have the lines of Addr only.
+				if at, j := chain.symbolize(f.PID, f.Addr, f.Kernel); j >= 0 && at.Function == loc.Function {
+					loc, k = at, j
+				}
+			}
+		}
+		if k < 0 {
+			loc, k = chain.symbolize(f.PID, f.Addr, f.Kernel)
+		}
 		if k >= 0 {
 			counts[k]++
 		} else {

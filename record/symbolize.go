@@ -284,10 +284,10 @@ func (s *symbolizer) sampled(pid int, addrs []uint64) {
 		return
 	}
 	p := s.proc(pid)
-	kernel := false
+	kernel, first := false, true
 	for _, a := range addrs {
 		if capture.IsContext(a) {
-			kernel = a == capture.ContextKernel
+			kernel, first = a == capture.ContextKernel, true
 			continue
 		}
 		set := &p.user
@@ -298,6 +298,12 @@ func (s *symbolizer) sampled(pid int, addrs []uint64) {
 			*set = make(map[uint64]struct{})
 		}
 		(*set)[a] = struct{}{}
+		if !kernel && !first && a > 0 {
+			// A return address: reports name it from the call's
+			// last byte (analyze.Frame.Caller).
+			(*set)[a-1] = struct{}{}
+		}
+		first = false
 	}
 }
 

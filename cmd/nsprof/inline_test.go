@@ -159,3 +159,65 @@ func checkReportInline(t *testing.T, capPath string) {
 		t.Errorf("folded --focus inl_middle: %d of %d samples through inl_middle;inl_leaf, want 95%%\n%s", viaLeaf, all, folded)
 	}
 }
+
+// TestReturnAddressInline records a call whose return address is the
+// first instruction of code inlined after it (fixture retinline). The
+// caller's frame is named from the call itself: no ret_after on the
+// stack, and the line of the call in ret_caller. Before, ret_after showed
+// between ret_callee and ret_caller on every stack.
+func TestReturnAddressInline(t *testing.T) {
+	bin := testutils.BuildFixture(t, "retinline", "-O2")
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "retinline.syscap")
+	cmd, stderr := nsprofProcess(t, "record", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", capPath, "--", bin, "1")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr)
+	}
+	folded, errOut, status := nsprof(t, nil, "export", capPath, "--format", "folded", "--comm", "^retinline")
+	if status != 0 {
+		t.Fatalf("export folded: status %d: %s", status, errOut)
+	}
+	total, right := 0, 0
+	for _, l := range strings.Split(folded, "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			continue
+		}
+		n, _ := strconv.Atoi(l[i+1:])
+		total += n
+		if strings.Contains(l[:i], "ret_after") {
+			t.Errorf("ret_after on a stack: %s", l)
+		}
+		if strings.HasSuffix(l[:i], ";main;ret_caller;ret_callee") {
+			right += n
+		}
+	}
+	if right*10 < total*9 {
+		t.Errorf("%d of %d samples on ...;main;ret_caller;ret_callee:\n%s", right, total, folded)
+	}
+	pb := filepath.Join(dir, "retinline.pb.gz")
+	if _, errOut, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--comm", "^retinline", "-o", pb); status != 0 {
+		t.Fatalf("export pprof: status %d: %s", status, errOut)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := sourceLine(t, "retinline", "\tret_callee(n);")
+	lines := map[string]bool{}
+	for _, loc := range p.Location {
+		for _, l := range loc.Line {
+			if l.Function.Name == "ret_caller" {
+				lines[fmt.Sprint(l.Line)] = true
+			}
+		}
+	}
+	if !lines[fmt.Sprint(call)] || len(lines) != 1 {
+		t.Errorf("ret_caller's lines %v, want only the call's, %d", lines, call)
+	}
+}
