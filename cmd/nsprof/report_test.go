@@ -97,7 +97,9 @@ func TestReportText(t *testing.T) {
 	if status != 0 || stderr != "" {
 		t.Fatalf("status %d, stderr %q", status, stderr)
 	}
-	if !strings.HasPrefix(out, path+": 0.009s, 6 samples, 2 processes\nsymbols (frames): bundle 5, unresolved 0\n") {
+	// Six frames: work is a leaf once and a caller (a return address,
+	// named from the call) on other stacks, which are two frames.
+	if !strings.HasPrefix(out, path+": 0.009s, 6 samples, 2 processes\nsymbols (frames): bundle 6, unresolved 0\n") {
 		t.Errorf("header:\n%s", out)
 	}
 	// hot is the leaf of 3 of 6 samples; work of 1, on the stack of 4;
