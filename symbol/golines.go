@@ -49,7 +49,8 @@ const (
 
 // goLines reads f's Go line table and, through its moduledata, where its
 // inline trees are. It returns nil, nil for a file that is not a Go
-// 1.20+ binary.
+// 1.20+ binary, and for one whose moduledata it cannot find (PIE builds,
+// where relocations fill in its words).
 func (f *File) goLines() (t *goLineTable, err error) {
 	defer recoverTo(&err, "read Go line table")
 	if !f.isGo() {
