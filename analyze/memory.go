@@ -228,15 +228,21 @@ func withInline(locs []Location) []Location {
 }
 
 func (b *memBuilder) loc(pid int32, addr uint64) Location {
-	k := pidAddr{pid, addr}
-	if l, ok := b.locs[k]; ok {
+	key := pidAddr{pid, addr}
+	if l, ok := b.locs[key]; ok {
 		return l
 	}
-	l, ok := b.sym.Symbolize(pid, addr, false)
-	if !ok {
+	// Every address of an allocation's stack is a return address.
+	l, k := nameReturn(func(a uint64) (Location, int) {
+		if l, ok := b.sym.Symbolize(pid, a, false); ok {
+			return l, 0
+		}
+		return Location{}, -1
+	}, addr)
+	if k < 0 {
 		l = b.p.fallback(&Frame{PID: pid, Addr: addr})
 	}
-	b.locs[k] = l
+	b.locs[key] = l
 	return l
 }
 

@@ -190,20 +190,13 @@ func (p *Profile) Symbolize(s Symbolizer) {
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
+		at := func(a uint64) (Location, int) { return chain.symbolize(f.PID, a, f.Kernel) }
 		var loc Location
-		k := -1
-		if f.Caller && f.Addr > 0 {
-			loc, k = chain.symbolize(f.PID, f.Addr-1, f.Kernel)
-			if k >= 0 && loc.File == "" && len(loc.Inline) == 0 {
-				// Captures recorded before return addresses were
-				// bundled at Addr-1 have the lines of Addr only.
-				if at, j := chain.symbolize(f.PID, f.Addr, f.Kernel); j >= 0 && at.Function == loc.Function {
-					loc, k = at, j
-				}
-			}
-		}
-		if k < 0 {
-			loc, k = chain.symbolize(f.PID, f.Addr, f.Kernel)
+		var k int
+		if f.Caller {
+			loc, k = nameReturn(at, f.Addr)
+		} else {
+			loc, k = at(f.Addr)
 		}
 		if k >= 0 {
 			counts[k]++
@@ -218,6 +211,28 @@ func (p *Profile) Symbolize(s Symbolizer) {
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
 	}
+}
+
+// nameReturn names the code of the return address addr with sym (whose
+// int is negative when it cannot): from the call, addr-1, whose line,
+// inlined functions and even function may differ from addr's. Captures
+// recorded before return addresses were bundled at addr-1 have source
+// lines for addr only: those are kept when addr-1 has none and is in the
+// same function.
+func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
+	if addr == 0 {
+		return sym(addr)
+	}
+	loc, k := sym(addr - 1)
+	if k < 0 {
+		return sym(addr)
+	}
+	if loc.File == "" && len(loc.Inline) == 0 {
+		if at, j := sym(addr); j >= 0 && at.Function == loc.Function {
+			return at, j
+		}
+	}
+	return loc, k
 }
 
 // internFunc returns the id of fn in list, indexed by ids, appending it

@@ -147,6 +147,7 @@ func PprofMemory(p *analyze.Profile, m *analyze.Memory, o Options) (*profile.Pro
 			Comments:          []string{o.Title},
 		},
 		mappings: make(map[mappingKey]*profile.Mapping),
+		inlined:  make(map[[2]string]*profile.Function),
 	}
 	if t, err := time.Parse(time.RFC3339Nano, p.Header.CaptureTime); err == nil {
 		b.p.TimeNanos = t.UnixNano()
@@ -179,8 +180,13 @@ func PprofMemory(p *analyze.Profile, m *analyze.Memory, o Options) (*profile.Pro
 				} else if f.Filename == "" {
 					f.Filename = fr.Loc.File
 				}
-				l = &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: a, Mapping: b.mapping(fr),
-					Line: []profile.Line{{Function: f, Line: int64(fr.Loc.Line)}}}
+				l = &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: a, Mapping: b.mapping(fr)}
+				// As the CPU profile: a line per inlined call,
+				// innermost first, then the function's.
+				for _, in := range fr.Loc.Inline {
+					l.Line = append(l.Line, profile.Line{Function: b.inlineFunction(in), Line: int64(in.Line)})
+				}
+				l.Line = append(l.Line, profile.Line{Function: f, Line: int64(fr.Loc.Line)})
 				locs[k] = l
 				b.p.Location = append(b.p.Location, l)
 			}

@@ -363,7 +363,7 @@ func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64) {
 		return
 	}
 	g.stacks[h] = struct{}{}
-	r.sym.sampled(int(g.pid), addrs)
+	r.sym.sampled(int(g.pid), addrs, true)
 	if r.opts.NoPerf {
 		m.rescan[g.pid] = true
 	}

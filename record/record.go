@@ -542,7 +542,7 @@ func (r *recorder) handle(rec *perf.Record) {
 			addrs = dropZeros(s.Callchain)
 		}
 		if r.sym != nil && !r.opts.NoDecode {
-			r.sym.sampled(int(s.PID), addrs)
+			r.sym.sampled(int(s.PID), addrs, false)
 		}
 		if len(addrs) == 0 {
 			ctxMark := capture.ContextUser

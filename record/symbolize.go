@@ -278,16 +278,18 @@ func (s *symbolizer) exited(pid int) {
 }
 
 // sampled notes the addresses of one callchain, which holds perf context
-// markers saying whether what follows is kernel or user code.
-func (s *symbolizer) sampled(pid int, addrs []uint64) {
+// markers saying whether what follows is kernel or user code. The user
+// addresses after the first are return addresses, or all of them when
+// returns is set (allocation stacks).
+func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
 	if pid <= 0 {
 		return
 	}
 	p := s.proc(pid)
-	kernel, first := false, true
+	kernel, first := false, !returns
 	for _, a := range addrs {
 		if capture.IsContext(a) {
-			kernel, first = a == capture.ContextKernel, true
+			kernel, first = a == capture.ContextKernel, !returns
 			continue
 		}
 		set := &p.user

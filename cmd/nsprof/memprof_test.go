@@ -241,7 +241,9 @@ func pprofMemTop(t *testing.T, pb, index string) (string, map[string][2]int64) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("pprof row %q", line)
 		}
-		rows[strings.Join(f[5:], " ")] = [2]int64{flat, cum}
+		// An inlined function's row says so ("calloc (inline)", as
+		// glibc's ld.so calls calloc through an inline wrapper).
+		rows[strings.TrimSuffix(strings.Join(f[5:], " "), " (inline)")] = [2]int64{flat, cum}
 	}
 	if len(rows) == 0 {
 		t.Fatalf("no rows in go tool pprof output:\n%s", out)
@@ -446,7 +448,9 @@ func TestMemprofEventTimes(t *testing.T) {
 // TestMemprofInlineFrames: allocations made from a function inlined into
 // another are charged to the inlined function by report --memory (from
 // the source lines the recording bundled), and to the one it was inlined
-// into with --no-inline; the folded heap export follows.
+// into with --no-inline; the folded heap export follows. An allocation
+// whose return address lies in code inlined after the call is charged to
+// the caller.
 func TestMemprofInlineFrames(t *testing.T) {
 	memprofLib(t)
 	bin := testutils.BuildFixture(t, "meminline", "-O2")
@@ -463,6 +467,10 @@ func TestMemprofInlineFrames(t *testing.T) {
 	}
 	if got := top["mi_outer"]; got.selfBytes != 0 || got.totalBytes != bytes {
 		t.Errorf("mi_outer: %+v, want %d bytes in total, none of its own\n%s", got, bytes, rep)
+	}
+	// malloc returns into mi_after's inlined code; the call is mi_plain's.
+	if got := top["mi_plain"]; got.selfBytes != 2048*1000 || top["mi_after"] != (memRow{}) {
+		t.Errorf("mi_plain %+v, mi_after %+v; want %d bytes of mi_plain's own and no mi_after\n%s", got, top["mi_after"], 2048*1000, rep)
 	}
 	flat, _, _ := nsprof(t, nil, "report", "--memory", "--no-inline", "-n", "0", out)
 	top = memTop(t, flat)
