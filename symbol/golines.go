@@ -49,8 +49,7 @@ const (
 
 // goLines reads f's Go line table and, through its moduledata, where its
 // inline trees are. It returns nil, nil for a file that is not a Go
-// 1.20+ binary, and for one whose moduledata it cannot find (PIE builds,
-// where relocations fill in its words).
+// 1.20+ binary, and for one whose moduledata it cannot find.
 func (f *File) goLines() (t *goLineTable, err error) {
 	defer recoverTo(&err, "read Go line table")
 	if !f.isGo() {
@@ -117,9 +116,10 @@ func (f *File) pclntabSection() *elf.Section {
 // moduledata finds the runtime's moduledata of f: the record whose first
 // word is the address of the pclntab header and whose second is that of
 // the function name table (funcnames). It returns its text and gofunc
-// words. Go 1.26 puts it in .go.module, earlier versions in .noptrdata;
-// position-independent builds leave these words to relocations, and are
-// not found.
+// words. Go 1.26 puts it in .go.module, earlier versions in .noptrdata.
+// Go 1.26's position-independent builds hold the words in the file as
+// well as in their relocations; a linker that left them to relocations
+// alone would leave the moduledata unfound.
 func (f *File) moduledata(pclntab, funcnames uint64) (text, gofunc uint64, ok bool) {
 	ptr := 8
 	if f.elf.Class == elf.ELFCLASS32 {
