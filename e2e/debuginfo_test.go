@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"nsprof/internal/testutils"
 )
 
@@ -262,7 +264,59 @@ func TestStrippedGo(t *testing.T) {
 	if hasSymtab(t, out) {
 		t.Fatalf("%s has .symtab after -s", out)
 	}
-	checkChain(t, recordChroot(t, root), []string{"main.goLeaf", "main.goMiddle", "main.goOuter", "main.main"}, "main.goStep")
+	capture := recordChroot(t, root)
+	checkChain(t, capture, []string{"main.goLeaf", "main.goMiddle", "main.goOuter", "main.main"}, "main.goStep")
+	checkGoLines(t, capture)
+}
+
+// checkGoLines checks the source lines of the gohot capture, which a
+// binary built with -s -w has only in its Go line table: the pprof export
+// puts goMiddle, a caller only, at the line of its call of goLeaf, and
+// goLeaf's locations in gohot/main.go.
+func checkGoLines(t *testing.T, capture string) {
+	t.Helper()
+	src, err := os.ReadFile(testdata("gohot/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := 0
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "return goLeaf(n) * 2") {
+			call = i + 1
+		}
+	}
+	pb := filepath.Join(t.TempDir(), "gohot.pb.gz")
+	if b, err := exec.Command(nsprofBin, "export", capture, "--format", "pprof", "-o", pb).CombinedOutput(); err != nil {
+		t.Fatalf("nsprof export: %v\n%s", err, b)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	middle, leaf := map[int64]bool{}, 0
+	for _, loc := range p.Location {
+		for _, l := range loc.Line {
+			switch l.Function.Name {
+			case "main.goMiddle":
+				middle[l.Line] = true
+			case "main.goLeaf":
+				if strings.HasSuffix(l.Function.Filename, "gohot/main.go") && l.Line > 0 {
+					leaf++
+				}
+			}
+		}
+	}
+	if len(middle) != 1 || !middle[int64(call)] {
+		t.Errorf("main.goMiddle at lines %v, want only %d, its call of goLeaf", middle, call)
+	}
+	if leaf == 0 {
+		t.Errorf("no location of main.goLeaf in gohot/main.go with a line")
+	}
 }
 
 func TestCXXDemangled(t *testing.T) {
