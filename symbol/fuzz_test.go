@@ -33,6 +33,15 @@ func FuzzNewFile(f *testing.F) {
 		ef.BuildID()
 		ef.DebugLink()
 		ef.Vaddr(0x1000)
+		// The Go line table, found through a moduledata the file may
+		// fake: frames for the start of every function it lists.
+		if gl, err := ef.goLines(); err == nil && gl != nil {
+			for i := 0; i < gl.nfunc && i < 64; i++ {
+				if e, ok := gl.u32(gl.pcln, uint64(i)*8); ok {
+					gl.frames(gl.text + uint64(e))
+				}
+			}
+		}
 		// DWARF line tables and inline scopes: bounded and no panics,
 		// whatever the ranges claim.
 		if d, err := ef.dwarf(); err == nil {
