@@ -20,11 +20,12 @@ type goLineTable struct {
 	text    uint64 // moduledata.text: function entries are offsets from it
 	nfunc   int
 
-	funcnames []byte // funcnametab
-	cutab     []byte // per compilation unit: file indexes into filetab
-	filetab   []byte
-	pctab     []byte
-	pcln      []byte // functab, then the _func records
+	funcnames   []byte // funcnametab
+	funcnameOff uint64 // its offset from the header
+	cutab       []byte // per compilation unit: file indexes into filetab
+	filetab     []byte
+	pctab       []byte
+	pcln        []byte // functab, then the _func records
 
 	// funcdata holds go:func.* (at gofunc), where the inline trees
 	// are, from address funcdataAddr on.
@@ -71,7 +72,7 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		return nil, nil
 	}
 	base := s.Addr + uint64(off-int64(s.Offset)) // the header's address
-	text, gofunc, ok := f.moduledata(base, base+t.word(3, data))
+	text, gofunc, ok := f.moduledata(base, base+t.funcnameOff)
 	if !ok {
 		// Without go:func.* an inlined call's code would be named
 		// after the function it was inlined into: no frames at all.
@@ -184,6 +185,7 @@ func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error)
 		return data[o:], nil
 	}
 	nfunc := field(0)
+	t.funcnameOff = field(3)
 	var err error
 	if t.funcnames, err = from(3); err != nil {
 		return nil, err
@@ -205,14 +207,6 @@ func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error)
 	}
 	t.nfunc = int(nfunc)
 	return t, nil
-}
-
-// word returns the header word i (after the 8-byte prefix) of data.
-func (t *goLineTable) word(i int, data []byte) uint64 {
-	if data[7] == 4 {
-		return uint64(t.order.Uint32(data[8+i*4:]))
-	}
-	return t.order.Uint64(data[8+i*8:])
 }
 
 // u32 returns the 32-bit word of b at off, false when it is out of range.
