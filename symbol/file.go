@@ -160,10 +160,16 @@ func (f *File) hasSection(t elf.SectionType) bool {
 	return false
 }
 
-// hasDebugInfo reports whether the file carries DWARF line tables.
+// hasDebugInfo reports whether the file carries DWARF line tables, in
+// .debug_line or in the old-style compressed .zdebug_line (Go before 1.24
+// wrote those; debug/elf reads them).
 func (f *File) hasDebugInfo() bool {
-	s := f.elf.Section(".debug_line")
-	return s != nil && s.Type != elf.SHT_NOBITS
+	for _, name := range []string{".debug_line", ".zdebug_line"} {
+		if s := f.elf.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
+			return true
+		}
+	}
+	return false
 }
 
 // section returns the contents of the named section, refusing sections

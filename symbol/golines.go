@@ -67,7 +67,7 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		}
 		return nil, err
 	}
-	s := f.pclntabSection()
+	s, _ := f.pclntabSection()
 	if s == nil || off < int64(s.Offset) {
 		return nil, nil
 	}
@@ -104,14 +104,6 @@ func (f *File) goLinesOrNil() *goLineTable {
 		return nil
 	}
 	return t
-}
-
-// pclntabSection returns the section f.pclntab read the table from.
-func (f *File) pclntabSection() *elf.Section {
-	if s := f.elf.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
-		return s
-	}
-	return f.elf.Section(".data.rel.ro")
 }
 
 // moduledata finds the runtime's moduledata of f: the record whose first

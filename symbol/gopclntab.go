@@ -45,26 +45,37 @@ func (f *File) goFuncs() (es []entry, err error) {
 }
 
 // pclntab returns the contents of the Go line table and its file offset.
-// It is the .gopclntab section, or, in binaries where the linker put it in
-// .data.rel.ro (PIE builds), found there by its header.
+// It is the .gopclntab section, or .data.rel.ro.gopclntab (PIE builds of
+// Go 1.25 and before), or, in binaries where the linker put it in
+// .data.rel.ro (older PIE builds), found there by its header.
 func (f *File) pclntab() ([]byte, int64, error) {
-	if s := f.elf.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
-		data, err := f.sectionData(s, maxPclntabSize)
-		return data, int64(min(s.Offset, maxFileSize)), err
-	}
-	s := f.elf.Section(".data.rel.ro")
-	if s == nil || s.Type == elf.SHT_NOBITS || !f.isGo() {
+	s, search := f.pclntabSection()
+	if s == nil {
 		return nil, 0, nil
 	}
 	data, err := f.sectionData(s, maxPclntabSize)
-	if err != nil {
-		return nil, 0, err
+	if err != nil || !search {
+		return data, int64(min(s.Offset, maxFileSize)), err
 	}
 	i := findPclntabHeader(data, f.elf.ByteOrder)
 	if i < 0 {
 		return nil, 0, errors.New("Go binary without a pclntab")
 	}
 	return data[i:], int64(s.Offset) + int64(i), nil
+}
+
+// pclntabSection returns the section holding the Go line table, and
+// whether the table must be searched for in it.
+func (f *File) pclntabSection() (s *elf.Section, search bool) {
+	for _, name := range []string{".gopclntab", ".data.rel.ro.gopclntab"} {
+		if s := f.elf.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
+			return s, false
+		}
+	}
+	if s := f.elf.Section(".data.rel.ro"); s != nil && s.Type != elf.SHT_NOBITS && f.isGo() {
+		return s, true
+	}
+	return nil, false
 }
 
 // isGo reports whether the file was built by the Go linker: it has a
