@@ -185,8 +185,10 @@ func TestReturnAddressInline(t *testing.T) {
 		}
 		n, _ := strconv.Atoi(l[i+1:])
 		total += n
-		if strings.Contains(l[:i], "ret_after") {
-			t.Errorf("ret_after on a stack: %s", l)
+		// A sample may land in ret_after's own code (the leaf); as
+		// ret_callee's caller it is wrong.
+		if strings.Contains(l[:i], "ret_after;ret_callee") {
+			t.Errorf("ret_after as ret_callee's caller: %s", l)
 		}
 		if strings.HasSuffix(l[:i], ";main;ret_caller;ret_callee") {
 			right += n
@@ -208,16 +210,24 @@ func TestReturnAddressInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Where ret_callee is the leaf, the next location is ret_caller's
+	// call of it: one line, the call's. (A sample in ret_callee's
+	// prologue, before its frame pointer is set, skips to main.)
 	call := sourceLine(t, "retinline", "\tret_callee(n);")
-	lines := map[string]bool{}
-	for _, loc := range p.Location {
-		for _, l := range loc.Line {
-			if l.Function.Name == "ret_caller" {
-				lines[fmt.Sprint(l.Line)] = true
-			}
+	want := fmt.Sprintf("ret_caller:%d", call)
+	callers, n := map[string]int64{}, int64(0)
+	for _, smp := range p.Sample {
+		if len(smp.Location) < 2 || len(smp.Location[0].Line) == 0 || smp.Location[0].Line[0].Function.Name != "ret_callee" {
+			continue
 		}
+		var ls []string
+		for _, l := range smp.Location[1].Line {
+			ls = append(ls, fmt.Sprintf("%s:%d", l.Function.Name, l.Line))
+		}
+		callers[strings.Join(ls, " ")] += smp.Value[0]
+		n += smp.Value[0]
 	}
-	if !lines[fmt.Sprint(call)] || len(lines) != 1 {
-		t.Errorf("ret_caller's lines %v, want only the call's, %d", lines, call)
+	if callers[want]*10 < n*9 {
+		t.Errorf("ret_callee's callers %v, want %s for most of %d samples", callers, want, n)
 	}
 }
