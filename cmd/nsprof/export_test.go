@@ -119,18 +119,7 @@ func TestExportFoldedMatchesReport(t *testing.T) {
 func TestExportFormats(t *testing.T) {
 	dir := t.TempDir()
 	path, n := writeReportCapture(t, dir)
-	pb := filepath.Join(dir, "out.pb.gz")
-	if _, stderr, status := nsprof(t, nil, "export", path, "--format", "pprof", "-o", pb); status != 0 {
-		t.Fatalf("pprof: status %d: %s", status, stderr)
-	}
-	data, err := os.ReadFile(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.ParseData(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pb := exportPprof(t, path)
 	total := int64(0)
 	for _, s := range p.Sample {
 		total += s.Value[0]

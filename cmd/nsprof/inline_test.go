@@ -14,6 +14,25 @@ import (
 	"nsprof/internal/testutils"
 )
 
+// exportPprof exports the capture at capPath to a pprof file, with the
+// extra arguments given, and returns the profile and the file's path.
+func exportPprof(t *testing.T, capPath string, args ...string) (*profile.Profile, string) {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "export.pb.gz")
+	if _, stderr, status := nsprof(t, nil, append([]string{"export", capPath, "--format", "pprof", "-o", pb}, args...)...); status != 0 {
+		t.Fatalf("export pprof: status %d: %s", status, stderr)
+	}
+	data, err := os.ReadFile(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pb
+}
+
 // sourceLine returns the 1-based line of the fixture source holding text.
 func sourceLine(t *testing.T, fixture, text string) int {
 	t.Helper()
@@ -53,19 +72,7 @@ func TestExportInlineFrames(t *testing.T) {
 		t.Fatalf("record: %v\n%s", err, stderr)
 	}
 	os.Remove(bin) // the capture must be enough
-	pb := filepath.Join(dir, "inlined.pb.gz")
-	if _, stderr, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--comm", "^inlined", "-o", pb); status != 0 {
-		t.Fatalf("export: status %d: %s", status, stderr)
-	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pb := exportPprof(t, capPath, "--comm", "^inlined")
 	// The loop's samples fall on its two lines.
 	loop := sourceLine(t, "inlined", "for (unsigned long i = 0; i < n; i++)")
 	leaf := sourceLine(t, "inlined", "sink += i * 7;")
@@ -197,19 +204,7 @@ func TestReturnAddressInline(t *testing.T) {
 	if right*10 < total*9 {
 		t.Errorf("%d of %d samples on ...;main;ret_caller;ret_callee:\n%s", right, total, folded)
 	}
-	pb := filepath.Join(dir, "retinline.pb.gz")
-	if _, errOut, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--comm", "^retinline", "-o", pb); status != 0 {
-		t.Fatalf("export pprof: status %d: %s", status, errOut)
-	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := exportPprof(t, capPath, "--comm", "^retinline")
 	// Where ret_callee is the leaf, the next location is ret_caller's
 	// call of it: one line, the call's. (A sample in ret_callee's
 	// prologue, before its frame pointer is set, skips to main.)
