@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -48,8 +50,13 @@ type symProc struct {
 	maps    []symMap
 	user    map[uint64]struct{}
 	kernel  map[uint64]struct{}
-	nspid   int
-	owns    bool // some object's debug search goes through cp
+	// lines are the user addresses whose source frames are bundled:
+	// where threads were, and the calls (return address - 1) that
+	// reports name callers from. A return address itself is named
+	// (Sysprof looks it up as it is) but needs no frames.
+	lines map[uint64]struct{}
+	nspid int
+	owns  bool // some object's debug search goes through cp
 	// stale says cp was opened before the process's last exec.
 	stale bool
 	// mapsTried says the unwinder looked its mappings up itself.
@@ -300,10 +307,18 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
 			*set = make(map[uint64]struct{})
 		}
 		(*set)[a] = struct{}{}
-		if !kernel && !first && a > 0 {
-			// A return address: reports name it from the call's
-			// last byte (analyze.Frame.Caller).
-			(*set)[a-1] = struct{}{}
+		if !kernel {
+			if p.lines == nil {
+				p.lines = make(map[uint64]struct{})
+			}
+			if first {
+				p.lines[a] = struct{}{}
+			} else if a > 0 {
+				// A return address: reports name it from the
+				// call's last byte (analyze.Frame.Caller).
+				(*set)[a-1] = struct{}{}
+				p.lines[a-1] = struct{}{}
+			}
 		}
 		first = false
 	}
@@ -330,8 +345,9 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	}
 	slices.Sort(pids)
 
-	// The objects samples hit, and the file offsets in each: loaded
-	// first, so that each reads the DWARF of just those addresses.
+	// The objects samples hit, and the file offsets in each whose
+	// frames are wanted: loaded first, so that each reads the DWARF of
+	// just those addresses.
 	hit := make(map[*symObj][]uint64)
 	var objs []*symObj
 	for _, pid := range pids {
@@ -340,29 +356,15 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			if m := p.find(a); m != nil {
 				if _, ok := hit[m.obj]; !ok {
 					objs = append(objs, m.obj)
+					hit[m.obj] = nil
 				}
-				hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
+				if _, ok := p.lines[a]; ok {
+					hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
+				}
 			}
 		}
 	}
-	for i, o := range objs {
-		if !o.loaded {
-			o.load(logf)
-		}
-		if prog != nil {
-			prog(i+1, len(objs), o.path)
-		}
-		if o.syms == nil {
-			continue
-		}
-		vas := make([]uint64, 0, len(hit[o]))
-		for _, off := range hit[o] {
-			if va, ok := o.elf.Vaddr(off); ok {
-				vas = append(vas, va)
-			}
-		}
-		o.syms.PrepareFrames(vas)
-	}
+	frames := s.resolveObjects(objs, hit, prog, logf)
 
 	var kern kernelTable
 	kernTried := false
@@ -405,12 +407,11 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			}
 			begin := a - (va - sym.Addr)
 			add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
-			if fr := o.syms.Frames(va); len(fr) > 0 {
-				rec := capture.AddrLines{PID: int32(pid), Addr: a, Frames: make([]capture.SourceFrame, len(fr))}
-				for i, f := range fr {
-					rec.Frames[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
-				}
-				lines = append(lines, rec)
+			if _, ok := p.lines[a]; !ok {
+				continue
+			}
+			if fr := frames[o][va]; len(fr) > 0 {
+				lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
 			}
 		}
 		if len(p.kernel) > 0 && !kernTried {
@@ -429,6 +430,78 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		}
 	}
 	return out, lines
+}
+
+// resolveObjects loads the objects samples hit and gives the source
+// frames of their addresses (hit holds each object's file offsets), by
+// link-time address. Objects are independent and most of the wait at
+// record end is theirs (symbol tables, inflating DWARF, debuginfod), so
+// they are done side by side, one per CPU. The frames are shared by
+// every record of an address.
+func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, prog progress, logf func(string, ...any)) map[*symObj]map[uint64][]capture.SourceFrame {
+	var mu sync.Mutex // for logf, prog and out
+	locked := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logf(format, args...)
+	}
+	out := make(map[*symObj]map[uint64][]capture.SourceFrame, len(objs))
+	done := 0
+	work := make(chan *symObj)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(objs)) {
+		wg.Go(func() {
+			for o := range work {
+				fr := o.resolve(hit[o], locked)
+				mu.Lock()
+				out[o] = fr
+				done++
+				if prog != nil {
+					prog(done, len(objs), o.path)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// resolve loads o and returns the source frames of the file offsets offs,
+// by link-time address; nil when o has no symbols.
+func (o *symObj) resolve(offs []uint64, logf func(string, ...any)) map[uint64][]capture.SourceFrame {
+	if !o.loaded {
+		o.load(logf)
+	}
+	if o.syms == nil {
+		return nil
+	}
+	vas := make([]uint64, 0, len(offs))
+	for _, off := range offs {
+		if va, ok := o.elf.Vaddr(off); ok {
+			vas = append(vas, va)
+		}
+	}
+	o.syms.PrepareFrames(vas)
+	out := make(map[uint64][]capture.SourceFrame)
+	for _, va := range vas {
+		if _, ok := out[va]; ok {
+			continue
+		}
+		var sf []capture.SourceFrame
+		if fr := o.syms.Frames(va); len(fr) > 0 {
+			sf = make([]capture.SourceFrame, len(fr))
+			for i, f := range fr {
+				sf[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
+			}
+		}
+		out[va] = sf
+	}
+	return out
 }
 
 // find returns the mapping of p holding address a; later mappings of a
