@@ -190,13 +190,12 @@ func (p *Profile) Symbolize(s Symbolizer) {
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		at := func(a uint64) (Location, int) { return chain.symbolize(f.PID, a, f.Kernel) }
 		var loc Location
 		var k int
 		if f.Caller {
-			loc, k = nameReturn(at, f.Addr)
+			loc, k = nameReturn(func(a uint64) (Location, int) { return chain.symbolize(f.PID, a, f.Kernel) }, f.Addr)
 		} else {
-			loc, k = at(f.Addr)
+			loc, k = chain.symbolize(f.PID, f.Addr, f.Kernel)
 		}
 		if k >= 0 {
 			counts[k]++

@@ -27,11 +27,10 @@ type goLineTable struct {
 	pctab       []byte
 	pcln        []byte // functab, then the _func records
 
-	// funcdata holds go:func.* (at gofunc), where the inline trees
-	// are, from address funcdataAddr on.
+	// funcdata holds go:func.* (moduledata.gofunc, at funcdataAddr),
+	// where the inline trees are: funcdata offsets count from it.
 	funcdata     []byte
 	funcdataAddr uint64
-	gofunc       uint64
 }
 
 // Layout of the Go 1.20+ runtime structures read here.
@@ -78,7 +77,7 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		// after the function it was inlined into: no frames at all.
 		return nil, nil
 	}
-	t.text, t.gofunc = text, gofunc
+	t.text = text
 	if gofunc >= base && gofunc-base < uint64(len(data)) {
 		t.funcdata, t.funcdataAddr = data[gofunc-base:], gofunc
 		return t, nil
@@ -338,12 +337,8 @@ func (t *goLineTable) frames(pc uint64) []Frame {
 	file, line := t.position(fn, pc)
 	var out []Frame
 	if fn.hasInl {
-		tree := t.gofunc + uint64(fn.inlTree)
 		for ix, depth := t.pcvalue(fn.inlIndex, fn.entry, pc), 0; ix >= 0 && depth < maxGoInlDepth; depth++ {
-			if tree < t.funcdataAddr {
-				break
-			}
-			at := tree - t.funcdataAddr + uint64(ix)*goInlinedCall
+			at := uint64(fn.inlTree) + uint64(ix)*goInlinedCall
 			nameOff, ok1 := t.u32(t.funcdata, at+4)
 			parent, ok2 := t.u32(t.funcdata, at+8)
 			if !ok1 || !ok2 {

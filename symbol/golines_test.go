@@ -55,8 +55,8 @@ func TestGoLinesMatchDWARF(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range tab.All() {
-		if s.Name == "go:func.*" && s.Addr != gl.gofunc {
-			t.Errorf("moduledata's gofunc %#x, symbol go:func.* at %#x", gl.gofunc, s.Addr)
+		if s.Name == "go:func.*" && s.Addr != gl.funcdataAddr {
+			t.Errorf("moduledata's gofunc %#x, symbol go:func.* at %#x", gl.funcdataAddr, s.Addr)
 		}
 	}
 	dwarfFrames := dwarfOracle(t, f)
@@ -193,7 +193,7 @@ func FuzzGoLineTable(f *testing.F) {
 		if err != nil || tab == nil {
 			return
 		}
-		tab.text, tab.gofunc = 0x401000, 0x401000
+		tab.text = 0x401000
 		tab.funcdata, tab.funcdataAddr = data, 0x401000
 		for _, pc := range []uint64{0, 0x401000, 0x401001, 0x401040, 0x402000, 0x500000} {
 			if fr := tab.frames(pc); len(fr) > maxGoInlDepth+1 {
