@@ -123,7 +123,9 @@ func startTree(t testing.TB, cmd *exec.Cmd, exe string) int {
 	})
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if pid := findDescendant(cmd.Process.Pid, exe); pid > 0 {
+		// execve points /proc/PID/exe at the new binary before the
+		// ELF loader maps it: wait for the mapping too.
+		if pid := findDescendant(cmd.Process.Pid, exe); pid > 0 && mapsFile(pid, exe) {
 			target = pid
 			return pid
 		}
@@ -136,6 +138,20 @@ func startTree(t testing.TB, cmd *exec.Cmd, exe string) int {
 			t.Fatalf("%s: no process running %s after %v: %s", strings.Join(cmd.Args, " "), exe, startTimeout, out.String())
 		}
 	}
+}
+
+// mapsFile reports whether /proc/PID/maps lists a mapping of path.
+func mapsFile(pid int, path string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasSuffix(l, " "+path) {
+			return true
+		}
+	}
+	return false
 }
 
 // findDescendant returns a descendant of root whose /proc/PID/exe reads exe.
