@@ -4,7 +4,9 @@
 # 1,000,000 SAMPLE frames with 32-address callchains, and 1,000,000 MARK
 # frames (group, name, short message). Builds bench/capture-writer/bench.c
 # and bench/capture-writer (Go), runs them alternately RUNS times each
-# writing to the same directory, and prints the median frames/s of each and
+# writing to the same directory (the previous run's captures are removed
+# first, outside the timed process: main.go says why that matters for Go),
+# and prints the median frames/s of each and
 # the ratio ours/theirs (> 1: we are faster). Then it times the encoding
 # alone, RUNS times each: bench.c linked with discard.c (write(2) does
 # nothing) against the Go side's -discard (io.Discard). On a tmpfs most of
@@ -49,22 +51,26 @@ echo "libsysprof-capture-4 $(pkg-config --modversion sysprof-capture-4), $("$cc"
 
 : >"$tmp/results"
 : >"$tmp/results-enc"
+# clean DIR: removes the previous run's captures, outside the timed process.
+clean() { rm -f "$1/samples.syscap" "$1/marks.syscap"; }
+mkdir "$tmp/out"
 for r in $(seq "$runs"); do
-	"$tmp/bench-c" "$tmp/out.syscap" "$n" | tee -a "$tmp/results"
-	"$tmp/bench-go" -o "$tmp/out.syscap" -n "$n" | tee -a "$tmp/results"
+	clean "$tmp/out"; "$tmp/bench-c" "$tmp/out" "$n" | tee -a "$tmp/results"
+	clean "$tmp/out"; "$tmp/bench-go" -o "$tmp/out" -n "$n" | tee -a "$tmp/results"
 done
 for r in $(seq "$runs"); do
-	"$tmp/bench-c-enc" "$tmp/out.syscap" "$n" | tee -a "$tmp/results-enc"
-	"$tmp/bench-go" -o "$tmp/out.syscap" -n "$n" -discard | tee -a "$tmp/results-enc"
+	clean "$tmp/out"; "$tmp/bench-c-enc" "$tmp/out" "$n" | tee -a "$tmp/results-enc"
+	clean "$tmp/out"; "$tmp/bench-go" -o "$tmp/out" -n "$n" -discard | tee -a "$tmp/results-enc"
 done
+clean "$tmp/out"
 : >"$tmp/results-disk"
 if [ -n "$disk" ]; then
 	echo "disk runs: $disk (file system: $(stat -f -c %T "$disk"))"
 	for r in $(seq "$runs"); do
-		"$tmp/bench-c" "$disk/out.syscap" "$n" | tee -a "$tmp/results-disk"
-		"$tmp/bench-go" -o "$disk/out.syscap" -n "$n" | tee -a "$tmp/results-disk"
+		clean "$disk"; "$tmp/bench-c" "$disk" "$n" | tee -a "$tmp/results-disk"
+		clean "$disk"; "$tmp/bench-go" -o "$disk" -n "$n" | tee -a "$tmp/results-disk"
 	done
-	rm -f "$disk/out.syscap"
+	clean "$disk"
 fi
 
 # Median of each impl/workload, the byte counts (same workload, same size),

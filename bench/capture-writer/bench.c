@@ -8,11 +8,12 @@
  *   samples: N SAMPLE frames, 32-address callchains
  *   marks:   N MARK frames, group "nsprof", name "bench-mark", message
  *            "short message", duration 500
- * Each workload removes OUT if it is a regular file, then (timed) creates it
- * with the default buffer size, writes N frames and closes the writer (the
- * final flush included).
+ * Each workload (timed) creates its file in DIR, samples.syscap and
+ * marks.syscap, with the default buffer size, writes N frames and closes the
+ * writer (the final flush included). The files must not exist: the script
+ * removes them between runs, outside the timed process (main.go says why).
  *
- *   bench OUT [N]     prints: impl=c workload=<w> frames=<N> bytes=<size> seconds=<s> frames_per_s=<r>
+ *   bench DIR [N]     prints: impl=c workload=<w> frames=<N> bytes=<size> seconds=<s> frames_per_s=<r>
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,14 +32,17 @@ now (void)
   return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-/* Removes path if it is a regular file (never /dev/null). */
+/* Fails if path exists: truncating it would free its pages inside the timing. */
 static void
-remove_regular (const char *path)
+must_not_exist (const char *path)
 {
   struct stat st;
 
-  if (lstat (path, &st) == 0 && S_ISREG (st.st_mode))
-    unlink (path);
+  if (lstat (path, &st) == 0)
+    {
+      fprintf (stderr, "%s exists; remove it first\n", path);
+      exit (1);
+    }
 }
 
 static void
@@ -61,13 +65,14 @@ main (int argc, char **argv)
 {
   SysprofCaptureWriter *w;
   SysprofCaptureAddress addrs[32];
+  char out[4096];
   long n = 1000000;
   int64_t t0 = 1000000000;
   double start;
 
   if (argc < 2 || argc > 3)
     {
-      fprintf (stderr, "usage: bench OUT [N]\n");
+      fprintf (stderr, "usage: bench DIR [N]\n");
       return 2;
     }
   if (argc == 3)
@@ -76,11 +81,12 @@ main (int argc, char **argv)
   /* samples */
   for (int i = 0; i < 32; i++)
     addrs[i] = 0x400000 + (uint64_t) i * 0x1000;
-  remove_regular (argv[1]); /* freeing the old file's pages is not part of the work */
+  snprintf (out, sizeof out, "%s/samples.syscap", argv[1]);
+  must_not_exist (out);
   start = now ();
-  if (!(w = sysprof_capture_writer_new (argv[1], 0)))
+  if (!(w = sysprof_capture_writer_new (out, 0)))
     {
-      perror (argv[1]);
+      perror (out);
       return 1;
     }
   for (long i = 0; i < n; i++)
@@ -94,14 +100,15 @@ main (int argc, char **argv)
         }
     }
   sysprof_capture_writer_unref (w);
-  report ("samples", argv[1], n, now () - start);
+  report ("samples", out, n, now () - start);
 
   /* marks */
-  remove_regular (argv[1]);
+  snprintf (out, sizeof out, "%s/marks.syscap", argv[1]);
+  must_not_exist (out);
   start = now ();
-  if (!(w = sysprof_capture_writer_new (argv[1], 0)))
+  if (!(w = sysprof_capture_writer_new (out, 0)))
     {
-      perror (argv[1]);
+      perror (out);
       return 1;
     }
   for (long i = 0; i < n; i++)
@@ -112,6 +119,6 @@ main (int argc, char **argv)
         return 1;
       }
   sysprof_capture_writer_unref (w);
-  report ("marks", argv[1], n, now () - start);
+  report ("marks", out, n, now () - start);
   return 0;
 }

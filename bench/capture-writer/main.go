@@ -6,13 +6,18 @@
 //	marks:   N MARK frames, group "nsprof", name "bench-mark", message
 //	         "short message", duration 500
 //
-// Each workload removes OUT if it is a regular file, then (timed) creates it
-// with the default options, writes N frames and closes the Writer (the final
-// flush included). With -discard the Writer writes to io.Discard instead,
-// which times the encoding alone (bench.c linked with discard.c does the
-// same for libsysprof-capture); bytes is then what the file would hold.
+// Each workload (timed) creates its file in DIR, samples.syscap and
+// marks.syscap, with the default options, writes N frames and closes the
+// Writer (the final flush included). The files must not exist: the script
+// removes them between runs, outside the timed process, because in a Go
+// process a long unlink(2) (a 288 MB tmpfs file takes over 10 ms to free)
+// lets the runtime's sysmon take the P back and restart polling every
+// 20 µs, which then lands on the next timed workload. With -discard the
+// Writer writes to io.Discard instead, which times the encoding alone
+// (bench.c linked with discard.c does the same for libsysprof-capture);
+// bytes is then what the file would hold.
 //
-//	capture-writer -o OUT [-n N] [-discard]
+//	capture-writer -o DIR [-n N] [-discard]
 //
 // prints: impl=go workload=<w> frames=<N> bytes=<size> seconds=<s> frames_per_s=<r>
 package main
@@ -23,17 +28,18 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"time"
 
 	"nsprof/capture"
 )
 
 func main() {
-	out := flag.String("o", "", "output capture file (required)")
+	dir := flag.String("o", "", "directory for samples.syscap and marks.syscap (required)")
 	n := flag.Int64("n", 1_000_000, "frames per workload")
 	discard := flag.Bool("discard", false, "write to io.Discard: time the encoding alone")
 	flag.Parse()
-	if *out == "" || flag.NArg() > 0 {
+	if *dir == "" || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -44,15 +50,19 @@ func main() {
 	for i := range addrs {
 		addrs[i] = 0x400000 + uint64(i)*0x1000
 	}
-	removeRegular(*out) // freeing the old file's pages is not part of the work
-	start := time.Now()
-	create := func() (*capture.Writer, error) {
+	create := func(path string) (*capture.Writer, error) {
 		if *discard {
 			return capture.NewWriter(io.Discard)
 		}
-		return capture.Create(*out)
+		if _, err := os.Lstat(path); err == nil {
+			// Truncating it would free its pages inside the timing.
+			return nil, fmt.Errorf("%s exists; remove it first", path)
+		}
+		return capture.Create(path)
 	}
-	w, err := create()
+	out := filepath.Join(*dir, "samples.syscap")
+	start := time.Now()
+	w, err := create(out)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,12 +75,12 @@ func main() {
 	if err := w.Close(); err != nil {
 		log.Fatal(err)
 	}
-	report("samples", *out, w.BytesWritten(), *n, time.Since(start))
+	report("samples", out, w.BytesWritten(), *n, time.Since(start))
 
 	// marks
-	removeRegular(*out)
+	out = filepath.Join(*dir, "marks.syscap")
 	start = time.Now()
-	if w, err = create(); err != nil {
+	if w, err = create(out); err != nil {
 		log.Fatal(err)
 	}
 	for i := int64(0); i < *n; i++ {
@@ -81,14 +91,7 @@ func main() {
 	if err := w.Close(); err != nil {
 		log.Fatal(err)
 	}
-	report("marks", *out, w.BytesWritten(), *n, time.Since(start))
-}
-
-// removeRegular removes path if it is a regular file (never /dev/null).
-func removeRegular(path string) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		os.Remove(path)
-	}
+	report("marks", out, w.BytesWritten(), *n, time.Since(start))
 }
 
 // report prints one result line; bytes is the file's size, or the size
