@@ -211,6 +211,42 @@ func (w *Writer) writeTrailingString(h *FrameHeader, t FrameType, fixed int, s s
 
 // cutNUL drops everything from the first NUL byte, which readers would
 // never see.
+// sameString reports whether a == b. A program that writes the same
+// literal again and again (a mark's group and name) passes the same
+// pointer, which answers without calling the runtime's memequal.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// putPadded stores s at the start of b and zeroes the rest of b. len(b) is
+// a multiple of 8 greater than len(s). Strings of up to 16 bytes, most
+// mark messages, take a few word stores instead of a memmove and a memclr:
+// the words of b are zeroed, then s is stored as two overlapping halves.
+func putPadded(b []byte, s string) {
+	n := len(s)
+	if n > 16 || len(b) > 24 || len(b) <= n {
+		clear(b[copy(b, s):])
+		return
+	}
+	d, p := unsafe.Pointer(unsafe.SliceData(b)), unsafe.Pointer(unsafe.StringData(s))
+	for i := 0; i < len(b); i += 8 {
+		*(*uint64)(unsafe.Add(d, i)) = 0
+	}
+	switch {
+	case n >= 8:
+		lo, hi := *(*uint64)(p), *(*uint64)(unsafe.Add(p, n-8))
+		*(*uint64)(d) = lo
+		*(*uint64)(unsafe.Add(d, n-8)) = hi
+	case n >= 4:
+		lo, hi := *(*uint32)(p), *(*uint32)(unsafe.Add(p, n-4))
+		*(*uint32)(d) = lo
+		*(*uint32)(unsafe.Add(d, n-4)) = hi
+	case n > 0:
+		// Positions 0, n/2 and n-1 cover every byte of 1 to 3.
+		b[0], b[n/2], b[n-1] = s[0], s[n/2], s[n-1]
+	}
+}
+
 func cutNUL(s string) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return s[:i]
@@ -298,7 +334,7 @@ func (w *Writer) writeCounterSet(f *CounterSet) error {
 
 func (w *Writer) writeMark(f *Mark) error {
 	msg := f.Message
-	if msg != w.mark.msg {
+	if !sameString(msg, w.mark.msg) {
 		msg = cutNUL(msg)
 		if len(msg) == len(f.Message) {
 			w.mark.msg = msg
@@ -313,7 +349,7 @@ func (w *Writer) writeMark(f *Mark) error {
 	// repeat their group and name, so their 64 bytes are kept encoded.
 	l, an := len(w.buf), align(n)
 	if w.fast && l+an <= w.size && len(f.Group) < markGroupLen && len(f.Name) < markNameLen {
-		if f.Group != w.mark.group || f.Name != w.mark.name {
+		if !sameString(f.Group, w.mark.group) || !sameString(f.Name, w.mark.name) {
 			w.mark.fixed = [markFixed - 32]byte{}
 			copy(w.mark.fixed[:markGroupLen], f.Group)
 			copy(w.mark.fixed[markGroupLen:], f.Name)
@@ -326,7 +362,7 @@ func (w *Writer) writeMark(f *Mark) error {
 		binary.LittleEndian.PutUint64(b[16:], uint64(TypeMark))
 		binary.LittleEndian.PutUint64(b[24:], uint64(f.Duration))
 		*(*[markFixed - 32]byte)(b[32:markFixed]) = w.mark.fixed
-		clear(b[markFixed+copy(b[markFixed:], msg):])
+		putPadded(b[markFixed:], msg)
 		w.counts[TypeMark]++
 		w.end = max(w.end, f.Time, f.Time+f.Duration)
 		return nil
