@@ -209,8 +209,6 @@ func (w *Writer) writeTrailingString(h *FrameHeader, t FrameType, fixed int, s s
 	return nil
 }
 
-// cutNUL drops everything from the first NUL byte, which readers would
-// never see.
 // sameString reports whether a == b. A program that writes the same
 // literal again and again (a mark's group and name) passes the same
 // pointer, which answers without calling the runtime's memequal.
@@ -218,13 +216,14 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-// putPadded stores s at the start of b and zeroes the rest of b. len(b) is
-// a multiple of 8 greater than len(s). Strings of up to 16 bytes, most
-// mark messages, take a few word stores instead of a memmove and a memclr:
-// the words of b are zeroed, then s is stored as two overlapping halves.
+// putPadded stores s at the start of b and zeroes the rest of b. Strings of
+// up to 16 bytes, most mark messages, in a b of up to 24 bytes whose length
+// is a multiple of 8 (a frame's padded tail) take a few word stores instead
+// of a memmove and a memclr: the words of b are zeroed, then s is stored as
+// two overlapping halves. Anything else is copied and cleared.
 func putPadded(b []byte, s string) {
 	n := len(s)
-	if n > 16 || len(b) > 24 || len(b) <= n {
+	if n > 16 || len(b) > 24 || len(b) <= n || len(b)%8 != 0 {
 		clear(b[copy(b, s):])
 		return
 	}
@@ -247,6 +246,8 @@ func putPadded(b []byte, s string) {
 	}
 }
 
+// cutNUL drops everything from the first NUL byte, which readers would
+// never see.
 func cutNUL(s string) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return s[:i]

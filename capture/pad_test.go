@@ -6,13 +6,15 @@ import (
 	"testing"
 )
 
-// TestPutPadded checks the word-store path of putPadded against copy and
-// clear, for every string length around it, into buffers full of garbage.
+// TestPutPadded checks putPadded against copy and clear, for every string
+// length around its word-store path and every buffer size from one byte
+// more than the string, aligned or not, into buffers full of garbage whose
+// bytes past the end must stay untouched.
 func TestPutPadded(t *testing.T) {
 	src := "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"
 	for n := 0; n <= 40; n++ {
 		s := src[:n]
-		for _, size := range []int{align(n + 1), align(n+1) + 8} {
+		for size := n + 1; size <= n+17; size++ {
 			got := bytes.Repeat([]byte{0xa5}, size+8)
 			putPadded(got[:size], s)
 			want := bytes.Repeat([]byte{0xa5}, size+8)
