@@ -91,6 +91,9 @@ func FuzzMarkEncoding(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(frames) != len(msgs) {
+			t.Fatalf("read %d frames, want %d", len(frames), len(msgs))
+		}
 		wantGroup := cutNUL(truncateUTF8(group, markGroupLen-1))
 		wantName := cutNUL(truncateUTF8(name, markNameLen-1))
 		for i, fr := range frames {
