@@ -13,11 +13,15 @@ const maxDemangleInput = 16 << 10
 
 // Demangle returns the human-readable form of a C++ (_Z…) or Rust (legacy
 // _ZN…17h<hash>E with the hash dropped, and v0 _R…) symbol name, with the
-// parameter types of C++ functions. Other names, and names it cannot
-// demangle, are returned unchanged. It never panics.
+// parameter types of C++ functions. The PLT entry NAME@plt of such a name
+// demangles to NAME's form followed by @plt. Other names, and names it
+// cannot demangle, are returned unchanged. It never panics.
 func Demangle(name string) (out string) {
 	if len(name) < 3 || len(name) > maxDemangleInput || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
 		return name
+	}
+	if base, ok := strings.CutSuffix(name, "@plt"); ok {
+		return Demangle(base) + "@plt" // a PLT entry, as perf names it
 	}
 	defer func() {
 		if recover() != nil {

@@ -29,7 +29,8 @@ type File struct {
 	syms     *Table
 	symsErr  error
 	// symsFrom says what Symbols read: "symtab", "dynsym", "minidebuginfo",
-	// "gopclntab", or several joined with "+".
+	// "gopclntab", or several joined with "+"; "plt" when the PLT
+	// entries are all the file names.
 	symsFrom string
 }
 
@@ -103,7 +104,8 @@ func (f *File) Vaddr(fileOffset uint64) (uint64, bool) {
 
 // Symbols returns the function symbols of the file: its .symtab when it has
 // one; otherwise its .dynsym, merged with the .symtab of the MiniDebugInfo
-// in .gnu_debugdata and with the functions of Go's .gopclntab. The table is
+// in .gnu_debugdata and with the functions of Go's .gopclntab. On x86-64
+// the entries of its PLT are added as NAME@plt. The table is
 // read once and shared by later calls. It returns an error wrapping
 // [ErrNoSymbols] when there are none.
 func (f *File) Symbols() (*Table, error) {
@@ -138,6 +140,12 @@ func (f *File) readSymbols() (*Table, string, error) {
 		add("minidebuginfo", e, err)
 		e, err = f.goFuncs()
 		add("gopclntab", e, err)
+	}
+	if plt := f.pltSymbols(); len(plt) > 0 {
+		if len(es) == 0 {
+			from = append(from, "plt")
+		}
+		es = append(es, plt...)
 	}
 	if len(es) == 0 {
 		errs = append(errs, ErrNoSymbols)
@@ -230,6 +238,32 @@ func (f *File) bounds() []addrRange {
 // (SHT_SYMTAB or SHT_DYNSYM).
 func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
 	defer recoverTo(&err, "read "+t.String())
+	syms, err := f.rawSymbols(t)
+	if err != nil {
+		return nil, err
+	}
+	es = make([]entry, 0, len(syms)/2)
+	for _, s := range syms {
+		if !f.isFunc(s) {
+			continue
+		}
+		rank := rankLocal
+		switch elf.ST_BIND(s.Info) {
+		case elf.STB_GLOBAL:
+			rank = rankGlobal
+		case elf.STB_WEAK:
+			rank = rankWeak
+		}
+		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank})
+	}
+	return es, nil
+}
+
+// rawSymbols reads every symbol of the symbol table of type t (SHT_SYMTAB
+// or SHT_DYNSYM), without the null symbol at index 0, after checking that
+// the table and its string table lie inside the file. It may panic on
+// malformed input, as debug/elf does.
+func (f *File) rawSymbols(t elf.SectionType) ([]elf.Symbol, error) {
 	var sec *elf.Section
 	for _, s := range f.elf.Sections {
 		if s.Type == t {
@@ -249,30 +283,10 @@ func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
 			return nil, err
 		}
 	}
-	var syms []elf.Symbol
 	if t == elf.SHT_SYMTAB {
-		syms, err = f.elf.Symbols()
-	} else {
-		syms, err = f.elf.DynamicSymbols()
+		return f.elf.Symbols()
 	}
-	if err != nil {
-		return nil, err
-	}
-	es = make([]entry, 0, len(syms)/2)
-	for _, s := range syms {
-		if !f.isFunc(s) {
-			continue
-		}
-		rank := rankLocal
-		switch elf.ST_BIND(s.Info) {
-		case elf.STB_GLOBAL:
-			rank = rankGlobal
-		case elf.STB_WEAK:
-			rank = rankWeak
-		}
-		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank})
-	}
-	return es, nil
+	return f.elf.DynamicSymbols()
 }
 
 // checkBounds refuses a section whose file contents lie beyond the end of

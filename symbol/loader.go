@@ -89,7 +89,8 @@ func (s *Symbols) Table() *Table { return s.table }
 // Source says where the names came from: "symtab" (the object's own
 // .symtab), "build-id:PATH" or "debuglink:PATH" (a separate debug file,
 // PATH as seen from the root it was found in), "debuginfod",
-// "minidebuginfo", "gopclntab", or "dynsym" (only the exported symbols).
+// "minidebuginfo", "gopclntab", "dynsym" (only the exported symbols), or
+// "plt" (only the NAME@plt entries of the PLT).
 func (s *Symbols) Source() string { return s.source }
 
 // Load returns symbols for obj, the object mapped at path (the path as the
@@ -108,9 +109,9 @@ func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
 // A debug file whose build-id differs from obj's is rejected. Failing that,
 // it uses obj's MiniDebugInfo or Go line table, then asks Debuginfod by
 // build-id, and finally settles for .dynsym. The names of a debug file are
-// merged with obj's .dynsym. Debug files that cannot be read are skipped;
-// an error (wrapping [ErrNoSymbols]) is returned only when no symbols
-// were found at all. ctx bounds the Debuginfod request.
+// merged with obj's .dynsym and PLT. Debug files that cannot be read are
+// skipped; an error (wrapping [ErrNoSymbols]) is returned only when no
+// symbols were found at all. ctx bounds the Debuginfod request.
 func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
 	if obj.hasSection(elf.SHT_SYMTAB) {
 		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
@@ -274,7 +275,7 @@ func openDebugFile(obj *File, open Opener, p string, crc *uint32) (_ *os.File, _
 
 // useDebugFile opens the debug file p through open and, if it matches obj
 // (same build-id when both have one; same CRC32 when crc is not nil) and
-// has a .symtab, returns its symbols merged with obj's .dynsym.
+// has a .symtab, returns its symbols merged with obj's .dynsym and PLT.
 func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbols, error) {
 	osf, df, err := openDebugFile(obj, open, p, crc)
 	if err != nil {
@@ -288,6 +289,9 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbo
 	if dyn, err := obj.symtab(elf.SHT_DYNSYM); err == nil {
 		es = append(es, dyn...)
 	}
+	// A debug file keeps no PLT contents (its .plt is NOBITS): the
+	// object's own PLT names them.
+	es = append(es, obj.pltSymbols()...)
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
 	}
