@@ -4,6 +4,9 @@ GO       ?= go
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
+# Go minimizes each new interesting input for up to 60 s by default; with
+# the ELF seeds of symbol/ (50-70 KB) that stalls a short run entirely.
+FUZZMINIMIZETIME ?= 5s
 BUILD    := build
 
 # Tests read CI=true to turn skips for missing privileges or tools into
@@ -91,7 +94,7 @@ fuzz:
 	for t in $$targets; do \
 		pkg=$${t%%,*}; name=$${t#*,}; \
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; \
 	done
 
 # Runs the benchmark scripts in bench/.
