@@ -141,7 +141,7 @@ func (f *File) readSymbols() (*Table, string, error) {
 		e, err = f.goFuncs()
 		add("gopclntab", e, err)
 	}
-	if plt := f.pltSymbols(); len(plt) > 0 {
+	if plt := f.pltSymbols(es); len(plt) > 0 {
 		if len(es) == 0 {
 			from = append(from, "plt")
 		}
@@ -254,7 +254,7 @@ func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
 		case elf.STB_WEAK:
 			rank = rankWeak
 		}
-		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank})
+		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank, ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
 	}
 	return es, nil
 }

@@ -291,7 +291,7 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbo
 	}
 	// A debug file keeps no PLT contents (its .plt is NOBITS): the
 	// object's own PLT names them.
-	es = append(es, obj.pltSymbols()...)
+	es = append(es, obj.pltSymbols(es)...)
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
 	}

@@ -16,23 +16,38 @@ const (
 	maxRelocSize = 64 << 20
 )
 
-// Relocation types of x86-64 that fill a GOT slot with a symbol's address.
+// Relocation types of x86-64 that fill a GOT slot a PLT entry jumps
+// through.
 const (
-	rX86_64GlobDat  = 6 // R_X86_64_GLOB_DAT: the slot of a .plt.got entry
-	rX86_64JumpSlot = 7 // R_X86_64_JUMP_SLOT: the slot of a .plt or .plt.sec entry
+	rX86_64GlobDat   = 6  // R_X86_64_GLOB_DAT: a symbol's address (.plt.got)
+	rX86_64JumpSlot  = 7  // R_X86_64_JUMP_SLOT: a symbol's address (.plt, .plt.sec)
+	rX86_64Irelative = 37 // R_X86_64_IRELATIVE: what the IFUNC resolver at the addend returns
 )
 
+// maxPLTEntry is the size of the largest PLT entry of x86-64 (lazy .plt,
+// .plt.sec, and .plt.got under IBT); .plt.got and the PLT of IFUNCs in a
+// static executable use 8 bytes.
+const maxPLTEntry = 16
+
 // pltSymbols names the entries of the procedure linkage table of an x86-64
-// object "NAME@plt", as perf and objdump do. No symbol table covers them,
-// yet a program spends time there: the first call of each imported
-// function runs the lazy binder from its PLT entry, and the first touch of
-// the GOT page faults there. Each entry of .plt, .plt.sec and .plt.got
-// jumps through a GOT slot (jmp *disp(%rip), after an endbr64 and a bnd
-// prefix when the object was built for CET or MPX); the dynamic relocation
-// that fills that slot names the function. Entries that do not decode so,
-// like the lazy binder's header, get no name. Other machines, and files
-// that cannot be read, give none.
-func (f *File) pltSymbols() (es []entry) {
+// object "NAME@plt", as perf does. No symbol table covers them, yet a
+// program spends time there: the first call of each imported function
+// runs the lazy binder from its PLT entry, the first jump through a GOT
+// page faults there, and a loop calling a short library function spends a
+// good share of its samples on the jump.
+//
+// Each entry of .plt, .plt.sec and .plt.got jumps through a GOT slot (jmp
+// *disp(%rip), after an endbr64 and a bnd prefix when the object was built
+// for CET or MPX), and the relocation that fills the slot names the
+// function: JUMP_SLOT and GLOB_DAT by their symbol in .dynsym, IRELATIVE
+// (the entries of IFUNCs such as memcpy in a static executable, or local
+// to a library) by the IFUNC symbol of named whose resolver its addend is.
+// Entries are looked for every 8 bytes and kept only when they jump
+// through such a slot, which covers every layout whatever the section's
+// entry size says. Entries that do not decode so, like the lazy binder's
+// header, get no name. Other machines, and files that cannot be read,
+// give none.
+func (f *File) pltSymbols(named []entry) (es []entry) {
 	defer func() {
 		if recover() != nil {
 			es = nil
@@ -41,7 +56,7 @@ func (f *File) pltSymbols() (es []entry) {
 	if f.elf.Machine != elf.EM_X86_64 || f.elf.Class != elf.ELFCLASS64 {
 		return nil
 	}
-	slots := f.gotSlots()
+	slots := f.gotSlots(named)
 	if len(slots) == 0 {
 		return nil
 	}
@@ -52,22 +67,29 @@ func (f *File) pltSymbols() (es []entry) {
 		if s.Name != ".plt" && s.Name != ".plt.sec" && s.Name != ".plt.got" {
 			continue
 		}
-		size := s.Entsize
-		if size != 8 && size != 16 {
-			size = 16
+		size := uint64(maxPLTEntry)
+		if s.Entsize == 8 {
+			size = 8
 		}
 		data, err := f.sectionData(s, maxPLTSize)
 		if err != nil {
 			continue
 		}
-		for off := uint64(0); off+size <= uint64(len(data)); off += size {
-			slot, ok := jumpSlot(data[off:off+size], s.Addr+off)
+		first := len(es)
+		for off := uint64(0); off < uint64(len(data)); off += 8 {
+			addr := s.Addr + off
+			slot, ok := jumpSlot(data[off:min(off+maxPLTEntry, uint64(len(data)))], addr)
 			if !ok {
 				continue
 			}
-			if name, ok := slots[slot]; ok {
-				es = append(es, entry{Symbol: Symbol{Name: name + "@plt", Addr: s.Addr + off, Size: size}, rank: rankPLT})
+			name, ok := slots[slot]
+			if !ok {
+				continue
 			}
+			if n := len(es); n > first && es[n-1].End() > addr {
+				es[n-1].Size = addr - es[n-1].Addr
+			}
+			es = append(es, entry{Symbol: Symbol{Name: name + "@plt", Addr: addr, Size: min(size, uint64(len(data))-off)}, rank: rankPLT})
 		}
 	}
 	return es
@@ -91,11 +113,15 @@ func jumpSlot(code []byte, addr uint64) (uint64, bool) {
 	return next + uint64(int64(disp)), true
 }
 
-// gotSlots maps the GOT slots filled by the x86-64 object's JUMP_SLOT and
-// GLOB_DAT relocations to the names of their symbols in .dynsym.
-func (f *File) gotSlots() map[uint64]string {
-	var syms []elf.Symbol
+// gotSlots maps the GOT slots filled by the x86-64 object's JUMP_SLOT,
+// GLOB_DAT and IRELATIVE relocations to the names of the functions they
+// hold: the relocation's symbol in .dynsym, or for IRELATIVE the IFUNC of
+// named whose resolver is at the addend.
+func (f *File) gotSlots(named []entry) map[uint64]string {
 	slots := make(map[uint64]string)
+	var dyn []elf.Symbol
+	var dynRead bool
+	var ifuncs map[uint64]entry
 	for _, s := range f.elf.Sections {
 		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
 			continue
@@ -104,24 +130,50 @@ func (f *File) gotSlots() map[uint64]string {
 		if err != nil {
 			continue
 		}
-		if syms == nil {
-			if syms, err = f.rawSymbols(elf.SHT_DYNSYM); err != nil || len(syms) == 0 {
-				return nil
-			}
-		}
 		for off := 0; off+24 <= len(data); off += 24 {
 			rOff := binary.LittleEndian.Uint64(data[off:])
 			info := binary.LittleEndian.Uint64(data[off+8:])
-			typ, sym := uint32(info), info>>32
-			if typ != rX86_64JumpSlot && typ != rX86_64GlobDat {
-				continue
+			switch typ, sym := uint32(info), info>>32; typ {
+			case rX86_64JumpSlot, rX86_64GlobDat:
+				if !dynRead {
+					dyn, _ = f.rawSymbols(elf.SHT_DYNSYM)
+					dynRead = true
+				}
+				// rawSymbols leaves out the null symbol at index 0.
+				if sym != 0 && sym <= uint64(len(dyn)) && dyn[sym-1].Name != "" {
+					slots[rOff] = dyn[sym-1].Name
+				}
+			case rX86_64Irelative:
+				if ifuncs == nil {
+					ifuncs = ifuncResolvers(named)
+				}
+				if e, ok := ifuncs[binary.LittleEndian.Uint64(data[off+16:])]; ok {
+					slots[rOff] = e.Name
+				}
 			}
-			// DynamicSymbols leaves out the null symbol at index 0.
-			if sym == 0 || sym > uint64(len(syms)) || syms[sym-1].Name == "" {
-				continue
-			}
-			slots[rOff] = syms[sym-1].Name
 		}
 	}
 	return slots
+}
+
+// ifuncResolvers maps the address of each IFUNC symbol of es (its
+// resolver) to the symbol. Where aliases share it, the name callers use
+// wins: the one with fewest leading underscores (memcpy over the global
+// __new_memcpy), then as in a [Table].
+func ifuncResolvers(es []entry) map[uint64]entry {
+	m := make(map[uint64]entry)
+	for _, e := range es {
+		if !e.ifunc {
+			continue
+		}
+		old, ok := m[e.Addr]
+		if !ok {
+			m[e.Addr] = e
+			continue
+		}
+		if u, v := leadingUnderscores(e.Name), leadingUnderscores(old.Name); u < v || u == v && better(e, old) > 0 {
+			m[e.Addr] = e
+		}
+	}
+	return m
 }

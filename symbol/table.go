@@ -43,6 +43,9 @@ const lastExtend = 4096
 type entry struct {
 	Symbol
 	rank int
+	// ifunc marks an STT_GNU_IFUNC symbol: Addr is its resolver, which
+	// the IRELATIVE relocations of a PLT name.
+	ifunc bool
 }
 
 // addrRange is a half-open range of addresses, used to bound zero-size
