@@ -105,9 +105,9 @@ func (f *File) Vaddr(fileOffset uint64) (uint64, bool) {
 // Symbols returns the function symbols of the file: its .symtab when it has
 // one; otherwise its .dynsym, merged with the .symtab of the MiniDebugInfo
 // in .gnu_debugdata and with the functions of Go's .gopclntab. On x86-64
-// the entries of its PLT are added as NAME@plt. The table is
-// read once and shared by later calls. It returns an error wrapping
-// [ErrNoSymbols] when there are none.
+// the entries of its PLT are added as NAME@plt. The table is read once and
+// shared by later calls. It returns an error wrapping [ErrNoSymbols] when
+// there are none.
 func (f *File) Symbols() (*Table, error) {
 	f.symsOnce.Do(func() {
 		f.syms, f.symsFrom, f.symsErr = f.readSymbols()

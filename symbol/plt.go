@@ -1,6 +1,7 @@
 package symbol
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 )
@@ -116,14 +117,20 @@ func jumpSlot(code []byte, addr uint64) (uint64, bool) {
 // gotSlots maps the GOT slots filled by the x86-64 object's JUMP_SLOT,
 // GLOB_DAT and IRELATIVE relocations to the names of the functions they
 // hold: the relocation's symbol in .dynsym, or for IRELATIVE the IFUNC of
-// named whose resolver is at the addend.
+// named whose resolver is at the addend. It reads .rela.plt, and the other
+// dynamic relocation tables only when there is a .plt.got whose slots
+// they fill: in a large library .rela.dyn holds hundreds of thousands of
+// relocations of data.
 func (f *File) gotSlots(named []entry) map[uint64]string {
-	slots := make(map[uint64]string)
-	var dyn []elf.Symbol
-	var dynRead bool
-	var ifuncs map[uint64]entry
+	pltGot := f.elf.Section(".plt.got") != nil
+	type reloc struct {
+		slot, addend uint64
+		sym          uint32
+	}
+	var relocs []reloc
+	want := make(map[uint32]string)
 	for _, s := range f.elf.Sections {
-		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
+		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Name != ".rela.plt" && !pltGot {
 			continue
 		}
 		data, err := f.sectionData(s, maxRelocSize)
@@ -131,29 +138,80 @@ func (f *File) gotSlots(named []entry) map[uint64]string {
 			continue
 		}
 		for off := 0; off+24 <= len(data); off += 24 {
-			rOff := binary.LittleEndian.Uint64(data[off:])
 			info := binary.LittleEndian.Uint64(data[off+8:])
-			switch typ, sym := uint32(info), info>>32; typ {
-			case rX86_64JumpSlot, rX86_64GlobDat:
-				if !dynRead {
-					dyn, _ = f.rawSymbols(elf.SHT_DYNSYM)
-					dynRead = true
-				}
-				// rawSymbols leaves out the null symbol at index 0.
-				if sym != 0 && sym <= uint64(len(dyn)) && dyn[sym-1].Name != "" {
-					slots[rOff] = dyn[sym-1].Name
-				}
-			case rX86_64Irelative:
-				if ifuncs == nil {
-					ifuncs = ifuncResolvers(named)
-				}
-				if e, ok := ifuncs[binary.LittleEndian.Uint64(data[off+16:])]; ok {
-					slots[rOff] = e.Name
-				}
+			typ, sym := uint32(info), uint32(info>>32)
+			if typ != rX86_64JumpSlot && typ != rX86_64GlobDat && typ != rX86_64Irelative {
+				continue
 			}
+			if typ != rX86_64Irelative {
+				if sym == 0 {
+					continue
+				}
+				want[sym] = ""
+			} else {
+				sym = 0
+			}
+			relocs = append(relocs, reloc{slot: binary.LittleEndian.Uint64(data[off:]), addend: binary.LittleEndian.Uint64(data[off+16:]), sym: sym})
+		}
+	}
+	if len(want) > 0 {
+		f.dynNames(want)
+	}
+	var ifuncs map[uint64]entry
+	slots := make(map[uint64]string, len(relocs))
+	for _, r := range relocs {
+		if r.sym != 0 {
+			if n := want[r.sym]; n != "" {
+				slots[r.slot] = n
+			}
+			continue
+		}
+		if ifuncs == nil {
+			ifuncs = ifuncResolvers(named)
+		}
+		if e, ok := ifuncs[r.addend]; ok {
+			slots[r.slot] = e.Name
 		}
 	}
 	return slots
+}
+
+// dynNames fills in the names of the .dynsym symbols whose indexes are the
+// keys of want, reading only those entries of the table (debug/elf would
+// decode all of them, and a large C++ library has tens of thousands).
+// Entries it cannot read stay "".
+func (f *File) dynNames(want map[uint32]string) {
+	var dynsym *elf.Section
+	for _, s := range f.elf.Sections {
+		if s.Type == elf.SHT_DYNSYM {
+			dynsym = s
+			break
+		}
+	}
+	if dynsym == nil || int(dynsym.Link) >= len(f.elf.Sections) {
+		return
+	}
+	syms, err := f.sectionData(dynsym, maxRelocSize)
+	if err != nil {
+		return
+	}
+	strs, err := f.sectionData(f.elf.Sections[dynsym.Link], maxRelocSize)
+	if err != nil {
+		return
+	}
+	const symSize = 24 // Elf64_Sym; st_name is its first word
+	for i := range want {
+		off := uint64(i) * symSize
+		if off+symSize > uint64(len(syms)) {
+			continue
+		}
+		name := uint64(binary.LittleEndian.Uint32(syms[off:]))
+		if name >= uint64(len(strs)) {
+			continue
+		}
+		n, _, _ := bytes.Cut(strs[name:], []byte{0})
+		want[i] = string(n)
+	}
 }
 
 // ifuncResolvers maps the address of each IFUNC symbol of es (its
