@@ -103,7 +103,10 @@ func (t *tracker) scan(pid int, now int64) {
 		return
 	}
 	info := inspect(t.fs, pid, now)
-	if info.midExec() && !ps.deferred && pid != 2 && info.PPID != 2 {
+	// An exiting process (or a zombie) shows no command line and no
+	// mappings either, but for good: describe it now, as glance saw it.
+	exiting := info.midExec() && t.exiting(pid)
+	if info.midExec() && !exiting && !ps.deferred && pid != 2 && info.PPID != 2 {
 		// A user process without a command line is in the middle of
 		// an exec (its new arguments are not set up yet): look again
 		// at the next tick. Kernel threads (kthreadd's children) have
@@ -118,12 +121,12 @@ func (t *tracker) scan(pid int, now int64) {
 		}
 		return
 	}
-	if info.Err != "" && info.Comm == "" && ps.early != nil {
-		info = *ps.early // gone since: describe it as it was seen
+	if (info.Err != "" && info.Comm == "" || exiting) && ps.early != nil {
+		info = *ps.early // gone or exiting since: describe it as it was seen
 	}
 	ps.early = nil
 	t.describe(pid, ps, info, now)
-	t.scanMaps(pid, ps, now)
+	t.scanMaps(pid, ps, now, exiting)
 	t.threads(pid, ps, now)
 	t.adopt(pid, now)
 }
@@ -171,10 +174,12 @@ func procMapName(m proc.Mapping) string {
 	return m.Path
 }
 
-// scanMaps writes pid's executable mappings as /proc shows them.
-func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
+// scanMaps writes pid's executable mappings as /proc shows them, or as
+// they were read earlier when the process is gone, or exiting and past
+// the point where /proc lists its mappings.
+func (t *tracker) scanMaps(pid int, ps *procState, now int64, exiting bool) {
 	maps, err := t.readMaps(pid)
-	if err != nil {
+	if err != nil || exiting && len(maps) == 0 {
 		maps = ps.earlyMaps
 	}
 	ps.earlyMaps = nil
@@ -183,6 +188,18 @@ func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
 			t.addProcMap(pid, ps, m, now)
 		}
 	}
+}
+
+// pfExiting is the PF_EXITING task flag of /proc/PID/stat: the task has
+// begun to exit.
+const pfExiting = 0x4
+
+// exiting reports whether process pid has begun to exit, or is a zombie.
+// Past exit_mm its /proc files show its name but no command line and no
+// mappings, as in the middle of an exec; unlike an exec, that lasts.
+func (t *tracker) exiting(pid int) bool {
+	st, err := t.fs.ReadStat(pid)
+	return err == nil && (st.Flags&pfExiting != 0 || st.State == 'Z' || st.State == 'X')
 }
 
 // readMaps reads pid's mappings, through another of its threads when the
@@ -486,7 +503,7 @@ func (t *tracker) sampled(pid int, now int64) {
 	// it runs code.
 	if len(ps.maps) == 0 && !ps.mapsRetried && !ps.exited {
 		ps.mapsRetried = true
-		t.scanMaps(pid, ps, now)
+		t.scanMaps(pid, ps, now, false)
 	}
 }
 

@@ -126,6 +126,62 @@ func TestScanDefersEmptyCommandLine(t *testing.T) {
 	}
 }
 
+// A process that starts to exit between glance and its scan shows its name
+// but no command line and no mappings, as in the middle of an exec; its
+// PF_EXITING flag tells the two apart. It is described at once, with the
+// command line and mappings glance read, not deferred until it is gone and
+// left without mappings for its samples. A zombie likewise; a process in
+// the middle of an exec is still deferred.
+func TestScanExitingUsesGlance(t *testing.T) {
+	// stat writes /proc/PID/stat with state and flags (the 9th field).
+	stat := func(dir string, pid int, state byte, flags uint64) {
+		line := fmt.Sprintf("%d (quick) %c 1 %d %d 0 -1 %d 0 0 0 0 0 0 0 0 20 0 1 0 100 1000 10\n", pid, state, pid, pid, flags)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const exe = "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/quick\n"
+	for _, c := range []struct {
+		name     string
+		state    byte
+		flags    uint64
+		deferred bool
+	}{
+		{"exiting", 'R', pfExiting | 0x400000, false},
+		{"zombie", 'Z', pfExiting | 0x400000, false},
+		{"mid-exec", 'R', 0x400000, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := fakeProcess(t, root, 400, "quick", "/usr/bin/quick\x00-n\x00", exe)
+			stat(dir, 400, 'R', 0x400000)
+			tr := fakeTracker(t, root)
+			tr.glance([]int{400}, 1)
+			// By its scan, it is past exit_mm (or mid-exec).
+			for _, f := range []string{"cmdline", "maps"} {
+				if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stat(dir, 400, c.state, c.flags)
+			tr.scan(400, 2)
+			ps := tr.procs[400]
+			if c.deferred {
+				if ps.described {
+					t.Errorf("described at once, as %q with maps %v; want it looked at again", ps.name, ps.maps)
+				}
+				return
+			}
+			if !ps.described || ps.name != "/usr/bin/quick -n" || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/quick" {
+				t.Errorf("described %v as %q with maps %v; want /usr/bin/quick -n with glance's mapping", ps.described, ps.name, ps.maps)
+			}
+			if _, pending := tr.pending[400]; pending {
+				t.Error("still pending")
+			}
+		})
+	}
+}
+
 // fakeProcess writes pid's status, cmdline (argv NUL-separated) and maps
 // under a fake /proc at root and returns its directory.
 func fakeProcess(t *testing.T, root string, pid int, name, argv, maps string) string {
