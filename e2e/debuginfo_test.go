@@ -196,6 +196,46 @@ func TestDebugLinkInRoot(t *testing.T) {
 	checkChain(t, recordChroot(t, root), cChain, "dbg_hot_step")
 }
 
+// A chrooted process recorded with -p, already running: its mappings come
+// from /proc/PID/maps, which shows them from the recorder's root
+// (ROOT/bin/hot), not from perf's MMAP records (/bin/hot). The debug link
+// is still searched beside /bin/hot inside the root. Before MAP frames
+// were given the process's own paths, this found no names.
+func TestDebugLinkInRootAttached(t *testing.T) {
+	bin := cFixture(t, false)
+	root := t.TempDir()
+	_, debug := stripInto(t, bin, root)
+	tool(t, "objcopy", "--add-gnu-debuglink="+debug, filepath.Join(root, "bin", "hot"))
+	copyTo(t, debug, filepath.Join(root, "usr/lib/debug/bin/hot.debug"))
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	// unshare chroots and execs /bin/hot in place: the same pid.
+	cmd := exec.Command(unshare, "--root", root, "/bin/hot", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	waitExe(t, pid, "/bin/hot")
+	checkChain(t, recordPID(t, pid, 2), cChain, "dbg_hot_step")
+}
+
+// waitExe waits until process pid runs the executable the process sees at
+// exe, inside its root.
+func waitExe(t *testing.T, pid int, exe string) {
+	t.Helper()
+	link := fmt.Sprintf("/proc/%d/exe", pid)
+	rootLink := fmt.Sprintf("/proc/%d/root", pid)
+	for range 200 {
+		target, err1 := os.Readlink(link)
+		r, err2 := os.Readlink(rootLink)
+		if err1 == nil && err2 == nil && target == filepath.Join(r, exe) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d does not run %s after 2 s", pid, exe)
+}
+
 // The process is reached while it still runs a launcher on the host
 // root, which then changes root and execs the fixture, as bubblewrap and
 // container runtimes do: the debug file is searched in the new root, not

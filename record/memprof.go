@@ -421,7 +421,7 @@ func (t *tracker) rescanMaps(pid int, now int64) {
 		if m.Perms&proc.PermExec == 0 {
 			continue
 		}
-		if _, seen := ps.have[mapKey{m.Start, m.End, m.Offset, procMapName(m)}]; seen {
+		if _, seen := ps.have[mapKey{m.Start, m.End, m.Offset, procMapName(m, ps.root)}]; seen {
 			continue
 		}
 		t.addProcMap(pid, ps, m, now)

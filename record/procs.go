@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"nsprof/capture"
@@ -65,6 +66,10 @@ type procState struct {
 	// look (a short-lived process would otherwise stay nameless).
 	early     *ProcessInfo
 	earlyMaps []proc.Mapping
+	// root is the process's root directory as the recorder sees it
+	// (/proc/PID/root), when it was read: /proc/PID/maps shows the paths
+	// of files inside it with it as a prefix.
+	root string
 	// execAt is the time of the newest exec seen. Rings are read CPU by
 	// CPU, so an exec and its mappings may be read after a later exec's
 	// when the process moved between CPUs: `unshare --root` execs the
@@ -149,6 +154,9 @@ func (t *tracker) glance(pids []int, now int64) {
 		}
 		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}
 		info.Cmdline, _ = t.fs.ReadCmdline(pid)
+		if l, err := t.fs.ReadLink(pid, "root"); err == nil {
+			info.Root = l.Target
+		}
 		ps.early = &info
 		ps.earlyMaps, _ = t.readMaps(pid)
 	}
@@ -159,19 +167,28 @@ func (t *tracker) glance(pids []int, now int64) {
 func (t *tracker) addProcMap(pid int, ps *procState, m proc.Mapping, now int64) {
 	cm := capture.Map{
 		FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
-		Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: procMapName(m),
+		Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: procMapName(m, ps.root),
 	}
 	t.addMap(pid, ps, cm)
 	t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
 }
 
-// procMapName is the file name a MAP frame gives mapping m: its path,
-// marked " (deleted)" as /proc marks it.
-func procMapName(m proc.Mapping) string {
-	if m.Deleted {
-		return m.Path + " (deleted)"
+// procMapName is the file name a MAP frame gives mapping m of a process
+// whose root directory is root: its path as the process sees it, marked
+// " (deleted)" as /proc marks it. /proc shows paths from the reader's
+// root, so a file of a process chrooted to /srv/jail reads
+// /srv/jail/bin/sh there, where the process, perf's MMAP records and its
+// debug links say /bin/sh. Files outside the root (mapped before a
+// chroot) keep the path /proc gives.
+func procMapName(m proc.Mapping, root string) string {
+	p := m.Path
+	if root != "" && root != "/" && strings.HasPrefix(p, root+"/") {
+		p = p[len(root):]
 	}
-	return m.Path
+	if m.Deleted {
+		return p + " (deleted)"
+	}
+	return p
 }
 
 // scanMaps writes pid's executable mappings as /proc shows them, or as
@@ -243,6 +260,7 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	if name := info.cmdline(); name != "" {
 		ps.name = name
 	}
+	ps.root = info.Root
 	if info.PidNS != 0 {
 		ps.pidns = info.PidNS
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -179,6 +180,32 @@ func TestScanExitingUsesGlance(t *testing.T) {
 				t.Error("still pending")
 			}
 		})
+	}
+}
+
+// /proc/PID/maps shows the files of a chrooted process from the reader's
+// root; its MAP frames name them as the process (and perf's MMAP records,
+// and its debug links) does: without the root's prefix. A file outside its
+// root keeps the path /proc shows.
+func TestScanMapsInRoot(t *testing.T) {
+	root := t.TempDir()
+	jail := t.TempDir() // the link must lead somewhere: it is stat'ed
+	maps := "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 " + jail + "/bin/hot\n" +
+		"7f0000000000-7f0000001000 r-xp 00000000 fe:00 1235 " + jail + "break/lib/x.so\n" +
+		"7f0000002000-7f0000003000 r-xp 00000000 fe:00 1236 " + jail + "/lib/gone.so (deleted)\n"
+	dir := fakeProcess(t, root, 500, "hot", "/bin/hot\x00", maps)
+	if err := os.Symlink(jail, filepath.Join(dir, "root")); err != nil {
+		t.Fatal(err)
+	}
+	tr := fakeTracker(t, root)
+	tr.scan(500, 1)
+	var got []string
+	for _, m := range tr.procs[500].maps {
+		got = append(got, m.Filename)
+	}
+	want := []string{"/bin/hot", jail + "break/lib/x.so", "/lib/gone.so (deleted)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("MAP files %q, want %q", got, want)
 	}
 }
 
