@@ -175,3 +175,46 @@ func TestLoadMappedTruncated(t *testing.T) {
 		t.Fatalf("loadMapped of a truncated file: %v, %v", p, err)
 	}
 }
+
+// A frame-pointer walk that runs past the outermost frame reads whatever
+// is there, a stack protector's canary most often: a user return address
+// above every user address space is dropped, while JIT addresses, the
+// vsyscall page, kernel addresses and the sampled IP itself are kept.
+func TestImpossibleReturnDropped(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		canary   = 0xbe552274c0854800
+		jit      = capture.JITMapMark | 1
+		vsyscall = 0xffffffffff600400
+		kernel   = 0xffffffff81000010
+		high     = maxUserAddr - 0x1000 // 5-level paging: still possible
+	)
+	addrs := []uint64{capture.ContextKernel, kernel, capture.ContextUser, canary, 0x401000, high, canary, jit, vsyscall, canary}
+	h := capture.FrameHeader{PID: 10, Time: 1}
+	if err := w.WriteFrame(&capture.Sample{FrameHeader: h, TID: 10, Addrs: addrs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 1 {
+		t.Fatalf("%d samples", len(p.Samples))
+	}
+	var got []uint64
+	for _, f := range p.Stack(p.Samples[0].Stack) {
+		got = append(got, p.Frames[f].Addr)
+	}
+	// The first user address is where the thread was, canary or not.
+	want := []uint64{kernel, canary, 0x401000, high, jit, vsyscall}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("frames %#x, want %#x", got, want)
+	}
+}
