@@ -186,13 +186,22 @@ func checkChainFrom(t *testing.T, capture, source string, chain []string, leafHe
 
 var cChain = []string{"dbg_hot_leaf", "dbg_hot_middle", "dbg_hot_outer", "main"}
 
-func TestDebugLinkInRoot(t *testing.T) {
+// debugLinkRoot returns a root directory holding the C fixture stripped at
+// /bin/hot, with a .gnu_debuglink to its debug file, which is installed at
+// GDB's global location inside the root: /usr/lib/debug + the binary's
+// directory.
+func debugLinkRoot(t *testing.T) string {
+	t.Helper()
 	bin := cFixture(t, false)
 	root := t.TempDir()
 	_, debug := stripInto(t, bin, root)
 	tool(t, "objcopy", "--add-gnu-debuglink="+debug, filepath.Join(root, "bin", "hot"))
-	// GDB's global location: /usr/lib/debug + the binary's directory.
 	copyTo(t, debug, filepath.Join(root, "usr/lib/debug/bin/hot.debug"))
+	return root
+}
+
+func TestDebugLinkInRoot(t *testing.T) {
+	root := debugLinkRoot(t)
 	checkChain(t, recordChroot(t, root), cChain, "dbg_hot_step")
 }
 
@@ -202,11 +211,7 @@ func TestDebugLinkInRoot(t *testing.T) {
 // is still searched beside /bin/hot inside the root. Before MAP frames
 // were given the process's own paths, this found no names.
 func TestDebugLinkInRootAttached(t *testing.T) {
-	bin := cFixture(t, false)
-	root := t.TempDir()
-	_, debug := stripInto(t, bin, root)
-	tool(t, "objcopy", "--add-gnu-debuglink="+debug, filepath.Join(root, "bin", "hot"))
-	copyTo(t, debug, filepath.Join(root, "usr/lib/debug/bin/hot.debug"))
+	root := debugLinkRoot(t)
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	// unshare chroots and execs /bin/hot in place: the same pid.
 	cmd := exec.Command(unshare, "--root", root, "/bin/hot", "5")
@@ -242,11 +247,7 @@ func waitExe(t *testing.T, pid int, exe string) {
 // in the launcher's. Before the symbolizer reopened a process's view on
 // exec, this found no names.
 func TestDebugLinkInRootAfterExec(t *testing.T) {
-	bin := cFixture(t, false)
-	root := t.TempDir()
-	_, debug := stripInto(t, bin, root)
-	tool(t, "objcopy", "--add-gnu-debuglink="+debug, filepath.Join(root, "bin", "hot"))
-	copyTo(t, debug, filepath.Join(root, "usr/lib/debug/bin/hot.debug"))
+	root := debugLinkRoot(t)
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	out := filepath.Join(t.TempDir(), "capture.syscap")
 	// The shell maps its libraries on the host and sleeps long enough for
