@@ -238,32 +238,6 @@ func (f *File) bounds() []addrRange {
 // (SHT_SYMTAB or SHT_DYNSYM).
 func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
 	defer recoverTo(&err, "read "+t.String())
-	syms, err := f.rawSymbols(t)
-	if err != nil {
-		return nil, err
-	}
-	es = make([]entry, 0, len(syms)/2)
-	for _, s := range syms {
-		if !f.isFunc(s) {
-			continue
-		}
-		rank := rankLocal
-		switch elf.ST_BIND(s.Info) {
-		case elf.STB_GLOBAL:
-			rank = rankGlobal
-		case elf.STB_WEAK:
-			rank = rankWeak
-		}
-		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank, ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
-	}
-	return es, nil
-}
-
-// rawSymbols reads every symbol of the symbol table of type t (SHT_SYMTAB
-// or SHT_DYNSYM), without the null symbol at index 0, after checking that
-// the table and its string table lie inside the file. It may panic on
-// malformed input, as debug/elf does.
-func (f *File) rawSymbols(t elf.SectionType) ([]elf.Symbol, error) {
 	var sec *elf.Section
 	for _, s := range f.elf.Sections {
 		if s.Type == t {
@@ -283,10 +257,30 @@ func (f *File) rawSymbols(t elf.SectionType) ([]elf.Symbol, error) {
 			return nil, err
 		}
 	}
+	var syms []elf.Symbol
 	if t == elf.SHT_SYMTAB {
-		return f.elf.Symbols()
+		syms, err = f.elf.Symbols()
+	} else {
+		syms, err = f.elf.DynamicSymbols()
 	}
-	return f.elf.DynamicSymbols()
+	if err != nil {
+		return nil, err
+	}
+	es = make([]entry, 0, len(syms)/2)
+	for _, s := range syms {
+		if !f.isFunc(s) {
+			continue
+		}
+		rank := rankLocal
+		switch elf.ST_BIND(s.Info) {
+		case elf.STB_GLOBAL:
+			rank = rankGlobal
+		case elf.STB_WEAK:
+			rank = rankWeak
+		}
+		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank, ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
+	}
+	return es, nil
 }
 
 // checkBounds refuses a section whose file contents lie beyond the end of

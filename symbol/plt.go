@@ -10,11 +10,12 @@ import (
 // file itself holds at the same address.
 const rankPLT = rankLocal - 1
 
-// Limits on what pltSymbols reads: no linker writes a PLT or a relocation
-// table near these sizes, and a hostile header cannot make it read more.
+// Limits on what pltSymbols reads: no linker writes a PLT, or a
+// relocation, dynamic symbol or string table, near these sizes, and a
+// hostile header cannot make it read more.
 const (
-	maxPLTSize   = 16 << 20
-	maxRelocSize = 64 << 20
+	maxPLTSize     = 16 << 20
+	maxDynamicSize = 64 << 20
 )
 
 // Relocation types of x86-64 that fill a GOT slot a PLT entry jumps
@@ -133,7 +134,7 @@ func (f *File) gotSlots(named []entry) map[uint64]string {
 		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Name != ".rela.plt" && !pltGot {
 			continue
 		}
-		data, err := f.sectionData(s, maxRelocSize)
+		data, err := f.sectionData(s, maxDynamicSize)
 		if err != nil {
 			continue
 		}
@@ -191,11 +192,11 @@ func (f *File) dynNames(want map[uint32]string) {
 	if dynsym == nil || int(dynsym.Link) >= len(f.elf.Sections) {
 		return
 	}
-	syms, err := f.sectionData(dynsym, maxRelocSize)
+	syms, err := f.sectionData(dynsym, maxDynamicSize)
 	if err != nil {
 		return
 	}
-	strs, err := f.sectionData(f.elf.Sections[dynsym.Link], maxRelocSize)
+	strs, err := f.sectionData(f.elf.Sections[dynsym.Link], maxDynamicSize)
 	if err != nil {
 		return
 	}
