@@ -126,15 +126,27 @@ func (t *tracker) scan(pid int, now int64) {
 		}
 		return
 	}
-	if (info.Err != "" && info.Comm == "" || exiting) && ps.early != nil {
+	gone := info.Err != "" && info.Comm == ""
+	if (gone || exiting) && ps.early != nil {
 		info = *ps.early // gone or exiting since: describe it as it was seen
 	}
 	ps.early = nil
+	maps := t.currentMaps(pid, ps, exiting)
+	if (gone || exiting) && !slices.ContainsFunc(maps, isExec) {
+		// Past exit_mm before anything read its mappings: its samples
+		// cannot be named, and the capture says why.
+		info.Err = strings.TrimPrefix(info.Err+"; "+errExitedUnmapped, "; ")
+	}
 	t.describe(pid, ps, info, now)
-	t.scanMaps(pid, ps, now, exiting)
+	t.writeProcMaps(pid, ps, maps, now)
 	t.threads(pid, ps, now)
 	t.adopt(pid, now)
 }
+
+// errExitedUnmapped is in the Err of a [ProcessInfo] for a process that
+// had exited, or was exiting with its mappings gone from /proc, before the
+// recorder read them.
+const errExitedUnmapped = "maps: the process exited before they were read"
 
 // glance reads the names and mappings of pids, quickly, before they are
 // scanned one by one: describing a process (its namespaces, container,
@@ -191,21 +203,33 @@ func procMapName(m proc.Mapping, root string) string {
 	return p
 }
 
-// scanMaps writes pid's executable mappings as /proc shows them, or as
-// they were read earlier when the process is gone, or exiting and past
-// the point where /proc lists its mappings.
-func (t *tracker) scanMaps(pid int, ps *procState, now int64, exiting bool) {
+// scanMaps writes pid's executable mappings as /proc shows them.
+func (t *tracker) scanMaps(pid int, ps *procState, now int64) {
+	t.writeProcMaps(pid, ps, t.currentMaps(pid, ps, false), now)
+}
+
+// currentMaps returns pid's mappings as /proc shows them, or as they were
+// read earlier when the process is gone, or exiting and past the point
+// where /proc lists its mappings.
+func (t *tracker) currentMaps(pid int, ps *procState, exiting bool) []proc.Mapping {
 	maps, err := t.readMaps(pid)
 	if err != nil || exiting && len(maps) == 0 {
 		maps = ps.earlyMaps
 	}
 	ps.earlyMaps = nil
+	return maps
+}
+
+// writeProcMaps writes the executable mappings of maps, read from /proc.
+func (t *tracker) writeProcMaps(pid int, ps *procState, maps []proc.Mapping, now int64) {
 	for _, m := range maps {
-		if m.Perms&proc.PermExec != 0 {
+		if isExec(m) {
 			t.addProcMap(pid, ps, m, now)
 		}
 	}
 }
+
+func isExec(m proc.Mapping) bool { return m.Perms&proc.PermExec != 0 }
 
 // pfExiting is the PF_EXITING task flag of /proc/PID/stat: the task has
 // begun to exit.
@@ -521,7 +545,7 @@ func (t *tracker) sampled(pid int, now int64) {
 	// it runs code.
 	if len(ps.maps) == 0 && !ps.mapsRetried && !ps.exited {
 		ps.mapsRetried = true
-		t.scanMaps(pid, ps, now, false)
+		t.scanMaps(pid, ps, now)
 	}
 }
 

@@ -176,8 +176,45 @@ func TestScanExitingUsesGlance(t *testing.T) {
 			if !ps.described || ps.name != "/usr/bin/quick -n" || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/quick" {
 				t.Errorf("described %v as %q with maps %v; want /usr/bin/quick -n with glance's mapping", ps.described, ps.name, ps.maps)
 			}
+			if infos := trackerInfos(t, tr); len(infos) != 1 || infos[0].Err != "" {
+				t.Errorf("process info %+v, want one line without error", infos)
+			}
 			if _, pending := tr.pending[400]; pending {
 				t.Error("still pending")
+			}
+		})
+	}
+}
+
+// A process already past exit_mm when glance looked (its command line read
+// a moment before its mappings were gone), then exiting or gone by its
+// scan, is described without mappings, and its process info says why.
+func TestScanExitedUnmapped(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
+			root := t.TempDir()
+			dir := fakeProcess(t, root, 401, "quick", "/usr/bin/quick\x00", "")
+			tr := fakeTracker(t, root)
+			tr.glance([]int{401}, 1)
+			if gone {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				line := "401 (quick) R 1 401 401 0 -1 4194308 0 0 0 0 0 0 0 0 20 0 1 0 100 1000 10\n" // flags 0x400004: PF_EXITING
+				for f, b := range map[string]string{"stat": line, "cmdline": ""} {
+					if err := os.WriteFile(filepath.Join(dir, f), []byte(b), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			tr.scan(401, 2)
+			ps := tr.procs[401]
+			if !ps.described || ps.name != "/usr/bin/quick" || len(ps.maps) != 0 {
+				t.Errorf("described %v as %q with maps %v", ps.described, ps.name, ps.maps)
+			}
+			if infos := trackerInfos(t, tr); len(infos) != 1 || infos[0].Err != errExitedUnmapped {
+				t.Errorf("process info %+v, want Err %q", infos, errExitedUnmapped)
 			}
 		})
 	}
@@ -226,14 +263,55 @@ func fakeProcess(t *testing.T, root string, pid int, name, argv, maps string) st
 	return dir
 }
 
-// fakeTracker returns a tracker over the fake /proc at root.
+// fakeTracker returns a tracker over the fake /proc at root, writing its
+// capture to fakeOut[tracker].
 func fakeTracker(t *testing.T, root string) *tracker {
 	t.Helper()
-	w, err := capture.NewWriter(io.Discard)
+	out := new(bytes.Buffer)
+	w, err := capture.NewWriter(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTracker(w, proc.FS{Root: root})
+	tr := newTracker(w, proc.FS{Root: root})
+	fakeOut[tr] = out
+	t.Cleanup(func() { delete(fakeOut, tr) })
+	return tr
+}
+
+// fakeOut holds what each fake tracker wrote.
+var fakeOut = map[*tracker]*bytes.Buffer{}
+
+// trackerInfos returns the process info lines a fake tracker wrote.
+func trackerInfos(t *testing.T, tr *tracker) []ProcessInfo {
+	t.Helper()
+	if err := closeInfoFile(tr.w); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.NewReader(bytes.NewReader(fakeOut[tr].Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files capture.Files
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := f.(*capture.FileChunk); ok {
+			files.Add(c)
+		}
+	}
+	infos, _, err := ReadProcessFile(&files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return infos
 }
 
 // handleExec and handleMmap feed the tracker pid's exec COMM record and
