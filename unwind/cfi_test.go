@@ -2,7 +2,9 @@ package unwind
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"os"
+	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
@@ -127,5 +129,56 @@ func TestPointerEncodings(t *testing.T) {
 		if !ok || r.bad || got != c.want {
 			t.Errorf("enc %#x %x: got %#x ok %v bad %v, want %#x", c.enc, c.data, got, ok, r.bad, c.want)
 		}
+	}
+}
+
+// TestLocationBackward: an FDE whose instructions move the location back
+// (DW_CFA_set_loc to an earlier address, or an advance wrapping around) is malformed. It is left out with an error naming it, and the
+// rows of the other FDEs stay sorted. Before, its rows were kept out of
+// order (found by FuzzCFI), and lookups in the table went wrong.
+func TestLocationBackward(t *testing.T) {
+	c := &cie{codeAlign: 1, dataAlign: -8, raReg: 16, fdeEnc: peUdata8,
+		initial: []byte{cfaDefCFA, 7, 8, cfaOffset | 16, 1}}
+	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	// A code alignment factor of -16 (as a uint64) makes every advance
+	// wrap around to a lower address.
+	wrap := *c
+	wrap.codeAlign = ^uint64(15)
+	for _, bad := range []struct {
+		name  string
+		cie   *cie
+		insns []byte
+	}{
+		{"set_loc back", c, append(append([]byte{cfaAdvanceLoc1, 0x10, cfaDefCFAOffset, 16, cfaSetLoc}, le64(0x2004)...), cfaDefCFAOffset, 24)},
+		{"advance wraps", &wrap, []byte{cfaDefCFAOffset, 16, cfaAdvanceLoc | 1, cfaDefCFAOffset, 24}},
+		{"advance_loc4 wraps", &wrap, []byte{cfaDefCFAOffset, 16, cfaAdvanceLoc4, 1, 0, 0, 0, cfaDefCFAOffset, 24}},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			fdes := []fde{
+				{cie: c, begin: 0x1000, end: 0x1100, insns: []byte{cfaAdvanceLoc | 4, cfaDefCFAOffset, 16}, off: 0x18},
+				{cie: bad.cie, begin: 0x2000, end: 0x2100, insns: bad.insns, off: 0x40},
+				{cie: c, begin: 0x3000, end: 0x3100, insns: []byte{cfaAdvanceLoc | 4, cfaDefCFAOffset, 16}, off: 0x80},
+			}
+			c.inited, wrap.inited = false, false
+			tab := &Table{}
+			err := tab.build(fdes)
+			if err == nil || !strings.Contains(err.Error(), "FDE at 0x40") {
+				t.Errorf("build: error %v, want one naming the FDE at 0x40", err)
+			}
+			for i := 1; i < len(tab.rows); i++ {
+				if tab.rows[i].addr < tab.rows[i-1].addr {
+					t.Fatalf("rows unsorted at %d: %#x after %#x", i, tab.rows[i].addr, tab.rows[i-1].addr)
+				}
+			}
+			if tab.fdes != 2 {
+				t.Errorf("%d FDEs in the table, want the 2 good ones", tab.fdes)
+			}
+			if r := tab.find(0x2008); r != nil {
+				t.Errorf("find(0x2008) in the bad FDE: %+v, want none", *r)
+			}
+			if r := tab.find(0x3008); r == nil || r.cfaOff != 16 {
+				t.Errorf("find(0x3008): %+v, want CFA offset 16", r)
+			}
+		})
 	}
 }

@@ -124,10 +124,16 @@ func (in *interp) restore(st *state, reg uint64) {
 // each advance and once at the end.
 func (in *interp) run(r *buf, st *state, loc, end uint64, emit func(uint64, *state)) error {
 	c := in.c
+	// backward is set by a location before the current one (a DW_CFA_set_loc
+	// going back, or an advance that wraps): rows would come out of order.
+	backward := false
 	advance := func(to uint64) bool {
-		if to <= loc {
-			loc = to
+		if to == loc {
 			return true
+		}
+		if to < loc {
+			backward = true
+			return false
 		}
 		if emit != nil {
 			emit(loc, st)
@@ -141,8 +147,10 @@ func (in *interp) run(r *buf, st *state, loc, end uint64, emit func(uint64, *sta
 		var ok = true
 		switch op & 0xc0 {
 		case cfaAdvanceLoc:
-			ok = advance(loc + uint64(op&0x3f)*c.codeAlign)
-			if !ok {
+			if !advance(loc + uint64(op&0x3f)*c.codeAlign) {
+				if backward {
+					return fmt.Errorf("offset %#x: DW_CFA_advance_loc wraps the location", at)
+				}
 				return nil
 			}
 			continue
@@ -236,6 +244,9 @@ func (in *interp) run(r *buf, st *state, loc, end uint64, emit func(uint64, *sta
 		}
 		if r.bad {
 			return fmt.Errorf("offset %#x: truncated DW_CFA opcode %#x", at, op)
+		}
+		if backward {
+			return fmt.Errorf("offset %#x: DW_CFA opcode %#x moves the location back from %#x", at, op, loc)
 		}
 		if !ok {
 			return nil
