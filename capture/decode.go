@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
 // decodeFrame decodes one complete frame b (len(b) == frame length) found at
@@ -55,12 +56,14 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		if i+1 < len(rest) && rest[i+1] == '@' {
 			id := cstring(rest[i+2:])
 			if id != "" && isHex(id) {
-				m.BuildID = id
+				// Lowercase, as the field is documented and as
+				// debug-file paths and debuginfod spell it.
+				m.BuildID = strings.ToLower(id)
 			}
 		}
 		return m, nil
 	case TypeProcess:
-		return &Process{FrameHeader: h, Cmdline: cstring(b[processFixed:])}, nil
+		return &Process{FrameHeader: h, Cmdline: fieldString(b[processFixed:])}, nil
 	case TypeFork:
 		if err := need(forkFixed); err != nil {
 			return nil, err
@@ -86,9 +89,9 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 			cb := b[ctrdefFixed+counterSize*i:]
 			word := o.u32(cb[116:])
 			f.Counters[i] = Counter{
-				Category:    cstring(cb[0:counterCatLen]),
-				Name:        cstring(cb[32 : 32+counterNameLen]),
-				Description: cstring(cb[64 : 64+counterDescLen]),
+				Category:    fieldString(cb[0:counterCatLen]),
+				Name:        fieldString(cb[32 : 32+counterNameLen]),
+				Description: fieldString(cb[64 : 64+counterDescLen]),
 				ID:          o.bits(word, 0, 24),
 				Type:        CounterType(o.bits(word, 24, 8)),
 				Value:       CounterValue(o.u64(cb[120:])),
@@ -122,15 +125,15 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		return &Mark{
 			FrameHeader: h,
 			Duration:    int64(o.u64(b[24:])),
-			Group:       cstring(b[32 : 32+markGroupLen]),
-			Name:        cstring(b[56 : 56+markNameLen]),
-			Message:     cstring(b[markFixed:]),
+			Group:       fieldString(b[32 : 32+markGroupLen]),
+			Name:        fieldString(b[56 : 56+markNameLen]),
+			Message:     fieldString(b[markFixed:]),
 		}, nil
 	case TypeMetadata:
 		if err := need(metadataFixed); err != nil {
 			return nil, err
 		}
-		return &Metadata{FrameHeader: h, ID: cstring(b[24 : 24+metadataIDLen]), Value: cstring(b[metadataFixed:])}, nil
+		return &Metadata{FrameHeader: h, ID: fieldString(b[24 : 24+metadataIDLen]), Value: fieldString(b[metadataFixed:])}, nil
 	case TypeLog:
 		if err := need(logFixed); err != nil {
 			return nil, err
@@ -138,8 +141,8 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		return &Log{
 			FrameHeader: h,
 			Severity:    uint16(o.bits(o.u32(b[24:]), 0, 16)),
-			Domain:      cstring(b[32 : 32+logDomainLen]),
-			Message:     cstring(b[logFixed:]),
+			Domain:      fieldString(b[32 : 32+logDomainLen]),
+			Message:     fieldString(b[logFixed:]),
 		}, nil
 	case TypeFileChunk:
 		if err := need(fileChunkFixed); err != nil {
@@ -153,7 +156,7 @@ func decodeFrame(o order, b []byte, off int64, allowUnknown bool) (Frame, error)
 		return &FileChunk{
 			FrameHeader: h,
 			IsLast:      o.bits(word, 0, 1) == 1,
-			Path:        cstring(b[28 : 28+fileChunkPathLen]),
+			Path:        fieldString(b[28 : 28+fileChunkPathLen]),
 			Data:        clone(b[fileChunkFixed : fileChunkFixed+n]),
 		}, nil
 	case TypeAllocation:

@@ -97,6 +97,19 @@ func cstring(b []byte) string {
 	return string(b)
 }
 
+// fieldString returns the string in b, a fixed-size char array or the
+// string that ends a frame: up to its first NUL, and never its last byte.
+// The format's strings are NUL-terminated within their field; when the
+// last byte is not NUL, libsysprof-capture's reader overwrites it with one,
+// and the Writer never fills it. Reading it the same way keeps what is read
+// what would be written back.
+func fieldString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return cstring(b[:len(b)-1])
+}
+
 // putFixed copies s into the fixed-size array b, truncated so that a NUL
 // always follows and no UTF-8 sequence is cut (strlcpy semantics). b must
 // already be zero.

@@ -102,7 +102,7 @@ func (f *RawFrame) DecodeFileChunk(c *FileChunk) error {
 	*c = FileChunk{
 		FrameHeader: f.Head(),
 		IsLast:      f.o.bits(word, 0, 1) == 1,
-		Path:        cstring(b[28 : 28+fileChunkPathLen]),
+		Path:        fieldString(b[28 : 28+fileChunkPathLen]),
 	}
 	if n > 0 {
 		c.Data = b[fileChunkFixed : fileChunkFixed+n : fileChunkFixed+n]

@@ -99,7 +99,7 @@ func (rd *Reader) readHeader(h []byte) error {
 	rd.hdr = FileHeader{
 		Version:        uint8(rd.o.bits(word, 0, 8)),
 		BigEndian:      rd.o.big,
-		CaptureTime:    cstring(h[8 : 8+captureTimeLen]),
+		CaptureTime:    fieldString(h[8 : 8+captureTimeLen]),
 		StartTime:      int64(rd.o.u64(h[72:])),
 		EndTime:        int64(rd.o.u64(h[80:])),
 		LastFrameIndex: rd.o.u64(h[88:]),
