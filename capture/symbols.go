@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -32,9 +33,11 @@ const symbolRecordSize = 32
 // a string table; offsets count from the start of the file and 0 means
 // none. Ranges are inclusive, which Sysprof 3.46 requires; Sysprof 45+
 // treats the end as exclusive and so misses only a range's last byte.
-// Records are in the machine's byte order, as Sysprof writes them.
+// Records are in the machine's byte order, as Sysprof writes them. A
+// symbol of pid 0 at 0..0 without a name is left out: its record would
+// read as the terminator.
 func EncodeSymbols(syms []Symbol) ([]byte, error) {
-	s := append([]Symbol(nil), syms...)
+	s := slices.DeleteFunc(slices.Clone(syms), isTerminator)
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].PID != s[j].PID {
 			return s[i].PID < s[j].PID
@@ -111,7 +114,9 @@ func DecodeSymbols(b []byte) (*SymbolTable, error) {
 		begin, end := binary.NativeEndian.Uint64(r), binary.NativeEndian.Uint64(r[8:])
 		pid := int32(binary.NativeEndian.Uint32(r[16:]))
 		no, to := binary.NativeEndian.Uint32(r[20:]), binary.NativeEndian.Uint32(r[24:])
-		if begin == 0 && end == 0 && pid == 0 && no == 0 && to == 0 {
+		// Sysprof ends the records at the first whose begin, end, pid
+		// and name offset are all 0, whatever its tag offset.
+		if begin == 0 && end == 0 && pid == 0 && no == 0 {
 			break
 		}
 		name, err := str(no, off)
@@ -125,6 +130,12 @@ func DecodeSymbols(b []byte) (*SymbolTable, error) {
 		t.syms = append(t.syms, Symbol{PID: pid, Begin: begin, End: end, Name: name, Tag: tag})
 	}
 	return t.sorted(), nil
+}
+
+// isTerminator reports whether s would encode as the record that ends the
+// records.
+func isTerminator(s Symbol) bool {
+	return s.PID == 0 && s.Begin == 0 && s.End == 0 && s.Name == ""
 }
 
 func (t *SymbolTable) sorted() *SymbolTable {
