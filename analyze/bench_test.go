@@ -147,7 +147,31 @@ func FuzzLoad(f *testing.F) {
 				}
 			}
 		}
-		p.Top(p.Samples)
+		// Every sample with a stack is the Self of one function, and no
+		// function is in more samples than there are.
+		withStack, self := 0, 0
+		for _, s := range p.Samples {
+			if len(p.Stack(s.Stack)) > 0 {
+				withStack++
+			}
+		}
+		for _, f := range p.Top(p.Samples) {
+			if f.Self > f.Total || f.Total > len(p.Samples) {
+				t.Fatalf("%s: self %d, total %d of %d samples", f.Name, f.Self, f.Total, len(p.Samples))
+			}
+			self += f.Self
+		}
+		if self != withStack {
+			t.Fatalf("Top: self adds up to %d, %d samples have a stack", self, withStack)
+		}
+		// Unpruned, each node's samples end at it or go on to one child.
+		for _, up := range []bool{false, true} {
+			root := p.Tree(p.Samples, TreeOptions{BottomUp: up})
+			if root.Total != len(p.Samples) {
+				t.Fatalf("tree (bottom-up %t): root total %d of %d samples", up, root.Total, len(p.Samples))
+			}
+			checkNodeTotals(t, root)
+		}
 		p.Tree(p.Samples, TreeOptions{BottomUp: len(data)%2 == 0, MaxDepth: 4, MinPercent: 1})
 		for g := GroupNone; g <= GroupContainer; g++ {
 			p.Group(p.Samples, g)
@@ -156,6 +180,19 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// checkNodeTotals checks that the Total of n and of each node below it is
+// its Self plus its children's Totals.
+func checkNodeTotals(t *testing.T, n *Node) {
+	sum := n.Self
+	for _, c := range n.Children {
+		sum += c.Total
+		checkNodeTotals(t, c)
+	}
+	if sum != n.Total {
+		t.Fatalf("node %q: total %d, self plus children %d", n.Name, n.Total, sum)
+	}
 }
 
 var writeSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite testdata/fuzz/FuzzLoad from the synthetic capture")
