@@ -122,8 +122,9 @@ func checkRewrite(t *testing.T, hdr FileHeader, frames []Frame) {
 	}
 }
 
-// FuzzCat merges arbitrary bytes into a capture: it must never panic, and
-// what it writes must read back cleanly.
+// FuzzCat merges arbitrary bytes into a capture: it must never panic, what
+// it writes must read back cleanly, and an undamaged input must keep its
+// frames.
 func FuzzCat(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
@@ -138,13 +139,35 @@ func FuzzCat(f *testing.F) {
 		if rerr != nil {
 			t.Fatalf("merged output unreadable: %v (cat error %v)", rerr, err)
 		}
+		var got [256]int
 		for {
-			_, rerr := r.Next()
+			f, rerr := r.Next()
 			if rerr == io.EOF {
 				break
 			}
 			if rerr != nil {
 				t.Fatalf("merged output damaged: %v (cat error %v)", rerr, err)
+			}
+			got[f.Type()]++
+		}
+		if err != nil {
+			return
+		}
+		// An undamaged input keeps its frames of every type whose frames
+		// Cat copies one for one. JIT maps and counters are renumbered
+		// into the destination's own frames; without NewFrameTypes,
+		// TRACE frames become SAMPLEs and DBUS_MESSAGE frames are dropped.
+		var want [256]int
+		if in, err := NewReaderWithOptions(bytes.NewReader(b), ReaderOptions{AllowUnknown: true}); err == nil {
+			for f, err := in.Next(); err == nil; f, err = in.Next() {
+				want[f.Type()]++
+			}
+		}
+		want[TypeSample] += want[TypeTrace]
+		for _, ty := range []FrameType{TypeTimestamp, TypeSample, TypeMap, TypeProcess, TypeFork, TypeExit, TypeMark,
+			TypeMetadata, TypeLog, TypeFileChunk, TypeAllocation, TypeOverlay} {
+			if got[ty] != want[ty] {
+				t.Fatalf("%s frames: %d merged, %d in the input", ty, got[ty], want[ty])
 			}
 		}
 	})
