@@ -346,7 +346,7 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 		// are return addresses.
 		caller := !kernel && !first
 		first = false
-		if caller && impossibleReturn(a) {
+		if caller && capture.ImpossibleReturn(a) {
 			continue
 		}
 		fk := frameKey{pid: pid, kernel: kernel, caller: caller, addr: a}
@@ -360,20 +360,6 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 	}
 	b.p.stackStart = append(b.p.stackStart, int32(len(b.p.stackFrames)))
 	return StackID(len(b.p.stackStart) - 2)
-}
-
-// maxUserAddr bounds the user address space of every machine nsprof
-// records: x86-64 with 5-level paging ends at 1<<56, arm64 at 1<<52.
-const maxUserAddr = 1 << 56
-
-// impossibleReturn reports whether a, a return address of a user stack,
-// cannot be one: above every user address space and below the JIT
-// addresses of the capture format (and x86-64's vsyscall page, above
-// them). A frame-pointer walk that leaves the stack's frames reads such
-// values, a stack protector's canary most often (random, low byte zero),
-// and would show them as the root of every stack.
-func impossibleReturn(a uint64) bool {
-	return a >= maxUserAddr && a < capture.JITMapMark
 }
 
 // finish completes the process and thread tables and loads the embedded

@@ -191,7 +191,7 @@ func TestImpossibleReturnDropped(t *testing.T) {
 		jit      = capture.JITMapMark | 1
 		vsyscall = 0xffffffffff600400
 		kernel   = 0xffffffff81000010
-		high     = maxUserAddr - 0x1000 // 5-level paging: still possible
+		high     = 1<<56 - 0x1000 // 5-level paging: still possible
 	)
 	addrs := []uint64{capture.ContextKernel, kernel, capture.ContextUser, canary, 0x401000, high, canary, jit, vsyscall, canary}
 	h := capture.FrameHeader{PID: 10, Time: 1}

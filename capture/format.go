@@ -183,6 +183,17 @@ func IsContext(addr uint64) bool { return addr >= contextMax }
 // IsJIT reports whether addr names JIT code defined by a JITMAP frame.
 func IsJIT(addr uint64) bool { return addr&JITMapMark == JITMapMark && !IsContext(addr) }
 
+// maxUserAddr bounds the user address space of every machine nsprof
+// records: x86-64 with 5-level paging ends at 1<<56, arm64 at 1<<52.
+const maxUserAddr = 1 << 56
+
+// ImpossibleReturn reports whether addr, a return address in the user part
+// of a callchain, cannot be one: it is above every user address space and
+// below the JIT addresses (and x86-64's vsyscall page, above them). A
+// frame-pointer walk that leaves the stack's frames reads such values, a
+// stack protector's canary most often (random, low byte zero).
+func ImpossibleReturn(addr uint64) bool { return addr >= maxUserAddr && addr < JITMapMark }
+
 // CounterType says how a counter's 8-byte values are interpreted.
 type CounterType uint8
 

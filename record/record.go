@@ -541,8 +541,11 @@ func (r *recorder) handle(rec *perf.Record) {
 		} else {
 			addrs = dropZeros(s.Callchain)
 		}
-		if r.sym != nil && !r.opts.NoDecode {
-			r.sym.sampled(int(s.PID), addrs, false)
+		if r.sym != nil {
+			addrs = r.sym.trimCallers(int(s.PID), addrs)
+			if !r.opts.NoDecode {
+				r.sym.sampled(int(s.PID), addrs, false)
+			}
 		}
 		if len(addrs) == 0 {
 			ctxMark := capture.ContextUser

@@ -103,6 +103,10 @@ type symObj struct {
 	// is the vdso.
 	key  string
 	vdso bool
+
+	// afterCall caches, by file offset, whether the code before the
+	// outermost return addresses of stacks ends in a call (trimCallers).
+	afterCall map[uint64]bool
 }
 
 const maxOpenFiles = 4096

@@ -1,0 +1,112 @@
+package record
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"nsprof/capture"
+)
+
+// trimCallers drops, from the outer end of the user stack only, addresses
+// that no call precedes in their file and impossible ones, and stops at
+// the first address that may be a return address or that it cannot check.
+func TestTrimCallers(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("call instructions are checked on x86-64 only")
+	}
+	// A file mapped at 0x400000 from offset 0: a call ends at offset
+	// 0x105, padding ends at 0x200 and 0x300, a jump at 0x10, and 0x381
+	// is 1 byte into a function starting with a NOP, as Go's
+	// runtime.goexit+1 is.
+	code := make([]byte, 0x400)
+	copy(code[0x100:], []byte{0xe8, 1, 2, 3, 4})
+	copy(code[0x1f9:], bytes.Repeat([]byte{0x90}, 7))
+	copy(code[0x2f9:], bytes.Repeat([]byte{0xcc}, 7))
+	copy(code[0xe:], []byte{0xeb, 0xfe})
+	copy(code[0x37a:], []byte{0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x90})
+	path := filepath.Join(t.TempDir(), "code")
+	if err := os.WriteFile(path, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := newSymbolizer()
+	o := &symObj{path: path, f: f}
+	p := s.proc(42)
+	p.maps = append(p.maps, symMap{start: 0x400000, end: 0x400400, obj: o})
+	const (
+		call    = 0x400105
+		pad     = 0x400200
+		trap    = 0x400300
+		jump    = 0x400010
+		goexit  = 0x400381
+		canary  = 0xbe552274c0854800
+		anon    = 0x7f0000001000 // in no mapping: JIT code, say
+		kernel  = 0xffffffff81000010
+		kmarker = capture.ContextKernel
+		umarker = capture.ContextUser
+	)
+	for _, tc := range []struct {
+		name       string
+		pid        int
+		addrs, out []uint64
+	}{
+		{"bogus outermost", 42, []uint64{umarker, pad, call, pad}, []uint64{umarker, pad, call}},
+		{"several, and a canary", 42, []uint64{kmarker, kernel, umarker, call, call, trap, canary, pad}, []uint64{kmarker, kernel, umarker, call, call}},
+		{"jump", 42, []uint64{umarker, call, jump}, []uint64{umarker, call}},
+		{"made-up return address, unaligned", 42, []uint64{umarker, call, goexit}, []uint64{umarker, call, goexit}},
+		{"the file's first byte", 42, []uint64{umarker, call, 0x400000}, []uint64{umarker, call, 0x400000}},
+		{"the sampled address stays", 42, []uint64{umarker, pad, pad}, []uint64{umarker, pad}},
+		{"stops at what it cannot check", 42, []uint64{umarker, call, pad, anon, pad}, []uint64{umarker, call, pad, anon}},
+		{"a real caller inside", 42, []uint64{umarker, call, pad, call}, []uint64{umarker, call, pad, call}},
+		{"unknown process: canary only", 7, []uint64{umarker, call, pad, canary}, []uint64{umarker, call, pad}},
+		{"kernel only", 42, []uint64{kmarker, kernel, pad}, []uint64{kmarker, kernel, pad}},
+		{"no marker", 42, []uint64{call, pad}, []uint64{call, pad}},
+	} {
+		got := s.trimCallers(tc.pid, append([]uint64(nil), tc.addrs...))
+		if !reflect.DeepEqual(got, tc.out) {
+			t.Errorf("%s: trimCallers(%#x) = %#x, want %#x", tc.name, tc.addrs, got, tc.out)
+		}
+	}
+	if len(o.afterCall) == 0 {
+		t.Error("no call check cached")
+	}
+}
+
+// BenchmarkTrimCallers is the per-sample cost for a 20-deep user stack
+// whose outermost address is a real return address, in a process of 40
+// file mappings: what every sample pays.
+func BenchmarkTrimCallers(b *testing.B) {
+	code := make([]byte, 0x1000)
+	copy(code[0x100:], []byte{0xe8, 1, 2, 3, 4})
+	path := filepath.Join(b.TempDir(), "code")
+	if err := os.WriteFile(path, code, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	s := newSymbolizer()
+	p := s.proc(42)
+	for i := range uint64(40) {
+		p.maps = append(p.maps, symMap{start: 0x400000 + i<<20, end: 0x401000 + i<<20, obj: &symObj{path: path, f: f}})
+	}
+	addrs := []uint64{capture.ContextUser}
+	for range 20 {
+		addrs = append(addrs, 0x400105) // in the first mapping: the longest search
+	}
+	for b.Loop() {
+		if len(s.trimCallers(42, addrs)) != len(addrs) {
+			b.Fatal("trimmed a real caller")
+		}
+	}
+}
