@@ -12,28 +12,37 @@ import (
 // callchain (addrs itself, resliced).
 //
 // A frame-pointer walk stops only where it finds a zero or an unreadable
-// frame pointer. In code without frame pointers, a static glibc program's
-// startup for one, it goes on past the outermost real frame and reads
-// whatever the stack holds there. Perf and Sysprof show those values as
-// the root of every stack: a stack protector's canary, which no mapping
-// holds (capture.ImpossibleReturn), and function pointers, which are named
-// as the function before them (`register_tm_clones` over
-// `__libc_start_call_main` in every stack of a static program). A return
-// address follows a call instruction, so an address in a mapped file that
-// is aligned as functions are (16 bytes) and whose code does not end in a
-// call before it is dropped, and so is an impossible one. The walk stops
-// at the first address that may be a return address, or that lies outside
-// the files the symbolizer holds open (JIT code, a file it could not
-// open). The first user address is where the thread was, and is kept.
+// frame pointer. Through code built without frame pointers (most of a
+// distribution's libraries, a static glibc program's startup) it goes on
+// past the outermost frame it can follow and reads whatever the stack
+// holds there. Perf and Sysprof show those values as the roots of the
+// stacks, "[unknown]" or named as whatever function precedes them:
+//   - values no user address can have, a stack protector's canary most
+//     often (capture.ImpossibleReturn);
+//   - addresses in no executable mapping of the process: stack and heap
+//     pointers, data of a library (most of libpython's stacks end so);
+//   - function pointers, named as the function before them
+//     (`register_tm_clones` over `__libc_start_call_main` in every stack
+//     of a static program). A return address follows a call instruction,
+//     so an address in a mapped file that is aligned as functions are (16
+//     bytes) and whose code does not end in a call is dropped.
+//
+// The walk stops at the first address that may be a return address, or
+// that it cannot check: a JIT address, an address in anonymous executable
+// memory, or in a file the symbolizer could not open, and any address of
+// a process whose mappings it does not know. The first user address is
+// where the thread was, and is kept.
 //
 // The alignment keeps the return addresses that runtimes make up on
 // purpose, which follow no call: Go starts every goroutine returning to
 // runtime.goexit+1, after a NOP, which Go's own profiles show as the root.
 // A few made-up ones are function starts and go: glibc's __start_context
-// (makecontext) and __restore_rt (signal handlers) when a stack ends there.
+// (makecontext) and __restore_rt (signal handlers) when a stack ends
+// there. A mapping whose MMAP record was lost looks like no mapping, so an
+// outermost frame in it would go too.
 //
-// Only x86-64 code is checked; on other machines only impossible
-// addresses are dropped.
+// Only x86-64 code is checked for calls; elsewhere the other two rules
+// apply.
 func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 	user := -1 // the index of the user context marker
 	for i := len(addrs) - 1; i >= 0; i-- {
@@ -48,20 +57,31 @@ func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 		return addrs
 	}
 	p := s.procs[pid]
-	for len(addrs) > user+2 {
-		a := addrs[len(addrs)-1]
-		if !capture.ImpossibleReturn(a) {
-			if p == nil || runtime.GOARCH != "amd64" {
-				break
-			}
-			m := p.find(a)
-			if a%funcAlign != 0 || m == nil || !m.obj.notAfterCall(a-m.start+m.off) {
-				break
-			}
-		}
+	for len(addrs) > user+2 && p.notReturn(addrs[len(addrs)-1]) {
 		addrs = addrs[:len(addrs)-1]
 	}
 	return addrs
+}
+
+// notReturn reports whether a, an address of p's user stack, cannot be a
+// return address; false when that cannot be told. p may be nil.
+func (p *symProc) notReturn(a uint64) bool {
+	switch {
+	case capture.ImpossibleReturn(a):
+		return true
+	case p == nil || a >= capture.JITMapMark || len(p.maps)+len(p.other) == 0:
+		return false // JIT addresses, [vsyscall]; or no mappings known
+	}
+	m := p.find(a)
+	if m == nil {
+		for _, o := range p.other {
+			if a >= o.start && a < o.end {
+				return false
+			}
+		}
+		return true // in no executable mapping
+	}
+	return runtime.GOARCH == "amd64" && a%funcAlign == 0 && m.obj.notAfterCall(a-m.start+m.off)
 }
 
 // funcAlign is the alignment x86-64 compilers give functions at -O2, and

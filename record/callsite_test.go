@@ -12,8 +12,9 @@ import (
 )
 
 // trimCallers drops, from the outer end of the user stack only, addresses
-// that no call precedes in their file and impossible ones, and stops at
-// the first address that may be a return address or that it cannot check.
+// that no call precedes in their file, that no executable mapping holds,
+// and impossible ones, and stops at the first address that may be a
+// return address or that it cannot check.
 func TestTrimCallers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("call instructions are checked on x86-64 only")
@@ -41,6 +42,8 @@ func TestTrimCallers(t *testing.T) {
 	o := &symObj{path: path, f: f}
 	p := s.proc(42)
 	p.maps = append(p.maps, symMap{start: 0x400000, end: 0x400400, obj: o})
+	p.other = append(p.other, span{0x7f0000000000, 0x7f0000010000}) // anonymous: JIT code
+	s.proc(43)                                                      // no mappings known
 	const (
 		call    = 0x400105
 		pad     = 0x400200
@@ -48,7 +51,9 @@ func TestTrimCallers(t *testing.T) {
 		jump    = 0x400010
 		goexit  = 0x400381
 		canary  = 0xbe552274c0854800
-		anon    = 0x7f0000001000 // in no mapping: JIT code, say
+		anon    = 0x7f0000001000 // JIT code, say
+		data    = 0x7ffd3dce68a0 // a stack pointer: in no executable mapping
+		vsys    = 0xffffffffff600400
 		kernel  = 0xffffffff81000010
 		kmarker = capture.ContextKernel
 		umarker = capture.ContextUser
@@ -65,6 +70,9 @@ func TestTrimCallers(t *testing.T) {
 		{"the file's first byte", 42, []uint64{umarker, call, 0x400000}, []uint64{umarker, call, 0x400000}},
 		{"the sampled address stays", 42, []uint64{umarker, pad, pad}, []uint64{umarker, pad}},
 		{"stops at what it cannot check", 42, []uint64{umarker, call, pad, anon, pad}, []uint64{umarker, call, pad, anon}},
+		{"data, no code", 42, []uint64{umarker, call, call, data, data + 3, 0x110100000001}, []uint64{umarker, call, call}},
+		{"the vsyscall page stays", 42, []uint64{umarker, call, vsys}, []uint64{umarker, call, vsys}},
+		{"no mappings known: canary only", 43, []uint64{umarker, call, data, canary}, []uint64{umarker, call, data}},
 		{"a real caller inside", 42, []uint64{umarker, call, pad, call}, []uint64{umarker, call, pad, call}},
 		{"unknown process: canary only", 7, []uint64{umarker, call, pad, canary}, []uint64{umarker, call, pad}},
 		{"kernel only", 42, []uint64{kmarker, kernel, pad}, []uint64{kmarker, kernel, pad}},

@@ -48,8 +48,11 @@ type symProc struct {
 	tried   bool               // whether opening cp was attempted
 	openErr error
 	maps    []symMap
-	user    map[uint64]struct{}
-	kernel  map[uint64]struct{}
+	// other are the executable mappings of no file: anonymous memory
+	// (JIT code), deleted files, [vsyscall].
+	other  []span
+	user   map[uint64]struct{}
+	kernel map[uint64]struct{}
 	// lines are the user addresses whose source frames are bundled:
 	// where threads were, and the calls (return address - 1) that
 	// reports name callers from. A return address itself is named
@@ -67,6 +70,9 @@ type symMap struct {
 	start, end, off uint64
 	obj             *symObj
 }
+
+// span is a half-open address range.
+type span struct{ start, end uint64 }
 
 // vdsoPath is the name of the vdso mapping, which is no file: its CFI is
 // read from memory for DWARF unwinding.
@@ -198,10 +204,11 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o})
 		return
 	}
+	p := s.proc(pid)
 	if !isFilePath(m.Path) {
+		p.other = append(p.other, span{m.Start, m.End})
 		return
 	}
-	p := s.proc(pid)
 	k := objKey{path: m.Path, pid: pid}
 	switch {
 	case len(m.BuildID) > 0:
@@ -250,6 +257,7 @@ func (s *symbolizer) forked(ppid, pid int) {
 	}
 	p := s.proc(pid)
 	p.maps = append(p.maps[:0], pp.maps...)
+	p.other = append(p.other[:0], pp.other...)
 }
 
 // execed forgets pid's mappings: exec replaced its image. It also marks
@@ -265,7 +273,7 @@ func (s *symbolizer) execed(pid int) {
 	if p == nil {
 		return
 	}
-	p.maps = p.maps[:0]
+	p.maps, p.other = p.maps[:0], p.other[:0]
 	if p.cp != nil {
 		p.stale = true
 	} else {

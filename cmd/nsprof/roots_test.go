@@ -33,3 +33,25 @@ func TestStaticProgramRoots(t *testing.T) {
 		t.Errorf("%d of %d samples through fixture_outer; recorder log:\n%s", chain, total, log)
 	}
 }
+
+// The fakeframe fixture's frame-pointer chain runs, past its last real
+// frame, into a data address and then a function pointer (see
+// fakeframe.c). Both are left out: every stack through fakeframe_leaf
+// starts at fakeframe_tramp, its real caller.
+func TestFakeFrameRoots(t *testing.T) {
+	bin := testutils.BuildFixture(t, "fakeframe")
+	stacks, total, log := foldedStacks(t, "--", bin, "1")
+	leaf := 0
+	for s, n := range stacks {
+		if !strings.Contains(s, "fakeframe_leaf") {
+			continue
+		}
+		leaf += n
+		if !strings.HasPrefix(s, "fakeframe_tramp;fakeframe_leaf") {
+			t.Errorf("%d samples on %s, want the root fakeframe_tramp", n, s)
+		}
+	}
+	if leaf*10 < total*9 {
+		t.Errorf("%d of %d samples through fakeframe_leaf; recorder log:\n%s", leaf, total, log)
+	}
+}
