@@ -17,8 +17,9 @@ import (
 // past the outermost frame it can follow and reads whatever the stack
 // holds there. Perf and Sysprof show those values as the roots of the
 // stacks, "[unknown]" or named as whatever function precedes them:
-//   - values no user address can have, a stack protector's canary most
-//     often (capture.ImpossibleReturn);
+//   - values no code address can have: a stack protector's canary
+//     (capture.ImpossibleReturn), and counts, sizes and flags, below
+//     minCodeAddr;
 //   - addresses in no executable mapping of the process: stack and heap
 //     pointers, data of a library (most of libpython's stacks end so);
 //   - function pointers, named as the function before them
@@ -57,23 +58,41 @@ func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 		return addrs
 	}
 	p := s.procs[pid]
-	for len(addrs) > user+2 && p.notReturn(addrs[len(addrs)-1]) {
+	for len(addrs) > user+2 && p.notReturn(addrs[len(addrs)-1], true) {
+		addrs = addrs[:len(addrs)-1]
+	}
+	return addrs
+}
+
+// trimReturns is trimCallers for an allocation stack, which holds return
+// addresses only (no context markers, no sampled address) and keeps at
+// least one. The preload library's walk is read from its ring, out of
+// order with perf's MMAP records, so an address in no known mapping may
+// be in one just made: it stays.
+func (s *symbolizer) trimReturns(pid int, addrs []uint64) []uint64 {
+	p := s.procs[pid]
+	for len(addrs) > 1 && p.notReturn(addrs[len(addrs)-1], false) {
 		addrs = addrs[:len(addrs)-1]
 	}
 	return addrs
 }
 
 // notReturn reports whether a, an address of p's user stack, cannot be a
-// return address; false when that cannot be told. p may be nil.
-func (p *symProc) notReturn(a uint64) bool {
+// return address; false when that cannot be told. p may be nil. unmapped
+// says whether an address in none of p's executable mappings counts as
+// none: only when the mappings are read in time order with the stacks.
+func (p *symProc) notReturn(a uint64, unmapped bool) bool {
 	switch {
-	case capture.ImpossibleReturn(a):
+	case capture.ImpossibleReturn(a) || a < minCodeAddr:
 		return true
 	case p == nil || a >= capture.JITMapMark || len(p.maps)+len(p.other) == 0:
 		return false // JIT addresses, [vsyscall]; or no mappings known
 	}
 	m := p.find(a)
 	if m == nil {
+		if !unmapped {
+			return false
+		}
 		for _, o := range p.other {
 			if a >= o.start && a < o.end {
 				return false
@@ -83,6 +102,12 @@ func (p *symProc) notReturn(a uint64) bool {
 	}
 	return runtime.GOARCH == "amd64" && a%funcAlign == 0 && m.obj.notAfterCall(a-m.start+m.off)
 }
+
+// minCodeAddr is where code can start: Linux maps nothing below
+// vm.mmap_min_addr, 64 KiB by default, and programs load far above it
+// (0x400000 for x86-64 executables that are not position-independent).
+// Smaller values on a stack are counts, sizes and flags.
+const minCodeAddr = 0x10000
 
 // funcAlign is the alignment x86-64 compilers give functions at -O2, and
 // so the alignment of the function pointers a walk past the outermost

@@ -14,7 +14,8 @@ import (
 // trimCallers drops, from the outer end of the user stack only, addresses
 // that no call precedes in their file, that no executable mapping holds,
 // and impossible ones, and stops at the first address that may be a
-// return address or that it cannot check.
+// return address or that it cannot check. trimReturns does the same for
+// allocation stacks, but keeps addresses in no known mapping.
 func TestTrimCallers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("call instructions are checked on x86-64 only")
@@ -71,6 +72,7 @@ func TestTrimCallers(t *testing.T) {
 		{"the sampled address stays", 42, []uint64{umarker, pad, pad}, []uint64{umarker, pad}},
 		{"stops at what it cannot check", 42, []uint64{umarker, call, pad, anon, pad}, []uint64{umarker, call, pad, anon}},
 		{"data, no code", 42, []uint64{umarker, call, call, data, data + 3, 0x110100000001}, []uint64{umarker, call, call}},
+		{"small values", 43, []uint64{umarker, call, 0x400, 0xfe00}, []uint64{umarker, call}},
 		{"the vsyscall page stays", 42, []uint64{umarker, call, vsys}, []uint64{umarker, call, vsys}},
 		{"no mappings known: canary only", 43, []uint64{umarker, call, data, canary}, []uint64{umarker, call, data}},
 		{"a real caller inside", 42, []uint64{umarker, call, pad, call}, []uint64{umarker, call, pad, call}},
@@ -81,6 +83,20 @@ func TestTrimCallers(t *testing.T) {
 		got := s.trimCallers(tc.pid, append([]uint64(nil), tc.addrs...))
 		if !reflect.DeepEqual(got, tc.out) {
 			t.Errorf("%s: trimCallers(%#x) = %#x, want %#x", tc.name, tc.addrs, got, tc.out)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		pid        int
+		addrs, out []uint64
+	}{
+		{"function pointer and small values", 42, []uint64{call, call, pad, 0xfe00}, []uint64{call, call}},
+		{"data may be in a mapping made since", 42, []uint64{call, data, canary}, []uint64{call, data}},
+		{"keeps one", 42, []uint64{pad, pad}, []uint64{pad}},
+	} {
+		got := s.trimReturns(tc.pid, append([]uint64(nil), tc.addrs...))
+		if !reflect.DeepEqual(got, tc.out) {
+			t.Errorf("%s: trimReturns(%#x) = %#x, want %#x", tc.name, tc.addrs, got, tc.out)
 		}
 	}
 	if len(o.afterCall) == 0 {

@@ -94,9 +94,11 @@ type memRing struct {
 	tsc      uint64
 	// stacks is the process's set of stacks handed to the symbolizer;
 	// last is the stack this thread handed or found there last, which
-	// most allocations repeat.
+	// most allocations repeat, and keep how many of its addresses are
+	// written.
 	stacks map[uint64]struct{}
 	last   []uint64
+	keep   int
 }
 
 func (g *memRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&g.mem[off])) }
@@ -334,8 +336,11 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 		m.frees++
 	} else {
 		m.allocs++
-		if r.sym != nil && len(rec.Addrs) > 0 && !slices.Equal(rec.Addrs, g.last) {
-			m.symbolize(r, g, rec.Addrs)
+		if r.sym != nil && len(rec.Addrs) > 0 {
+			if !slices.Equal(rec.Addrs, g.last) {
+				m.symbolize(r, g, rec.Addrs)
+			}
+			rec.Addrs = rec.Addrs[:g.keep]
 		}
 	}
 	if err := r.w.AddAllocation(rec.Time, -1, g.pid, g.tid, rec.Addr, rec.Size, rec.Addrs); err != nil {
@@ -343,10 +348,13 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 	}
 }
 
-// symbolize hands a stack's addresses to the symbolizer the first time
-// the process shows it, so they are named in the symbol bundle.
+// symbolize notes how much of a stack to keep (trimReturns) and hands
+// those addresses to the symbolizer the first time the process shows
+// them, so they are named in the symbol bundle.
 func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64) {
 	g.last = append(g.last[:0], addrs...)
+	addrs = r.sym.trimReturns(int(g.pid), addrs)
+	g.keep = len(addrs)
 	h := uint64(14695981039346656037)
 	for _, a := range addrs {
 		h ^= a
