@@ -28,8 +28,8 @@ import (
 //     so an address in a mapped file that is aligned as functions are (16
 //     bytes) and whose code does not end in a call is dropped.
 //
-// The walk stops at the first address that may be a return address, or
-// that it cannot check: a JIT address, an address in anonymous executable
+// Trimming stops at the first address that may be a return address, or
+// that cannot be checked: a JIT address, an address in anonymous executable
 // memory, or in a file the symbolizer could not open, and any address of
 // a process whose mappings it does not know. The first user address is
 // where the thread was, and is kept.
