@@ -310,6 +310,17 @@ func TestStrippedGo(t *testing.T) {
 	// after a NOP): the recorder keeps it, as Go's own profiles do.
 	checkChain(t, capture, []string{"main.goLeaf", "main.goMiddle", "main.goOuter", "main.main", "runtime.main", "runtime.goexit"}, "main.goStep")
 	checkGoLines(t, capture)
+	// goStep sets up no frame: the frame-pointer walk from it skips
+	// goLeaf, and the recorder puts goLeaf back from the pclntab's
+	// stack-pointer deltas, so goLeaf's total covers goStep's samples.
+	self, total := map[string]int{}, map[string]int{}
+	for _, f := range reportJSON(t, capture).Groups[0].Functions {
+		self[f.Name] += f.Self
+		total[f.Name] += f.Total
+	}
+	if want := self["main.goLeaf"] + self["main.goStep"]; total["main.goLeaf"]*10 < want*9 || self["main.goStep"] == 0 {
+		t.Errorf("main.goLeaf total %d, want about its self %d + main.goStep's %d", total["main.goLeaf"], self["main.goLeaf"], self["main.goStep"])
+	}
 }
 
 // checkGoLines checks the source lines of the gohot capture, which a

@@ -38,6 +38,14 @@ type Options struct {
 	// at most perf.MaxUserStack. Zero: the kernel's frame-pointer
 	// callchains. Only on x86-64.
 	DWARFStack int
+	// LeafStack, in frame-pointer mode (DWARFStack zero), copies that many
+	// bytes of user stack (and the user registers) with each sample, to
+	// find the caller of the sampled function from its call frame
+	// information when that function has not set up its frame pointer:
+	// the kernel's walk skips that caller (see leafCallers). A multiple of
+	// 8, at most perf.MaxUserStack; 512 finds the caller in most samples.
+	// Zero: the kernel's callchains alone. Only on x86-64.
+	LeafStack int
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -108,6 +116,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.DWARFStack < 0 || o.DWARFStack%8 != 0 || o.DWARFStack > perf.MaxUserStack {
 		return fmt.Errorf("dwarf stack size %d is not a multiple of 8 up to %d", o.DWARFStack, perf.MaxUserStack)
+	}
+	if o.LeafStack < 0 || o.LeafStack%8 != 0 || o.LeafStack > perf.MaxUserStack {
+		return fmt.Errorf("leaf stack size %d is not a multiple of 8 up to %d", o.LeafStack, perf.MaxUserStack)
+	}
+	if o.LeafStack > 0 && runtime.GOARCH != "amd64" {
+		return fmt.Errorf("leaf callers are found for amd64 only, not %s", runtime.GOARCH)
 	}
 	if o.DWARFStack > 0 && runtime.GOARCH != "amd64" {
 		return fmt.Errorf("dwarf unwinding is implemented for amd64 only, not %s", runtime.GOARCH)

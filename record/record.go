@@ -29,10 +29,11 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	if opts.FS.Root == proc.DefaultFS.Root {
 		// Container labels and files come from the live /proc only.
 		r.tr.identify = r.identify
-		// DWARF unwinding reads CFI through the files the symbolizer
-		// opens, so it tracks files even without the bundle.
-		dwarf := opts.DWARFStack > 0 && !opts.NoPerf
-		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof)) || dwarf {
+		// DWARF unwinding and the leaf step read CFI through the files
+		// the symbolizer opens, so it tracks files even without the
+		// bundle.
+		cfi := (opts.DWARFStack > 0 || opts.LeafStack > 0) && !opts.NoPerf
+		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof)) || cfi {
 			r.sym = newSymbolizer()
 			r.tr.sym = r.sym
 		}
@@ -77,6 +78,7 @@ type recorder struct {
 	tr      *tracker
 	sym     *symbolizer
 	dwarf   *dwarfUnwinder // with Options.DWARFStack
+	leaf    *leafCallers   // with Options.LeafStack
 	cfd     *controlFD     // SYSPROF_CONTROL_FD, with TraceFD or SysprofMemprof
 	rd      *perf.Reader
 	child   *child
@@ -191,6 +193,9 @@ func (r *recorder) setup() error {
 			popts.UserStack = uint32(o.DWARFStack)
 			popts.ExcludeUserCallchain = true
 			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
+		} else if o.LeafStack > 0 && r.sym != nil {
+			popts.UserStack = uint32(o.LeafStack)
+			popts.RingPages = leafRingPages(o.LeafStack)
 		}
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
@@ -215,6 +220,8 @@ func (r *recorder) setup() error {
 			if a, err := r.w.AddJITMap(truncatedName); err == nil {
 				r.dwarf.truncated = a
 			}
+		} else if popts.UserStack > 0 {
+			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
 	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
@@ -540,6 +547,9 @@ func (r *recorder) handle(rec *perf.Record) {
 			addrs = r.dwarf.callchain(s)
 		} else {
 			addrs = dropZeros(s.Callchain)
+			if r.leaf != nil {
+				addrs = r.leaf.complete(s, addrs)
+			}
 		}
 		if r.sym != nil {
 			addrs = r.sym.trimCallers(int(s.PID), addrs)
@@ -619,6 +629,9 @@ func (r *recorder) finish() {
 	}
 	if r.rd != nil {
 		r.embedKallsyms()
+	}
+	if r.leaf != nil {
+		r.logf("%s", r.leaf.summary(r.opts.LeafStack))
 	}
 	if r.dwarf != nil {
 		r.logf("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -27,33 +28,44 @@ type recordFlags struct {
 	fp        bool
 }
 
-// parseCallGraph parses --call-graph fp|dwarf[,SIZE] into the bytes of
-// stack to copy per sample: 0 for frame pointers. SIZE is rounded up to a
-// multiple of 8, as perf does.
-func parseCallGraph(v string) (int, error) {
+// parseCallGraph parses --call-graph fp[,SIZE]|dwarf[,SIZE] into the bytes
+// of stack to copy per sample for DWARF unwinding (0 for frame pointers)
+// and, with frame pointers, for finding the callers the kernel's walk
+// skips (0: none). SIZE is rounded up to a multiple of 8, as perf does.
+func parseCallGraph(v string) (dwarf, leaf int, err error) {
 	mode, size, hasSize := strings.Cut(v, ",")
+	var n int
 	switch mode {
 	case "fp":
-		if hasSize {
-			return 0, fmt.Errorf("--call-graph fp takes no size")
-		}
-		return 0, nil
+		n = defaultLeafStack
 	case "dwarf":
-		if !hasSize {
-			return defaultDWARFStack, nil
-		}
-		n, err := strconv.Atoi(size)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("--call-graph dwarf,%s: want a size in bytes", size)
+		n = defaultDWARFStack
+	default:
+		return 0, 0, fmt.Errorf("--call-graph %q: want fp[,SIZE] or dwarf[,SIZE]", v)
+	}
+	if hasSize {
+		n, err = strconv.Atoi(size)
+		if err != nil || n < 0 || n == 0 && mode == "dwarf" {
+			return 0, 0, fmt.Errorf("--call-graph %s,%s: want a size in bytes", mode, size)
 		}
 		n = (n + 7) &^ 7
 		if n > perf.MaxUserStack {
-			return 0, fmt.Errorf("--call-graph dwarf,%s: at most %d bytes (the kernel's limit)", size, perf.MaxUserStack)
+			return 0, 0, fmt.Errorf("--call-graph %s,%s: at most %d bytes (the kernel's limit)", mode, size, perf.MaxUserStack)
 		}
-		return n, nil
 	}
-	return 0, fmt.Errorf("--call-graph %q: want fp or dwarf[,SIZE]", v)
+	if mode == "dwarf" {
+		return n, 0, nil
+	}
+	if runtime.GOARCH != "amd64" {
+		n = 0 // the unwinder reads x86-64 frames only
+	}
+	return 0, n, nil
 }
+
+// defaultLeafStack is the stack copy for finding skipped callers with
+// --call-graph fp: 512 bytes found the caller in 94% of the samples of
+// python and perl loops (128 bytes: 83%).
+const defaultLeafStack = 512
 
 // defaultDWARFStack is perf's default stack copy for --call-graph dwarf.
 const defaultDWARFStack = 8192
@@ -109,13 +121,15 @@ SIGTERM; the capture is complete in every case.`,
 			if opts.Memprof && len(args) == 0 {
 				return usagef(cmd, "--memprof needs a command to run")
 			}
-			if fl.callGraph != "" {
-				n, err := parseCallGraph(fl.callGraph)
-				if err != nil {
-					return usagef(cmd, "%v", err)
-				}
-				opts.DWARFStack = n
+			cg := fl.callGraph
+			if cg == "" {
+				cg = "fp"
 			}
+			dwarf, leaf, err := parseCallGraph(cg)
+			if err != nil {
+				return usagef(cmd, "%v", err)
+			}
+			opts.DWARFStack, opts.LeafStack = dwarf, leaf
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
 			return runRecord(cmd, fl, opts)
 		},
@@ -130,7 +144,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
 	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
-	f.StringVar(&fl.callGraph, "call-graph", "", "user stacks from frame pointers (`fp`, the default) or unwound from CFI while recording (dwarf[,SIZE]: SIZE bytes of stack copied per sample, default 8192, at most 65528)")
+	f.StringVar(&fl.callGraph, "call-graph", "", "user stacks from frame pointers (fp[,SIZE], the default: SIZE bytes of stack copied per sample, default 512, to find the caller the kernel's walk skips when the sampled function has set up no frame pointer; 0 for the kernel's chain alone) or unwound from CFI while recording (dwarf[,SIZE]: SIZE bytes of stack copied per sample, default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")

@@ -55,3 +55,38 @@ func TestFakeFrameRoots(t *testing.T) {
 		t.Errorf("%d of %d samples through fakeframe_leaf; recorder log:\n%s", leaf, total, log)
 	}
 }
+
+// Samples in glibc's strlen, built without frame pointers, leave rbp at
+// its caller's frame, so the kernel's walk skips that caller,
+// leafcall_count. With --call-graph fp (the default) the recorder finds
+// it from strlen's CFI and a 512-byte stack copy; with fp,0 (the kernel's
+// chain alone) strlen shows leafcall_outer as its caller.
+func TestLeafCaller(t *testing.T) {
+	bin := testutils.BuildFixture(t, "leafcall")
+	for _, tc := range []struct {
+		callGraph, parent string
+	}{
+		{"fp", "leafcall_count"},
+		{"fp,0", "leafcall_outer"},
+	} {
+		stacks, total, log := foldedStacks(t, "--call-graph", tc.callGraph, "--", bin, "1")
+		inStrlen, right := 0, 0
+		for s, n := range stacks {
+			f := strings.Split(s, ";")
+			if len(f) < 2 || !strings.Contains(f[len(f)-1], "strlen") {
+				continue
+			}
+			inStrlen += n
+			if f[len(f)-2] == tc.parent && strings.Contains(s, "main;leafcall_outer;") {
+				right += n
+			}
+		}
+		if inStrlen*2 < total {
+			t.Fatalf("%s: %d of %d samples in strlen; recorder log:\n%s", tc.callGraph, inStrlen, total, log)
+		}
+		if right*10 < inStrlen*9 {
+			t.Errorf("%s: %d of %d samples in strlen called from %s under leafcall_outer, want 90%%; recorder log:\n%s\nstacks: %v",
+				tc.callGraph, right, inStrlen, tc.parent, log, stacks)
+		}
+	}
+}

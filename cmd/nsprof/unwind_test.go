@@ -171,26 +171,29 @@ func TestRecordCallGraphDWARFContainer(t *testing.T) {
 
 func TestRecordCallGraphUsage(t *testing.T) {
 	for _, c := range []struct {
-		arg  string
-		want int
-		err  string
+		arg         string
+		dwarf, leaf int
+		err         string
 	}{
-		{"fp", 0, ""},
-		{"dwarf", 8192, ""},
-		{"dwarf,100", 104, ""},
-		{"dwarf,65528", 65528, ""},
-		{"dwarf,65536", 0, "at most 65528"},
-		{"dwarf,x", 0, "want a size"},
-		{"fp,8", 0, "no size"},
-		{"lbr", 0, "want fp or dwarf"},
+		{"fp", 0, defaultLeafStack, ""},
+		{"fp,0", 0, 0, ""},
+		{"fp,100", 0, 104, ""},
+		{"fp,-8", 0, 0, "want a size"},
+		{"dwarf", 8192, 0, ""},
+		{"dwarf,100", 104, 0, ""},
+		{"dwarf,65528", 65528, 0, ""},
+		{"dwarf,65536", 0, 0, "at most 65528"},
+		{"dwarf,0", 0, 0, "want a size"},
+		{"dwarf,x", 0, 0, "want a size"},
+		{"lbr", 0, 0, "want fp[,SIZE] or dwarf[,SIZE]"},
 	} {
-		n, err := parseCallGraph(c.arg)
-		if n != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
-			t.Errorf("%q: %d %v, want %d %q", c.arg, n, err, c.want, c.err)
+		dwarf, leaf, err := parseCallGraph(c.arg)
+		if dwarf != c.dwarf || leaf != c.leaf || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %d %d %v, want %d %d %q", c.arg, dwarf, leaf, err, c.dwarf, c.leaf, c.err)
 		}
 	}
 	_, stderr, status := nsprof(t, nil, "record", "--call-graph", "lbr", "-o", filepath.Join(t.TempDir(), "x"), "--", "true")
-	if status != 2 || !strings.Contains(stderr, "want fp or dwarf") {
+	if status != 2 || !strings.Contains(stderr, "want fp[,SIZE] or dwarf[,SIZE]") {
 		t.Errorf("--call-graph lbr: status %d, %s", status, stderr)
 	}
 }

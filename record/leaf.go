@@ -1,0 +1,114 @@
+package record
+
+import (
+	"fmt"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/perf"
+	"nsprof/unwind"
+)
+
+// leafCallers completes frame-pointer callchains (Options.LeafStack) with
+// the one caller the kernel's walk skips.
+//
+// The walk starts from the sampled instruction, then follows rbp. A
+// function that has not set up its frame pointer where the sample caught
+// it leaves rbp pointing at its caller's frame, so the first return
+// address the walk finds is the caller's, and the caller itself is
+// missing: every sample in a Go leaf function (Go sets up no frame in
+// functions that call nothing), in a library built without frame pointers
+// (glibc's memcpy, strlen and system-call wrappers), and in any function's
+// prologue or epilogue shows its grandparent as its parent. One step of
+// CFI unwinding (or of Go's pclntab) from the sample's user registers,
+// over a small copy of the top of its stack, finds the real caller; it is
+// inserted when it is not the walk's first return address already.
+type leafCallers struct {
+	u    *dwarfUnwinder
+	step []uint64
+	buf  []uint64
+	// Counts, for the log: stacks completed, stacks the walk had right,
+	// and stacks the step could not tell (no CFI for the code, the
+	// return address beyond the copy, an implausible result).
+	inserted, agreed, unknown uint64
+	spent                     time.Duration
+}
+
+// leafRingPages sizes each CPU's ring for samples that carry a stack
+// copy of the given size: the frame-pointer default (perf.DefaultRingPages,
+// which holds about 1700 samples without a copy) grown in proportion,
+// to a power of two, at most 16 MiB as for DWARF unwinding.
+func leafRingPages(stack int) int {
+	pages := perf.DefaultRingPages
+	for grow := (stack + 511) / 512; grow > 0 && pages < 4096; grow /= 2 {
+		pages *= 2
+	}
+	return pages
+}
+
+// complete returns addrs, a frame-pointer callchain of s with its zeros
+// dropped, with the sampled function's caller inserted after the user IP
+// when the walk skipped it. The result is valid until the next call.
+func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
+	user := -1
+	for i := len(addrs) - 1; i >= 0; i-- {
+		if capture.IsContext(addrs[i]) {
+			if addrs[i] == capture.ContextUser {
+				user = i
+			}
+			break
+		}
+	}
+	if user < 0 || user+1 >= len(addrs) {
+		return addrs // a kernel thread's sample: no user part
+	}
+	start := time.Now()
+	defer func() { l.spent += time.Since(start) }()
+	ip, caller, ok := l.caller(s)
+	if !ok || addrs[user+1] != ip {
+		l.unknown++
+		return addrs
+	}
+	if user+2 < len(addrs) && addrs[user+2] == caller {
+		l.agreed++
+		return addrs
+	}
+	if l.u.sym.procs[int(s.PID)].notReturn(caller, true) {
+		l.unknown++
+		return addrs
+	}
+	l.inserted++
+	l.buf = append(append(append(l.buf[:0], addrs[:user+2]...), caller), addrs[user+2:]...)
+	return l.buf
+}
+
+// caller unwinds one frame from the sample's user registers and stack
+// copy: the user IP and the return address of its function.
+func (l *leafCallers) caller(s *perf.Sample) (ip, caller uint64, ok bool) {
+	u := l.u
+	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
+	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
+	bp, _ := u.format.UserReg(s, perf.RegX86BP)
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	u.mapper.reset(u.procMaps(int(s.PID)))
+	l.step, _ = unwind.Unwind(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, 2)
+	if len(l.step) < 2 {
+		return ip, 0, false
+	}
+	return ip, l.step[1], true
+}
+
+// summary describes what the step did, for the log.
+func (l *leafCallers) summary(stackSize int) string {
+	n := l.inserted + l.agreed + l.unknown
+	if n == 0 {
+		return "leaf callers: no user stacks sampled"
+	}
+	pct := func(k uint64) float64 { return 100 * float64(k) / float64(n) }
+	used, loads, _ := l.u.cache.Stats()
+	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held)",
+		n, pct(l.inserted), pct(l.agreed), pct(l.unknown), stackSize,
+		float64((l.spent-l.u.loading).Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
+}
