@@ -34,18 +34,6 @@ type leafCallers struct {
 	spent                     time.Duration
 }
 
-// leafRingPages sizes each CPU's ring for samples that carry a stack
-// copy of the given size: the frame-pointer default (perf.DefaultRingPages,
-// which holds about 1700 samples without a copy) grown in proportion,
-// to a power of two, at most 16 MiB as for DWARF unwinding.
-func leafRingPages(stack int) int {
-	pages := perf.DefaultRingPages
-	for grow := (stack + 511) / 512; grow > 0 && pages < 4096; grow /= 2 {
-		pages *= 2
-	}
-	return pages
-}
-
 // complete returns addrs, a frame-pointer callchain of s with its zeros
 // dropped, with the sampled function's caller inserted after the user IP
 // when the walk skipped it. The result is valid until the next call.

@@ -195,7 +195,7 @@ func (r *recorder) setup() error {
 			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
 		} else if o.LeafStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.LeafStack)
-			popts.RingPages = leafRingPages(o.LeafStack)
+			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps

@@ -27,7 +27,8 @@ const maxUnwindFrames = 127
 // with stack copies (within 2 to 16 MiB): the start of a system-wide
 // recording, which scans every process and opens its files before it
 // reads a record, and the first use of a large binary's CFI, must not
-// make the kernel drop samples.
+// make the kernel drop samples. The leaf step (leafCallers) reads CFI
+// too, and its rings are sized the same way.
 func dwarfRingPages(freq, stack int) int {
 	want := freq * (stack + 512) / os.Getpagesize()
 	pages := perf.DefaultStackRingPages
