@@ -144,7 +144,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
 	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
-	f.StringVar(&fl.callGraph, "call-graph", "", "user stacks from frame pointers (fp[,SIZE], the default: SIZE bytes of stack copied per sample, default 512, to find the caller the kernel's walk skips when the sampled function has set up no frame pointer; 0 for the kernel's chain alone) or unwound from CFI while recording (dwarf[,SIZE]: SIZE bytes of stack copied per sample, default 8192); SIZE at most 65528")
+	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
