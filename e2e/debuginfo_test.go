@@ -312,9 +312,7 @@ func TestStrippedGo(t *testing.T) {
 	checkGoLines(t, capture)
 	// goStep sets up no frame: the frame-pointer walk from it skips
 	// goLeaf, and the recorder puts goLeaf back from the pclntab's
-	// stack-pointer deltas, so goLeaf's total covers goStep's samples
-	// (but for the first ones, taken while the table is read in the
-	// background).
+	// stack-pointer deltas, so goLeaf's total covers goStep's samples.
 	self, total := map[string]int{}, map[string]int{}
 	for _, f := range reportJSON(t, capture).Groups[0].Functions {
 		self[f.Name] += f.Self

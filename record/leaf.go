@@ -34,19 +34,6 @@ type leafCallers struct {
 	spent                     time.Duration
 }
 
-// leafRingPages sizes each CPU's ring for samples that carry a stack
-// copy of the given size: the frame-pointer default (perf.DefaultRingPages,
-// which holds about 1700 samples without a copy) grown in proportion, to
-// a power of two, at most 16 MiB as for DWARF unwinding. Tables are read
-// in the background, so the reader does not stall on them.
-func leafRingPages(stack int) int {
-	pages := perf.DefaultRingPages
-	for grow := (stack + 511) / 512; grow > 0 && pages < 4096; grow /= 2 {
-		pages *= 2
-	}
-	return pages
-}
-
 // complete returns addrs, a frame-pointer callchain of s with its zeros
 // dropped, with the sampled function's caller inserted after the user IP
 // when the walk skipped it. The result is valid until the next call.
@@ -109,7 +96,7 @@ func (l *leafCallers) summary(stackSize int) string {
 	}
 	pct := func(k uint64) float64 { return 100 * float64(k) / float64(n) }
 	used, loads, _ := l.u.cache.Stats()
-	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI yet or at all, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in the background in %.2fs (%.1f MB held)",
+	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held)",
 		n, pct(l.inserted), pct(l.agreed), pct(l.unknown), stackSize,
-		float64(l.spent.Nanoseconds())/1e3/float64(n), loads, l.u.loadTime().Seconds(), float64(used)/1e6)
+		float64((l.spent-l.u.loading).Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
 }

@@ -39,9 +39,6 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		}
 	}
 	defer func() {
-		if r.leaf != nil {
-			r.leaf.u.wait() // its loads read the symbolizer's files
-		}
 		if r.sym != nil {
 			r.sym.close()
 		}
@@ -198,7 +195,7 @@ func (r *recorder) setup() error {
 			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
 		} else if o.LeafStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.LeafStack)
-			popts.RingPages = leafRingPages(o.LeafStack)
+			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
@@ -225,7 +222,6 @@ func (r *recorder) setup() error {
 			}
 		} else if popts.UserStack > 0 {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
-			r.leaf.u.async = true
 		}
 	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
@@ -635,7 +631,6 @@ func (r *recorder) finish() {
 		r.embedKallsyms()
 	}
 	if r.leaf != nil {
-		r.leaf.u.wait()
 		r.logf("%s", r.leaf.summary(r.opts.LeafStack))
 	}
 	if r.dwarf != nil {

@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"nsprof/capture"
@@ -28,7 +27,8 @@ const maxUnwindFrames = 127
 // with stack copies (within 2 to 16 MiB): the start of a system-wide
 // recording, which scans every process and opens its files before it
 // reads a record, and the first use of a large binary's CFI, must not
-// make the kernel drop samples.
+// make the kernel drop samples. The leaf step (leafCallers) reads CFI
+// too, and its rings are sized the same way.
 func dwarfRingPages(freq, stack int) int {
 	want := freq * (stack + 512) / os.Getpagesize()
 	pages := perf.DefaultStackRingPages
@@ -53,15 +53,6 @@ type dwarfUnwinder struct {
 	// truncated is the JIT address of truncatedName, appended to stacks
 	// the stack copy cut short; 0 leaves them unmarked.
 	truncated uint64
-
-	// async loads tables in goroutines (the leaf step): table returns
-	// nil for an object until its table is ready, rather than stalling
-	// the reading of the rings. pending holds the keys being loaded;
-	// loads tracks them; loadMu guards loading.
-	async   bool
-	pending map[string]bool
-	loads   sync.WaitGroup
-	loadMu  sync.Mutex
 
 	samples uint64
 	stops   [unwind.StopDepth + 1]uint64
@@ -154,7 +145,7 @@ func (u *dwarfUnwinder) summary(stackSize uint32) string {
 	s := fmt.Sprintf("dwarf unwinding: %d user stacks, %.1f%% to the outermost frame, %.1f%% truncated by the %d-byte stack copy (--call-graph dwarf,SIZE), %.1f%% stopped at a bad frame; %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held",
 		u.samples, pct(u.stops[unwind.StopEnd]), pct(u.stops[unwind.StopTruncated]), stackSize,
 		pct(u.stops[unwind.StopBadFrame]+u.stops[unwind.StopUnsupported]),
-		float64((u.spent-u.loadTime()).Nanoseconds())/1e3/float64(u.samples), loads, u.loadTime().Seconds(), float64(used)/1e6)
+		float64((u.spent-u.loading).Nanoseconds())/1e3/float64(u.samples), loads, u.loading.Seconds(), float64(used)/1e6)
 	if evictions > 0 {
 		s += fmt.Sprintf(", %d dropped", evictions)
 	}
@@ -228,7 +219,7 @@ func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
 	if o.f == nil {
 		return nil
 	}
-	load := func() (*unwind.Table, error) {
+	t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
 		defer u.timeLoad(time.Now())
 		// A table is kept even if some FDEs could not be read.
 		if dbg := debugFrameFile(o); dbg != nil {
@@ -236,31 +227,9 @@ func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
 			return unwind.Load(o.f, dbg)
 		}
 		return unwind.Load(o.f, nil)
-	}
-	if !u.async {
-		t, _ := u.cache.Get(o.key, load)
-		return t
-	}
-	if t, ok := u.cache.Lookup(o.key); ok {
-		return t
-	}
-	if !u.pending[o.key] {
-		if u.pending == nil {
-			u.pending = make(map[string]bool)
-		}
-		u.pending[o.key] = true
-		u.loads.Add(1)
-		go func() {
-			defer u.loads.Done()
-			u.cache.Get(o.key, load)
-		}()
-	}
-	return nil
+	})
+	return t
 }
-
-// wait waits for the tables being loaded in goroutines (async), which
-// read files the symbolizer closes.
-func (u *dwarfUnwinder) wait() { u.loads.Wait() }
 
 // debugFrameFile opens the separate debug file of o when o has no
 // .debug_frame of its own: code built without unwind tables
@@ -287,15 +256,4 @@ func debugFrameFile(o *symObj) *os.File {
 	return f
 }
 
-func (u *dwarfUnwinder) timeLoad(start time.Time) {
-	u.loadMu.Lock()
-	u.loading += time.Since(start)
-	u.loadMu.Unlock()
-}
-
-// loadTime returns the time spent reading tables so far.
-func (u *dwarfUnwinder) loadTime() time.Duration {
-	u.loadMu.Lock()
-	defer u.loadMu.Unlock()
-	return u.loading
-}
+func (u *dwarfUnwinder) timeLoad(start time.Time) { u.loading += time.Since(start) }

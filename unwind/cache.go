@@ -74,20 +74,6 @@ func (c *Cache) Get(key string, load func() (*Table, error)) (*Table, error) {
 	return tab, err
 }
 
-// Lookup returns the table of key and true if it is cached (nil for a
-// remembered failure), without loading it: a caller that cannot wait
-// loads it elsewhere with [Cache.Get].
-func (c *Cache) Lookup(key string) (*Table, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*cacheEntry).tab, true
-}
-
 // Stats returns the bytes held, the number of loads and of evictions.
 func (c *Cache) Stats() (bytes, loads, evictions int) {
 	c.mu.Lock()
