@@ -30,17 +30,9 @@ func TestTrimCallers(t *testing.T) {
 	copy(code[0x2f9:], bytes.Repeat([]byte{0xcc}, 7))
 	copy(code[0xe:], []byte{0xeb, 0xfe})
 	copy(code[0x37a:], []byte{0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x90})
-	path := filepath.Join(t.TempDir(), "code")
-	if err := os.WriteFile(path, code, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := codeFile(t, code)
 	s := newSymbolizer()
-	o := &symObj{path: path, f: f}
+	o := &symObj{path: f.Name(), f: f}
 	p := s.proc(42)
 	p.maps = append(p.maps, symMap{start: 0x400000, end: 0x400400, obj: o})
 	p.other = append(p.other, span{0x7f0000000000, 0x7f0000010000}) // anonymous: JIT code
@@ -110,19 +102,11 @@ func TestTrimCallers(t *testing.T) {
 func BenchmarkTrimCallers(b *testing.B) {
 	code := make([]byte, 0x1000)
 	copy(code[0x100:], []byte{0xe8, 1, 2, 3, 4})
-	path := filepath.Join(b.TempDir(), "code")
-	if err := os.WriteFile(path, code, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	f := codeFile(b, code)
 	s := newSymbolizer()
 	p := s.proc(42)
 	for i := range uint64(40) {
-		p.maps = append(p.maps, symMap{start: 0x400000 + i<<20, end: 0x401000 + i<<20, obj: &symObj{path: path, f: f}})
+		p.maps = append(p.maps, symMap{start: 0x400000 + i<<20, end: 0x401000 + i<<20, obj: &symObj{path: f.Name(), f: f}})
 	}
 	addrs := []uint64{capture.ContextUser}
 	for range 20 {
@@ -133,4 +117,20 @@ func BenchmarkTrimCallers(b *testing.B) {
 			b.Fatal("trimmed a real caller")
 		}
 	}
+}
+
+// codeFile returns code written to a file and opened, closed at the end
+// of the test.
+func codeFile(tb testing.TB, code []byte) *os.File {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "code")
+	if err := os.WriteFile(path, code, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
 }
