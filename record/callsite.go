@@ -42,7 +42,7 @@ import (
 // there. A mapping whose MMAP record was lost looks like no mapping, so an
 // outermost frame in it would go too.
 //
-// Only x86-64 code is checked for calls; elsewhere the other two rules
+// Only x86-64 code is checked for calls; elsewhere the other rules
 // apply.
 func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 	user := -1 // the index of the user context marker
