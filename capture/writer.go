@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"nsprof/internal/outfile"
 	"nsprof/internal/unix"
 )
 
@@ -152,21 +153,25 @@ func regularFD(w io.Writer) int {
 	return int(f.Fd())
 }
 
-// Create creates (or truncates) the file at path, mode 0640, and returns a
-// Writer that owns it: Close closes the file.
+// Create creates the file at path, mode 0640, and returns a Writer that
+// owns it: Close closes the file. An existing regular file at path is
+// replaced when the Writer is closed (the capture is written under a
+// temporary name in the same directory until then); it is never opened,
+// so a hard link at path keeps its other names' contents. A symbolic link
+// or other non-regular file at path is refused, not followed.
 func Create(path string) (*Writer, error) {
 	return CreateWithOptions(path, WriterOptions{})
 }
 
 // CreateWithOptions is [Create] with options.
 func CreateWithOptions(path string, opts WriterOptions) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o640)
+	f, err := outfile.Create(path, outfile.Options{Replace: true, Perm: 0o640})
 	if err != nil {
 		return nil, err
 	}
-	w, err := NewWriterWithOptions(f, opts)
+	w, err := NewWriterWithOptions(f.File, opts)
 	if err != nil {
-		f.Close()
+		f.Discard()
 		return nil, err
 	}
 	w.closer = f

@@ -87,14 +87,7 @@ func catCaptures(ctx context.Context, opts catOptions, stdout io.Writer) (err er
 				}
 			}
 		}
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if opts.Force {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		}
-		f, oerr := os.OpenFile(opts.Output, flags, 0o640)
-		if errors.Is(oerr, fs.ErrExist) {
-			return fmt.Errorf("%s: file exists (use -f to overwrite)", opts.Output)
-		}
+		f, oerr := createOutput(opts.Output, opts.Force, 0o640)
 		if oerr != nil {
 			return oerr
 		}
@@ -103,7 +96,7 @@ func catCaptures(ctx context.Context, opts catOptions, stdout io.Writer) (err er
 				err = cerr
 			}
 		}()
-		out = f
+		out = f.File
 	}
 	return capture.CatFiles(out, srcs, opts.Inputs, capture.CatOptions{})
 }

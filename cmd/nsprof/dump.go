@@ -21,6 +21,8 @@ type dumpOptions struct {
 	Input string
 	// Output is the file to write, or "" or "-" for standard output.
 	Output string
+	// Force replaces an existing Output file.
+	Force bool
 	// Types keeps only frames of these types; empty keeps all.
 	Types []capture.FrameType
 	// PIDs keeps only frames whose frame PID is listed; empty keeps all.
@@ -82,6 +84,7 @@ the byte offset of the damage and exits with status 1.`,
 	f.BoolVar(&opts.Files, "files", false, "list embedded files (path, size, complete, gz) instead of frames")
 	f.StringVarP(&opts.Extract, "extract", "x", "", "write the contents of the embedded file at `PATH` (decompressing PATH.gz when PATH is not stored)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write to `FILE` instead of standard output")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite FILE if it exists")
 	return cmd
 }
 
@@ -126,7 +129,7 @@ func dump(ctx context.Context, opts dumpOptions, stdin io.Reader, stdout io.Writ
 	}
 	out := stdout
 	if opts.Output != "" && opts.Output != "-" {
-		f, cerr := os.Create(opts.Output)
+		f, cerr := createOutput(opts.Output, opts.Force, 0o640)
 		if cerr != nil {
 			return cerr
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -157,19 +155,14 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 			return errors.New("refusing to write a pprof profile to a terminal: redirect standard output or use -o FILE")
 		}
 	} else {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if opts.Force {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		}
-		f, oerr := os.OpenFile(opts.Output, flags, 0o644)
-		if errors.Is(oerr, fs.ErrExist) {
-			return fmt.Errorf("%s: file exists (use -f to overwrite)", opts.Output)
-		}
+		f, oerr := createOutput(opts.Output, opts.Force, 0o644)
 		if oerr != nil {
 			return oerr
 		}
 		defer func() { // sets the named result err
-			if cerr := f.Close(); err == nil && cerr != nil {
+			if err != nil {
+				f.Discard() // a failed export leaves no partial file
+			} else if cerr := f.Close(); cerr != nil {
 				err = fmt.Errorf("%s: %w", opts.Output, cerr)
 			}
 		}()

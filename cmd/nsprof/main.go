@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+
+	"nsprof/internal/outfile"
 )
 
 // cpuProfileEnv names a file to which nsprof writes a pprof CPU profile of
@@ -30,9 +32,11 @@ func profileSelf(path string) func() {
 	if path == "" {
 		return func() {}
 	}
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, outfile.Options{Replace: true})
 	if err == nil {
-		err = pprof.StartCPUProfile(f)
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Discard()
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nsprof: %s: %v\n", cpuProfileEnv, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -171,19 +170,12 @@ func (e *exitCode) Error() string { return e.msg }
 
 func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 	stderr := cmd.ErrOrStderr()
-	flags := os.O_RDWR | os.O_CREATE | os.O_EXCL
-	if fl.force {
-		flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
-	}
-	f, err := os.OpenFile(fl.output, flags, 0o640)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s exists; use -f to overwrite it", fl.output)
-	}
+	f, err := createOutput(fl.output, fl.force, 0o640)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	w, err := capture.NewWriterWithOptions(f, capture.WriterOptions{BufferSize: 4 << 20})
+	defer f.Discard() // when an error returns before Close
+	w, err := capture.NewWriterWithOptions(f.File, capture.WriterOptions{BufferSize: 4 << 20})
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.output, err)
 	}
@@ -198,8 +190,12 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 	if recErr == nil && closeErr != nil {
 		recErr = closeErr
 	}
+	size := fileSize(f.File)
+	if err := f.Close(); recErr == nil {
+		recErr = err
+	}
 	if recErr != nil {
-		return fmt.Errorf("recording to %s: %w; frames flushed before the error are readable (%d bytes)", fl.output, recErr, fileSize(f))
+		return fmt.Errorf("recording to %s: %w; frames flushed before the error are readable (%d bytes)", fl.output, recErr, size)
 	}
 	fmt.Fprintf(stderr, "nsprof: %s\n", res.Summary(fl.output))
 	if res.Stopped == "signal" {

@@ -121,7 +121,7 @@ func TestRecordExitStatusEnvAndOverwrite(t *testing.T) {
 	}
 
 	cmd, stderr = nsprofProcess(t, args...)
-	if code := exitCodeOf(cmd.Run()); code != 1 || !strings.Contains(stderr.String(), "exists; use -f") {
+	if code := exitCodeOf(cmd.Run()); code != 1 || !strings.Contains(stderr.String(), "file exists (use -f") {
 		t.Errorf("second run without -f: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"nsprof/internal/outfile"
+)
+
+// createOutput creates the output file of a command, refusing an existing
+// path unless force (-f) is set; see package outfile for how an existing
+// file is replaced without following a link planted at its name.
+func createOutput(path string, force bool, perm fs.FileMode) (*outfile.File, error) {
+	f, err := outfile.Create(path, outfile.Options{Replace: force, Perm: perm})
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s: file exists (use -f to overwrite)", path)
+	}
+	return f, err
+}

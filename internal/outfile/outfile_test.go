@@ -1,0 +1,213 @@
+package outfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+// victim is a file that outputs must never write to: the target of links
+// planted at an output's name.
+func victim(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(p, []byte("victim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func checkContent(t *testing.T, path, want string) {
+	t.Helper()
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		t.Errorf("%s = %q, %v; want %q", path, b, err, want)
+	}
+}
+
+func write(t *testing.T, path string, opts Options, data string) error {
+	t.Helper()
+	f, err := Create(path, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	return f.Close()
+}
+
+func TestCreateRefusesExisting(t *testing.T) {
+	dir := t.TempDir()
+	v := victim(t)
+	regular := filepath.Join(dir, "regular")
+	os.WriteFile(regular, []byte("old"), 0o644)
+	link := filepath.Join(dir, "link")
+	os.Symlink(v, link)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "nowhere"), dangling)
+	for _, p := range []string{regular, link, dangling, dir} {
+		if err := write(t, p, Options{}, "new"); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("%s: %v, want an error wrapping fs.ErrExist", p, err)
+		}
+	}
+	checkContent(t, regular, "old")
+	checkContent(t, v, "victim\n")
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	if err := write(t, filepath.Join(dir, "new"), Options{Perm: 0o600}, "new"); err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, filepath.Join(dir, "new"), "new")
+	if st, _ := os.Stat(filepath.Join(dir, "new")); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode())
+	}
+}
+
+func TestReplaceRefusesLinksAndSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	v := victim(t)
+	link := filepath.Join(dir, "link")
+	os.Symlink(v, link)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "nowhere"), dangling)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, dangling, fifo, dir} {
+		if err := write(t, p, Options{Replace: true}, "new"); err == nil {
+			t.Errorf("%s replaced", p)
+		} else {
+			t.Log(err)
+		}
+	}
+	checkContent(t, v, "victim\n")
+	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", st, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	checkLeftovers(t, dir, 3)
+}
+
+// checkLeftovers fails if dir holds other than n entries (a temporary
+// file left behind).
+func checkLeftovers(t *testing.T, dir string, n int) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != n {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("%s holds %q, want %d entries", dir, names, n)
+	}
+}
+
+// TestReplaceHardLink replaces a name that is a hard link to another file:
+// the other name keeps its contents.
+func TestReplaceHardLink(t *testing.T) {
+	dir := t.TempDir()
+	v := filepath.Join(dir, "victim")
+	os.WriteFile(v, []byte("victim\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	if err := os.Link(v, out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(out, Options{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new")
+	checkContent(t, out, "victim\n") // not replaced before Close
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, out, "new")
+	checkContent(t, v, "victim\n")
+	checkLeftovers(t, dir, 2)
+}
+
+func TestDiscard(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	f, err := Create(out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("partial")
+	f.Discard()
+	f.Discard()
+	if err := f.Close(); err != nil {
+		t.Errorf("Close after Discard: %v", err)
+	}
+	checkLeftovers(t, dir, 0)
+
+	os.WriteFile(out, []byte("old"), 0o644)
+	f, err = Create(out, Options{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("partial")
+	f.Discard()
+	checkContent(t, out, "old")
+	checkLeftovers(t, dir, 1)
+
+	// A file put at the name after Create is not Discard's to remove.
+	os.Remove(out)
+	f, err = Create(out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(out)
+	os.WriteFile(out, []byte("someone else's"), 0o644)
+	f.Discard()
+	checkContent(t, out, "someone else's")
+}
+
+// TestReplaceInStickyDir is root writing to a name another user planted
+// in a sticky, world-writable directory such as /tmp: a symbolic link to
+// a root-owned file is refused, and a file of theirs is replaced by one
+// of root's rather than written through.
+func TestReplaceInStickyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "planting files owned by another user needs root")
+	}
+	const nobody = 65534
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	v := victim(t)
+	link := filepath.Join(dir, "x.syscap")
+	os.Symlink(v, link)
+	if err := os.Lchown(link, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(t, link, Options{Replace: true}, "capture"); err == nil {
+		t.Error("replaced a link planted by another user")
+	}
+	checkContent(t, v, "victim\n")
+
+	theirs := filepath.Join(dir, "y.syscap")
+	os.WriteFile(theirs, []byte("theirs"), 0o666)
+	os.Chown(theirs, nobody, nobody)
+	if err := write(t, theirs, Options{Replace: true, Perm: 0o640}, "capture"); err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, theirs, "capture")
+	st, err := os.Lstat(theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 || st.Mode().Perm()&0o007 != 0 {
+		t.Errorf("%s: uid %d, mode %v: want root's file, not readable by others", theirs, sys.Uid, st.Mode())
+	}
+}
