@@ -28,7 +28,8 @@
 //
 // # Privileges
 //
-// Sampling other users' tasks, all tasks, or kernel code needs root or
-// CAP_PERFMON, depending on kernel.perf_event_paranoid; errors then wrap
-// os.ErrPermission and name the sysctl.
+// Sampling all tasks or kernel code needs root or CAP_PERFMON, depending
+// on kernel.perf_event_paranoid ([Paranoid]); sampling another user's task
+// needs ptrace access to it (CAP_SYS_PTRACE) whatever the sysctl says.
+// Errors then wrap os.ErrPermission and say which of these refused.
 package perf

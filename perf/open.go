@@ -71,7 +71,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 				continue
 			}
 			if err != nil {
-				return nil, openError(pid, cpu, err)
+				return nil, openError(pid, cpu, s.ExcludeKernel, err)
 			}
 			res.fds = append(res.fds, fd)
 			if owner >= 0 {

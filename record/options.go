@@ -96,6 +96,11 @@ type Result struct {
 	// Stopped names what stopped the recording: "command exited",
 	// "duration", "signal" or "write error".
 	Stopped string
+	// Started reports whether the recording began. It is false when
+	// Record failed while setting up (the command could not start, a pid
+	// does not exist, perf events were refused): the capture then holds
+	// no more than its preamble.
+	Started bool
 }
 
 func (o *Options) setDefaults() error {

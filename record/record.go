@@ -62,7 +62,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 	}
 	r.loop(ctx)
 	r.finish()
-	res = Result{Stats: r.stats(), Stopped: r.stopped}
+	res = Result{Stats: r.stats(), Stopped: r.stopped, Started: true}
 	if r.child != nil {
 		res.ExitCode, res.Exit = r.child.exitStatus()
 	}
@@ -99,6 +99,9 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
+	// userOnly is set when perf events sample user space only (see
+	// openPerf).
+	userOnly bool
 }
 
 func (r *recorder) stats() Stats {
@@ -205,12 +208,15 @@ func (r *recorder) setup() error {
 		} else {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
 		}
-		rd, err := perf.OpenWithOptions(target, popts)
+		rd, err := r.openPerf(target, popts)
 		if err != nil {
 			return fmt.Errorf("open perf events: %w", err)
 		}
 		r.rd = rd
 		event = rd.Event().String()
+		if r.userOnly {
+			event += ":u" // perf's name for a user-space-only event
+		}
 		if o.DWARFStack > 0 && r.sym != nil {
 			r.dwarf = newDWARFUnwinder(r.sym, o.FS, rd.Format())
 			// A stack cut short by the stack copy ends in a frame

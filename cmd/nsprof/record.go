@@ -190,6 +190,12 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 	if recErr == nil && closeErr != nil {
 		recErr = closeErr
 	}
+	if recErr != nil && !res.Started {
+		// Nothing was recorded: leave no file behind, so that the
+		// retry needs no -f (an existing file that -f was to replace
+		// stays as it was).
+		return fmt.Errorf("recording to %s: %w (nothing recorded, %s not written)", fl.output, recErr, fl.output)
+	}
 	size := fileSize(f.File)
 	if err := f.Close(); recErr == nil {
 		recErr = err
