@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"nsprof/internal/testutils"
 )
@@ -71,25 +73,75 @@ func newSecret(t *testing.T) secretSetup {
 	return secretSetup{dir: dir, secret: secret, token: token}
 }
 
-// watchOpens reports whether anything opened path while the returned
-// function was not yet called: an inotify IN_OPEN watch. A denied open is
-// no open: the kernel checks permission first.
-func watchOpens(t *testing.T, path string) func() bool {
+// watchOpens watches path for opens with fanotify and returns a
+// function that stops watching and lists the pids that opened it. A
+// denied open is no open: the kernel checks permission first. Other
+// profilers running on the machine may open the file too; the tests look
+// only at nsprof's own pid.
+func watchOpens(t *testing.T, path string) func() map[int32]bool {
 	t.Helper()
-	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	const (
+		fanClassNotif = 0x0
+		fanCloexec    = 0x1
+		fanNonblock   = 0x2
+		fanMarkAdd    = 0x1
+		fanOpen       = 0x20
+	)
+	fd, _, errno := syscall.Syscall(syscall.SYS_FANOTIFY_INIT, fanClassNotif|fanCloexec|fanNonblock, syscall.O_RDONLY|syscall.O_LARGEFILE, 0)
+	if errno != 0 {
+		testutils.RequireCI(t, "fanotify_init: %v", errno)
+	}
+	p, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := syscall.InotifyAddWatch(fd, path, syscall.IN_OPEN); err != nil {
-		syscall.Close(fd)
-		t.Fatal(err)
+	atFDCWD := -100
+	if _, _, errno := syscall.Syscall6(syscall.SYS_FANOTIFY_MARK, fd, fanMarkAdd, fanOpen, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), 0); errno != 0 {
+		syscall.Close(int(fd))
+		t.Fatalf("fanotify_mark %s: %v", path, errno)
 	}
-	return func() bool {
-		defer syscall.Close(fd)
+	return func() map[int32]bool {
+		defer syscall.Close(int(fd))
+		pids := make(map[int32]bool)
 		var buf [4096]byte
-		n, _ := syscall.Read(fd, buf[:])
-		return n > 0
+		for {
+			n, err := syscall.Read(int(fd), buf[:])
+			if err != nil || n <= 0 {
+				return pids
+			}
+			// struct fanotify_event_metadata: event_len u32, vers u8,
+			// reserved u8, metadata_len u16, mask u64, fd s32, pid s32.
+			for off := 0; off+24 <= n; {
+				evLen := int(binary.LittleEndian.Uint32(buf[off:]))
+				if evLen < 24 {
+					break
+				}
+				if efd := int32(binary.LittleEndian.Uint32(buf[off+16:])); efd >= 0 {
+					syscall.Close(int(efd))
+				}
+				pids[int32(binary.LittleEndian.Uint32(buf[off+20:]))] = true
+				off += evLen
+			}
+		}
 	}
+}
+
+// recordWatched records pid for secs seconds, as recordPID does, and
+// fails if the recorder opened the file watch watches.
+func recordWatched(t *testing.T, pid, secs int, watch func() map[int32]bool) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "capture.syscap")
+	cmd := exec.Command(nsprofBin, "record", "-p", strconv.Itoa(pid), "--duration", strconv.Itoa(secs), "-o", out,
+		"--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nsprof record: %v\n%s", err, stderr.String())
+	}
+	if watch()[int32(cmd.Process.Pid)] {
+		t.Errorf("nsprof record opened the root-only file")
+	}
+	return out
 }
 
 // startAsUser starts script with bash as uid:gid in a new process group
@@ -239,10 +291,7 @@ exec unshare --user --map-root-user --mount --fork -- bash -c 'exec -a conmon ba
 			opened := watchOpens(t, s.secret)
 			startAsUser(t, uid, gid, script, s.dir, s.secret, c.variant, conmon)
 			pid := waitPID(t, filepath.Join(s.dir, "pid"))
-			capture := recordPID(t, pid, 2)
-			if opened() {
-				t.Errorf("the root-only file was opened while recording")
-			}
+			capture := recordWatched(t, pid, 2, opened)
 			r := reportJSON(t, capture)
 			if r.Capture.Samples == 0 {
 				t.Errorf("no samples of the target")
@@ -285,9 +334,6 @@ func TestHostileDebugLink(t *testing.T) {
 	opened := watchOpens(t, s.secret)
 	startAsUser(t, uid, gid, `"$1" 30 & echo $! > "$2"; wait`, hot, filepath.Join(s.dir, "pid"))
 	pid := waitPID(t, filepath.Join(s.dir, "pid"))
-	capture := recordPID(t, pid, 1)
-	if opened() {
-		t.Errorf("the root-only file a debug link led to was opened while recording")
-	}
+	capture := recordWatched(t, pid, 1, opened)
 	checkNoSecret(t, capture, s)
 }
