@@ -59,6 +59,13 @@ type Process struct {
 	rootVia string   // "root" or "task-root"
 	rootErr error    // why root is nil
 
+	// creds are the process's credentials at Open, for files reached
+	// through it once it is gone; startTime tells it from a later
+	// process with the same pid (see creds.go).
+	creds     unix.Creds
+	credsErr  error
+	startTime uint64
+
 	snap *snapshot
 }
 
@@ -77,6 +84,7 @@ func Open(pid int) (*Process, error) {
 		return nil, fmt.Errorf("open process %d: %w", pid, err)
 	}
 	p := &Process{pid: pid}
+	p.openCreds()
 	p.root, p.rootVia, p.rootErr = openRoot(pid)
 	p.snap = takeSnapshot(pid, p)
 	return p, nil
@@ -141,10 +149,11 @@ func (p *Process) pinnedRoot() (*os.File, string, error) {
 // its pinned root with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS):
 // symbolic links and ".." cannot leave the root, and /proc magic links are
 // refused. Only regular files and directories are opened, so a FIFO or a
-// device node planted in a container cannot block or trigger a driver. It
+// device node planted in a container cannot block or trigger a driver. The
+// open is made with the process's credentials (see [Process.Creds]). It
 // has the signature of symbol.Opener.
 func (p *Process) OpenInRoot(name string) (*os.File, error) {
-	f, _, err := p.openInRoot(name)
+	f, _, err := p.asProcess(func() (*os.File, string, error) { return p.openInRoot(name) })
 	return f, err
 }
 
@@ -225,14 +234,24 @@ type route struct {
 	open   func(m Mapping, p string) (*os.File, string, error) // returns the via label it used
 }
 
+// Every route but map_files opens with the process's credentials, and the
+// storage layers with those of the storage's owner (see creds.go).
 func (p *Process) routes() []route {
 	return []route{
 		{ViaMapFiles, true, p.openMapFiles},
-		{ViaRoot, true, func(_ Mapping, name string) (*os.File, string, error) { return p.openInRoot(name) }},
+		{ViaRoot, true, p.asProcessRoute(func(_ Mapping, name string) (*os.File, string, error) { return p.openInRoot(name) })},
 		{ViaStorageLayer, false, p.openStorageLayer},
-		{ViaOverlayLower, false, p.openOverlayLower},
-		{ViaFlatpak, false, p.openFlatpak},
-		{ViaMountinfo, false, p.openMountinfo},
+		{ViaOverlayLower, false, p.asProcessRoute(p.openOverlayLower)},
+		{ViaFlatpak, false, p.asProcessRoute(p.openFlatpak)},
+		{ViaMountinfo, false, p.asProcessRoute(p.openMountinfo)},
+	}
+}
+
+// asProcessRoute wraps a route's open to run with the process's
+// credentials.
+func (p *Process) asProcessRoute(open func(Mapping, string) (*os.File, string, error)) func(Mapping, string) (*os.File, string, error) {
+	return func(m Mapping, name string) (*os.File, string, error) {
+		return p.asProcess(func() (*os.File, string, error) { return open(m, name) })
 	}
 }
 
@@ -327,7 +346,11 @@ func (p *Process) openStorageLayer(_ Mapping, name string) (*os.File, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	f, err := openInLayers(st.Dirs, name)
+	var f *os.File
+	err = p.snap.asStorageOwner(func() (err error) {
+		f, err = openInLayers(st.Dirs, name)
+		return err
+	})
 	return f, "", err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"nsprof/internal/unix"
 	"nsprof/proc"
 )
 
@@ -28,6 +29,12 @@ type snapshot struct {
 
 	conmon    *conmonArgs
 	conmonUID int // real uid of conmon; -1 unknown
+
+	// storageCreds are those of the podman user whose storage holds the
+	// container (conmon's; the process's own without a conmon parent):
+	// its storage files are read with them.
+	storageCreds    unix.Creds
+	storageCredsErr error
 
 	// fuseOverlay maps the device of a fuse-overlayfs mount of the process
 	// to the layers from the fuse-overlayfs command line.
@@ -67,10 +74,15 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 			if a, ok := parseConmonCmdline(argv); ok {
 				s.conmon = &a
 				s.conmonUID = int(st.Uid.Real)
+				s.storageCreds = procCreds(st)
 				break
 			}
 		}
 		ppid = st.PPid
+	}
+
+	if s.conmon == nil {
+		s.storageCreds, s.storageCredsErr = p.creds, p.credsErr
 	}
 
 	for _, m := range s.mounts {
@@ -177,9 +189,21 @@ func (st *podmanStorage) Root() string {
 // ~/.local/share/containers/storage.
 func (s *snapshot) podmanStorage() (*podmanStorage, error) {
 	s.storageOnce.Do(func() {
-		s.storage, s.storageErr = s.findStorage()
+		s.storageErr = s.asStorageOwner(func() error {
+			var err error
+			s.storage, err = s.findStorage()
+			return err
+		})
 	})
 	return s.storage, s.storageErr
+}
+
+// asStorageOwner runs fn with the credentials of the storage's owner.
+func (s *snapshot) asStorageOwner(fn func() error) error {
+	if s.storageCredsErr != nil {
+		return s.storageCredsErr
+	}
+	return asCreds(s.storageCreds, fn)
 }
 
 type graphroot struct{ dir, driver string }

@@ -28,6 +28,7 @@ type Status struct {
 	PPid      int    // parent process ID; 0 if the parent is outside the namespace
 	TracerPid int    // 0 if not traced
 	Uid, Gid  IDs
+	Groups    []uint32 // supplementary groups; nil for none
 	NStgid    []int
 	NSpid     []int
 	NSpgid    []int
@@ -103,6 +104,8 @@ func ParseStatus(r io.Reader) (Status, error) {
 			s.Uid, err = parseIDs(val)
 		case "Gid":
 			s.Gid, err = parseIDs(val)
+		case "Groups":
+			s.Groups, err = parseGroups(val)
 		case "NStgid":
 			s.NStgid, err = parseIDList(val)
 		case "NSpid":
@@ -148,6 +151,24 @@ func parseIDList(s string) ([]int, error) {
 		ids[i] = int(n)
 	}
 	return ids, nil
+}
+
+// parseGroups parses the Groups line: white-space-separated group IDs,
+// none for a process without supplementary groups.
+func parseGroups(s string) ([]uint32, error) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return nil, nil
+	}
+	g := make([]uint32, len(f))
+	for i, v := range f {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return nil, err
+		}
+		g[i] = uint32(n)
+	}
+	return g, nil
 }
 
 // parseIDs parses the four IDs of a Uid or Gid line.

@@ -60,6 +60,12 @@ func TestParseStatus(t *testing.T) {
 			in:   "Name:\tkworker/0:1-events\nState:\tI (idle)\nTgid:\t12\nPid:\t12\nPPid:\t2\nKthread:\t1\n",
 			want: Status{Name: "kworker/0:1-events", State: 'I', Tgid: 12, Pid: 12, PPid: 2, Kthread: true},
 		},
+		{
+			name: "supplementary groups",
+			in:   "Pid:\t7\nUid:\t1000\t1000\t1000\t1000\nGroups:\t24 27 1000 \n",
+			want: Status{Pid: 7, Uid: IDs{1000, 1000, 1000, 1000}, Groups: []uint32{24, 27, 1000}},
+		},
+		{name: "bad group", in: "Pid:\t7\nGroups:\t24 x\n", wantErr: "bad Groups", wantLine: 2},
 		{name: "missing pid", in: "Name:\tx\n", wantErr: "missing Pid field"},
 		{name: "no colon", in: "Name:\tx\nPid 3\n", wantErr: "status:2: missing ':'", wantLine: 2},
 		{name: "bad pid", in: "Pid:\t-3\n", wantErr: "bad Pid", wantLine: 1},

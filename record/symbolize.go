@@ -556,17 +556,21 @@ func (o *symObj) load(logf func(string, ...any)) {
 // the process o was opened through first, then on the host.
 func (o *symObj) loader() symbol.Loader {
 	var roots []symbol.Opener
-	if o.root != nil {
-		cp := o.root
-		roots = append(roots, func(name string) (*os.File, error) {
-			f, _, err := cp.OpenFile(name)
-			return f, err
-		})
-		if dirs := cp.FlatpakDebugDirs(); dirs != nil {
-			roots = append(roots, mountedAt(dirs))
-		}
+	if o.root == nil {
+		return symbol.Loader{Roots: []symbol.Opener{symbol.HostOpener}}
 	}
-	roots = append(roots, symbol.HostOpener)
+	// The names searched come from the file, which the process's user
+	// may have written: every search runs with the process's
+	// credentials, on the host too.
+	cp := o.root
+	roots = append(roots, func(name string) (*os.File, error) {
+		f, _, err := cp.OpenFile(name)
+		return f, err
+	})
+	if dirs := cp.FlatpakDebugDirs(); dirs != nil {
+		roots = append(roots, cp.AsProcess(mountedAt(dirs)))
+	}
+	roots = append(roots, cp.AsProcess(symbol.HostOpener))
 	return symbol.Loader{Roots: roots}
 }
 
@@ -596,7 +600,8 @@ func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Ta
 	if n <= 0 {
 		n = pid
 	}
-	f, _, err := p.cp.OpenFile("/tmp/perf-" + strconv.Itoa(n) + ".map")
+	// As perf does, only a map of the process's user or root's is read.
+	f, _, err := p.cp.OpenOwnedFile("/tmp/perf-" + strconv.Itoa(n) + ".map")
 	if err != nil {
 		return nil
 	}
