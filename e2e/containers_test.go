@@ -117,6 +117,28 @@ func podmanCase(t *testing.T, start func(testing.TB, string) (int, string), stor
 	})
 	checkContainerFilter(t, capture, pid, id)
 	checkDescribed(t, capture, pid, true, "/run/.containerenv")
+	checkJIT(t, capture, pid)
+}
+
+// checkJIT checks that the fixture's generated code is named from the
+// perf map it wrote in the container's /tmp, read with the container
+// process's rights (the map is its user's), after the container is gone.
+func checkJIT(t *testing.T, capture string, pid int) {
+	t.Helper()
+	r := reportJSON(t, capture, "--by", "process")
+	for _, g := range r.Groups {
+		if int(g.PID) != pid {
+			continue
+		}
+		for _, f := range g.Functions {
+			if f.Name == "ctr_jit_code" && f.DSO == "JIT" && f.Self > 0 {
+				return
+			}
+		}
+		t.Errorf("process %d: no samples named ctr_jit_code (JIT) from its /tmp/perf-1.map: %+v", pid, g.Functions)
+		return
+	}
+	t.Errorf("process %d not in the report", pid)
 }
 
 // checkContainerFilter checks that --container with a prefix of the
