@@ -159,11 +159,15 @@ type Mapping struct {
 	File, BuildID             string
 }
 
-// Base returns the base name of the mapped file, or the name itself for
-// pseudo files such as "[vdso]".
+// Base returns the base name of the mapped file, the name itself for
+// pseudo files such as "[vdso]", and "[anon]" for anonymous memory
+// (no name, or perf's "//anon"), such as JIT code no perf map names.
 func (m *Mapping) Base() string {
 	if strings.HasPrefix(m.File, "[") {
 		return m.File
+	}
+	if m.File == "" || strings.HasPrefix(m.File, "//anon") {
+		return "[anon]"
 	}
 	return path.Base(m.File)
 }
