@@ -73,7 +73,12 @@ type ContainerInfo struct {
 	Root string `json:"root,omitempty"`
 }
 
-// ThreadInfo maps a thread's host id to its id inside its PID namespace.
+// ThreadInfo is one event of a thread: its creation (with its id inside
+// its PID namespace, when it has one of its own), a new name, or its exit.
+// A thread may have several lines; the fields set add up. Lines written
+// for a task a process in a PID namespace created (see the recorder's
+// clone tracking) may be of a child process rather than of a thread: the
+// process's own frames tell them apart.
 type ThreadInfo struct {
 	// Kind is "thread".
 	Kind string `json:"kind"`
@@ -83,6 +88,10 @@ type ThreadInfo struct {
 	PID int `json:"pid"`
 	// NSpid is the thread id in each nested PID namespace, outermost first.
 	NSpid []int `json:"nspid,omitempty"`
+	// Comm is the name the thread gave itself, at Time.
+	Comm string `json:"comm,omitempty"`
+	// Exited says the thread ended at Time.
+	Exited bool `json:"exited,omitempty"`
 }
 
 // inspect reads what is known about pid from /proc. It never fails: what
