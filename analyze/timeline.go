@@ -87,6 +87,9 @@ type ProcessSpan struct {
 	PPID    int32
 	Comm    string
 	Cmdline string
+	// CmdlineRedacted says the recorder cut Cmdline to the program's
+	// name (nsprof record --redact-cmdlines).
+	CmdlineRedacted bool
 	// Container labels what the process runs in; nil when unknown.
 	Container *Container
 	// Start is when the process was first seen; End when it exited
@@ -320,6 +323,9 @@ func (b *timelineBuilder) finish() {
 		}
 		if p.Cmdline == "" && len(pi.Cmdline) > 0 {
 			p.Cmdline = strings.Join(pi.Cmdline, " ")
+		}
+		if pi.CmdlineRedacted {
+			p.CmdlineRedacted = true
 		}
 	}
 	b.foldThreads()

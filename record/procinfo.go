@@ -35,6 +35,9 @@ type ProcessInfo struct {
 	// Comm and Cmdline name the program.
 	Comm    string   `json:"comm,omitempty"`
 	Cmdline []string `json:"cmdline,omitempty"`
+	// CmdlineRedacted says Cmdline was cut to the program's name (see
+	// [Redaction]).
+	CmdlineRedacted bool `json:"cmdline_redacted,omitempty"`
 	// UID is the real user id.
 	UID uint32 `json:"uid"`
 	// MntNS, PidNS and UserNS are namespace inode numbers.
@@ -54,6 +57,8 @@ type ProcessInfo struct {
 	// Err says what could not be read, if anything (the process may have
 	// exited before it was looked at).
 	Err string `json:"err,omitempty"`
+
+	uidKnown bool // UID was read
 }
 
 // ContainerInfo labels what a process runs in.
@@ -107,7 +112,7 @@ func inspect(fs proc.FS, pid int, t int64) ProcessInfo {
 	st, err := fs.ReadStatus(pid)
 	note("status", err)
 	if err == nil {
-		pi.PPID, pi.NSpid, pi.Comm, pi.UID = st.PPid, st.NStgid, st.Name, st.Uid.Real
+		pi.PPID, pi.NSpid, pi.Comm, pi.UID, pi.uidKnown = st.PPid, st.NStgid, st.Name, st.Uid.Real, true
 	}
 	if pi.Cmdline, err = fs.ReadCmdline(pid); err != nil {
 		note("cmdline", err)

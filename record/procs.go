@@ -43,7 +43,10 @@ type tracker struct {
 	// identify, when set, labels a process with its container (and may
 	// write what describes the container).
 	identify func(pid int, now int64) *ContainerInfo
-	err      error
+	// redact, when set, cuts the command lines the capture must not
+	// keep before they are written.
+	redact *redactor
+	err    error
 }
 
 // procState is what the tracker knows of a process.
@@ -164,7 +167,7 @@ func (t *tracker) glance(pids []int, now int64) {
 		if err != nil {
 			continue
 		}
-		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}
+		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real, uidKnown: true}
 		info.Cmdline, _ = t.fs.ReadCmdline(pid)
 		if l, err := t.fs.ReadLink(pid, "root"); err == nil {
 			info.Root = l.Target
@@ -281,6 +284,7 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	}
 	ps.described = true
 	delete(t.pending, pid)
+	t.redact.apply(&info, info.uidKnown)
 	if name := info.cmdline(); name != "" {
 		ps.name = name
 	}

@@ -202,6 +202,9 @@ func writeProcessesText(w io.Writer, t *analyze.Timeline, procs []*analyze.Proce
 		if cmd == "" {
 			cmd = "[" + p.Comm + "]"
 		}
+		if p.CmdlineRedacted {
+			cmd += " [arguments not recorded]"
+		}
 		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-20s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
 			p.Samples, p.Threads, truncate(p.Container.Label(), 20), oneLine(cmd))
 		fmt.Fprintln(w, truncate(line, width))
@@ -356,11 +359,13 @@ type (
 		Sparkline string `json:"sparkline"`
 	}
 	jsonProcess struct {
-		PID       int32   `json:"pid"`
-		NSPID     int32   `json:"nspid,omitempty"`
-		PPID      int32   `json:"ppid,omitempty"`
-		Comm      string  `json:"comm,omitempty"`
-		Cmdline   string  `json:"cmdline,omitempty"`
+		PID     int32  `json:"pid"`
+		NSPID   int32  `json:"nspid,omitempty"`
+		PPID    int32  `json:"ppid,omitempty"`
+		Comm    string `json:"comm,omitempty"`
+		Cmdline string `json:"cmdline,omitempty"`
+		// Redacted says the recorder cut Cmdline to the program's name.
+		Redacted  bool    `json:"cmdline_redacted,omitempty"`
 		Container string  `json:"container"`
 		Start     float64 `json:"start_seconds"`
 		End       float64 `json:"end_seconds"`
@@ -414,7 +419,7 @@ func writeTimelineJSON(w io.Writer, t *analyze.Timeline, o reportOptions, marks 
 		}
 	case "processes":
 		for _, p := range procs {
-			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline,
+			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline, Redacted: p.CmdlineRedacted,
 				Container: p.Container.Label(), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec)})
 		}
 	case "logs":
