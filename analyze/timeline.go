@@ -87,6 +87,9 @@ type ProcessSpan struct {
 	PPID    int32
 	Comm    string
 	Cmdline string
+	// CmdlineRedacted says the recorder cut Cmdline to the program's
+	// name (nsprof record --redact-cmdlines).
+	CmdlineRedacted bool
 	// Container labels what the process runs in; nil when unknown.
 	Container *Container
 	// Start is when the process was first seen; End when it exited
@@ -96,8 +99,28 @@ type ProcessSpan struct {
 	// Samples counts the SAMPLE frames of the process; Threads the
 	// distinct thread ids among them.
 	Samples, Threads int
+	// Tasks are the threads other than the main thread that the capture
+	// tells of (created, named, exited or sampled), by thread id.
+	Tasks []*ThreadSpan
 
 	tids map[int32]struct{}
+	// own says frames of the process itself were seen (PROCESS, EXIT,
+	// MAP, a sample as its pid, nsprof's process line), not only a FORK
+	// frame, which Sysprof's format writes for threads too.
+	own bool
+}
+
+// ThreadSpan is the lifetime and name of one thread of a process.
+type ThreadSpan struct {
+	TID int32
+	// Comm is the name the thread gave itself, "" when it set none.
+	Comm string
+	// Start is when the thread was created (or first seen); End when it
+	// exited (Exited) or, when it did not, its process's end.
+	Start, End int64
+	Exited     bool
+	// Samples counts the SAMPLE frames of the thread.
+	Samples int
 }
 
 // LoadTimelineFile loads the timeline of the capture at name; see
@@ -124,7 +147,7 @@ func LoadTimeline(r io.Reader) (*Timeline, error) {
 		return nil, err
 	}
 	t := &Timeline{Header: cr.Header(), Frames: make(map[capture.FrameType]FrameStat), Metadata: make(map[string]string)}
-	b := timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), counters: make(map[uint32]*Counter),
+	b := timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), threads: make(map[int32]*threadOf), counters: make(map[uint32]*Counter),
 		cpus: make(map[int]bool), minTime: math.MaxInt64, maxTime: math.MinInt64}
 	var readErr error
 	off := cr.Offset()
@@ -152,9 +175,18 @@ func LoadTimeline(r io.Reader) (*Timeline, error) {
 	return t, readErr
 }
 
+// threadOf is a thread and the process it belongs to.
+type threadOf struct {
+	pid int32
+	ThreadSpan
+}
+
 type timelineBuilder struct {
-	t                *Timeline
-	procs            map[int32]*ProcessSpan
+	t     *Timeline
+	procs map[int32]*ProcessSpan
+	// threads are the threads known, by thread id: from samples (a tid
+	// other than the pid) and nsprof's thread lines.
+	threads          map[int32]*threadOf
 	counters         map[uint32]*Counter
 	cpus             map[int]bool
 	files            capture.Files
@@ -193,21 +225,27 @@ func (b *timelineBuilder) add(f capture.Frame) {
 		}
 		p := b.proc(f.PID, f.Time)
 		p.Samples++
+		p.own = true
 		if p.tids == nil {
 			p.tids = make(map[int32]struct{})
 		}
 		p.tids[f.TID] = struct{}{}
+		if f.TID != f.PID && f.TID > 0 {
+			th := b.thread(f.TID, f.PID, f.Time)
+			th.Samples++
+		}
 	case *capture.Process:
-		b.proc(f.PID, f.Time).Cmdline = f.Cmdline
+		p := b.proc(f.PID, f.Time)
+		p.Cmdline, p.own = f.Cmdline, true
 	case *capture.Fork:
 		b.proc(f.PID, f.Time)
 		b.proc(f.ChildPID, f.Time).PPID = f.PID
 	case *capture.Exit:
 		p := b.proc(f.PID, f.Time)
-		p.End, p.Exited = f.Time, true
+		p.End, p.Exited, p.own = f.Time, true, true
 	case *capture.Map:
 		if f.PID > 0 {
-			b.proc(f.PID, f.Time)
+			b.proc(f.PID, f.Time).own = true
 		}
 	case *capture.Mark:
 		b.t.Marks = append(b.t.Marks, *f)
@@ -252,12 +290,25 @@ func (b *timelineBuilder) finish() {
 	}
 	slices.Sort(t.CPUs)
 	t.Files = b.files.List()
-	ps, _, err := record.ReadProcessFile(&b.files)
+	ps, ts, err := record.ReadProcessFile(&b.files)
 	if err != nil {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("process info: %v", err))
 	}
+	for _, ti := range ts {
+		if ti.TID == ti.PID || ti.TID <= 0 {
+			continue
+		}
+		th := b.thread(int32(ti.TID), int32(ti.PID), ti.Time)
+		if ti.Comm != "" {
+			th.Comm = ti.Comm
+		}
+		if ti.Exited {
+			th.End, th.Exited = ti.Time, true
+		}
+	}
 	for _, pi := range ps {
 		p := b.proc(int32(pi.PID), pi.Time)
+		p.own = true
 		if pi.Comm != "" {
 			p.Comm = pi.Comm
 		}
@@ -273,7 +324,11 @@ func (b *timelineBuilder) finish() {
 		if p.Cmdline == "" && len(pi.Cmdline) > 0 {
 			p.Cmdline = strings.Join(pi.Cmdline, " ")
 		}
+		if pi.CmdlineRedacted {
+			p.CmdlineRedacted = true
+		}
 	}
+	b.foldThreads()
 	for _, p := range b.procs {
 		if p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
 			continue // frames of the recorder itself (pid -1) or of no process
@@ -286,9 +341,51 @@ func (b *timelineBuilder) finish() {
 		}
 		p.Start = max(p.Start, t.Start)
 		p.Threads, p.tids = len(p.tids), nil
+		for _, th := range p.Tasks {
+			th.Start = max(th.Start, t.Start)
+			if !th.Exited {
+				th.End = p.End
+			}
+		}
+		slices.SortFunc(p.Tasks, func(x, y *ThreadSpan) int { return int(x.TID) - int(y.TID) })
 		t.Processes = append(t.Processes, p)
 	}
 	slices.SortFunc(t.Processes, func(x, y *ProcessSpan) int { return int(x.PID) - int(y.PID) })
+}
+
+// thread returns what is known of thread tid of process pid, first seen
+// at time.
+func (b *timelineBuilder) thread(tid, pid int32, time int64) *threadOf {
+	th := b.threads[tid]
+	if th == nil || th.pid != pid {
+		th = &threadOf{pid: pid, ThreadSpan: ThreadSpan{TID: tid, Start: time, End: time}}
+		b.threads[tid] = th
+	}
+	if time > 0 && (th.Start <= 0 || time < th.Start) {
+		th.Start = time
+	}
+	return th
+}
+
+// foldThreads moves the threads out of the processes: a FORK frame names
+// a new thread as it names a new process, and a task known as a thread of
+// another process that has no frame of a process of its own is that
+// thread. Each thread is listed under its process.
+func (b *timelineBuilder) foldThreads() {
+	for tid, th := range b.threads {
+		owner := b.procs[th.pid]
+		if owner == nil {
+			continue
+		}
+		if p := b.procs[tid]; p != nil {
+			if p.own {
+				continue // the id is a process's too: a reused pid
+			}
+			th.Start = min(th.Start, p.Start)
+			delete(b.procs, tid)
+		}
+		owner.Tasks = append(owner.Tasks, &th.ThreadSpan)
+	}
 }
 
 // captureBounds returns the capture's start and end: the header's, widened
@@ -306,3 +403,22 @@ func captureBounds(h capture.FileHeader, minTime, maxTime int64) (start, end int
 
 // Duration returns the capture's length in nanoseconds.
 func (t *Timeline) Duration() int64 { return max(0, t.End-t.Start) }
+
+// ThreadCount returns the number of threads the capture tells of: each
+// process's main thread and its other threads ([ProcessSpan.Tasks]).
+func (t *Timeline) ThreadCount() int {
+	n := 0
+	for _, p := range t.Processes {
+		n += 1 + len(p.Tasks)
+	}
+	return n
+}
+
+// SampledThreads returns the number of distinct threads with samples.
+func (t *Timeline) SampledThreads() int {
+	n := 0
+	for _, p := range t.Processes {
+		n += p.Threads
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -230,4 +231,68 @@ func FuzzLoadTimeline(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Sysprof's format writes a FORK frame for a new thread as for a new
+// process: a forked task sampled as a thread of another process, or named
+// by nsprof's thread lines, is that process's thread, not a process.
+func TestTimelineThreadsAreNotProcesses(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + 10e6,
+		Clock: func() int64 { return math.MinInt64 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(pid int32, ms int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: 0, PID: pid, Time: testStart + ms*1e6}
+	}
+	frames := []capture.Frame{
+		&capture.Process{FrameHeader: h(10, 0), Cmdline: "/bin/server"},
+		&capture.Fork{FrameHeader: h(10, 1), ChildPID: 11}, // a thread, sampled
+		&capture.Fork{FrameHeader: h(10, 1), ChildPID: 12}, // a thread, named by the process file
+		&capture.Fork{FrameHeader: h(10, 1), ChildPID: 13}, // a child process
+		&capture.Process{FrameHeader: h(13, 2), Cmdline: "/bin/server --child"},
+		&capture.Sample{FrameHeader: h(10, 3), TID: 11, Addrs: []uint64{capture.ContextUser, 0x1234}},
+		&capture.Sample{FrameHeader: h(13, 3), TID: 13, Addrs: []uint64{capture.ContextUser, 0x1234}},
+		&capture.Exit{FrameHeader: h(13, 5)},
+	}
+	for _, f := range frames {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := fmt.Sprintf(`{"kind":"thread","time":%d,"tid":12,"pid":10}
+{"kind":"thread","time":%d,"tid":12,"pid":10,"comm":"io-worker"}
+{"kind":"thread","time":%d,"tid":12,"pid":10,"exited":true}
+`, testStart+1e6, testStart+2e6, testStart+4e6)
+	if err := w.AddFileBytes(h(-1, 6), record.ProcessFile, []byte(lines)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := LoadTimeline(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Processes) != 2 || tl.Processes[0].PID != 10 || tl.Processes[1].PID != 13 {
+		for _, p := range tl.Processes {
+			t.Logf("process %+v", *p)
+		}
+		t.Fatalf("%d processes, want 10 and 13", len(tl.Processes))
+	}
+	if n := tl.ThreadCount(); n != 4 {
+		t.Errorf("%d threads, want 4", n)
+	}
+	var got []ThreadSpan
+	for _, th := range tl.Processes[0].Tasks {
+		got = append(got, *th)
+	}
+	want := []ThreadSpan{
+		{TID: 11, Start: testStart + 1e6, End: testStart + 10e6, Samples: 1},
+		{TID: 12, Comm: "io-worker", Start: testStart + 1e6, End: testStart + 4e6, Exited: true},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("threads of 10:\n%+v\nwant\n%+v", got, want)
+	}
 }

@@ -117,7 +117,8 @@ const funcAlign = 16
 // notAfterCall reports whether the code before file offset off of o does
 // not end in a call instruction; false when it cannot be read.
 func (o *symObj) notAfterCall(off uint64) bool {
-	if o.f == nil || off == 0 {
+	r := o.reader()
+	if r == nil || off == 0 {
 		return false
 	}
 	if v, ok := o.afterCall[off]; ok {
@@ -125,7 +126,7 @@ func (o *symObj) notAfterCall(off uint64) bool {
 	}
 	n := min(off, unwind.MaxCallLen)
 	b := make([]byte, n)
-	if _, err := o.f.ReadAt(b, int64(off-n)); err != nil {
+	if _, err := r.ReadAt(b, int64(off-n)); err != nil {
 		return false // not cached: a read error says nothing of the code
 	}
 	v := unwind.AfterCall(b)

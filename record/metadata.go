@@ -21,6 +21,7 @@ func metadata(opts *Options, mode, event string) [][2]string {
 		{"nsprof.event", event},
 		{"nsprof.frequency", strconv.Itoa(opts.Frequency)},
 		{"nsprof.call-graph", "fp"},
+		{"nsprof.redact-cmdlines", opts.RedactCmdlines.String()},
 		{"n-cpu", strconv.Itoa(runtime.NumCPU())},
 		{"page-size", strconv.Itoa(os.Getpagesize())},
 	}

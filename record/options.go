@@ -71,6 +71,11 @@ type Options struct {
 	// the command also gets with TraceFD, as with sysprof-cli.
 	SysprofMemprof    bool
 	SysprofMemprofLib string
+	// RedactCmdlines says whose command lines the capture keeps; the
+	// zero value, RedactOthers, keeps only those of the users in
+	// Users. Users defaults to [InvokingUsers].
+	RedactCmdlines Redaction
+	Users          []uint32
 	// Status, when set, receives a status line refreshed a few times a
 	// second (give it a terminal). StatusWidth is the terminal width.
 	Status      io.Writer
@@ -130,6 +135,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.DWARFStack > 0 && runtime.GOARCH != "amd64" {
 		return fmt.Errorf("dwarf unwinding is implemented for amd64 only, not %s", runtime.GOARCH)
+	}
+	if o.RedactCmdlines < RedactOthers || o.RedactCmdlines > RedactNone {
+		return fmt.Errorf("command line redaction %d unknown", int(o.RedactCmdlines))
+	}
+	if o.Users == nil {
+		o.Users = InvokingUsers()
 	}
 	if o.MemprofSample < 0 {
 		return errors.New("memprof sample interval must not be negative")

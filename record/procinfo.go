@@ -35,6 +35,9 @@ type ProcessInfo struct {
 	// Comm and Cmdline name the program.
 	Comm    string   `json:"comm,omitempty"`
 	Cmdline []string `json:"cmdline,omitempty"`
+	// CmdlineRedacted says Cmdline was cut to the program's name (see
+	// [Redaction]).
+	CmdlineRedacted bool `json:"cmdline_redacted,omitempty"`
 	// UID is the real user id.
 	UID uint32 `json:"uid"`
 	// MntNS, PidNS and UserNS are namespace inode numbers.
@@ -54,6 +57,8 @@ type ProcessInfo struct {
 	// Err says what could not be read, if anything (the process may have
 	// exited before it was looked at).
 	Err string `json:"err,omitempty"`
+
+	uidKnown bool // UID was read
 }
 
 // ContainerInfo labels what a process runs in.
@@ -73,7 +78,12 @@ type ContainerInfo struct {
 	Root string `json:"root,omitempty"`
 }
 
-// ThreadInfo maps a thread's host id to its id inside its PID namespace.
+// ThreadInfo is one event of a thread: its creation (with its id inside
+// its PID namespace, when it has one of its own), a new name, or its exit.
+// A thread may have several lines; the fields set add up. Lines written
+// for a task a process in a PID namespace created (see the recorder's
+// clone tracking) may be of a child process rather than of a thread: the
+// process's own frames tell them apart.
 type ThreadInfo struct {
 	// Kind is "thread".
 	Kind string `json:"kind"`
@@ -83,6 +93,10 @@ type ThreadInfo struct {
 	PID int `json:"pid"`
 	// NSpid is the thread id in each nested PID namespace, outermost first.
 	NSpid []int `json:"nspid,omitempty"`
+	// Comm is the name the thread gave itself, at Time.
+	Comm string `json:"comm,omitempty"`
+	// Exited says the thread ended at Time.
+	Exited bool `json:"exited,omitempty"`
 }
 
 // inspect reads what is known about pid from /proc. It never fails: what
@@ -98,7 +112,7 @@ func inspect(fs proc.FS, pid int, t int64) ProcessInfo {
 	st, err := fs.ReadStatus(pid)
 	note("status", err)
 	if err == nil {
-		pi.PPID, pi.NSpid, pi.Comm, pi.UID = st.PPid, st.NStgid, st.Name, st.Uid.Real
+		pi.PPID, pi.NSpid, pi.Comm, pi.UID, pi.uidKnown = st.PPid, st.NStgid, st.Name, st.Uid.Real, true
 	}
 	if pi.Cmdline, err = fs.ReadCmdline(pid); err != nil {
 		note("cmdline", err)

@@ -43,7 +43,10 @@ type tracker struct {
 	// identify, when set, labels a process with its container (and may
 	// write what describes the container).
 	identify func(pid int, now int64) *ContainerInfo
-	err      error
+	// redact, when set, cuts the command lines the capture must not
+	// keep before they are written.
+	redact *redactor
+	err    error
 }
 
 // procState is what the tracker knows of a process.
@@ -164,7 +167,7 @@ func (t *tracker) glance(pids []int, now int64) {
 		if err != nil {
 			continue
 		}
-		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}
+		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real, uidKnown: true}
 		info.Cmdline, _ = t.fs.ReadCmdline(pid)
 		if l, err := t.fs.ReadLink(pid, "root"); err == nil {
 			info.Root = l.Target
@@ -281,6 +284,7 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	}
 	ps.described = true
 	delete(t.pending, pid)
+	t.redact.apply(&info, info.uidKnown)
 	if name := info.cmdline(); name != "" {
 		ps.name = name
 	}
@@ -340,15 +344,18 @@ func (t *tracker) threads(pid int, ps *procState, now int64) {
 	}
 }
 
-// thread records one thread's namespace ids.
+// thread records a new thread of pid, with its namespace ids when it is
+// in a PID namespace of its own.
 func (t *tracker) thread(pid, tid int, ps *procState, now int64) {
-	st, err := t.fs.ReadTaskStatus(pid, tid)
-	if err != nil || len(st.NSpid) < 2 {
-		return
+	ti := ThreadInfo{Kind: "thread", Time: now, TID: tid, PID: pid}
+	if ps.pidns == 0 || ps.pidns != t.hostNS {
+		if st, err := t.fs.ReadTaskStatus(pid, tid); err == nil && len(st.NSpid) >= 2 {
+			t.pm.addTask(tid, st.NSpid, ps.pidns)
+			ti.NSpid = st.NSpid
+		}
 	}
-	t.pm.addTask(tid, st.NSpid, ps.pidns)
 	if t.err == nil {
-		t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: tid, PID: pid, NSpid: st.NSpid})
+		t.err = writeInfoLine(t.w, ti)
 	}
 }
 
@@ -390,6 +397,12 @@ func (t *tracker) handle(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordComm:
 		c := &rec.Comm
+		if c.PID != c.TID && t.err == nil {
+			// A thread named itself (prctl PR_SET_NAME,
+			// pthread_setname_np): reports list it under its
+			// process by that name.
+			t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(c.TID), PID: int(c.PID), Comm: string(c.Comm)})
+		}
 		if c.PID != c.TID || !c.Exec {
 			return
 		}
@@ -464,6 +477,8 @@ func (t *tracker) handle(rec *perf.Record) {
 		if k.PID == k.PPID { // a new thread
 			if ps := t.procs[int(k.PID)]; ps != nil && ps.described {
 				t.thread(int(k.PID), int(k.TID), ps, now)
+			} else if t.err == nil {
+				t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(k.TID), PID: int(k.PID)})
 			}
 			return
 		}
@@ -472,6 +487,9 @@ func (t *tracker) handle(rec *perf.Record) {
 		k := &rec.Task
 		if k.PID != k.TID {
 			t.clones.exited(int(k.TID))
+			if t.err == nil {
+				t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
+			}
 			return
 		}
 		t.clones.exited(int(k.TID))

@@ -25,6 +25,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		return res, err
 	}
 	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now()}
+	r.tr.redact = &redactor{mode: opts.RedactCmdlines, users: opts.Users}
 	r.flushed = r.started
 	if opts.FS.Root == proc.DefaultFS.Root {
 		// Container labels and files come from the live /proc only.
@@ -629,6 +630,9 @@ func (r *recorder) finish() {
 		}
 	}
 	r.tr.flushPending(true)
+	if n := r.tr.redact.cut; n > 0 {
+		r.logf("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
+	}
 	r.cs.tick(r.w, time.Now().Add(time.Hour))
 	if r.child != nil {
 		r.mergeTraceFDs()

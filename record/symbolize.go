@@ -3,7 +3,9 @@ package record
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"runtime"
@@ -15,6 +17,7 @@ import (
 	"nsprof/capture"
 	"nsprof/container"
 	"nsprof/symbol"
+	"nsprof/unwind"
 )
 
 // symbolizer names, at the end of a recording, every address the samples
@@ -40,6 +43,19 @@ type symbolizer struct {
 	// pinned are views a process left behind by exec that files opened
 	// through them still search debug files in; closed by close.
 	pinned []*container.Process
+	// readVDSO reads the vdso a process maps at start..end, and
+	// ownVDSO this process's (pid 0); unwind.ReadVDSOAt and
+	// unwind.ReadVDSO outside tests.
+	readVDSO func(pid int, start, end uint64) ([]byte, error)
+	ownVDSO  func(pid int) ([]byte, error)
+	// self is the object of this process's vdso, read on first use;
+	// selfTried says it was.
+	self      *symObj
+	selfTried bool
+	// vdsoFallbacks counts vdso mappings not read from their process
+	// (gone before its mapping was looked at), taken to be this
+	// process's by their size.
+	vdsoFallbacks int
 }
 
 // symProc is what the symbolizer knows of one process.
@@ -74,8 +90,8 @@ type symMap struct {
 // span is a half-open address range.
 type span struct{ start, end uint64 }
 
-// vdsoPath is the name of the vdso mapping, which is no file: its CFI is
-// read from memory for DWARF unwinding.
+// vdsoPath is the name of the vdso mapping, which is no file: its image is
+// read from the process's memory, for its symbols and its CFI.
 const vdsoPath = "[vdso]"
 
 // objKey identifies a file across processes: by build-id when known, else
@@ -106,9 +122,11 @@ type symObj struct {
 	syms   *symbol.Symbols
 
 	// key names the object in the unwinder's table cache; vdso says it
-	// is the vdso.
-	key  string
-	vdso bool
+	// is the vdso, whose image (nil if it could not be read) stands for
+	// the file.
+	key   string
+	vdso  bool
+	image []byte
 
 	// afterCall caches, by file offset, whether the code before the
 	// outermost return addresses of stacks ends in a call (trimCallers).
@@ -141,10 +159,12 @@ func openHostByBuildID(name string, id []byte) *os.File {
 
 func newSymbolizer() *symbolizer {
 	return &symbolizer{
-		procs:   make(map[int]*symProc),
-		objs:    make(map[objKey]*symObj),
-		open:    container.Open,
-		maxOpen: maxOpenFiles,
+		procs:    make(map[int]*symProc),
+		objs:     make(map[objKey]*symObj),
+		open:     container.Open,
+		maxOpen:  maxOpenFiles,
+		readVDSO: unwind.ReadVDSOAt,
+		ownVDSO:  unwind.ReadVDSO,
 	}
 }
 
@@ -194,14 +214,8 @@ func isFilePath(name string) bool {
 // process mapped it before.
 func (s *symbolizer) mapped(pid int, m container.Mapping) {
 	if m.Path == vdsoPath {
-		k := objKey{path: vdsoPath}
-		o := s.objs[k]
-		if o == nil {
-			o = &symObj{path: vdsoPath, tag: vdsoPath, key: vdsoPath, vdso: true}
-			s.objs[k] = o
-		}
 		p := s.proc(pid)
-		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o})
+		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: s.vdso(pid, m.Start, m.End)})
 		return
 	}
 	p := s.proc(pid)
@@ -246,6 +260,73 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 		}
 	}
 	p.maps = append(p.maps, symMap{start: m.Start, end: m.Start + (m.End - m.Start), off: m.Offset, obj: o})
+}
+
+// vdso returns the object of the vdso process pid maps at start..end. It
+// is read from the process's memory, as perf reads it: the vdso is in no
+// file, and differs by ABI (a 32-bit process maps another) and by kernel.
+// One identical to this process's shares its object; others are told
+// apart by build-id. When the process is gone already, a vdso of the size
+// of this process's is taken to be the same: every process of one ABI maps
+// the same image.
+func (s *symbolizer) vdso(pid int, start, end uint64) *symObj {
+	self := s.selfVDSO()
+	img, err := s.readVDSO(pid, start, end)
+	if err != nil {
+		if self != nil && uint64(len(self.image)) == end-start {
+			s.vdsoFallbacks++
+			return self
+		}
+		k := objKey{path: vdsoPath, pid: -1}
+		o := s.objs[k]
+		if o == nil {
+			o = &symObj{path: vdsoPath, tag: vdsoPath, key: vdsoPath + "?", vdso: true, err: err}
+			s.objs[k] = o
+		}
+		return o
+	}
+	if self != nil && bytes.Equal(img, self.image) {
+		return self
+	}
+	id := ""
+	if f, err := symbol.NewFile(bytes.NewReader(img)); err == nil {
+		id = string(f.BuildID())
+	}
+	if id == "" {
+		id = string(img) // no build-id: the image itself tells it apart
+	}
+	k := objKey{path: vdsoPath, buildID: id}
+	o := s.objs[k]
+	if o == nil {
+		o = &symObj{path: vdsoPath, tag: vdsoPath, key: fmt.Sprintf("%s/%x", vdsoPath, sha256.Sum256(img)), vdso: true, image: img}
+		s.objs[k] = o
+	}
+	return o
+}
+
+// selfVDSO returns the object of this process's vdso, nil if it cannot be
+// read.
+func (s *symbolizer) selfVDSO() *symObj {
+	if !s.selfTried {
+		s.selfTried = true
+		if img, err := s.ownVDSO(0); err == nil {
+			s.self = &symObj{path: vdsoPath, tag: vdsoPath, key: vdsoPath, vdso: true, image: img}
+			s.objs[objKey{path: vdsoPath}] = s.self
+		}
+	}
+	return s.self
+}
+
+// reader returns what o's contents are read from: its open file, or the
+// vdso's image; nil when neither is there.
+func (o *symObj) reader() io.ReaderAt {
+	switch {
+	case o.f != nil:
+		return o.f
+	case o.image != nil:
+		return bytes.NewReader(o.image)
+	}
+	return nil
 }
 
 // forked gives a new process its parent's mappings, which perf does not
@@ -531,13 +612,14 @@ func (p *symProc) find(a uint64) *symMap {
 // the owning process's root first, then on the host, then debuginfod.
 func (o *symObj) load(logf func(string, ...any)) {
 	o.loaded = true
-	if o.f == nil {
+	r := o.reader()
+	if r == nil {
 		if o.err != nil {
 			logf("%s: not symbolized: %v", o.path, o.err)
 		}
 		return
 	}
-	elf, err := symbol.NewFile(o.f)
+	elf, err := symbol.NewFile(r)
 	if err != nil {
 		logf("%s: %v", o.path, err)
 		return
@@ -643,6 +725,8 @@ func (s *symbolizer) summary() string {
 	for _, o := range s.objs {
 		if o.f != nil {
 			via[o.via]++
+		} else if o.image != nil {
+			via["memory ([vdso])"]++
 		} else if o.err != nil {
 			failed++
 		}
@@ -661,6 +745,9 @@ func (s *symbolizer) summary() string {
 	}
 	if failed > 0 {
 		fmt.Fprintf(&b, "; %d unreachable", failed)
+	}
+	if s.vdsoFallbacks > 0 {
+		fmt.Fprintf(&b, "; %d [vdso] mappings of processes gone taken to be nsprof's own", s.vdsoFallbacks)
 	}
 	return b.String()
 }

@@ -48,8 +48,6 @@ type dwarfUnwinder struct {
 	cache  *unwind.Cache
 	mapper unwindMapper
 	chain  []uint64
-	vdso   []byte // the vdso image, read once from this process
-	vdsoOK bool
 	// truncated is the JIT address of truncatedName, appended to stacks
 	// the stack copy cut short; 0 leaves them unmarked.
 	truncated uint64
@@ -203,16 +201,12 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 // symbolizer opened, and nil when o has none.
 func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
 	if o.vdso {
-		if !u.vdsoOK {
-			u.vdsoOK = true
-			u.vdso, _ = unwind.ReadVDSO(0)
-		}
-		if u.vdso == nil {
+		if o.image == nil {
 			return nil
 		}
 		t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
 			defer u.timeLoad(time.Now())
-			return unwind.Load(bytes.NewReader(u.vdso), nil)
+			return unwind.Load(bytes.NewReader(o.image), nil)
 		})
 		return t
 	}

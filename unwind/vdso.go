@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +12,8 @@ import (
 
 // ReadVDSO returns the image of the vdso mapped into process pid (0: this
 // process), read from its memory: the vdso exists in no file. Every
-// process on one kernel maps the same image, so the recorder's own serves
-// for all.
+// process of one ABI (x86-64, x32, i386) on one kernel maps the same
+// image.
 func ReadVDSO(pid int) ([]byte, error) {
 	dir := "/proc/self"
 	if pid > 0 {
@@ -33,22 +34,48 @@ func ReadVDSO(pid int) ([]byte, error) {
 		lo, hi, _ := strings.Cut(rng, "-")
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start || end-start > 1<<20 {
+		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s/maps: bad vdso line %q", dir, line)
 		}
-		mem, err := os.Open(dir + "/mem")
-		if err != nil {
-			return nil, err
-		}
-		defer mem.Close()
-		img := make([]byte, end-start)
-		if _, err := mem.ReadAt(img, int64(start)); err != nil {
-			return nil, fmt.Errorf("%s/mem at %#x: %w", dir, start, err)
-		}
-		return img, nil
+		return readVDSO(dir, start, end)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	return nil, errors.New(dir + ": no vdso mapped")
+}
+
+// ReadVDSOAt returns the image of the vdso that process pid maps at
+// start..end (exclusive), as an MMAP record of "[vdso]" gives it, read
+// through /proc/PID/mem. It fails if the process is gone, or if what is
+// there is not an ELF image (the process exec'd since).
+func ReadVDSOAt(pid int, start, end uint64) ([]byte, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("read vdso: bad pid %d", pid)
+	}
+	return readVDSO("/proc/"+strconv.Itoa(pid), start, end)
+}
+
+// maxVDSOSize bounds a vdso image; today's are 8 KiB.
+const maxVDSOSize = 1 << 20
+
+// readVDSO reads the vdso at start..end of the process whose /proc
+// directory is dir.
+func readVDSO(dir string, start, end uint64) ([]byte, error) {
+	if end <= start || end-start > maxVDSOSize {
+		return nil, fmt.Errorf("%s: vdso at %#x-%#x: bad size", dir, start, end)
+	}
+	mem, err := os.Open(dir + "/mem")
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	img := make([]byte, end-start)
+	if _, err := mem.ReadAt(img, int64(start)); err != nil {
+		return nil, fmt.Errorf("%s/mem at %#x: %w", dir, start, err)
+	}
+	if !bytes.HasPrefix(img, []byte("\x7fELF")) {
+		return nil, fmt.Errorf("%s/mem at %#x: no ELF image", dir, start)
+	}
+	return img, nil
 }

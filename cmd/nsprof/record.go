@@ -25,6 +25,7 @@ type recordFlags struct {
 	all       bool
 	callGraph string
 	fp        bool
+	redact    string
 }
 
 // parseCallGraph parses --call-graph fp[,SIZE]|dwarf[,SIZE] into the bytes
@@ -129,6 +130,9 @@ SIGTERM; the capture is complete in every case.`,
 				return usagef(cmd, "%v", err)
 			}
 			opts.DWARFStack, opts.LeafStack = dwarf, leaf
+			if opts.RedactCmdlines, err = record.ParseRedaction(fl.redact); err != nil {
+				return usagef(cmd, "--redact-cmdlines: %v", err)
+			}
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
 			return runRecord(cmd, fl, opts)
 		},
@@ -145,6 +149,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
+	f.StringVar(&fl.redact, "redact-cmdlines", "others", "cut command lines to the program's name: `WHOSE` others (the default: processes of users other than you, SUDO_UID when run through sudo, and the user nsprof runs as), all, or none")
 	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
 	f.BoolVar(&opts.NoMemory, "no-memory", false, "do not record memory usage")

@@ -202,10 +202,36 @@ func writeProcessesText(w io.Writer, t *analyze.Timeline, procs []*analyze.Proce
 		if cmd == "" {
 			cmd = "[" + p.Comm + "]"
 		}
+		if p.CmdlineRedacted {
+			cmd += " [arguments not recorded]"
+		}
 		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-20s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
 			p.Samples, p.Threads, truncate(p.Container.Label(), 20), oneLine(cmd))
 		fmt.Fprintln(w, truncate(line, width))
+		for _, th := range p.Tasks {
+			end := "running"
+			if th.Exited {
+				end = fmt.Sprintf("+%.3fs", float64(th.End-t.Start)/1e9)
+			}
+			name := th.Comm
+			if name == "" {
+				name = p.Comm
+			}
+			line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7s  %-20s   thread %s", th.TID, "", "", fmt.Sprintf("+%.3fs", float64(th.Start-t.Start)/1e9), end,
+				th.Samples, "", "", oneLine(name))
+			fmt.Fprintln(w, truncate(line, width))
+		}
 	}
+}
+
+// jsonThreads returns the JSON of a process's threads; sec gives seconds
+// from the capture start.
+func jsonThreads(ts []*analyze.ThreadSpan, sec func(int64) float64) []jsonThread {
+	var out []jsonThread
+	for _, th := range ts {
+		out = append(out, jsonThread{TID: th.TID, Comm: th.Comm, Start: sec(th.Start), End: sec(th.End), Exited: th.Exited, Samples: th.Samples})
+	}
+	return out
 }
 
 // oneLine replaces line breaks and other control characters, which would
@@ -273,11 +299,7 @@ func writeSummaryText(w io.Writer, t *analyze.Timeline) {
 		lost = fmt.Sprint(t.Lost)
 	}
 	fmt.Fprintf(w, "samples      %d (lost: %s)\n", t.Samples, lost)
-	threads := 0
-	for _, p := range t.Processes {
-		threads += p.Threads
-	}
-	fmt.Fprintf(w, "processes    %d (%d threads sampled)\n", len(t.Processes), threads)
+	fmt.Fprintf(w, "processes    %d\nthreads      %d (%d sampled)\n", len(t.Processes), t.ThreadCount(), t.SampledThreads())
 	fmt.Fprintf(w, "marks        %d\ncounters     %d\nlogs         %d\nfiles        %d\n", len(t.Marks), len(t.Counters), len(t.Logs), len(t.Files))
 	for _, k := range []string{"nsprof.event", "nsprof.frequency", "uname.release", "hostname"} {
 		if v := t.Metadata[k]; v != "" {
@@ -325,6 +347,7 @@ type (
 		Duration    float64           `json:"duration_seconds"`
 		Samples     int               `json:"samples"`
 		Processes   int               `json:"processes"`
+		Threads     int               `json:"threads"`
 		CPUs        []int             `json:"cpus"`
 		Lost        *int64            `json:"lost_samples,omitempty"`
 		Metadata    map[string]string `json:"metadata,omitempty"`
@@ -336,17 +359,29 @@ type (
 		Sparkline string `json:"sparkline"`
 	}
 	jsonProcess struct {
-		PID       int32   `json:"pid"`
-		NSPID     int32   `json:"nspid,omitempty"`
-		PPID      int32   `json:"ppid,omitempty"`
-		Comm      string  `json:"comm,omitempty"`
-		Cmdline   string  `json:"cmdline,omitempty"`
+		PID     int32  `json:"pid"`
+		NSPID   int32  `json:"nspid,omitempty"`
+		PPID    int32  `json:"ppid,omitempty"`
+		Comm    string `json:"comm,omitempty"`
+		Cmdline string `json:"cmdline,omitempty"`
+		// Redacted says the recorder cut Cmdline to the program's name.
+		Redacted  bool    `json:"cmdline_redacted,omitempty"`
 		Container string  `json:"container"`
 		Start     float64 `json:"start_seconds"`
 		End       float64 `json:"end_seconds"`
 		Exited    bool    `json:"exited"`
 		Samples   int     `json:"samples"`
 		Threads   int     `json:"threads"`
+		// ThreadList are the threads other than the main one.
+		ThreadList []jsonThread `json:"thread_list,omitempty"`
+	}
+	jsonThread struct {
+		TID     int32   `json:"tid"`
+		Comm    string  `json:"comm,omitempty"`
+		Start   float64 `json:"start_seconds"`
+		End     float64 `json:"end_seconds"`
+		Exited  bool    `json:"exited"`
+		Samples int     `json:"samples"`
 	}
 	jsonLog struct {
 		Time     float64 `json:"time_seconds"`
@@ -361,7 +396,7 @@ func writeTimelineJSON(w io.Writer, t *analyze.Timeline, o reportOptions, marks 
 	doc := jsonTimeline{
 		Schema: reportSchema,
 		Capture: jsonTimelineCapture{File: o.Input, CaptureTime: t.Header.CaptureTime, Duration: float64(t.Duration()) / 1e9,
-			Samples: t.Samples, Processes: len(t.Processes), CPUs: t.CPUs, Metadata: t.Metadata, Warnings: t.Warnings},
+			Samples: t.Samples, Processes: len(t.Processes), Threads: t.ThreadCount(), CPUs: t.CPUs, Metadata: t.Metadata, Warnings: t.Warnings},
 		View: o.Timeline,
 	}
 	if doc.Capture.CPUs == nil {
@@ -384,8 +419,8 @@ func writeTimelineJSON(w io.Writer, t *analyze.Timeline, o reportOptions, marks 
 		}
 	case "processes":
 		for _, p := range procs {
-			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline,
-				Container: p.Container.Label(), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads})
+			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline, Redacted: p.CmdlineRedacted,
+				Container: p.Container.Label(), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec)})
 		}
 	case "logs":
 		for _, l := range logs {
