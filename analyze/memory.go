@@ -56,6 +56,12 @@ type Memory struct {
 	Stacks []MemStack
 	// Start is the capture's start, for times relative to it.
 	Start int64
+	// HasLost says whether the recording counted the events it could
+	// not record (nsprof record --memprof does); Lost counts those
+	// dropped because a ring stayed full, SignalDropped those of
+	// signal handlers that found no room.
+	HasLost             bool
+	Lost, SignalDropped int64
 }
 
 // MemStack is what one stack of one process allocated.
@@ -157,8 +163,15 @@ func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 			}
 			b.add(f)
 		case *capture.Metadata:
-			if f.ID == "nsprof.memprof.sample-bytes" {
+			switch f.ID {
+			case "nsprof.memprof.sample-bytes":
 				b.m.SampleBytes, _ = strconv.ParseInt(f.Value, 10, 64)
+			case "nsprof.memprof.lost":
+				b.m.HasLost = true
+				b.m.Lost = parseCount(f.Value, b.m.Lost)
+			case "nsprof.memprof.signal-dropped":
+				b.m.HasLost = true
+				b.m.SignalDropped = parseCount(f.Value, b.m.SignalDropped)
 			}
 		}
 	}
@@ -175,6 +188,16 @@ type memBuilder struct {
 	locs   map[pidAddr]Location
 	key    []byte
 	inline bool
+}
+
+// parseCount adds the count in a metadata value to n: one value per
+// recording, and a capture may join several (nsprof cat).
+func parseCount(v string, n int64) int64 {
+	c, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || c < 0 {
+		return n
+	}
+	return n + c
 }
 
 func (b *memBuilder) add(a *capture.Allocation) {
