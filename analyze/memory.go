@@ -29,7 +29,9 @@ type MemoryOptions struct {
 // Memory is the heap profile of a capture's ALLOCATION frames, as
 // written by nsprof record --memprof or Sysprof's memprof: allocations
 // with a size and a stack, frees with size 0 and no stack, matched by
-// address within a process.
+// address within a process. A frame of size 0 with a stack is an
+// allocation of 0 bytes (malloc(0) returns a block that is freed later);
+// Sysprof's own viewer reads it as a free.
 type Memory struct {
 	// Allocs and Frees count the recorded events.
 	Allocs, Frees int64
@@ -202,7 +204,7 @@ func parseCount(v string, n int64) int64 {
 
 func (b *memBuilder) add(a *capture.Allocation) {
 	e := memEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
-	if a.Size > 0 {
+	if a.Size > 0 || len(a.Addrs) > 0 { // a free has no stack
 		e.stack = b.stack(a.PID, a.Addrs)
 	}
 	b.events = append(b.events, e)

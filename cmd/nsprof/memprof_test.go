@@ -536,3 +536,56 @@ func TestMemprofSignalHandler(t *testing.T) {
 		t.Errorf("report --summary says %q, report --memory %q:\n%s", s, m[0], sum)
 	}
 }
+
+// TestMemprofAllocAPIs records the allocator's corner cases
+// (fixtures/memapis.c): malloc(0) and the other calls that return a
+// block of 0 bytes are allocations, later freed, not frees; pvalloc is
+// recorded with its size rounded up to whole pages; realloc(p, 0) frees
+// p. The heap export and dump agree.
+func TestMemprofAllocAPIs(t *testing.T) {
+	memprofLib(t)
+	bin := testutils.BuildFixture(t, "memapis")
+	out := filepath.Join(t.TempDir(), "apis.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "--no-memory", "-o", out, "--", bin)
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	rep, _, status := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+	if status != 0 {
+		t.Fatalf("report --memory: status %d", status)
+	}
+	page := int64(os.Getpagesize())
+	rows := memTop(t, rep)
+	want := map[string]memRow{
+		"alloc_zero":      {0, 10, 0, 10},
+		"alloc_zero_apis": {0, 7, 0, 7},
+		"alloc_pvalloc":   {5 * page, 4, 5 * page, 4},
+		"alloc_valloc":    {100, 1, 100, 1},
+		"alloc_memalign":  {756, 3, 756, 3},
+		"shrink_to_zero":  {300, 1, 300, 1},
+	}
+	for fn, w := range want {
+		if got, ok := rows[fn]; !ok || got != w {
+			t.Errorf("%s: got %+v (found %t), want %+v", fn, got, ok, w)
+		}
+	}
+	// Every block of the fixture is freed: only stdio's buffer may leak.
+	lk := regexp.MustCompile(`leaked .* in (\d+) objects`).FindStringSubmatch(rep)
+	if lk == nil {
+		t.Fatalf("no leak line:\n%s", rep)
+	}
+	if n, _ := strconv.Atoi(lk[1]); n > 1 {
+		t.Errorf("%d objects leaked, want at most stdout's buffer: frees not matched to their blocks\n%s", n, rep)
+	}
+	pb := filepath.Join(t.TempDir(), "heap.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", out, "--memory", "--format", "pprof", "-o", pb); status != 0 {
+		t.Fatalf("export --memory: status %d\n%s", status, stderr)
+	}
+	if _, objects := pprofMemTop(t, pb, "alloc_objects"); objects["alloc_zero"] != [2]int64{10, 10} {
+		t.Errorf("pprof alloc_objects of alloc_zero: %v, want 10", objects["alloc_zero"])
+	}
+	dump, _, _ := nsprof(t, nil, "dump", "-t", "ALLOCATION", out)
+	if n := strings.Count(dump, " size=0 "); n != 17 {
+		t.Errorf("dump shows %d allocations of size 0, want 17", n)
+	}
+}
