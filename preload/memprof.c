@@ -479,7 +479,8 @@ static NOINLINE int thread_init(struct tstate *t, uintptr_t fp)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int ok = thread_init_locked(t, fp);
+	/* A handler may have registered the ring before the mask was set. */
+	int ok = t->state == T_NONE ? thread_init_locked(t, fp) : t->state == T_ACTIVE;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ok;
 }
@@ -1052,25 +1053,29 @@ EXPORT void *valloc(size_t size)
 }
 
 /* pvalloc is valloc with the size rounded up to whole pages: the block
- * is recorded with the size the caller may use. */
+ * is recorded with the size the caller may use. A C library without it
+ * (glibc keeps it for old binaries only) gets memalign's equivalent. */
 EXPORT void *pvalloc(size_t size)
 {
-	size_t page = 4096;
+	size_t page = 4096, rounded;
 	if (UNLIKELY(!real_free)) {
 		if (resolving) {
-			if (__builtin_add_overflow(size, page - 1, &size))
+			if (__builtin_add_overflow(size, page - 1, &rounded))
 				return NULL;
-			return arena_alloc(size & ~(page - 1), page);
+			return arena_alloc(rounded & ~(page - 1), page);
 		}
 		resolve();
 	}
-	struct tstate *t = &ts;
-	if (!active(t) || !real_pvalloc)
-		return real_pvalloc ? real_pvalloc(size) : NULL;
-	void *p = real_pvalloc(size);
 	page = (size_t)getpagesize();
-	if (p)
-		on_alloc(t, FP(), p, size + page - 1 < size ? size : (size + page - 1) & ~(page - 1));
+	if (__builtin_add_overflow(size, page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(page - 1);
+	struct tstate *t = &ts;
+	void *p = real_pvalloc ? real_pvalloc(size) : real_memalign(page, rounded);
+	if (p && active(t))
+		on_alloc(t, FP(), p, rounded);
 	return p;
 }
 
