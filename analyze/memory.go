@@ -29,7 +29,9 @@ type MemoryOptions struct {
 // Memory is the heap profile of a capture's ALLOCATION frames, as
 // written by nsprof record --memprof or Sysprof's memprof: allocations
 // with a size and a stack, frees with size 0 and no stack, matched by
-// address within a process.
+// address within a process. A frame of size 0 with a stack is an
+// allocation of 0 bytes (malloc(0) returns a block that is freed later);
+// Sysprof's own viewer reads it as a free.
 type Memory struct {
 	// Allocs and Frees count the recorded events.
 	Allocs, Frees int64
@@ -56,6 +58,12 @@ type Memory struct {
 	Stacks []MemStack
 	// Start is the capture's start, for times relative to it.
 	Start int64
+	// HasLost says whether the recording counted the events it could
+	// not record (nsprof record --memprof does); Lost counts those
+	// dropped because a ring stayed full, SignalDropped those of
+	// signal handlers that found no room.
+	HasLost             bool
+	Lost, SignalDropped int64
 }
 
 // MemStack is what one stack of one process allocated.
@@ -157,8 +165,15 @@ func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 			}
 			b.add(f)
 		case *capture.Metadata:
-			if f.ID == "nsprof.memprof.sample-bytes" {
+			switch f.ID {
+			case "nsprof.memprof.sample-bytes":
 				b.m.SampleBytes, _ = strconv.ParseInt(f.Value, 10, 64)
+			case "nsprof.memprof.lost":
+				b.m.HasLost = true
+				b.m.Lost = parseCount(f.Value, b.m.Lost)
+			case "nsprof.memprof.signal-dropped":
+				b.m.HasLost = true
+				b.m.SignalDropped = parseCount(f.Value, b.m.SignalDropped)
 			}
 		}
 	}
@@ -177,9 +192,19 @@ type memBuilder struct {
 	inline bool
 }
 
+// parseCount adds the count in a metadata value to n: one value per
+// recording, and a capture may join several (nsprof cat).
+func parseCount(v string, n int64) int64 {
+	c, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || c < 0 {
+		return n
+	}
+	return n + c
+}
+
 func (b *memBuilder) add(a *capture.Allocation) {
 	e := memEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
-	if a.Size > 0 {
+	if a.Size > 0 || len(a.Addrs) > 0 { // a free has no stack
 		e.stack = b.stack(a.PID, a.Addrs)
 	}
 	b.events = append(b.events, e)

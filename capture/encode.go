@@ -437,7 +437,7 @@ func (w *Writer) writeFileChunk(f *FileChunk) error {
 // AddAllocation writes an ALLOCATION frame, as
 // sysprof_capture_writer_add_allocation: a block of size bytes at addr
 // allocated by thread tid of process pid from the stack addrs (innermost
-// first), or freed when size is 0.
+// first), or freed when size is 0 and addrs is empty.
 func (w *Writer) AddAllocation(time int64, cpu int16, pid, tid int32, addr uint64, size int64, addrs []uint64) error {
 	// The hot path of `record --memprof`, as writeSample: every byte
 	// stored here directly when the frame fits in a healthy buffer.

@@ -199,7 +199,9 @@ type FileChunk struct {
 }
 
 // Allocation (type 14) is a memory allocation of Size bytes at Addr, or a
-// free when Size is 0 (as Sysprof's memprof writes them).
+// free when Size is 0 and there is no stack (as Sysprof's memprof writes
+// them). nsprof writes an allocation of 0 bytes (malloc(0)) with its
+// stack, which Sysprof's viewer takes for a free.
 type Allocation struct {
 	FrameHeader
 	Addr  uint64

@@ -70,7 +70,7 @@ func (d *Dumper) Append(b []byte, f Frame) []byte {
 	case *FileChunk:
 		b = fmt.Appendf(b, " path=%q len=%d last=%t", f.Path, len(f.Data), f.IsLast)
 	case *Allocation:
-		if f.Size == 0 {
+		if f.Size == 0 && len(f.Addrs) == 0 {
 			b = fmt.Appendf(b, " tid=%d free=%#x", f.TID, f.Addr)
 		} else {
 			b = fmt.Appendf(b, " tid=%d addr=%#x size=%d", f.TID, f.Addr, f.Size)

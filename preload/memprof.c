@@ -21,10 +21,12 @@
  * NSPROF_MEMPROF_CLOCK=gettime reads the clock for each).
  *
  * Safety: dlsym may allocate before the real functions are known, so a
- * static arena serves those calls; a per-thread busy flag sends re-entrant
- * calls (from our own code, libgcc's unwinder, signal handlers) straight
- * to the real allocator; a fork child unmaps its parent's rings and starts
- * its own; a pthread key destructor marks a thread's ring closed.
+ * static arena serves those calls; a thread registers its ring with its
+ * signals blocked, and its own allocations there (pthread_getattr_np) go
+ * straight to the real allocator; a fork child unmaps its parent's rings
+ * and starts its own; a pthread key destructor marks a thread's ring
+ * closed. A signal handler that allocates while its thread is in the
+ * middle of writing a record is recorded too ("signal handlers" below).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,6 +37,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +71,7 @@ static memalign_fn real_memalign;
 static posix_memalign_fn real_posix_memalign;
 static memalign_fn real_aligned_alloc;
 static valloc_fn real_valloc;
+static valloc_fn real_pvalloc;
 
 /* ---- bootstrap arena: serves dlsym's allocations ---- */
 
@@ -116,6 +120,7 @@ static void resolve(void)
 	real_posix_memalign = (posix_memalign_fn)dlsym(RTLD_NEXT, "posix_memalign");
 	real_aligned_alloc = (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc");
 	real_valloc = (valloc_fn)dlsym(RTLD_NEXT, "valloc");
+	real_pvalloc = (valloc_fn)dlsym(RTLD_NEXT, "pvalloc");
 	__atomic_store_n(&real_free, (free_fn)dlsym(RTLD_NEXT, "free"), __ATOMIC_RELEASE);
 	resolving = 0;
 }
@@ -145,6 +150,15 @@ struct tclock {
 
 enum { T_NONE, T_ACTIVE, T_OFF };
 
+/* An event of a signal handler kept aside while its thread was writing
+ * a record (see "signal handlers"). */
+struct pend_rec {
+	struct memprof_record r;
+	uint64_t addrs[MEMPROF_MAX_DEPTH];
+};
+#define PEND_SLOTS 16
+#define PEND_BYTES (PEND_SLOTS * sizeof(struct pend_rec))
+
 struct tstate {
 	struct memprof_ring_header *ring;
 	uint8_t *data;
@@ -152,9 +166,17 @@ struct tstate {
 	uintptr_t stack_hi;
 	int64_t sample_left;
 	uint64_t rng;
-	int busy;
+	int busy; /* our own code allocates: not recorded */
 	int state;
 	int waited_out; /* the last full-ring wait timed out */
+	/* Signal handlers: writing is set while the thread writes to its
+	 * ring or its clock; a handler that finds it set appends its event
+	 * to pend[pend_w % PEND_SLOTS] (pend_busy meanwhile), and the writer
+	 * copies pend[pend_r...] into the ring when it is done. */
+	int writing;
+	int pend_busy;
+	uint64_t pend_w, pend_r;
+	struct pend_rec *pend;
 	struct tclock clock;
 };
 
@@ -164,6 +186,7 @@ static __thread struct tstate ts __attribute__((tls_model("initial-exec")));
 struct ringent {
 	struct memprof_ring_header *ring;
 	size_t len;
+	struct pend_rec *pend;
 };
 #define MAX_RINGS 4096
 static struct ringent rings[MAX_RINGS];
@@ -177,13 +200,14 @@ static void lock(int *l)
 
 static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
-static void rings_add(struct memprof_ring_header *r, size_t len)
+static void rings_add(struct memprof_ring_header *r, size_t len, struct pend_rec *pend)
 {
 	lock(&ring_lock);
 	for (int i = 0; i < MAX_RINGS; i++) {
 		if (!rings[i].ring) {
 			rings[i].ring = r;
 			rings[i].len = len;
+			rings[i].pend = pend;
 			break;
 		}
 	}
@@ -322,14 +346,15 @@ static inline int64_t event_time(struct tclock *c)
  * each frame holds the caller's frame pointer and, above it, the return
  * address. Frames must lie between fp and the top of the thread's stack,
  * be 8-aligned and grow upwards, so a bad chain ends the walk instead of
- * faulting.
+ * faulting. The hook's own frame is always read, even on a signal stack
+ * outside those bounds: every allocation has at least its caller.
  */
 static int fp_walk(uintptr_t fp, uintptr_t hi, uint64_t *out, int max)
 {
 	uintptr_t lo = fp;
 	int n = 0;
 	while (n < max) {
-		if (fp < lo || fp + 16 > hi || (fp & 7))
+		if ((fp & 7) || (n > 0 && (fp < lo || fp + 16 > hi)))
 			break;
 		const uintptr_t *f = (const uintptr_t *)fp;
 		uintptr_t ret = f[1];
@@ -367,12 +392,14 @@ static NOINLINE int capture(struct tstate *t, uintptr_t fp, uint64_t *out)
 		int k = 0;
 		for (int i = 3; i < n; i++)
 			out[k++] = (uint64_t)(uintptr_t)buf[i];
-		return k;
+		return k ? k : fp_walk(fp, t->stack_hi, out, 1);
 	}
 	return fp_walk(fp, t->stack_hi, out, MEMPROF_MAX_DEPTH);
 }
 
 /* ---- rings ---- */
+
+#define SIGNAL_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* Set once the process has announced itself; reset in a fork child. */
 static int announced;
@@ -437,23 +464,48 @@ static int send_ring(int memfd, struct memprof_ring_header *h)
 	return ok;
 }
 
-/* thread_init creates and registers the calling thread's ring. */
+static int thread_init_locked(struct tstate *t, uintptr_t fp);
+
+/*
+ * thread_init creates and registers the calling thread's ring, with the
+ * thread's signals blocked: a handler's allocation waits until the ring
+ * is ready, and the allocations made here (pthread_getattr_np), which
+ * state T_OFF sends straight to the real allocator, are all our own.
+ */
 static NOINLINE int thread_init(struct tstate *t, uintptr_t fp)
 {
 	if (t->state != T_NONE)
 		return t->state == T_ACTIVE;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* A handler may have registered the ring before the mask was set. */
+	int ok = t->state == T_NONE ? thread_init_locked(t, fp) : t->state == T_ACTIVE;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+static int thread_init_locked(struct tstate *t, uintptr_t fp)
+{
 	t->state = T_OFF;
 	size_t len = MEMPROF_HEADER_SIZE + ring_bytes;
-	int fd = memfd_create("nsprof-memprof", MFD_CLOEXEC);
-	if (fd < 0)
+	void *pend = mmap(NULL, PEND_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pend == MAP_FAILED)
 		return 0;
+	int fd = memfd_create("nsprof-memprof", MFD_CLOEXEC);
+	if (fd < 0) {
+		munmap(pend, PEND_BYTES);
+		return 0;
+	}
 	if (ftruncate(fd, (off_t)len) < 0) {
 		close(fd);
+		munmap(pend, PEND_BYTES);
 		return 0;
 	}
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
+		munmap(pend, PEND_BYTES);
 		return 0;
 	}
 	struct memprof_ring_header *h = m;
@@ -466,6 +518,7 @@ static NOINLINE int thread_init(struct tstate *t, uintptr_t fp)
 	close(fd);
 	if (err < 0) {
 		munmap(m, len);
+		munmap(pend, PEND_BYTES);
 		if (errno == EPIPE || errno == ECONNREFUSED || errno == ENOTCONN)
 			__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
 		return 0;
@@ -473,34 +526,55 @@ static NOINLINE int thread_init(struct tstate *t, uintptr_t fp)
 	t->ring = h;
 	t->data = (uint8_t *)m + MEMPROF_HEADER_SIZE;
 	t->mask = ring_bytes - 1;
+	t->pend = pend;
+	t->pend_w = t->pend_r = 0;
 	t->rng = ((uint64_t)h->tid << 32) ^ (uint64_t)now_ns() ^ 0x9e3779b97f4a7c15ull;
 	stack_bounds(t, fp);
-	rings_add(h, len);
+	rings_add(h, len, pend);
 	pthread_setspecific(exit_key, t);
 	t->state = T_ACTIVE;
 	return 1;
 }
 
-/* has_room waits, boundedly, until need bytes fit after tail. */
-static int has_room(struct tstate *t, uint64_t tail, uint64_t need)
+/* fits says whether a record of up to max bytes, and the padding before
+ * it when the end of the data area is too near, fit after tail. */
+static inline int fits(struct tstate *t, uint64_t tail, uint64_t max)
 {
-	struct memprof_ring_header *h = t->ring;
 	uint64_t size = t->mask + 1;
-	if (tail + need - __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) <= size) {
-		t->waited_out = 0;
-		return 1;
-	}
+	uint64_t off = tail & t->mask;
+	uint64_t need = off + max > size ? size - off + max : max;
+	return tail + need - __atomic_load_n(&t->ring->head, __ATOMIC_ACQUIRE) <= size;
+}
+
+/*
+ * wait_room waits, boundedly, until a record of up to max bytes fits at
+ * the tail. With open set the caller has nothing half written, and a
+ * signal handler arriving while it sleeps writes its events straight to
+ * the ring (t->writing cleared), moving the tail.
+ */
+static NOINLINE int wait_room(struct tstate *t, uint64_t max, int open)
+{
 	if (t->waited_out)
 		return 0; /* the recorder is not keeping up: do not stall again */
 	/* Up to about a second: the recorder drains every few ms. */
 	for (int i = 0; i < 20000; i++) {
+		if (open) {
+			SIGNAL_FENCE();
+			t->writing = 0;
+			SIGNAL_FENCE();
+		}
 		if (i < 64) {
 			sched_yield();
 		} else {
 			struct timespec d = {0, 50000};
 			nanosleep(&d, NULL);
 		}
-		if (tail + need - __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) <= size)
+		if (open) {
+			SIGNAL_FENCE();
+			t->writing = 1;
+			SIGNAL_FENCE();
+		}
+		if (fits(t, __atomic_load_n(&t->ring->tail, __ATOMIC_RELAXED), max))
 			return 1;
 	}
 	t->waited_out = 1;
@@ -511,20 +585,25 @@ static int has_room(struct tstate *t, uint64_t tail, uint64_t need)
  * reserve returns room for a record of up to max bytes at the ring's tail,
  * padding to the start of the data area first when the end is too near;
  * NULL (the event counted as lost) when the ring stays full. The record is
- * published by commit.
+ * published by commit. open is wait_room's.
  */
-static struct memprof_record *reserve(struct tstate *t, uint32_t max, uint64_t *pos)
+static struct memprof_record *reserve(struct tstate *t, uint32_t max, uint64_t *pos, int open)
 {
 	struct memprof_ring_header *h = t->ring;
 	uint64_t tail = h->tail;
+	if (UNLIKELY(!fits(t, tail, max))) {
+		if (!wait_room(t, max, open)) {
+			__atomic_fetch_add(&h->lost, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		tail = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+	} else {
+		t->waited_out = 0;
+	}
 	uint64_t off = tail & t->mask;
 	uint64_t pad = 0;
 	if (off + max > t->mask + 1)
 		pad = t->mask + 1 - off;
-	if (!has_room(t, tail, pad + max)) {
-		__atomic_fetch_add(&h->lost, 1, __ATOMIC_RELAXED);
-		return NULL;
-	}
 	if (pad) {
 		struct memprof_record *p = (struct memprof_record *)(t->data + off);
 		p->len = (uint32_t)pad;
@@ -633,26 +712,128 @@ static inline int sampled(struct tstate *t, size_t size, int64_t *weight)
 	return 1;
 }
 
+/* ---- signal handlers ----
+ *
+ * A signal handler that allocates runs on its thread, in the middle of
+ * whatever the thread was doing, perhaps one of the hooks below. While a
+ * hook writes a record (from the event's time to the ring's tail, with
+ * t->writing set), the ring and the clock state are half updated: a
+ * handler arriving then writes its event, timed by the clock, to one of
+ * PEND_SLOTS side slots, and the hook copies the slots into the ring
+ * before it returns (end_write). A handler interrupting another's append
+ * (pend_busy) or finding every slot taken counts its event in the ring
+ * header's signal_dropped; the recorder reports them. At any other point,
+ * a handler's event goes to the ring as any other.
+ */
+
+static inline void begin_write(struct tstate *t)
+{
+	t->writing = 1;
+	SIGNAL_FENCE();
+}
+
+static NOINLINE void flush_pending(struct tstate *t);
+
+/* end_write ends a hook's writing, copying the events handlers kept
+ * aside meanwhile into the ring. */
+static inline void end_write(struct tstate *t)
+{
+	SIGNAL_FENCE();
+	t->writing = 0;
+	SIGNAL_FENCE();
+	if (UNLIKELY(__atomic_load_n(&t->pend_w, __ATOMIC_RELAXED) != t->pend_r))
+		flush_pending(t);
+}
+
+static NOINLINE void flush_pending(struct tstate *t)
+{
+	do {
+		t->writing = 1;
+		SIGNAL_FENCE();
+		while (t->pend_r != __atomic_load_n(&t->pend_w, __ATOMIC_RELAXED)) {
+			SIGNAL_FENCE();
+			const struct pend_rec *e = &t->pend[t->pend_r % PEND_SLOTS];
+			uint64_t pos;
+			struct memprof_record *r = reserve(t, e->r.len, &pos, 0);
+			if (r) {
+				memcpy(r, e, e->r.len);
+				__atomic_store_n(&t->ring->tail, pos + e->r.len, __ATOMIC_RELEASE);
+			}
+			SIGNAL_FENCE();
+			__atomic_store_n(&t->pend_r, t->pend_r + 1, __ATOMIC_RELAXED);
+		}
+		SIGNAL_FENCE();
+		t->writing = 0;
+		SIGNAL_FENCE();
+	} while (t->pend_r != __atomic_load_n(&t->pend_w, __ATOMIC_RELAXED));
+}
+
+/* pend_event keeps a handler's event aside, or counts it as dropped. */
+static NOINLINE void pend_event(struct tstate *t, uintptr_t fp, int kind, const void *addr, int64_t size, int64_t time)
+{
+	uint64_t w = t->pend_w;
+	if (t->pend_busy || w - __atomic_load_n(&t->pend_r, __ATOMIC_RELAXED) >= PEND_SLOTS) {
+		__atomic_fetch_add(&t->ring->signal_dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	t->pend_busy = 1;
+	SIGNAL_FENCE();
+	struct pend_rec *e = &t->pend[w % PEND_SLOTS];
+	/* The frame-pointer walk only: the interrupted code may be inside
+	 * the unwinder that backtrace() uses. */
+	int n = kind == MEMPROF_REC_ALLOC ? fp_walk(fp, t->stack_hi, e->addrs, MEMPROF_MAX_DEPTH) : 0;
+	e->r.len = (uint32_t)(sizeof e->r + 8 * (size_t)n);
+	e->r.kind = (uint16_t)kind;
+	e->r.n_addrs = (uint16_t)n;
+	e->r.time = time;
+	e->r.addr = (uint64_t)(uintptr_t)addr;
+	e->r.size = size;
+	SIGNAL_FENCE();
+	__atomic_store_n(&t->pend_w, w + 1, __ATOMIC_RELAXED);
+	SIGNAL_FENCE();
+	t->pend_busy = 0;
+}
+
 /* ---- events ---- */
 
-static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t size)
+/*
+ * alloc_event records an allocation of size bytes at p: into the ring,
+ * or aside when nested (a signal handler interrupted this thread's
+ * writing). The thread's ring is registered.
+ */
+static inline __attribute__((always_inline)) void alloc_event(struct tstate *t, uintptr_t fp, void *p, size_t size, int nested)
 {
 	int64_t weight;
 	if (!sampled(t, size, &weight))
 		return;
-	int64_t time = event_time(&t->clock);
-	if (t->state != T_ACTIVE && !thread_init(t, fp))
-		return;
 	if (sample_bytes && !ft_insert((uint64_t)(uintptr_t)p)) {
 		__atomic_fetch_add(&t->ring->sampled_untracked, 1, __ATOMIC_RELAXED);
 	}
+	if (UNLIKELY(nested)) {
+		pend_event(t, fp, MEMPROF_REC_ALLOC, p, weight, now_ns());
+		return;
+	}
+	int64_t time = event_time(&t->clock);
 	/* The stack is walked straight into the ring. */
 	uint64_t pos;
-	struct memprof_record *r = reserve(t, sizeof *r + 8 * MEMPROF_MAX_DEPTH, &pos);
+	struct memprof_record *r = reserve(t, sizeof *r + 8 * MEMPROF_MAX_DEPTH, &pos, 1);
 	if (!r)
 		return;
 	int n = capture(t, fp, (uint64_t *)(r + 1));
 	commit(t, pos, r, MEMPROF_REC_ALLOC, p, weight, time, n);
+}
+
+static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t size)
+{
+	if (UNLIKELY(t->state != T_ACTIVE) && !thread_init(t, fp))
+		return;
+	if (UNLIKELY(t->writing)) {
+		alloc_event(t, fp, p, size, 1);
+		return;
+	}
+	begin_write(t);
+	alloc_event(t, fp, p, size, 0);
+	end_write(t);
 }
 
 /* tracked says whether a free of p is recorded (in sampling mode, only
@@ -662,12 +843,15 @@ static inline int tracked(void *p)
 	return !sample_bytes || ft_remove((uint64_t)(uintptr_t)p);
 }
 
-static NOINLINE void on_free(struct tstate *t, uintptr_t fp, void *p, int64_t time)
+/* free_event records a free of p at time; see alloc_event. */
+static inline void free_event(struct tstate *t, uintptr_t fp, void *p, int64_t time, int nested)
 {
-	if (t->state != T_ACTIVE && !thread_init(t, fp))
+	if (UNLIKELY(nested)) {
+		pend_event(t, fp, MEMPROF_REC_FREE, p, 0, time);
 		return;
+	}
 	uint64_t pos;
-	struct memprof_record *r = reserve(t, sizeof *r, &pos);
+	struct memprof_record *r = reserve(t, sizeof *r, &pos, 1);
 	if (r)
 		commit(t, pos, r, MEMPROF_REC_FREE, p, 0, time, 0);
 }
@@ -691,11 +875,9 @@ EXPORT void *malloc(size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_malloc(size);
-	t->busy = 1;
 	void *p = real_malloc(size);
 	if (p)
 		on_alloc(t, FP(), p, size);
-	t->busy = 0;
 	return p;
 }
 
@@ -713,11 +895,9 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_calloc(nmemb, size);
-	t->busy = 1;
 	void *p = real_calloc(nmemb, size);
 	if (p)
 		on_alloc(t, FP(), p, nmemb * size); /* no overflow: calloc succeeded */
-	t->busy = 0;
 	return p;
 }
 
@@ -728,21 +908,23 @@ EXPORT void free(void *p)
 	if (UNLIKELY(!real_free))
 		resolve();
 	struct tstate *t = &ts;
-	if (!active(t)) {
+	if (!active(t) || !tracked(p)) {
 		real_free(p);
 		return;
 	}
-	t->busy = 1;
-	if (!tracked(p)) {
+	if (UNLIKELY(t->state != T_ACTIVE) && !thread_init(t, FP())) {
 		real_free(p);
-		t->busy = 0;
 		return;
 	}
+	int nested = t->writing;
+	if (!nested)
+		begin_write(t);
 	/* Stamped before the block can be handed out again. */
-	int64_t time = event_time(&t->clock);
+	int64_t time = nested ? now_ns() : event_time(&t->clock);
 	real_free(p);
-	on_free(t, FP(), p, time);
-	t->busy = 0;
+	free_event(t, FP(), p, time, nested);
+	if (!nested)
+		end_write(t);
 }
 
 static inline __attribute__((always_inline)) void *do_realloc(struct tstate *t, uintptr_t fp, void *old, size_t size)
@@ -752,28 +934,29 @@ static inline __attribute__((always_inline)) void *do_realloc(struct tstate *t, 
 		void *p = real_malloc(size);
 		if (p) {
 			memcpy(p, old, n < size ? n : size);
-			if (active(t)) {
-				t->busy = 1;
+			if (active(t))
 				on_alloc(t, fp, p, size);
-				t->busy = 0;
-			}
 		}
 		return p;
 	}
-	if (!active(t))
+	if (!active(t) || (UNLIKELY(t->state != T_ACTIVE) && !thread_init(t, fp)))
 		return real_realloc(old, size);
-	t->busy = 1;
+	int nested = t->writing;
+	if (!nested)
+		begin_write(t);
 	int old_tracked = old && tracked(old);
-	int64_t t0 = event_time(&t->clock);
+	int64_t t0 = nested ? now_ns() : event_time(&t->clock);
 	void *p = real_realloc(old, size);
-	/* As Sysprof records it: the old block freed, the new one allocated. */
+	/* As Sysprof records it: the old block freed, the new one allocated.
+	 * glibc's realloc(p, 0) frees p and returns NULL. */
 	if (old_tracked && (p || size == 0))
-		on_free(t, fp, old, t0);
+		free_event(t, fp, old, t0, nested);
 	else if (old_tracked && sample_bytes)
 		ft_insert((uint64_t)(uintptr_t)old); /* realloc failed: still live */
 	if (p)
-		on_alloc(t, fp, p, size);
-	t->busy = 0;
+		alloc_event(t, fp, p, size, nested);
+	if (!nested)
+		end_write(t);
 	return p;
 }
 
@@ -813,11 +996,9 @@ EXPORT void *memalign(size_t align, size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_memalign(align, size);
-	t->busy = 1;
 	void *p = real_memalign(align, size);
 	if (p)
 		on_alloc(t, FP(), p, size);
-	t->busy = 0;
 	return p;
 }
 
@@ -831,11 +1012,9 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_aligned_alloc(align, size);
-	t->busy = 1;
 	void *p = real_aligned_alloc(align, size);
 	if (p)
 		on_alloc(t, FP(), p, size);
-	t->busy = 0;
 	return p;
 }
 
@@ -851,11 +1030,9 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_posix_memalign(out, align, size);
-	t->busy = 1;
 	int err = real_posix_memalign(out, align, size);
 	if (err == 0)
 		on_alloc(t, FP(), *out, size);
-	t->busy = 0;
 	return err;
 }
 
@@ -869,11 +1046,36 @@ EXPORT void *valloc(size_t size)
 	struct tstate *t = &ts;
 	if (!active(t))
 		return real_valloc(size);
-	t->busy = 1;
 	void *p = real_valloc(size);
 	if (p)
 		on_alloc(t, FP(), p, size);
-	t->busy = 0;
+	return p;
+}
+
+/* pvalloc is valloc with the size rounded up to whole pages: the block
+ * is recorded with the size the caller may use. A C library without it
+ * (glibc keeps it for old binaries only) gets memalign's equivalent. */
+EXPORT void *pvalloc(size_t size)
+{
+	size_t page = 4096, rounded;
+	if (UNLIKELY(!real_free)) {
+		if (resolving) {
+			if (__builtin_add_overflow(size, page - 1, &rounded))
+				return NULL;
+			return arena_alloc(rounded & ~(page - 1), page);
+		}
+		resolve();
+	}
+	page = (size_t)getpagesize();
+	if (__builtin_add_overflow(size, page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(page - 1);
+	struct tstate *t = &ts;
+	void *p = real_pvalloc ? real_pvalloc(size) : real_memalign(page, rounded);
+	if (p && active(t))
+		on_alloc(t, FP(), p, rounded);
 	return p;
 }
 
@@ -891,6 +1093,9 @@ static void on_thread_exit(void *v)
 	__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
 	rings_del(h);
 	munmap(h, MEMPROF_HEADER_SIZE + h->size);
+	/* Empty: the slots are copied out before a hook returns. */
+	munmap(t->pend, PEND_BYTES);
+	t->pend = NULL;
 }
 
 static void before_fork(void) { lock(&ring_lock); }
@@ -903,6 +1108,7 @@ static void after_fork_child(void)
 	for (int i = 0; i < MAX_RINGS; i++) {
 		if (rings[i].ring) {
 			munmap(rings[i].ring, rings[i].len);
+			munmap(rings[i].pend, PEND_BYTES);
 			rings[i].ring = NULL;
 		}
 	}
@@ -910,6 +1116,8 @@ static void after_fork_child(void)
 	announced = 0;
 	ts.ring = NULL;
 	ts.data = NULL;
+	ts.pend = NULL;
+	ts.pend_w = ts.pend_r = 0;
 	ts.state = T_NONE;
 	ts.waited_out = 0;
 }

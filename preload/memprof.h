@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define MEMPROF_MAGIC 0x6d70736eu /* "nspm" */
-#define MEMPROF_VERSION 1u
+#define MEMPROF_VERSION 2u
 #define MEMPROF_HEADER_SIZE 4096u
 #define MEMPROF_MAX_DEPTH 64
 
@@ -33,6 +33,7 @@ struct memprof_ring_header {
 	uint64_t lost; /* events dropped because the ring stayed full */
 	uint64_t sampled_untracked; /* sampled blocks the free table could not hold */
 	uint64_t tsc_times; /* events whose time was extrapolated from the TSC */
+	uint64_t signal_dropped; /* events of signal handlers that found no room */
 };
 
 /* Record kinds. */

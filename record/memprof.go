@@ -76,6 +76,10 @@ type memprof struct {
 	rescan map[int32]bool
 
 	allocs, frees, lost, untracked uint64
+	// sigDropped counts the events of signal handlers that found
+	// their thread's side slots taken (preload/memprof.c, "signal
+	// handlers").
+	sigDropped uint64
 	// tscTimes counts the events whose time the preload extrapolated
 	// from the TSC, by ring.
 	tscTimes            uint64
@@ -92,6 +96,7 @@ type memRing struct {
 	lost     uint64
 	untrack  uint64
 	tsc      uint64
+	sigDrop  uint64
 	// stacks is the process's set of stacks handed to the symbolizer;
 	// last is the stack this thread handed or found there last, which
 	// most allocations repeat, and keep how many of its addresses are
@@ -316,6 +321,10 @@ func (m *memprof) drain(r *recorder, g *memRing) bool {
 		m.untracked += u - g.untrack
 		g.untrack = u
 	}
+	if n := atomic.LoadUint64(g.word(ringOffSigDrop)); n > g.sigDrop {
+		m.sigDropped += n - g.sigDrop
+		g.sigDrop = n
+	}
 	if n := atomic.LoadUint64(g.word(ringOffTSCTimes)); n > g.tsc {
 		m.tscTimes += n - g.tsc
 		g.tsc = n
@@ -394,14 +403,23 @@ func (r *recorder) finishMemprof() {
 	m.rings = nil
 	m.recv.Close()
 	// How many event times came from the TSC rather than the clock
-	// (preload/memprof.c, "event times").
-	if r.writeErr == nil && m.allocs+m.frees > 0 {
-		if err := r.w.AddMetadata(capture.Now(), "nsprof.memprof.tsc-times", strconv.FormatUint(m.tscTimes, 10)); err != nil {
-			r.writeErr = err
+	// (preload/memprof.c, "event times"), and how many events were not
+	// recorded: zero counts too, so a report can say none were.
+	if r.writeErr == nil && (m.allocs+m.frees > 0 || m.lost+m.sigDropped > 0) {
+		for _, kv := range [][2]string{
+			{"nsprof.memprof.tsc-times", strconv.FormatUint(m.tscTimes, 10)},
+			{"nsprof.memprof.lost", strconv.FormatUint(m.lost, 10)},
+			{"nsprof.memprof.signal-dropped", strconv.FormatUint(m.sigDropped, 10)},
+		} {
+			if err := r.w.AddMetadata(capture.Now(), kv[0], kv[1]); err != nil {
+				r.writeErr = err
+				break
+			}
 		}
 	}
-	if m.lost > 0 || m.untracked > 0 {
-		msg := fmt.Sprintf("memprof: %d events lost (rings full), %d sampled blocks whose free was not tracked", m.lost, m.untracked)
+	if m.lost > 0 || m.sigDropped > 0 || m.untracked > 0 {
+		msg := fmt.Sprintf("memprof: %d events lost (%d with rings full, %d in signal handlers with no room), %d sampled blocks whose free was not tracked",
+			m.lost+m.sigDropped, m.lost, m.sigDropped, m.untracked)
 		r.logf("%s", msg)
 		if r.writeErr == nil {
 			if err := r.w.AddLog(capture.Now(), -1, capture.LogWarning, "nsprof", msg); err != nil {

@@ -10,7 +10,7 @@ import (
 // in the machine's byte order: writer and reader share the memory.
 const (
 	ringMagic      = 0x6d70736e // "nspm"
-	ringVersion    = 1
+	ringVersion    = 2
 	ringHeaderSize = 4096
 
 	ringOffSize      = 8
@@ -22,6 +22,7 @@ const (
 	ringOffLost      = 136
 	ringOffUntracked = 144
 	ringOffTSCTimes  = 152
+	ringOffSigDrop   = 160
 
 	recHeaderSize = 32
 	recAlloc      = 1

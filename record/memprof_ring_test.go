@@ -119,7 +119,7 @@ func TestParseHello(t *testing.T) {
 	if checkRingSize(h.RingSize) != nil || checkRingSize(4096+100) == nil || checkRingSize(0) == nil {
 		t.Fatal("checkRingSize")
 	}
-	binary.NativeEndian.PutUint32(b[4:], 2)
+	binary.NativeEndian.PutUint32(b[4:], ringVersion-1)
 	if _, err := parseHello(b); err == nil {
 		t.Fatal("wrong version accepted")
 	}

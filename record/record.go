@@ -114,7 +114,7 @@ func (r *recorder) stats() Stats {
 		Bytes:     r.w.BytesWritten(),
 	}
 	if r.mp != nil {
-		st.Allocations, st.Frees, st.AllocLost = r.mp.allocs, r.mp.frees, r.mp.lost
+		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.allocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
 	}
 	return st
 }

@@ -19,8 +19,9 @@ type Stats struct {
 	// Bytes is the size of the capture so far.
 	Bytes int64
 	// Allocations and Frees count the ALLOCATION frames of --memprof;
-	// AllocLost the events its rings dropped.
-	Allocations, Frees, AllocLost uint64
+	// AllocLost the events its rings dropped when full, and
+	// AllocSignalDropped those of signal handlers that found no room.
+	Allocations, Frees, AllocLost, AllocSignalDropped uint64
 }
 
 // statusLine writes one refreshed line on a terminal.
@@ -62,9 +63,12 @@ func (st Stats) Summary(path string) string {
 		procs = "process"
 	}
 	mem := ""
-	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost > 0 {
+	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost+st.AllocSignalDropped > 0 {
 		mem = fmt.Sprintf(", %d allocations and %d frees", st.Allocations, st.Frees)
-		if st.AllocLost > 0 {
+		switch {
+		case st.AllocSignalDropped > 0:
+			mem += fmt.Sprintf(" (%d lost: %d with rings full, %d in signal handlers)", st.AllocLost+st.AllocSignalDropped, st.AllocLost, st.AllocSignalDropped)
+		case st.AllocLost > 0:
 			mem += fmt.Sprintf(" (%d lost)", st.AllocLost)
 		}
 	}

@@ -36,6 +36,9 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 	fmt.Fprintf(w, "  peak live  %s at +%.3fs\n", fmtBytes(m.Peak), float64(m.PeakTime-m.Start)/1e9)
 	fmt.Fprintf(w, "  leaked     %s in %s objects (allocated while recording, never freed)\n", fmtBytes(m.LeakBytes), fmtObjects(m.LeakObjects))
 	fmt.Fprintf(w, "  temporary  %s in %s objects (freed before the thread's next allocation)\n", fmtBytes(m.TempBytes), fmtObjects(m.TempObjects))
+	if m.HasLost {
+		fmt.Fprintf(w, "  lost       %s\n", memLost(m.Lost, m.SignalDropped))
+	}
 
 	limit := opts.Limit
 	top := m.Top()
@@ -95,6 +98,12 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 	stacks("Leaks by stack (live at the end)", m.Leaks(), func(s *analyze.MemStack) (int64, float64) { return s.LeakBytes, s.LeakObjects })
 	stacks("Temporary allocations by stack", m.Temporaries(), func(s *analyze.MemStack) (int64, float64) { return s.TempBytes, s.TempObjects })
 	return nil
+}
+
+// memLost says how many allocation events a recording could not record:
+// in total, with the ring full, and in signal handlers with no room.
+func memLost(rings, signals int64) string {
+	return fmt.Sprintf("%d events not recorded (%d with the ring full, %d in signal handlers with no room)", rings+signals, rings, signals)
 }
 
 // memorySelectionError says which selection flags a heap profile cannot

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -300,6 +301,11 @@ func writeSummaryText(w io.Writer, t *analyze.Timeline) {
 	}
 	fmt.Fprintf(w, "samples      %d (lost: %s)\n", t.Samples, lost)
 	fmt.Fprintf(w, "processes    %d\nthreads      %d (%d sampled)\n", len(t.Processes), t.ThreadCount(), t.SampledThreads())
+	if rings, ok := t.Metadata["nsprof.memprof.lost"]; ok {
+		r, _ := strconv.ParseInt(rings, 10, 64)
+		s, _ := strconv.ParseInt(t.Metadata["nsprof.memprof.signal-dropped"], 10, 64)
+		fmt.Fprintf(w, "memprof      %s\n", memLost(r, s))
+	}
 	fmt.Fprintf(w, "marks        %d\ncounters     %d\nlogs         %d\nfiles        %d\n", len(t.Marks), len(t.Counters), len(t.Logs), len(t.Files))
 	for _, k := range []string{"nsprof.event", "nsprof.frequency", "uname.release", "hostname"} {
 		if v := t.Metadata[k]; v != "" {

@@ -556,7 +556,7 @@ static void
 canon_allocation (Line *l, int32_t tid, uint64_t addr, int64_t size,
                   const uint64_t *addrs, unsigned int n)
 {
-  if (size == 0)
+  if (size == 0 && n == 0)
     {
       line_printf (l, " tid=%" PRId32 " free=", tid);
       canon_hex (l, addr);

@@ -1,0 +1,82 @@
+package record
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"nsprof/internal/testutils"
+)
+
+// TestRingLayout compiles preload/memprof.h and checks that the ring
+// header's field offsets, the record header's size and the version are
+// the ones this package reads.
+func TestRingLayout(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	hdr, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "preload", "memprof.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "layout.c")
+	// The header is copied next to the source, so the build cache keys on it.
+	if err := os.WriteFile(filepath.Join(dir, "memprof.h"), hdr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := `#include <stddef.h>
+#include <stdio.h>
+#include "memprof.h"
+#define F(f) printf(#f " %zu\n", offsetof(struct memprof_ring_header, f))
+int main(void)
+{
+	F(size); F(pid); F(tid); F(closed); F(head); F(tail); F(lost);
+	F(sampled_untracked); F(tsc_times); F(signal_dropped);
+	printf("record %zu\nhello %zu\nversion %u\n", sizeof(struct memprof_record), sizeof(struct memprof_hello), MEMPROF_VERSION);
+	return 0;
+}
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testutils.BuildC(t, src)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("size %d\npid %d\ntid %d\nclosed %d\nhead %d\ntail %d\nlost %d\nsampled_untracked %d\ntsc_times %d\nsignal_dropped %d\nrecord %d\nhello %d\nversion %d\n",
+		ringOffSize, ringOffPID, ringOffTID, ringOffClosed, ringOffHead, ringOffTail, ringOffLost, ringOffUntracked, ringOffTSCTimes, ringOffSigDrop,
+		recHeaderSize, helloSize, ringVersion)
+	if string(out) != want {
+		t.Errorf("memprof.h says\n%s\nrecord reads\n%s", out, want)
+	}
+}
+
+// TestMemprofDrainCounts: draining a ring adds what its header counts
+// as lost with the ring full and dropped in signal handlers since the
+// last drain, and Stats.Summary says both.
+func TestMemprofDrainCounts(t *testing.T) {
+	mem := make([]uint64, (ringHeaderSize+4096)/8)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), len(mem)*8)
+	g := &memRing{mem: b, data: b[ringHeaderSize:]}
+	m := &memprof{}
+	set := func(lost, dropped uint64) {
+		*g.word(ringOffLost) = lost
+		*g.word(ringOffSigDrop) = dropped
+		if !m.drain(nil, g) {
+			t.Fatal("open ring dropped")
+		}
+	}
+	set(3, 5)
+	set(4, 9)
+	if m.lost != 4 || m.sigDropped != 9 {
+		t.Errorf("lost %d, dropped in signal handlers %d; want 4 and 9", m.lost, m.sigDropped)
+	}
+	st := Stats{Allocations: 10, Frees: 8, AllocLost: m.lost, AllocSignalDropped: m.sigDropped}
+	if s := st.Summary("x"); !strings.Contains(s, "10 allocations and 8 frees (13 lost: 4 with rings full, 9 in signal handlers)") {
+		t.Errorf("summary %q", s)
+	}
+}
