@@ -157,6 +157,12 @@ func TestRecordCallGraphDWARFContainer(t *testing.T) {
 	want := "main;ctr_hot_outer;ctr_hot_middle;ctr_hot_leaf"
 	reached := 0
 	for s, n := range stacks {
+		if strings.HasSuffix(s, ";ctr_jit_code") {
+			// Generated code has no CFI: DWARF unwinding stops there,
+			// as perf's does. It is a small share of the time.
+			total -= n
+			continue
+		}
 		if strings.Contains(s, want) || ((strings.Contains(s, ";main;") || strings.HasSuffix(s, ";main")) && !strings.Contains(s, "ctr_hot")) {
 			reached += n
 		} else {
