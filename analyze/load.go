@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -148,12 +149,14 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		switch f.Type {
 		case capture.TypeSample:
 			if readErr = f.DecodeSample(&s); readErr == nil {
+				b.addrSlots += int64(len(s.Addrs))
 				b.time(s.Time)
 				b.sample(&s)
 			}
 		case capture.TypeAllocation:
 			// LoadMemory reads them; here they are only counted.
 			b.p.Allocations++
+			b.addrSlots += int64(len(f.Bytes) / 8)
 			b.time(f.Head().Time)
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
@@ -183,7 +186,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		}
 		p.Symbolize(chain)
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %v", kallsymsPath, p.Kallsyms.Err()))
+			err := p.Kallsyms.Err()
+			if _, ok := errors.AsType[*capture.InflateError](err); ok {
+				p.Warnings = append(p.Warnings, err.Error()) // names the file
+			} else {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %v", kallsymsPath, err))
+			}
 		}
 	}
 	return p, readErr
@@ -207,6 +215,10 @@ type builder struct {
 	minTime   int64
 	lastStack StackID
 	lastKey   []byte
+	// addrSlots counts the addresses SAMPLE frames hold, and an upper
+	// bound of those of ALLOCATION frames: the most records a LinesFile
+	// can hold (see capture.DecodeLinesMax).
+	addrSlots int64
 	// chunks hold the samples read so far: growing one slice of millions
 	// would copy it over and over.
 	chunks [][]Sample
@@ -494,10 +506,9 @@ func (b *builder) loadSymbols() {
 	if b.files.has(capture.LinesFile) {
 		data, err := b.files.lookup(capture.LinesFile)
 		var t *capture.LineTable
-		if err == nil {
-			t, err = capture.DecodeLines(data)
-		}
 		if err != nil {
+			b.p.Warnings = append(b.p.Warnings, err.Error())
+		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
 		}
 		if t.Len() > 0 {
