@@ -13,6 +13,7 @@ import (
 
 	"nsprof/analyze"
 	"nsprof/export"
+	"nsprof/internal/textsafe"
 )
 
 // exportOptions are the settings of `nsprof export`.
@@ -130,10 +131,10 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		return loadErr
 	}
 	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the %d samples before the damage\n", loadErr, len(p.Samples))
+		fmt.Fprintf(stderr, "nsprof: warning: %s; exporting the %d samples before the damage\n", textsafe.Escape(loadErr.Error()), len(p.Samples))
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
+		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(opts.Input), textsafe.Escape(w))
 	}
 	var (
 		v   *analyze.View
@@ -146,7 +147,7 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 			return merr
 		}
 		if merr != nil && loadErr == nil {
-			fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the allocations before the damage\n", merr)
+			fmt.Fprintf(stderr, "nsprof: warning: %s; exporting the allocations before the damage\n", textsafe.Escape(merr.Error()))
 		}
 	} else if v, err = p.View(opts.View); err != nil {
 		return err

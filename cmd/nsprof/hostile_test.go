@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/internal/testutils"
+	"nsprof/internal/textsafe"
+	"nsprof/record"
 )
 
 // maxBombRSS bounds the peak resident memory of `nsprof report` on the
@@ -148,4 +153,123 @@ func reportRSS(t *testing.T, path string) string {
 		t.Errorf("peak RSS %d MiB, want at most %d MiB", rss>>20, maxBombRSS>>20)
 	}
 	return string(out)
+}
+
+// hostile is a name a profiled program could choose to attack whoever
+// reads its profile on a terminal: an OSC setting the window title, BEL,
+// a screen clear, a C1 CSI, a bidi override, DEL, line breaks, a
+// tab and invalid UTF-8.
+const hostile = "evil\x1b]0;owned\a\x1b[2J\x1b[H\u009b31m\u202e\x7f\r\nnext\tline\xff;x"
+
+// writeHostileCapture writes a capture whose every name is hostile, and
+// whose function and DSO names are also some 60 KB long: samples in a
+// mapped file named by the __symbols__ bundle, a JIT function, marks,
+// logs, counters, metadata, a Podman container, and allocations.
+func writeHostileCapture(t testing.TB, path string) {
+	t.Helper()
+	w, err := capture.CreateWithOptions(path, capture.WriterOptions{CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := hostile + strings.Repeat("x", 60_000)
+	h := func(ms int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: 0, PID: 10, Time: w.StartTime() + ms*1e6}
+	}
+	jit, err := w.AddJITMap(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := []capture.Frame{
+		&capture.Process{FrameHeader: h(0), Cmdline: hostile},
+		&capture.Map{FrameHeader: h(0), Start: 0x400000, End: 0x500000, Filename: "/opt/" + hostile + strings.Repeat("x", 3000)},
+		&capture.Sample{FrameHeader: h(1), TID: 11, Addrs: []uint64{capture.ContextUser, 0x401000, 0x401100}},
+		&capture.Sample{FrameHeader: h(2), TID: 11, Addrs: []uint64{capture.ContextUser, jit, 0x401100}},
+		&capture.Mark{FrameHeader: h(3), Duration: 1e6, Group: hostile, Name: hostile, Message: hostile},
+		&capture.Log{FrameHeader: h(4), Severity: capture.LogWarning, Domain: hostile, Message: hostile},
+		&capture.CounterDefine{FrameHeader: h(5), Counters: []capture.Counter{{Category: hostile, Name: hostile, Description: hostile, ID: 1, Type: capture.CounterInt64}}},
+		&capture.CounterSet{FrameHeader: h(6), Updates: []capture.CounterUpdate{{ID: 1, Value: capture.IntValue(3)}}},
+		&capture.Metadata{FrameHeader: h(7), ID: "hostname", Value: hostile},
+		&capture.Allocation{FrameHeader: h(8), TID: 11, Addr: 0x1000, Size: 64, Addrs: []uint64{0x401000, 0x401100}},
+	}
+	for _, f := range frames {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syms, err := capture.EncodeSymbols([]capture.Symbol{
+		{PID: 10, Begin: 0x401000, End: 0x401080, Name: long, Tag: long},
+		{PID: 10, Begin: 0x401080, End: 0x401200, Name: hostile, Tag: hostile},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileBytes(h(9), capture.SymbolsFile, syms); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := json.Marshal(record.ProcessInfo{Kind: "process", PID: 10, Comm: hostile, Cmdline: []string{hostile, hostile},
+		Container: &record.ContainerInfo{Kind: "podman", ID: hostile, Name: hostile}})
+	if err := w.AddFileBytes(h(9), record.ProcessFile, append(info, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// maxReportLine bounds a report line for names cut to textsafe.MaxRunes
+// (a function and its DSO, or a path of them in a tree), in bytes: the
+// escapes of the hostile prefix take up to 6 bytes a rune.
+const maxReportLine = 4 * 6 * textsafe.MaxRunes
+
+// checkOutput fails if any line of out, printed by what, holds a raw
+// control character or, for report's text views, is longer than
+// maxReportLine bytes (JSON, dump and exports keep names whole).
+func checkOutput(t testing.TB, what, out string) {
+	t.Helper()
+	isJSON := strings.Contains(what, "--json") && !strings.HasSuffix(what, "(stderr)")
+	if isJSON && !json.Valid([]byte(out)) {
+		t.Errorf("%s: not valid JSON: %.500q", what, out)
+	}
+	for i, l := range strings.Split(out, "\n") {
+		if j := textsafe.RawControl(l); j >= 0 {
+			t.Errorf("%s: line %d has control character %q at byte %d: %.200q", what, i+1, l[j:j+1], j, l)
+		}
+		if len(l) > maxReportLine && strings.HasPrefix(what, "report") && !isJSON {
+			t.Errorf("%s: line %d is %d bytes long, want at most %d", what, i+1, len(l), maxReportLine)
+		}
+	}
+}
+
+// hostileViews are the argument lists of every report view and text
+// export tried on a hostile capture.
+var hostileViews = [][]string{
+	{"report"}, {"report", "--tree", "--depth", "0", "--min-percent", "0"}, {"report", "--bottom-up"},
+	{"report", "--by", "process"}, {"report", "--by", "thread"}, {"report", "--by", "container"},
+	{"report", "--json"}, {"report", "--tree", "--json"},
+	{"report", "--marks"}, {"report", "--counters"}, {"report", "--processes"}, {"report", "--logs"}, {"report", "--summary"},
+	{"report", "--marks", "--json"}, {"report", "--logs", "--json"}, {"report", "--processes", "--json"},
+	{"report", "--memory"},
+	{"export", "--format", "folded"}, {"export", "--format", "folded", "--by", "container"}, {"export", "--format", "folded", "--memory"},
+	{"dump"}, {"dump", "--files"},
+}
+
+// TestReportHostileNames runs every report view on a capture whose names
+// hold terminal escapes and are 60 KB long: no output line may hold a raw
+// control character or be longer than maxReportLine, and the escaped
+// names are shown.
+func TestReportHostileNames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hostile.syscap")
+	writeHostileCapture(t, path)
+	for _, args := range hostileViews {
+		what := strings.Join(args, " ")
+		stdout, stderr, status := nsprof(t, nil, append(args, path)...)
+		if status != 0 {
+			t.Errorf("%s: status %d: %s", what, status, stderr)
+		}
+		checkOutput(t, what, stdout)
+		checkOutput(t, what+" (stderr)", stderr)
+		if args[0] == "report" && !slices.Contains(args, "--summary") && !slices.Contains(args, "--json") && !strings.Contains(stdout, `evil\x1b]0;owned\a`) {
+			t.Errorf("%s: the escaped name is not shown:\n%.2000s", what, stdout)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"nsprof/analyze"
+	"nsprof/internal/textsafe"
 )
 
 // writeMemoryReport prints `nsprof report --memory`: totals, peak live
@@ -132,9 +133,9 @@ func sortMemFuncsByCount(fs []analyze.MemFunc) {
 
 func funcLabel(fn, dso string) string {
 	if dso == "" {
-		return fn
+		return textsafe.Name(fn, 0)
 	}
-	return fn + " (" + dso + ")"
+	return textsafe.Name(fn, 0) + " (" + textsafe.Name(dso, 0) + ")"
 }
 
 // fmtObjects prints a count, rounded when it is an estimate.
