@@ -44,6 +44,10 @@ type reportOptions struct {
 	// Timeline is a view of the capture's timeline instead of samples:
 	// "marks", "counters", "processes", "logs" or "summary"; "" for none.
 	Timeline string
+	// Partial accepts a damaged capture: the report of the frames before
+	// the damage, a warning, and status 0. Without it the same report
+	// ends with the error and status 1.
+	Partial bool
 }
 
 // reportSchema names the --json document format. Any change that is not
@@ -96,8 +100,9 @@ by type). --since/--until and --pid select marks, logs and processes too.
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
-A damaged capture is reported up to the damage, with a warning naming the
-byte offset.`,
+A damaged capture is reported up to the damage, then nsprof names the file,
+the byte offset and what is damaged, and exits with status 1 so that scripts
+notice; --partial accepts it with a warning and status 0.`,
 		Example: `  nsprof report
   nsprof report --limit 20 server.syscap
   nsprof report --tree --depth 12 --min-percent 2 --comm myserver
@@ -165,6 +170,7 @@ byte offset.`,
 	f.BoolVar(views["processes"], "processes", false, "print the processes: lifetime, pid and namespace pid, container, command line")
 	f.BoolVar(views["logs"], "logs", false, "print the log messages")
 	f.BoolVar(views["summary"], "summary", false, "print the capture's facts: duration, CPUs, samples, lost samples, frames by type")
+	f.BoolVar(&opts.Partial, "partial", false, "accept a damaged capture: report the frames before the damage with a warning and exit 0 (default: exit 1)")
 	return cmd
 }
 
@@ -214,8 +220,9 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if p == nil {
 		return loadErr
 	}
-	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %s; reporting the %d samples before the damage\n", textsafe.Escape(loadErr.Error()), len(p.Samples))
+	done := fmt.Sprintf("reported the %d samples before the damage", len(p.Samples))
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
 	v, err := p.View(opts.View)
@@ -235,7 +242,18 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
+	if err == nil && loadErr != nil && !opts.Partial {
+		err = damageError(loadErr, done)
+	}
 	return err
+}
+
+// damageError is how report and export end on a damaged capture without
+// --partial, after output covering the frames before the damage (done
+// says what): with loadErr, which names the file, the offset and what is
+// damaged, so that the status is 1.
+func damageError(loadErr error, done string) error {
+	return fmt.Errorf("%w; %s (--partial accepts a damaged capture with status 0)", loadErr, done)
 }
 
 // view returns "top", "tree" or "bottom-up".

@@ -22,7 +22,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 		return err
 	}
 	if err != nil {
-		fmt.Fprintf(w, "warning: %v; reporting the allocations before the damage\n", err)
+		fmt.Fprintf(w, "warning: %s; reporting the allocations before the damage\n", textsafe.Escape(err.Error()))
 	}
 	if m.Allocs == 0 && m.Frees == 0 {
 		fmt.Fprintf(w, "%s has no allocations (record with nsprof record --memprof)\n", opts.Input)

@@ -66,8 +66,9 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 	if t == nil {
 		return loadErr
 	}
-	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %s; reporting the frames before the damage\n", textsafe.Escape(loadErr.Error()))
+	const done = "reported the frames before the damage"
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, t.Warnings)
 	f := opts.View.Filter
@@ -111,6 +112,9 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
+	}
+	if err == nil && loadErr != nil && !opts.Partial {
+		err = damageError(loadErr, done)
 	}
 	return err
 }
