@@ -33,6 +33,11 @@ const maxBombRSS = 128 << 20
 // a sample whose kernel and user addresses make report read all three.
 // lines, when set, replaces the __nsprof_lines__ bomb.
 func writeBombCapture(t *testing.T, path string, lines []byte) {
+	writeBombCaptureSize(t, path, lines, 2<<30)
+}
+
+// writeBombCaptureSize is writeBombCapture with bombs of size bytes.
+func writeBombCaptureSize(t testing.TB, path string, lines []byte, size int64) {
 	t.Helper()
 	w, err := capture.Create(path)
 	if err != nil {
@@ -58,7 +63,7 @@ func writeBombCapture(t *testing.T, path string, lines []byte) {
 		{capture.SymbolsFile, "", "\x00"},
 	}
 	for _, f := range files {
-		z := testutils.GzipBomb([]byte(f.head), []byte(f.unit), 2<<30)
+		z := testutils.GzipBomb([]byte(f.head), []byte(f.unit), size)
 		if f.path == capture.LinesFile && lines != nil {
 			z = lines
 		}
