@@ -171,12 +171,18 @@ const hostile = "evil\x1b]0;owned\a\x1b[2J\x1b[H\u009b31m\u202e\x7f\r\nnext\tlin
 // mapped file named by the __symbols__ bundle, a JIT function, marks,
 // logs, counters, metadata, a Podman container, and allocations.
 func writeHostileCapture(t testing.TB, path string) {
+	writeHostileCaptureLen(t, path, 60_000)
+}
+
+// writeHostileCaptureLen is writeHostileCapture with long names of n
+// bytes.
+func writeHostileCaptureLen(t testing.TB, path string, n int) {
 	t.Helper()
 	w, err := capture.CreateWithOptions(path, capture.WriterOptions{CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := hostile + strings.Repeat("x", 60_000)
+	long := hostile + strings.Repeat("x", n)
 	h := func(ms int64) capture.FrameHeader {
 		return capture.FrameHeader{CPU: 0, PID: 10, Time: w.StartTime() + ms*1e6}
 	}
