@@ -146,6 +146,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			readErr = err
 			break
 		}
+		if f.Type == capture.TypeTrace || f.Type == capture.TypeAllocation {
+			b.addrSlots += int64(len(f.Bytes) / 8) // at least their addresses
+		}
 		switch f.Type {
 		case capture.TypeSample:
 			if readErr = f.DecodeSample(&s); readErr == nil {
@@ -156,7 +159,6 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		case capture.TypeAllocation:
 			// LoadMemory reads them; here they are only counted.
 			b.p.Allocations++
-			b.addrSlots += int64(len(f.Bytes) / 8)
 			b.time(f.Head().Time)
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
@@ -216,8 +218,8 @@ type builder struct {
 	lastStack StackID
 	lastKey   []byte
 	// addrSlots counts the addresses SAMPLE frames hold, and an upper
-	// bound of those of ALLOCATION frames: the most records a LinesFile
-	// can hold (see capture.DecodeLinesMax).
+	// bound of those of TRACE and ALLOCATION frames: the most records a
+	// LinesFile can hold (see capture.DecodeLinesMax).
 	addrSlots int64
 	// chunks hold the samples read so far: growing one slice of millions
 	// would copy it over and over.
@@ -508,8 +510,10 @@ func (b *builder) loadSymbols() {
 		var t *capture.LineTable
 		if err != nil {
 			b.p.Warnings = append(b.p.Warnings, err.Error())
-		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil {
+		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil && t.Len() > 0 {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+		} else if err != nil {
+			b.p.Warnings = append(b.p.Warnings, err.Error())
 		}
 		if t.Len() > 0 {
 			b.p.Lines = t
