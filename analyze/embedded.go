@@ -1,9 +1,6 @@
 package analyze
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -133,7 +130,8 @@ func (e *embeddedFiles) capture(paths ...string) (*capture.Files, error) {
 }
 
 // lookup returns the contents of the file at path, or, as
-// [capture.Files.Lookup] does, of path+".gz" decompressed.
+// [capture.Files.Lookup] does, of path+".gz" decompressed within the
+// bounds of [capture.Inflate].
 func (e *embeddedFiles) lookup(path string) ([]byte, error) {
 	if b, ok, err := e.raw(path); ok || err != nil {
 		if err != nil {
@@ -148,50 +146,7 @@ func (e *embeddedFiles) lookup(path string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("embedded file %s: not found", path)
 	}
-	b, err := inflate(z)
-	if err != nil {
-		return nil, fmt.Errorf("embedded file %s.gz: %w", path, err)
-	}
-	return b, nil
-}
-
-// maxInflate bounds the size of a decompressed embedded file, as
-// capture.Files does.
-const maxInflate = 1 << 30
-
-// maxDeflateRatio bounds how many times larger than its compressed form
-// deflate data can be (at most 1032 times).
-const maxDeflateRatio = 1032
-
-// inflate decompresses the gzip data z into a buffer sized once from the
-// size its trailer states, when that is plausible: the kallsyms text is 5
-// MB, and growing a buffer to that allocated and copied twice as much.
-func inflate(z []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, err
-	}
-	size := int(binary.LittleEndian.Uint32(z[len(z)-4:])) // the header check above saw at least 10 bytes
-	if size > maxDeflateRatio*len(z) || size > maxInflate {
-		size = 0
-	}
-	b := make([]byte, 0, size+1) // one spare byte to see the end without growing
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := zr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if len(b) > maxInflate {
-			return nil, fmt.Errorf("larger than %d bytes when decompressed", maxInflate)
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return capture.Inflate(path+".gz", z)
 }
 
 // read reads the extents from the capture file, checking that it is the

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -145,9 +146,13 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			readErr = err
 			break
 		}
+		if f.Type == capture.TypeTrace || f.Type == capture.TypeAllocation {
+			b.addrSlots += int64(len(f.Bytes) / 8) // at least their addresses
+		}
 		switch f.Type {
 		case capture.TypeSample:
 			if readErr = f.DecodeSample(&s); readErr == nil {
+				b.addrSlots += int64(len(s.Addrs))
 				b.time(s.Time)
 				b.sample(&s)
 			}
@@ -183,7 +188,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		}
 		p.Symbolize(chain)
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %v", kallsymsPath, p.Kallsyms.Err()))
+			err := p.Kallsyms.Err()
+			if _, ok := errors.AsType[*capture.InflateError](err); ok {
+				p.Warnings = append(p.Warnings, err.Error()) // names the file
+			} else {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %v", kallsymsPath, err))
+			}
 		}
 	}
 	return p, readErr
@@ -207,6 +217,10 @@ type builder struct {
 	minTime   int64
 	lastStack StackID
 	lastKey   []byte
+	// addrSlots counts the addresses SAMPLE frames hold, and an upper
+	// bound of those of TRACE and ALLOCATION frames: the most records a
+	// LinesFile can hold (see capture.DecodeLinesMax).
+	addrSlots int64
 	// chunks hold the samples read so far: growing one slice of millions
 	// would copy it over and over.
 	chunks [][]Sample
@@ -494,11 +508,12 @@ func (b *builder) loadSymbols() {
 	if b.files.has(capture.LinesFile) {
 		data, err := b.files.lookup(capture.LinesFile)
 		var t *capture.LineTable
-		if err == nil {
-			t, err = capture.DecodeLines(data)
-		}
 		if err != nil {
+			b.p.Warnings = append(b.p.Warnings, err.Error())
+		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil && t.Len() > 0 {
 			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+		} else if err != nil {
+			b.p.Warnings = append(b.p.Warnings, err.Error())
 		}
 		if t.Len() > 0 {
 			b.p.Lines = t

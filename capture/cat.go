@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
 // CatOptions configures [Cat]. The zero value is the default.
@@ -186,14 +187,21 @@ func (m *catMapper) translate(dst *Writer, f Frame) error {
 
 // CatFiles merges the captures in srcs into one capture written to w, with
 // a header spanning from the earliest start to the latest end of the inputs.
-// It stops at the first damaged input, after merging what came before the
-// damage, and returns the error naming the input.
+// Every input is merged, a damaged one up to its damage (nothing of one
+// whose header cannot be read); the error then names each damaged input
+// and where its damage is, and the merged capture is complete otherwise.
+// Any other error (writing w, reading an input) stops the merge.
 func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions) error {
 	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	damaged := make([]error, len(srcs))
 	for i, s := range srcs {
 		st, en, err := timeRange(s)
 		if err != nil {
-			return fmt.Errorf("%s: %w", names[i], err)
+			if !isDamage(err) {
+				return fmt.Errorf("%s: %w", names[i], err)
+			}
+			damaged[i] = fmt.Errorf("%s: %w (not merged)", names[i], err)
+			continue
 		}
 		if st != 0 {
 			start = min(start, st)
@@ -215,14 +223,48 @@ func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions
 	if err != nil {
 		return err
 	}
+	var errs catErrors
 	for i, s := range srcs {
+		if damaged[i] != nil {
+			errs = append(errs, damaged[i])
+			continue
+		}
 		if err := Cat(dst, s, opts); err != nil {
-			dst.Close()
-			return fmt.Errorf("%s: %w", names[i], err)
+			if !isDamage(err) {
+				dst.Close()
+				return fmt.Errorf("%s: %w", names[i], err)
+			}
+			errs = append(errs, fmt.Errorf("%s: %w (merged up to the damage)", names[i], err))
 		}
 	}
-	return dst.Close()
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
 }
+
+// isDamage reports whether err, from reading a capture, says the capture
+// is damaged (malformed or cut short) rather than unreadable.
+func isDamage(err error) bool {
+	_, ok := errors.AsType[*FormatError](err)
+	return ok || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// catErrors are the damaged inputs of a merge, in order, on one line.
+type catErrors []error
+
+func (e catErrors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return fmt.Sprintf("%d damaged input(s): %s", len(e), strings.Join(s, "; "))
+}
+
+func (e catErrors) Unwrap() []error { return e }
 
 // timeRange returns the start and end of the capture in s, the end being
 // the latest of the header's end and the frames' times (frames up to any

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -201,4 +202,30 @@ func (m *memFile) Seek(off int64, whence int) (int64, error) {
 	}
 	m.off = off
 	return off, nil
+}
+
+// TestCatFilesMergesPastDamage merges a damaged input, one whose header
+// is not a capture's, and good inputs after them: every good input is
+// merged whole and the damaged one up to its damage, and the error names
+// both bad inputs, the first with its offset.
+func TestCatFilesMergesPastDamage(t *testing.T) {
+	a, b := child(t, 100), child(t, 50)
+	cut := b[:len(b)-3]
+	junk := []byte("not a capture, but long enough to hold a header of 256 bytes" + strings.Repeat(".", 300))
+	var out bytes.Buffer
+	srcs := []io.ReadSeeker{bytes.NewReader(cut), bytes.NewReader(junk), bytes.NewReader(a)}
+	err := CatFiles(&out, srcs, []string{"cut.syscap", "junk.syscap", "a.syscap"}, CatOptions{})
+	if _, ok := errors.AsType[*FormatError](err); !ok || !strings.Contains(err.Error(), "cut.syscap: ") ||
+		!strings.Contains(err.Error(), "at offset") || !strings.Contains(err.Error(), "junk.syscap: ") || strings.Contains(err.Error(), "a.syscap") {
+		t.Fatalf("err = %v, want the damage of cut.syscap (with its offset) and junk.syscap", err)
+	}
+	_, frames, rerr := readAll(t, out.Bytes())
+	if rerr != nil {
+		t.Fatalf("merged output damaged: %v", rerr)
+	}
+	_, fa, _ := readAll(t, a)
+	_, fcut, _ := readAll(t, cut)
+	if len(frames) != len(fa)+len(fcut) {
+		t.Errorf("merged %d frames, want %d of a.syscap and %d before the damage of cut.syscap", len(frames), len(fa), len(fcut))
+	}
 }

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"sort"
@@ -78,12 +77,10 @@ func (fs *Files) Raw(path string) ([]byte, bool) {
 	return e.data.Bytes(), true
 }
 
-// maxInflate bounds the size of a decompressed embedded file.
-const maxInflate = 1 << 30
-
 // Lookup returns the contents of the file at path. Like Sysprof's
 // sysprof_document_lookup_file it also finds path+".gz" and decompresses it.
-// A path ending in ".gz" is returned as stored.
+// A path ending in ".gz" is returned as stored. Decompression is bounded
+// as [Inflate] says.
 func (fs *Files) Lookup(path string) ([]byte, error) {
 	if b, ok := fs.Raw(path); ok {
 		return b, nil
@@ -95,18 +92,7 @@ func (fs *Files) Lookup(path string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("embedded file %s: not found", path)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, fmt.Errorf("embedded file %s.gz: %w", path, err)
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, maxInflate+1))
-	if err != nil {
-		return nil, fmt.Errorf("embedded file %s.gz: %w", path, err)
-	}
-	if len(b) > maxInflate {
-		return nil, fmt.Errorf("embedded file %s.gz: larger than %d bytes when decompressed", path, maxInflate)
-	}
-	return b, nil
+	return Inflate(path+".gz", z)
 }
 
 // ReadFiles reads every frame of r and returns its embedded files, with the

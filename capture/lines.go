@@ -77,7 +77,21 @@ type LineTable struct {
 // DecodeLines parses a LinesFile. On malformed input it returns the
 // records before the damage and an error naming the line.
 func DecodeLines(data []byte) (*LineTable, error) {
+	return DecodeLinesMax(data, -1)
+}
+
+// DecodeLinesMax is [DecodeLines] refusing, before decoding any, more
+// than maxRecords records (when maxRecords >= 0). A reader passes the
+// number of addresses its capture's SAMPLE and ALLOCATION frames hold, as
+// nsprof record writes a record for at most each of those: a decoded
+// record costs some 100 bytes however short its line (9 bytes at least),
+// so this bounds the table's memory by about 13 times the size of those
+// frames rather than by what a small gzip of short lines inflates to.
+func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 	t := &LineTable{}
+	if n := bytes.Count(data, []byte{'\n'}); maxRecords >= 0 && n > maxRecords+1 {
+		return t, fmt.Errorf("%s: %d records, more than the %d addresses of the capture's samples and allocations it can describe; not read", LinesFile, n-1, maxRecords)
+	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
 	n := 0

@@ -186,7 +186,7 @@ func foldedTotals(t testing.TB, data []byte, skip int) (n int, self, total map[s
 func topByName(v *analyze.View) (self, total map[string]int) {
 	self, total = map[string]int{}, map[string]int{}
 	for _, s := range v.Top(v.Samples) {
-		name := foldedName.Replace(s.Name)
+		name := foldedName(s.Name)
 		if s.Self > 0 {
 			self[name] += s.Self
 		}

@@ -8,15 +8,20 @@ import (
 	"strings"
 
 	"nsprof/analyze"
+	"nsprof/internal/textsafe"
 )
 
 // noStack names the only frame of samples whose stack had no address.
 const noStack = "[no stack]"
 
 // foldedName makes a function name safe for the folded format: ';'
-// separates frames and a newline ends a line, so ';' becomes ':' and
-// line breaks become spaces.
-var foldedName = strings.NewReplacer(";", ":", "\n", " ", "\r", " ")
+// separates frames, so it becomes ':', and a newline ends a line, so line
+// breaks and every other control character are escaped as the report
+// escapes them (\n, \x1b): flame graph tools copy names into SVG, where
+// XML forbids most controls, and onto terminals.
+func foldedName(s string) string {
+	return strings.ReplaceAll(textsafe.Escape(s), ";", ":")
+}
 
 // writeFolded writes one line per distinct path, "root;…;leaf count",
 // sorted.
@@ -28,13 +33,13 @@ func writeFolded(w io.Writer, v *analyze.View, o Options) error {
 	for _, p := range paths {
 		b.Reset()
 		if p.root != "" {
-			b.WriteString(foldedName.Replace(p.root))
+			b.WriteString(foldedName(p.root))
 		}
 		for _, fn := range p.funcs {
 			if b.Len() > 0 {
 				b.WriteByte(';')
 			}
-			b.WriteString(foldedName.Replace(v.Funcs[fn].Name))
+			b.WriteString(foldedName(v.Funcs[fn].Name))
 		}
 		if len(p.funcs) == 0 {
 			if b.Len() > 0 {

@@ -258,13 +258,13 @@ func writeMemFolded(w io.Writer, p *analyze.Profile, m *analyze.Memory, o Memory
 	for _, mp := range memPaths(p, m, o) {
 		b.Reset()
 		if mp.root != "" {
-			b.WriteString(foldedName.Replace(mp.root))
+			b.WriteString(foldedName(mp.root))
 		}
 		for _, l := range mp.locs {
 			if b.Len() > 0 {
 				b.WriteByte(';')
 			}
-			b.WriteString(foldedName.Replace(l.Function))
+			b.WriteString(foldedName(l.Function))
 		}
 		if len(mp.locs) == 0 {
 			if b.Len() > 0 {

@@ -30,8 +30,9 @@ func newCatCmd() *cobra.Command {
 		Short: "Merge captures into one",
 		Long: `Cat merges captures into one, as sysprof-cat does: JIT addresses and counter
 ids are renumbered, and the header spans from the earliest start to the latest
-end of the inputs. A damaged input is merged up to the damage; cat then reports
-the input and offset and exits with status 1.
+end of the inputs. Every input is merged, a damaged one up to its damage (and
+nothing of one that is not a capture); cat then names each damaged input with
+the offset and nature of its damage, and exits with status 1.
 
 OUT must not exist unless -f is given. "-o -" writes to standard output, unless
 that is a terminal.`,

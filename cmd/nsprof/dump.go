@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"nsprof/capture"
+	"nsprof/internal/textsafe"
 )
 
 // dumpOptions are the settings of `nsprof dump`.
@@ -221,7 +222,7 @@ func writeHeader(w io.Writer, h capture.FileHeader) error {
 	if h.BigEndian {
 		order = "big-endian"
 	}
-	_, err := fmt.Fprintf(w, "capture time=%s start=%d end=%d duration=%s %s\n", h.CaptureTime, h.StartTime, h.EndTime, dur, order)
+	_, err := fmt.Fprintf(w, "capture time=%s start=%d end=%d duration=%s %s\n", textsafe.Escape(h.CaptureTime), h.StartTime, h.EndTime, dur, order)
 	return err
 }
 
@@ -336,7 +337,7 @@ func listFiles(src *frames, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tSIZE\tCOMPLETE\tGZ")
 	for _, e := range fs.List() {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Path, e.Size, yesNo(e.Complete), yesNo(strings.HasSuffix(e.Path, ".gz")))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", textsafe.Escape(e.Path), e.Size, yesNo(e.Complete), yesNo(strings.HasSuffix(e.Path, ".gz")))
 	}
 	if ferr := tw.Flush(); err == nil {
 		err = ferr

@@ -11,6 +11,7 @@ import (
 
 	"nsprof/analyze"
 	"nsprof/export"
+	"nsprof/internal/textsafe"
 )
 
 // exportOptions are the settings of `nsprof export`.
@@ -26,6 +27,8 @@ type exportOptions struct {
 	// by MemValue, instead of the stack samples.
 	Memory   bool
 	MemValue export.MemValue
+	// Partial accepts a damaged capture, as report's Partial does.
+	Partial bool
 }
 
 func newExportCmd() *cobra.Command {
@@ -64,7 +67,11 @@ inuse_objects, inuse_space; "in use" is what the recording left live at
 its end), alloc_space by default; the other formats weigh stacks by
 --memory-value (alloc_space by default). For pprof, --memory-value picks
 the default sample type. With --memory, only --pid selects and --by takes
-only process.`,
+only process.
+
+A damaged capture is exported up to the damage, then nsprof names the file,
+the byte offset and what is damaged, and exits with status 1; --partial
+accepts it with a warning and status 0.`,
 		Example: `  nsprof export capture.syscap --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
   nsprof export capture.syscap --format speedscope -o profile.speedscope.json
   nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
@@ -117,6 +124,7 @@ only process.`,
 	f.StringVar(&opts.Export.Title, "title", "", "name the profile `TITLE` (default: the capture's file name)")
 	f.IntVar(&opts.Export.Width, "width", 1200, "SVG width in `PIXELS`")
 	f.BoolVar(&opts.Memory, "memory", false, "export the allocations of a --memprof capture (heap profile) instead of the CPU samples")
+	f.BoolVar(&opts.Partial, "partial", false, "accept a damaged capture: export the frames before the damage with a warning and exit 0 (default: exit 1)")
 	f.StringVar(&memValue, "memory-value", "alloc_space", "with --memory, weigh stacks by `VALUE`: alloc_space, alloc_objects, inuse_space or inuse_objects (pprof: the default sample type)")
 	return cmd
 }
@@ -127,11 +135,12 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	if p == nil {
 		return loadErr
 	}
-	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the %d samples before the damage\n", loadErr, len(p.Samples))
+	done := fmt.Sprintf("exported the %d samples before the damage", len(p.Samples))
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
+		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(opts.Input), textsafe.Escape(w))
 	}
 	var (
 		v   *analyze.View
@@ -144,7 +153,10 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 			return merr
 		}
 		if merr != nil && loadErr == nil {
-			fmt.Fprintf(stderr, "nsprof: warning: %v; exporting the allocations before the damage\n", merr)
+			loadErr, done = merr, "exported the allocations before the damage"
+			if opts.Partial {
+				fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(merr.Error()), done)
+			}
 		}
 	} else if v, err = p.View(opts.View); err != nil {
 		return err
@@ -189,6 +201,9 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 			hint = "; it has allocations: export them with --memory"
 		}
 		fmt.Fprintf(stderr, "nsprof: warning: %s: no samples selected%s\n", opts.Input, hint)
+	}
+	if loadErr != nil && !opts.Partial {
+		return damageError(loadErr, done)
 	}
 	return nil
 }

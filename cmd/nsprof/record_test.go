@@ -21,6 +21,9 @@ import (
 // so tests can send real signals to a recording process.
 func TestMain(m *testing.M) {
 	if os.Getenv("NSPROF_AS_MAIN") == "1" {
+		if os.Getenv(peakEnv) == "1" {
+			mainPeak()
+		}
 		main()
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"nsprof/analyze"
+	"nsprof/internal/textsafe"
 	"nsprof/internal/unix"
 )
 
@@ -43,6 +44,10 @@ type reportOptions struct {
 	// Timeline is a view of the capture's timeline instead of samples:
 	// "marks", "counters", "processes", "logs" or "summary"; "" for none.
 	Timeline string
+	// Partial accepts a damaged capture: the report of the frames before
+	// the damage, a warning, and status 0. Without it the same report
+	// ends with the error and status 1.
+	Partial bool
 }
 
 // reportSchema names the --json document format. Any change that is not
@@ -96,8 +101,9 @@ threads, frames by type). --since/--until and --pid select marks, logs and proce
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
-A damaged capture is reported up to the damage, with a warning naming the
-byte offset.`,
+A damaged capture is reported up to the damage, then nsprof names the file,
+the byte offset and what is damaged, and exits with status 1 so that scripts
+notice; --partial accepts it with a warning and status 0.`,
 		Example: `  nsprof report
   nsprof report --limit 20 server.syscap
   nsprof report --tree --depth 12 --min-percent 2 --comm myserver
@@ -165,6 +171,7 @@ byte offset.`,
 	f.BoolVar(views["processes"], "processes", false, "print the processes: lifetime, pid and namespace pid, container, command line")
 	f.BoolVar(views["logs"], "logs", false, "print the log messages")
 	f.BoolVar(views["summary"], "summary", false, "print the capture's facts: duration, CPUs, samples, lost samples, frames by type")
+	f.BoolVar(&opts.Partial, "partial", false, "accept a damaged capture: report the frames before the damage with a warning and exit 0 (default: exit 1)")
 	return cmd
 }
 
@@ -214,12 +221,11 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if p == nil {
 		return loadErr
 	}
-	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %v; reporting the %d samples before the damage\n", loadErr, len(p.Samples))
+	done := fmt.Sprintf("reported the %d samples before the damage", len(p.Samples))
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
-	}
+	warn(stderr, opts.Input, p.Warnings)
 	v, err := p.View(opts.View)
 	if err != nil {
 		return err
@@ -237,7 +243,18 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
+	if err == nil && loadErr != nil && !opts.Partial {
+		err = damageError(loadErr, done)
+	}
 	return err
+}
+
+// damageError is how report and export end on a damaged capture without
+// --partial, after output covering the frames before the damage (done
+// says what): with loadErr, which names the file, the offset and what is
+// damaged, so that the status is 1.
+func damageError(loadErr error, done string) error {
+	return fmt.Errorf("%w; %s (--partial accepts a damaged capture with status 0)", loadErr, done)
 }
 
 // view returns "top", "tree" or "bottom-up".
@@ -295,7 +312,7 @@ func symbolSummary(p *analyze.Profile) string {
 func seconds3(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
 
 func writeReportText(w io.Writer, p *analyze.Profile, o reportOptions, samples []analyze.Sample, groups []analyze.Group) error {
-	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", o.Input, seconds3(p.Duration()), len(p.Samples), len(p.Processes))
+	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.Input), seconds3(p.Duration()), len(p.Samples), len(p.Processes))
 	if p.HasLost {
 		fmt.Fprintf(w, ", %d lost samples", p.Lost)
 	}
@@ -312,7 +329,7 @@ func writeReportText(w io.Writer, p *analyze.Profile, o reportOptions, samples [
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", groupTitle(o.By, g), len(g.Samples), percent(len(g.Samples), len(samples)))
+			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), len(g.Samples), percent(len(g.Samples), len(samples)))
 		}
 		if o.Tree || o.BottomUp {
 			writeTreeText(w, o, o.tree(p, g.Samples))
@@ -360,33 +377,37 @@ func groupTitle(by analyze.GroupBy, g analyze.Group) string {
 	return b.String()
 }
 
-// truncate cuts s to n runes, ending in "…" when cut.
-func truncate(s string, n int) string {
-	if n <= 0 || utf8.RuneCountInString(s) <= n {
-		return s
+// warn prints the warnings of loading the capture at input, escaped: they
+// may quote what the capture holds.
+func warn(stderr io.Writer, input string, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(input), textsafe.Escape(w))
 	}
-	if n == 1 {
-		return "…"
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
+
+// truncate cuts s to n runes, ending in "…" when cut; n <= 0 keeps s.
+func truncate(s string, n int) string { return textsafe.Cut(s, n) }
 
 func writeTopText(w io.Writer, o reportOptions, top []analyze.FuncStat, all int) {
 	const fixed = len(" Self%  Total%  Samples  ")
+	// Names are escaped and cut to textsafe.MaxRunes (the terminal's
+	// width cuts them further below), so one long name cannot pad every
+	// row to its length.
+	names, dsos := make([]string, len(top)), make([]string, len(top))
 	funcW, dsoW := len("Function"), len("DSO")
-	for _, s := range top {
-		funcW = max(funcW, utf8.RuneCountInString(s.Name))
-		dsoW = max(dsoW, utf8.RuneCountInString(s.DSO))
+	for i, s := range top {
+		names[i], dsos[i] = textsafe.Name(s.Name, 0), textsafe.Name(s.DSO, 0)
+		funcW = max(funcW, utf8.RuneCountInString(names[i]))
+		dsoW = max(dsoW, utf8.RuneCountInString(dsos[i]))
 	}
 	dsoW = min(dsoW, 24)
 	if o.Width > 0 && fixed+funcW+2+dsoW > o.Width {
 		funcW = max(12, o.Width-fixed-2-dsoW)
 	}
 	fmt.Fprintf(w, "%6s %7s %8s  %-*s  %s\n", "Self%", "Total%", "Samples", funcW, "Function", "DSO")
-	for _, s := range top {
+	for i, s := range top {
 		fmt.Fprintf(w, "%5.1f%% %6.1f%% %8d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, s.Self,
-			funcW, truncate(s.Name, funcW), truncate(s.DSO, dsoW))
+			funcW, truncate(names[i], funcW), truncate(dsos[i], dsoW))
 	}
 	if n := all - len(top); n > 0 {
 		fmt.Fprintf(w, "… %d more functions (--limit 0 shows all)\n", n)
@@ -401,7 +422,7 @@ func writeTreeText(w io.Writer, o reportOptions, root *analyze.Node) {
 			return true
 		}
 		line := fmt.Sprintf("%6.1f%% %6.1f%%  %s%s [%s]", 100*float64(nd.Total)/n, 100*float64(nd.Self)/n,
-			strings.Repeat("  ", depth-1), nd.Name, nd.DSO)
+			strings.Repeat("  ", depth-1), textsafe.Name(nd.Name, 0), textsafe.Name(nd.DSO, 0))
 		fmt.Fprintln(w, truncate(line, o.Width))
 		return true
 	})
@@ -478,7 +499,7 @@ func writeReportJSON(w io.Writer, p *analyze.Profile, o reportOptions, samples [
 		}
 		doc.Groups = append(doc.Groups, jg)
 	}
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(textsafe.JSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"nsprof/analyze"
+	"nsprof/internal/textsafe"
 )
 
 // writeMemoryReport prints `nsprof report --memory`: totals, peak live
@@ -21,7 +22,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 		return err
 	}
 	if err != nil {
-		fmt.Fprintf(w, "warning: %v; reporting the allocations before the damage\n", err)
+		fmt.Fprintf(w, "warning: %s; reporting the allocations before the damage\n", textsafe.Escape(err.Error()))
 	}
 	if m.Allocs == 0 && m.Frees == 0 {
 		fmt.Fprintf(w, "%s has no allocations (record with nsprof record --memprof)\n", opts.Input)
@@ -141,9 +142,9 @@ func sortMemFuncsByCount(fs []analyze.MemFunc) {
 
 func funcLabel(fn, dso string) string {
 	if dso == "" {
-		return fn
+		return textsafe.Name(fn, 0)
 	}
-	return fn + " (" + dso + ")"
+	return textsafe.Name(fn, 0) + " (" + textsafe.Name(dso, 0) + ")"
 }
 
 // fmtObjects prints a count, rounded when it is an estimate.

@@ -233,7 +233,8 @@ func TestReportJSON(t *testing.T) {
 }
 
 // TestReportDamaged truncates the capture inside its last sample: the
-// report covers the samples before the damage and warns with the offset.
+// report covers the samples before the damage and names the offset, with
+// status 1, or 0 with --partial.
 func TestReportDamaged(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := writeReportCapture(t, dir)
@@ -261,12 +262,15 @@ func TestReportDamaged(t *testing.T) {
 	if err := os.WriteFile(cut, data[:lastSample+20], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Status 1 so that scripts notice, unless --partial accepts the damage.
 	out, stderr, status := nsprof(t, nil, "report", cut)
-	if status != 0 {
-		t.Errorf("status %d", status)
+	if status != 1 || !strings.HasPrefix(stderr, "nsprof: "+cut+": capture: truncated frame header") || !strings.Contains(stderr, "at offset ") ||
+		!strings.Contains(stderr, "the 5 samples before the damage (--partial accepts") {
+		t.Errorf("status %d, stderr: %q", status, stderr)
 	}
-	if !strings.Contains(stderr, "warning: "+cut+": capture: truncated frame header") || !strings.Contains(stderr, "at offset ") || !strings.Contains(stderr, "the 5 samples before the damage") {
-		t.Errorf("stderr: %q", stderr)
+	partial, stderr, status := nsprof(t, nil, "report", "--partial", cut)
+	if status != 0 || partial != out || !strings.Contains(stderr, "warning: "+cut+": capture: truncated frame header") || !strings.Contains(stderr, "the 5 samples before the damage\n") {
+		t.Errorf("--partial: status %d, stderr: %q", status, stderr)
 	}
 	// The bundle came after the damage: names fall back to file offsets.
 	if !strings.Contains(out, ", 5 samples, 2 processes") || tableRow(t, out, "client+0x310")[2] != "1" || tableRow(t, out, "server+0x210")[2] != "3" {

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"nsprof/analyze"
 	"nsprof/capture"
+	"nsprof/internal/textsafe"
 )
 
 // timelineViews are the report views of a capture's timeline, in the
@@ -65,12 +67,11 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 	if t == nil {
 		return loadErr
 	}
-	if loadErr != nil {
-		fmt.Fprintf(stderr, "nsprof: warning: %v; reporting the frames before the damage\n", loadErr)
+	const done = "reported the frames before the damage"
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
-	for _, w := range t.Warnings {
-		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", opts.Input, w)
-	}
+	warn(stderr, opts.Input, t.Warnings)
 	f := opts.View.Filter
 	since, until := timeRange(t, f)
 	var marks []capture.Mark
@@ -96,7 +97,7 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 	if opts.JSON {
 		err = writeTimelineJSON(bw, t, opts, marks, logs, procs, loadErr)
 	} else {
-		fmt.Fprintf(bw, "%s: %s, %d samples, %d processes\n", opts.Input, seconds3(t.Duration()), t.Samples, len(t.Processes))
+		fmt.Fprintf(bw, "%s: %s, %d samples, %d processes\n", textsafe.Escape(opts.Input), seconds3(t.Duration()), t.Samples, len(t.Processes))
 		switch opts.Timeline {
 		case "marks":
 			writeMarksText(bw, analyze.MarkStats(marks), opts.Width)
@@ -112,6 +113,9 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
+	}
+	if err == nil && loadErr != nil && !opts.Partial {
+		err = damageError(loadErr, done)
 	}
 	return err
 }
@@ -137,13 +141,15 @@ func writeMarksText(w io.Writer, stats []analyze.MarkStat, width int) {
 		return
 	}
 	nameW := len("Group:Name")
-	for _, s := range stats {
-		nameW = max(nameW, len(s.Group)+1+len(s.Name))
+	names := make([]string, len(stats))
+	for i, s := range stats {
+		names[i] = textsafe.Escape(s.Group + ":" + s.Name)
+		nameW = max(nameW, utf8.RuneCountInString(names[i]))
 	}
 	nameW = min(nameW, 48)
 	fmt.Fprintf(w, "%-*s %7s %11s %11s %11s %11s %11s\n", nameW, "Group:Name", "Count", "Min", "Max", "Mean", "Median", "P95")
-	for _, s := range stats {
-		line := fmt.Sprintf("%-*s %7d %11s %11s %11s %11s %11s", nameW, truncate(s.Group+":"+s.Name, nameW), s.Count,
+	for i, s := range stats {
+		line := fmt.Sprintf("%-*s %7d %11s %11s %11s %11s %11s", nameW, truncate(names[i], nameW), s.Count,
 			fmtDuration(float64(s.Min)), fmtDuration(float64(s.Max)), fmtDuration(s.Mean), fmtDuration(s.Median), fmtDuration(float64(s.P95)))
 		fmt.Fprintln(w, truncate(line, width))
 	}
@@ -158,15 +164,17 @@ func writeCountersText(w io.Writer, t *analyze.Timeline, since, until int64, wid
 		return
 	}
 	nameW := len("Counter")
-	for _, c := range t.Counters {
-		nameW = max(nameW, len(c.Category)+3+len(c.Name))
+	names := make([]string, len(t.Counters))
+	for i, c := range t.Counters {
+		names[i] = textsafe.Escape(c.Category + " / " + c.Name)
+		nameW = max(nameW, utf8.RuneCountInString(names[i]))
 	}
 	nameW = min(nameW, 40)
 	from, to := max(since, t.Start), min(until, t.End)
 	fmt.Fprintf(w, "%-*s %7s %12s %12s %12s  %s\n", nameW, "Counter", "Count", "Min", "Mean", "Max", "over "+seconds3(to-from))
-	for _, c := range t.Counters {
+	for i, c := range t.Counters {
 		s := c.Stats(since, until)
-		line := fmt.Sprintf("%-*s %7d %12s %12s %12s  %s", nameW, truncate(c.Category+" / "+c.Name, nameW), s.Count,
+		line := fmt.Sprintf("%-*s %7d %12s %12s %12s  %s", nameW, truncate(names[i], nameW), s.Count,
 			fmtValue(s.Min), fmtValue(s.Mean), fmtValue(s.Max), c.Sparkline(from, to, sparkWidth))
 		fmt.Fprintln(w, truncate(line, width))
 	}
@@ -207,7 +215,7 @@ func writeProcessesText(w io.Writer, t *analyze.Timeline, procs []*analyze.Proce
 			cmd += " [arguments not recorded]"
 		}
 		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-20s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
-			p.Samples, p.Threads, truncate(p.Container.Label(), 20), oneLine(cmd))
+			p.Samples, p.Threads, truncate(textsafe.Escape(p.Container.Label()), 20), textsafe.Name(cmd, 0))
 		fmt.Fprintln(w, truncate(line, width))
 		for _, th := range p.Tasks {
 			end := "running"
@@ -219,7 +227,7 @@ func writeProcessesText(w io.Writer, t *analyze.Timeline, procs []*analyze.Proce
 				name = p.Comm
 			}
 			line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7s  %-20s   thread %s", th.TID, "", "", fmt.Sprintf("+%.3fs", float64(th.Start-t.Start)/1e9), end,
-				th.Samples, "", "", oneLine(name))
+				th.Samples, "", "", textsafe.Name(name, 0))
 			fmt.Fprintln(w, truncate(line, width))
 		}
 	}
@@ -233,17 +241,6 @@ func jsonThreads(ts []*analyze.ThreadSpan, sec func(int64) float64) []jsonThread
 		out = append(out, jsonThread{TID: th.TID, Comm: th.Comm, Start: sec(th.Start), End: sec(th.End), Exited: th.Exited, Samples: th.Samples})
 	}
 	return out
-}
-
-// oneLine replaces line breaks and other control characters, which would
-// break a table, with spaces.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 // severityName names a log severity (GLib's log level bits).
@@ -271,8 +268,9 @@ func writeLogsText(w io.Writer, t *analyze.Timeline, logs []capture.Log, width i
 		return
 	}
 	for _, l := range logs {
-		msg := strings.ReplaceAll(strings.TrimRight(l.Message, "\n"), "\n", "\n    ")
-		line := fmt.Sprintf("+%.6fs %-8s %7d  %s: %s", float64(l.Time-t.Start)/1e9, severityName(l.Severity), l.PID, oneLine(l.Domain), msg)
+		// A multi-line message keeps its lines, indented.
+		msg := textsafe.Lines(strings.TrimRight(l.Message, "\n"), "\n    ")
+		line := fmt.Sprintf("+%.6fs %-8s %7d  %s: %s", float64(l.Time-t.Start)/1e9, severityName(l.Severity), l.PID, textsafe.Name(l.Domain, 0), msg)
 		if !strings.Contains(line, "\n") {
 			line = truncate(line, width)
 		}
@@ -285,7 +283,7 @@ func writeSummaryText(w io.Writer, t *analyze.Timeline) {
 	if t.Header.BigEndian {
 		order = "big-endian"
 	}
-	fmt.Fprintf(w, "captured     %s (%s, format version %d)\n", t.Header.CaptureTime, order, t.Header.Version)
+	fmt.Fprintf(w, "captured     %s (%s, format version %d)\n", textsafe.Name(t.Header.CaptureTime, 0), order, t.Header.Version)
 	fmt.Fprintf(w, "duration     %s\n", seconds3(t.Duration()))
 	cpus := fmt.Sprintf("%d sampled", len(t.CPUs))
 	if len(t.CPUs) == 0 {
@@ -309,7 +307,7 @@ func writeSummaryText(w io.Writer, t *analyze.Timeline) {
 	fmt.Fprintf(w, "marks        %d\ncounters     %d\nlogs         %d\nfiles        %d\n", len(t.Marks), len(t.Counters), len(t.Logs), len(t.Files))
 	for _, k := range []string{"nsprof.event", "nsprof.frequency", "uname.release", "hostname"} {
 		if v := t.Metadata[k]; v != "" {
-			fmt.Fprintf(w, "%-12s %s\n", k, oneLine(v))
+			fmt.Fprintf(w, "%-12s %s\n", k, textsafe.Name(v, 0))
 		}
 	}
 	fmt.Fprintf(w, "\n%-14s %9s %12s\n", "Frame type", "Count", "Bytes")
@@ -438,7 +436,7 @@ func writeTimelineJSON(w io.Writer, t *analyze.Timeline, o reportOptions, marks 
 			doc.Frames[typ.String()] = st
 		}
 	}
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(textsafe.JSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }

@@ -100,7 +100,7 @@ func TestReportTimelineViews(t *testing.T) {
 		{[]string{"--counters"}, []string{"CPU Percent / Total       3           25        58.33          100           ▃▃▃▃▃▃▃▃▃▃██████████▁▁▁▁▁▁▁▁▁▁▁", "Demo / Constant           1            7            7            7  ▁▁▁▁"}},
 		{[]string{"--processes"}, []string{
 			"     40       -       -   +0.000s   running        0       0  unknown              /usr/bin/gui --x",
-			"     41       -      40   +0.002s   +0.006s        0       0  unknown              /usr/bin/helper with newline"}},
+			"     41       -      40   +0.002s   +0.006s        0       0  unknown              /usr/bin/helper\\nwith newline"}},
 		{[]string{"--logs"}, []string{"+0.003000s WARNING       40  Gtk: theme <missing>", "+0.007000s DEBUG         41  app: line one\n    line two"}},
 		{[]string{"--logs", "--pid", "41"}, []string{"app: line one"}},
 		{[]string{"--summary"}, []string{"duration     0.008s", "samples      0 (lost: not recorded)", "MARK                   6", "processes    2"}},

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"nsprof/internal/textsafe"
 )
 
 // version is set at build time with
@@ -78,7 +80,7 @@ func exitStatus(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "nsprof: %v\n", err)
+	fmt.Fprintf(stderr, "nsprof: %s\n", textsafe.Escape(err.Error()))
 	if e, ok := errors.AsType[*exitCode](err); ok {
 		return e.code
 	}
