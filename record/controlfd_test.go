@@ -38,9 +38,11 @@ func FuzzCollectorRing(f *testing.F) {
 			t.Fatal(err)
 		}
 		r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-		c := &controlFD{}
+		c := &controlFD{closed: true}
 		g := &collectorRing{mem: mem, body: body, size: size}
-		c.drain(r, g)
+		c.rings, c.live = []*collectorRing{g}, []*collectorRing{g}
+		c.copyAll()
+		c.poll(r)
 		var written uint64
 		for typ := capture.FrameType(1); typ < 32; typ++ {
 			written += w.Count(typ)
@@ -59,8 +61,9 @@ func TestCollectorRingCopiesFrames(t *testing.T) {
 		body := mem[4096:]
 		w, _ := capture.NewWriter(io.Discard)
 		r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-		c := &controlFD{}
+		c := &controlFD{closed: true}
 		g := &collectorRing{mem: mem, body: body, size: 4096}
+		c.rings, c.live = []*collectorRing{g}, []*collectorRing{g}
 		// EXIT is the header alone.
 		fr := make([]byte, 24)
 		binary.NativeEndian.PutUint16(fr[0:], 24)
@@ -75,7 +78,8 @@ func TestCollectorRingCopiesFrames(t *testing.T) {
 		}
 		binary.NativeEndian.PutUint32(mem[0:], head)
 		binary.NativeEndian.PutUint32(mem[4:], pos)
-		c.drain(r, g)
+		c.copyAll()
+		c.poll(r)
 		if c.frames != 3 || w.Count(capture.TypeExit) != 3 {
 			t.Errorf("head %d: %d frames copied, %d EXIT written; want 3", head, c.frames, w.Count(capture.TypeExit))
 		}

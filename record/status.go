@@ -21,6 +21,11 @@ type Stats struct {
 	// Allocations and Frees count the ALLOCATION frames of --memprof;
 	// AllocLost the events its rings dropped.
 	Allocations, Frees, AllocLost uint64
+	// CollectorFrames counts the frames copied from SYSPROF_CONTROL_FD
+	// rings; CollectorFull the times a ring was found too full for its
+	// thread's next frame, and CollectorLost the frames estimated lost
+	// then (the collector does not count them).
+	CollectorFrames, CollectorFull, CollectorLost uint64
 }
 
 // statusLine writes one refreshed line on a terminal.
@@ -66,6 +71,12 @@ func (st Stats) Summary(path string) string {
 		mem = fmt.Sprintf(", %d allocations and %d frees", st.Allocations, st.Frees)
 		if st.AllocLost > 0 {
 			mem += fmt.Sprintf(" (%d lost)", st.AllocLost)
+		}
+	}
+	if st.CollectorFrames > 0 || st.CollectorFull > 0 {
+		mem += fmt.Sprintf(", %d collector frames", st.CollectorFrames)
+		if st.CollectorFull > 0 {
+			mem += fmt.Sprintf(" (rings full %d times, about %d lost)", st.CollectorFull, st.CollectorLost)
 		}
 	}
 	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",
