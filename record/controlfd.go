@@ -94,12 +94,16 @@ func (c *controlFD) finish(r *recorder) {
 	if r.writeErr != nil {
 		return
 	}
+	// The totals, as analyze.Timeline.Collector reads them: frames
+	// written, times a ring was found too full for its thread's next
+	// frame, the time the threads could not write (ns) and the frames
+	// estimated lost meanwhile.
 	now := capture.Now()
 	for _, kv := range [][2]string{
-		{MetaCollectorFrames, strconv.FormatUint(c.frames, 10)},
-		{MetaCollectorFull, strconv.FormatUint(c.loss.Full, 10)},
-		{MetaCollectorBlocked, strconv.FormatInt(c.loss.Blocked, 10)},
-		{MetaCollectorLost, strconv.FormatUint(c.loss.Estimate, 10)},
+		{"nsprof.collector.frames", strconv.FormatUint(c.frames, 10)},
+		{"nsprof.collector.full", strconv.FormatUint(c.loss.Full, 10)},
+		{"nsprof.collector.blocked-ns", strconv.FormatInt(c.loss.Blocked, 10)},
+		{"nsprof.collector.lost-estimate", strconv.FormatUint(c.loss.Estimate, 10)},
 	} {
 		if err := r.w.AddMetadata(now, kv[0], kv[1]); err != nil {
 			r.writeErr = err
@@ -116,19 +120,9 @@ func (c *controlFD) finish(r *recorder) {
 	}
 }
 
-// Metadata ids of the collector's totals: frames written, times a ring
-// was found too full for its thread's next frame, the time the threads
-// could not write (ns) and the frames estimated lost meanwhile.
-const (
-	MetaCollectorFrames  = "nsprof.collector.frames"
-	MetaCollectorFull    = "nsprof.collector.full"
-	MetaCollectorBlocked = "nsprof.collector.blocked-ns"
-	MetaCollectorLost    = "nsprof.collector.lost-estimate"
-)
-
 // String says what the rings could not take.
 func (l ringLoss) String() string {
-	return fmt.Sprintf("SYSPROF_CONTROL_FD: rings full %d times, %.1f ms in all: the application's collector drops the frames it has no room for without counting them; about %d frames lost (estimated from each thread's rate)",
+	return fmt.Sprintf("SYSPROF_CONTROL_FD: rings found full: %d, for %.1f ms in all; the application's collector drops the frames it has no room for without counting them: about %d frames lost (estimated from each thread's rate)",
 		l.Full, float64(l.Blocked)/1e6, l.Estimate)
 }
 

@@ -76,7 +76,7 @@ func (st Stats) Summary(path string) string {
 	if st.CollectorFrames > 0 || st.CollectorFull > 0 {
 		mem += fmt.Sprintf(", %d collector frames", st.CollectorFrames)
 		if st.CollectorFull > 0 {
-			mem += fmt.Sprintf(" (rings full %d times, about %d lost)", st.CollectorFull, st.CollectorLost)
+			mem += fmt.Sprintf(" (rings found full: %d, about %d frames lost)", st.CollectorFull, st.CollectorLost)
 		}
 	}
 	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",
