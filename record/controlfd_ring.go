@@ -118,22 +118,31 @@ func (c *controlFD) copyRing(g *collectorRing) (int, float64) {
 	}
 	start := len(g.in)
 	g.in = appendRing(g.in, g.body, head, tail)
-	// The thread may have written on, even filled the ring, while this
-	// copied (the copier may lose the CPU anywhere): take that too, and
-	// learn how full the ring got just before letting it write again.
-	last := atomic.LoadUint32(g.tail())
-	if last >= g.size {
-		c.giveUpLocked(g, head, last)
-		return 0, 0
+	// The thread writes on while this copies, and the copier may lose
+	// the CPU anywhere: take what was written meanwhile too (a few
+	// times at most), then learn how full the ring got right before
+	// letting the thread write again, with nothing in between.
+	end := tail
+	for range 2 {
+		next := atomic.LoadUint32(g.tail())
+		if next == end || next >= g.size {
+			break
+		}
+		g.in = appendRing(g.in, g.body, end, next)
+		end = next
 	}
-	g.in = appendRing(g.in, g.body, tail, last)
+	reached := atomic.LoadUint32(g.tail())
+	atomic.StoreUint32(g.head(), end)
 	now := capture.Now()
-	atomic.StoreUint32(g.head(), last)
+	if reached >= g.size {
+		c.giveUpLocked(g, head, reached)
+	}
 	used = len(g.in) - start
 	c.pending += used
+	maxUsed := int((reached + g.size - head) % g.size)
 	frames, lastTime, need := walkFrames(g.in[start:])
 	g.need = max(g.need, need)
-	if int(g.size)-used <= int(g.need) {
+	if int(g.size)-maxUsed <= int(g.need) {
 		c.loss.add(frames, g.emptied, lastTime, now)
 	}
 	g.emptied = now
