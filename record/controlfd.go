@@ -52,9 +52,7 @@ func newControlFD() (*controlFD, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SYSPROF_CONTROL_FD: %w", err)
 	}
-	c := &controlFD{ours: ours, theirs: theirs}
-	c.startCopier()
-	return c, nil
+	return &controlFD{ours: ours, theirs: theirs}, nil
 }
 
 // pass hands the command its end as SYSPROF_CONTROL_FD.
@@ -76,10 +74,14 @@ func (c *controlFD) poll(r *recorder) {
 // and reports what was written and what was lost, in the log and in the
 // capture.
 func (c *controlFD) finish(r *recorder) {
-	c.stopCopier()
 	c.accept(r)
+	c.stopCopier()
 	c.copyAll()
-	c.poll(r)
+	for _, g := range c.rings {
+		if !g.done.Load() {
+			c.write(r, g)
+		}
+	}
 	if len(c.rings) == 0 {
 		return
 	}
@@ -232,6 +234,9 @@ func (c *controlFD) newRing(hostID func(int32) int32) error {
 	c.live = append(c.live, g)
 	c.liveBytes += body
 	c.mu.Unlock()
+	if c.cp == nil {
+		c.startCopier() // with the first ring
+	}
 	return nil
 }
 
