@@ -251,6 +251,9 @@ func (c *controlFD) write(r *recorder, g *collectorRing) {
 	broken := g.broken
 	c.mu.Unlock()
 	b := g.out
+	if cap(g.out) > 2*collectorRingBytes {
+		g.out = nil // a backlog's buffer, not kept for the next batch
+	}
 	for len(b) > 0 && !g.done.Load() {
 		if len(b) < 24 {
 			c.fail(r, g, fmt.Sprintf("%d bytes left, less than a frame header", len(b)))
