@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
-	"unsafe"
+	"strconv"
+	"sync"
 
 	"nsprof/capture"
 	"nsprof/internal/unix"
@@ -17,8 +17,9 @@ import (
 // by GLib and GTK, and its LD_PRELOAD libraries such as
 // libsysprof-memory-4.so) asks for a shared ring per thread by writing
 // "CreatRing\0" on the socket; we answer with a memfd whose first page
-// holds the ring header {head, tail, offset, size} and the rest the ring,
-// and copy the capture frames the thread writes there into the capture.
+// holds the ring header {head, tail, offset, size} and the rest the ring.
+// A copier goroutine empties the rings as the threads fill them, and the
+// recorder writes the frames it copied into the capture.
 type controlFD struct {
 	ours   int      // our end, non-blocking, with the writers' credentials
 	theirs *os.File // the command's end
@@ -27,28 +28,21 @@ type controlFD struct {
 	oob    []byte   // room for the credentials of a read
 	rings  []*collectorRing
 	closed bool // every writer of the socket is gone
+	cp     *copier
 
-	frames, rejected uint64
+	mu        sync.Mutex
+	live      []*collectorRing // the rings the copier copies
+	liveBytes int              // their size
+	pending   int              // bytes copied and not yet written
+	loss      ringLoss
+
+	// frames counts the frames written, rejected those the capture could
+	// not hold, and broken the rings given up for breaking the rules.
+	frames, rejected, broken uint64
 }
-
-// collectorBodyPages is the size of each ring: Sysprof HEAD's 63 pages
-// rounded up as its shared-memory colour rounding does.
-const collectorBodyPages = 64
 
 // creatRing is the collector's request for a ring.
 const creatRing = "CreatRing\x00"
-
-// collectorRing is one thread's ring.
-type collectorRing struct {
-	mem     []byte // header page, then the body
-	body    []byte
-	size    uint32
-	done    bool   // the thread wrote its final frame
-	scratch []byte // a frame that wraps, put back together
-	// hostID translates the ids the process writes in its frames (its
-	// own PID namespace's) into host ids; nil outside a namespace.
-	hostID func(int32) int32
-}
 
 // collectorFinal is the type of the frame a thread writes when it exits.
 const collectorFinal = 0xFF
@@ -66,14 +60,72 @@ func (c *controlFD) pass() passFile {
 	return passFile{name: "SYSPROF_CONTROL_FD", file: c.theirs}
 }
 
-// poll answers pending requests and copies what the rings hold.
+// poll answers pending requests and writes what the copier copied.
 func (c *controlFD) poll(r *recorder) {
 	c.accept(r)
 	for _, g := range c.rings {
-		if !g.done {
-			c.drain(r, g)
+		if !g.done.Load() {
+			c.write(r, g)
 		}
 	}
+}
+
+// finish stops the copier, copies and writes what the rings still hold,
+// and reports what was written and what was lost, in the log and in the
+// capture.
+func (c *controlFD) finish(r *recorder) {
+	c.accept(r)
+	c.stopCopier()
+	c.copyAll()
+	for _, g := range c.rings {
+		if !g.done.Load() {
+			c.write(r, g)
+		}
+	}
+	if len(c.rings) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("SYSPROF_CONTROL_FD: %d frames from %d rings", c.frames, len(c.rings))
+	if c.rejected > 0 {
+		msg += fmt.Sprintf(", %d frames the capture cannot hold left out", c.rejected)
+	}
+	if c.broken > 0 {
+		msg += fmt.Sprintf(", %d rings given up for breaking the protocol", c.broken)
+	}
+	r.logf("%s", msg)
+	if r.writeErr != nil {
+		return
+	}
+	// The totals, as analyze.Timeline.Collector reads them: frames
+	// written, times a ring was found too full for its thread's next
+	// frame, the time the threads could not write (ns) and the frames
+	// estimated lost meanwhile.
+	now := capture.Now()
+	for _, kv := range [][2]string{
+		{"nsprof.collector.frames", strconv.FormatUint(c.frames, 10)},
+		{"nsprof.collector.full", strconv.FormatUint(c.loss.Full, 10)},
+		{"nsprof.collector.blocked-ns", strconv.FormatInt(c.loss.Blocked, 10)},
+		{"nsprof.collector.lost-estimate", strconv.FormatUint(c.loss.Estimate, 10)},
+	} {
+		if err := r.w.AddMetadata(now, kv[0], kv[1]); err != nil {
+			r.writeErr = err
+			return
+		}
+	}
+	if c.loss.Full == 0 {
+		return
+	}
+	warn := c.loss.String()
+	r.logf("%s", warn)
+	if err := r.w.AddLog(now, -1, capture.LogWarning, "nsprof", warn); err != nil {
+		r.writeErr = err
+	}
+}
+
+// String says what the rings could not take.
+func (l ringLoss) String() string {
+	return fmt.Sprintf("SYSPROF_CONTROL_FD: rings found full: %d, for %.1f ms in all; the application's collector drops the frames it has no room for without counting them: about %d frames lost (estimated from each thread's rate)",
+		l.Full, float64(l.Blocked)/1e6, l.Estimate)
 }
 
 // accept reads ring requests and answers each with a new ring.
@@ -151,7 +203,13 @@ func (r *recorder) collectorIDs(pid int32) func(int32) int32 {
 // frames' ids hostID translates (nil: kept).
 func (c *controlFD) newRing(hostID func(int32) int32) error {
 	page := unix.Getpagesize()
-	body := collectorBodyPages * page
+	c.mu.Lock()
+	body := collectorRingBytes
+	if c.liveBytes+body > collectorRingBudget {
+		body = collectorSmallRingBytes
+	}
+	c.mu.Unlock()
+	body = (body + page - 1) / page * page
 	fd, err := unix.MemfdCreate("[sysprof-ring-buffer]", unix.MFD_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("memfd_create: %w", err)
@@ -166,47 +224,52 @@ func (c *controlFD) newRing(hostID func(int32) int32) error {
 	}
 	binary.NativeEndian.PutUint32(mem[8:], uint32(page)) // offset
 	binary.NativeEndian.PutUint32(mem[12:], uint32(body))
+	g := &collectorRing{mem: mem, body: mem[page:], size: uint32(body), hostID: hostID, emptied: capture.Now()}
 	if err := unix.SendFD(c.ours, []byte{0}, fd); err != nil {
 		unix.Munmap(mem)
 		return err
 	}
-	c.rings = append(c.rings, &collectorRing{mem: mem, body: mem[page:], size: uint32(body), hostID: hostID})
+	c.rings = append(c.rings, g)
+	c.mu.Lock()
+	c.live = append(c.live, g)
+	c.liveBytes += body
+	c.mu.Unlock()
+	if c.cp == nil {
+		c.startCopier() // with the first ring
+	}
 	return nil
 }
 
-// head and tail are the ring's positions, shared with the writer.
-func (g *collectorRing) head() *uint32 { return (*uint32)(unsafe.Pointer(&g.mem[0])) }
-func (g *collectorRing) tail() *uint32 { return (*uint32)(unsafe.Pointer(&g.mem[4])) }
-
-// drain copies the ring's frames into the capture. A frame that breaks
-// the rules (shorter than a header, longer than what was written, of an
-// unknown type) ends the ring: what follows cannot be trusted.
-func (c *controlFD) drain(r *recorder, g *collectorRing) {
-	head := atomic.LoadUint32(g.head())
-	tail := atomic.LoadUint32(g.tail())
-	if head >= g.size || tail >= g.size {
-		c.fail(r, g, fmt.Sprintf("ring positions %d, %d outside %d bytes", head, tail, g.size))
-		return
+// write writes the frames the copier took out of ring g into the capture.
+// A frame that breaks the rules (shorter than a header, longer than what
+// was written, of an unknown type) ends the ring: what follows cannot be
+// trusted.
+func (c *controlFD) write(r *recorder, g *collectorRing) {
+	c.mu.Lock()
+	g.in, g.out = g.out[:0], g.in
+	c.pending -= len(g.out)
+	broken := g.broken
+	c.mu.Unlock()
+	b := g.out
+	if cap(g.out) > 2*collectorRingBytes {
+		g.out = nil // a backlog's buffer, not kept for the next batch
 	}
-	for head != tail {
-		avail := (tail + g.size - head) % g.size
-		fr := g.frame(head, min(avail, 24))
-		if len(fr) < 24 {
-			c.fail(r, g, fmt.Sprintf("%d bytes left, less than a frame header", avail))
+	for len(b) > 0 && !g.done.Load() {
+		if len(b) < 24 {
+			c.fail(r, g, fmt.Sprintf("%d bytes left, less than a frame header", len(b)))
 			return
 		}
-		n := uint32(binary.NativeEndian.Uint16(fr[0:]))
-		typ := fr[16]
-		if n < 24 || n > avail || n%8 != 0 {
-			c.fail(r, g, fmt.Sprintf("frame of %d bytes with %d written", n, avail))
+		n := int(binary.NativeEndian.Uint16(b[0:]))
+		typ := b[16]
+		if n < 24 || n > len(b) || n%8 != 0 {
+			c.fail(r, g, fmt.Sprintf("frame of %d bytes with %d written", n, len(b)))
 			return
 		}
 		if typ == collectorFinal {
-			g.done = true
-			atomic.StoreUint32(g.head(), (head+n)%g.size)
+			g.done.Store(true)
 			return
 		}
-		f, err := capture.DecodeFrame(g.frame(head, n))
+		f, err := capture.DecodeFrame(b[:n])
 		if err != nil {
 			c.fail(r, g, err.Error())
 			return
@@ -225,33 +288,30 @@ func (c *controlFD) drain(r *recorder, g *collectorRing) {
 		} else {
 			c.frames++
 		}
-		head = (head + n) % g.size
-		atomic.StoreUint32(g.head(), head)
+		b = b[n:]
 	}
-}
-
-// frame returns n bytes at pos, put together in scratch if they wrap.
-func (g *collectorRing) frame(pos, n uint32) []byte {
-	if pos+n <= g.size {
-		return g.body[pos : pos+n]
+	if broken != "" && !g.done.Load() {
+		c.fail(r, g, broken)
 	}
-	g.scratch = append(append(g.scratch[:0], g.body[pos:]...), g.body[:pos+n-g.size]...)
-	return g.scratch
 }
 
 // fail stops reading a ring that broke the protocol.
 func (c *controlFD) fail(r *recorder, g *collectorRing, why string) {
-	c.rejected++
-	g.done = true
-	r.logf("SYSPROF_CONTROL_FD ring dropped: %s", why)
+	c.broken++
+	g.done.Store(true)
+	r.logf("SYSPROF_CONTROL_FD ring given up: %s", why)
 }
 
-// release unmaps the rings and closes the socket.
+// release stops the copier, unmaps the rings and closes the socket.
 func (c *controlFD) release() {
+	c.stopCopier()
 	for _, g := range c.rings {
-		unix.Munmap(g.mem)
+		if !g.unmapped {
+			unix.Munmap(g.mem)
+			g.unmapped = true
+		}
 	}
-	c.rings = nil
+	c.rings, c.live = nil, nil
 	if c.ours >= 0 {
 		unix.Close(c.ours)
 		c.ours = -1

@@ -38,9 +38,11 @@ func FuzzCollectorRing(f *testing.F) {
 			t.Fatal(err)
 		}
 		r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-		c := &controlFD{}
+		c := &controlFD{closed: true}
 		g := &collectorRing{mem: mem, body: body, size: size}
-		c.drain(r, g)
+		c.rings, c.live = []*collectorRing{g}, []*collectorRing{g}
+		c.copyAll()
+		c.poll(r)
 		var written uint64
 		for typ := capture.FrameType(1); typ < 32; typ++ {
 			written += w.Count(typ)
@@ -59,8 +61,9 @@ func TestCollectorRingCopiesFrames(t *testing.T) {
 		body := mem[4096:]
 		w, _ := capture.NewWriter(io.Discard)
 		r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-		c := &controlFD{}
+		c := &controlFD{closed: true}
 		g := &collectorRing{mem: mem, body: body, size: 4096}
+		c.rings, c.live = []*collectorRing{g}, []*collectorRing{g}
 		// EXIT is the header alone.
 		fr := make([]byte, 24)
 		binary.NativeEndian.PutUint16(fr[0:], 24)
@@ -75,12 +78,52 @@ func TestCollectorRingCopiesFrames(t *testing.T) {
 		}
 		binary.NativeEndian.PutUint32(mem[0:], head)
 		binary.NativeEndian.PutUint32(mem[4:], pos)
-		c.drain(r, g)
+		c.copyAll()
+		c.poll(r)
 		if c.frames != 3 || w.Count(capture.TypeExit) != 3 {
 			t.Errorf("head %d: %d frames copied, %d EXIT written; want 3", head, c.frames, w.Count(capture.TypeExit))
 		}
 		if got := binary.NativeEndian.Uint32(mem[0:]); got != pos {
 			t.Errorf("head %d: ring head %d after draining, want the tail %d", head, got, pos)
+		}
+	}
+}
+
+// A ring the copier finds with less room than its thread's frames need is
+// counted as full, with the frames the thread would have written from the
+// last one in the ring until the copier came (here as many as the ring
+// holds: it took as long to fill as it then stayed full); a ring with
+// room to spare is not.
+func TestCollectorRingFullCounted(t *testing.T) {
+	const size = 4096
+	for _, fill := range []int{size / 96, size / 96 / 2} {
+		mem := make([]byte, 4096+size)
+		body := mem[4096:]
+		w, _ := capture.NewWriter(io.Discard)
+		r := &recorder{w: w, opts: &Options{Log: io.Discard}}
+		c := &controlFD{closed: true}
+		now := capture.Now()
+		g := &collectorRing{mem: mem, body: body, size: size, emptied: now - 2e6}
+		c.rings, c.live = []*collectorRing{g}, []*collectorRing{g}
+		for i := range fill {
+			fr := body[i*96 : (i+1)*96]
+			binary.NativeEndian.PutUint16(fr[0:], 96)
+			binary.NativeEndian.PutUint64(fr[8:], uint64(now-2e6+int64(i+1)*1e6/int64(fill)))
+			fr[16] = byte(capture.TypeMark)
+		}
+		binary.NativeEndian.PutUint32(mem[4:], uint32(fill*96))
+		c.copyAll()
+		c.poll(r)
+		full := fill == size/96
+		t.Logf("%d frames: %+v", fill, c.loss)
+		if got := w.Count(capture.TypeMark); got != uint64(fill) {
+			t.Errorf("%d marks written, want %d", got, fill)
+		}
+		if (c.loss.Full == 1) != full || c.loss.Full > 1 {
+			t.Errorf("%d bytes free: counted full %d times, want full %v", size-fill*96, c.loss.Full, full)
+		}
+		if full && (c.loss.Estimate < uint64(fill)/2 || c.loss.Estimate > uint64(fill)*2 || c.loss.Blocked < 5e5) {
+			t.Errorf("ring full for ~1 ms after 1 ms of %d frames: estimated %d frames lost in %d ns", fill, c.loss.Estimate, c.loss.Blocked)
 		}
 	}
 }

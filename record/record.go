@@ -116,6 +116,12 @@ func (r *recorder) stats() Stats {
 	if r.mp != nil {
 		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.allocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
 	}
+	if r.cfd != nil {
+		st.CollectorFrames = r.cfd.frames
+		r.cfd.mu.Lock()
+		st.CollectorFull, st.CollectorLost = r.cfd.loss.Full, r.cfd.loss.Estimate
+		r.cfd.mu.Unlock()
+	}
 	return st
 }
 
@@ -624,10 +630,7 @@ func (r *recorder) finish() {
 		r.finishMemprof()
 	}
 	if r.cfd != nil {
-		r.cfd.poll(r)
-		if r.cfd.frames > 0 || r.cfd.rejected > 0 {
-			r.logf("SYSPROF_CONTROL_FD: %d frames from %d rings (%d rings dropped)", r.cfd.frames, len(r.cfd.rings), r.cfd.rejected)
-		}
+		r.cfd.finish(r)
 	}
 	r.tr.flushPending(true)
 	if n := r.tr.redact.cut; n > 0 {

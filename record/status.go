@@ -22,6 +22,11 @@ type Stats struct {
 	// AllocLost the events its rings dropped when full, and
 	// AllocSignalDropped those of signal handlers that found no room.
 	Allocations, Frees, AllocLost, AllocSignalDropped uint64
+	// CollectorFrames counts the frames copied from SYSPROF_CONTROL_FD
+	// rings; CollectorFull the times a ring was found too full for its
+	// thread's next frame, and CollectorLost the frames estimated lost
+	// then (the collector does not count them).
+	CollectorFrames, CollectorFull, CollectorLost uint64
 }
 
 // statusLine writes one refreshed line on a terminal.
@@ -70,6 +75,12 @@ func (st Stats) Summary(path string) string {
 			mem += fmt.Sprintf(" (%d lost: %d with rings full, %d in signal handlers)", st.AllocLost+st.AllocSignalDropped, st.AllocLost, st.AllocSignalDropped)
 		case st.AllocLost > 0:
 			mem += fmt.Sprintf(" (%d lost)", st.AllocLost)
+		}
+	}
+	if st.CollectorFrames > 0 || st.CollectorFull > 0 {
+		mem += fmt.Sprintf(", %d collector frames", st.CollectorFrames)
+		if st.CollectorFull > 0 {
+			mem += fmt.Sprintf(" (rings found full: %d, about %d frames lost)", st.CollectorFull, st.CollectorLost)
 		}
 	}
 	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",

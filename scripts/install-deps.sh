@@ -8,8 +8,8 @@ set -euo pipefail
 # Packages, and the tests that need them.
 PACKAGES=(
 	gcc libc6-dev make pkg-config # capture/testdata/interop: build C programs against libsysprof-capture
-	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency
-	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures
+	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency; cmd/nsprof TestCollectorRingLossCounted: its collector
+	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures; bench/controlfd-marks.sh
 	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip
 	debuginfod # symbol/: debuginfod client and server tests
 	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method

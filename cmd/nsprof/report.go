@@ -85,12 +85,13 @@ keeps the samples through function NAME with their stacks starting there
 (--focus-dso the same for a DSO); --by comm merges processes of the same name.
 
 Instead of samples, --marks prints per group:name mark counts and durations
-(min, max, mean, median, p95), --counters each counter's min, mean and max
+(min, max, mean, median, p95) and what the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
 with a sparkline, --processes process lifetimes, pids inside and outside
 their namespace, container and command line, with each thread under its
 process ("thread_list" in JSON), --logs the log messages and --summary the
 capture's facts (duration, CPUs, samples, lost samples, processes and
-threads, frames by type). --since/--until and --pid select marks, logs and processes too.
+threads, collector frames and losses, frames by type). --since/--until and
+--pid select marks, logs and processes too.
 
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",

@@ -101,6 +101,7 @@ func reportTimeline(opts reportOptions, stdout, stderr io.Writer) error {
 		switch opts.Timeline {
 		case "marks":
 			writeMarksText(bw, analyze.MarkStats(marks), opts.Width)
+			writeCollectorText(bw, t)
 		case "counters":
 			writeCountersText(bw, t, since, until, opts.Width)
 		case "processes":
@@ -153,6 +154,24 @@ func writeMarksText(w io.Writer, stats []analyze.MarkStat, width int) {
 			fmtDuration(float64(s.Min)), fmtDuration(float64(s.Max)), fmtDuration(s.Mean), fmtDuration(s.Median), fmtDuration(float64(s.P95)))
 		fmt.Fprintln(w, truncate(line, width))
 	}
+}
+
+// writeCollectorText says what the SYSPROF_CONTROL_FD rings took and
+// lost, when the capture has the totals.
+func writeCollectorText(w io.Writer, t *analyze.Timeline) {
+	if c, ok := t.Collector(); ok {
+		fmt.Fprintf(w, "\nSYSPROF_CONTROL_FD collectors: %s\n", collectorLine(c))
+	}
+}
+
+// collectorLine is the one-line account of the collector totals.
+func collectorLine(c analyze.CollectorStats) string {
+	s := fmt.Sprintf("%d frames", c.Frames)
+	if c.Full == 0 {
+		return s + ", none lost (no ring was found full)"
+	}
+	return s + fmt.Sprintf("; rings found full: %d, for %s in all; about %d frames lost meanwhile (estimated: libsysprof-capture does not count what it drops)",
+		c.Full, fmtDuration(float64(c.BlockedNs)), c.LostEstimate)
 }
 
 // sparkWidth is the width of the counters' sparklines.
@@ -305,6 +324,9 @@ func writeSummaryText(w io.Writer, t *analyze.Timeline) {
 		fmt.Fprintf(w, "memprof      %s\n", memLost(r, s))
 	}
 	fmt.Fprintf(w, "marks        %d\ncounters     %d\nlogs         %d\nfiles        %d\n", len(t.Marks), len(t.Counters), len(t.Logs), len(t.Files))
+	if c, ok := t.Collector(); ok {
+		fmt.Fprintf(w, "collector    %s\n", collectorLine(c))
+	}
 	for _, k := range []string{"nsprof.event", "nsprof.frequency", "uname.release", "hostname"} {
 		if v := t.Metadata[k]; v != "" {
 			fmt.Fprintf(w, "%-12s %s\n", k, textsafe.Name(v, 0))
@@ -357,6 +379,8 @@ type (
 		Metadata    map[string]string `json:"metadata,omitempty"`
 		Warnings    []string          `json:"warnings,omitempty"`
 		Damage      string            `json:"damage,omitempty"`
+		// Collector: the SYSPROF_CONTROL_FD totals, when recorded.
+		Collector *analyze.CollectorStats `json:"collector,omitempty"`
 	}
 	jsonCounter struct {
 		analyze.CounterStat
@@ -408,6 +432,9 @@ func writeTimelineJSON(w io.Writer, t *analyze.Timeline, o reportOptions, marks 
 	}
 	if t.HasLost {
 		doc.Capture.Lost = &t.Lost
+	}
+	if c, ok := t.Collector(); ok {
+		doc.Capture.Collector = &c
 	}
 	if loadErr != nil {
 		doc.Capture.Damage = loadErr.Error()
