@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"nsprof/capture"
-	"nsprof/record"
 )
 
 // The synthetic capture: two processes with known mappings, a __symbols__
@@ -158,14 +157,14 @@ func writeTestCapture(t testing.TB) []byte {
 	}
 	var procs bytes.Buffer
 	for _, v := range []any{
-		record.ProcessInfo{Kind: "process", PID: 100, NSpid: []int{100, 1}, Comm: "app", Container: &record.ContainerInfo{Kind: "podman", ID: "abcdef0123456789", Name: "web"}},
-		record.ProcessInfo{Kind: "process", PID: 200, Comm: "tool", Container: &record.ContainerInfo{Kind: "host"}},
-		record.ThreadInfo{Kind: "thread", TID: 101, PID: 100, NSpid: []int{101, 2}},
+		capture.ProcessInfo{Kind: "process", PID: 100, NSpid: []int{100, 1}, Comm: "app", Container: &capture.ContainerInfo{Kind: "podman", ID: "abcdef0123456789", Name: "web"}},
+		capture.ProcessInfo{Kind: "process", PID: 200, Comm: "tool", Container: &capture.ContainerInfo{Kind: "host"}},
+		capture.ThreadInfo{Kind: "thread", TID: 101, PID: 100, NSpid: []int{101, 2}},
 	} {
 		b, _ := json.Marshal(v)
 		procs.Write(append(b, '\n'))
 	}
-	if err := w.AddFileBytes(h(-1, 9), record.ProcessFile, procs.Bytes()); err != nil {
+	if err := w.AddFileBytes(h(-1, 9), capture.ProcessFile, procs.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

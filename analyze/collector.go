@@ -1,6 +1,10 @@
 package analyze
 
-import "strconv"
+import (
+	"strconv"
+
+	"nsprof/capture"
+)
 
 // CollectorStats are the totals nsprof record stores (METADATA
 // nsprof.collector.*) for the SYSPROF_CONTROL_FD rings it served: the
@@ -27,7 +31,7 @@ type CollectorStats struct {
 // none (a capture nsprof did not record, or no ring was asked for) or
 // they cannot be read.
 func (t *Timeline) Collector() (s CollectorStats, ok bool) {
-	frames, ok := t.Metadata["nsprof.collector.frames"]
+	frames, ok := t.Metadata[capture.MetaCollectorFrames]
 	if !ok {
 		return s, false
 	}
@@ -35,13 +39,13 @@ func (t *Timeline) Collector() (s CollectorStats, ok bool) {
 	if s.Frames, err = strconv.ParseUint(frames, 10, 64); err != nil {
 		return s, false
 	}
-	if s.Full, err = strconv.ParseUint(t.Metadata["nsprof.collector.full"], 10, 64); err != nil {
+	if s.Full, err = strconv.ParseUint(t.Metadata[capture.MetaCollectorFull], 10, 64); err != nil {
 		return s, false
 	}
-	if s.BlockedNs, err = strconv.ParseInt(t.Metadata["nsprof.collector.blocked-ns"], 10, 64); err != nil {
+	if s.BlockedNs, err = strconv.ParseInt(t.Metadata[capture.MetaCollectorBlockedNs], 10, 64); err != nil {
 		return s, false
 	}
-	if s.LostEstimate, err = strconv.ParseUint(t.Metadata["nsprof.collector.lost-estimate"], 10, 64); err != nil {
+	if s.LostEstimate, err = strconv.ParseUint(t.Metadata[capture.MetaCollectorLostEstimate], 10, 64); err != nil {
 		return s, false
 	}
 	return s, true

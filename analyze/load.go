@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"nsprof/capture"
-	"nsprof/record"
 	"nsprof/symbol"
 )
 
@@ -37,7 +36,7 @@ type LoadOptions struct {
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
 // symbol table (gzip-compressed, at kallsymsPath+".gz").
-const kallsymsPath = "/proc/kallsyms"
+const kallsymsPath = capture.KallsymsFile
 
 // LoadFile loads the capture at path; see [Load]. It maps a regular file
 // and decodes it in place (other files are read whole first), keeping
@@ -50,13 +49,13 @@ func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, info, err := mapFile(f)
+	data, unmap, info, err := capture.MapFile(f)
 	if err != nil {
 		return nil, err
 	}
 	var p *Profile
 	if data != nil {
-		p, err = loadMapped(data, &sourceFile{path: name, info: info}, opts)
+		p, err = loadMapped(data, unmap, &sourceFile{path: name, info: info}, opts)
 	} else {
 		if data, err = io.ReadAll(f); err != nil {
 			return nil, err
@@ -299,7 +298,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, record.ProcessFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile:
 		return true
 	}
 	return false
@@ -449,11 +448,11 @@ func commOf(cmdline string) string {
 // loadProcessFile applies nsprof's process file: comm, namespace pids and
 // container labels.
 func (b *builder) loadProcessFile() {
-	fs, err := b.files.capture(record.ProcessFile)
-	var ps []record.ProcessInfo
-	var ts []record.ThreadInfo
+	fs, err := b.files.capture(capture.ProcessFile)
+	var ps []capture.ProcessInfo
+	var ts []capture.ThreadInfo
 	if err == nil {
-		ps, ts, err = record.ReadProcessFile(fs)
+		ps, ts, err = capture.ReadProcessFile(fs)
 	}
 	if err != nil {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("process info: %v", err))

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -163,15 +164,15 @@ func TestLoadMappedTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	data, info, err := mapFile(f)
+	data, unmap, info, err := capture.MapFile(f)
 	if err != nil || data == nil {
 		t.Skipf("cannot map: %v", err)
 	}
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	p, err := loadMapped(data, &sourceFile{path: path, info: info}, LoadOptions{NoHostFiles: true})
-	if p != nil || err == nil || !strings.Contains(err.Error(), "shrank") {
+	p, err := loadMapped(data, unmap, &sourceFile{path: path, info: info}, LoadOptions{NoHostFiles: true})
+	if p != nil || !errors.Is(err, capture.ErrFileShrank) {
 		t.Fatalf("loadMapped of a truncated file: %v, %v", p, err)
 	}
 }

@@ -166,12 +166,12 @@ func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 			b.add(f)
 		case *capture.Metadata:
 			switch f.ID {
-			case "nsprof.memprof.sample-bytes":
+			case capture.MetaMemprofSampleBytes:
 				b.m.SampleBytes, _ = strconv.ParseInt(f.Value, 10, 64)
-			case "nsprof.memprof.lost":
+			case capture.MetaMemprofLost:
 				b.m.HasLost = true
 				b.m.Lost = parseCount(f.Value, b.m.Lost)
-			case "nsprof.memprof.signal-dropped":
+			case capture.MetaMemprofSignalDropped:
 				b.m.HasLost = true
 				b.m.SignalDropped = parseCount(f.Value, b.m.SignalDropped)
 			}

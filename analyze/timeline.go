@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"nsprof/capture"
-	"nsprof/record"
 )
 
 // Timeline is what a capture says besides its stacks: marks, counters,
@@ -290,7 +289,7 @@ func (b *timelineBuilder) finish() {
 	}
 	slices.Sort(t.CPUs)
 	t.Files = b.files.List()
-	ps, ts, err := record.ReadProcessFile(&b.files)
+	ps, ts, err := capture.ReadProcessFile(&b.files)
 	if err != nil {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("process info: %v", err))
 	}

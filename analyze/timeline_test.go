@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"nsprof/capture"
-	"nsprof/record"
 )
 
 // markDurations are the durations in ms of the marks of the timeline
@@ -68,13 +67,13 @@ func writeTimelineCapture(t testing.TB) []byte {
 	must(w.AddLog(testStart+7e6, 301, capture.LogInfo, "app", "done"))
 	var procs bytes.Buffer
 	for _, v := range []any{
-		record.ProcessInfo{Kind: "process", PID: 300, NSpid: []int{300, 7}, Comm: "worker", Container: &record.ContainerInfo{Kind: "podman", ID: "0123456789abcdef", Name: "build"}},
-		record.ProcessInfo{Kind: "process", PID: 301, PPID: 300, NSpid: []int{301, 8}, Comm: "worker"},
+		capture.ProcessInfo{Kind: "process", PID: 300, NSpid: []int{300, 7}, Comm: "worker", Container: &capture.ContainerInfo{Kind: "podman", ID: "0123456789abcdef", Name: "build"}},
+		capture.ProcessInfo{Kind: "process", PID: 301, PPID: 300, NSpid: []int{301, 8}, Comm: "worker"},
 	} {
 		b, _ := json.Marshal(v)
 		procs.Write(append(b, '\n'))
 	}
-	must(w.AddFileBytes(h(-1, 9), record.ProcessFile, procs.Bytes()))
+	must(w.AddFileBytes(h(-1, 9), capture.ProcessFile, procs.Bytes()))
 	must(w.Close())
 	return buf.Bytes()
 }
@@ -178,7 +177,7 @@ func TestTimeline(t *testing.T) {
 	if sp := tl.Counters[1].Sparkline(tl.Start, tl.End, 4); sp != "   ▁" {
 		t.Errorf("lost sparkline %q", sp)
 	}
-	if len(tl.Files) != 1 || tl.Files[0].Path != record.ProcessFile {
+	if len(tl.Files) != 1 || tl.Files[0].Path != capture.ProcessFile {
 		t.Errorf("files %+v", tl.Files)
 	}
 }
@@ -265,7 +264,7 @@ func TestTimelineThreadsAreNotProcesses(t *testing.T) {
 {"kind":"thread","time":%d,"tid":12,"pid":10,"comm":"io-worker"}
 {"kind":"thread","time":%d,"tid":12,"pid":10,"exited":true}
 `, testStart+1e6, testStart+2e6, testStart+4e6)
-	if err := w.AddFileBytes(h(-1, 6), record.ProcessFile, []byte(lines)); err != nil {
+	if err := w.AddFileBytes(h(-1, 6), capture.ProcessFile, []byte(lines)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"nsprof/analyze"
 	"nsprof/capture"
-	"nsprof/record"
 )
 
 const testStart = int64(1_000_000_000)
@@ -122,13 +121,13 @@ func writeTestCapture(t testing.TB) []byte {
 	must(w.AddFileGzip(h(-1, 9), "/proc/kallsyms", kallsyms.Bytes()))
 	var procs bytes.Buffer
 	for _, v := range []any{
-		record.ProcessInfo{Kind: "process", PID: 10, NSpid: []int{10, 1}, Comm: "server", Container: &record.ContainerInfo{Kind: "podman", ID: "abcdef0123456789", Name: "web"}},
-		record.ProcessInfo{Kind: "process", PID: 20, Comm: "evil", Container: &record.ContainerInfo{Kind: "host"}},
+		capture.ProcessInfo{Kind: "process", PID: 10, NSpid: []int{10, 1}, Comm: "server", Container: &capture.ContainerInfo{Kind: "podman", ID: "abcdef0123456789", Name: "web"}},
+		capture.ProcessInfo{Kind: "process", PID: 20, Comm: "evil", Container: &capture.ContainerInfo{Kind: "host"}},
 	} {
 		b, _ := json.Marshal(v)
 		procs.Write(append(b, '\n'))
 	}
-	must(w.AddFileBytes(h(-1, 9), record.ProcessFile, procs.Bytes()))
+	must(w.AddFileBytes(h(-1, 9), capture.ProcessFile, procs.Bytes()))
 	must(w.Close())
 	return buf.Bytes()
 }

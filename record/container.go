@@ -17,7 +17,7 @@ const maxContainerFile = 64 << 10
 // of its root file system (host directory → "/") and the container's
 // /run/.containerenv (podman) or /.flatpak-info (Flatpak), read inside
 // the process's root and stored as /proc/PID/root/... files.
-func (r *recorder) identify(pid int, now int64) *ContainerInfo {
+func (r *recorder) identify(pid int, now int64) *capture.ContainerInfo {
 	var cp *container.Process
 	if r.sym != nil {
 		// Share the symbolizer's view: one snapshot per process.
@@ -33,7 +33,7 @@ func (r *recorder) identify(pid int, now int64) *ContainerInfo {
 		return nil
 	}
 	id := cp.Identity()
-	info := &ContainerInfo{Kind: id.Kind, ID: id.ID, Name: id.Name, Rootless: id.Rootless, AppID: id.AppID, Root: id.Root}
+	info := &capture.ContainerInfo{Kind: id.Kind, ID: id.ID, Name: id.Name, Rootless: id.Rootless, AppID: id.AppID, Root: id.Root}
 	if id.Kind == container.KindHost {
 		return info
 	}

@@ -102,10 +102,10 @@ func (c *controlFD) finish(r *recorder) {
 	// estimated lost meanwhile.
 	now := capture.Now()
 	for _, kv := range [][2]string{
-		{"nsprof.collector.frames", strconv.FormatUint(c.frames, 10)},
-		{"nsprof.collector.full", strconv.FormatUint(c.loss.Full, 10)},
-		{"nsprof.collector.blocked-ns", strconv.FormatInt(c.loss.Blocked, 10)},
-		{"nsprof.collector.lost-estimate", strconv.FormatUint(c.loss.Estimate, 10)},
+		{capture.MetaCollectorFrames, strconv.FormatUint(c.frames, 10)},
+		{capture.MetaCollectorFull, strconv.FormatUint(c.loss.Full, 10)},
+		{capture.MetaCollectorBlockedNs, strconv.FormatInt(c.loss.Blocked, 10)},
+		{capture.MetaCollectorLostEstimate, strconv.FormatUint(c.loss.Estimate, 10)},
 	} {
 		if err := r.w.AddMetadata(now, kv[0], kv[1]); err != nil {
 			r.writeErr = err

@@ -148,8 +148,8 @@ func (m *memprof) pass() passFile {
 // metadata describes the memprof settings for the capture.
 func (m *memprof) metadata() [][2]string {
 	return [][2]string{
-		{"nsprof.memprof", "1"},
-		{"nsprof.memprof.sample-bytes", strconv.FormatInt(m.sample, 10)},
+		{capture.MetaMemprof, "1"},
+		{capture.MetaMemprofSampleBytes, strconv.FormatInt(m.sample, 10)},
 	}
 }
 
@@ -407,9 +407,9 @@ func (r *recorder) finishMemprof() {
 	// recorded: zero counts too, so a report can say none were.
 	if r.writeErr == nil && (m.allocs+m.frees > 0 || m.lost+m.sigDropped > 0) {
 		for _, kv := range [][2]string{
-			{"nsprof.memprof.tsc-times", strconv.FormatUint(m.tscTimes, 10)},
-			{"nsprof.memprof.lost", strconv.FormatUint(m.lost, 10)},
-			{"nsprof.memprof.signal-dropped", strconv.FormatUint(m.sigDropped, 10)},
+			{capture.MetaMemprofTSCTimes, strconv.FormatUint(m.tscTimes, 10)},
+			{capture.MetaMemprofLost, strconv.FormatUint(m.lost, 10)},
+			{capture.MetaMemprofSignalDropped, strconv.FormatUint(m.sigDropped, 10)},
 		} {
 			if err := r.w.AddMetadata(capture.Now(), kv[0], kv[1]); err != nil {
 				r.writeErr = err

@@ -16,24 +16,24 @@ import (
 // spawn environment, secrets included, in every capture.
 func metadata(opts *Options, mode, event string) [][2]string {
 	md := [][2]string{
-		{"nsprof.version", opts.Version},
-		{"nsprof.mode", mode},
-		{"nsprof.event", event},
-		{"nsprof.frequency", strconv.Itoa(opts.Frequency)},
-		{"nsprof.call-graph", "fp"},
-		{"nsprof.redact-cmdlines", opts.RedactCmdlines.String()},
+		{capture.MetaVersion, opts.Version},
+		{capture.MetaMode, mode},
+		{capture.MetaEvent, event},
+		{capture.MetaFrequency, strconv.Itoa(opts.Frequency)},
+		{capture.MetaCallGraph, "fp"},
+		{capture.MetaRedactCmdlines, opts.RedactCmdlines.String()},
 		{"n-cpu", strconv.Itoa(runtime.NumCPU())},
 		{"page-size", strconv.Itoa(os.Getpagesize())},
 	}
 	if len(opts.Command) > 0 {
-		md = append(md, [2]string{"nsprof.command", strings.Join(opts.Command, " ")})
+		md = append(md, [2]string{capture.MetaCommand, strings.Join(opts.Command, " ")})
 	}
 	if len(opts.PIDs) > 0 {
 		ps := make([]string, len(opts.PIDs))
 		for i, p := range opts.PIDs {
 			ps[i] = strconv.Itoa(p)
 		}
-		md = append(md, [2]string{"nsprof.pids", strings.Join(ps, ",")})
+		md = append(md, [2]string{capture.MetaPIDs, strings.Join(ps, ",")})
 	}
 	if len(opts.Env) > 0 {
 		// Only the names of variables the user set explicitly.
@@ -41,7 +41,7 @@ func metadata(opts *Options, mode, event string) [][2]string {
 		for i, kv := range opts.Env {
 			names[i], _, _ = strings.Cut(kv, "=")
 		}
-		md = append(md, [2]string{"nsprof.env-names", strings.Join(names, ",")})
+		md = append(md, [2]string{capture.MetaEnvNames, strings.Join(names, ",")})
 	}
 	if u, err := unix.Uname(); err == nil {
 		md = append(md,

@@ -15,7 +15,7 @@ import (
 )
 
 // tracker turns perf's process lifecycle records and /proc into PROCESS,
-// MAP, FORK and EXIT frames, embedded mountinfo files and ProcessFile
+// MAP, FORK and EXIT frames, embedded mountinfo files and capture.ProcessFile
 // lines, and keeps the pid-namespace map.
 //
 // Records come from per-CPU rings and are not in time order across CPUs: a
@@ -42,7 +42,7 @@ type tracker struct {
 	sym *symbolizer
 	// identify, when set, labels a process with its container (and may
 	// write what describes the container).
-	identify func(pid int, now int64) *ContainerInfo
+	identify func(pid int, now int64) *capture.ContainerInfo
 	// redact, when set, cuts the command lines the capture must not
 	// keep before they are written.
 	redact *redactor
@@ -67,7 +67,7 @@ type procState struct {
 	// early is what a look at the process mid-exec found, and earlyMaps
 	// its mappings then: what describes it if it is gone by the next
 	// look (a short-lived process would otherwise stay nameless).
-	early     *ProcessInfo
+	early     *procInfo
 	earlyMaps []proc.Mapping
 	// root is the process's root directory as the recorder sees it
 	// (/proc/PID/root), when it was read: /proc/PID/maps shows the paths
@@ -146,7 +146,7 @@ func (t *tracker) scan(pid int, now int64) {
 	t.adopt(pid, now)
 }
 
-// errExitedUnmapped is in the Err of a [ProcessInfo] for a process that
+// errExitedUnmapped is in the Err of a [capture.ProcessInfo] for a process that
 // had exited, or was exiting with its mappings gone from /proc, before the
 // recorder read them.
 const errExitedUnmapped = "maps: the process exited before they were read"
@@ -167,7 +167,7 @@ func (t *tracker) glance(pids []int, now int64) {
 		if err != nil {
 			continue
 		}
-		info := ProcessInfo{Kind: "process", Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real, uidKnown: true}
+		info := procInfo{ProcessInfo: capture.ProcessInfo{Kind: capture.KindProcess, Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}, uidKnown: true}
 		info.Cmdline, _ = t.fs.ReadCmdline(pid)
 		if l, err := t.fs.ReadLink(pid, "root"); err == nil {
 			info.Root = l.Target
@@ -276,15 +276,15 @@ func (t *tracker) adopt(parent int, now int64) {
 	}
 }
 
-// describe writes what identifies a process: its ProcessFile line,
+// describe writes what identifies a process: its capture.ProcessFile line,
 // PROCESS frame and mountinfo.
-func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) {
+func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 	if !ps.described {
 		t.seen++
 	}
 	ps.described = true
 	delete(t.pending, pid)
-	t.redact.apply(&info, info.uidKnown)
+	t.redact.apply(&info.ProcessInfo, info.uidKnown)
 	if name := info.cmdline(); name != "" {
 		ps.name = name
 	}
@@ -300,7 +300,7 @@ func (t *tracker) describe(pid int, ps *procState, info ProcessInfo, now int64) 
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	if t.err == nil {
-		t.err = writeInfoLine(t.w, info)
+		t.err = t.w.AddProcessInfo(info.ProcessInfo)
 	}
 	t.write(&capture.Process{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, Cmdline: ps.name})
 	if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
@@ -347,7 +347,7 @@ func (t *tracker) threads(pid int, ps *procState, now int64) {
 // thread records a new thread of pid, with its namespace ids when it is
 // in a PID namespace of its own.
 func (t *tracker) thread(pid, tid int, ps *procState, now int64) {
-	ti := ThreadInfo{Kind: "thread", Time: now, TID: tid, PID: pid}
+	ti := capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: tid, PID: pid}
 	if ps.pidns == 0 || ps.pidns != t.hostNS {
 		if st, err := t.fs.ReadTaskStatus(pid, tid); err == nil && len(st.NSpid) >= 2 {
 			t.pm.addTask(tid, st.NSpid, ps.pidns)
@@ -355,7 +355,7 @@ func (t *tracker) thread(pid, tid int, ps *procState, now int64) {
 		}
 	}
 	if t.err == nil {
-		t.err = writeInfoLine(t.w, ti)
+		t.err = t.w.AddThreadInfo(ti)
 	}
 }
 
@@ -401,7 +401,7 @@ func (t *tracker) handle(rec *perf.Record) {
 			// A thread named itself (prctl PR_SET_NAME,
 			// pthread_setname_np): reports list it under its
 			// process by that name.
-			t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(c.TID), PID: int(c.PID), Comm: string(c.Comm)})
+			t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(c.TID), PID: int(c.PID), Comm: string(c.Comm)})
 		}
 		if c.PID != c.TID || !c.Exec {
 			return
@@ -478,7 +478,7 @@ func (t *tracker) handle(rec *perf.Record) {
 			if ps := t.procs[int(k.PID)]; ps != nil && ps.described {
 				t.thread(int(k.PID), int(k.TID), ps, now)
 			} else if t.err == nil {
-				t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(k.TID), PID: int(k.PID)})
+				t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(k.TID), PID: int(k.PID)})
 			}
 			return
 		}
@@ -488,7 +488,7 @@ func (t *tracker) handle(rec *perf.Record) {
 		if k.PID != k.TID {
 			t.clones.exited(int(k.TID))
 			if t.err == nil {
-				t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
+				t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
 			}
 			return
 		}
@@ -587,7 +587,7 @@ func (t *tracker) nsTask(ppid, host, nsid int, now int64) {
 	}
 	t.pm.addTask(host, []int{host, nsid}, ps.pidns)
 	if t.err == nil {
-		t.err = writeInfoLine(t.w, ThreadInfo{Kind: "thread", Time: now, TID: host, PID: ppid, NSpid: []int{host, nsid}})
+		t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: host, PID: ppid, NSpid: []int{host, nsid}})
 	}
 }
 

@@ -282,9 +282,9 @@ func fakeTracker(t *testing.T, root string) *tracker {
 var fakeOut = map[*tracker]*bytes.Buffer{}
 
 // trackerInfos returns the process info lines a fake tracker wrote.
-func trackerInfos(t *testing.T, tr *tracker) []ProcessInfo {
+func trackerInfos(t *testing.T, tr *tracker) []capture.ProcessInfo {
 	t.Helper()
-	if err := closeInfoFile(tr.w); err != nil {
+	if err := tr.w.CloseProcessFile(); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.w.Flush(); err != nil {
@@ -307,7 +307,7 @@ func trackerInfos(t *testing.T, tr *tracker) []ProcessInfo {
 			files.Add(c)
 		}
 	}
-	infos, _, err := ReadProcessFile(&files)
+	infos, _, err := capture.ReadProcessFile(&files)
 	if err != nil {
 		t.Fatal(err)
 	}

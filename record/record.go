@@ -324,7 +324,7 @@ func (r *recorder) embedKallsyms() {
 		pw.CloseWithError(err)
 	}()
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
-	err = r.w.AddFile(h, "/proc/kallsyms.gz", pr)
+	err = r.w.AddFile(h, capture.KallsymsFile+".gz", pr)
 	pr.CloseWithError(errors.New("capture write failed"))
 	if err != nil && r.writeErr == nil {
 		r.writeErr = err
@@ -652,7 +652,7 @@ func (r *recorder) finish() {
 	if r.sym != nil && !r.opts.NoDecode {
 		r.writeSymbols()
 	}
-	if err := closeInfoFile(r.w); err != nil && r.writeErr == nil {
+	if err := r.w.CloseProcessFile(); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 }

@@ -170,7 +170,7 @@ func checkEveryPIDDescribed(t *testing.T, c *captured) {
 	// from /proc, says so in its process info: its exit-time samples
 	// cannot be named.
 	exitedUnmapped := map[int32]bool{}
-	infos, _, err := ReadProcessFile(&c.files)
+	infos, _, err := capture.ReadProcessFile(&c.files)
 	if err != nil {
 		t.Errorf("process info: %v", err)
 	}
@@ -260,7 +260,7 @@ func logPIDTimeline(t *testing.T, c *captured, pid int32) {
 		lines = append(lines, "  "+line)
 	}
 	flush()
-	if data, ok := c.files.Raw(ProcessFile); ok {
+	if data, ok := c.files.Raw(capture.ProcessFile); ok {
 		for _, l := range strings.Split(string(data), "\n") {
 			if strings.Contains(l, fmt.Sprintf(`"pid":%d,`, pid)) || strings.Contains(l, fmt.Sprintf(`"pid":%d}`, pid)) {
 				lines = append(lines, "  info "+l)
@@ -377,7 +377,7 @@ func TestRecordPIDNamespaceTraceFD(t *testing.T) {
 		t.Fatalf("command %s", res.Exit)
 	}
 	c := load(t, path)
-	procs, threads, err := ReadProcessFile(&c.files)
+	procs, threads, err := capture.ReadProcessFile(&c.files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"nsprof/capture"
 )
 
 // Redaction says whose command lines a capture keeps. A command line may
@@ -74,7 +76,7 @@ type redactor struct {
 // apply cuts pi's command line to the program's name unless the policy
 // keeps it. A process whose owner could not be read counts as another
 // user's.
-func (r *redactor) apply(pi *ProcessInfo, uidKnown bool) {
+func (r *redactor) apply(pi *capture.ProcessInfo, uidKnown bool) {
 	if r == nil || r.mode == RedactNone || len(pi.Cmdline) == 0 {
 		return
 	}

@@ -3,6 +3,8 @@ package record
 import (
 	"slices"
 	"testing"
+
+	"nsprof/capture"
 )
 
 func TestRedactor(t *testing.T) {
@@ -23,7 +25,7 @@ func TestRedactor(t *testing.T) {
 		{RedactNone, 1001, true, []string{"/usr/bin/psql", "--password=x"}, []string{"/usr/bin/psql", "--password=x"}},
 	} {
 		r := &redactor{mode: tc.mode, users: []uint32{0, 1000}}
-		pi := ProcessInfo{UID: tc.uid, Comm: "postgres", Cmdline: slices.Clone(tc.cmdline)}
+		pi := capture.ProcessInfo{UID: tc.uid, Comm: "postgres", Cmdline: slices.Clone(tc.cmdline)}
 		r.apply(&pi, tc.uidKnown)
 		cut := !slices.Equal(tc.cmdline, tc.want)
 		if !slices.Equal(pi.Cmdline, tc.want) || pi.CmdlineRedacted != cut || r.cut != map[bool]int{true: 1}[cut] {

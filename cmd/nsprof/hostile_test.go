@@ -18,7 +18,6 @@ import (
 	"nsprof/capture"
 	"nsprof/internal/testutils"
 	"nsprof/internal/textsafe"
-	"nsprof/record"
 )
 
 // maxBombRSS bounds the peak resident memory of `nsprof report` on the
@@ -217,9 +216,9 @@ func writeHostileCaptureLen(t testing.TB, path string, n int) {
 	if err := w.AddFileBytes(h(9), capture.SymbolsFile, syms); err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(record.ProcessInfo{Kind: "process", PID: 10, Comm: hostile, Cmdline: []string{hostile, hostile},
-		Container: &record.ContainerInfo{Kind: "podman", ID: hostile, Name: hostile}})
-	if err := w.AddFileBytes(h(9), record.ProcessFile, append(info, '\n')); err != nil {
+	info, _ := json.Marshal(capture.ProcessInfo{Kind: "process", PID: 10, Comm: hostile, Cmdline: []string{hostile, hostile},
+		Container: &capture.ContainerInfo{Kind: "podman", ID: hostile, Name: hostile}})
+	if err := w.AddFileBytes(h(9), capture.ProcessFile, append(info, '\n')); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -1,0 +1,59 @@
+package capture
+
+// Keys of the METADATA frames ([Metadata.ID]) nsprof record writes and
+// nsprof's reports read. Values are text; counts are decimal.
+const (
+	// MetaVersion is the version of the nsprof that recorded.
+	MetaVersion = "nsprof.version"
+	// MetaMode is what was recorded: a command, pids or the whole system.
+	MetaMode = "nsprof.mode"
+	// MetaEvent is the sampling event, as perf names it.
+	MetaEvent = "nsprof.event"
+	// MetaFrequency is the sampling frequency in Hz.
+	MetaFrequency = "nsprof.frequency"
+	// MetaCallGraph is how stacks were taken ("fp": frame pointers).
+	MetaCallGraph = "nsprof.call-graph"
+	// MetaRedactCmdlines is the command-line redaction policy applied to
+	// the capture's [ProcessFile] and PROCESS frames.
+	MetaRedactCmdlines = "nsprof.redact-cmdlines"
+	// MetaCommand is the command recorded, its words joined by spaces.
+	MetaCommand = "nsprof.command"
+	// MetaPIDs are the pids recorded, comma-separated.
+	MetaPIDs = "nsprof.pids"
+	// MetaEnvNames are the names (never the values) of the environment
+	// variables set for the command, comma-separated.
+	MetaEnvNames = "nsprof.env-names"
+
+	// MetaMemprof is "1" when allocations were recorded (nsprof record
+	// --memprof).
+	MetaMemprof = "nsprof.memprof"
+	// MetaMemprofSampleBytes is the sampling interval: about one
+	// allocation recorded per that many bytes allocated (0: every one).
+	MetaMemprofSampleBytes = "nsprof.memprof.sample-bytes"
+	// MetaMemprofTSCTimes counts the allocation events whose time came
+	// from the TSC rather than the clock.
+	MetaMemprofTSCTimes = "nsprof.memprof.tsc-times"
+	// MetaMemprofLost counts the allocation events lost to full rings.
+	MetaMemprofLost = "nsprof.memprof.lost"
+	// MetaMemprofSignalDropped counts the allocation events of signal
+	// handlers dropped because their thread's side slots were taken.
+	MetaMemprofSignalDropped = "nsprof.memprof.signal-dropped"
+
+	// MetaCollectorFrames counts the frames the SYSPROF_CONTROL_FD
+	// collector rings delivered.
+	MetaCollectorFrames = "nsprof.collector.frames"
+	// MetaCollectorFull counts the times a collector ring was too full
+	// for its thread's next frame.
+	MetaCollectorFull = "nsprof.collector.full"
+	// MetaCollectorBlockedNs is the time, in nanoseconds, threads could
+	// not write to their full collector rings.
+	MetaCollectorBlockedNs = "nsprof.collector.blocked-ns"
+	// MetaCollectorLostEstimate estimates the frames lost meanwhile, at
+	// the rate each thread filled its ring.
+	MetaCollectorLostEstimate = "nsprof.collector.lost-estimate"
+)
+
+// KallsymsFile is where nsprof record and Sysprof 45+ embed the kernel's
+// symbol table; both store it gzip-compressed, as KallsymsFile + ".gz"
+// ([Files.Lookup] finds either).
+const KallsymsFile = "/proc/kallsyms"
