@@ -1,0 +1,15 @@
+// Package archtest holds no code: its test enforces the import rules of
+// nsprof's architecture, in which data flows from the sources (perf, proc,
+// container, record) through the capture file to the analysis and its
+// views (analyze, export, report):
+//
+//   - analyze, export and report read captures only through capture: they
+//     import neither record nor the kernel-facing packages (perf, proc,
+//     container), directly or through another package, and do not import
+//     internal/unix directly;
+//   - record does not import analyze, export or report;
+//   - internal/unix is the only package importing golang.org/x/sys/unix.
+//
+// The rules are checked over the import declarations of every Go file of
+// the module, test files and files of every build tag included.
+package archtest
