@@ -277,7 +277,7 @@ func (b *builder) add(f capture.Frame) {
 		}
 	case *capture.CounterDefine:
 		for _, c := range f.Counters {
-			if c.Category == "Sampler" && c.Name == "Lost Samples" {
+			if c.Category == capture.LostSamplesCategory && c.Name == capture.LostSamplesName {
 				b.lostID = c.ID
 				b.p.HasLost = true
 				b.p.Lost = c.Value.Int64()

@@ -258,7 +258,7 @@ func (b *timelineBuilder) add(f capture.Frame) {
 				Points: []CounterPoint{{Time: f.Time, Value: c.Value.Float(c.Type)}}, defined: true}
 			b.counters[c.ID] = ctr
 			b.t.Counters = append(b.t.Counters, ctr)
-			if c.Category == "Sampler" && c.Name == "Lost Samples" {
+			if c.Category == capture.LostSamplesCategory && c.Name == capture.LostSamplesName {
 				b.lostID, b.t.HasLost, b.t.Lost = c.ID, true, c.Value.Int64()
 			}
 		}

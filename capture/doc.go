@@ -27,6 +27,13 @@
 // once. Close a Writer to flush it and patch the header's end time; Close is
 // idempotent and later writes fail with [ErrClosed].
 //
+// Beyond the frames, the recorder and the reports share only what this
+// package names: the embedded files [SymbolsFile], [LinesFile],
+// [ProcessFile] and [KallsymsFile], the METADATA keys (MetaEvent and the
+// other Meta* constants) and the lost-samples counter
+// ([LostSamplesCategory]). [MapFile] and [ReadMapped] let a reader decode
+// a capture file in place.
+//
 // A Go program started by Sysprof or nsprof with SYSPROF_TRACE_FD set can emit
 // marks, logs and counters into the profiler's capture with
 // [NewWriterFromEnv], as libsysprof-capture's

@@ -404,7 +404,7 @@ func (r *recorder) setupCounters() error {
 		}
 		r.lostID = id
 		h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
-		if err := r.w.DefineCounters(h, []capture.Counter{{Category: "Sampler", Name: "Lost Samples", Description: "Samples the kernel dropped", ID: id}}); err != nil {
+		if err := r.w.DefineCounters(h, []capture.Counter{{Category: capture.LostSamplesCategory, Name: capture.LostSamplesName, Description: "Samples the kernel dropped", ID: id}}); err != nil {
 			return err
 		}
 	}

@@ -1,5 +1,8 @@
 package capture
 
+// This file names what nsprof record writes into a capture beyond the
+// frames themselves, and what nsprof's reports read back.
+
 // Keys of the METADATA frames ([Metadata.ID]) nsprof record writes and
 // nsprof's reports read. Values are text; counts are decimal.
 const (
@@ -57,3 +60,10 @@ const (
 // symbol table; both store it gzip-compressed, as KallsymsFile + ".gz"
 // ([Files.Lookup] finds either).
 const KallsymsFile = "/proc/kallsyms"
+
+// The counter in which the recorder counts the samples the kernel dropped
+// (perf's PERF_RECORD_LOST), as a [Counter]'s Category and Name.
+const (
+	LostSamplesCategory = "Sampler"
+	LostSamplesName     = "Lost Samples"
+)
