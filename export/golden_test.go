@@ -43,7 +43,8 @@ func goldenOutput(t *testing.T, f Format, data []byte) []byte {
 }
 
 // TestGoldenExports exports the golden captures (nsprof's CPU samples, a
-// --memprof heap, Sysprof's sysprof-cli capture) in every format, as
+// --memprof heap, Sysprof's sysprof-cli capture, a --memprof capture
+// nsprof recorded) in every format, as
 // `nsprof export` does (pprof without inline frames, the others with),
 // the heap with --memory too, and compares each with
 // testdata/golden/CAPTURE[.memory].FORMAT.
@@ -55,6 +56,7 @@ func TestGoldenExports(t *testing.T) {
 		{"cpu", testcaptures.CPU(t)},
 		{"memprof", testcaptures.Memory(t)},
 		{"sysprof-cli", testcaptures.Sysprof(t)},
+		{"nsprof-memprof", testcaptures.Memprof(t)},
 	} {
 		p, err := analyze.Load(bytes.NewReader(c.data), analyze.LoadOptions{NoHostFiles: true})
 		if err != nil {
@@ -72,7 +74,7 @@ func TestGoldenExports(t *testing.T) {
 				}
 				testcaptures.Golden(t, filepath.Join("testdata", "golden", c.name+"."+gf.ext), goldenOutput(t, gf.f, buf.Bytes()), *update)
 			})
-			if c.name != "memprof" {
+			if c.name != "memprof" && c.name != "nsprof-memprof" {
 				continue
 			}
 			t.Run(c.name+".memory."+gf.ext, func(t *testing.T) {

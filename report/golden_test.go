@@ -47,13 +47,15 @@ func loadGolden(t *testing.T, name string, data []byte, vo analyze.ViewOptions) 
 
 // goldenCaptures are the captures every view is rendered from: nsprof's
 // CPU samples, a --memprof heap, a timeline of marks, counters and logs,
-// and Sysprof's own sysprof-cli capture.
+// Sysprof's own sysprof-cli capture, and a --memprof capture nsprof
+// recorded.
 func goldenCaptures(t *testing.T) []goldenCapture {
 	return []goldenCapture{
 		loadGolden(t, "cpu", testcaptures.CPU(t), analyze.ViewOptions{Inline: true}),
 		loadGolden(t, "memprof", testcaptures.Memory(t), analyze.ViewOptions{Inline: true}),
 		loadGolden(t, "timeline", testcaptures.Timeline(t), analyze.ViewOptions{Inline: true}),
 		loadGolden(t, "sysprof-cli", testcaptures.Sysprof(t), analyze.ViewOptions{Inline: true}),
+		loadGolden(t, "nsprof-memprof", testcaptures.Memprof(t), analyze.ViewOptions{Inline: true}),
 	}
 }
 

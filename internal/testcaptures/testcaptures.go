@@ -1,8 +1,9 @@
 // Package testcaptures builds small deterministic captures for the golden
 // tests of report and export: the same bytes on every run and host (a
 // fixed capture time, start and clock, names from a symbol bundle and an
-// embedded kallsyms so no host file is read), and the sysprof-cli
-// capture kept in analyze/testdata. It is for tests only.
+// embedded kallsyms so no host file is read), the sysprof-cli capture kept
+// in analyze/testdata and a --memprof capture nsprof recorded. It is for
+// tests only.
 package testcaptures
 
 import (
@@ -250,8 +251,28 @@ func Timeline(tb testing.TB) []byte {
 // in analyze/testdata.
 func Sysprof(tb testing.TB) []byte {
 	tb.Helper()
+	return readGzip(tb, filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
+}
+
+// Memprof returns a capture nsprof recorded of the memprof fixture
+// (internal/testutils/fixtures/memprof.c, built with the fixture flags):
+//
+//	NSPROF_MEMPROF_LIB=libnsprof-memprof.so nsprof record --memprof \
+//	    --no-perf --no-cpu --no-disk --no-network --no-memory -- ./memprof
+//
+// 4131 allocations and 4126 frees of two processes, with nsprof's symbol
+// bundle, lines and processes files.
+func Memprof(tb testing.TB) []byte {
+	tb.Helper()
+	return readGzip(tb, filepath.Join("testdata", "nsprof-memprof.syscap.gz"))
+}
+
+// readGzip returns the decompressed contents of the file at path,
+// relative to this package's directory.
+func readGzip(tb testing.TB, path string) []byte {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz")
+	path = filepath.Join(filepath.Dir(file), path)
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
