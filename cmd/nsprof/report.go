@@ -16,26 +16,17 @@ import (
 	nsreport "nsprof/report"
 )
 
-// reportOptions are the settings of `nsprof report`.
+// reportOptions are the settings of `nsprof report`: the capture, which
+// view to load, and the report package's options, which the flags fill.
 type reportOptions struct {
 	// Input is the capture's path.
 	Input string
-	// View selects and shapes the samples (Filter, HideKernel, Focus…).
-	View analyze.ViewOptions
-	By   analyze.GroupBy
+	// Report are the options of the view; Report.View and Report.Format
+	// are set from the flags below by options.
+	Report nsreport.Options
 	// Tree and BottomUp choose the call-tree views instead of the
-	// function table.
-	Tree, BottomUp bool
-	Depth          int
-	MinPercent     float64
-	// SortTotal sorts the function table by total instead of self samples.
-	SortTotal bool
-	// Limit is the number of table rows (per group); 0 fits the terminal
-	// or prints all when not writing to one; -1 prints all.
-	Limit int
-	// Width truncates lines to this many columns; 0 does not.
-	Width int
-	JSON  bool
+	// function table; JSON the JSON document instead of text.
+	Tree, BottomUp, JSON bool
 	// Memory prints the heap profile of the ALLOCATION frames instead.
 	Memory bool
 	// Timeline is a view of the capture's timeline instead of samples:
@@ -115,7 +106,7 @@ notice; --partial accepts it with a warning and status 0.`,
 				opts.Input = args[0]
 			}
 			var err error
-			if opts.View, opts.By, err = sel.parse(cmd); err != nil {
+			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
 			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
@@ -124,28 +115,28 @@ notice; --partial accepts it with a warning and status 0.`,
 			switch sortBy {
 			case "self":
 			case "total":
-				opts.SortTotal = true
+				opts.Report.SortTotal = true
 			default:
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
-			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.By != analyze.GroupNone) {
+			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone) {
 				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
 			}
 			if opts.Memory {
-				if msg := memorySelectionError(opts.View, analyze.GroupNone); msg != "" {
+				if msg := memorySelectionError(opts.Report.Select, analyze.GroupNone); msg != "" {
 					return usagef(cmd, "%s", msg)
 				}
 			}
 			if opts.Tree && opts.BottomUp {
 				return usagef(cmd, "--tree and --bottom-up cannot be combined")
 			}
-			if opts.Depth < 0 || opts.MinPercent < 0 || opts.MinPercent > 100 {
+			if r := opts.Report; r.Depth < 0 || r.MinPercent < 0 || r.MinPercent > 100 {
 				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
 			}
 			if !cmd.Flags().Changed("limit") && !opts.JSON {
-				opts.Limit, opts.Width = terminalFit(cmd.OutOrStdout(), opts.By != analyze.GroupNone)
-			} else if opts.Limit == 0 {
-				opts.Limit = -1
+				opts.Report.Limit, opts.Report.Width = terminalFit(cmd.OutOrStdout(), opts.Report.By != analyze.GroupNone)
+			} else if opts.Report.Limit == 0 {
+				opts.Report.Limit = -1
 			}
 			return report(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -154,10 +145,10 @@ notice; --partial accepts it with a warning and status 0.`,
 	sel.add(f)
 	f.BoolVar(&opts.Tree, "tree", false, "print the top-down call tree")
 	f.BoolVar(&opts.BottomUp, "bottom-up", false, "print the bottom-up (callers) tree")
-	f.IntVar(&opts.Depth, "depth", 8, "tree levels to print (0: all)")
-	f.Float64Var(&opts.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
+	f.IntVar(&opts.Report.Depth, "depth", 8, "tree levels to print (0: all)")
+	f.Float64Var(&opts.Report.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
 	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
-	f.IntVarP(&opts.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
+	f.IntVarP(&opts.Report.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
 	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration")
@@ -222,14 +213,14 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
-	v, err := p.View(opts.View)
+	v, err := p.View(opts.Report.Select)
 	if err != nil {
 		return err
 	}
 	data := nsreport.Data{View: v}
 	ro.Damage = loadErr
 	if opts.Memory {
-		m, merr := analyze.LoadMemory(opts.Input, v.Profile, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
+		m, merr := analyze.LoadMemory(opts.Input, v.Profile, analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
 		if m == nil {
 			return merr
 		}
@@ -279,10 +270,8 @@ func damageError(loadErr error, done string) error {
 
 // options returns the report package's options for o.
 func (o *reportOptions) options() nsreport.Options {
-	ro := nsreport.Options{
-		View: nsreport.ViewTop, File: o.Input, Select: o.View, By: o.By, Depth: o.Depth,
-		MinPercent: o.MinPercent, SortTotal: o.SortTotal, Limit: o.Limit, Width: o.Width,
-	}
+	ro := o.Report
+	ro.View, ro.File = nsreport.ViewTop, o.Input
 	switch {
 	case o.Timeline != "":
 		ro.View = timelineViewOf(o.Timeline)

@@ -38,11 +38,12 @@ func timelineView(cmd *cobra.Command, views map[string]*bool, opts reportOptions
 		return "", nil
 	case len(set) > 1:
 		return "", usagef(cmd, "%s cannot be combined: pick one view", strings.Join(set, " and "))
-	case opts.Tree || opts.BottomUp || opts.Memory || opts.By != analyze.GroupNone:
+	case opts.Tree || opts.BottomUp || opts.Memory || opts.Report.By != analyze.GroupNone:
 		return "", usagef(cmd, "%s does not combine with --tree, --bottom-up, --memory or --by", set[0])
 	}
-	f := opts.View.Filter
-	if len(f.TIDs) > 0 || f.Comm != "" || f.Container != "" || f.DSO != "" || opts.View.HideKernel || opts.View.Focus != "" || opts.View.FocusDSO != "" {
+	v := opts.Report.Select
+	f := v.Filter
+	if len(f.TIDs) > 0 || f.Comm != "" || f.Container != "" || f.DSO != "" || v.HideKernel || v.Focus != "" || v.FocusDSO != "" {
 		return "", usagef(cmd, "%s selects by --pid, --since and --until only", set[0])
 	}
 	return strings.TrimPrefix(set[0], "--"), nil
