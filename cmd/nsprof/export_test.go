@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"nsprof/analyze"
 	"nsprof/internal/testutils"
 )
 
@@ -54,7 +55,12 @@ func reportByName(t *testing.T, args ...string) (n int, self, total map[string]i
 	if status != 0 {
 		t.Fatalf("report: status %d: %s", status, stderr)
 	}
-	var doc jsonReport
+	var doc struct {
+		Selected int `json:"selected"`
+		Groups   []struct {
+			Functions []analyze.FuncStat `json:"functions"`
+		} `json:"groups"`
+	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}

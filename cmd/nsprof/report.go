@@ -2,43 +2,31 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"nsprof/analyze"
 	"nsprof/internal/textsafe"
 	"nsprof/internal/unix"
+	nsreport "nsprof/report"
 )
 
-// reportOptions are the settings of `nsprof report`.
+// reportOptions are the settings of `nsprof report`: the capture, which
+// view to load, and the report package's options, which the flags fill.
 type reportOptions struct {
 	// Input is the capture's path.
 	Input string
-	// View selects and shapes the samples (Filter, HideKernel, Focus…).
-	View analyze.ViewOptions
-	By   analyze.GroupBy
+	// Report are the options of the view; Report.View and Report.Format
+	// are set from the flags below by options.
+	Report nsreport.Options
 	// Tree and BottomUp choose the call-tree views instead of the
-	// function table.
-	Tree, BottomUp bool
-	Depth          int
-	MinPercent     float64
-	// SortTotal sorts the function table by total instead of self samples.
-	SortTotal bool
-	// Limit is the number of table rows (per group); 0 fits the terminal
-	// or prints all when not writing to one; -1 prints all.
-	Limit int
-	// Width truncates lines to this many columns; 0 does not.
-	Width int
-	JSON  bool
+	// function table; JSON the JSON document instead of text.
+	Tree, BottomUp, JSON bool
 	// Memory prints the heap profile of the ALLOCATION frames instead.
 	Memory bool
 	// Timeline is a view of the capture's timeline instead of samples:
@@ -49,10 +37,6 @@ type reportOptions struct {
 	// ends with the error and status 1.
 	Partial bool
 }
-
-// reportSchema names the --json document format. Any change that is not
-// adding a field changes the version.
-const reportSchema = "nsprof-report/1"
 
 func newReportCmd() *cobra.Command {
 	var (
@@ -122,7 +106,7 @@ notice; --partial accepts it with a warning and status 0.`,
 				opts.Input = args[0]
 			}
 			var err error
-			if opts.View, opts.By, err = sel.parse(cmd); err != nil {
+			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
 			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
@@ -131,28 +115,28 @@ notice; --partial accepts it with a warning and status 0.`,
 			switch sortBy {
 			case "self":
 			case "total":
-				opts.SortTotal = true
+				opts.Report.SortTotal = true
 			default:
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
-			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.By != analyze.GroupNone) {
+			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone) {
 				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
 			}
 			if opts.Memory {
-				if msg := memorySelectionError(opts.View, analyze.GroupNone); msg != "" {
+				if msg := memorySelectionError(opts.Report.Select, analyze.GroupNone); msg != "" {
 					return usagef(cmd, "%s", msg)
 				}
 			}
 			if opts.Tree && opts.BottomUp {
 				return usagef(cmd, "--tree and --bottom-up cannot be combined")
 			}
-			if opts.Depth < 0 || opts.MinPercent < 0 || opts.MinPercent > 100 {
+			if r := opts.Report; r.Depth < 0 || r.MinPercent < 0 || r.MinPercent > 100 {
 				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
 			}
 			if !cmd.Flags().Changed("limit") && !opts.JSON {
-				opts.Limit, opts.Width = terminalFit(cmd.OutOrStdout(), opts.By != analyze.GroupNone)
-			} else if opts.Limit == 0 {
-				opts.Limit = -1
+				opts.Report.Limit, opts.Report.Width = terminalFit(cmd.OutOrStdout(), opts.Report.By != analyze.GroupNone)
+			} else if opts.Report.Limit == 0 {
+				opts.Report.Limit = -1
 			}
 			return report(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -161,10 +145,10 @@ notice; --partial accepts it with a warning and status 0.`,
 	sel.add(f)
 	f.BoolVar(&opts.Tree, "tree", false, "print the top-down call tree")
 	f.BoolVar(&opts.BottomUp, "bottom-up", false, "print the bottom-up (callers) tree")
-	f.IntVar(&opts.Depth, "depth", 8, "tree levels to print (0: all)")
-	f.Float64Var(&opts.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
+	f.IntVar(&opts.Report.Depth, "depth", 8, "tree levels to print (0: all)")
+	f.Float64Var(&opts.Report.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
 	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
-	f.IntVarP(&opts.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
+	f.IntVarP(&opts.Report.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
 	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration")
@@ -213,10 +197,12 @@ func terminalFit(w io.Writer, grouped bool) (limit, width int) {
 	return max(10, lines-5), width
 }
 
-// report runs `nsprof report`.
+// report runs `nsprof report`: it loads what the view needs and renders
+// it with package report.
 func report(opts reportOptions, stdout, stderr io.Writer) error {
-	if opts.Timeline != "" {
-		return reportTimeline(opts, stdout, stderr)
+	ro := opts.options()
+	if ro.View.Timeline() {
+		return reportTimeline(opts, ro, stdout, stderr)
 	}
 	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
 	if p == nil {
@@ -227,20 +213,44 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
-	v, err := p.View(opts.View)
+	v, err := p.View(opts.Report.Select)
 	if err != nil {
 		return err
 	}
-	p, samples := v.Profile, v.Samples // the view's stacks
-	groups := p.Group(samples, opts.By)
-	bw := bufio.NewWriterSize(stdout, 64*1024)
+	data := nsreport.Data{View: v}
+	ro.Damage = loadErr
 	if opts.Memory {
-		err = writeMemoryReport(bw, p, opts)
-	} else if opts.JSON {
-		err = writeReportJSON(bw, p, opts, samples, groups, loadErr)
-	} else {
-		err = writeReportText(bw, p, opts, samples, groups)
+		m, merr := analyze.LoadMemory(opts.Input, v.Profile, analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
+		if m == nil {
+			return merr
+		}
+		data.Memory, ro.Damage = m, merr
 	}
+	bw := bufio.NewWriterSize(stdout, 64*1024)
+	err = nsreport.Generate(bw, data, ro)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if err == nil && loadErr != nil && !opts.Partial {
+		err = damageError(loadErr, done)
+	}
+	return err
+}
+
+// reportTimeline runs the timeline views of `nsprof report`.
+func reportTimeline(opts reportOptions, ro nsreport.Options, stdout, stderr io.Writer) error {
+	t, loadErr := analyze.LoadTimelineFile(opts.Input)
+	if t == nil {
+		return loadErr
+	}
+	const done = "reported the frames before the damage"
+	if loadErr != nil && opts.Partial {
+		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
+	}
+	warn(stderr, opts.Input, t.Warnings)
+	ro.Damage = loadErr
+	bw := bufio.NewWriterSize(stdout, 64*1024)
+	err := nsreport.Generate(bw, nsreport.Data{Timeline: t}, ro)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -258,124 +268,24 @@ func damageError(loadErr error, done string) error {
 	return fmt.Errorf("%w; %s (--partial accepts a damaged capture with status 0)", loadErr, done)
 }
 
-// view returns "top", "tree" or "bottom-up".
-func (o *reportOptions) view() string {
+// options returns the report package's options for o.
+func (o *reportOptions) options() nsreport.Options {
+	ro := o.Report
+	ro.View, ro.File = nsreport.ViewTop, o.Input
 	switch {
+	case o.Timeline != "":
+		ro.View = timelineViewOf(o.Timeline)
+	case o.Memory:
+		ro.View = nsreport.ViewMemory
 	case o.Tree:
-		return "tree"
+		ro.View = nsreport.ViewTree
 	case o.BottomUp:
-		return "bottom-up"
+		ro.View = nsreport.ViewBottomUp
 	}
-	return "top"
-}
-
-func (o *reportOptions) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.Node {
-	return p.Tree(samples, analyze.TreeOptions{BottomUp: o.BottomUp, MaxDepth: o.Depth, MinPercent: o.MinPercent})
-}
-
-// top returns the function table's rows and how many functions there are
-// in all.
-func (o *reportOptions) top(p *analyze.Profile, samples []analyze.Sample) ([]analyze.FuncStat, int) {
-	top := p.Top(samples)
-	if o.SortTotal {
-		analyze.SortByTotal(top)
+	if o.JSON {
+		ro.Format = nsreport.JSON
 	}
-	n := len(top)
-	if o.Limit > 0 && len(top) > o.Limit {
-		top = top[:o.Limit]
-	}
-	return top, n
-}
-
-// symbolSummary says where names came from, as "bundle 812 frames,
-// kallsyms 40, unresolved 3", with a hint when the capture has no bundle.
-func symbolSummary(p *analyze.Profile) string {
-	var parts []string
-	keys := make([]string, 0, len(p.SymbolStats))
-	for k := range p.SymbolStats {
-		if k != "unresolved" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range append(keys, "unresolved") {
-		if n := p.SymbolStats[k]; n > 0 || k == "unresolved" {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	s := "symbols (frames): " + strings.Join(parts, ", ")
-	if p.Bundle == nil {
-		s += "\n  no __symbols__ bundle: nsprof record bundles symbols unless --no-decode"
-	}
-	return s
-}
-
-func seconds3(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
-
-func writeReportText(w io.Writer, p *analyze.Profile, o reportOptions, samples []analyze.Sample, groups []analyze.Group) error {
-	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.Input), seconds3(p.Duration()), len(p.Samples), len(p.Processes))
-	if p.HasLost {
-		fmt.Fprintf(w, ", %d lost samples", p.Lost)
-	}
-	fmt.Fprintf(w, "\n%s\n", symbolSummary(p))
-	if shaped(o.View) {
-		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), len(p.Samples))
-	}
-	if len(samples) == 0 {
-		_, err := fmt.Fprintln(w, "no samples")
-		return err
-	}
-	for i, g := range groups {
-		if o.By != analyze.GroupNone {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), len(g.Samples), percent(len(g.Samples), len(samples)))
-		}
-		if o.Tree || o.BottomUp {
-			writeTreeText(w, o, o.tree(p, g.Samples))
-		} else {
-			top, n := o.top(p, g.Samples)
-			writeTopText(w, o, top, n)
-		}
-	}
-	return nil
-}
-
-func percent(n, of int) float64 {
-	if of == 0 {
-		return 0
-	}
-	return 100 * float64(n) / float64(of)
-}
-
-// groupTitle describes a group: pid, comm, container label and ns pid.
-func groupTitle(by analyze.GroupBy, g analyze.Group) string {
-	var b strings.Builder
-	switch by {
-	case analyze.GroupContainer:
-		return "container " + g.Key
-	case analyze.GroupThread:
-		fmt.Fprintf(&b, "thread %s", g.Key)
-		if g.Thread != nil && g.Thread.NSTID != 0 {
-			fmt.Fprintf(&b, " (ns tid %d)", g.Thread.NSTID)
-		}
-		if g.Process != nil {
-			fmt.Fprintf(&b, " of pid %d", g.Process.PID)
-		}
-	default:
-		fmt.Fprintf(&b, "pid %s", g.Key)
-	}
-	if pr := g.Process; pr != nil {
-		if pr.Comm != "" {
-			fmt.Fprintf(&b, " %s", pr.Comm)
-		}
-		if pr.NSPID != 0 {
-			fmt.Fprintf(&b, " (ns pid %d)", pr.NSPID)
-		}
-	}
-	fmt.Fprintf(&b, " [%s]", g.Container)
-	return b.String()
+	return ro
 }
 
 // warn prints the warnings of loading the capture at input, escaped: they
@@ -384,123 +294,4 @@ func warn(stderr io.Writer, input string, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(input), textsafe.Escape(w))
 	}
-}
-
-// truncate cuts s to n runes, ending in "…" when cut; n <= 0 keeps s.
-func truncate(s string, n int) string { return textsafe.Cut(s, n) }
-
-func writeTopText(w io.Writer, o reportOptions, top []analyze.FuncStat, all int) {
-	const fixed = len(" Self%  Total%  Samples  ")
-	// Names are escaped and cut to textsafe.MaxRunes (the terminal's
-	// width cuts them further below), so one long name cannot pad every
-	// row to its length.
-	names, dsos := make([]string, len(top)), make([]string, len(top))
-	funcW, dsoW := len("Function"), len("DSO")
-	for i, s := range top {
-		names[i], dsos[i] = textsafe.Name(s.Name, 0), textsafe.Name(s.DSO, 0)
-		funcW = max(funcW, utf8.RuneCountInString(names[i]))
-		dsoW = max(dsoW, utf8.RuneCountInString(dsos[i]))
-	}
-	dsoW = min(dsoW, 24)
-	if o.Width > 0 && fixed+funcW+2+dsoW > o.Width {
-		funcW = max(12, o.Width-fixed-2-dsoW)
-	}
-	fmt.Fprintf(w, "%6s %7s %8s  %-*s  %s\n", "Self%", "Total%", "Samples", funcW, "Function", "DSO")
-	for i, s := range top {
-		fmt.Fprintf(w, "%5.1f%% %6.1f%% %8d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, s.Self,
-			funcW, truncate(names[i], funcW), truncate(dsos[i], dsoW))
-	}
-	if n := all - len(top); n > 0 {
-		fmt.Fprintf(w, "… %d more functions (--limit 0 shows all)\n", n)
-	}
-}
-
-func writeTreeText(w io.Writer, o reportOptions, root *analyze.Node) {
-	fmt.Fprintf(w, "%7s %7s  %s\n", "Total%", "Self%", "Function [DSO]")
-	n := float64(max(1, root.Total))
-	root.Walk(func(nd *analyze.Node, depth int) bool {
-		if depth == 0 {
-			return true
-		}
-		line := fmt.Sprintf("%6.1f%% %6.1f%%  %s%s [%s]", 100*float64(nd.Total)/n, 100*float64(nd.Self)/n,
-			strings.Repeat("  ", depth-1), textsafe.Name(nd.Name, 0), textsafe.Name(nd.DSO, 0))
-		fmt.Fprintln(w, truncate(line, o.Width))
-		return true
-	})
-}
-
-// Report JSON document; see the command's help for the schema.
-type (
-	jsonReport struct {
-		Schema   string      `json:"schema"`
-		Capture  jsonCapture `json:"capture"`
-		Selected int         `json:"selected"`
-		View     string      `json:"view"`
-		GroupBy  string      `json:"group_by"`
-		Groups   []jsonGroup `json:"groups"`
-	}
-	jsonCapture struct {
-		File        string         `json:"file"`
-		CaptureTime string         `json:"capture_time"`
-		Duration    float64        `json:"duration_seconds"`
-		Samples     int            `json:"samples"`
-		Processes   int            `json:"processes"`
-		Lost        *int64         `json:"lost_samples,omitempty"`
-		Symbols     map[string]int `json:"symbols"`
-		Warnings    []string       `json:"warnings,omitempty"`
-		Damage      string         `json:"damage,omitempty"`
-	}
-	jsonGroup struct {
-		Key       string             `json:"key"`
-		PID       int32              `json:"pid,omitempty"`
-		TID       int32              `json:"tid,omitempty"`
-		Comm      string             `json:"comm,omitempty"`
-		Cmdline   string             `json:"cmdline,omitempty"`
-		NSPID     int32              `json:"nspid,omitempty"`
-		Container string             `json:"container,omitempty"`
-		Samples   int                `json:"samples"`
-		Functions []analyze.FuncStat `json:"functions,omitempty"`
-		Tree      *analyze.Node      `json:"tree,omitempty"`
-	}
-)
-
-func writeReportJSON(w io.Writer, p *analyze.Profile, o reportOptions, samples []analyze.Sample, groups []analyze.Group, loadErr error) error {
-	doc := jsonReport{
-		Schema: reportSchema,
-		Capture: jsonCapture{
-			File: o.Input, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
-			Samples: len(p.Samples), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
-		},
-		Selected: len(samples),
-		View:     o.view(),
-		GroupBy:  o.By.String(),
-		Groups:   []jsonGroup{},
-	}
-	if p.HasLost {
-		doc.Capture.Lost = &p.Lost
-	}
-	if loadErr != nil {
-		doc.Capture.Damage = loadErr.Error()
-	}
-	for _, g := range groups {
-		jg := jsonGroup{Key: g.Key, Samples: len(g.Samples)}
-		if o.By != analyze.GroupNone {
-			jg.Container = g.Container
-		}
-		if pr := g.Process; pr != nil {
-			jg.PID, jg.Comm, jg.Cmdline, jg.NSPID = pr.PID, pr.Comm, pr.Cmdline, pr.NSPID
-		}
-		if g.Thread != nil {
-			jg.TID = g.Thread.TID
-		}
-		if o.Tree || o.BottomUp {
-			jg.Tree = o.tree(p, g.Samples)
-		} else {
-			jg.Functions, _ = o.top(p, g.Samples)
-		}
-		doc.Groups = append(doc.Groups, jg)
-	}
-	enc := json.NewEncoder(textsafe.JSONWriter(w))
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"nsprof/capture"
+	nsreport "nsprof/report"
 )
 
 // writeReportCapture writes a capture with two processes and known
@@ -194,7 +195,7 @@ func TestReportJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if doc.Schema != reportSchema || doc.Capture.File != path || doc.Capture.Samples != 6 || doc.Capture.Processes != 2 ||
+	if doc.Schema != nsreport.Schema || doc.Capture.File != path || doc.Capture.Samples != 6 || doc.Capture.Processes != 2 ||
 		doc.Capture.Lost != nil || doc.Capture.Symbols["bundle"] == 0 || doc.Selected != 6 || doc.View != "top" || doc.GroupBy != "process" {
 		t.Errorf("document head: %+v", doc)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"nsprof/analyze"
 	"nsprof/capture"
+	nsreport "nsprof/report"
 )
 
 // writeTimelineCapture writes marks with known durations (in µs: frame
@@ -76,7 +77,7 @@ func TestReportMarks(t *testing.T) {
 		{Group: "app", Name: "load", Count: 1, Min: 250000, Max: 250000, Total: 250000, Mean: 250000, Median: 250000, P95: 250000},
 		{Group: "gtk", Name: "frame", Count: 5, Min: 1000, Max: 10000, Total: 20000, Mean: 4000, Median: 3000, P95: 10000},
 	}
-	if doc.Schema != reportSchema || doc.View != "marks" || len(doc.Marks) != 2 || doc.Marks[0] != want[0] || doc.Marks[1] != want[1] {
+	if doc.Schema != nsreport.Schema || doc.View != "marks" || len(doc.Marks) != 2 || doc.Marks[0] != want[0] || doc.Marks[1] != want[1] {
 		t.Errorf("marks %+v, want %+v", doc, want)
 	}
 	// Without the 10 µs mark (taken at 3 ms): an even count, median the
@@ -118,7 +119,8 @@ func TestReportTimelineViews(t *testing.T) {
 			t.Errorf("--pid 41 shows pid 40's log:\n%s", out)
 		}
 	}
-	for _, view := range timelineViews {
+	for _, tf := range timelineFlags {
+		view := tf.name
 		out, stderr, status := nsprof(t, nil, "report", "--json", "--"+view, path)
 		var doc map[string]any
 		if status != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc["view"] != view {

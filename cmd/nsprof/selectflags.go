@@ -66,8 +66,3 @@ func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.Gr
 	}
 	return v, by, nil
 }
-
-// shaped reports whether v changes stacks or selects samples.
-func shaped(v analyze.ViewOptions) bool {
-	return !v.Filter.IsZero() || v.HideKernel || v.Focus != "" || v.FocusDSO != ""
-}

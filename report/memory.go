@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -9,24 +9,16 @@ import (
 	"nsprof/internal/textsafe"
 )
 
-// writeMemoryReport prints `nsprof report --memory`: totals, peak live
-// heap, top functions by bytes and by count, the allocation call tree,
-// leaks and temporary allocations by stack.
-func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) error {
-	var pids []int32
-	if len(opts.View.Filter.PIDs) > 0 {
-		pids = opts.View.Filter.PIDs
-	}
-	m, err := analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: pids, Inline: opts.View.Inline})
-	if m == nil {
-		return err
-	}
-	if err != nil {
-		fmt.Fprintf(w, "warning: %s; reporting the allocations before the damage\n", textsafe.Escape(err.Error()))
+// memoryText prints the memory view: totals, peak live heap, top
+// functions by bytes and by count, the allocation call tree, leaks and
+// temporary allocations by stack.
+func memoryText(w io.Writer, m *analyze.Memory, o Options) error {
+	if o.Damage != nil {
+		fmt.Fprintf(w, "warning: %s; reporting the allocations before the damage\n", textsafe.Escape(o.Damage.Error()))
 	}
 	if m.Allocs == 0 && m.Frees == 0 {
-		fmt.Fprintf(w, "%s has no allocations (record with nsprof record --memprof)\n", opts.Input)
-		return nil
+		_, err := fmt.Fprintf(w, "%s has no allocations (record with nsprof record --memprof)\n", textsafe.Escape(o.File))
+		return err
 	}
 	est := ""
 	if m.SampleBytes > 0 {
@@ -41,11 +33,10 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 		fmt.Fprintf(w, "  lost       %s\n", memLost(m.Lost, m.SignalDropped))
 	}
 
-	limit := opts.Limit
 	top := m.Top()
 	rows := func(n int) int {
-		if limit > 0 && limit < n {
-			return limit
+		if o.Limit > 0 && o.Limit < n {
+			return o.Limit
 		}
 		return n
 	}
@@ -67,7 +58,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 
 	fmt.Fprintf(w, "\nCall tree by bytes allocated\n")
 	tree := m.Tree()
-	minBytes := int64(float64(tree.Bytes) * opts.MinPercent / 100)
+	minBytes := int64(float64(tree.Bytes) * o.MinPercent / 100)
 	var walk func(n *analyze.MemNode, depth int)
 	walk = func(n *analyze.MemNode, depth int) {
 		for _, c := range n.Children {
@@ -76,7 +67,7 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 			}
 			pct := 100 * float64(c.Bytes) / float64(max(1, tree.Bytes))
 			fmt.Fprintf(w, "%14d %6.2f%% %10s  %s%s\n", c.Bytes, pct, fmtObjects(c.Objects), strings.Repeat("  ", depth), funcLabel(c.Loc.Function, c.Loc.DSO))
-			if opts.Depth == 0 || depth+1 < opts.Depth {
+			if o.Depth == 0 || depth+1 < o.Depth {
 				walk(c, depth+1)
 			}
 		}
@@ -89,8 +80,8 @@ func writeMemoryReport(w io.Writer, p *analyze.Profile, opts reportOptions) erro
 			fmt.Fprintf(w, "  none\n")
 		}
 		for _, s := range list[:rows(len(list))] {
-			b, o := bytes(s)
-			fmt.Fprintf(w, "  %d bytes in %s objects, pid %d\n", b, fmtObjects(o), s.PID)
+			b, n := bytes(s)
+			fmt.Fprintf(w, "  %d bytes in %s objects, pid %d\n", b, fmtObjects(n), s.PID)
 			for _, l := range s.Frames {
 				fmt.Fprintf(w, "      %s\n", funcLabel(l.Function, l.DSO))
 			}
@@ -107,31 +98,6 @@ func memLost(rings, signals int64) string {
 	return fmt.Sprintf("%d events not recorded (%d with the ring full, %d in signal handlers with no room)", rings+signals, rings, signals)
 }
 
-// memorySelectionError says which selection flags a heap profile cannot
-// honour, or "": allocations are selected by process only (--pid), and
-// grouped by process only.
-func memorySelectionError(v analyze.ViewOptions, by analyze.GroupBy) string {
-	f := v.Filter
-	var bad []string
-	for _, c := range []struct {
-		set  bool
-		flag string
-	}{
-		{len(f.TIDs) > 0, "--tid"}, {f.Comm != "", "--comm"}, {f.Container != "", "--container"},
-		{f.DSO != "", "--dso"}, {f.Since != 0, "--since"}, {f.Until != 0, "--until"},
-		{v.HideKernel, "--hide-kernel"}, {v.Focus != "", "--focus"}, {v.FocusDSO != "", "--focus-dso"},
-		{by != analyze.GroupNone && by != analyze.GroupProcess, "--by " + by.String()},
-	} {
-		if c.set {
-			bad = append(bad, c.flag)
-		}
-	}
-	if len(bad) == 0 {
-		return ""
-	}
-	return "--memory selects allocations with --pid only (and groups by process only), not " + strings.Join(bad, ", ")
-}
-
 func sortMemFuncsByCount(fs []analyze.MemFunc) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && fs[j].SelfObjects > fs[j-1].SelfObjects; j-- {
@@ -145,20 +111,4 @@ func funcLabel(fn, dso string) string {
 		return textsafe.Name(fn, 0)
 	}
 	return textsafe.Name(fn, 0) + " (" + textsafe.Name(dso, 0) + ")"
-}
-
-// fmtObjects prints a count, rounded when it is an estimate.
-func fmtObjects(v float64) string { return fmt.Sprintf("%.0f", v) }
-
-// fmtBytes prints bytes with a binary unit.
-func fmtBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

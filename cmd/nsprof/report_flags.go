@@ -1,0 +1,81 @@
+package main
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/analyze"
+	nsreport "nsprof/report"
+)
+
+// timelineFlag is a flag of a timeline view.
+type timelineFlag struct {
+	name string
+	view nsreport.View
+}
+
+// timelineFlags are the flags of report's timeline views, in the order
+// they are named in errors, with their views.
+var timelineFlags = []timelineFlag{
+	{"marks", nsreport.ViewMarks}, {"counters", nsreport.ViewCounters}, {"processes", nsreport.ViewProcesses},
+	{"logs", nsreport.ViewLogs}, {"summary", nsreport.ViewSummary},
+}
+
+// timelineView returns the one timeline view set in views, or "", and
+// rejects combinations with the sample views and with the filters that
+// select samples only.
+func timelineView(cmd *cobra.Command, views map[string]*bool, opts reportOptions) (string, error) {
+	var set []string
+	for _, tf := range timelineFlags {
+		if *views[tf.name] {
+			set = append(set, "--"+tf.name)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		return "", nil
+	case len(set) > 1:
+		return "", usagef(cmd, "%s cannot be combined: pick one view", strings.Join(set, " and "))
+	case opts.Tree || opts.BottomUp || opts.Memory || opts.Report.By != analyze.GroupNone:
+		return "", usagef(cmd, "%s does not combine with --tree, --bottom-up, --memory or --by", set[0])
+	}
+	v := opts.Report.Select
+	f := v.Filter
+	if len(f.TIDs) > 0 || f.Comm != "" || f.Container != "" || f.DSO != "" || v.HideKernel || v.Focus != "" || v.FocusDSO != "" {
+		return "", usagef(cmd, "%s selects by --pid, --since and --until only", set[0])
+	}
+	return strings.TrimPrefix(set[0], "--"), nil
+}
+
+// timelineViewOf returns the report view of a timeline flag's name.
+func timelineViewOf(name string) nsreport.View {
+	i := slices.IndexFunc(timelineFlags, func(tf timelineFlag) bool { return tf.name == name })
+	return timelineFlags[i].view
+}
+
+// memorySelectionError says which selection flags a heap profile cannot
+// honour, or "": allocations are selected by process only (--pid), and
+// grouped by process only.
+func memorySelectionError(v analyze.ViewOptions, by analyze.GroupBy) string {
+	f := v.Filter
+	var bad []string
+	for _, c := range []struct {
+		set  bool
+		flag string
+	}{
+		{len(f.TIDs) > 0, "--tid"}, {f.Comm != "", "--comm"}, {f.Container != "", "--container"},
+		{f.DSO != "", "--dso"}, {f.Since != 0, "--since"}, {f.Until != 0, "--until"},
+		{v.HideKernel, "--hide-kernel"}, {v.Focus != "", "--focus"}, {v.FocusDSO != "", "--focus-dso"},
+		{by != analyze.GroupNone && by != analyze.GroupProcess, "--by " + by.String()},
+	} {
+		if c.set {
+			bad = append(bad, c.flag)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "--memory selects allocations with --pid only (and groups by process only), not " + strings.Join(bad, ", ")
+}

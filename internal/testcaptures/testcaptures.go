@@ -1,0 +1,290 @@
+// Package testcaptures builds small deterministic captures for the golden
+// tests of report and export: the same bytes on every run and host (a
+// fixed capture time, start and clock, names from a symbol bundle and an
+// embedded kallsyms so no host file is read), the sysprof-cli capture kept
+// in analyze/testdata and a --memprof capture nsprof recorded. It is for
+// tests only.
+package testcaptures
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/capture"
+)
+
+// Start is the captures' start on the capture clock.
+const Start = int64(1_000_000_000_000)
+
+// Hostile are names that must come out escaped in every view and
+// format: markup, quotes, control and invalid bytes, a new line.
+var Hostile = []string{
+	`</text><script>alert(1)</script>`,
+	"ctl\x01\x1b[31m",
+	"bad\xff\xfeutf8",
+	"semi;colon",
+	"new\nline",
+}
+
+// processFile is the embedded file of nsprof's process list (package
+// record's ProcessFile, the JSON lines its ProcessInfo writes).
+const processFile = "__nsprof_processes__"
+
+// newWriter returns a capture writer into buf with fixed times.
+func newWriter(tb testing.TB, buf *bytes.Buffer) *capture.Writer {
+	tb.Helper()
+	w, err := capture.NewWriterWithOptions(buf, capture.WriterOptions{
+		StartTime: Start, EndTime: Start + 10e6,
+		CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Clock:       func() int64 { return math.MinInt64 },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w
+}
+
+// mustf fails tb on err.
+func mustf(tb testing.TB) func(error) {
+	return func(err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// cpuStacks are CPU's stacks, leaf first: "k_" names are kernel
+// functions.
+var cpuStacks = []struct {
+	pid, tid int32
+	ms       int64
+	stack    []string
+	n        int
+}{
+	{10, 10, 1, []string{"hot", "work", "main"}, 5},
+	{10, 11, 2, []string{"k_read", "k_entry", "read", "work", "main"}, 3},
+	{10, 11, 3, []string{"work", "main"}, 2},
+	{20, 20, 4, []string{Hostile[0], Hostile[1], "main"}, 1},
+	{20, 20, 5, []string{Hostile[2], Hostile[3], "main"}, 1},
+	{20, 21, 6, []string{Hostile[4], "main"}, 2},
+	{20, 20, 7, []string{"k_idle"}, 1},
+}
+
+// CPU returns a capture of stack samples of two processes: pid 10
+// ("server", threads 10 and 11) runs in podman container "web" with ns
+// pid 1 and a binary with a build-id; pid 20 ("evil", on the host) has
+// functions with hostile names. A symbol bundle names the user frames and
+// an embedded kallsyms the kernel frames.
+func CPU(tb testing.TB) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, must := newWriter(tb, &buf), mustf(tb)
+	h := func(pid int32, ms int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: 0, PID: pid, Time: Start + ms*1e6}
+	}
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+	addr := map[string]uint64{}
+	var syms []capture.Symbol
+	var kallsyms bytes.Buffer
+	next := map[bool]uint64{false: 0x401000, true: 0xffffffff81000000}
+	for _, s := range cpuStacks {
+		for _, name := range s.stack {
+			if _, ok := addr[name]; ok {
+				continue
+			}
+			k := strings.HasPrefix(name, "k_")
+			a := next[k]
+			next[k] += 0x100
+			addr[name] = a + 0x10
+			if k {
+				fmt.Fprintf(&kallsyms, "%x T %s\n", a, name)
+				continue
+			}
+			for _, p := range []int32{10, 20} {
+				syms = append(syms, capture.Symbol{PID: p, Begin: a, End: a + 0xff, Name: name})
+			}
+		}
+	}
+	for _, s := range cpuStacks {
+		var addrs []uint64
+		inKernel := false
+		for i, name := range s.stack {
+			k := strings.HasPrefix(name, "k_")
+			if i == 0 && k {
+				addrs, inKernel = append(addrs, capture.ContextKernel), true
+			}
+			if (i == 0 || inKernel) && !k {
+				addrs, inKernel = append(addrs, capture.ContextUser), false
+			}
+			addrs = append(addrs, addr[name])
+		}
+		for range s.n {
+			must(w.WriteFrame(&capture.Sample{FrameHeader: h(s.pid, s.ms), TID: s.tid, Addrs: addrs}))
+		}
+	}
+	bundle, err := capture.EncodeSymbols(syms)
+	must(err)
+	must(w.AddFileGzip(h(-1, 9), capture.SymbolsFile, bundle))
+	must(w.AddFileGzip(h(-1, 9), "/proc/kallsyms", kallsyms.Bytes()))
+	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
+{"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
+`
+	must(w.AddFileBytes(h(-1, 9), processFile, []byte(procs)))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+// memAllocs are Memory's allocations: stack leaf first, size, count, and
+// how many of them are freed.
+var memAllocs = []struct {
+	pid      int32
+	stack    []string
+	size     int64
+	n, freed int
+}{
+	{10, []string{"alloc_a", "main"}, 100, 3, 2},
+	{10, []string{"alloc_b", "work", "main"}, 5000, 1, 1},
+	{10, []string{Hostile[0], "main"}, 7, 1, 0},
+	{20, []string{Hostile[4], "main"}, 10, 2, 2},
+}
+
+// Memory returns a capture of ALLOCATION frames, as nsprof record
+// --memprof writes them (frees have size 0), of two processes, named by a
+// symbol bundle: some blocks are freed at once, one is leaked.
+func Memory(tb testing.TB) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, must := newWriter(tb, &buf), mustf(tb)
+	h := func(pid int32, ns int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: -1, PID: pid, Time: Start + ns}
+	}
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+	addr := map[string]uint64{}
+	var syms []capture.Symbol
+	next := uint64(0x401000)
+	for _, a := range memAllocs {
+		for _, name := range a.stack {
+			if _, ok := addr[name]; ok {
+				continue
+			}
+			addr[name] = next + 0x10
+			for _, p := range []int32{10, 20} {
+				syms = append(syms, capture.Symbol{PID: p, Begin: next, End: next + 0xff, Name: name})
+			}
+			next += 0x100
+		}
+	}
+	ns := int64(1000)
+	block := uint64(0x10000)
+	for _, a := range memAllocs {
+		var addrs []uint64
+		for _, name := range a.stack {
+			addrs = append(addrs, addr[name])
+		}
+		for i := range a.n {
+			block += 0x100
+			ns += 10
+			must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block, Size: a.size, Addrs: addrs}))
+			if i < a.freed {
+				ns += 10
+				must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block}))
+			}
+		}
+	}
+	bundle, err := capture.EncodeSymbols(syms)
+	must(err)
+	must(w.AddFileGzip(h(-1, 9e6), capture.SymbolsFile, bundle))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+// Timeline returns a capture of marks with known durations (in µs:
+// "gtk:frame" 1, 2, 3, 4 and 10; "app:load" once, 250), two counters,
+// logs (one with two lines, one with markup), and two processes, the
+// second forked by the first and exiting at 6 ms.
+func Timeline(tb testing.TB) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, must := newWriter(tb, &buf), mustf(tb)
+	h := func(pid int32, ms int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: 0, PID: pid, Time: Start + ms*1e6}
+	}
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(40, 0), Cmdline: "/usr/bin/gui --x"}))
+	must(w.WriteFrame(&capture.Fork{FrameHeader: h(40, 2), ChildPID: 41}))
+	must(w.WriteFrame(&capture.Process{FrameHeader: h(41, 2), Cmdline: "/usr/bin/helper\nwith newline"}))
+	must(w.WriteFrame(&capture.Exit{FrameHeader: h(41, 6)}))
+	for i, us := range []int64{4, 1, 10, 3, 2} {
+		must(w.AddMark(Start+int64(i+1)*1e6, 40, us*1000, "gtk", "frame", ""))
+	}
+	must(w.AddMark(Start+8e6, 41, 250_000, "app", "load", "config"))
+	must(w.DefineCounters(h(-1, 0), []capture.Counter{
+		{Category: "CPU Percent", Name: "Total", ID: 1, Type: capture.CounterDouble, Value: capture.DoubleValue(0)},
+		{Category: "Demo", Name: "Constant", ID: 2, Type: capture.CounterInt64, Value: capture.IntValue(7)},
+	}))
+	for i, v := range []float64{50, 100, 25} {
+		must(w.SetCounters(h(-1, int64(i+1)*2), []capture.CounterUpdate{{ID: 1, Value: capture.DoubleValue(v)}}))
+	}
+	must(w.AddLog(Start+3e6, 40, capture.LogWarning, "Gtk", "theme <missing>"))
+	must(w.AddLog(Start+7e6, 41, capture.LogDebug, "app", "line one\nline two"))
+	must(w.AddLog(Start+7e6, 41, capture.LogCritical, Hostile[1], Hostile[2]))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+// Sysprof returns the capture Sysprof 3.46's sysprof-cli recorded, kept
+// in analyze/testdata.
+func Sysprof(tb testing.TB) []byte {
+	tb.Helper()
+	return readGzip(tb, filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
+}
+
+// Memprof returns a capture nsprof recorded of the memprof fixture
+// (internal/testutils/fixtures/memprof.c, built with the fixture flags):
+//
+//	NSPROF_MEMPROF_LIB=libnsprof-memprof.so nsprof record --memprof \
+//	    --no-perf --no-cpu --no-disk --no-network --no-memory -- ./memprof
+//
+// 4131 allocations and 4126 frees of two processes, with nsprof's symbol
+// bundle, lines and processes files.
+func Memprof(tb testing.TB) []byte {
+	tb.Helper()
+	return readGzip(tb, filepath.Join("testdata", "nsprof-memprof.syscap.gz"))
+}
+
+// readGzip returns the decompressed contents of the file at path,
+// relative to this package's directory.
+func readGzip(tb testing.TB, path string) []byte {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	path = filepath.Join(filepath.Dir(file), path)
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return data
+}

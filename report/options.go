@@ -1,0 +1,211 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"nsprof/analyze"
+)
+
+// Schema names the JSON document format. Any change that is not adding a
+// field changes the version.
+const Schema = "nsprof-report/1"
+
+// View is one of the report's views.
+type View int
+
+// Views. The sample views render an [analyze.View], [ViewMemory] an
+// [analyze.Memory], the others an [analyze.Timeline].
+const (
+	// ViewTop is the function table: self and total samples per function.
+	ViewTop View = iota
+	// ViewTree is the top-down call tree.
+	ViewTree
+	// ViewBottomUp is the callers tree of each function samples were
+	// taken in.
+	ViewBottomUp
+	// ViewMemory is the heap profile: totals, peak, top functions by
+	// bytes and count, the allocation tree, leaks and temporaries. Text
+	// only.
+	ViewMemory
+	// ViewMarks are mark counts and durations per group:name, and what
+	// the collectors lost.
+	ViewMarks
+	// ViewCounters are each counter's min, mean and max, with a
+	// sparkline.
+	ViewCounters
+	// ViewProcesses are the process lifetimes with their threads.
+	ViewProcesses
+	// ViewLogs are the log messages.
+	ViewLogs
+	// ViewSummary are the capture's facts and its frames by type.
+	ViewSummary
+)
+
+var viewNames = [...]string{"top", "tree", "bottom-up", "memory", "marks", "counters", "processes", "logs", "summary"}
+
+// String returns the view's name, as the JSON document's "view" field
+// has it.
+func (v View) String() string {
+	if v >= 0 && int(v) < len(viewNames) {
+		return viewNames[v]
+	}
+	return fmt.Sprintf("View(%d)", int(v))
+}
+
+// Timeline reports whether v is a view of an [analyze.Timeline].
+func (v View) Timeline() bool { return v >= ViewMarks && v <= ViewSummary }
+
+// Format is an output format.
+type Format int
+
+// Formats.
+const (
+	// Text is for people: aligned tables, cut to [Options.Width].
+	Text Format = iota
+	// JSON is one document of schema [Schema].
+	JSON
+)
+
+// Options configure [Generate]. The zero value is the default: the
+// function table as text, every row, lines not cut.
+type Options struct {
+	// View is the view to render. Default [ViewTop].
+	View View
+	// Format is the output format. Default [Text].
+	Format Format
+	// File names the capture on the text's first line and in the JSON
+	// document's capture.file. Default "".
+	File string
+	// Select is the selection that made the data: the text says how
+	// many samples it selected when it selects or shapes any, and the
+	// timeline views keep the marks, logs and processes of its
+	// Filter.PIDs between its Filter.Since and Filter.Until (the other
+	// fields do not apply to them). Default: everything.
+	Select analyze.ViewOptions
+	// By splits the sample views into one section per group. Default
+	// [analyze.GroupNone].
+	By analyze.GroupBy
+	// Depth is how many tree levels the tree views (and the memory
+	// view's tree) print. Default 0: all.
+	Depth int
+	// MinPercent leaves out tree nodes under this share of the samples
+	// (of the bytes in the memory view). Default 0: none.
+	MinPercent float64
+	// SortTotal sorts the function table by total instead of self
+	// samples. Default false.
+	SortTotal bool
+	// Limit is the number of table rows (per group, and per table in the
+	// memory view). Default 0 (or negative): all.
+	Limit int
+	// Width cuts text lines to this many columns, as a terminal's width.
+	// Default 0: lines are not cut.
+	Width int
+	// Damage is the error that ended loading the data early, if any: the
+	// JSON document has it as capture.damage, and the memory view's text
+	// starts with it as a warning. Default nil.
+	Damage error
+}
+
+// Data is what the views render; each view needs one of its fields.
+type Data struct {
+	// View holds the samples of the sample views: [ViewTop], [ViewTree]
+	// and [ViewBottomUp].
+	View *analyze.View
+	// Memory is the heap profile of [ViewMemory].
+	Memory *analyze.Memory
+	// Timeline is the timeline of the timeline views.
+	Timeline *analyze.Timeline
+}
+
+// errNoData is returned by Generate when the view's data is missing.
+var errNoData = errors.New("no data for the view")
+
+// Generate writes view o.View of d to w in format o.Format.
+func Generate(w io.Writer, d Data, o Options) error {
+	switch {
+	case o.View.Timeline():
+		if d.Timeline == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.Timeline", o.View, errNoData)
+		}
+		return timelineView(w, d.Timeline, o)
+	case o.View == ViewMemory:
+		if d.Memory == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.Memory", o.View, errNoData)
+		}
+		if o.Format != Text {
+			return fmt.Errorf("report %v: the memory view is text only", o.View)
+		}
+		return memoryText(w, d.Memory, o)
+	case o.View >= ViewTop && o.View <= ViewBottomUp:
+		if d.View == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)
+		}
+		if o.Format == JSON {
+			return samplesJSON(w, d.View, o)
+		}
+		return samplesText(w, d.View, o)
+	}
+	return fmt.Errorf("report: unknown view %v", o.View)
+}
+
+// Top writes the function table of v: [Generate] with [ViewTop].
+func Top(w io.Writer, v *analyze.View, o Options) error {
+	o.View = ViewTop
+	return Generate(w, Data{View: v}, o)
+}
+
+// Tree writes the top-down call tree of v: [Generate] with [ViewTree].
+func Tree(w io.Writer, v *analyze.View, o Options) error {
+	o.View = ViewTree
+	return Generate(w, Data{View: v}, o)
+}
+
+// BottomUp writes the callers trees of v: [Generate] with [ViewBottomUp].
+func BottomUp(w io.Writer, v *analyze.View, o Options) error {
+	o.View = ViewBottomUp
+	return Generate(w, Data{View: v}, o)
+}
+
+// Memory writes the heap profile m as text: [Generate] with [ViewMemory].
+func Memory(w io.Writer, m *analyze.Memory, o Options) error {
+	o.View = ViewMemory
+	return Generate(w, Data{Memory: m}, o)
+}
+
+// Marks writes the mark statistics of t: [Generate] with [ViewMarks].
+func Marks(w io.Writer, t *analyze.Timeline, o Options) error {
+	o.View = ViewMarks
+	return Generate(w, Data{Timeline: t}, o)
+}
+
+// Counters writes the counters of t: [Generate] with [ViewCounters].
+func Counters(w io.Writer, t *analyze.Timeline, o Options) error {
+	o.View = ViewCounters
+	return Generate(w, Data{Timeline: t}, o)
+}
+
+// Processes writes the processes of t: [Generate] with [ViewProcesses].
+func Processes(w io.Writer, t *analyze.Timeline, o Options) error {
+	o.View = ViewProcesses
+	return Generate(w, Data{Timeline: t}, o)
+}
+
+// Logs writes the log messages of t: [Generate] with [ViewLogs].
+func Logs(w io.Writer, t *analyze.Timeline, o Options) error {
+	o.View = ViewLogs
+	return Generate(w, Data{Timeline: t}, o)
+}
+
+// Summary writes the facts of t: [Generate] with [ViewSummary].
+func Summary(w io.Writer, t *analyze.Timeline, o Options) error {
+	o.View = ViewSummary
+	return Generate(w, Data{Timeline: t}, o)
+}
+
+// Shaped reports whether v selects samples or changes their stacks, so
+// that a report says how many samples it selected.
+func Shaped(v analyze.ViewOptions) bool {
+	return !v.Filter.IsZero() || v.HideKernel || v.Focus != "" || v.FocusDSO != ""
+}

@@ -1,0 +1,162 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"nsprof/analyze"
+	"nsprof/internal/textsafe"
+)
+
+// samplesText writes the sample views as text: a header on the capture,
+// then the table or tree of each group.
+func samplesText(w io.Writer, v *analyze.View, o Options) error {
+	p, samples := v.Profile, v.Samples
+	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.File), seconds3(p.Duration()), len(p.Samples), len(p.Processes))
+	if p.HasLost {
+		fmt.Fprintf(w, ", %d lost samples", p.Lost)
+	}
+	fmt.Fprintf(w, "\n%s\n", symbolSummary(p))
+	if Shaped(o.Select) {
+		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), len(p.Samples))
+	}
+	if len(samples) == 0 {
+		_, err := fmt.Fprintln(w, "no samples")
+		return err
+	}
+	for i, g := range p.Group(samples, o.By) {
+		if o.By != analyze.GroupNone {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), len(g.Samples), percent(len(g.Samples), len(samples)))
+		}
+		if o.View == ViewTree || o.View == ViewBottomUp {
+			treeText(w, o, o.tree(p, g.Samples))
+		} else {
+			top, n := o.top(p, g.Samples)
+			topText(w, o, top, n)
+		}
+	}
+	return nil
+}
+
+func (o *Options) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.Node {
+	return p.Tree(samples, analyze.TreeOptions{BottomUp: o.View == ViewBottomUp, MaxDepth: o.Depth, MinPercent: o.MinPercent})
+}
+
+// top returns the function table's rows and how many functions there are
+// in all.
+func (o *Options) top(p *analyze.Profile, samples []analyze.Sample) ([]analyze.FuncStat, int) {
+	top := p.Top(samples)
+	if o.SortTotal {
+		analyze.SortByTotal(top)
+	}
+	n := len(top)
+	if o.Limit > 0 && len(top) > o.Limit {
+		top = top[:o.Limit]
+	}
+	return top, n
+}
+
+// symbolSummary says where names came from, as "bundle 812 frames,
+// kallsyms 40, unresolved 3", with a hint when the capture has no bundle.
+func symbolSummary(p *analyze.Profile) string {
+	var parts []string
+	keys := make([]string, 0, len(p.SymbolStats))
+	for k := range p.SymbolStats {
+		if k != "unresolved" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range append(keys, "unresolved") {
+		if n := p.SymbolStats[k]; n > 0 || k == "unresolved" {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	s := "symbols (frames): " + strings.Join(parts, ", ")
+	if p.Bundle == nil {
+		s += "\n  no __symbols__ bundle: nsprof record bundles symbols unless --no-decode"
+	}
+	return s
+}
+
+func percent(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// groupTitle describes a group: pid, comm, container label and ns pid.
+func groupTitle(by analyze.GroupBy, g analyze.Group) string {
+	var b strings.Builder
+	switch by {
+	case analyze.GroupContainer:
+		return "container " + g.Key
+	case analyze.GroupThread:
+		fmt.Fprintf(&b, "thread %s", g.Key)
+		if g.Thread != nil && g.Thread.NSTID != 0 {
+			fmt.Fprintf(&b, " (ns tid %d)", g.Thread.NSTID)
+		}
+		if g.Process != nil {
+			fmt.Fprintf(&b, " of pid %d", g.Process.PID)
+		}
+	default:
+		fmt.Fprintf(&b, "pid %s", g.Key)
+	}
+	if pr := g.Process; pr != nil {
+		if pr.Comm != "" {
+			fmt.Fprintf(&b, " %s", pr.Comm)
+		}
+		if pr.NSPID != 0 {
+			fmt.Fprintf(&b, " (ns pid %d)", pr.NSPID)
+		}
+	}
+	fmt.Fprintf(&b, " [%s]", g.Container)
+	return b.String()
+}
+
+func topText(w io.Writer, o Options, top []analyze.FuncStat, all int) {
+	const fixed = len(" Self%  Total%  Samples  ")
+	// Names are escaped and cut to textsafe.MaxRunes (the terminal's
+	// width cuts them further below), so one long name cannot pad every
+	// row to its length.
+	names, dsos := make([]string, len(top)), make([]string, len(top))
+	funcW, dsoW := len("Function"), len("DSO")
+	for i, s := range top {
+		names[i], dsos[i] = textsafe.Name(s.Name, 0), textsafe.Name(s.DSO, 0)
+		funcW = max(funcW, utf8.RuneCountInString(names[i]))
+		dsoW = max(dsoW, utf8.RuneCountInString(dsos[i]))
+	}
+	dsoW = min(dsoW, 24)
+	if o.Width > 0 && fixed+funcW+2+dsoW > o.Width {
+		funcW = max(12, o.Width-fixed-2-dsoW)
+	}
+	fmt.Fprintf(w, "%6s %7s %8s  %-*s  %s\n", "Self%", "Total%", "Samples", funcW, "Function", "DSO")
+	for i, s := range top {
+		fmt.Fprintf(w, "%5.1f%% %6.1f%% %8d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, s.Self,
+			funcW, textsafe.Cut(names[i], funcW), textsafe.Cut(dsos[i], dsoW))
+	}
+	if n := all - len(top); n > 0 {
+		fmt.Fprintf(w, "… %d more functions (--limit 0 shows all)\n", n)
+	}
+}
+
+func treeText(w io.Writer, o Options, root *analyze.Node) {
+	fmt.Fprintf(w, "%7s %7s  %s\n", "Total%", "Self%", "Function [DSO]")
+	n := float64(max(1, root.Total))
+	root.Walk(func(nd *analyze.Node, depth int) bool {
+		if depth == 0 {
+			return true
+		}
+		line := fmt.Sprintf("%6.1f%% %6.1f%%  %s%s [%s]", 100*float64(nd.Total)/n, 100*float64(nd.Self)/n,
+			strings.Repeat("  ", depth-1), textsafe.Name(nd.Name, 0), textsafe.Name(nd.DSO, 0))
+		fmt.Fprintln(w, textsafe.Cut(line, o.Width))
+		return true
+	})
+}

@@ -1,0 +1,92 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"nsprof/analyze"
+	"nsprof/internal/textsafe"
+)
+
+// The sample views' JSON document (schema [Schema]).
+type (
+	jsonReport struct {
+		Schema   string      `json:"schema"`
+		Capture  jsonCapture `json:"capture"`
+		Selected int         `json:"selected"`
+		View     string      `json:"view"`
+		GroupBy  string      `json:"group_by"`
+		Groups   []jsonGroup `json:"groups"`
+	}
+	jsonCapture struct {
+		File        string         `json:"file"`
+		CaptureTime string         `json:"capture_time"`
+		Duration    float64        `json:"duration_seconds"`
+		Samples     int            `json:"samples"`
+		Processes   int            `json:"processes"`
+		Lost        *int64         `json:"lost_samples,omitempty"`
+		Symbols     map[string]int `json:"symbols"`
+		Warnings    []string       `json:"warnings,omitempty"`
+		Damage      string         `json:"damage,omitempty"`
+	}
+	jsonGroup struct {
+		Key       string             `json:"key"`
+		PID       int32              `json:"pid,omitempty"`
+		TID       int32              `json:"tid,omitempty"`
+		Comm      string             `json:"comm,omitempty"`
+		Cmdline   string             `json:"cmdline,omitempty"`
+		NSPID     int32              `json:"nspid,omitempty"`
+		Container string             `json:"container,omitempty"`
+		Samples   int                `json:"samples"`
+		Functions []analyze.FuncStat `json:"functions,omitempty"`
+		Tree      *analyze.Node      `json:"tree,omitempty"`
+	}
+)
+
+func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
+	p, samples := v.Profile, v.Samples
+	doc := jsonReport{
+		Schema: Schema,
+		Capture: jsonCapture{
+			File: o.File, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
+			Samples: len(p.Samples), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
+		},
+		Selected: len(samples),
+		View:     o.View.String(),
+		GroupBy:  o.By.String(),
+		Groups:   []jsonGroup{},
+	}
+	if p.HasLost {
+		doc.Capture.Lost = &p.Lost
+	}
+	if o.Damage != nil {
+		doc.Capture.Damage = o.Damage.Error()
+	}
+	for _, g := range p.Group(samples, o.By) {
+		jg := jsonGroup{Key: g.Key, Samples: len(g.Samples)}
+		if o.By != analyze.GroupNone {
+			jg.Container = g.Container
+		}
+		if pr := g.Process; pr != nil {
+			jg.PID, jg.Comm, jg.Cmdline, jg.NSPID = pr.PID, pr.Comm, pr.Cmdline, pr.NSPID
+		}
+		if g.Thread != nil {
+			jg.TID = g.Thread.TID
+		}
+		if o.View == ViewTree || o.View == ViewBottomUp {
+			jg.Tree = o.tree(p, g.Samples)
+		} else {
+			jg.Functions, _ = o.top(p, g.Samples)
+		}
+		doc.Groups = append(doc.Groups, jg)
+	}
+	return encodeJSON(w, doc)
+}
+
+// encodeJSON writes doc indented, with the characters that could pass
+// for others escaped (see textsafe.JSONWriter).
+func encodeJSON(w io.Writer, doc any) error {
+	enc := json.NewEncoder(textsafe.JSONWriter(w))
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
