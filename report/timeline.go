@@ -234,16 +234,16 @@ func summaryText(w io.Writer, t *analyze.Timeline) {
 	}
 	fmt.Fprintf(w, "samples      %d (lost: %s)\n", t.Samples, lost)
 	fmt.Fprintf(w, "processes    %d\nthreads      %d (%d sampled)\n", len(t.Processes), t.ThreadCount(), t.SampledThreads())
-	if rings, ok := t.Metadata["nsprof.memprof.lost"]; ok {
+	if rings, ok := t.Metadata[capture.MetaMemprofLost]; ok {
 		r, _ := strconv.ParseInt(rings, 10, 64)
-		s, _ := strconv.ParseInt(t.Metadata["nsprof.memprof.signal-dropped"], 10, 64)
+		s, _ := strconv.ParseInt(t.Metadata[capture.MetaMemprofSignalDropped], 10, 64)
 		fmt.Fprintf(w, "memprof      %s\n", memLost(r, s))
 	}
 	fmt.Fprintf(w, "marks        %d\ncounters     %d\nlogs         %d\nfiles        %d\n", len(t.Marks), len(t.Counters), len(t.Logs), len(t.Files))
 	if c, ok := t.Collector(); ok {
 		fmt.Fprintf(w, "collector    %s\n", collectorLine(c))
 	}
-	for _, k := range []string{"nsprof.event", "nsprof.frequency", "uname.release", "hostname"} {
+	for _, k := range []string{capture.MetaEvent, capture.MetaFrequency, "uname.release", "hostname"} {
 		if v := t.Metadata[k]; v != "" {
 			fmt.Fprintf(w, "%-12s %s\n", k, textsafe.Name(v, 0))
 		}

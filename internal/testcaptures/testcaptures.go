@@ -35,10 +35,6 @@ var Hostile = []string{
 	"new\nline",
 }
 
-// processFile is the embedded file of nsprof's process list (package
-// record's ProcessFile, the JSON lines its ProcessInfo writes).
-const processFile = "__nsprof_processes__"
-
 // newWriter returns a capture writer into buf with fixed times.
 func newWriter(tb testing.TB, buf *bytes.Buffer) *capture.Writer {
 	tb.Helper()
@@ -142,7 +138,7 @@ func CPU(tb testing.TB) []byte {
 	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
 {"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
 `
-	must(w.AddFileBytes(h(-1, 9), processFile, []byte(procs)))
+	must(w.AddFileBytes(h(-1, 9), capture.ProcessFile, []byte(procs)))
 	must(w.Close())
 	return buf.Bytes()
 }
