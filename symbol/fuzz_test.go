@@ -83,16 +83,29 @@ func FuzzNewFile(f *testing.F) {
 	})
 }
 
-// FuzzParseKallsyms parses arbitrary text as /proc/kallsyms.
-func FuzzParseKallsyms(f *testing.F) {
+// FuzzKallsyms indexes arbitrary text as /proc/kallsyms and looks up the
+// addresses of its lines: an error comes without an index, and a symbol
+// found holds the address looked up.
+func FuzzKallsyms(f *testing.F) {
 	f.Add(kallsymsFixture)
 	f.Add("0000000000000000 T _stext\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		tab, err := ParseKallsyms(strings.NewReader(in))
-		if err != nil && tab != nil {
-			t.Fatalf("error %v with a table", err)
+		k, err := NewKallsyms([]byte(in))
+		if err != nil {
+			if k != nil {
+				t.Fatalf("error %v with an index", err)
+			}
+			return
 		}
-		checkTable(t, tab)
+		for _, line := range strings.Split(in, "\n") {
+			a, ok := parseKallsymsAddr([]byte(strings.SplitN(line, " ", 2)[0]))
+			if !ok {
+				continue
+			}
+			if s, ok := k.Lookup(a); ok && (a < s.Addr || a-s.Addr >= s.Size || s.Name == "") {
+				t.Fatalf("Lookup(%#x) = %+v", a, s)
+			}
+		}
 	})
 }
 
