@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"testing"
 )
@@ -104,6 +105,19 @@ func FuzzKallsyms(f *testing.F) {
 			}
 			if s, ok := k.Lookup(a); ok && (a < s.Addr || a-s.Addr >= s.Size || s.Name == "") {
 				t.Fatalf("Lookup(%#x) = %+v", a, s)
+			}
+		}
+	})
+}
+
+// FuzzFindBuildIDNote walks arbitrary bytes as ELF notes of both
+// alignments: it never panics, and a build-id found lies in the input.
+func FuzzFindBuildIDNote(f *testing.F) {
+	f.Add([]byte("\x04\x00\x00\x00\x04\x00\x00\x00\x03\x00\x00\x00GNU\x00\x01\x02\x03\x04"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, align := range []uint64{4, 8} {
+			if id := FindBuildIDNote(data, binary.LittleEndian, align); id != nil && !bytes.Contains(data, id) {
+				t.Fatalf("align %d: build-id %x not in the input", align, id)
 			}
 		}
 	})
