@@ -74,7 +74,7 @@ func NewKallsyms(data []byte) (*Kallsyms, error) {
 		}
 		line, start := data[off:end], off
 		off = end + 1
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(line) == 0 || line[0] <= ' ' && len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		// "ADDR TYPE NAME[\tMODULE]"
@@ -101,7 +101,7 @@ func NewKallsyms(data []byte) (*Kallsyms, error) {
 			continue
 		}
 		s := ksym{addr: addr, off: uint32(start + sp + 3), rank: rank}
-		if len(k.nameBytes(s.off)) == 0 {
+		if c := line[sp+3]; c <= ' ' && len(k.nameBytes(s.off)) == 0 {
 			return nil, syntaxError("kallsyms", lineNo, line, "empty name")
 		}
 		k.syms = append(k.syms, s)
