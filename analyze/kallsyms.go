@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -8,9 +9,9 @@ import (
 )
 
 // ErrRestrictedKallsyms says a kallsyms file lists only zero addresses, as
-// /proc/kallsyms reads with kptr_restrict in effect. It is
-// [symbol.ErrRestrictedKernel].
-var ErrRestrictedKallsyms = symbol.ErrRestrictedKernel
+// /proc/kallsyms reads with kptr_restrict in effect: what
+// [symbol.ErrRestrictedKernel] says of a capture's copy.
+var ErrRestrictedKallsyms = errors.New("kallsyms addresses are all zero (recorded with kptr_restrict in effect)")
 
 // KallsymsSymbolizer names kernel addresses from a /proc/kallsyms text
 // with [symbol.Kallsyms], the index the recorder names kernel frames with
@@ -45,6 +46,9 @@ func (k *KallsymsSymbolizer) init() {
 		data, err := k.load()
 		if err == nil {
 			k.idx, err = symbol.NewKallsyms(data)
+			if errors.Is(err, symbol.ErrRestrictedKernel) {
+				err = ErrRestrictedKallsyms
+			}
 		}
 		k.err = err
 	})
