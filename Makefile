@@ -28,10 +28,11 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # events, namespaces or containers (checked by running them as nobody),
 # less RACE_SKIP: the few tests there that do need root, and single-threaded
 # DWARF/objdump comparisons that take minutes under -race and exercise no
-# concurrency. record, perf, container and cmd/nsprof need root throughout.
-RACE_PKGS = ./analyze ./capture ./export ./internal/outfile ./internal/testutils \
-	./internal/textsafe ./proc ./symbol ./unwind
-RACE_SKIP = ^(TestRecordedCapture|TestParseKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
+# concurrency. record, perf, container, cmd/nsprof and e2e need root
+# throughout.
+RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile \
+	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./unwind
+RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 
 .PHONY: all build preload demo test deps vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
 
