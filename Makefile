@@ -7,6 +7,10 @@ FUZZTIME ?= 10s
 # Go minimizes each new interesting input for up to 60 s by default; with
 # the ELF seeds of symbol/ (50-70 KB) that stalls a short run entirely.
 FUZZMINIMIZETIME ?= 5s
+# Fuzzing time per target in `make test` (fuzz-smoke): a smoke run that
+# catches a target that no longer builds or crashes early; `make fuzz` is
+# the long run.
+SMOKE_FUZZTIME ?= 3s
 BUILD    := build
 
 # Tests read CI=true to turn skips for missing privileges or tools into
@@ -17,7 +21,20 @@ export CI
 FMT_CHECK = files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' | xargs gofmt -l); \
 	if [ -n "$$files" ]; then echo "gofmt -l lists files to format:"; echo "$$files"; exit 1; fi
 
-.PHONY: all build preload demo test deps vet fmt-check fuzz bench clean
+# Fails showing the diff `go mod tidy` would make to go.mod and go.sum.
+TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+# The race detector runs over the packages whose tests need no root, perf
+# events, namespaces or containers (checked by running them as nobody),
+# less RACE_SKIP: the few tests there that do need root, and single-threaded
+# DWARF/objdump comparisons that take minutes under -race and exercise no
+# concurrency. record, perf, container, cmd/nsprof and e2e need root
+# throughout.
+RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile \
+	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./unwind
+RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
+
+.PHONY: all build preload demo test deps vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
 
 all: build
 
@@ -70,11 +87,15 @@ demo: build
 	@echo '== nsprof dump --summary $(BUILD)/demo-merged.syscap'
 	@bin/nsprof dump --summary $(BUILD)/demo-merged.syscap
 
-# deps, then vet, then the gofmt check, then every test, in that order.
+# deps, then vet, the gofmt and go.mod checks, every test, the race
+# detector and a fuzz smoke run, in that order.
 test: deps
 	$(GO) vet ./...
 	@$(FMT_CHECK)
+	@$(TIDY_CHECK)
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	@FUZZTIME=$(SMOKE_FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) GO=$(GO) bash scripts/fuzz.sh
 
 # Installs the Debian packages the tests need (only those missing).
 deps:
@@ -86,10 +107,20 @@ vet:
 fmt-check:
 	@$(FMT_CHECK)
 
+tidy-check:
+	@$(TIDY_CHECK)
+
+race:
+	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
+
 # Runs every Fuzz* target for FUZZTIME each (default 10s); scripts/fuzz.sh
 # says how it tells Go's fuzz-coordinator race from a crasher.
 fuzz:
 	@FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) GO=$(GO) bash scripts/fuzz.sh
+
+# Every Fuzz* target for SMOKE_FUZZTIME each, as `make test` runs them.
+fuzz-smoke:
+	@FUZZTIME=$(SMOKE_FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) GO=$(GO) bash scripts/fuzz.sh
 
 # Runs the benchmark scripts in bench/.
 bench: build

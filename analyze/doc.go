@@ -4,7 +4,9 @@
 // reports are made of, each in its own file: [Profile.Select] (filters),
 // [Profile.Top] (functions by self and total samples), [Profile.Tree]
 // (top-down and bottom-up call trees) and [Profile.Group] (per process,
-// thread or container).
+// thread or container). Heap allocations are a second model beside it,
+// [Memory] ([LoadMemory]), and marks, counters, logs and process lifetimes
+// form the [Timeline] ([LoadTimeline]).
 //
 // Stacks are interned: a Profile holds each distinct stack once, and each
 // distinct (pid, address) as one [Frame] named once, so operations cost

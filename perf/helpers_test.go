@@ -9,21 +9,20 @@ import (
 	"sync"
 	"testing"
 
+	"nsprof/internal/testutils"
 	"nsprof/internal/unix"
 )
 
 // requirePerf fails or skips a test whose perf_event_open failed for lack
-// of privileges: in CI (CI=true) every capability must be present.
+// of privileges, through testutils.RequireCI: in CI every capability must
+// be present.
 func requirePerf(tb testing.TB, err error) {
 	tb.Helper()
 	if err == nil {
 		return
 	}
 	if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.ENOSYS) {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("perf_event_open not permitted in CI: %v", err)
-		}
-		tb.Skipf("perf_event_open not permitted: %v", err)
+		testutils.RequireCI(tb, "perf_event_open not permitted: %v", err)
 	}
 	tb.Fatal(err)
 }
@@ -56,10 +55,7 @@ func busyBinary(tb testing.TB) string {
 		}
 	})
 	if busyOnce.err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("build busy: %v", busyOnce.err)
-		}
-		tb.Skipf("build busy: %v", busyOnce.err)
+		testutils.RequireCI(tb, "build busy (apt-get install gcc): %v", busyOnce.err)
 	}
 	return busyOnce.path
 }

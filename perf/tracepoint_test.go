@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"nsprof/internal/testutils"
 )
 
 const cloneFormat = `name: sys_exit_clone
@@ -67,10 +69,7 @@ func TestTracepointCloneExit(t *testing.T) {
 		names = append(names, name)
 	}
 	if errors.Is(err, ErrNoTracefs) || errors.Is(err, os.ErrNotExist) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("tracefs needed in CI: %v", err)
-		}
-		t.Skip(err)
+		testutils.RequireCI(t, "tracefs: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

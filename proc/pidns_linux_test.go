@@ -7,29 +7,19 @@ import (
 	"os/exec"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"nsprof/internal/testutils"
 )
 
 // TestLivePIDNamespace starts sleep as PID 1 of a new PID and mount
 // namespace with util-linux unshare and reads it from the host and through
-// the namespace's own proc mount. With CI=true (or 1) any failure to create the
-// namespace fails the test; elsewhere a missing unshare or EPERM skips it.
+// the namespace's own proc mount. In CI (testutils.InCI) any failure to create
+// the namespace fails the test; elsewhere a missing unshare or EPERM skips it.
 func TestLivePIDNamespace(t *testing.T) {
-	ci, _ := strconv.ParseBool(os.Getenv("CI")) // as internal/testutils.InCI
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if ci {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		unavailable("util-linux unshare: %v", err)
-	}
+	unshare := testutils.LookPathOrSkip(t, "unshare")
 	args := []string{"--pid", "--fork", "--mount-proc", "--kill-child", "sleep", "5"}
 	if os.Geteuid() != 0 {
 		args = append([]string{"--user", "--map-root-user"}, args...)
@@ -51,7 +41,7 @@ func TestLivePIDNamespace(t *testing.T) {
 	inner := findChild(t, cmd.Process.Pid, "sleep", exited, func() {
 		msg := fmt.Sprintf("unshare %s: %v: %s", strings.Join(args, " "), waitErr, stderr.String())
 		if strings.Contains(stderr.String(), "Operation not permitted") {
-			unavailable("creating a PID namespace: %s", msg)
+			testutils.RequireCI(t, "creating a PID namespace: %s", msg)
 		}
 		t.Fatal(msg)
 	})

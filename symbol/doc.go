@@ -1,4 +1,5 @@
-// Package symbol turns addresses into function names.
+// Package symbol turns addresses into function names, and where an object
+// has DWARF, into source lines and inline frames ([Symbols.Frames]).
 //
 // It reads the symbol tables of ELF objects ([File]): .symtab, .dynsym,
 // MiniDebugInfo (.gnu_debugdata) and Go's .gopclntab, and finds separate

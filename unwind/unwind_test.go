@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"nsprof/internal/testutils"
 	"nsprof/symbol"
 )
 
@@ -47,6 +48,10 @@ func TestUnwindPLT(t *testing.T) {
 // glibc's __restore_rt describes the interrupted frame through the
 // ucontext at rsp: rsp at +160, rbp at +120, rip at +168. The unwind
 // continues at the interrupted instruction itself.
+//
+// __restore_rt is a local symbol: libc.so.6 keeps only its .dynsym, so
+// the name comes from libc's separate debug file (libc6-dbg), found by
+// symbol.Loader through the build-id.
 func TestUnwindSignalFrame(t *testing.T) {
 	tab := loadFile(t, libcPath)
 	f, err := symbol.Open(libcPath)
@@ -54,18 +59,19 @@ func TestUnwindSignalFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	syms, err := f.Symbols()
+	var l symbol.Loader
+	syms, err := l.Load(f, libcPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var restore uint64
-	for _, s := range syms.All() {
+	for _, s := range syms.Table().All() {
 		if s.Name == "__restore_rt" {
 			restore = s.Addr
 		}
 	}
 	if restore == 0 {
-		t.Skip("libc has no __restore_rt symbol")
+		testutils.RequireCI(t, "%s: no __restore_rt symbol in %s (apt-get install libc6-dbg)", libcPath, syms.Source())
 	}
 	r := tab.find(restore)
 	if r == nil || r.cfa != cfaDerefSP || !r.signal || r.ra != ruleSP {

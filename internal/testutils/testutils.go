@@ -4,7 +4,8 @@
 // kernel feature, root) must not pass silently in CI when that thing is
 // missing: there a missing prerequisite is a broken CI image, not a reason
 // to skip. [RequireCI] encodes that rule: it fails the test when the CI
-// environment variable says we are in CI, and skips it otherwise.
+// environment variable says we are in CI, and skips it otherwise. [InCI]
+// is the module's only reader of that variable (TestOneCIReader checks).
 //
 // The tests of nsprof/capture import this package, so it must not import
 // nsprof/capture (that would be an import cycle in those tests).

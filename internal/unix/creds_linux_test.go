@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"nsprof/internal/testutils"
 )
 
 // TestWithCreds checks that an open inside WithCreds is refused what the
@@ -16,10 +18,7 @@ import (
 // many goroutines interleaved with WithCreds calls all succeed.
 func TestWithCreds(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: needs root to take other credentials")
-		}
-		t.Skip("needs root to take other credentials")
+		testutils.RequireCI(t, "needs root to take other credentials (euid %d)", os.Geteuid())
 	}
 	// Not t.TempDir: its parent is 0700, which nobody cannot search.
 	dir, err := os.MkdirTemp("", "nsprof-creds-")
