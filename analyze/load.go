@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"nsprof/capture"
@@ -156,9 +157,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				b.sample(&s)
 			}
 		case capture.TypeAllocation:
-			// LoadMemory reads them; here they are only counted.
-			b.p.Allocations++
-			b.time(f.Head().Time)
+			var fr capture.Frame
+			if fr, readErr = f.Decode(); readErr == nil {
+				b.p.Allocations++
+				b.time(f.Head().Time)
+				b.allocation(fr.(*capture.Allocation))
+			}
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
 				b.time(c.Time)
@@ -168,6 +172,14 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 						m = chunkExtent
 					}
 					b.files.add(c.Path, c.Data, f.Off+capture.FileChunkDataOffset, c.IsLast, m)
+				}
+			}
+		case capture.TypeMetadata:
+			var fr capture.Frame
+			if fr, readErr = f.Decode(); readErr == nil {
+				b.time(f.Head().Time)
+				if m := fr.(*capture.Metadata); m.ID == capture.MetaMemprofSampleBytes {
+					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
 				}
 			}
 		default:
@@ -224,6 +236,12 @@ type builder struct {
 	// would copy it over and over.
 	chunks [][]Sample
 	chunk  []Sample
+	// nSamples counts the samples appended so far; allocs are the
+	// ALLOCATION frames, matched once all are read; sampleBytes is the
+	// allocation sampling interval of the recording.
+	nSamples    int32
+	allocs      []allocEvent
+	sampleBytes int64
 }
 
 const sampleChunk = 1 << 16
@@ -308,9 +326,36 @@ func wantFile(p string) bool {
 // addresses, so a stack seen before costs one map lookup and no
 // allocation.
 func (b *builder) sample(s *capture.Sample) {
+	id := b.stack(s.PID, s.Addrs, false)
+	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+}
+
+// allocation adds an allocation as a sample, its stack interned with the
+// samples' stacks, and keeps it (or a free: size 0 and no stack) for
+// matching frees to allocations at the end. A frame of size 0 with a
+// stack is an allocation of 0 bytes: malloc(0) returns a block that is
+// freed later.
+func (b *builder) allocation(a *capture.Allocation) {
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1}
+	if a.Size > 0 || len(a.Addrs) > 0 {
+		e.sample = b.nSamples
+		id := b.stack(a.PID, a.Addrs, true)
+		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: id, CPU: a.CPU})
+	}
+	b.allocs = append(b.allocs, e)
+}
+
+// stack interns the stack of pid's addrs: the key is the pid and the raw
+// addresses, so a stack seen before costs one map lookup and no
+// allocation. ret says every address is a return address, as in an
+// allocation's stack; such stacks have keys of their own.
+func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	k := b.key[:0]
-	k = binary.LittleEndian.AppendUint32(k, uint32(s.PID))
-	for _, a := range s.Addrs {
+	k = binary.LittleEndian.AppendUint32(k, uint32(pid))
+	if ret {
+		k = append(k, 'r')
+	}
+	for _, a := range addrs {
 		k = binary.LittleEndian.AppendUint64(k, a)
 	}
 	b.key = k
@@ -320,26 +365,34 @@ func (b *builder) sample(s *capture.Sample) {
 	} else {
 		v, ok := b.stacks[string(k)]
 		if !ok {
-			v = b.newStack(s.PID, s.Addrs)
+			v = b.newStack(pid, addrs, ret)
 			b.stacks[string(k)] = v
 		}
 		id = v
 		b.lastKey = append(b.lastKey[:0], k...)
 	}
 	b.lastStack = id
+	return id
+}
+
+// appendSample appends s to the samples read so far.
+func (b *builder) appendSample(s Sample) {
 	if len(b.chunk) == cap(b.chunk) {
 		if len(b.chunk) > 0 {
 			b.chunks = append(b.chunks, b.chunk)
 		}
 		b.chunk = make([]Sample, 0, sampleChunk)
 	}
-	b.chunk = append(b.chunk, Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+	b.chunk = append(b.chunk, s)
+	b.nSamples++
 }
 
 // newStack adds the frames of addrs (leaf first, with context markers) as
 // a new stack. Addresses before any marker are user addresses, as Sysprof
-// assumes for backtrace()-style stacks.
-func (b *builder) newStack(pid int32, addrs []uint64) StackID {
+// assumes for backtrace()-style stacks. ret says the first user address
+// is a return address too (an allocation's stack starts at the
+// allocator's caller).
+func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 	kernel, first := false, true
 	for _, a := range addrs {
 		if capture.IsContext(a) {
@@ -357,7 +410,7 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 		}
 		// The first user address is where the thread was; the others
 		// are return addresses.
-		caller := !kernel && !first
+		caller := !kernel && (!first || ret)
 		first = false
 		if caller && capture.ImpossibleReturn(a) {
 			continue
@@ -404,15 +457,26 @@ func (b *builder) finish() *Profile {
 	if p.End < p.Start {
 		p.End = p.Start
 	}
+	p.fillValues(b.allocs, b.sampleBytes)
+	b.allocs = nil
+	p.Totals = make([]int64, len(p.SampleTypes))
+	nt := len(p.SampleTypes)
 	for i := range p.Samples {
 		s := &p.Samples[i]
-		b.process(s.PID).Samples++
+		pr := b.process(s.PID)
 		t := p.threadIndex[s.TID]
 		if t == nil {
 			t = &Thread{TID: s.TID, PID: s.PID}
 			p.threadIndex[s.TID] = t
 		}
-		t.Samples++
+		row := p.values[i*nt : (i+1)*nt]
+		for j, v := range row {
+			p.Totals[j] += v
+		}
+		if row[0] > 0 {
+			pr.Samples++
+			t.Samples++
+		}
 	}
 	b.loadProcessFile()
 	b.loadSymbols()

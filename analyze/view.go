@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 )
 
@@ -34,6 +35,12 @@ type ViewOptions struct {
 	// recorded (the pprof export keeps inlined functions as lines of a
 	// location instead).
 	Inline bool
+	// Value is the sample type the view weighs stacks by, an index in
+	// [Profile.SampleTypes] ([Profile.ValueIndex] finds it by name): the
+	// view keeps the samples with a value of that type, and its
+	// [Profile.Top], [Profile.Tree], [Profile.Group] and
+	// [View.StackCounts] sum it. Default 0: stack samples, counted.
+	Value int
 }
 
 // View is the samples and stacks one report or export shows.
@@ -55,9 +62,18 @@ type View struct {
 // View selects and shapes the samples of p as o says. It fails only on a
 // bad Filter.Comm expression.
 func (p *Profile) View(o ViewOptions) (*View, error) {
+	if o.Value < 0 || o.Value >= max(1, len(p.SampleTypes)) {
+		return nil, fmt.Errorf("view: no sample type %d (the profile has %d)", o.Value, len(p.SampleTypes))
+	}
 	samples, err := p.Select(o.Filter)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.SampleTypes) > 1 || o.Value != 0 {
+		samples = p.withValue(samples, o.Value)
+		vp := *p // a shallow copy weighing by o.Value
+		vp.value = o.Value
+		p = &vp
 	}
 	v := &View{Profile: p, Samples: samples, Invert: o.Invert}
 	var inl *inlineFrames
@@ -172,8 +188,30 @@ func (v *View) CallTree(samples []Sample, o TreeOptions) *Node {
 	return v.Tree(samples, o)
 }
 
-// StackCounts returns how many of samples have each of the view's stacks,
-// indexed by StackID.
-func (v *View) StackCounts(samples []Sample) []int32 {
+// StackCounts returns the selected value ([ViewOptions.Value]) summed
+// over the samples of each of the view's stacks, indexed by StackID: the
+// number of samples, by default.
+func (v *View) StackCounts(samples []Sample) []int64 {
 	return v.stackCounts(samples)
+}
+
+// withValue returns the samples with a value of column t other than 0;
+// samples itself when all have one.
+func (p *Profile) withValue(samples []Sample, t int) []Sample {
+	keep := 0
+	for i := range samples {
+		if p.Value(&samples[i], t) != 0 {
+			keep++
+		}
+	}
+	if keep == len(samples) {
+		return samples
+	}
+	out := make([]Sample, 0, keep)
+	for i := range samples {
+		if p.Value(&samples[i], t) != 0 {
+			out = append(out, samples[i])
+		}
+	}
+	return out
 }

@@ -27,6 +27,11 @@ type exportOptions struct {
 	// by MemValue, instead of the stack samples.
 	Memory   bool
 	MemValue export.MemValue
+	// Value names the sample type the export weighs by
+	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
+	// --memory with a selection or grouping the heap profile does not
+	// take sets it to MemValue's name.
+	Value string
 	// Partial accepts a damaged capture, as report's Partial does.
 	Partial bool
 }
@@ -97,9 +102,12 @@ accepts it with a warning and status 0.`,
 			if cmd.Flags().Changed("memory-value") && !opts.Memory {
 				return usagef(cmd, "--memory-value needs --memory")
 			}
-			if opts.Memory {
-				if msg := memorySelectionError(opts.View, opts.Export.By); msg != "" {
-					return usagef(cmd, "%s", msg)
+			opts.Value = sel.value
+			if opts.Memory && (opts.Value != "" || memorySelectionError(opts.View, opts.Export.By) != "") {
+				// The allocations as samples: every filter and grouping.
+				opts.Memory = false
+				if opts.Value == "" {
+					opts.Value = opts.MemValue.String()
 				}
 			}
 			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
@@ -135,7 +143,7 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	if p == nil {
 		return loadErr
 	}
-	done := fmt.Sprintf("exported the %d samples before the damage", len(p.Samples))
+	done := fmt.Sprintf("exported the %d samples before the damage", p.Totals[0])
 	if loadErr != nil && opts.Partial {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
@@ -158,8 +166,13 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 				fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(merr.Error()), done)
 			}
 		}
-	} else if v, err = p.View(opts.View); err != nil {
-		return err
+	} else {
+		if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
+			return fmt.Errorf("--value: %s: %w", opts.Input, err)
+		}
+		if v, err = p.View(opts.View); err != nil {
+			return err
+		}
 	}
 	out := stdout
 	if opts.Output == "" || opts.Output == "-" {

@@ -27,8 +27,13 @@ type reportOptions struct {
 	// Tree and BottomUp choose the call-tree views instead of the
 	// function table; JSON the JSON document instead of text.
 	Tree, BottomUp, JSON bool
-	// Memory prints the heap profile of the ALLOCATION frames instead.
+	// Memory prints the heap profile of the ALLOCATION frames instead;
+	// with any other view, grouping or selection flag than --pid it is
+	// a shorthand for Value "alloc_space".
 	Memory bool
+	// Value names the sample type the sample views weigh by
+	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
+	Value string
 	// Timeline is a view of the capture's timeline instead of samples:
 	// "marks", "counters", "processes", "logs" or "summary"; "" for none.
 	Timeline string
@@ -109,6 +114,7 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
+			opts.Value = sel.value
 			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
 				return err
 			}
@@ -119,12 +125,13 @@ notice; --partial accepts it with a warning and status 0.`,
 			default:
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
-			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone) {
-				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
-			}
-			if opts.Memory {
-				if msg := memorySelectionError(opts.Report.Select, analyze.GroupNone); msg != "" {
-					return usagef(cmd, "%s", msg)
+			opts.Value = sel.value
+			if opts.Memory && (opts.Value != "" || opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone ||
+				memorySelectionError(opts.Report.Select, analyze.GroupNone) != "") {
+				// The sample views of the allocations.
+				opts.Memory = false
+				if opts.Value == "" {
+					opts.Value = analyze.AllocSpaceType.Type
 				}
 			}
 			if opts.Tree && opts.BottomUp {
@@ -208,11 +215,16 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if p == nil {
 		return loadErr
 	}
-	done := fmt.Sprintf("reported the %d samples before the damage", len(p.Samples))
+	var err error
+	done := fmt.Sprintf("reported the %d samples before the damage", p.Totals[0])
 	if loadErr != nil && opts.Partial {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
+	if opts.Report.Select.Value, err = p.ValueIndex(opts.Value); err != nil {
+		return fmt.Errorf("--value: %s: %w", opts.Input, err)
+	}
+	ro.Select.Value = opts.Report.Select.Value
 	v, err := p.View(opts.Report.Select)
 	if err != nil {
 		return err
