@@ -17,9 +17,9 @@ type (
 		// SampleType is the value the functions and trees weigh, when
 		// not the number of samples.
 		SampleType *analyze.ValueType `json:"sample_type,omitempty"`
-		View     string      `json:"view"`
-		GroupBy  string      `json:"group_by"`
-		Groups   []jsonGroup `json:"groups"`
+		View       string             `json:"view"`
+		GroupBy    string             `json:"group_by"`
+		Groups     []jsonGroup        `json:"groups"`
 	}
 	jsonCapture struct {
 		File        string         `json:"file"`
