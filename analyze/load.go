@@ -178,8 +178,15 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			var fr capture.Frame
 			if fr, readErr = f.Decode(); readErr == nil {
 				b.time(f.Head().Time)
-				if m := fr.(*capture.Metadata); m.ID == capture.MetaMemprofSampleBytes {
+				switch m := fr.(*capture.Metadata); m.ID {
+				case capture.MetaMemprofSampleBytes:
 					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
+				case capture.MetaMemprofLost:
+					b.p.memLost.has = true
+					b.p.memLost.lost = parseCount(m.Value, b.p.memLost.lost)
+				case capture.MetaMemprofSignalDropped:
+					b.p.memLost.has = true
+					b.p.memLost.signal = parseCount(m.Value, b.p.memLost.signal)
 				}
 			}
 		default:
@@ -336,10 +343,11 @@ func (b *builder) sample(s *capture.Sample) {
 // stack is an allocation of 0 bytes: malloc(0) returns a block that is
 // freed later.
 func (b *builder) allocation(a *capture.Allocation) {
-	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1}
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1, stack: -1}
 	if a.Size > 0 || len(a.Addrs) > 0 {
 		e.sample = b.nSamples
 		id := b.stack(a.PID, a.Addrs, true)
+		e.stack = id
 		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: id, CPU: a.CPU})
 	}
 	b.allocs = append(b.allocs, e)
@@ -458,6 +466,7 @@ func (b *builder) finish() *Profile {
 		p.End = p.Start
 	}
 	p.fillValues(b.allocs, b.sampleBytes)
+	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))
 	nt := len(p.SampleTypes)

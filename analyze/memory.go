@@ -516,3 +516,47 @@ func (m *Memory) stacksBy(v func(*MemStack) int64) []*MemStack {
 	slices.SortStableFunc(out, func(a, b *MemStack) int { return cmpDesc(v(a), v(b)) })
 	return out
 }
+
+// Memory returns the heap profile of p's allocations, as [ReadMemory]
+// builds it from the capture, without reading the capture again: the
+// allocations are samples of p and their frames are named already.
+// Only opts.PIDs and opts.Inline apply.
+func (p *Profile) Memory(opts MemoryOptions) *Memory {
+	m := &Memory{Start: p.Start, SampleBytes: p.sampleBytes, HasLost: p.memLost.has, Lost: p.memLost.lost, SignalDropped: p.memLost.signal}
+	index := make(map[StackID]int32) // stack -> m.Stacks
+	events := make([]memEvent, 0, len(p.allocs))
+	for _, e := range p.allocs {
+		if len(opts.PIDs) > 0 && !slices.Contains(opts.PIDs, e.pid) {
+			continue
+		}
+		me := memEvent{time: e.time, addr: e.addr, size: e.size, pid: e.pid, tid: e.tid, stack: -1}
+		if e.stack >= 0 {
+			id, ok := index[e.stack]
+			if !ok {
+				id = int32(len(m.Stacks))
+				index[e.stack] = id
+				m.Stacks = append(m.Stacks, p.memStack(e.pid, e.stack, opts.Inline))
+			}
+			me.stack = id
+		}
+		events = append(events, me)
+	}
+	b := &memBuilder{m: m, p: p, events: events}
+	b.finish()
+	return m
+}
+
+// memStack returns the MemStack of the allocation stack id of process
+// pid, with no values yet.
+func (p *Profile) memStack(pid int32, id StackID, inline bool) MemStack {
+	st := p.Stack(id)
+	s := MemStack{PID: pid, Addrs: make([]uint64, len(st)), Locs: make([]Location, len(st))}
+	for i, fr := range st {
+		s.Addrs[i], s.Locs[i] = p.Frames[fr].Addr, p.Frames[fr].Loc
+	}
+	s.Frames = s.Locs
+	if inline {
+		s.Frames = withInline(s.Locs)
+	}
+	return s
+}

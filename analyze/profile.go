@@ -76,6 +76,15 @@ type Profile struct {
 	value int
 	// unitSamples says every sample counts 1 in column 0.
 	unitSamples bool
+	// allocs are the ALLOCATION frames in file order, sampleBytes the
+	// recording's allocation sampling interval and memLost what it could
+	// not record: what [Profile.Memory] replays.
+	allocs      []allocEvent
+	sampleBytes int64
+	memLost     struct {
+		has          bool
+		lost, signal int64
+	}
 }
 
 // Process is one process of the capture.

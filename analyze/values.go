@@ -87,7 +87,8 @@ type allocEvent struct {
 	addr     uint64
 	size     int64
 	pid, tid int32
-	sample   int32 // index in Profile.Samples; -1 for a free
+	sample   int32   // index in Profile.Samples; -1 for a free
+	stack    StackID // -1 for a free
 }
 
 // fillValues builds the value table of p once its samples are complete:
@@ -121,16 +122,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
 	if len(allocs) == 0 {
 		return
 	}
-	// Rings are drained in turns, so frames are ordered per thread only.
-	slices.SortStableFunc(allocs, func(x, y allocEvent) int {
-		switch {
-		case x.time < y.time:
-			return -1
-		case x.time > y.time:
-			return 1
-		}
-		return 0
-	})
+	allocs = byTime(allocs)
 	objectsOf := make(map[int64]int64)
 	objects := func(size int64) int64 {
 		if sampleBytes <= 0 {
@@ -164,4 +156,21 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
 // samples of a profile without allocations.
 func (p *Profile) counted() bool {
 	return p.value == 0 && (p.unitSamples || p.values == nil)
+}
+
+// byTime returns a copy of the allocation events sorted by time, file
+// order kept for equal times: rings are drained in turns, so frames are
+// ordered per thread only.
+func byTime(allocs []allocEvent) []allocEvent {
+	out := slices.Clone(allocs)
+	slices.SortStableFunc(out, func(x, y allocEvent) int {
+		switch {
+		case x.time < y.time:
+			return -1
+		case x.time > y.time:
+			return 1
+		}
+		return 0
+	})
+	return out
 }

@@ -144,6 +144,9 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		return loadErr
 	}
 	done := fmt.Sprintf("exported the %d samples before the damage", p.Totals[0])
+	if opts.Memory || (opts.Value != "" && opts.Value != analyze.SamplesType.Type) {
+		done = "exported the allocations before the damage"
+	}
 	if loadErr != nil && opts.Partial {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
@@ -155,17 +158,7 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		mem *analyze.Memory
 	)
 	if opts.Memory {
-		var merr error
-		mem, merr = analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
-		if mem == nil {
-			return merr
-		}
-		if merr != nil && loadErr == nil {
-			loadErr, done = merr, "exported the allocations before the damage"
-			if opts.Partial {
-				fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(merr.Error()), done)
-			}
-		}
+		mem = p.Memory(analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
 	} else {
 		if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
 			return fmt.Errorf("--value: %s: %w", opts.Input, err)

@@ -232,11 +232,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	data := nsreport.Data{View: v}
 	ro.Damage = loadErr
 	if opts.Memory {
-		m, merr := analyze.LoadMemory(opts.Input, v.Profile, analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
-		if m == nil {
-			return merr
-		}
-		data.Memory, ro.Damage = m, merr
+		data.Memory = p.Memory(analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
 	}
 	bw := bufio.NewWriterSize(stdout, 64*1024)
 	err = nsreport.Generate(bw, data, ro)

@@ -1,0 +1,139 @@
+package analyze
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"nsprof/internal/testcaptures"
+)
+
+// valueCaptures are the captures the value tests load.
+var valueCaptures = []struct {
+	name string
+	data func(testing.TB) []byte
+}{
+	{"cpu", testcaptures.CPU}, {"memory", testcaptures.Memory}, {"memprof", testcaptures.Memprof},
+	{"sysprof", testcaptures.Sysprof}, {"timeline", testcaptures.Timeline},
+}
+
+// TestSampleValues: one Load gives the allocations as samples whose
+// columns add up to the heap profile ReadMemory builds from a second
+// read, and the stack samples keep a count of 1 each.
+func TestSampleValues(t *testing.T) {
+	for _, c := range valueCaptures {
+		t.Run(c.name, func(t *testing.T) {
+			data := c.data(t)
+			p, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ReadMemory(bytes.NewReader(data), p, MemoryOptions{NoHostFiles: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.SampleTypes[0] != SamplesType {
+				t.Fatalf("sample types %v: want samples first", p.SampleTypes)
+			}
+			cpu := int64(0)
+			for i := range p.Samples {
+				if p.Value(&p.Samples[i], 0) == 1 {
+					cpu++
+				}
+			}
+			if p.Totals[0] != cpu || int(cpu)+int(m.Allocs) != len(p.Samples) {
+				t.Errorf("%d samples, %d counted, total %d; %d allocations", len(p.Samples), cpu, p.Totals[0], m.Allocs)
+			}
+			if m.Allocs+m.Frees == 0 {
+				if len(p.SampleTypes) != 1 {
+					t.Errorf("no allocations, sample types %v", p.SampleTypes)
+				}
+				return
+			}
+			want := []ValueType{SamplesType, AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType}
+			if !reflect.DeepEqual(p.SampleTypes, want) {
+				t.Fatalf("sample types %v, want %v", p.SampleTypes, want)
+			}
+			got := p.Totals[1:]
+			exp := []int64{int64(m.Objects), m.Bytes, int64(m.LeakObjects), m.LeakBytes}
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("allocation totals %v, ReadMemory's %v", got, exp)
+			}
+		})
+	}
+}
+
+// TestProfileMemory: the heap profile built from the loaded profile is
+// the one ReadMemory builds by reading the capture again, with and
+// without a pid selection and inline frames.
+func TestProfileMemory(t *testing.T) {
+	for _, c := range valueCaptures {
+		data := c.data(t)
+		p, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []MemoryOptions{{}, {Inline: true}, {PIDs: []int32{20}}, {PIDs: []int32{12672}}} {
+			o.NoHostFiles = true
+			want, err := ReadMemory(bytes.NewReader(data), p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Memory(o); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %+v: Profile.Memory\n%+v\nReadMemory\n%+v", c.name, o, got, want)
+			}
+		}
+	}
+}
+
+// TestViewValue: a view weighing by alloc_space keeps the allocations
+// only and sums their bytes in the function table, the tree and the
+// groups; the default view of the same profile keeps the stack samples.
+func TestViewValue(t *testing.T) {
+	p, err := Load(bytes.NewReader(testcaptures.Memprof(t)), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vi, err := p.ValueIndex("alloc_space")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(ViewOptions{Value: vi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := p.Totals[vi]
+	if got := v.Weight(v.Samples); got != total || total == 0 {
+		t.Errorf("view weight %d, want %d", got, total)
+	}
+	if root := v.Tree(v.Samples, TreeOptions{}); int64(root.Total) != total {
+		t.Errorf("tree total %d, want %d", root.Total, total)
+	}
+	var self int64
+	for _, f := range v.Top(v.Samples) {
+		self += int64(f.Self)
+	}
+	if self != total {
+		t.Errorf("function table's self values add up to %d, want %d", self, total)
+	}
+	var groups int64
+	for _, g := range v.Group(v.Samples, GroupThread) {
+		groups += g.Weight
+	}
+	if groups != total {
+		t.Errorf("thread groups weigh %d, want %d", groups, total)
+	}
+	d, err := p.View(ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(d.Samples)) != p.Totals[0] {
+		t.Errorf("default view: %d samples, want the %d stack samples", len(d.Samples), p.Totals[0])
+	}
+	if _, err := p.ValueIndex("off_cpu"); err == nil {
+		t.Error("ValueIndex(off_cpu): no error")
+	}
+	if _, err := p.View(ViewOptions{Value: len(p.SampleTypes)}); err == nil {
+		t.Error("View with a value out of range: no error")
+	}
+}
