@@ -33,6 +33,11 @@ type LoadOptions struct {
 	// what nothing else did from this machine's files (only the very
 	// files that were mapped). Default false.
 	NoHostFiles bool
+	// Timeline builds [Profile.Timeline] in the same pass over the
+	// capture: the marks, counters, logs, processes and frame counts
+	// [LoadTimeline] reads. Frames of unknown types are then counted
+	// there instead of stopping the load. Default false.
+	Timeline bool
 }
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
@@ -75,7 +80,7 @@ func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 // together with the error (a [*capture.FormatError] naming the offset);
 // callers should report the error and may use the profile.
 func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
-	cr, err := capture.NewReader(r)
+	cr, err := capture.NewReaderWithOptions(r, capture.ReaderOptions{AllowUnknown: opts.Timeline})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +97,7 @@ func LoadBytes(data []byte, opts LoadOptions) (*Profile, error) {
 // loadBytes is LoadBytes. With src set, data is src mapped and unmapped
 // after loading, so the profile keeps no view of it.
 func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error) {
-	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
+	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{AllowUnknown: opts.Timeline})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		readErr error
 		s       capture.Sample
 		c       capture.FileChunk
+		tl      *timelineBuilder
+		off     = cr.Offset()
 	)
+	if opts.Timeline {
+		tl = newTimelineBuilder(cr.Header())
+	}
 	for readErr == nil {
 		f, err := cr.NextRaw()
 		if err == io.EOF {
@@ -155,6 +165,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				b.addrSlots += int64(len(s.Addrs))
 				b.time(s.Time)
 				b.sample(&s)
+				if tl != nil {
+					off = tl.raw(&s, f.Type, cr.Offset(), off)
+				}
 			}
 		case capture.TypeAllocation:
 			var fr capture.Frame
@@ -162,9 +175,15 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				b.p.Allocations++
 				b.time(f.Head().Time)
 				b.allocation(fr.(*capture.Allocation))
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
 			}
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
+				if tl != nil {
+					off = tl.raw(&c, f.Type, cr.Offset(), off)
+				}
 				b.time(c.Time)
 				if wantFile(c.Path) {
 					m := mode
@@ -178,6 +197,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			var fr capture.Frame
 			if fr, readErr = f.Decode(); readErr == nil {
 				b.time(f.Head().Time)
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
 				switch m := fr.(*capture.Metadata); m.ID {
 				case capture.MetaMemprofSampleBytes:
 					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
@@ -193,10 +215,17 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			var fr capture.Frame
 			if fr, readErr = f.Decode(); readErr == nil {
 				b.add(fr)
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
 			}
 		}
 	}
 	p := b.finish()
+	if tl != nil {
+		tl.finish()
+		p.Timeline = tl.t
+	}
 	if opts.NoSymbolize {
 		p.Symbolize(nil)
 	} else {
@@ -598,4 +627,15 @@ func (b *builder) loadSymbols() {
 			return files.lookup(kallsymsPath)
 		})
 	}
+}
+
+// raw adds frame fr of stored type typ to the timeline, which ends at
+// offset end in the file where the frame before ended at off, and
+// returns end.
+func (b *timelineBuilder) raw(fr capture.Frame, typ capture.FrameType, end, off int64) int64 {
+	if u, ok := fr.(*capture.Unknown); ok {
+		typ = u.RawType
+	}
+	b.frame(fr, typ, end-off)
+	return end
 }

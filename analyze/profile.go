@@ -48,6 +48,9 @@ type Profile struct {
 	// Allocations counts the ALLOCATION frames (allocations and frees);
 	// the allocations are samples with the allocation sample types.
 	Allocations int
+	// Timeline is the capture's timeline when [LoadOptions.Timeline]
+	// asked for it in the same pass, else nil.
+	Timeline *Timeline
 	// Bundle holds the capture's __symbols__ records, or nil.
 	Bundle *capture.SymbolTable
 	// Lines holds the source lines and inline frames nsprof record wrote

@@ -137,3 +137,45 @@ func TestViewValue(t *testing.T) {
 		t.Error("View with a value out of range: no error")
 	}
 }
+
+// TestLoadTimeline: the timeline Load builds in its one pass is the one
+// LoadTimeline reads, on every test capture and on one cut short.
+func TestLoadTimeline(t *testing.T) {
+	type capt struct {
+		name string
+		data []byte
+	}
+	var cs []capt
+	for _, c := range valueCaptures {
+		cs = append(cs, capt{c.name, c.data(t)})
+	}
+	mp := testcaptures.Memprof(t)
+	cs = append(cs, capt{"memprof-cut", mp[:len(mp)*2/3]})
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			want, werr := LoadTimeline(bytes.NewReader(c.data))
+			if (werr != nil) != (c.name == "memprof-cut") {
+				t.Fatalf("LoadTimeline: %v", werr)
+			}
+			for _, load := range []func() (*Profile, error){
+				func() (*Profile, error) {
+					return Load(bytes.NewReader(c.data), LoadOptions{NoHostFiles: true, Timeline: true})
+				},
+				func() (*Profile, error) {
+					return LoadBytes(c.data, LoadOptions{NoHostFiles: true, Timeline: true})
+				},
+			} {
+				p, err := load()
+				if (err == nil) != (werr == nil) {
+					t.Fatalf("Load: %v; LoadTimeline: %v", err, werr)
+				}
+				if p.Timeline == nil {
+					t.Fatal("no timeline")
+				}
+				if !reflect.DeepEqual(p.Timeline, want) {
+					t.Errorf("Load's timeline\n%+v\nLoadTimeline's\n%+v", p.Timeline, want)
+				}
+			}
+		})
+	}
+}
