@@ -498,7 +498,6 @@ func (b *builder) finish() *Profile {
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))
-	nt := len(p.SampleTypes)
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		pr := b.process(s.PID)
@@ -507,11 +506,10 @@ func (b *builder) finish() *Profile {
 			t = &Thread{TID: s.TID, PID: s.PID}
 			p.threadIndex[s.TID] = t
 		}
-		row := p.values[i*nt : (i+1)*nt]
-		for j, v := range row {
-			p.Totals[j] += v
+		for j := range p.Totals {
+			p.Totals[j] += p.Value(s, j)
 		}
-		if row[0] > 0 {
+		if p.Value(s, 0) > 0 {
 			pr.Samples++
 			t.Samples++
 		}

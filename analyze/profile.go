@@ -73,7 +73,8 @@ type Profile struct {
 	threadIndex map[int32]*Thread
 	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
 	stackFrames []FrameID
-	// values holds len(SampleTypes) values per sample, by Sample.Row.
+	// values holds len(SampleTypes) values per sample, by Sample.Row;
+	// nil when every sample is a stack sample (each value 1).
 	values []int64
 	// value is the column the views weigh by; see [Profile.Selected].
 	value int

@@ -41,6 +41,9 @@ var allocTypes = []ValueType{AllocObjectsType, AllocSpaceType, InuseObjectsType,
 // Value returns the value of column t (an index in p.SampleTypes) of
 // sample s.
 func (p *Profile) Value(s *Sample, t int) int64 {
+	if p.values == nil {
+		return 1 // stack samples only: one each
+	}
 	return p.values[int(s.Row)*len(p.SampleTypes)+t]
 }
 
@@ -101,26 +104,27 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
 	if len(allocs) > 0 {
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
 	}
+	p.unitSamples = len(allocs) == 0
+	if p.unitSamples {
+		// Every value is 1: no table (see Value).
+		for i := range p.Samples {
+			p.Samples[i].Row = int32(i)
+		}
+		return
+	}
 	n := len(p.SampleTypes)
 	p.values = make([]int64, len(p.Samples)*n)
-	isAlloc := make([]bool, 0)
-	if len(allocs) > 0 {
-		isAlloc = make([]bool, len(p.Samples))
-	}
+	isAlloc := make([]bool, len(p.Samples))
 	for _, e := range allocs {
 		if e.sample >= 0 {
 			isAlloc[e.sample] = true
 		}
 	}
-	p.unitSamples = len(allocs) == 0
 	for i := range p.Samples {
 		p.Samples[i].Row = int32(i)
-		if len(isAlloc) == 0 || !isAlloc[i] {
+		if !isAlloc[i] {
 			p.values[i*n] = 1
 		}
-	}
-	if len(allocs) == 0 {
-		return
 	}
 	allocs = byTime(allocs)
 	objectsOf := make(map[int64]int64)
