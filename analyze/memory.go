@@ -2,10 +2,8 @@ package analyze
 
 import (
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
@@ -13,7 +11,7 @@ import (
 	"nsprof/symbol"
 )
 
-// MemoryOptions configures [LoadMemory]. The zero value is the default.
+// MemoryOptions configures [Profile.Memory] and [ReadMemory]. The zero value is the default.
 type MemoryOptions struct {
 	// PIDs keeps only the allocations of these processes; default all.
 	PIDs []int32
@@ -105,24 +103,11 @@ type pidAddr struct {
 	addr uint64
 }
 
-// LoadMemory reads the ALLOCATION frames of the capture at name and builds
-// its heap profile, naming frames with p's symbolizers (p is the capture
-// loaded with [LoadFile]). A capture damaged after its header gives the
-// profile of the frames before the damage together with the error.
-func LoadMemory(name string, p *Profile, opts MemoryOptions) (*Memory, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m, err := ReadMemory(f, p, opts)
-	if err != nil {
-		err = fmt.Errorf("%s: %w", name, err)
-	}
-	return m, err
-}
-
-// ReadMemory is [LoadMemory] over a reader.
+// ReadMemory reads the ALLOCATION frames of a capture and builds its heap
+// profile, naming frames with p's symbolizers (p is the capture loaded
+// with [Load]). [Profile.Memory] gives the same without reading the
+// capture again. A capture damaged after its header gives the profile of
+// the frames before the damage together with the error.
 func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 	cr, err := capture.NewReader(r)
 	if err != nil {

@@ -35,8 +35,11 @@ type pprofBuilder struct {
 	kernel   *profile.Mapping
 }
 
-// Pprof builds the pprof profile of v: one sample value "samples"/"count"
-// per distinct (stack, thread), locations leaf first with their mapping
+// Pprof builds the pprof profile of v: one sample per distinct (stack,
+// thread) with the values of the view's kind of measurement ("samples"/
+// "count" for stack samples; alloc_objects, alloc_space, inuse_objects and
+// inuse_space when the view weighs an allocation type, which is then the
+// default sample type), locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms].

@@ -71,8 +71,14 @@ sample types of a Go heap profile (alloc_objects, alloc_space,
 inuse_objects, inuse_space; "in use" is what the recording left live at
 its end), alloc_space by default; the other formats weigh stacks by
 --memory-value (alloc_space by default). For pprof, --memory-value picks
-the default sample type. With --memory, only --pid selects and --by takes
-only process.
+the default sample type. --memory with any other filter, --by thread,
+container or comm, --hide-kernel or --focus exports the allocations as
+samples instead, as --value does.
+
+--value TYPE weighs stacks by a sample type of the capture: samples (the
+default), or of a --memprof capture alloc_space, alloc_objects, inuse_space
+or inuse_objects, with every filter and grouping; pprof then carries the
+four allocation types with TYPE as the default.
 
 A damaged capture is exported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1; --partial
@@ -82,7 +88,8 @@ accepts it with a warning and status 0.`,
   nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
   nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg
   nsprof export mem.syscap --memory --format pprof -o heap.pb.gz && go tool pprof -sample_index=inuse_space -top heap.pb.gz
-  nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg`,
+  nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg
+  nsprof export mem.syscap --value inuse_space --by thread --format speedscope -o leaks.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Input = args[0]

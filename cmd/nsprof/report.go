@@ -73,6 +73,12 @@ line), --container ("host", a podman name or id prefix, a Flatpak app id),
 keeps the samples through function NAME with their stacks starting there
 (--focus-dso the same for a DSO); --by comm merges processes of the same name.
 
+--value TYPE weighs every view by a sample type of the capture: samples (the
+default), or of a --memprof capture alloc_space, alloc_objects, inuse_space or
+inuse_objects (bytes and blocks allocated, and those never freed). --memory
+prints the heap profile; with --json, --tree, --bottom-up, --by or a filter
+other than --pid it is a shorthand for --value alloc_space.
+
 Instead of samples, --marks prints per group:name mark counts and durations
 (min, max, mean, median, p95) and what the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
 with a sparkline, --processes process lifetimes, pids inside and outside
@@ -85,9 +91,10 @@ threads, collector frames and losses, frames by type). --since/--until and
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
-   "warnings", "damage"}, "selected", "view" ("top", "tree" or "bottom-up"),
+   "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
+   --value other than samples), "view" ("top", "tree" or "bottom-up"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
-   "container", "samples", "functions": [{"function", "dso", "kernel", "self",
+   "container", "samples", "value" (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
