@@ -4,32 +4,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"nsprof/capture"
 )
 
-// embeddedFiles gathers the FILE_CHUNK data of the few files Load reads.
-// It keeps the chunks as they come, as views of the capture when the
-// reader's frames stay valid, as copies, or, for a file likely never read,
-// as the place of the data in the capture file; it joins them only when a
-// file is asked for. The embedded kallsyms, the largest of them, is
+// embeddedFiles gathers the FILE_CHUNK data of the few files Load reads
+// in a [capture.Files], the one reassembly of embedded files: as views of
+// the capture when the reader's frames stay valid, as copies, or, for a
+// file likely never read, as the place of the data in the capture file,
+// read back from src. The embedded kallsyms, the largest of them, is
 // usually never needed: the bundle names kernel frames too.
 type embeddedFiles struct {
-	files map[string]*embeddedFile
+	fs capture.Files
 	// src is the capture file that extents refer to.
 	src *sourceFile
 }
-
-type embeddedFile struct {
-	chunks   [][]byte
-	extents  []extent
-	complete bool
-}
-
-// extent is data left in the capture file: length n at offset off.
-type extent struct{ off, n int64 }
 
 // sourceFile names the capture file and what it was when loaded, so that
 // data read from it later is read from the same file.
@@ -48,67 +38,26 @@ const (
 )
 
 // add adds one chunk of the file at path, whose data is at file offset
-// off. As [capture.Files] does, it ignores chunks after the one with last
-// set.
+// off, as [capture.Files] does.
 func (e *embeddedFiles) add(path string, data []byte, off int64, last bool, mode chunkMode) {
-	if e.files == nil {
-		e.files = make(map[string]*embeddedFile)
+	if e.fs.Source == nil && e.src != nil {
+		e.fs.Source = e.src
 	}
-	f := e.files[path]
-	if f == nil {
-		f = &embeddedFile{}
-		e.files[path] = f
-	}
-	if f.complete {
-		return
-	}
-	f.complete = last
-	if len(data) == 0 {
-		return
-	}
+	c := &capture.FileChunk{Path: path, Data: data, IsLast: last}
 	switch mode {
 	case chunkView:
-		f.chunks = append(f.chunks, data)
+		e.fs.AddView(c)
 	case chunkCopy:
-		f.chunks = append(f.chunks, slices.Clone(data))
+		e.fs.Add(c)
 	case chunkExtent:
-		f.extents = append(f.extents, extent{off: off, n: int64(len(data))})
+		e.fs.AddExtent(c, off)
 	}
 }
 
 // has reports whether the capture embeds the file at path, stored as is
 // or compressed at path+".gz".
 func (e *embeddedFiles) has(path string) bool {
-	return e.files[path] != nil || e.files[path+".gz"] != nil
-}
-
-// raw returns the stored bytes of the file at exactly path, and whether
-// there is one. An error says data left in the capture file could not be
-// read back.
-func (e *embeddedFiles) raw(path string) ([]byte, bool, error) {
-	f := e.files[path]
-	if f == nil {
-		return nil, false, nil
-	}
-	if len(f.extents) > 0 {
-		b, err := e.src.read(f.extents)
-		return b, true, err
-	}
-	switch len(f.chunks) {
-	case 0:
-		return nil, true, nil
-	case 1:
-		return f.chunks[0], true, nil
-	}
-	n := 0
-	for _, c := range f.chunks {
-		n += len(c)
-	}
-	b := make([]byte, 0, n)
-	for _, c := range f.chunks {
-		b = append(b, c...)
-	}
-	return b, true, nil
+	return e.fs.Has(path) || e.fs.Has(path+".gz")
 }
 
 // capture returns a [capture.Files] holding the files at paths and at
@@ -117,41 +66,27 @@ func (e *embeddedFiles) capture(paths ...string) (*capture.Files, error) {
 	fs := &capture.Files{}
 	for _, p := range paths {
 		for _, name := range []string{p, p + ".gz"} {
-			b, ok, err := e.raw(name)
+			b, ok, err := e.fs.Read(name)
 			if err != nil {
-				return nil, fmt.Errorf("embedded file %s: %w", name, err)
+				return nil, err
 			}
 			if ok {
-				fs.Add(&capture.FileChunk{Path: name, Data: b, IsLast: true})
+				fs.AddView(&capture.FileChunk{Path: name, Data: b, IsLast: true})
 			}
 		}
 	}
 	return fs, nil
 }
 
-// lookup returns the contents of the file at path, or, as
-// [capture.Files.Lookup] does, of path+".gz" decompressed within the
-// bounds of [capture.Inflate].
+// lookup returns the contents of the file at path, or of path+".gz"
+// decompressed within the bounds of [capture.Inflate]: [capture.Files.Lookup].
 func (e *embeddedFiles) lookup(path string) ([]byte, error) {
-	if b, ok, err := e.raw(path); ok || err != nil {
-		if err != nil {
-			err = fmt.Errorf("embedded file %s: %w", path, err)
-		}
-		return b, err
-	}
-	z, ok, err := e.raw(path + ".gz")
-	if err != nil {
-		return nil, fmt.Errorf("embedded file %s.gz: %w", path, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("embedded file %s: not found", path)
-	}
-	return capture.Inflate(path+".gz", z)
+	return e.fs.Lookup(path)
 }
 
-// read reads the extents from the capture file, checking that it is the
-// file that was loaded, unchanged.
-func (s *sourceFile) read(exts []extent) ([]byte, error) {
+// ReadExtents reads the extents from the capture file, checking that it
+// is the file that was loaded, unchanged.
+func (s *sourceFile) ReadExtents(exts []capture.Extent) ([]byte, error) {
 	if s == nil {
 		return nil, fmt.Errorf("no capture file to read from")
 	}
@@ -169,21 +104,21 @@ func (s *sourceFile) read(exts []extent) ([]byte, error) {
 	}
 	n := int64(0)
 	for _, x := range exts {
-		if x.off < 0 || x.n < 0 || x.off+x.n > st.Size() {
-			return nil, fmt.Errorf("%s: %d bytes at offset %d lie past its end", s.path, x.n, x.off)
+		if x.Off < 0 || x.N < 0 || x.Off+x.N > st.Size() {
+			return nil, fmt.Errorf("%s: %d bytes at offset %d lie past its end", s.path, x.N, x.Off)
 		}
-		n += x.n
+		n += x.N
 	}
 	b := make([]byte, n)
 	p := b
 	for _, x := range exts {
-		if _, err := f.ReadAt(p[:x.n], x.off); err != nil {
+		if _, err := f.ReadAt(p[:x.N], x.Off); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("%s at offset %d: %w", s.path, x.off, err)
+			return nil, fmt.Errorf("%s at offset %d: %w", s.path, x.Off, err)
 		}
-		p = p[x.n:]
+		p = p[x.N:]
 	}
 	return b, nil
 }

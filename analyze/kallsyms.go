@@ -1,52 +1,41 @@
 package analyze
 
 import (
-	"bytes"
 	"errors"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"nsprof/symbol"
 )
 
 // ErrRestrictedKallsyms says a kallsyms file lists only zero addresses, as
-// /proc/kallsyms reads with kptr_restrict in effect.
+// /proc/kallsyms reads with kptr_restrict in effect: what
+// [symbol.ErrRestrictedKernel] says of a capture's copy.
 var ErrRestrictedKallsyms = errors.New("kallsyms addresses are all zero (recorded with kptr_restrict in effect)")
 
-// maxKernelFunc bounds how far past a kernel symbol's start an address is
-// still taken to belong to it when no later symbol follows closer.
-const maxKernelFunc = 1 << 20
-
-// KallsymsSymbolizer names kernel addresses from a /proc/kallsyms text:
-// the text symbol (type t or T) with the greatest start at or below the
-// address. Module symbols get the module as DSO ("[ext4]"), the others
-// "[kernel]". It is safe for concurrent use.
+// KallsymsSymbolizer names kernel addresses from a /proc/kallsyms text
+// with [symbol.Kallsyms], the index the recorder names kernel frames with
+// at record end, so an address gets the same name from the capture's
+// bundle and from its embedded kallsyms. Module symbols get the module as
+// DSO ("[ext4]"), the others "[kernel]". It is safe for concurrent use.
 type KallsymsSymbolizer struct {
 	once sync.Once
 	load func() ([]byte, error)
-	data []byte
-	syms []ksym // sorted by addr
+	idx  *symbol.Kallsyms
 	err  error
 	done atomic.Bool
 }
 
-// ksym is one text symbol: its address and where its line's name starts
-// in data, so names become strings only when asked for.
-type ksym struct {
-	addr uint64
-	off  uint32
-}
-
-// NewKallsymsSymbolizer parses data, the contents of /proc/kallsyms. It
-// fails with [ErrRestrictedKallsyms] when every address is zero, and when
-// data holds no text symbol.
+// NewKallsymsSymbolizer indexes data, the contents of /proc/kallsyms. It
+// fails with [ErrRestrictedKallsyms] when every address is zero, when data
+// holds no text symbol, and on a malformed line.
 func NewKallsymsSymbolizer(data []byte) (*KallsymsSymbolizer, error) {
 	k := newLazyKallsyms(func() ([]byte, error) { return data, nil })
 	k.init()
 	return k, k.err
 }
 
-// newLazyKallsyms returns a symbolizer that reads and parses its data on
+// newLazyKallsyms returns a symbolizer that reads and indexes its data on
 // first use.
 func newLazyKallsyms(load func() ([]byte, error)) *KallsymsSymbolizer {
 	return &KallsymsSymbolizer{load: load}
@@ -55,13 +44,13 @@ func newLazyKallsyms(load func() ([]byte, error)) *KallsymsSymbolizer {
 func (k *KallsymsSymbolizer) init() {
 	k.once.Do(func() {
 		data, err := k.load()
-		if err != nil {
-			k.err = err
-			k.done.Store(true)
-			return
+		if err == nil {
+			k.idx, err = symbol.NewKallsyms(data)
+			if errors.Is(err, symbol.ErrRestrictedKernel) {
+				err = ErrRestrictedKallsyms
+			}
 		}
-		k.data = data
-		k.syms, k.err = parseKallsyms(data)
+		k.err = err
 	})
 	k.done.Store(true)
 }
@@ -75,10 +64,13 @@ func (k *KallsymsSymbolizer) Err() error {
 	return k.err
 }
 
-// Len returns the number of text symbols.
+// Len returns the number of addresses named, aliases counted once.
 func (k *KallsymsSymbolizer) Len() int {
 	k.init()
-	return len(k.syms)
+	if k.idx == nil {
+		return 0
+	}
+	return k.idx.Len()
 }
 
 // String returns "kallsyms".
@@ -90,91 +82,25 @@ func (k *KallsymsSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Loc
 		return Location{}, false
 	}
 	k.init()
-	i, ok := slices.BinarySearchFunc(k.syms, addr, func(s ksym, a uint64) int {
-		switch {
-		case s.addr < a:
-			return -1
-		case s.addr > a:
-			return 1
-		}
-		return 0
-	})
-	if !ok {
-		i-- // the greatest start below addr
-	}
-	for i > 0 && k.syms[i-1].addr == k.syms[i].addr {
-		i-- // the first of aliases at one address, in file order
-	}
-	if i < 0 || addr-k.syms[i].addr >= maxKernelFunc {
+	if k.idx == nil {
 		return Location{}, false
 	}
-	name, mod := kallsymsName(k.data[k.syms[i].off:])
+	s, ok := k.idx.Lookup(addr)
+	if !ok {
+		return Location{}, false
+	}
+	return kernelLocation(s.Name), true
+}
+
+// kernelLocation is the location of a kernel symbol named by
+// [symbol.Kallsyms], "name" or "name [module]", as the recorder bundles
+// it too: the function without the module, and the module ("[ext4]") or
+// "[kernel]" as DSO.
+func kernelLocation(name string) Location {
+	fn, mod := symbol.SplitModule(name)
 	dso := "[kernel]"
 	if mod != "" {
 		dso = "[" + mod + "]"
 	}
-	return Location{Function: name, DSO: dso}, true
-}
-
-// parseKallsyms returns the text symbols of data sorted by address. Lines
-// are "ADDR TYPE NAME" with an optional "\t[MODULE]"; malformed lines are
-// skipped.
-func parseKallsyms(data []byte) ([]ksym, error) {
-	// One line per symbol at most: sized once, the table is not copied
-	// over and over as it grows (11 MB allocated for 2 MB kept).
-	syms := make([]ksym, 0, bytes.Count(data, []byte{'\n'})+1)
-	zero := 0
-	for off := 0; off < len(data); {
-		line := data[off:]
-		next := len(data)
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line, next = line[:i], off+i+1
-		}
-		// "ffffffff81000000 T _stext"
-		if sp := bytes.IndexByte(line, ' '); sp > 0 && sp+3 < len(line) && line[sp+2] == ' ' {
-			if t := line[sp+1]; t == 't' || t == 'T' {
-				a, err := strconv.ParseUint(string(line[:sp]), 16, 64)
-				if err == nil && off+sp+3 <= 1<<32-1 {
-					if a == 0 {
-						zero++
-					} else {
-						syms = append(syms, ksym{addr: a, off: uint32(off + sp + 3)})
-					}
-				}
-			}
-		}
-		off = next
-	}
-	if len(syms) == 0 {
-		if zero > 0 {
-			return nil, ErrRestrictedKallsyms
-		}
-		return nil, errors.New("kallsyms: no text symbols")
-	}
-	slices.SortStableFunc(syms, func(x, y ksym) int {
-		switch {
-		case x.addr < y.addr:
-			return -1
-		case x.addr > y.addr:
-			return 1
-		}
-		return 0
-	})
-	return syms, nil
-}
-
-// kallsymsName splits the rest of a kallsyms line after the type into the
-// name and the module, if any.
-func kallsymsName(b []byte) (name, mod string) {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
-	}
-	if i := bytes.IndexAny(b, "\t "); i >= 0 {
-		m := bytes.TrimSpace(b[i:])
-		b = b[:i]
-		if len(m) > 2 && m[0] == '[' && m[len(m)-1] == ']' {
-			mod = string(m[1 : len(m)-1])
-		}
-	}
-	return string(b), mod
+	return Location{Function: fn, DSO: dso}
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// BenchmarkParseKallsyms parses this machine's /proc/kallsyms, as a
-// capture without a symbol bundle needs for its kernel frames.
-func BenchmarkParseKallsyms(b *testing.B) {
+// BenchmarkKallsyms indexes this machine's /proc/kallsyms, as a capture
+// without a symbol bundle needs for its kernel frames.
+func BenchmarkKallsyms(b *testing.B) {
 	data, err := os.ReadFile("/proc/kallsyms")
 	if err != nil || len(data) == 0 {
 		b.Skip("no /proc/kallsyms")
@@ -15,7 +15,7 @@ func BenchmarkParseKallsyms(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseKallsyms(data); err != nil {
+		if _, err := NewKallsymsSymbolizer(data); err != nil {
 			b.Skip(err)
 		}
 	}

@@ -14,8 +14,8 @@ func TestKallsyms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.Len() != 5 {
-		t.Errorf("%d text symbols, want 5 (t and T lines with non-zero addresses)", k.Len())
+	if k.Len() != 4 {
+		t.Errorf("%d text symbols, want 4 (t and T lines with non-zero addresses, aliases once)", k.Len())
 	}
 	for _, tc := range []struct {
 		addr     uint64
@@ -30,7 +30,7 @@ func TestKallsyms(t *testing.T) {
 		{kBase + 0x300, true, "helper", "[kernel]", true}, // data symbols are not boundaries
 		{0xffffffffc0000042, true, "modfn", "[ext4]", true},
 		{kBase - 1, true, "", "", false},
-		{kBase + 0x200 + maxKernelFunc, true, "", "", false},
+		{kBase + 0x200 + 1<<20, true, "", "", false},
 		{kBase + 0x100, false, "", "", false}, // user addresses are not kallsyms'
 	} {
 		loc, ok := k.Symbolize(1, tc.addr, tc.kernel)

@@ -100,8 +100,11 @@ func flatten(s Symbolizer, out []Symbolizer) []Symbolizer {
 }
 
 // BundleSymbolizer names addresses from a Sysprof __symbols__ bundle. The
-// DSO is the record's tag (a nickname such as "libc" or "Kernel"), or the
-// base name of the process's mapping containing the address. Source
+// DSO of a user address is the record's tag (a nickname such as "libc"),
+// or the base name of the process's mapping containing the address. A
+// kernel address is named as [KallsymsSymbolizer] names it: a module's
+// symbol ("name [ext4]") as the function with the module ("[ext4]") as
+// DSO, the others with "[kernel]" (not the tag "Kernel"). Source
 // lines and inline functions come from the profile's [Profile.Lines]
 // when the recorder wrote them.
 type BundleSymbolizer struct {
@@ -124,12 +127,15 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 	if !ok || s.Name == "" {
 		return Location{}, false
 	}
+	if kernel {
+		// Named by the recorder with the index the embedded kallsyms
+		// is read with: the same location whichever names it.
+		return kernelLocation(s.Name), true
+	}
 	loc := Location{Function: s.Name, DSO: s.Tag}
 	if loc.DSO == "" && b.p != nil {
 		if m := b.p.Mapping(pid, addr); m != nil {
 			loc.DSO = m.Base()
-		} else if kernel {
-			loc.DSO = "[kernel]"
 		}
 	}
 	if b.p != nil && !kernel {

@@ -91,13 +91,3 @@ func FuzzParseFlatpakInfo(f *testing.F) {
 		}
 	})
 }
-
-func FuzzELFBuildID(f *testing.F) {
-	f.Add([]byte("\x7fELF\x02\x01\x01"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		id, err := elfBuildID(bytes.NewReader(data))
-		if err != nil && id != nil {
-			t.Fatal("error with a build-id")
-		}
-	})
-}

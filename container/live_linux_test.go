@@ -15,6 +15,7 @@ import (
 
 	"nsprof/internal/testutils/containers"
 	"nsprof/proc"
+	"nsprof/symbol"
 )
 
 // mainMapping returns the mapping of bin at file offset 0 in pid.
@@ -35,7 +36,7 @@ func mainMapping(t *testing.T, pid int, bin string) Mapping {
 
 func fileBuildID(t *testing.T, f *os.File) []byte {
 	t.Helper()
-	id, err := elfBuildID(f)
+	id, err := symbol.ReadBuildID(f)
 	if err != nil {
 		t.Fatalf("build-id of %s: %v", f.Name(), err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"nsprof/internal/unix"
 	"nsprof/proc"
+	"nsprof/symbol"
 )
 
 // ErrClosed is returned by methods of a closed [Process].
@@ -305,7 +306,7 @@ func (p *Process) openMapped(m Mapping, only map[string]bool) (*os.File, string,
 // verify checks that f is the file m maps.
 func verify(f *os.File, m Mapping, strict bool) error {
 	if len(m.BuildID) > 0 {
-		id, err := elfBuildID(f)
+		id, err := symbol.ReadBuildID(f)
 		if err != nil {
 			return fmt.Errorf("reading build-id: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"nsprof/capture"
+	"nsprof/symbol"
 )
 
 // writeSymbols resolves the sampled addresses and embeds the names as
@@ -23,17 +24,7 @@ func (r *recorder) writeSymbols() {
 			st.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
 		}
 	}
-	kallsyms := func() (kernelTable, error) {
-		if r.kallsyms == nil {
-			return nil, errors.New("/proc/kallsyms was not recorded")
-		}
-		k, err := newKallsymsIndex(r.kallsyms)
-		if err != nil {
-			return nil, err // not a typed nil in the interface
-		}
-		return k, nil
-	}
-	syms, lines := r.sym.bundle(kallsyms, r.tr.nsPID, prog, r.logf)
+	syms, lines := r.sym.bundle(r.kernelTable, r.tr.nsPID, prog, r.logf)
 	b, err := capture.EncodeSymbols(syms)
 	if err != nil {
 		r.logf("symbols not bundled: %v", err)
@@ -56,4 +47,18 @@ func (r *recorder) writeSymbols() {
 		}
 	}
 	r.logf("bundled %d symbols and %d source lines in %.1fs (files: %s)", len(syms), len(lines), time.Since(start).Seconds(), r.sym.summary())
+}
+
+// kernelTable indexes the /proc/kallsyms the recording embedded, with the
+// index reports read the embedded copy with, so a kernel address gets the
+// same name from the bundle and from the kallsyms.
+func (r *recorder) kernelTable() (kernelTable, error) {
+	if r.kallsyms == nil {
+		return nil, errors.New("/proc/kallsyms was not recorded")
+	}
+	k, err := symbol.NewKallsyms(r.kallsyms)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return k, nil
 }

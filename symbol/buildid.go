@@ -1,9 +1,11 @@
 package symbol
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"io"
 	"path"
 )
@@ -19,9 +21,29 @@ const maxBuildIDSize = 64
 // ntGNUBuildID is the note type of the GNU build-id.
 const ntGNUBuildID = 3
 
+// ErrNoBuildID is returned by [ReadBuildID] for an ELF file without a GNU
+// build-id note.
+var ErrNoBuildID = errors.New("no NT_GNU_BUILD_ID note")
+
+// ReadBuildID returns the GNU build-id of the ELF file r, as
+// [File.BuildID] reads it: the one build-id reader of nsprof, used to
+// name a file's debug files and to check that a file found by path is the
+// one a process maps. It reads only r. A file without the note gives
+// [ErrNoBuildID].
+func ReadBuildID(r io.ReaderAt) ([]byte, error) {
+	f, err := NewFile(r)
+	if err != nil {
+		return nil, err
+	}
+	if f.buildID == nil {
+		return nil, ErrNoBuildID
+	}
+	return f.buildID, nil
+}
+
 // readBuildID finds the NT_GNU_BUILD_ID note, in the note sections first
 // (a separate debug file keeps them while its segments point at nothing),
-// then in the PT_NOTE segments.
+// then in the PT_NOTE segments (a file without section headers).
 func (f *File) readBuildID() []byte {
 	for _, s := range f.elf.Sections {
 		if s.Type != elf.SHT_NOTE {
@@ -31,7 +53,7 @@ func (f *File) readBuildID() []byte {
 		if err != nil {
 			continue
 		}
-		if id := findBuildID(data, f.elf.ByteOrder); id != nil {
+		if id := FindBuildIDNote(data, f.elf.ByteOrder, s.Addralign); id != nil {
 			return id
 		}
 	}
@@ -43,37 +65,49 @@ func (f *File) readBuildID() []byte {
 		if _, err := f.r.ReadAt(data, int64(p.Off)); err != nil && err != io.EOF {
 			continue
 		}
-		if id := findBuildID(data, f.elf.ByteOrder); id != nil {
+		if id := FindBuildIDNote(data, f.elf.ByteOrder, p.Align); id != nil {
 			return id
 		}
 	}
 	return nil
 }
 
-// findBuildID walks the notes in data (namesz, descsz, type, name, desc,
-// each padded to 4 bytes) and returns the descriptor of the GNU build-id.
-func findBuildID(data []byte, bo binary.ByteOrder) []byte {
+// FindBuildIDNote walks the ELF notes in data, the contents of a note
+// section or segment aligned to align bytes, and returns a copy of the
+// descriptor of the GNU build-id (type NT_GNU_BUILD_ID, name "GNU"), or
+// nil. Each note is a 12-byte header (namesz, descsz, type) followed by
+// the name and the descriptor, each starting at an offset from the note's
+// start rounded up to the alignment: 8 in 8-aligned notes
+// (.note.gnu.property, and whatever a linker puts with it), 4 otherwise,
+// as binutils' readelf reads them. A descriptor over 64 bytes is not a
+// build-id. It does no I/O.
+func FindBuildIDNote(data []byte, bo binary.ByteOrder, align uint64) []byte {
+	a := uint64(4)
+	if align == 8 {
+		a = 8
+	}
+	up := func(n uint64) uint64 { return (n + a - 1) &^ (a - 1) }
 	for len(data) >= 12 {
 		namesz := uint64(bo.Uint32(data[0:]))
 		descsz := uint64(bo.Uint32(data[4:]))
 		typ := bo.Uint32(data[8:])
-		data = data[12:]
-		nameEnd := align4(namesz)
-		descEnd := nameEnd + align4(descsz)
-		if nameEnd > uint64(len(data)) || descEnd > uint64(len(data)) {
+		descOff := up(12 + namesz)
+		next := up(descOff + descsz)
+		if descOff > uint64(len(data)) || descOff+descsz > uint64(len(data)) {
 			return nil
 		}
-		name := data[:namesz]
-		desc := data[nameEnd : nameEnd+descsz]
-		data = data[descEnd:]
+		name := data[12 : 12+namesz]
+		desc := data[descOff : descOff+descsz]
 		if typ == ntGNUBuildID && string(name) == "GNU\x00" && len(desc) > 0 && len(desc) <= maxBuildIDSize {
-			return append([]byte(nil), desc...)
+			return bytes.Clone(desc)
 		}
+		if next > uint64(len(data)) {
+			return nil
+		}
+		data = data[next:]
 	}
 	return nil
 }
-
-func align4(n uint64) uint64 { return (n + 3) &^ 3 }
 
 // buildIDPath returns where a debug directory keeps the debug file of a
 // build-id: dir/.build-id/xx/rest.debug. It returns "" for an id too
@@ -85,3 +119,5 @@ func buildIDPath(dir string, id []byte) string {
 	h := hex.EncodeToString(id)
 	return path.Join(dir, ".build-id", h[:2], h[2:]+".debug")
 }
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }

@@ -7,7 +7,7 @@
 // next to the object, in its .debug directory and under the debug
 // directories, inside the process's root first and on the host last, and
 // finally from a debuginfod server ([Debuginfod]). It also parses kernel
-// symbols ([ParseKallsyms]) and JIT perf maps ([ParsePerfMap]), and
+// symbols ([Kallsyms]) and JIT perf maps ([ParsePerfMap]), and
 // demangles C++ and Rust names ([Demangle]).
 //
 // Addresses are link-time virtual addresses of one file. A sampled address

@@ -9,7 +9,7 @@ import (
 // ErrNoSymbols is returned when an object has no symbols of any kind.
 var ErrNoSymbols = errors.New("no symbols")
 
-// ErrRestrictedKernel is returned by [ParseKallsyms] when every address in
+// ErrRestrictedKernel is returned by [NewKallsyms] when every address in
 // /proc/kallsyms reads as zero: the kernel hides them from this reader
 // (kernel.kptr_restrict, or a reader without CAP_SYSLOG).
 var ErrRestrictedKernel = errors.New("kernel symbol addresses are hidden (kptr_restrict); read /proc/kallsyms as root or set kernel.kptr_restrict=0")

@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"testing"
 )
@@ -83,16 +84,42 @@ func FuzzNewFile(f *testing.F) {
 	})
 }
 
-// FuzzParseKallsyms parses arbitrary text as /proc/kallsyms.
-func FuzzParseKallsyms(f *testing.F) {
+// FuzzKallsyms indexes arbitrary text as /proc/kallsyms and looks up the
+// addresses of its lines: an error comes without an index, and a symbol
+// found holds the address looked up.
+func FuzzKallsyms(f *testing.F) {
 	f.Add(kallsymsFixture)
 	f.Add("0000000000000000 T _stext\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		tab, err := ParseKallsyms(strings.NewReader(in))
-		if err != nil && tab != nil {
-			t.Fatalf("error %v with a table", err)
+		k, err := NewKallsyms([]byte(in))
+		if err != nil {
+			if k != nil {
+				t.Fatalf("error %v with an index", err)
+			}
+			return
 		}
-		checkTable(t, tab)
+		for _, line := range strings.Split(in, "\n") {
+			a, ok := parseKallsymsAddr([]byte(strings.SplitN(line, " ", 2)[0]))
+			if !ok {
+				continue
+			}
+			if s, ok := k.Lookup(a); ok && (a < s.Addr || a-s.Addr >= s.Size || s.Name == "") {
+				t.Fatalf("Lookup(%#x) = %+v", a, s)
+			}
+		}
+	})
+}
+
+// FuzzFindBuildIDNote walks arbitrary bytes as ELF notes of both
+// alignments: it never panics, and a build-id found lies in the input.
+func FuzzFindBuildIDNote(f *testing.F) {
+	f.Add([]byte("\x04\x00\x00\x00\x04\x00\x00\x00\x03\x00\x00\x00GNU\x00\x01\x02\x03\x04"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, align := range []uint64{4, 8} {
+			if id := FindBuildIDNote(data, binary.LittleEndian, align); id != nil && !bytes.Contains(data, id) {
+				t.Fatalf("align %d: build-id %x not in the input", align, id)
+			}
+		}
 	})
 }
 

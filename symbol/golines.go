@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"sort"
+
+	"nsprof/internal/gopclntab"
 )
 
 // goLineTable gives the source frames of a Go binary from what the Go
@@ -35,7 +37,6 @@ type goLineTable struct {
 
 // Layout of the Go 1.20+ runtime structures read here.
 const (
-	goMagic120      = 0xfffffff1
 	goFuncFixed     = 44 // _func up to its pcdata offsets
 	goInlinedCall   = 16 // funcID, pad, nameOff, parentPc, startLine
 	goPCDataInlTree = 2  // PCDATA_InlTreeIndex
@@ -52,7 +53,7 @@ const (
 // 1.20+ binary, and for one whose moduledata it cannot find.
 func (f *File) goLines() (t *goLineTable, err error) {
 	defer recoverTo(&err, "read Go line table")
-	if !f.isGo() {
+	if !gopclntab.IsGo(f.elf) {
 		return nil, nil
 	}
 	data, off, err := f.pclntab()
@@ -66,7 +67,7 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		}
 		return nil, err
 	}
-	s, _ := f.pclntabSection()
+	s, _ := gopclntab.Section(f.elf)
 	if s == nil || off < int64(s.Offset) {
 		return nil, nil
 	}
@@ -148,56 +149,26 @@ func (f *File) moduledata(pclntab, funcnames uint64) (text, gofunc uint64, ok bo
 	return 0, 0, false
 }
 
-// parseGoLineTable reads the header of a Go 1.20+ pclntab. Text and
-// go:func.* are left for the caller to set.
+// parseGoLineTable reads the header of a Go 1.20+ pclntab with
+// [gopclntab.ParseHeader]. Text and go:func.* are left for the caller to
+// set.
 func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error) {
-	if len(data) < 8 || order.Uint32(data) != goMagic120 {
+	if len(data) < 8 || order.Uint32(data) != gopclntab.Magic120 {
 		return nil, nil
 	}
-	t := &goLineTable{order: order, quantum: uint64(data[6])}
-	ptr := int(data[7])
-	if ptr != 4 && ptr != 8 || t.quantum == 0 {
-		return nil, &FormatError{Off: 6, Msg: "pclntab header: bad quantum or pointer size", Val: data[6:8]}
+	h, err := gopclntab.ParseHeader(data, order)
+	if err != nil {
+		fe := err.(*gopclntab.FormatError)
+		return nil, &FormatError{Off: fe.Off, Msg: "pclntab " + fe.Msg, Val: fe.Val}
 	}
-	if len(data) < 8+8*ptr {
-		return nil, &FormatError{Off: 0, Msg: "pclntab header truncated", Val: len(data)}
+	if h == nil {
+		return nil, nil
 	}
-	field := func(i int) uint64 {
-		if ptr == 4 {
-			return uint64(order.Uint32(data[8+i*4:]))
-		}
-		return order.Uint64(data[8+i*8:])
-	}
-	from := func(i int) ([]byte, error) {
-		o := field(i)
-		if o > uint64(len(data)) {
-			return nil, &FormatError{Off: int64(8 + i*ptr), Msg: "pclntab header: table offset past its end", Val: o}
-		}
-		return data[o:], nil
-	}
-	nfunc := field(0)
-	t.funcnameOff = field(3)
-	var err error
-	if t.funcnames, err = from(3); err != nil {
-		return nil, err
-	}
-	if t.cutab, err = from(4); err != nil {
-		return nil, err
-	}
-	if t.filetab, err = from(5); err != nil {
-		return nil, err
-	}
-	if t.pctab, err = from(6); err != nil {
-		return nil, err
-	}
-	if t.pcln, err = from(7); err != nil {
-		return nil, err
-	}
-	if nfunc > uint64(len(t.pcln))/8 {
-		return nil, &FormatError{Off: 8, Msg: "pclntab header: more functions than the table holds", Val: nfunc}
-	}
-	t.nfunc = int(nfunc)
-	return t, nil
+	return &goLineTable{
+		order: order, quantum: h.Quantum, nfunc: h.NFunc,
+		funcnames: h.FuncNames, funcnameOff: h.FuncNameOff,
+		cutab: h.CUTab, filetab: h.FileTab, pctab: h.PCTab, pcln: h.FuncTab,
+	}, nil
 }
 
 // u32 returns the 32-bit word of b at off, false when it is out of range.
@@ -270,33 +241,7 @@ func (t *goLineTable) pcvalue(off uint32, entry, pc uint64) int32 {
 	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
 		return -1
 	}
-	p := t.pctab[off:]
-	val, at := int32(-1), entry
-	for {
-		uv, n := binary.Uvarint(p)
-		if n <= 0 || uv > 0xffffffff || (uv == 0 && at != entry) {
-			return -1
-		}
-		p = p[n:]
-		d, n := binary.Uvarint(p)
-		if n <= 0 || d > 0xffffffff {
-			return -1
-		}
-		p = p[n:]
-		if uv&1 != 0 {
-			val += int32(^uint32(uv >> 1))
-		} else {
-			val += int32(uint32(uv >> 1))
-		}
-		next := at + d*t.quantum
-		if next < at {
-			return -1
-		}
-		at = next
-		if pc < at {
-			return val
-		}
-	}
+	return gopclntab.Value(t.pctab[off:], entry, pc, t.quantum)
 }
 
 // cstring returns the NUL-terminated string at off of b.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"nsprof/internal/gopclntab"
 	"nsprof/internal/testutils"
 )
 
@@ -177,7 +178,7 @@ func TestGoLinesStripped(t *testing.T) {
 // the head of this test binary's own table.
 func FuzzGoLineTable(f *testing.F) {
 	hdr := make([]byte, 72)
-	binary.LittleEndian.PutUint32(hdr, goMagic120)
+	binary.LittleEndian.PutUint32(hdr, gopclntab.Magic120)
 	hdr[6], hdr[7] = 1, 8
 	f.Add(hdr)
 	if exe, err := os.Executable(); err == nil {

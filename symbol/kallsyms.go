@@ -1,47 +1,98 @@
 package symbol
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"strconv"
+	"cmp"
+	"errors"
+	"math"
+	"slices"
 	"strings"
 )
 
-// maxKallsymsLine bounds one line of /proc/kallsyms (a kernel symbol name
-// is at most 512 bytes, KSYM_NAME_LEN).
-const maxKallsymsLine = 64 << 10
+// maxKernelFunc bounds how far past its start a kernel symbol extends when
+// the next symbol is further away, or there is none: no kernel function
+// comes near 1 MiB, and the bound keeps the last symbol of the kernel
+// image from claiming the gap up to the modules.
+const maxKernelFunc = 1 << 20
 
-// ParseKallsyms parses /proc/kallsyms ("ADDR TYPE NAME [MODULE]") into a
-// table of the kernel's text symbols (types t, T, w and W). A symbol of a
-// module is named "name [module]", as perf prints it; [SplitModule] splits
-// it again. Zero-size symbols extend to the next symbol, at most 1 MiB.
+// ErrNoKernelText is returned by [NewKallsyms] for a text that lists no
+// text symbol at all.
+var ErrNoKernelText = errors.New("kallsyms: no text symbols")
+
+// Kallsyms names kernel addresses from the text of /proc/kallsyms
+// ("ADDR TYPE NAME" with an optional "\t[MODULE]" per line). It is the one
+// kernel symbol index of nsprof: the recorder names kernel frames with it
+// at record end and the reports with it from the capture's embedded copy,
+// so one address gets one name in both. Its rules:
 //
-// When every address reads as zero, the kernel hides them from this reader
-// (kernel.kptr_restrict), and ParseKallsyms returns [ErrRestrictedKernel].
-// A malformed line is returned as a *[SyntaxError].
-func ParseKallsyms(r io.Reader) (*Table, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxKallsymsLine)
-	var es []entry
-	lineNo, nonzero, text := 0, false, 0
-	for sc.Scan() {
+//   - The text symbols are kept: types T and t (code), W and w (weak code);
+//     other types (data, absolute) are neither kept nor boundaries.
+//   - Symbols at address zero are left out.
+//   - At one address, a global name (T) is shown before a weak one (W, w),
+//     and both before a local one (t); then the name with the fewest
+//     leading underscores, then the shorter, then the smaller one, as
+//     [Table] chooses among ELF aliases.
+//   - A symbol extends to the next kept symbol's address, at most 1 MiB.
+//   - A module's symbol is named "name [module]", as perf prints it;
+//     [SplitModule] splits it again.
+//
+// It keeps the text and indexes it without making a string of each of its
+// ~200k lines: a name is built when it is looked up. It does no I/O. It is
+// immutable and safe for concurrent use.
+type Kallsyms struct {
+	data []byte
+	syms []ksym // sorted by addr, one per address
+}
+
+// ksym is one kept symbol: its address and where its line's name starts
+// in data.
+type ksym struct {
+	addr uint64
+	off  uint32
+	rank uint8 // 0 global, 1 weak, 2 local: lower wins at one address
+}
+
+// NewKallsyms indexes data, the contents of /proc/kallsyms; the index
+// keeps data, which must not be modified afterwards. A malformed line is
+// returned as a *[SyntaxError] naming it. When every text symbol's address
+// is zero, the kernel hid them from the reader (kernel.kptr_restrict) and
+// NewKallsyms returns [ErrRestrictedKernel]; a text without text symbols
+// gives [ErrNoKernelText].
+func NewKallsyms(data []byte) (*Kallsyms, error) {
+	if len(data) > math.MaxUint32 {
+		return nil, &SyntaxError{File: "kallsyms", Msg: "larger than 4 GiB"}
+	}
+	k := &Kallsyms{data: data, syms: make([]ksym, 0, bytes.Count(data, []byte{'\n'})+1)}
+	text, lineNo := 0, 0
+	for off := 0; off < len(data); {
 		lineNo++
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off
+		}
+		line, start := data[off:end], off
+		off = end + 1
+		if len(line) == 0 || line[0] <= ' ' && len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		addrB, rest, ok1 := bytes.Cut(line, []byte{' '})
-		typB, rest, ok2 := bytes.Cut(rest, []byte{' '})
-		if !ok1 || !ok2 || len(typB) != 1 || len(rest) == 0 {
+		// "ADDR TYPE NAME[\tMODULE]"
+		sp := bytes.IndexByte(line, ' ')
+		if sp <= 0 || sp+3 >= len(line) || line[sp+2] != ' ' || line[sp+1] == ' ' {
 			return nil, syntaxError("kallsyms", lineNo, line, "want ADDR TYPE NAME")
 		}
-		addr, err := strconv.ParseUint(string(addrB), 16, 64)
-		if err != nil {
+		addr, ok := parseKallsymsAddr(line[:sp])
+		if !ok {
 			return nil, syntaxError("kallsyms", lineNo, line, "bad address")
 		}
-		switch typB[0] {
-		case 't', 'T', 'w', 'W':
+		var rank uint8
+		switch line[sp+1] {
+		case 'T':
+		case 'W', 'w':
+			rank = 1
+		case 't':
+			rank = 2
 		default:
 			continue
 		}
@@ -49,36 +100,136 @@ func ParseKallsyms(r io.Reader) (*Table, error) {
 		if addr == 0 {
 			continue
 		}
-		nonzero = true
-		name, mod, hasMod := bytes.Cut(rest, []byte{'\t'})
-		var n string
-		if hasMod {
-			mod = bytes.TrimSpace(mod)
-			n = string(name) + " " + string(mod)
-		} else {
-			n = string(bytes.TrimRight(name, " \t"))
-		}
-		if n == "" {
+		s := ksym{addr: addr, off: uint32(start + sp + 3), rank: rank}
+		if c := line[sp+3]; c <= ' ' && len(k.nameBytes(s.off)) == 0 {
 			return nil, syntaxError("kallsyms", lineNo, line, "empty name")
 		}
-		rank := rankGlobal
-		if typB[0] == 't' {
-			rank = rankLocal
-		} else if typB[0] == 'w' || typB[0] == 'W' {
-			rank = rankWeak
+		k.syms = append(k.syms, s)
+	}
+	if len(k.syms) == 0 {
+		if text > 0 {
+			return nil, ErrRestrictedKernel
 		}
-		es = append(es, entry{Symbol: Symbol{Name: n, Addr: addr}, rank: rank})
+		return nil, ErrNoKernelText
 	}
-	if err := sc.Err(); err != nil {
-		return nil, syntaxError("kallsyms", lineNo+1, nil, err.Error())
+	if !slices.IsSortedFunc(k.syms, cmpKsym) {
+		slices.SortStableFunc(k.syms, cmpKsym)
 	}
-	if text > 0 && !nonzero {
-		return nil, ErrRestrictedKernel
+	// One entry per address: the preferred alias.
+	out := k.syms[:1]
+	for _, s := range k.syms[1:] {
+		if last := &out[len(out)-1]; s.addr == last.addr {
+			if k.preferred(s, *last) {
+				*last = s
+			}
+			continue
+		}
+		out = append(out, s)
 	}
-	return buildTable(es, nil), nil
+	k.syms = slices.Clip(out)
+	return k, nil
 }
 
-// SplitModule splits a kernel symbol name from [ParseKallsyms] into the
+func cmpKsym(a, b ksym) int { return cmp.Compare(a.addr, b.addr) }
+
+// parseKallsymsAddr parses a kallsyms address: 1 to 16 hex digits.
+func parseKallsymsAddr(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}
+
+// preferred reports whether alias a is to be shown rather than b.
+func (k *Kallsyms) preferred(a, b ksym) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	an, bn := k.nameBytes(a.off), k.nameBytes(b.off)
+	if ua, ub := underscores(an), underscores(bn); ua != ub {
+		return ua < ub
+	}
+	if len(an) != len(bn) {
+		return len(an) < len(bn)
+	}
+	return bytes.Compare(an, bn) < 0
+}
+
+func underscores(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] == '_' {
+		n++
+	}
+	return n
+}
+
+// nameBytes returns the symbol name of the line whose name starts at off,
+// without its module.
+func (k *Kallsyms) nameBytes(off uint32) []byte {
+	rest := k.data[off:]
+	if i := bytes.IndexAny(rest, "\t\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	return bytes.TrimRight(rest, " \r")
+}
+
+// Len returns the number of addresses named: one per address, aliases
+// reduced to the preferred name.
+func (k *Kallsyms) Len() int { return len(k.syms) }
+
+// Lookup returns the kernel symbol holding addr, its Size reaching the
+// next symbol (at most 1 MiB).
+func (k *Kallsyms) Lookup(addr uint64) (Symbol, bool) {
+	i, found := slices.BinarySearchFunc(k.syms, addr, func(s ksym, a uint64) int { return cmp.Compare(s.addr, a) })
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return Symbol{}, false
+	}
+	s := k.syms[i]
+	end := s.addr + maxKernelFunc
+	if end < s.addr {
+		end = math.MaxUint64
+	}
+	if i+1 < len(k.syms) {
+		end = min(end, k.syms[i+1].addr)
+	}
+	if addr >= end {
+		return Symbol{}, false
+	}
+	return Symbol{Name: k.name(s.off), Addr: s.addr, Size: end - s.addr}, true
+}
+
+// name returns the name of the line whose name starts at off, with its
+// module as "name [module]".
+func (k *Kallsyms) name(off uint32) string {
+	rest := k.data[off:]
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[:nl]
+	}
+	name, mod, ok := bytes.Cut(rest, []byte{'\t'})
+	if mod = bytes.TrimSpace(mod); ok && len(mod) > 0 {
+		return string(bytes.TrimRight(name, " \r")) + " " + string(mod)
+	}
+	return string(bytes.TrimRight(name, " \r"))
+}
+
+// SplitModule splits a kernel symbol name from [Kallsyms] into the
 // function name and the module ("" for the kernel image).
 func SplitModule(name string) (sym, module string) {
 	if i := strings.LastIndex(name, " ["); i >= 0 && strings.HasSuffix(name, "]") {

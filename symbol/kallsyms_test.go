@@ -20,8 +20,8 @@ ffffffffc0a01000 t mod_fn	[e1000e]
 ffffffffc0a01040 T mod_fn2	[e1000e]
 `
 
-func TestParseKallsyms(t *testing.T) {
-	tab, err := ParseKallsyms(strings.NewReader(kallsymsFixture))
+func TestKallsyms(t *testing.T) {
+	tab, err := NewKallsyms([]byte(kallsymsFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,37 +55,74 @@ func TestParseKallsyms(t *testing.T) {
 	}
 }
 
-func TestParseKallsymsRestricted(t *testing.T) {
+// TestKallsymsAliases checks the choice among symbols at one address:
+// global, then weak, then local; then fewer leading underscores, then the
+// shorter name.
+func TestKallsymsAliases(t *testing.T) {
+	k, err := NewKallsyms([]byte("ffffffff81000000 t loc\n" +
+		"ffffffff81000000 W weak\n" +
+		"ffffffff81000100 t a_local\n" +
+		"ffffffff81000100 w b_weak\n" +
+		"ffffffff81000200 t __x\n" +
+		"ffffffff81000200 t yy\n" +
+		"ffffffff81000300 T glob\n" +
+		"ffffffff81000300 W weak2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[uint64]string{
+		0xffffffff81000000: "weak", 0xffffffff81000100: "b_weak",
+		0xffffffff81000200: "yy", 0xffffffff81000300: "glob",
+	} {
+		if s, ok := k.Lookup(addr + 1); !ok || s.Name != want || s.Addr != addr {
+			t.Errorf("Lookup(%#x) = %+v, %t; want %s", addr+1, s, ok, want)
+		}
+	}
+	if k.Len() != 4 {
+		t.Errorf("Len = %d, want 4 (one per address)", k.Len())
+	}
+}
+
+func TestKallsymsEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n\n", "ffffffff81000000 D data\n"} {
+		if _, err := NewKallsyms([]byte(in)); !errors.Is(err, ErrNoKernelText) {
+			t.Errorf("NewKallsyms(%q): %v, want ErrNoKernelText", in, err)
+		}
+	}
+}
+
+func TestKallsymsRestricted(t *testing.T) {
 	const restricted = "0000000000000000 T _stext\n0000000000000000 t do_one\n0000000000000000 t mod_fn\t[e1000e]\n"
-	if _, err := ParseKallsyms(strings.NewReader(restricted)); !errors.Is(err, ErrRestrictedKernel) {
+	if _, err := NewKallsyms([]byte(restricted)); !errors.Is(err, ErrRestrictedKernel) {
 		t.Errorf("err = %v, want ErrRestrictedKernel", err)
 	}
 }
 
-func TestParseKallsymsMalformed(t *testing.T) {
+func TestKallsymsMalformed(t *testing.T) {
 	for _, in := range []string{
 		"ffffffff81000000 T\n",
 		"zzzz T foo\n",
 		"ffffffff81000000 TT foo\n",
 		"ffffffff81000000\n",
+		"ffffffff81000000 t \t[mod]\n",
+		"12345678901234567 T toolong\n",
 	} {
-		_, err := ParseKallsyms(strings.NewReader("ffffffff81000000 T ok\n" + in))
+		_, err := NewKallsyms([]byte("ffffffff81000000 T ok\n" + in))
 		se, ok := errors.AsType[*SyntaxError](err)
 		if !ok || se.Line != 2 {
-			t.Errorf("ParseKallsyms(%q): %v, want a *SyntaxError on line 2", in, err)
+			t.Errorf("NewKallsyms(%q): %v, want a *SyntaxError on line 2", in, err)
 		}
 	}
 }
 
-// TestParseKallsymsHost parses the real /proc/kallsyms and checks that a
+// TestKallsymsHost indexes the real /proc/kallsyms and checks that a
 // well-known function is found at the address the file gives it.
-func TestParseKallsymsHost(t *testing.T) {
-	f, err := os.Open("/proc/kallsyms")
+func TestKallsymsHost(t *testing.T) {
+	data, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		testutils.RequireCI(t, "/proc/kallsyms: %v", err)
 	}
-	defer f.Close()
-	tab, err := ParseKallsyms(f)
+	tab, err := NewKallsyms(data)
 	if errors.Is(err, ErrRestrictedKernel) && os.Geteuid() != 0 {
 		t.Skipf("not root: %v", err)
 	}
@@ -119,7 +156,7 @@ func TestParseKallsymsHost(t *testing.T) {
 	}
 }
 
-func BenchmarkParseKallsyms(b *testing.B) {
+func BenchmarkKallsyms(b *testing.B) {
 	data, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		b.Skip(err)
@@ -127,7 +164,7 @@ func BenchmarkParseKallsyms(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := ParseKallsyms(strings.NewReader(string(data))); err != nil {
+		if _, err := NewKallsyms(data); err != nil {
 			b.Skip(err)
 		}
 	}

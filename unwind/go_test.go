@@ -4,9 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
+	"nsprof/symbol"
 )
 
 // buildGo builds a small Go program with extra ldflags.
@@ -53,4 +55,60 @@ func TestGoPclntab(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d pclntab rows agree with .debug_frame", n-bad, n)
+}
+
+// TestGoPclntabFoundAsSymbolFindsIt reads a stripped position-independent
+// Go binary whose line table is in .data.rel.ro.gopclntab, as Go 1.25 and
+// earlier name it in such builds (made here by renaming Go 1.26's
+// .gopclntab): every function symbol names from the table must have
+// unwind rows from the same table.
+func TestGoPclntabFoundAsSymbolFindsIt(t *testing.T) {
+	goTool := testutils.LookPathOrSkip(t, "go")
+	objcopy := testutils.LookPathOrSkip(t, "objcopy")
+	dir := t.TempDir()
+	src := "package main\n\n//go:noinline\nfunc leaf(x int) int { return x * 3 }\n\nfunc main() { println(leaf(len(\"x\"))) }\n"
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module p\n\ngo 1.22\n"), 0o644)
+	built, bin := filepath.Join(dir, "p"), filepath.Join(dir, "p.relro")
+	cmd := exec.Command(goTool, "build", "-buildmode=pie", "-ldflags=-s -w", "-o", built, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	if b, err := exec.Command(objcopy, "--rename-section", ".gopclntab=.data.rel.ro.gopclntab", built, bin).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, b)
+	}
+
+	sf, err := symbol.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	syms, err := sf.Symbols()
+	if err != nil {
+		t.Fatalf("symbol: %v", err)
+	}
+	tab := loadFile(t, bin)
+	missing, leaf := 0, false
+	for _, s := range syms.All() {
+		leaf = leaf || s.Name == "main.leaf"
+		if strings.HasPrefix(s.Name, "runtime.call") && len(s.Name) > len("runtime.call16777") {
+			continue // reflectcall frames of 16 MiB and more: beyond goRows' bound
+		}
+		if strings.HasPrefix(s.Name, "go:") {
+			continue // linker markers (go:textfipsstart), no code
+		}
+		if r := tab.find(s.Addr); r == nil || r.cfa == cfaNone {
+			if missing++; missing <= 5 {
+				t.Errorf("%s at %#x: named by symbol, no unwind row", s.Name, s.Addr)
+			}
+		}
+	}
+	if !leaf {
+		t.Error("symbol names no main.leaf")
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d functions without unwind rows (%d rows)", missing, syms.Len(), tab.Len())
+	}
 }

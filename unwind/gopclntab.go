@@ -5,12 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"slices"
-)
 
-// Go's pclntab magic numbers of the layouts read here (Go 1.18 and 1.20+).
-const (
-	goMagic118 = 0xfffffff0
-	goMagic120 = 0xfffffff1
+	"nsprof/internal/gopclntab"
 )
 
 // goRows turns the pcsp tables of a Go pclntab into rows: Go code has no
@@ -20,52 +16,50 @@ const (
 // once the frame is set up (delta >= 8: "PUSHQ BP" comes first on amd64)
 // the caller's rbp is at CFA-16. Functions not understood are left out.
 // textAddr is the address of .text, used when the header's textStart is
-// zero (as Go 1.22 and later write it).
+// zero (as Go 1.22 and later write it). The table is found and parsed by
+// internal/gopclntab, as symbol's names and lines are.
 func goRows(data []byte, textAddr uint64) []row {
 	le := binary.LittleEndian
-	if len(data) < 72 {
+	h, err := gopclntab.ParseHeader(data, le)
+	if err != nil || h == nil || h.PtrSize != 8 {
 		return nil
 	}
-	if m := le.Uint32(data); (m != goMagic118 && m != goMagic120) || data[7] != 8 {
-		return nil
-	}
-	quantum := uint64(data[6])
-	nfunc := le.Uint64(data[8:])
-	text := le.Uint64(data[24:])
+	text := h.TextStart
 	if text == 0 {
 		text = textAddr
 	}
-	pctab := le.Uint64(data[56:])
-	pcln := le.Uint64(data[64:])
-	if quantum == 0 || pcln > uint64(len(data)) || pctab > uint64(len(data)) || nfunc > (uint64(len(data))-pcln)/8 {
-		return nil
-	}
-	ftab := data[pcln:]
+	ftab := h.FuncTab
+	nfunc := uint64(h.NFunc)
 	// About five rows per function, with its terminator.
 	rows := make([]row, 0, 6*nfunc)
 	for i := range nfunc {
 		entry := uint64(le.Uint32(ftab[8*i:]))
-		funcOff := pcln + uint64(le.Uint32(ftab[8*i+4:]))
+		funcOff := uint64(le.Uint32(ftab[8*i+4:]))
 		var end uint64
 		if 8*i+8 < uint64(len(ftab)) {
 			end = uint64(le.Uint32(ftab[8*i+8:]))
 		}
-		if end <= entry || funcOff+20 > uint64(len(data)) {
+		if end <= entry || funcOff+20 > uint64(len(ftab)) {
 			continue
 		}
-		pcsp := uint64(le.Uint32(data[funcOff+16:]))
-		if pcsp == 0 || pctab+pcsp >= uint64(len(data)) {
+		pcsp := uint64(le.Uint32(ftab[funcOff+16:]))
+		if pcsp == 0 || pcsp >= uint64(len(h.PCTab)) {
 			continue
 		}
-		n := len(rows)
-		ok := goPCValues(data[pctab+pcsp:], text+entry, text+end, quantum, func(pc uint64, sp int32) {
+		n, bad := len(rows), false
+		ok := gopclntab.Decode(h.PCTab[pcsp:], text+entry, text+end, h.Quantum, func(pc, _ uint64, sp int32) bool {
+			if sp < 0 || sp > 1<<24 {
+				bad = true
+				return false
+			}
 			r := row{addr: pc, cfa: cfaSP, cfaOff: sp + 8, ra: ruleCFA, raOff: -8}
 			if sp >= 8 {
 				r.bp, r.bpOff = ruleCFA, -16
 			}
 			rows = append(rows, r)
+			return true
 		})
-		if !ok {
+		if !ok || bad {
 			rows = rows[:n]
 			continue
 		}
@@ -74,49 +68,23 @@ func goRows(data []byte, textAddr uint64) []row {
 	return slices.Clip(rows)
 }
 
-// goPCValues decodes a pcvalue table from entry to end, calling emit with
-// the value from each pc on. It reports false for a malformed table.
-func goPCValues(b []byte, entry, end, quantum uint64, emit func(pc uint64, v int32)) bool {
-	pc, val := entry, int32(-1)
-	for first := true; pc < end; first = false {
-		uv, n := binary.Uvarint(b)
-		if n <= 0 {
-			return false
-		}
-		if uv == 0 && !first {
-			return true // the rest of the function is padding
-		}
-		b = b[n:]
-		if uv&1 != 0 {
-			uv = ^(uv >> 1)
-		} else {
-			uv >>= 1
-		}
-		val += int32(uv)
-		d, n := binary.Uvarint(b)
-		if n <= 0 || d == 0 {
-			return false
-		}
-		b = b[n:]
-		if val < 0 || val > 1<<24 {
-			return false
-		}
-		emit(pc, val)
-		pc += d * quantum
-	}
-	return true
-}
-
-// addGoRows merges the rows of f's .gopclntab into t for the functions
+// addGoRows merges the rows of f's Go line table into t for the functions
 // its CFI does not cover.
 func (t *Table) addGoRows(f *elf.File, limit uint64) {
-	s := f.Section(".gopclntab")
+	s, search := gopclntab.Section(f)
 	if s == nil {
 		return
 	}
 	data, err := sectionBytes(s, limit)
 	if err != nil {
 		return
+	}
+	if search {
+		i := gopclntab.FindHeader(data, f.ByteOrder)
+		if i < 0 {
+			return
+		}
+		data = data[i:]
 	}
 	text, _ := bases(f)
 	rows := goRows(data, text)

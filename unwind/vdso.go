@@ -1,13 +1,13 @@
 package unwind
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
+
+	"nsprof/proc"
 )
 
 // ReadVDSO returns the image of the vdso mapped into process pid (0: this
@@ -18,29 +18,17 @@ func ReadVDSO(pid int) ([]byte, error) {
 	dir := "/proc/self"
 	if pid > 0 {
 		dir = "/proc/" + strconv.Itoa(pid)
+	} else {
+		pid = proc.Self
 	}
-	f, err := os.Open(dir + "/maps")
+	maps, err := proc.ReadMaps(pid)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasSuffix(line, " [vdso]") {
-			continue
+	for _, m := range maps {
+		if m.Path == "[vdso]" {
+			return readVDSO(dir, m.Start, m.End)
 		}
-		rng, _, _ := strings.Cut(line, " ")
-		lo, hi, _ := strings.Cut(rng, "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s/maps: bad vdso line %q", dir, line)
-		}
-		return readVDSO(dir, start, end)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	return nil, errors.New(dir + ": no vdso mapped")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"nsprof/internal/testutils"
+	"nsprof/proc"
 )
 
 // startTimeout bounds how long a container may take to show its target.
@@ -142,12 +143,12 @@ func startTree(t testing.TB, cmd *exec.Cmd, exe string) int {
 
 // mapsFile reports whether /proc/PID/maps lists a mapping of path.
 func mapsFile(pid int, path string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	maps, err := proc.ReadMaps(pid)
 	if err != nil {
 		return false
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasSuffix(l, " "+path) {
+	for _, m := range maps {
+		if m.Path == path {
 			return true
 		}
 	}

@@ -1,0 +1,71 @@
+package capture
+
+import (
+	"bytes"
+	"compress/gzip"
+	"testing"
+)
+
+// extentSource reads extents of an in-memory capture.
+type extentSource []byte
+
+func (s extentSource) ReadExtents(exts []Extent) ([]byte, error) {
+	var b []byte
+	for _, x := range exts {
+		b = append(b, s[x.Off:x.Off+x.N]...)
+	}
+	return b, nil
+}
+
+// TestFilesKeepModes reassembles one chunk stream (split files, empty
+// chunks, chunks after the last, a gzip file) keeping the data as
+// copies, as views and as extents of the capture: every file reads the
+// same in all three.
+func TestFilesKeepModes(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("ffffffff81000000 T _stext\n"))
+	zw.Close()
+	chunks := []*FileChunk{
+		{Path: "/a", Data: []byte("hel")},
+		{Path: "/proc/kallsyms.gz", Data: z.Bytes()[:5]},
+		{Path: "/a", Data: nil},
+		{Path: "/a", Data: []byte("lo"), IsLast: true},
+		{Path: "/a", Data: []byte("ignored after the last")},
+		{Path: "/proc/kallsyms.gz", Data: z.Bytes()[5:], IsLast: true},
+		{Path: "/partial", Data: []byte("no last chunk")},
+	}
+	// The "capture file": the chunks' data one after the other.
+	var file []byte
+	offs := make([]int64, len(chunks))
+	for i, c := range chunks {
+		offs[i] = int64(len(file))
+		file = append(file, c.Data...)
+	}
+	var copies, views, extents Files
+	extents.Source = extentSource(file)
+	for i, c := range chunks {
+		copies.Add(c)
+		views.AddView(c)
+		extents.AddExtent(c, offs[i])
+	}
+	for _, path := range []string{"/a", "/proc/kallsyms", "/partial", "/missing"} {
+		want, werr := copies.Lookup(path)
+		for name, fs := range map[string]*Files{"views": &views, "extents": &extents} {
+			got, err := fs.Lookup(path)
+			if !bytes.Equal(got, want) || (err == nil) != (werr == nil) {
+				t.Errorf("%s: %s: %q, %v; copies: %q, %v", path, name, got, err, want, werr)
+			}
+		}
+	}
+	if b, _ := copies.Lookup("/a"); string(b) != "hello" {
+		t.Errorf("/a = %q", b)
+	}
+	if l := extents.List(); len(l) != 3 || l[0].Path != "/a" || l[0].Size != 5 || !l[0].Complete || l[1].Complete {
+		t.Errorf("List = %+v", l)
+	}
+	extents.Source = nil
+	if _, err := extents.Lookup("/a"); err == nil {
+		t.Error("extents without a source: no error")
+	}
+}

@@ -1,0 +1,210 @@
+// Package gopclntab is the one reader of the parts of Go's line table
+// (pclntab) that nsprof shares: where an ELF file keeps it, its header,
+// and the pcvalue tables. symbol reads names, source lines and inline
+// trees from it, and unwind the stack-pointer deltas (pcsp) that stand in
+// for CFI in Go code; both find and parse the table here, so both read
+// the same table of the same file. It does no I/O: callers read the
+// section's bytes within their own bounds.
+//
+// Function names of binaries older than Go 1.18 are read by symbol
+// through debug/gosym, which knows their layouts; nothing here does.
+package gopclntab
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Magic numbers of the pclntab layouts.
+const (
+	Magic116 = 0xfffffffa
+	Magic118 = 0xfffffff0
+	Magic120 = 0xfffffff1
+)
+
+// Section returns the section of f holding the Go line table, and whether
+// the table must be searched for in it with [FindHeader]: .gopclntab, or
+// .data.rel.ro.gopclntab (position-independent builds of Go 1.25 and
+// before), or, in a Go binary whose linker put it in .data.rel.ro (older
+// position-independent builds), that section. It returns nil for a file
+// without one.
+func Section(f *elf.File) (s *elf.Section, search bool) {
+	for _, name := range []string{".gopclntab", ".data.rel.ro.gopclntab"} {
+		if s := f.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
+			return s, false
+		}
+	}
+	if s := f.Section(".data.rel.ro"); s != nil && s.Type != elf.SHT_NOBITS && IsGo(f) {
+		return s, true
+	}
+	return nil, false
+}
+
+// IsGo reports whether f was built by the Go linker: it has a
+// .go.buildinfo or .note.go.buildid section.
+func IsGo(f *elf.File) bool {
+	return f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil
+}
+
+// FindHeader returns the offset of a pclntab header in data: a magic of
+// Go 1.16 or later, two zero bytes, the instruction size quantum (1, 2 or
+// 4) and the pointer size (4 or 8), aligned to 8 bytes; -1 if there is
+// none.
+func FindHeader(data []byte, bo binary.ByteOrder) int {
+	for i := 0; i+8 <= len(data); i += 8 {
+		switch bo.Uint32(data[i:]) {
+		case Magic120, Magic118, Magic116:
+		default:
+			continue
+		}
+		if data[i+4] != 0 || data[i+5] != 0 {
+			continue
+		}
+		if q := data[i+6]; q != 1 && q != 2 && q != 4 {
+			continue
+		}
+		if p := data[i+7]; p != 4 && p != 8 {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// Header is the header of a Go 1.18 or later pclntab, with its tables as
+// slices of the data it was parsed from: each runs from its start to the
+// end of the data.
+type Header struct {
+	Magic   uint32
+	Quantum uint64 // instruction size quantum of pc deltas
+	PtrSize int
+	NFunc   int
+	// TextStart is the header's text address; zero as Go 1.22 and later
+	// write it, when the caller takes .text's address instead.
+	TextStart uint64
+	// FuncNameOff is the offset of FuncNames from the header.
+	FuncNameOff uint64
+	FuncNames   []byte
+	CUTab       []byte // per compilation unit: file indexes into FileTab
+	FileTab     []byte
+	PCTab       []byte
+	// FuncTab is the function table: NFunc+1 pairs of 32-bit (entry
+	// offset from text, offset of the _func record from FuncTab), the
+	// last an end, followed by the _func records.
+	FuncTab []byte
+}
+
+// FormatError reports a malformed pclntab header.
+type FormatError struct {
+	Off int64 // byte offset in the table's data
+	Msg string
+	Val any
+}
+
+// Error implements error.
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("pclntab %s '%v' at byte %#x", e.Msg, e.Val, e.Off)
+}
+
+// ParseHeader parses the header at the start of data, of byte order bo.
+// It returns nil, nil when the magic is not that of Go 1.18 or later, and
+// a *[FormatError] when the header does not hold together.
+func ParseHeader(data []byte, bo binary.ByteOrder) (*Header, error) {
+	if len(data) < 8 {
+		return nil, nil
+	}
+	h := &Header{Magic: bo.Uint32(data), Quantum: uint64(data[6]), PtrSize: int(data[7])}
+	if h.Magic != Magic118 && h.Magic != Magic120 {
+		return nil, nil
+	}
+	if h.PtrSize != 4 && h.PtrSize != 8 || h.Quantum == 0 {
+		return nil, &FormatError{Off: 6, Msg: "header: bad quantum or pointer size", Val: data[6:8]}
+	}
+	if len(data) < 8+8*h.PtrSize {
+		return nil, &FormatError{Off: 0, Msg: "header truncated", Val: len(data)}
+	}
+	field := func(i int) uint64 {
+		if h.PtrSize == 4 {
+			return uint64(bo.Uint32(data[8+i*4:]))
+		}
+		return bo.Uint64(data[8+i*8:])
+	}
+	var bad error
+	from := func(i int) []byte {
+		o := field(i)
+		if o > uint64(len(data)) {
+			if bad == nil {
+				bad = &FormatError{Off: int64(8 + i*h.PtrSize), Msg: "header: table offset past its end", Val: o}
+			}
+			return nil
+		}
+		return data[o:]
+	}
+	nfunc := field(0)
+	h.TextStart = field(2)
+	h.FuncNameOff = field(3)
+	h.FuncNames, h.CUTab, h.FileTab, h.PCTab, h.FuncTab = from(3), from(4), from(5), from(6), from(7)
+	if bad != nil {
+		return nil, bad
+	}
+	if nfunc > uint64(len(h.FuncTab))/8 {
+		return nil, &FormatError{Off: 8, Msg: "header: more functions than the table holds", Val: nfunc}
+	}
+	h.NFunc = int(nfunc)
+	return h, nil
+}
+
+// Decode walks the pcvalue table tab of the function starting at entry
+// up to end, pc deltas scaled by quantum: for each run of pcs [pc, next)
+// with one value v it calls emit, and stops when emit returns false. It
+// reports false for a malformed table, true when the table ended or emit
+// stopped it. A value may be negative (-1 is "no inlined call" in the
+// inline tree index).
+func Decode(tab []byte, entry, end, quantum uint64, emit func(pc, next uint64, v int32) bool) bool {
+	pc, val := entry, int32(-1)
+	for first := true; pc < end; first = false {
+		uv, n := binary.Uvarint(tab)
+		if n <= 0 || uv > math.MaxUint32 {
+			return false
+		}
+		if uv == 0 && !first {
+			return true // the rest of the function is padding
+		}
+		tab = tab[n:]
+		d, n := binary.Uvarint(tab)
+		if n <= 0 || d > math.MaxUint32 {
+			return false
+		}
+		tab = tab[n:]
+		if uv&1 != 0 {
+			val += int32(^uint32(uv >> 1))
+		} else {
+			val += int32(uint32(uv >> 1))
+		}
+		next := pc + d*quantum
+		if next < pc {
+			return false
+		}
+		if !emit(pc, next, val) {
+			return true
+		}
+		pc = next
+	}
+	return true
+}
+
+// Value returns the value at pc of the pcvalue table tab of the function
+// starting at entry, -1 when the table does not cover pc.
+func Value(tab []byte, entry, pc, quantum uint64) int32 {
+	v := int32(-1)
+	Decode(tab, entry, math.MaxUint64, quantum, func(_, next uint64, val int32) bool {
+		if pc < next {
+			v = val
+			return false
+		}
+		return true
+	})
+	return v
+}

@@ -1,0 +1,14 @@
+package record
+
+import "nsprof/capture"
+
+// BundleKernel runs the recorder's end-of-recording symbolization over
+// the kernel addresses addrs sampled in process pid, with kallsyms as the
+// /proc/kallsyms the recording embedded, and returns the bundle records.
+func BundleKernel(kallsyms []byte, pid int, addrs []uint64) []capture.Symbol {
+	s := newSymbolizer()
+	s.sampled(pid, append([]uint64{capture.ContextKernel}, addrs...), false)
+	r := &recorder{kallsyms: kallsyms}
+	out, _ := s.bundle(r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
+	return out
+}
