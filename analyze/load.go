@@ -201,6 +201,10 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 					off = tl.raw(fr, f.Type, cr.Offset(), off)
 				}
 				switch m := fr.(*capture.Metadata); m.ID {
+				case capture.MetaEvent:
+					b.event = m.Value
+				case capture.MetaFrequency:
+					b.freq = m.Value
 				case capture.MetaMemprofSampleBytes:
 					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
 				case capture.MetaMemprofLost:
@@ -278,6 +282,9 @@ type builder struct {
 	nSamples    int32
 	allocs      []allocEvent
 	sampleBytes int64
+	// event and freq are the sampling event and frequency the recording
+	// says it used, for the CPU time of a sample.
+	event, freq string
 }
 
 const sampleChunk = 1 << 16
@@ -494,7 +501,7 @@ func (b *builder) finish() *Profile {
 	if p.End < p.Start {
 		p.End = p.Start
 	}
-	p.fillValues(b.allocs, b.sampleBytes)
+	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq))
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))

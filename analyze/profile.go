@@ -78,8 +78,12 @@ type Profile struct {
 	values []int64
 	// value is the column the views weigh by; see [Profile.Selected].
 	value int
-	// unitSamples says every sample counts 1 in column 0.
+	// unitSamples says every sample is a stack sample; stackValues are
+	// the values of one, by column; allocCol is the first allocation
+	// column, 0 when there is none.
 	unitSamples bool
+	stackValues []int64
+	allocCol    int
 	// allocs are the ALLOCATION frames in file order, sampleBytes the
 	// recording's allocation sampling interval and memLost what it could
 	// not record: what [Profile.Memory] replays.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -23,6 +24,10 @@ type ValueType struct {
 var (
 	// SamplesType counts the stack samples (SAMPLE frames).
 	SamplesType = ValueType{"samples", "count"}
+	// CPUType is the CPU time the stack samples stand for: the sampling
+	// period of a recording of the cpu-clock or task-clock event at a
+	// known frequency (1e9/Hz ns a sample), as a Go CPU profile's "cpu".
+	CPUType = ValueType{"cpu", "nanoseconds"}
 	// AllocObjectsType counts the blocks allocated (an estimate in a
 	// sampled recording, rounded per allocation).
 	AllocObjectsType = ValueType{"alloc_objects", "count"}
@@ -42,9 +47,23 @@ var allocTypes = []ValueType{AllocObjectsType, AllocSpaceType, InuseObjectsType,
 // sample s.
 func (p *Profile) Value(s *Sample, t int) int64 {
 	if p.values == nil {
-		return 1 // stack samples only: one each
+		return p.stackValues[t] // stack samples only: the same values each
 	}
 	return p.values[int(s.Row)*len(p.SampleTypes)+t]
+}
+
+// Kind returns the sample types measured together with type t, as one
+// pprof profile carries them: the stack samples' (samples, and cpu when
+// known) or the allocations' (the four allocation types).
+func (p *Profile) Kind(t int) []int {
+	var out []int
+	alloc := p.allocCol > 0 && t >= p.allocCol
+	for i := range p.SampleTypes {
+		if (p.allocCol > 0 && i >= p.allocCol) == alloc {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // ValueIndex returns the index in p.SampleTypes of the sample type named
@@ -98,19 +117,26 @@ type allocEvent struct {
 // 1 in the samples column for a SAMPLE frame, and for an allocation the
 // objects and bytes it allocated, and those still live at the end (its
 // block never freed). allocs are the ALLOCATION frames in file order;
-// sampleBytes is the recording's sampling interval (0: every allocation).
-func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
+// sampleBytes is the recording's sampling interval (0: every allocation);
+// periodNs the CPU time a stack sample stands for (0: unknown).
+func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
 	p.SampleTypes = []ValueType{SamplesType}
+	p.stackValues = []int64{1}
+	if periodNs > 0 {
+		p.SampleTypes = append(p.SampleTypes, CPUType)
+		p.stackValues = append(p.stackValues, periodNs)
+	}
 	if len(allocs) > 0 {
+		p.allocCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
+		p.stackValues = append(p.stackValues, 0, 0, 0, 0)
 	}
 	p.unitSamples = len(allocs) == 0
+	for i := range p.Samples {
+		p.Samples[i].Row = int32(i)
+	}
 	if p.unitSamples {
-		// Every value is 1: no table (see Value).
-		for i := range p.Samples {
-			p.Samples[i].Row = int32(i)
-		}
-		return
+		return // every sample has stackValues: no table (see Value)
 	}
 	n := len(p.SampleTypes)
 	p.values = make([]int64, len(p.Samples)*n)
@@ -121,11 +147,11 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
 		}
 	}
 	for i := range p.Samples {
-		p.Samples[i].Row = int32(i)
 		if !isAlloc[i] {
-			p.values[i*n] = 1
+			copy(p.values[i*n:], p.stackValues)
 		}
 	}
+	a := p.allocCol
 	allocs = byTime(allocs)
 	objectsOf := make(map[int64]int64)
 	objects := func(size int64) int64 {
@@ -146,20 +172,34 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes int64) {
 			delete(live, k) // unknown blocks were allocated before the recording
 			continue
 		}
-		row := p.values[int(e.sample)*n:]
-		row[1], row[2] = objects(e.size), e.size
+		row := p.values[int(e.sample)*n+a:]
+		row[0], row[1] = objects(e.size), e.size
 		live[k] = e.sample // replaces a block whose free was not seen
 	}
 	for _, s := range live {
-		row := p.values[int(s)*n:]
-		row[3], row[4] = row[1], row[2]
+		row := p.values[int(s)*n+a:]
+		row[2], row[3] = row[0], row[1]
 	}
 }
 
 // counted says the selected value is 1 for every sample: the number of
 // samples of a profile without allocations.
 func (p *Profile) counted() bool {
-	return p.value == 0 && (p.unitSamples || p.values == nil)
+	return p.value == 0 && p.values == nil
+}
+
+// cpuPeriod returns the CPU time in ns one stack sample of a recording of
+// event at freq Hz stands for, or 0 when the event does not count time
+// or the frequency is unknown.
+func cpuPeriod(event, freq string) int64 {
+	if event != "cpu-clock" && event != "task-clock" {
+		return 0
+	}
+	hz, err := strconv.ParseInt(freq, 10, 64)
+	if err != nil || hz <= 0 || hz > 1e9 {
+		return 0
+	}
+	return 1e9 / hz
 }
 
 // byTime returns a copy of the allocation events sorted by time, file

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"nsprof/capture"
 	"nsprof/internal/testcaptures"
 )
 
@@ -177,5 +178,77 @@ func TestLoadTimeline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCPUValue: a recording of cpu-clock at a known frequency gives each
+// stack sample the CPU time of its period, next to its count, in one
+// column the views weigh by and that allocations leave at 0; other
+// events and unknown frequencies give no such column.
+func TestCPUValue(t *testing.T) {
+	write := func(event, freq string, alloc bool) *Profile {
+		var buf bytes.Buffer
+		w, err := capture.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := capture.FrameHeader{PID: 10, Time: 1, CPU: -1}
+		frames := []capture.Frame{
+			&capture.Metadata{FrameHeader: h, ID: capture.MetaEvent, Value: event},
+			&capture.Metadata{FrameHeader: h, ID: capture.MetaFrequency, Value: freq},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x401000}},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x402000, 0x401000}},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x401000}},
+		}
+		if alloc {
+			frames = append(frames, &capture.Allocation{FrameHeader: h, TID: 10, Addr: 0x9000, Size: 64, Addrs: []uint64{0x401000}})
+		}
+		for _, f := range frames {
+			if err := w.WriteFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, alloc := range []bool{false, true} {
+		p := write("cpu-clock", "4000", alloc)
+		ci, err := p.ValueIndex("cpu")
+		if err != nil || p.SampleTypes[ci] != CPUType {
+			t.Fatalf("alloc %v: sample types %v: %v", alloc, p.SampleTypes, err)
+		}
+		if p.Totals[ci] != 3*250_000 || p.Totals[0] != 3 {
+			t.Errorf("alloc %v: totals %v, want 3 samples of 250000 ns", alloc, p.Totals)
+		}
+		v, err := p.View(ViewOptions{Value: ci})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Samples) != 3 {
+			t.Errorf("alloc %v: cpu view keeps %d samples, want the 3 stack samples", alloc, len(v.Samples))
+		}
+		if top := v.Top(v.Samples); len(top) == 0 || top[0].Self != 2*250_000 {
+			t.Errorf("alloc %v: top %+v, want 500000 ns self first", alloc, top)
+		}
+		if got := p.Kind(ci); !reflect.DeepEqual(got, []int{0, ci}) {
+			t.Errorf("alloc %v: Kind(cpu) = %v, want [0 %d]", alloc, got, ci)
+		}
+		if alloc {
+			ai, _ := p.ValueIndex("alloc_space")
+			if got := p.Kind(ai); len(got) != 4 || got[0] != ci+1 {
+				t.Errorf("Kind(alloc_space) = %v", got)
+			}
+		}
+	}
+	for _, c := range [][2]string{{"cycles", "4000"}, {"cpu-clock", "0"}, {"cpu-clock", "x"}, {"none", "999"}} {
+		if p := write(c[0], c[1], false); len(p.SampleTypes) != 1 {
+			t.Errorf("%s at %s Hz: sample types %v, want samples only", c[0], c[1], p.SampleTypes)
+		}
 	}
 }

@@ -61,6 +61,10 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	if cols[0] != 0 {
 		period = &profile.ValueType{Type: "space", Unit: "bytes"}
 	}
+	if len(cols) > 1 && types[1].Type == analyze.CPUType.Type {
+		// As a Go CPU profile: a sample every Period ns of CPU time.
+		period = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	}
 	b := &pprofBuilder{
 		v: v,
 		p: &profile.Profile{
@@ -101,6 +105,11 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		index[k] = ps
 		b.p.Sample = append(b.p.Sample, ps)
 	}
+	if b.p.PeriodType.Type == "cpu" && len(b.p.Sample) > 0 {
+		if v := b.p.Sample[0].Value; v[0] > 0 {
+			b.p.Period = v[1] / v[0]
+		}
+	}
 	b.mainFirst()
 	if err := b.p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("building pprof profile: %w", err)
@@ -113,14 +122,10 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 // that pprof's -sample_index can switch between them. Stack samples have
 // one, "samples"; allocations the four of a Go heap profile.
 func pprofColumns(v *analyze.View) []int {
-	if v.Selected() == 0 || len(v.SampleTypes) == 0 {
+	if len(v.SampleTypes) == 0 {
 		return []int{0}
 	}
-	var cols []int
-	for i := 1; i < len(v.SampleTypes); i++ {
-		cols = append(cols, i)
-	}
-	return cols
+	return v.Kind(v.Selected())
 }
 
 // addValues adds the values of columns cols of s to vals.

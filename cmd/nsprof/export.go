@@ -76,9 +76,11 @@ container or comm, --hide-kernel or --focus exports the allocations as
 samples instead, as --value does.
 
 --value TYPE weighs stacks by a sample type of the capture: samples (the
-default), or of a --memprof capture alloc_space, alloc_objects, inuse_space
+default), cpu (nanoseconds, when the recording says its period), or of a
+--memprof capture alloc_space, alloc_objects, inuse_space
 or inuse_objects, with every filter and grouping; pprof then carries the
-four allocation types with TYPE as the default.
+types measured together with TYPE (samples and cpu, or the four allocation
+types), TYPE the default.
 
 A damaged capture is exported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1; --partial

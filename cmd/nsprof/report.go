@@ -74,7 +74,8 @@ keeps the samples through function NAME with their stacks starting there
 (--focus-dso the same for a DSO); --by comm merges processes of the same name.
 
 --value TYPE weighs every view by a sample type of the capture: samples (the
-default), or of a --memprof capture alloc_space, alloc_objects, inuse_space or
+default), cpu (nanoseconds, when the recording says its period), or of a
+--memprof capture alloc_space, alloc_objects, inuse_space or
 inuse_objects (bytes and blocks allocated, and those never freed). --memory
 prints the heap profile; with --json, --tree, --bottom-up, --by or a filter
 other than --pid it is a shorthand for --value alloc_space.
