@@ -72,7 +72,7 @@ type Group struct {
 
 // Group splits samples by g, keeping file order within each group. Groups
 // are sorted by their weight (their number of samples, by default),
-// largest first, then by key.
+// largest first, then by key; groups of weight 0 are left out.
 // GroupNone returns one group "all" with every sample.
 func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	if g == GroupNone {
@@ -122,6 +122,9 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	for i := range out {
 		out[i].Weight = p.Weight(out[i].Samples)
 	}
+	// Groups whose samples weigh nothing (allocations all freed, by an
+	// in-use value) have nothing to show.
+	out = slices.DeleteFunc(out, func(g Group) bool { return g.Weight == 0 })
 	slices.SortFunc(out, func(a, b Group) int {
 		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
 			return c

@@ -37,7 +37,8 @@ type ViewOptions struct {
 	Inline bool
 	// Value is the sample type the view weighs stacks by, an index in
 	// [Profile.SampleTypes] ([Profile.ValueIndex] finds it by name): the
-	// view keeps the samples with a value of that type, and its
+	// view keeps the samples of its kind of measurement ([Profile.Kind]:
+	// the stack samples, or the allocations), and its
 	// [Profile.Top], [Profile.Tree], [Profile.Group] and
 	// [View.StackCounts] sum it. Default 0: stack samples, counted.
 	Value int
@@ -70,7 +71,7 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		return nil, err
 	}
 	if len(p.SampleTypes) > 1 || o.Value != 0 {
-		samples = p.withValue(samples, o.Value)
+		samples = p.withValue(samples, p.Kind(o.Value))
 		vp := *p // a shallow copy weighing by o.Value
 		vp.value = o.Value
 		p = &vp
@@ -195,12 +196,21 @@ func (v *View) StackCounts(samples []Sample) []int64 {
 	return v.stackCounts(samples)
 }
 
-// withValue returns the samples with a value of column t other than 0;
+// withValue returns the samples of the kind of measurement of columns
+// kind ([Profile.Kind]): those with a value other than 0 in one of them;
 // samples itself when all have one.
-func (p *Profile) withValue(samples []Sample, t int) []Sample {
+func (p *Profile) withValue(samples []Sample, kind []int) []Sample {
+	has := func(s *Sample) bool {
+		for _, t := range kind {
+			if p.Value(s, t) != 0 {
+				return true
+			}
+		}
+		return false
+	}
 	keep := 0
 	for i := range samples {
-		if p.Value(&samples[i], t) != 0 {
+		if has(&samples[i]) {
 			keep++
 		}
 	}
@@ -209,7 +219,7 @@ func (p *Profile) withValue(samples []Sample, t int) []Sample {
 	}
 	out := make([]Sample, 0, keep)
 	for i := range samples {
-		if p.Value(&samples[i], t) != 0 {
+		if has(&samples[i]) {
 			out = append(out, samples[i])
 		}
 	}

@@ -72,7 +72,9 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 		for _, s := range samples {
 			wt := int64(1)
 			if vi := v.Selected(); vi != 0 {
-				wt = v.Value(&s, vi)
+				if wt = v.Value(&s, vi); wt == 0 {
+					continue // a freed block, by an in-use value
+				}
 			}
 			if n := len(rs); n > 0 && rs[n-1].stack == s.Stack {
 				rs[n-1].n += wt
