@@ -33,6 +33,11 @@ type LoadOptions struct {
 	// what nothing else did from this machine's files (only the very
 	// files that were mapped). Default false.
 	NoHostFiles bool
+	// NoAllocations leaves the ALLOCATION frames out of the samples
+	// (Profile.Allocations still counts them), for a caller that shows
+	// stack samples only: naming and matching the allocations of a
+	// --memprof capture costs more than its stack samples. Default false.
+	NoAllocations bool
 	// Timeline builds [Profile.Timeline] in the same pass over the
 	// capture: the marks, counters, logs, processes and frame counts
 	// [LoadTimeline] reads. Frames of unknown types are then counted
@@ -170,11 +175,19 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				}
 			}
 		case capture.TypeAllocation:
+			if opts.NoAllocations && tl == nil {
+				// Only counted, as before allocations were samples.
+				b.p.Allocations++
+				b.time(f.Head().Time)
+				break
+			}
 			var fr capture.Frame
 			if fr, readErr = f.Decode(); readErr == nil {
 				b.p.Allocations++
 				b.time(f.Head().Time)
-				b.allocation(fr.(*capture.Allocation))
+				if !opts.NoAllocations {
+					b.allocation(fr.(*capture.Allocation))
+				}
 				if tl != nil {
 					off = tl.raw(fr, f.Type, cr.Offset(), off)
 				}

@@ -252,3 +252,21 @@ func TestCPUValue(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAllocations: a load that leaves the allocations out still counts
+// them and gives the stack samples of a full load.
+func TestNoAllocations(t *testing.T) {
+	data := testcaptures.Memprof(t)
+	full, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(data, LoadOptions{NoHostFiles: true, NoAllocations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Allocations != full.Allocations || p.Allocations == 0 || len(p.SampleTypes) != 1 || int64(len(p.Samples)) != full.Totals[0] {
+		t.Errorf("NoAllocations: %d allocations (full load %d), sample types %v, %d samples (full load %d stack samples)",
+			p.Allocations, full.Allocations, p.SampleTypes, len(p.Samples), full.Totals[0])
+	}
+}

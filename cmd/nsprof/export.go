@@ -148,7 +148,7 @@ accepts it with a warning and status 0.`,
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}

@@ -219,7 +219,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ro.View.Timeline() {
 		return reportTimeline(opts, ro, stdout, stderr)
 	}
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}
@@ -310,4 +310,11 @@ func warn(stderr io.Writer, input string, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(input), textsafe.Escape(w))
 	}
+}
+
+// stackValue reports whether the sample type named value (or the default,
+// "") is one of the stack samples', so that loading can leave the
+// allocations out.
+func stackValue(value string) bool {
+	return value == "" || value == analyze.SamplesType.Type || value == analyze.CPUType.Type
 }
