@@ -508,21 +508,40 @@ func (m *Memory) stacksBy(v func(*MemStack) int64) []*MemStack {
 // Only opts.PIDs and opts.Inline apply.
 func (p *Profile) Memory(opts MemoryOptions) *Memory {
 	m := &Memory{Start: p.Start, SampleBytes: p.sampleBytes, HasLost: p.memLost.has, Lost: p.memLost.lost, SignalDropped: p.memLost.signal}
-	index := make(map[StackID]int32) // stack -> m.Stacks
+	want := func(e *allocEvent) bool { return len(opts.PIDs) == 0 || slices.Contains(opts.PIDs, e.pid) }
+	// The stacks in the order first seen in the file, as ReadMemory has
+	// them: by their first allocation's sample index (p.allocs are in
+	// time order).
+	first := make(map[StackID]int32)
+	for i := range p.allocs {
+		e := &p.allocs[i]
+		if e.stack < 0 || !want(e) {
+			continue
+		}
+		if f, ok := first[e.stack]; !ok || e.sample < f {
+			first[e.stack] = e.sample
+		}
+	}
+	order := make([]StackID, 0, len(first))
+	for id := range first {
+		order = append(order, id)
+	}
+	slices.SortFunc(order, func(a, b StackID) int { return int(first[a]) - int(first[b]) })
+	index := make(map[StackID]int32, len(order)) // stack -> m.Stacks
+	for _, id := range order {
+		index[id] = int32(len(m.Stacks))
+		pid := p.Samples[first[id]].PID
+		m.Stacks = append(m.Stacks, p.memStack(pid, id, opts.Inline))
+	}
 	events := make([]memEvent, 0, len(p.allocs))
-	for _, e := range p.allocs {
-		if len(opts.PIDs) > 0 && !slices.Contains(opts.PIDs, e.pid) {
+	for i := range p.allocs {
+		e := &p.allocs[i]
+		if !want(e) {
 			continue
 		}
 		me := memEvent{time: e.time, addr: e.addr, size: e.size, pid: e.pid, tid: e.tid, stack: -1}
 		if e.stack >= 0 {
-			id, ok := index[e.stack]
-			if !ok {
-				id = int32(len(m.Stacks))
-				index[e.stack] = id
-				m.Stacks = append(m.Stacks, p.memStack(e.pid, e.stack, opts.Inline))
-			}
-			me.stack = id
+			me.stack = index[e.stack]
 		}
 		events = append(events, me)
 	}

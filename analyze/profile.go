@@ -84,7 +84,7 @@ type Profile struct {
 	unitSamples bool
 	stackValues []int64
 	allocCol    int
-	// allocs are the ALLOCATION frames in file order, sampleBytes the
+	// allocs are the ALLOCATION frames in time order, sampleBytes the
 	// recording's allocation sampling interval and memLost what it could
 	// not record: what [Profile.Memory] replays.
 	allocs      []allocEvent

@@ -116,7 +116,8 @@ type allocEvent struct {
 // fillValues builds the value table of p once its samples are complete:
 // 1 in the samples column for a SAMPLE frame, and for an allocation the
 // objects and bytes it allocated, and those still live at the end (its
-// block never freed). allocs are the ALLOCATION frames in file order;
+// block never freed). allocs are the ALLOCATION frames in file order,
+// which fillValues sorts by time;
 // sampleBytes is the recording's sampling interval (0: every allocation);
 // periodNs the CPU time a stack sample stands for (0: unknown).
 func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
@@ -152,7 +153,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
 		}
 	}
 	a := p.allocCol
-	allocs = byTime(allocs)
+	sortByTime(allocs)
 	objectsOf := make(map[int64]int64)
 	objects := func(size int64) int64 {
 		if sampleBytes <= 0 {
@@ -202,12 +203,11 @@ func cpuPeriod(event, freq string) int64 {
 	return 1e9 / hz
 }
 
-// byTime returns a copy of the allocation events sorted by time, file
-// order kept for equal times: rings are drained in turns, so frames are
-// ordered per thread only.
-func byTime(allocs []allocEvent) []allocEvent {
-	out := slices.Clone(allocs)
-	slices.SortStableFunc(out, func(x, y allocEvent) int {
+// sortByTime sorts the allocation events by time, file order kept for
+// equal times: rings are drained in turns, so frames are ordered per
+// thread only.
+func sortByTime(allocs []allocEvent) {
+	slices.SortStableFunc(allocs, func(x, y allocEvent) int {
 		switch {
 		case x.time < y.time:
 			return -1
@@ -216,5 +216,4 @@ func byTime(allocs []allocEvent) []allocEvent {
 		}
 		return 0
 	})
-	return out
 }
