@@ -3,16 +3,12 @@ package export
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"nsprof/analyze"
-	"nsprof/capture"
+	"nsprof/internal/testcaptures"
 )
 
 const testStart = int64(1_000_000_000)
@@ -34,19 +30,14 @@ var hostile = []string{
 
 // testStacks are the synthetic capture's stacks by function name, leaf
 // first; kernel frames are named k_*.
-var testStacks = []struct {
-	pid, tid int32
-	ms       int64
-	stack    []string
-	n        int
-}{
-	{10, 10, 1, []string{"hot", "work", "main"}, 5},
-	{10, 11, 2, []string{"k_read", "k_entry", "read", "work", "main"}, 3},
-	{10, 11, 3, []string{"work", "main"}, 2},
-	{20, 20, 4, []string{hostile[0], hostile[1], "main"}, 1},
-	{20, 20, 5, []string{hostile[2], hostile[3], hostile[4], hostile[5], "main"}, 1},
-	{20, 21, 6, []string{hostile[6], hostile[7], hostile[8], "main"}, 2},
-	{20, 20, 7, []string{"k_idle"}, 1},
+var testStacks = []testcaptures.Stack{
+	{PID: 10, TID: 10, MS: 1, Frames: []string{"hot", "work", "main"}, N: 5},
+	{PID: 10, TID: 11, MS: 2, Frames: []string{"k_read", "k_entry", "read", "work", "main"}, N: 3},
+	{PID: 10, TID: 11, MS: 3, Frames: []string{"work", "main"}, N: 2},
+	{PID: 20, TID: 20, MS: 4, Frames: []string{hostile[0], hostile[1], "main"}, N: 1},
+	{PID: 20, TID: 20, MS: 5, Frames: []string{hostile[2], hostile[3], hostile[4], hostile[5], "main"}, N: 1},
+	{PID: 20, TID: 21, MS: 6, Frames: []string{hostile[6], hostile[7], hostile[8], "main"}, N: 2},
+	{PID: 20, TID: 20, MS: 7, Frames: []string{"k_idle"}, N: 1},
 }
 
 // writeTestCapture writes a capture of testStacks: a symbol bundle names
@@ -54,82 +45,7 @@ var testStacks = []struct {
 // binary has a build-id.
 func writeTestCapture(t testing.TB) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{
-		StartTime: testStart, EndTime: testStart + 10e6,
-		CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Clock:       func() int64 { return math.MinInt64 },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := func(pid int32, ms int64) capture.FrameHeader {
-		return capture.FrameHeader{CPU: 0, PID: pid, Time: testStart + ms*1e6}
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
-	addr := map[string]uint64{}
-	var syms []capture.Symbol
-	var kallsyms bytes.Buffer
-	next := map[bool]uint64{false: 0x401000, true: 0xffffffff81000000}
-	for _, s := range testStacks {
-		for _, name := range s.stack {
-			if _, ok := addr[name]; ok {
-				continue
-			}
-			k := strings.HasPrefix(name, "k_")
-			a := next[k]
-			next[k] += 0x100
-			addr[name] = a + 0x10
-			if k {
-				fmt.Fprintf(&kallsyms, "%x T %s\n", a, name)
-				continue
-			}
-			for _, p := range []int32{10, 20} {
-				syms = append(syms, capture.Symbol{PID: p, Begin: a, End: a + 0xff, Name: name})
-			}
-		}
-	}
-	for _, s := range testStacks {
-		var addrs []uint64
-		inKernel := false
-		for i, name := range s.stack {
-			k := strings.HasPrefix(name, "k_")
-			if i == 0 && k {
-				addrs, inKernel = append(addrs, capture.ContextKernel), true
-			}
-			if (i == 0 || inKernel) && !k {
-				addrs, inKernel = append(addrs, capture.ContextUser), false
-			}
-			addrs = append(addrs, addr[name])
-		}
-		for range s.n {
-			must(w.WriteFrame(&capture.Sample{FrameHeader: h(s.pid, s.ms), TID: s.tid, Addrs: addrs}))
-		}
-	}
-	bundle, err := capture.EncodeSymbols(syms)
-	must(err)
-	must(w.AddFileGzip(h(-1, 9), capture.SymbolsFile, bundle))
-	must(w.AddFileGzip(h(-1, 9), "/proc/kallsyms", kallsyms.Bytes()))
-	var procs bytes.Buffer
-	for _, v := range []any{
-		capture.ProcessInfo{Kind: "process", PID: 10, NSpid: []int{10, 1}, Comm: "server", Container: &capture.ContainerInfo{Kind: "podman", ID: "abcdef0123456789", Name: "web"}},
-		capture.ProcessInfo{Kind: "process", PID: 20, Comm: "evil", Container: &capture.ContainerInfo{Kind: "host"}},
-	} {
-		b, _ := json.Marshal(v)
-		procs.Write(append(b, '\n'))
-	}
-	must(w.AddFileBytes(h(-1, 9), capture.ProcessFile, procs.Bytes()))
-	must(w.Close())
-	return buf.Bytes()
+	return testcaptures.CPUOf(t, testStacks)
 }
 
 func loadTestView(t testing.TB, o analyze.ViewOptions) *analyze.View {

@@ -23,7 +23,11 @@ type rule struct {
 	Except     []string
 	Forbidden  []string
 	Transitive bool
-	Why        string
+	// XTestAllowed exempts external test packages (package x_test),
+	// which are linked into no program: a recorder test may load what
+	// the recorder made with analyze to check both sides agree.
+	XTestAllowed bool
+	Why          string
 }
 
 // rules are nsprof's architecture (see the package doc). Paths are
@@ -41,10 +45,11 @@ var rules = []rule{
 		Why:       "analyze, export and report make no system calls of their own (capture maps the file)",
 	},
 	{
-		From:       []string{"record"},
-		Forbidden:  []string{"analyze", "export", "report"},
-		Transitive: true,
-		Why:        "data flows one way: the recorder writes captures, the reports read them",
+		From:         []string{"record"},
+		Forbidden:    []string{"analyze", "export", "report"},
+		Transitive:   true,
+		XTestAllowed: true,
+		Why:          "data flows one way: the recorder writes captures, the reports read them",
 	},
 	{
 		From:      []string{""}, // the whole module
@@ -58,8 +63,17 @@ var rules = []rule{
 type pkg struct {
 	// imports maps each import path of the non-test files to the first
 	// file (relative to the module root) importing it; testImports does
-	// the same for the test files.
-	imports, testImports map[string]string
+	// the same for the test files of the package itself, xtestImports
+	// for those of its external test package (package x_test).
+	imports, testImports, xtestImports map[string]string
+}
+
+// maps returns the import maps a rule looks at.
+func (p *pkg) maps(r rule) []map[string]string {
+	if r.XTestAllowed {
+		return []map[string]string{p.imports, p.testImports}
+	}
+	return []map[string]string{p.imports, p.testImports, p.xtestImports}
 }
 
 // TestImportRules checks every package of the module against rules.
@@ -98,11 +112,13 @@ func TestCheck(t *testing.T) {
 		return m
 	}
 	pkgs := map[string]*pkg{
-		"m/analyze":       {imports: imp("m/capture", "analyze/a.go", "m/symbol", "analyze/s.go"), testImports: imp("m/perf", "analyze/a_test.go")},
-		"m/symbol":        {imports: imp("m/proc", "symbol/p.go")},
-		"m/capture":       {imports: imp("m/internal/unix", "capture/c.go")},
-		"m/export":        {imports: imp("m/internal/unix", "export/e.go")},
-		"m/record":        {testImports: imp("m/helper", "record/r_test.go")},
+		"m/analyze": {imports: imp("m/capture", "analyze/a.go", "m/symbol", "analyze/s.go"), testImports: imp("m/perf", "analyze/a_test.go")},
+		"m/symbol":  {imports: imp("m/proc", "symbol/p.go")},
+		"m/capture": {imports: imp("m/internal/unix", "capture/c.go")},
+		"m/export":  {imports: imp("m/internal/unix", "export/e.go"), xtestImports: imp("m/record", "export/x_test.go")},
+		// record's external tests may check the reports read what it
+		// wrote; its own tests may not reach the analysis side.
+		"m/record":        {testImports: imp("m/helper", "record/r_test.go"), xtestImports: imp("m/analyze", "record/x_test.go")},
 		"m/helper":        {imports: imp("m/export", "helper/h.go", "golang.org/x/sys/unix", "helper/h.go")},
 		"m/internal/unix": {imports: imp("golang.org/x/sys/unix", "internal/unix/u.go")},
 		"m/report/text":   {imports: imp("m/record", "report/text/t.go")},
@@ -112,6 +128,7 @@ func TestCheck(t *testing.T) {
 		"m/analyze imports m/perf (analyze/a_test.go)",
 		"m/analyze reaches m/proc: analyze/s.go imports m/symbol, symbol/p.go imports m/proc",
 		"m/export imports m/internal/unix (export/e.go)",
+		"m/export imports m/record (export/x_test.go)",
 		"m/helper imports golang.org/x/sys/unix (helper/h.go)",
 		"m/record reaches m/export: record/r_test.go imports m/helper, helper/h.go imports m/export",
 		"m/report/text imports m/record (report/text/t.go)",
@@ -155,7 +172,7 @@ func check(pkgs map[string]*pkg, module string, rules []rule) []string {
 			}
 			forbidden := func(imp string) bool { return under(imp, r.Forbidden) }
 			direct := map[string]bool{}
-			for _, m := range []map[string]string{p.imports, p.testImports} {
+			for _, m := range p.maps(r) {
 				for imp, file := range m {
 					if forbidden(imp) && !direct[imp] {
 						direct[imp] = true
@@ -166,7 +183,7 @@ func check(pkgs map[string]*pkg, module string, rules []rule) []string {
 			if !r.Transitive {
 				continue
 			}
-			for imp, chain := range reach(pkgs, p, forbidden) {
+			for imp, chain := range reach(pkgs, p.maps(r), forbidden) {
 				if !direct[imp] {
 					out = append(out, fmt.Sprintf("%s reaches %s: %s: %s", path, imp, strings.Join(chain, ", "), r.Why))
 				}
@@ -181,7 +198,7 @@ func check(pkgs map[string]*pkg, module string, rules []rule) []string {
 // pkgs, each with the shortest chain of imports ("FILE imports PKG") that
 // leads to it. Test files count for p only: other packages' tests are not
 // linked into p.
-func reach(pkgs map[string]*pkg, p *pkg, forbidden func(string) bool) map[string][]string {
+func reach(pkgs map[string]*pkg, start []map[string]string, forbidden func(string) bool) map[string][]string {
 	type step struct{ path, via string }
 	parent := map[string]step{}
 	var queue []string
@@ -192,7 +209,7 @@ func reach(pkgs map[string]*pkg, p *pkg, forbidden func(string) bool) map[string
 		parent[imp] = step{from, file + " imports " + imp}
 		queue = append(queue, imp)
 	}
-	for _, m := range []map[string]string{p.imports, p.testImports} {
+	for _, m := range start {
 		for _, imp := range sortedKeys(m) {
 			visit(imp, m[imp], "")
 		}
@@ -297,12 +314,15 @@ func loadPackages(root, module string) (map[string]*pkg, error) {
 		}
 		p := pkgs[ipath]
 		if p == nil {
-			p = &pkg{imports: map[string]string{}, testImports: map[string]string{}}
+			p = &pkg{imports: map[string]string{}, testImports: map[string]string{}, xtestImports: map[string]string{}}
 			pkgs[ipath] = p
 		}
 		m := p.imports
 		if strings.HasSuffix(name, "_test.go") {
 			m = p.testImports
+			if strings.HasSuffix(f.Name.Name, "_test") {
+				m = p.xtestImports
+			}
 		}
 		for _, is := range f.Imports {
 			imp, err := strconv.Unquote(is.Path.Value)

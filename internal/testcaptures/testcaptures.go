@@ -59,14 +59,18 @@ func mustf(tb testing.TB) func(error) {
 	}
 }
 
-// cpuStacks are CPU's stacks, leaf first: "k_" names are kernel
-// functions.
-var cpuStacks = []struct {
-	pid, tid int32
-	ms       int64
-	stack    []string
-	n        int
-}{
+// Stack is N samples of thread TID of process PID at MS milliseconds
+// from Start, with the functions Frames, leaf first: "k_" names are
+// kernel functions.
+type Stack struct {
+	PID, TID int32
+	MS       int64
+	Frames   []string
+	N        int
+}
+
+// cpuStacks are CPU's stacks.
+var cpuStacks = []Stack{
 	{10, 10, 1, []string{"hot", "work", "main"}, 5},
 	{10, 11, 2, []string{"k_read", "k_entry", "read", "work", "main"}, 3},
 	{10, 11, 3, []string{"work", "main"}, 2},
@@ -83,6 +87,12 @@ var cpuStacks = []struct {
 // an embedded kallsyms the kernel frames.
 func CPU(tb testing.TB) []byte {
 	tb.Helper()
+	return CPUOf(tb, cpuStacks)
+}
+
+// CPUOf returns a capture as [CPU] describes, of the samples stacks.
+func CPUOf(tb testing.TB, stacks []Stack) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
 	w, must := newWriter(tb, &buf), mustf(tb)
 	h := func(pid int32, ms int64) capture.FrameHeader {
@@ -96,8 +106,8 @@ func CPU(tb testing.TB) []byte {
 	var syms []capture.Symbol
 	var kallsyms bytes.Buffer
 	next := map[bool]uint64{false: 0x401000, true: 0xffffffff81000000}
-	for _, s := range cpuStacks {
-		for _, name := range s.stack {
+	for _, s := range stacks {
+		for _, name := range s.Frames {
 			if _, ok := addr[name]; ok {
 				continue
 			}
@@ -114,10 +124,10 @@ func CPU(tb testing.TB) []byte {
 			}
 		}
 	}
-	for _, s := range cpuStacks {
+	for _, s := range stacks {
 		var addrs []uint64
 		inKernel := false
-		for i, name := range s.stack {
+		for i, name := range s.Frames {
 			k := strings.HasPrefix(name, "k_")
 			if i == 0 && k {
 				addrs, inKernel = append(addrs, capture.ContextKernel), true
@@ -127,8 +137,8 @@ func CPU(tb testing.TB) []byte {
 			}
 			addrs = append(addrs, addr[name])
 		}
-		for range s.n {
-			must(w.WriteFrame(&capture.Sample{FrameHeader: h(s.pid, s.ms), TID: s.tid, Addrs: addrs}))
+		for range s.N {
+			must(w.WriteFrame(&capture.Sample{FrameHeader: h(s.PID, s.MS), TID: s.TID, Addrs: addrs}))
 		}
 	}
 	bundle, err := capture.EncodeSymbols(syms)
