@@ -83,15 +83,6 @@ type MemStack struct {
 	Objects, LeakObjects, TempObjects float64
 }
 
-// memEvent is one ALLOCATION frame, kept compact.
-type memEvent struct {
-	time     int64
-	addr     uint64
-	size     int64
-	pid, tid int32
-	stack    int32 // -1 for a free
-}
-
 type liveBlock struct {
 	size    int64
 	objects float64
@@ -170,7 +161,10 @@ type memBuilder struct {
 	m      *Memory
 	p      *Profile
 	sym    Chain
-	events []memEvent
+	events []allocEvent
+	// remap maps the events' stacks to m.Stacks, when they are not
+	// indexes in it already.
+	remap []int32
 	stacks map[string]int32
 	locs   map[pidAddr]Location
 	key    []byte
@@ -188,9 +182,9 @@ func parseCount(v string, n int64) int64 {
 }
 
 func (b *memBuilder) add(a *capture.Allocation) {
-	e := memEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
 	if a.Size > 0 || len(a.Addrs) > 0 { // a free has no stack
-		e.stack = b.stack(a.PID, a.Addrs)
+		e.stack = StackID(b.stack(a.PID, a.Addrs))
 	}
 	b.events = append(b.events, e)
 }
@@ -261,20 +255,17 @@ func (b *memBuilder) loc(pid int32, addr uint64) Location {
 func (b *memBuilder) finish() {
 	m := b.m
 	// Rings are drained in turns, so frames are ordered per thread only.
-	slices.SortStableFunc(b.events, func(x, y memEvent) int {
-		switch {
-		case x.time < y.time:
-			return -1
-		case x.time > y.time:
-			return 1
-		}
-		return 0
-	})
+	if b.remap == nil { // Profile.Memory's events are sorted, and shared
+		sortByTime(b.events)
+	}
 	live := make(map[pidAddr]liveBlock)
 	lastAlloc := make(map[int32]pidAddr) // per thread
 	objectsOf := make(map[int64]float64)
 	var cur int64
 	for _, e := range b.events {
+		if b.remap != nil && e.stack >= 0 {
+			e.stack = StackID(b.remap[e.stack])
+		}
 		k := pidAddr{e.pid, e.addr}
 		if e.stack < 0 {
 			m.Frees++
@@ -313,7 +304,7 @@ func (b *memBuilder) finish() {
 		if old, ok := live[k]; ok {
 			cur -= old.size // a free we did not see
 		}
-		live[k] = liveBlock{size: e.size, objects: obj, stack: e.stack}
+		live[k] = liveBlock{size: e.size, objects: obj, stack: int32(e.stack)}
 		lastAlloc[e.tid] = k
 		cur += e.size
 		if cur > m.Peak {
@@ -527,25 +518,22 @@ func (p *Profile) Memory(opts MemoryOptions) *Memory {
 		order = append(order, id)
 	}
 	slices.SortFunc(order, func(a, b StackID) int { return int(first[a]) - int(first[b]) })
-	index := make(map[StackID]int32, len(order)) // stack -> m.Stacks
+	remap := make([]int32, p.NumStacks()) // stack -> m.Stacks
 	for _, id := range order {
-		index[id] = int32(len(m.Stacks))
+		remap[id] = int32(len(m.Stacks))
 		pid := p.Samples[first[id]].PID
 		m.Stacks = append(m.Stacks, p.memStack(pid, id, opts.Inline))
 	}
-	events := make([]memEvent, 0, len(p.allocs))
-	for i := range p.allocs {
-		e := &p.allocs[i]
-		if !want(e) {
-			continue
+	events := p.allocs // in time order already; finish only reads them
+	if len(opts.PIDs) > 0 {
+		events = make([]allocEvent, 0, len(p.allocs))
+		for i := range p.allocs {
+			if want(&p.allocs[i]) {
+				events = append(events, p.allocs[i])
+			}
 		}
-		me := memEvent{time: e.time, addr: e.addr, size: e.size, pid: e.pid, tid: e.tid, stack: -1}
-		if e.stack >= 0 {
-			me.stack = index[e.stack]
-		}
-		events = append(events, me)
 	}
-	b := &memBuilder{m: m, p: p, events: events}
+	b := &memBuilder{m: m, p: p, events: events, remap: remap}
 	b.finish()
 	return m
 }
