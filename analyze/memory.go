@@ -164,7 +164,7 @@ type memBuilder struct {
 	events []allocEvent
 	// remap maps the events' stacks to m.Stacks, when they are not
 	// indexes in it already.
-	remap []int32
+	remap  []int32
 	stacks map[string]int32
 	locs   map[pidAddr]Location
 	key    []byte
