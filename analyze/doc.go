@@ -8,6 +8,15 @@
 // [Memory] ([LoadMemory]), and marks, counters, logs and process lifetimes
 // form the [Timeline] ([LoadTimeline]).
 //
+// Samples carry values described by [Profile.SampleTypes], as pprof's
+// samples do: a stack sample counts 1 "samples"; an allocation of a
+// --memprof capture counts its objects and bytes (alloc_objects,
+// alloc_space) and, when its block was never freed, inuse_objects and
+// inuse_space. [ViewOptions.Value] picks the column the views weigh by;
+// [Profile.Memory] is the heap summary (peak, leaks, temporaries) of the
+// same allocations. [Load] reads the capture once, in one pass, into the
+// samples, their values and, on request, the [Timeline].
+//
 // Stacks are interned: a Profile holds each distinct stack once, and each
 // distinct (pid, address) as one [Frame] named once, so operations cost
 // in proportion to the distinct stacks, not the samples.

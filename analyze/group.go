@@ -65,14 +65,18 @@ type Group struct {
 	// group (of the first process of a comm group).
 	Container string
 	Samples   []Sample
+	// Weight is the selected value ([Profile.Selected]) summed over
+	// Samples: their number, by default.
+	Weight int64
 }
 
 // Group splits samples by g, keeping file order within each group. Groups
-// are sorted by their number of samples, largest first, then by key.
+// are sorted by their weight (their number of samples, by default),
+// largest first, then by key; groups of weight 0 are left out.
 // GroupNone returns one group "all" with every sample.
 func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	if g == GroupNone {
-		return []Group{{Key: "all", Samples: samples}}
+		return []Group{{Key: "all", Samples: samples, Weight: p.Weight(samples)}}
 	}
 	byKey := make(map[string]int)
 	byID := make(map[int32]int) // pid or tid -> group
@@ -115,8 +119,14 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 		}
 		out[i].Samples = append(out[i].Samples, s)
 	}
+	for i := range out {
+		out[i].Weight = p.Weight(out[i].Samples)
+	}
+	// Groups whose samples weigh nothing (allocations all freed, by an
+	// in-use value) have nothing to show.
+	out = slices.DeleteFunc(out, func(g Group) bool { return g.Weight == 0 })
 	slices.SortFunc(out, func(a, b Group) int {
-		if c := cmp.Compare(len(b.Samples), len(a.Samples)); c != 0 {
+		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Key, b.Key)

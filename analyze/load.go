@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"nsprof/capture"
@@ -32,6 +33,16 @@ type LoadOptions struct {
 	// what nothing else did from this machine's files (only the very
 	// files that were mapped). Default false.
 	NoHostFiles bool
+	// NoAllocations leaves the ALLOCATION frames out of the samples
+	// (Profile.Allocations still counts them), for a caller that shows
+	// stack samples only: naming and matching the allocations of a
+	// --memprof capture costs more than its stack samples. Default false.
+	NoAllocations bool
+	// Timeline builds [Profile.Timeline] in the same pass over the
+	// capture: the marks, counters, logs, processes and frame counts
+	// [LoadTimeline] reads. Frames of unknown types are then counted
+	// there instead of stopping the load. Default false.
+	Timeline bool
 }
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
@@ -74,7 +85,7 @@ func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 // together with the error (a [*capture.FormatError] naming the offset);
 // callers should report the error and may use the profile.
 func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
-	cr, err := capture.NewReader(r)
+	cr, err := capture.NewReaderWithOptions(r, capture.ReaderOptions{AllowUnknown: opts.Timeline})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +102,7 @@ func LoadBytes(data []byte, opts LoadOptions) (*Profile, error) {
 // loadBytes is LoadBytes. With src set, data is src mapped and unmapped
 // after loading, so the profile keeps no view of it.
 func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error) {
-	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
+	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{AllowUnknown: opts.Timeline})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +146,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		readErr error
 		s       capture.Sample
 		c       capture.FileChunk
+		tl      *timelineBuilder
+		off     = cr.Offset()
 	)
+	if opts.Timeline {
+		tl = newTimelineBuilder(cr.Header())
+	}
 	for readErr == nil {
 		f, err := cr.NextRaw()
 		if err == io.EOF {
@@ -154,13 +170,33 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				b.addrSlots += int64(len(s.Addrs))
 				b.time(s.Time)
 				b.sample(&s)
+				if tl != nil {
+					off = tl.raw(&s, f.Type, cr.Offset(), off)
+				}
 			}
 		case capture.TypeAllocation:
-			// LoadMemory reads them; here they are only counted.
-			b.p.Allocations++
-			b.time(f.Head().Time)
+			if opts.NoAllocations && tl == nil {
+				// Only counted, as before allocations were samples.
+				b.p.Allocations++
+				b.time(f.Head().Time)
+				break
+			}
+			var fr capture.Frame
+			if fr, readErr = f.Decode(); readErr == nil {
+				b.p.Allocations++
+				b.time(f.Head().Time)
+				if !opts.NoAllocations {
+					b.allocation(fr.(*capture.Allocation))
+				}
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
+			}
 		case capture.TypeFileChunk:
 			if readErr = f.DecodeFileChunk(&c); readErr == nil {
+				if tl != nil {
+					off = tl.raw(&c, f.Type, cr.Offset(), off)
+				}
 				b.time(c.Time)
 				if wantFile(c.Path) {
 					m := mode
@@ -170,14 +206,43 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 					b.files.add(c.Path, c.Data, f.Off+capture.FileChunkDataOffset, c.IsLast, m)
 				}
 			}
+		case capture.TypeMetadata:
+			var fr capture.Frame
+			if fr, readErr = f.Decode(); readErr == nil {
+				b.time(f.Head().Time)
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
+				switch m := fr.(*capture.Metadata); m.ID {
+				case capture.MetaEvent:
+					b.event = m.Value
+				case capture.MetaFrequency:
+					b.freq = m.Value
+				case capture.MetaMemprofSampleBytes:
+					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
+				case capture.MetaMemprofLost:
+					b.p.memLost.has = true
+					b.p.memLost.lost = parseCount(m.Value, b.p.memLost.lost)
+				case capture.MetaMemprofSignalDropped:
+					b.p.memLost.has = true
+					b.p.memLost.signal = parseCount(m.Value, b.p.memLost.signal)
+				}
+			}
 		default:
 			var fr capture.Frame
 			if fr, readErr = f.Decode(); readErr == nil {
 				b.add(fr)
+				if tl != nil {
+					off = tl.raw(fr, f.Type, cr.Offset(), off)
+				}
 			}
 		}
 	}
 	p := b.finish()
+	if tl != nil {
+		tl.finish()
+		p.Timeline = tl.t
+	}
 	if opts.NoSymbolize {
 		p.Symbolize(nil)
 	} else {
@@ -224,6 +289,15 @@ type builder struct {
 	// would copy it over and over.
 	chunks [][]Sample
 	chunk  []Sample
+	// nSamples counts the samples appended so far; allocs are the
+	// ALLOCATION frames, matched once all are read; sampleBytes is the
+	// allocation sampling interval of the recording.
+	nSamples    int32
+	allocs      []allocEvent
+	sampleBytes int64
+	// event and freq are the sampling event and frequency the recording
+	// says it used, for the CPU time of a sample.
+	event, freq string
 }
 
 const sampleChunk = 1 << 16
@@ -308,9 +382,37 @@ func wantFile(p string) bool {
 // addresses, so a stack seen before costs one map lookup and no
 // allocation.
 func (b *builder) sample(s *capture.Sample) {
+	id := b.stack(s.PID, s.Addrs, false)
+	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+}
+
+// allocation adds an allocation as a sample, its stack interned with the
+// samples' stacks, and keeps it (or a free: size 0 and no stack) for
+// matching frees to allocations at the end. A frame of size 0 with a
+// stack is an allocation of 0 bytes: malloc(0) returns a block that is
+// freed later.
+func (b *builder) allocation(a *capture.Allocation) {
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1, stack: -1}
+	if a.Size > 0 || len(a.Addrs) > 0 {
+		e.sample = b.nSamples
+		id := b.stack(a.PID, a.Addrs, true)
+		e.stack = id
+		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: id, CPU: a.CPU})
+	}
+	b.allocs = append(b.allocs, e)
+}
+
+// stack interns the stack of pid's addrs: the key is the pid and the raw
+// addresses, so a stack seen before costs one map lookup and no
+// allocation. ret says every address is a return address, as in an
+// allocation's stack; such stacks have keys of their own.
+func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	k := b.key[:0]
-	k = binary.LittleEndian.AppendUint32(k, uint32(s.PID))
-	for _, a := range s.Addrs {
+	k = binary.LittleEndian.AppendUint32(k, uint32(pid))
+	if ret {
+		k = append(k, 'r')
+	}
+	for _, a := range addrs {
 		k = binary.LittleEndian.AppendUint64(k, a)
 	}
 	b.key = k
@@ -320,26 +422,34 @@ func (b *builder) sample(s *capture.Sample) {
 	} else {
 		v, ok := b.stacks[string(k)]
 		if !ok {
-			v = b.newStack(s.PID, s.Addrs)
+			v = b.newStack(pid, addrs, ret)
 			b.stacks[string(k)] = v
 		}
 		id = v
 		b.lastKey = append(b.lastKey[:0], k...)
 	}
 	b.lastStack = id
+	return id
+}
+
+// appendSample appends s to the samples read so far.
+func (b *builder) appendSample(s Sample) {
 	if len(b.chunk) == cap(b.chunk) {
 		if len(b.chunk) > 0 {
 			b.chunks = append(b.chunks, b.chunk)
 		}
 		b.chunk = make([]Sample, 0, sampleChunk)
 	}
-	b.chunk = append(b.chunk, Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+	b.chunk = append(b.chunk, s)
+	b.nSamples++
 }
 
 // newStack adds the frames of addrs (leaf first, with context markers) as
 // a new stack. Addresses before any marker are user addresses, as Sysprof
-// assumes for backtrace()-style stacks.
-func (b *builder) newStack(pid int32, addrs []uint64) StackID {
+// assumes for backtrace()-style stacks. ret says the first user address
+// is a return address too (an allocation's stack starts at the
+// allocator's caller).
+func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 	kernel, first := false, true
 	for _, a := range addrs {
 		if capture.IsContext(a) {
@@ -357,7 +467,7 @@ func (b *builder) newStack(pid int32, addrs []uint64) StackID {
 		}
 		// The first user address is where the thread was; the others
 		// are return addresses.
-		caller := !kernel && !first
+		caller := !kernel && (!first || ret)
 		first = false
 		if caller && capture.ImpossibleReturn(a) {
 			continue
@@ -404,15 +514,25 @@ func (b *builder) finish() *Profile {
 	if p.End < p.Start {
 		p.End = p.Start
 	}
+	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq))
+	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
+	b.allocs = nil
+	p.Totals = make([]int64, len(p.SampleTypes))
 	for i := range p.Samples {
 		s := &p.Samples[i]
-		b.process(s.PID).Samples++
+		pr := b.process(s.PID)
 		t := p.threadIndex[s.TID]
 		if t == nil {
 			t = &Thread{TID: s.TID, PID: s.PID}
 			p.threadIndex[s.TID] = t
 		}
-		t.Samples++
+		for j := range p.Totals {
+			p.Totals[j] += p.Value(s, j)
+		}
+		if p.Value(s, 0) > 0 {
+			pr.Samples++
+			t.Samples++
+		}
 	}
 	b.loadProcessFile()
 	b.loadSymbols()
@@ -525,4 +645,15 @@ func (b *builder) loadSymbols() {
 			return files.lookup(kallsymsPath)
 		})
 	}
+}
+
+// raw adds frame fr of stored type typ to the timeline, which ends at
+// offset end in the file where the frame before ended at off, and
+// returns end.
+func (b *timelineBuilder) raw(fr capture.Frame, typ capture.FrameType, end, off int64) int64 {
+	if u, ok := fr.(*capture.Unknown); ok {
+		typ = u.RawType
+	}
+	b.frame(fr, typ, end-off)
+	return end
 }

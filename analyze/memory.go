@@ -2,10 +2,8 @@ package analyze
 
 import (
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
@@ -13,7 +11,7 @@ import (
 	"nsprof/symbol"
 )
 
-// MemoryOptions configures [LoadMemory]. The zero value is the default.
+// MemoryOptions configures [Profile.Memory] and [ReadMemory]. The zero value is the default.
 type MemoryOptions struct {
 	// PIDs keeps only the allocations of these processes; default all.
 	PIDs []int32
@@ -85,15 +83,6 @@ type MemStack struct {
 	Objects, LeakObjects, TempObjects float64
 }
 
-// memEvent is one ALLOCATION frame, kept compact.
-type memEvent struct {
-	time     int64
-	addr     uint64
-	size     int64
-	pid, tid int32
-	stack    int32 // -1 for a free
-}
-
 type liveBlock struct {
 	size    int64
 	objects float64
@@ -105,24 +94,11 @@ type pidAddr struct {
 	addr uint64
 }
 
-// LoadMemory reads the ALLOCATION frames of the capture at name and builds
-// its heap profile, naming frames with p's symbolizers (p is the capture
-// loaded with [LoadFile]). A capture damaged after its header gives the
-// profile of the frames before the damage together with the error.
-func LoadMemory(name string, p *Profile, opts MemoryOptions) (*Memory, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m, err := ReadMemory(f, p, opts)
-	if err != nil {
-		err = fmt.Errorf("%s: %w", name, err)
-	}
-	return m, err
-}
-
-// ReadMemory is [LoadMemory] over a reader.
+// ReadMemory reads the ALLOCATION frames of a capture and builds its heap
+// profile, naming frames with p's symbolizers (p is the capture loaded
+// with [Load]). [Profile.Memory] gives the same without reading the
+// capture again. A capture damaged after its header gives the profile of
+// the frames before the damage together with the error.
 func ReadMemory(r io.Reader, p *Profile, opts MemoryOptions) (*Memory, error) {
 	cr, err := capture.NewReader(r)
 	if err != nil {
@@ -185,7 +161,10 @@ type memBuilder struct {
 	m      *Memory
 	p      *Profile
 	sym    Chain
-	events []memEvent
+	events []allocEvent
+	// remap maps the events' stacks to m.Stacks, when they are not
+	// indexes in it already.
+	remap  []int32
 	stacks map[string]int32
 	locs   map[pidAddr]Location
 	key    []byte
@@ -203,9 +182,9 @@ func parseCount(v string, n int64) int64 {
 }
 
 func (b *memBuilder) add(a *capture.Allocation) {
-	e := memEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, stack: -1}
 	if a.Size > 0 || len(a.Addrs) > 0 { // a free has no stack
-		e.stack = b.stack(a.PID, a.Addrs)
+		e.stack = StackID(b.stack(a.PID, a.Addrs))
 	}
 	b.events = append(b.events, e)
 }
@@ -276,20 +255,17 @@ func (b *memBuilder) loc(pid int32, addr uint64) Location {
 func (b *memBuilder) finish() {
 	m := b.m
 	// Rings are drained in turns, so frames are ordered per thread only.
-	slices.SortStableFunc(b.events, func(x, y memEvent) int {
-		switch {
-		case x.time < y.time:
-			return -1
-		case x.time > y.time:
-			return 1
-		}
-		return 0
-	})
+	if b.remap == nil { // Profile.Memory's events are sorted, and shared
+		sortByTime(b.events)
+	}
 	live := make(map[pidAddr]liveBlock)
 	lastAlloc := make(map[int32]pidAddr) // per thread
 	objectsOf := make(map[int64]float64)
 	var cur int64
 	for _, e := range b.events {
+		if b.remap != nil && e.stack >= 0 {
+			e.stack = StackID(b.remap[e.stack])
+		}
 		k := pidAddr{e.pid, e.addr}
 		if e.stack < 0 {
 			m.Frees++
@@ -328,7 +304,7 @@ func (b *memBuilder) finish() {
 		if old, ok := live[k]; ok {
 			cur -= old.size // a free we did not see
 		}
-		live[k] = liveBlock{size: e.size, objects: obj, stack: e.stack}
+		live[k] = liveBlock{size: e.size, objects: obj, stack: int32(e.stack)}
 		lastAlloc[e.tid] = k
 		cur += e.size
 		if cur > m.Peak {
@@ -515,4 +491,64 @@ func (m *Memory) stacksBy(v func(*MemStack) int64) []*MemStack {
 	}
 	slices.SortStableFunc(out, func(a, b *MemStack) int { return cmpDesc(v(a), v(b)) })
 	return out
+}
+
+// Memory returns the heap profile of p's allocations, as [ReadMemory]
+// builds it from the capture, without reading the capture again: the
+// allocations are samples of p and their frames are named already.
+// Only opts.PIDs and opts.Inline apply.
+func (p *Profile) Memory(opts MemoryOptions) *Memory {
+	m := &Memory{Start: p.Start, SampleBytes: p.sampleBytes, HasLost: p.memLost.has, Lost: p.memLost.lost, SignalDropped: p.memLost.signal}
+	want := func(e *allocEvent) bool { return len(opts.PIDs) == 0 || slices.Contains(opts.PIDs, e.pid) }
+	// The stacks in the order first seen in the file, as ReadMemory has
+	// them: by their first allocation's sample index (p.allocs are in
+	// time order).
+	first := make(map[StackID]int32)
+	for i := range p.allocs {
+		e := &p.allocs[i]
+		if e.stack < 0 || !want(e) {
+			continue
+		}
+		if f, ok := first[e.stack]; !ok || e.sample < f {
+			first[e.stack] = e.sample
+		}
+	}
+	order := make([]StackID, 0, len(first))
+	for id := range first {
+		order = append(order, id)
+	}
+	slices.SortFunc(order, func(a, b StackID) int { return int(first[a]) - int(first[b]) })
+	remap := make([]int32, p.NumStacks()) // stack -> m.Stacks
+	for _, id := range order {
+		remap[id] = int32(len(m.Stacks))
+		pid := p.Samples[first[id]].PID
+		m.Stacks = append(m.Stacks, p.memStack(pid, id, opts.Inline))
+	}
+	events := p.allocs // in time order already; finish only reads them
+	if len(opts.PIDs) > 0 {
+		events = make([]allocEvent, 0, len(p.allocs))
+		for i := range p.allocs {
+			if want(&p.allocs[i]) {
+				events = append(events, p.allocs[i])
+			}
+		}
+	}
+	b := &memBuilder{m: m, p: p, events: events, remap: remap}
+	b.finish()
+	return m
+}
+
+// memStack returns the MemStack of the allocation stack id of process
+// pid, with no values yet.
+func (p *Profile) memStack(pid int32, id StackID, inline bool) MemStack {
+	st := p.Stack(id)
+	s := MemStack{PID: pid, Addrs: make([]uint64, len(st)), Locs: make([]Location, len(st))}
+	for i, fr := range st {
+		s.Addrs[i], s.Locs[i] = p.Frames[fr].Addr, p.Frames[fr].Loc
+	}
+	s.Frames = s.Locs
+	if inline {
+		s.Frames = withInline(s.Locs)
+	}
+	return s
 }

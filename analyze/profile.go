@@ -27,8 +27,16 @@ type Profile struct {
 	Processes []*Process
 	// Threads are sorted by tid; see [Profile.Thread].
 	Threads []*Thread
-	// Samples are the stack samples in file order.
+	// Samples are the stack samples and allocations in file order. Each
+	// has a value per sample type ([Profile.Value]).
 	Samples []Sample
+	// SampleTypes describe the columns of the samples' values:
+	// [SamplesType] first, then the allocation types when the capture
+	// has ALLOCATION frames. A SAMPLE frame counts 1 sample; an
+	// allocation counts 0 samples and its objects and bytes.
+	SampleTypes []ValueType
+	// Totals are the sums of each column over all samples.
+	Totals []int64
 	// Frames are the distinct (pid, address) pairs of all stacks.
 	Frames []Frame
 	// Funcs are the distinct (name, DSO) pairs the frames resolve to.
@@ -38,8 +46,11 @@ type Profile struct {
 	Lost    int64
 	HasLost bool
 	// Allocations counts the ALLOCATION frames (allocations and frees);
-	// [LoadMemory] reads them.
+	// the allocations are samples with the allocation sample types.
 	Allocations int
+	// Timeline is the capture's timeline when [LoadOptions.Timeline]
+	// asked for it in the same pass, else nil.
+	Timeline *Timeline
 	// Bundle holds the capture's __symbols__ records, or nil.
 	Bundle *capture.SymbolTable
 	// Lines holds the source lines and inline frames nsprof record wrote
@@ -62,6 +73,26 @@ type Profile struct {
 	threadIndex map[int32]*Thread
 	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
 	stackFrames []FrameID
+	// values holds len(SampleTypes) values per sample, by Sample.Row;
+	// nil when every sample is a stack sample (each value 1).
+	values []int64
+	// value is the column the views weigh by; see [Profile.Selected].
+	value int
+	// unitSamples says every sample is a stack sample; stackValues are
+	// the values of one, by column; allocCol is the first allocation
+	// column, 0 when there is none.
+	unitSamples bool
+	stackValues []int64
+	allocCol    int
+	// allocs are the ALLOCATION frames in time order, sampleBytes the
+	// recording's allocation sampling interval and memLost what it could
+	// not record: what [Profile.Memory] replays.
+	allocs      []allocEvent
+	sampleBytes int64
+	memLost     struct {
+		has          bool
+		lost, signal int64
+	}
 }
 
 // Process is one process of the capture.
@@ -81,7 +112,8 @@ type Process struct {
 	Container *Container
 	// Maps are the process's mappings sorted by start address.
 	Maps []Mapping
-	// Samples is the number of samples of the process.
+	// Samples is the number of stack samples (SAMPLE frames) of the
+	// process.
 	Samples int
 }
 
@@ -148,7 +180,8 @@ type Thread struct {
 	TID, PID int32
 	// NSTID is the thread id inside its innermost PID namespace, or 0.
 	NSTID int32
-	// Samples is the number of samples of the thread.
+	// Samples is the number of stack samples (SAMPLE frames) of the
+	// thread.
 	Samples int
 }
 
@@ -172,12 +205,15 @@ func (m *Mapping) Base() string {
 	return path.Base(m.File)
 }
 
-// Sample is one stack sample.
+// Sample is one stack sample or allocation.
 type Sample struct {
 	Time     int64
 	PID, TID int32
 	Stack    StackID
-	CPU      int16
+	// Row is the sample's row of values ([Profile.Value]): its index in
+	// the loaded profile's Samples.
+	Row int32
+	CPU int16
 }
 
 // Frame is one distinct code address of one process.

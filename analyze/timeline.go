@@ -145,9 +145,7 @@ func LoadTimeline(r io.Reader) (*Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Timeline{Header: cr.Header(), Frames: make(map[capture.FrameType]FrameStat), Metadata: make(map[string]string)}
-	b := timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), threads: make(map[int32]*threadOf), counters: make(map[uint32]*Counter),
-		cpus: make(map[int]bool), minTime: math.MaxInt64, maxTime: math.MinInt64}
+	b := newTimelineBuilder(cr.Header())
 	var readErr error
 	off := cr.Offset()
 	for {
@@ -163,15 +161,27 @@ func LoadTimeline(r io.Reader) (*Timeline, error) {
 		if u, ok := f.(*capture.Unknown); ok {
 			typ = u.RawType
 		}
-		st := t.Frames[typ]
-		st.Count++
-		st.Bytes += cr.Offset() - off
+		b.frame(f, typ, cr.Offset()-off)
 		off = cr.Offset()
-		t.Frames[typ] = st
-		b.add(f)
 	}
 	b.finish()
-	return t, readErr
+	return b.t, readErr
+}
+
+func newTimelineBuilder(h capture.FileHeader) *timelineBuilder {
+	t := &Timeline{Header: h, Frames: make(map[capture.FrameType]FrameStat), Metadata: make(map[string]string)}
+	return &timelineBuilder{t: t, procs: make(map[int32]*ProcessSpan), threads: make(map[int32]*threadOf), counters: make(map[uint32]*Counter),
+		cpus: make(map[int]bool), minTime: math.MaxInt64, maxTime: math.MinInt64}
+}
+
+// frame adds frame f, of type typ as stored, that took size bytes of the
+// file (with the frame-index frames before it). It keeps nothing of f.
+func (b *timelineBuilder) frame(f capture.Frame, typ capture.FrameType, size int64) {
+	st := b.t.Frames[typ]
+	st.Count++
+	st.Bytes += size
+	b.t.Frames[typ] = st
+	b.add(f)
 }
 
 // threadOf is a thread and the process it belongs to.

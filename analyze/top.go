@@ -15,7 +15,8 @@ type FuncStat struct {
 	Kernel bool `json:"kernel,omitempty"`
 	// Self counts the samples in which the function is the leaf, Total
 	// those in which it is anywhere in the stack (once per sample, however
-	// often it recurses).
+	// often it recurses): their selected value ([Profile.Selected]), the
+	// number of samples by default.
 	Self  int `json:"self"`
 	Total int `json:"total"`
 	// SelfPercent and TotalPercent are Self and Total in percent of the
@@ -24,17 +25,25 @@ type FuncStat struct {
 	TotalPercent float64 `json:"total_percent"`
 }
 
-// stackCounts returns how many of samples have each stack.
-func (p *Profile) stackCounts(samples []Sample) []int32 {
-	counts := make([]int32, p.NumStacks())
+// stackCounts returns the selected value ([Profile.Selected]) summed
+// over the samples of each stack: how many samples have it, by default.
+func (p *Profile) stackCounts(samples []Sample) []int64 {
+	counts := make([]int64, p.NumStacks())
+	if p.counted() {
+		for i := range samples {
+			counts[samples[i].Stack]++
+		}
+		return counts
+	}
 	for i := range samples {
-		counts[samples[i].Stack]++
+		counts[samples[i].Stack] += p.Value(&samples[i], p.value)
 	}
 	return counts
 }
 
 // Top returns the functions of samples sorted by self samples, then total
-// samples, then name. Percentages are of len(samples).
+// samples, then name, weighed by the selected value. Percentages are of
+// [Profile.Weight] of samples.
 func (p *Profile) Top(samples []Sample) []FuncStat {
 	counts := p.stackCounts(samples)
 	self := make([]int, len(p.Funcs))
@@ -58,7 +67,7 @@ func (p *Profile) Top(samples []Sample) []FuncStat {
 		}
 	}
 	var out []FuncStat
-	n := float64(max(1, len(samples)))
+	n := float64(max(1, p.Weight(samples)))
 	for id, t := range total {
 		if t == 0 {
 			continue

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 )
 
@@ -34,6 +35,13 @@ type ViewOptions struct {
 	// recorded (the pprof export keeps inlined functions as lines of a
 	// location instead).
 	Inline bool
+	// Value is the sample type the view weighs stacks by, an index in
+	// [Profile.SampleTypes] ([Profile.ValueIndex] finds it by name): the
+	// view keeps the samples of its kind of measurement ([Profile.Kind]:
+	// the stack samples, or the allocations), and its
+	// [Profile.Top], [Profile.Tree], [Profile.Group] and
+	// [View.StackCounts] sum it. Default 0: stack samples, counted.
+	Value int
 }
 
 // View is the samples and stacks one report or export shows.
@@ -55,9 +63,18 @@ type View struct {
 // View selects and shapes the samples of p as o says. It fails only on a
 // bad Filter.Comm expression.
 func (p *Profile) View(o ViewOptions) (*View, error) {
+	if o.Value < 0 || o.Value >= max(1, len(p.SampleTypes)) {
+		return nil, fmt.Errorf("view: no sample type %d (the profile has %d)", o.Value, len(p.SampleTypes))
+	}
 	samples, err := p.Select(o.Filter)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.SampleTypes) > 1 || o.Value != 0 {
+		samples = p.withValue(samples, p.Kind(o.Value))
+		vp := *p // a shallow copy weighing by o.Value
+		vp.value = o.Value
+		p = &vp
 	}
 	v := &View{Profile: p, Samples: samples, Invert: o.Invert}
 	var inl *inlineFrames
@@ -172,8 +189,39 @@ func (v *View) CallTree(samples []Sample, o TreeOptions) *Node {
 	return v.Tree(samples, o)
 }
 
-// StackCounts returns how many of samples have each of the view's stacks,
-// indexed by StackID.
-func (v *View) StackCounts(samples []Sample) []int32 {
+// StackCounts returns the selected value ([ViewOptions.Value]) summed
+// over the samples of each of the view's stacks, indexed by StackID: the
+// number of samples, by default.
+func (v *View) StackCounts(samples []Sample) []int64 {
 	return v.stackCounts(samples)
+}
+
+// withValue returns the samples of the kind of measurement of columns
+// kind ([Profile.Kind]): those with a value other than 0 in one of them;
+// samples itself when all have one.
+func (p *Profile) withValue(samples []Sample, kind []int) []Sample {
+	has := func(s *Sample) bool {
+		for _, t := range kind {
+			if p.Value(s, t) != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	keep := 0
+	for i := range samples {
+		if has(&samples[i]) {
+			keep++
+		}
+	}
+	if keep == len(samples) {
+		return samples
+	}
+	out := make([]Sample, 0, keep)
+	for i := range samples {
+		if has(&samples[i]) {
+			out = append(out, samples[i])
+		}
+	}
+	return out
 }

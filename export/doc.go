@@ -7,7 +7,8 @@
 //
 // Every format counts samples exactly as the reports of the same view do:
 // a function's self and total samples in an export equal those of
-// `nsprof report` with the same filters.
+// `nsprof report` with the same filters, weighed by the view's sample
+// type ([analyze.ViewOptions.Value]).
 //
 // Concurrency: the functions only read the view; several may run at once
 // on one view.

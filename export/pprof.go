@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,8 +35,11 @@ type pprofBuilder struct {
 	kernel   *profile.Mapping
 }
 
-// Pprof builds the pprof profile of v: one sample value "samples"/"count"
-// per distinct (stack, thread), locations leaf first with their mapping
+// Pprof builds the pprof profile of v: one sample per distinct (stack,
+// thread) with the values of the view's kind of measurement ("samples"/
+// "count" for stack samples; alloc_objects, alloc_space, inuse_objects and
+// inuse_space when the view weighs an allocation type, which is then the
+// default sample type), locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms].
@@ -44,12 +48,29 @@ type pprofBuilder struct {
 // (or the host's files) had DWARF for it. v.Invert is ignored.
 func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	o.setDefaults()
+	cols := pprofColumns(v)
+	types := make([]*profile.ValueType, len(cols))
+	for i, c := range cols {
+		t := analyze.SamplesType
+		if len(v.SampleTypes) > 0 {
+			t = v.SampleTypes[c]
+		}
+		types[i] = &profile.ValueType{Type: t.Type, Unit: t.Unit}
+	}
+	period := &profile.ValueType{Type: "samples", Unit: "count"}
+	if cols[0] != 0 {
+		period = &profile.ValueType{Type: "space", Unit: "bytes"}
+	}
+	if len(cols) > 1 && types[1].Type == analyze.CPUType.Type {
+		// As a Go CPU profile: a sample every Period ns of CPU time.
+		period = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	}
 	b := &pprofBuilder{
 		v: v,
 		p: &profile.Profile{
-			SampleType:        []*profile.ValueType{{Type: "samples", Unit: "count"}},
-			DefaultSampleType: "samples",
-			PeriodType:        &profile.ValueType{Type: "samples", Unit: "count"},
+			SampleType:        types,
+			DefaultSampleType: types[slices.Index(cols, v.Selected())].Type,
+			PeriodType:        period,
 			Period:            1,
 			DurationNanos:     v.Duration(),
 			Comments:          []string{o.Title},
@@ -70,12 +91,13 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	for _, s := range v.Samples {
 		k := sampleKey{s.Stack, s.TID}
 		if ps := index[k]; ps != nil {
-			ps.Value[0]++
+			addValues(v, ps.Value, &s, cols)
 			continue
 		}
-		ps := &profile.Sample{Value: []int64{1}, Label: map[string][]string{}, NumLabel: map[string][]int64{
+		ps := &profile.Sample{Value: make([]int64, len(cols)), Label: map[string][]string{}, NumLabel: map[string][]int64{
 			"pid": {int64(s.PID)}, "tid": {int64(s.TID)},
 		}}
+		addValues(v, ps.Value, &s, cols)
 		processLabels(ps, v.Process(s.PID))
 		for _, fr := range v.Stack(s.Stack) {
 			ps.Location = append(ps.Location, b.location(fr))
@@ -83,11 +105,38 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		index[k] = ps
 		b.p.Sample = append(b.p.Sample, ps)
 	}
+	if b.p.PeriodType.Type == "cpu" && len(b.p.Sample) > 0 {
+		if v := b.p.Sample[0].Value; v[0] > 0 {
+			b.p.Period = v[1] / v[0]
+		}
+	}
 	b.mainFirst()
 	if err := b.p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("building pprof profile: %w", err)
 	}
 	return b.p, nil
+}
+
+// pprofColumns returns the sample types (indexes in v.SampleTypes) a
+// pprof profile of v carries: those of the kind of value v selects, so
+// that pprof's -sample_index can switch between them. Stack samples have
+// one, "samples"; allocations the four of a Go heap profile.
+func pprofColumns(v *analyze.View) []int {
+	if len(v.SampleTypes) == 0 {
+		return []int{0}
+	}
+	return v.Kind(v.Selected())
+}
+
+// addValues adds the values of columns cols of s to vals.
+func addValues(v *analyze.View, vals []int64, s *analyze.Sample, cols []int) {
+	if len(v.SampleTypes) == 0 {
+		vals[0]++
+		return
+	}
+	for i, c := range cols {
+		vals[i] += v.Value(s, c)
+	}
 }
 
 // processLabels adds the labels comm, nspid and container of process pr

@@ -23,7 +23,7 @@ type ssFrame struct {
 // ssRun is a run of consecutive samples of one group on one stack.
 type ssRun struct {
 	stack analyze.StackID
-	n     int
+	n     int64
 }
 
 // writeSpeedscope writes speedscope's JSON file format: the functions of
@@ -70,11 +70,17 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 		})
 		var rs []ssRun
 		for _, s := range samples {
+			wt := int64(1)
+			if vi := v.Selected(); vi != 0 {
+				if wt = v.Value(&s, vi); wt == 0 {
+					continue // a freed block, by an in-use value
+				}
+			}
 			if n := len(rs); n > 0 && rs[n-1].stack == s.Stack {
-				rs[n-1].n++
+				rs[n-1].n += wt
 				continue
 			}
-			rs = append(rs, ssRun{s.Stack, 1})
+			rs = append(rs, ssRun{s.Stack, wt})
 			if !seen[s.Stack] {
 				seen[s.Stack] = true
 				path = v.Path(s.Stack, path[:0])
@@ -122,8 +128,10 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 		}
 		bw.WriteString(`{"type":"sampled","name":`)
 		str(groupLabel(by, &groups[gi]))
-		bw.WriteString(`,"unit":"none","startValue":0,"endValue":`)
-		bw.WriteString(strconv.Itoa(len(groups[gi].Samples)))
+		bw.WriteString(`,"unit":`)
+		str(ssUnit(v))
+		bw.WriteString(`,"startValue":0,"endValue":`)
+		bw.WriteString(strconv.FormatInt(groups[gi].Weight, 10))
 		bw.WriteString(`,"samples":[`)
 		for i, r := range runs[gi] {
 			if i > 0 {
@@ -145,11 +153,24 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 			if i > 0 {
 				bw.WriteByte(',')
 			}
-			num = strconv.AppendInt(num[:0], int64(r.n), 10)
+			num = strconv.AppendInt(num[:0], r.n, 10)
 			bw.Write(num)
 		}
 		bw.WriteString(`]}`)
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()
+}
+
+// ssUnit is speedscope's unit of the view's selected value: "none" for
+// counts, "bytes" or "nanoseconds".
+func ssUnit(v *analyze.View) string {
+	if len(v.SampleTypes) == 0 {
+		return "none"
+	}
+	switch u := v.SampleTypes[v.Selected()].Unit; u {
+	case "bytes", "nanoseconds":
+		return u
+	}
+	return "none"
 }

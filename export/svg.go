@@ -81,7 +81,14 @@ func buildFlame(v *analyze.View, paths []weighted) []flameNode {
 // frame's width its share of the samples, siblings in name order. Every
 // name is XML-escaped; the inline script only reads attributes.
 func writeSVG(w io.Writer, v *analyze.View, o Options) error {
-	return renderFlame(w, buildFlame(v, collect(v, o.By)), v.Invert, "samples", o)
+	unit := "samples"
+	if vi := v.Selected(); vi != 0 {
+		unit = v.SampleTypes[vi].Unit
+		if unit == "count" {
+			unit = v.SampleTypes[vi].Type
+		}
+	}
+	return renderFlame(w, buildFlame(v, collect(v, o.By)), v.Invert, unit, o)
 }
 
 // renderFlame draws the flame graph of nodes (nodes[0] is the root), each

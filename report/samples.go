@@ -15,30 +15,39 @@ import (
 // then the table or tree of each group.
 func samplesText(w io.Writer, v *analyze.View, o Options) error {
 	p, samples := v.Profile, v.Samples
-	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.File), seconds3(p.Duration()), len(p.Samples), len(p.Processes))
+	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.File), seconds3(p.Duration()), stackSamples(p), len(p.Processes))
 	if p.HasLost {
 		fmt.Fprintf(w, ", %d lost samples", p.Lost)
 	}
 	fmt.Fprintf(w, "\n%s\n", symbolSummary(p))
-	if Shaped(o.Select) {
-		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), len(p.Samples))
+	vi := p.Selected()
+	if vi != 0 {
+		vt := p.SampleTypes[vi]
+		fmt.Fprintf(w, "value %s (%s): %d of %d, in %d samples\n", vt.Type, vt.Unit, p.Weight(samples), p.Totals[vi], len(samples))
+	} else if Shaped(o.Select) {
+		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), stackSamples(p))
 	}
 	if len(samples) == 0 {
 		_, err := fmt.Fprintln(w, "no samples")
 		return err
 	}
+	total := p.Weight(samples)
 	for i, g := range p.Group(samples, o.By) {
 		if o.By != analyze.GroupNone {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), len(g.Samples), percent(len(g.Samples), len(samples)))
+			if vi != 0 {
+				fmt.Fprintf(w, "== %s, %d %s (%.1f%%) in %d samples ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), g.Weight, p.SampleTypes[vi].Unit, percent(g.Weight, total), len(g.Samples))
+			} else {
+				fmt.Fprintf(w, "== %s, %d samples (%.1f%%) ==\n", textsafe.Name(groupTitle(o.By, g), o.Width), len(g.Samples), percent(g.Weight, total))
+			}
 		}
 		if o.View == ViewTree || o.View == ViewBottomUp {
 			treeText(w, o, o.tree(p, g.Samples))
 		} else {
 			top, n := o.top(p, g.Samples)
-			topText(w, o, top, n)
+			topText(w, o, top, n, valueColumn(p))
 		}
 	}
 	return nil
@@ -85,7 +94,24 @@ func symbolSummary(p *analyze.Profile) string {
 	return s
 }
 
-func percent(n, of int) float64 {
+// stackSamples returns the number of stack samples (SAMPLE frames) of p.
+func stackSamples(p *analyze.Profile) int64 {
+	if len(p.Totals) == 0 {
+		return int64(len(p.Samples))
+	}
+	return p.Totals[0]
+}
+
+// valueColumn names the function table's value column: "Samples", or the
+// selected sample type.
+func valueColumn(p *analyze.Profile) string {
+	if vi := p.Selected(); vi != 0 {
+		return p.SampleTypes[vi].Type
+	}
+	return "Samples"
+}
+
+func percent(n, of int64) float64 {
 	if of == 0 {
 		return 0
 	}
@@ -121,8 +147,12 @@ func groupTitle(by analyze.GroupBy, g analyze.Group) string {
 	return b.String()
 }
 
-func topText(w io.Writer, o Options, top []analyze.FuncStat, all int) {
-	const fixed = len(" Self%  Total%  Samples  ")
+func topText(w io.Writer, o Options, top []analyze.FuncStat, all int, column string) {
+	valW := max(8, len(column))
+	for _, s := range top {
+		valW = max(valW, len(fmt.Sprint(s.Self)))
+	}
+	fixed := len(" Self%  Total%  ") + valW + 2
 	// Names are escaped and cut to textsafe.MaxRunes (the terminal's
 	// width cuts them further below), so one long name cannot pad every
 	// row to its length.
@@ -137,9 +167,9 @@ func topText(w io.Writer, o Options, top []analyze.FuncStat, all int) {
 	if o.Width > 0 && fixed+funcW+2+dsoW > o.Width {
 		funcW = max(12, o.Width-fixed-2-dsoW)
 	}
-	fmt.Fprintf(w, "%6s %7s %8s  %-*s  %s\n", "Self%", "Total%", "Samples", funcW, "Function", "DSO")
+	fmt.Fprintf(w, "%6s %7s %*s  %-*s  %s\n", "Self%", "Total%", valW, column, funcW, "Function", "DSO")
 	for i, s := range top {
-		fmt.Fprintf(w, "%5.1f%% %6.1f%% %8d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, s.Self,
+		fmt.Fprintf(w, "%5.1f%% %6.1f%% %*d  %-*s  %s\n", s.SelfPercent, s.TotalPercent, valW, s.Self,
 			funcW, textsafe.Cut(names[i], funcW), textsafe.Cut(dsos[i], dsoW))
 	}
 	if n := all - len(top); n > 0 {

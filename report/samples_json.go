@@ -14,9 +14,12 @@ type (
 		Schema   string      `json:"schema"`
 		Capture  jsonCapture `json:"capture"`
 		Selected int         `json:"selected"`
-		View     string      `json:"view"`
-		GroupBy  string      `json:"group_by"`
-		Groups   []jsonGroup `json:"groups"`
+		// SampleType is the value the functions and trees weigh, when
+		// not the number of samples.
+		SampleType *analyze.ValueType `json:"sample_type,omitempty"`
+		View       string             `json:"view"`
+		GroupBy    string             `json:"group_by"`
+		Groups     []jsonGroup        `json:"groups"`
 	}
 	jsonCapture struct {
 		File        string         `json:"file"`
@@ -38,6 +41,7 @@ type (
 		NSPID     int32              `json:"nspid,omitempty"`
 		Container string             `json:"container,omitempty"`
 		Samples   int                `json:"samples"`
+		Value     *int64             `json:"value,omitempty"`
 		Functions []analyze.FuncStat `json:"functions,omitempty"`
 		Tree      *analyze.Node      `json:"tree,omitempty"`
 	}
@@ -49,12 +53,15 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 		Schema: Schema,
 		Capture: jsonCapture{
 			File: o.File, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
-			Samples: len(p.Samples), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
+			Samples: int(stackSamples(p)), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
 		},
 		Selected: len(samples),
 		View:     o.View.String(),
 		GroupBy:  o.By.String(),
 		Groups:   []jsonGroup{},
+	}
+	if vi := p.Selected(); vi != 0 {
+		doc.SampleType = &p.SampleTypes[vi]
 	}
 	if p.HasLost {
 		doc.Capture.Lost = &p.Lost
@@ -64,6 +71,9 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 	}
 	for _, g := range p.Group(samples, o.By) {
 		jg := jsonGroup{Key: g.Key, Samples: len(g.Samples)}
+		if doc.SampleType != nil {
+			jg.Value = &g.Weight
+		}
 		if o.By != analyze.GroupNone {
 			jg.Container = g.Container
 		}

@@ -27,6 +27,11 @@ type exportOptions struct {
 	// by MemValue, instead of the stack samples.
 	Memory   bool
 	MemValue export.MemValue
+	// Value names the sample type the export weighs by
+	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
+	// --memory with a selection or grouping the heap profile does not
+	// take sets it to MemValue's name.
+	Value string
 	// Partial accepts a damaged capture, as report's Partial does.
 	Partial bool
 }
@@ -66,8 +71,16 @@ sample types of a Go heap profile (alloc_objects, alloc_space,
 inuse_objects, inuse_space; "in use" is what the recording left live at
 its end), alloc_space by default; the other formats weigh stacks by
 --memory-value (alloc_space by default). For pprof, --memory-value picks
-the default sample type. With --memory, only --pid selects and --by takes
-only process.
+the default sample type. --memory with any other filter, --by thread,
+container or comm, --hide-kernel or --focus exports the allocations as
+samples instead, as --value does.
+
+--value TYPE weighs stacks by a sample type of the capture: samples (the
+default), cpu (nanoseconds, when the recording says its period), or of a
+--memprof capture alloc_space, alloc_objects, inuse_space
+or inuse_objects, with every filter and grouping; pprof then carries the
+types measured together with TYPE (samples and cpu, or the four allocation
+types), TYPE the default.
 
 A damaged capture is exported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1; --partial
@@ -77,7 +90,8 @@ accepts it with a warning and status 0.`,
   nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
   nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg
   nsprof export mem.syscap --memory --format pprof -o heap.pb.gz && go tool pprof -sample_index=inuse_space -top heap.pb.gz
-  nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg`,
+  nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg
+  nsprof export mem.syscap --value inuse_space --by thread --format speedscope -o leaks.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Input = args[0]
@@ -97,9 +111,12 @@ accepts it with a warning and status 0.`,
 			if cmd.Flags().Changed("memory-value") && !opts.Memory {
 				return usagef(cmd, "--memory-value needs --memory")
 			}
-			if opts.Memory {
-				if msg := memorySelectionError(opts.View, opts.Export.By); msg != "" {
-					return usagef(cmd, "%s", msg)
+			opts.Value = sel.value
+			if opts.Memory && (opts.Value != "" || memorySelectionError(opts.View, opts.Export.By) != "") {
+				// The allocations as samples: every filter and grouping.
+				opts.Memory = false
+				if opts.Value == "" {
+					opts.Value = opts.MemValue.String()
 				}
 			}
 			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
@@ -131,11 +148,14 @@ accepts it with a warning and status 0.`,
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}
-	done := fmt.Sprintf("exported the %d samples before the damage", len(p.Samples))
+	done := fmt.Sprintf("exported the %d samples before the damage", p.Totals[0])
+	if opts.Memory || (opts.Value != "" && opts.Value != analyze.SamplesType.Type) {
+		done = "exported the allocations before the damage"
+	}
 	if loadErr != nil && opts.Partial {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
@@ -147,19 +167,14 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		mem *analyze.Memory
 	)
 	if opts.Memory {
-		var merr error
-		mem, merr = analyze.LoadMemory(opts.Input, p, analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
-		if mem == nil {
-			return merr
+		mem = p.Memory(analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
+	} else {
+		if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
+			return fmt.Errorf("--value: %s: %w", opts.Input, err)
 		}
-		if merr != nil && loadErr == nil {
-			loadErr, done = merr, "exported the allocations before the damage"
-			if opts.Partial {
-				fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(merr.Error()), done)
-			}
+		if v, err = p.View(opts.View); err != nil {
+			return err
 		}
-	} else if v, err = p.View(opts.View); err != nil {
-		return err
 	}
 	out := stdout
 	if opts.Output == "" || opts.Output == "-" {

@@ -337,10 +337,8 @@ func TestMemprofUsage(t *testing.T) {
 		{"record", "--memprof-sample", "100", "--", "true"},
 		{"record", "--memprof", "--memprof-sample", "-1", "--", "true"},
 		{"record", "--memprof", "-p", "1"},
-		{"report", "--memory", "--tree", "x.syscap"},
-		{"report", "--memory", "--since", "1", "x.syscap"},
-		{"export", "--memory", "--format", "pprof", "--focus", "main", "x.syscap"},
-		{"export", "--memory", "--format", "folded", "--by", "thread", "x.syscap"},
+		{"report", "--memory", "--marks", "x.syscap"},
+		{"report", "--value", "alloc_space", "--summary", "x.syscap"},
 		{"export", "--memory", "--format", "folded", "--memory-value", "bytes", "x.syscap"},
 		{"export", "--format", "folded", "--memory-value", "inuse_space", "x.syscap"},
 	} {

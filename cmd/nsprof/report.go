@@ -27,8 +27,13 @@ type reportOptions struct {
 	// Tree and BottomUp choose the call-tree views instead of the
 	// function table; JSON the JSON document instead of text.
 	Tree, BottomUp, JSON bool
-	// Memory prints the heap profile of the ALLOCATION frames instead.
+	// Memory prints the heap profile of the ALLOCATION frames instead;
+	// with any other view, grouping or selection flag than --pid it is
+	// a shorthand for Value "alloc_space".
 	Memory bool
+	// Value names the sample type the sample views weigh by
+	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
+	Value string
 	// Timeline is a view of the capture's timeline instead of samples:
 	// "marks", "counters", "processes", "logs" or "summary"; "" for none.
 	Timeline string
@@ -68,6 +73,13 @@ line), --container ("host", a podman name or id prefix, a Flatpak app id),
 keeps the samples through function NAME with their stacks starting there
 (--focus-dso the same for a DSO); --by comm merges processes of the same name.
 
+--value TYPE weighs every view by a sample type of the capture: samples (the
+default), cpu (nanoseconds, when the recording says its period), or of a
+--memprof capture alloc_space, alloc_objects, inuse_space or
+inuse_objects (bytes and blocks allocated, and those never freed). --memory
+prints the heap profile; with --json, --tree, --bottom-up, --by or a filter
+other than --pid it is a shorthand for --value alloc_space.
+
 Instead of samples, --marks prints per group:name mark counts and durations
 (min, max, mean, median, p95) and what the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
 with a sparkline, --processes process lifetimes, pids inside and outside
@@ -80,9 +92,10 @@ threads, collector frames and losses, frames by type). --since/--until and
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
-   "warnings", "damage"}, "selected", "view" ("top", "tree" or "bottom-up"),
+   "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
+   --value other than samples), "view" ("top", "tree" or "bottom-up"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
-   "container", "samples", "functions": [{"function", "dso", "kernel", "self",
+   "container", "samples", "value" (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
@@ -109,6 +122,7 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
+			opts.Value = sel.value
 			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
 				return err
 			}
@@ -119,12 +133,13 @@ notice; --partial accepts it with a warning and status 0.`,
 			default:
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
-			if opts.Memory && (opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone) {
-				return usagef(cmd, "--memory prints its own views; it does not combine with --json, --tree, --bottom-up or --by")
-			}
-			if opts.Memory {
-				if msg := memorySelectionError(opts.Report.Select, analyze.GroupNone); msg != "" {
-					return usagef(cmd, "%s", msg)
+			opts.Value = sel.value
+			if opts.Memory && (opts.Value != "" || opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone ||
+				memorySelectionError(opts.Report.Select, analyze.GroupNone) != "") {
+				// The sample views of the allocations.
+				opts.Memory = false
+				if opts.Value == "" {
+					opts.Value = analyze.AllocSpaceType.Type
 				}
 			}
 			if opts.Tree && opts.BottomUp {
@@ -204,15 +219,20 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ro.View.Timeline() {
 		return reportTimeline(opts, ro, stdout, stderr)
 	}
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}
-	done := fmt.Sprintf("reported the %d samples before the damage", len(p.Samples))
+	var err error
+	done := fmt.Sprintf("reported the %d samples before the damage", p.Totals[0])
 	if loadErr != nil && opts.Partial {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
+	if opts.Report.Select.Value, err = p.ValueIndex(opts.Value); err != nil {
+		return fmt.Errorf("--value: %s: %w", opts.Input, err)
+	}
+	ro.Select.Value = opts.Report.Select.Value
 	v, err := p.View(opts.Report.Select)
 	if err != nil {
 		return err
@@ -220,11 +240,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	data := nsreport.Data{View: v}
 	ro.Damage = loadErr
 	if opts.Memory {
-		m, merr := analyze.LoadMemory(opts.Input, v.Profile, analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
-		if m == nil {
-			return merr
-		}
-		data.Memory, ro.Damage = m, merr
+		data.Memory = p.Memory(analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
 	}
 	bw := bufio.NewWriterSize(stdout, 64*1024)
 	err = nsreport.Generate(bw, data, ro)
@@ -294,4 +310,11 @@ func warn(stderr io.Writer, input string, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(input), textsafe.Escape(w))
 	}
+}
+
+// stackValue reports whether the sample type named value (or the default,
+// "") is one of the stack samples', so that loading can leave the
+// allocations out.
+func stackValue(value string) bool {
+	return value == "" || value == analyze.SamplesType.Type || value == analyze.CPUType.Type
 }

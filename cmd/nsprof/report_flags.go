@@ -38,8 +38,8 @@ func timelineView(cmd *cobra.Command, views map[string]*bool, opts reportOptions
 		return "", nil
 	case len(set) > 1:
 		return "", usagef(cmd, "%s cannot be combined: pick one view", strings.Join(set, " and "))
-	case opts.Tree || opts.BottomUp || opts.Memory || opts.Report.By != analyze.GroupNone:
-		return "", usagef(cmd, "%s does not combine with --tree, --bottom-up, --memory or --by", set[0])
+	case opts.Tree || opts.BottomUp || opts.Memory || opts.Value != "" || opts.Report.By != analyze.GroupNone:
+		return "", usagef(cmd, "%s does not combine with --tree, --bottom-up, --memory, --value or --by", set[0])
 	}
 	v := opts.Report.Select
 	f := v.Filter

@@ -15,6 +15,7 @@ type selectFlags struct {
 	pids, tids   []int
 	since, until string
 	by           string
+	value        string
 	noInline     bool
 	view         analyze.ViewOptions
 }
@@ -32,6 +33,7 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
+	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
 	f.BoolVar(&s.noInline, "no-inline", false, "show functions inlined into others (from the source lines the recording bundled) as part of them, not as frames of their own")
 }
 

@@ -1,0 +1,272 @@
+package analyze
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/internal/testcaptures"
+)
+
+// valueCaptures are the captures the value tests load.
+var valueCaptures = []struct {
+	name string
+	data func(testing.TB) []byte
+}{
+	{"cpu", testcaptures.CPU}, {"memory", testcaptures.Memory}, {"memprof", testcaptures.Memprof},
+	{"sysprof", testcaptures.Sysprof}, {"timeline", testcaptures.Timeline},
+}
+
+// TestSampleValues: one Load gives the allocations as samples whose
+// columns add up to the heap profile ReadMemory builds from a second
+// read, and the stack samples keep a count of 1 each.
+func TestSampleValues(t *testing.T) {
+	for _, c := range valueCaptures {
+		t.Run(c.name, func(t *testing.T) {
+			data := c.data(t)
+			p, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ReadMemory(bytes.NewReader(data), p, MemoryOptions{NoHostFiles: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.SampleTypes[0] != SamplesType {
+				t.Fatalf("sample types %v: want samples first", p.SampleTypes)
+			}
+			cpu := int64(0)
+			for i := range p.Samples {
+				if p.Value(&p.Samples[i], 0) == 1 {
+					cpu++
+				}
+			}
+			if p.Totals[0] != cpu || int(cpu)+int(m.Allocs) != len(p.Samples) {
+				t.Errorf("%d samples, %d counted, total %d; %d allocations", len(p.Samples), cpu, p.Totals[0], m.Allocs)
+			}
+			if m.Allocs+m.Frees == 0 {
+				if len(p.SampleTypes) != 1 {
+					t.Errorf("no allocations, sample types %v", p.SampleTypes)
+				}
+				return
+			}
+			want := []ValueType{SamplesType, AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType}
+			if !reflect.DeepEqual(p.SampleTypes, want) {
+				t.Fatalf("sample types %v, want %v", p.SampleTypes, want)
+			}
+			got := p.Totals[1:]
+			exp := []int64{int64(m.Objects), m.Bytes, int64(m.LeakObjects), m.LeakBytes}
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("allocation totals %v, ReadMemory's %v", got, exp)
+			}
+		})
+	}
+}
+
+// TestProfileMemory: the heap profile built from the loaded profile is
+// the one ReadMemory builds by reading the capture again, with and
+// without a pid selection and inline frames.
+func TestProfileMemory(t *testing.T) {
+	for _, c := range valueCaptures {
+		data := c.data(t)
+		p, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []MemoryOptions{{}, {Inline: true}, {PIDs: []int32{20}}, {PIDs: []int32{12672}}} {
+			o.NoHostFiles = true
+			want, err := ReadMemory(bytes.NewReader(data), p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Memory(o); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %+v: Profile.Memory\n%+v\nReadMemory\n%+v", c.name, o, got, want)
+			}
+		}
+	}
+}
+
+// TestViewValue: a view weighing by alloc_space keeps the allocations
+// only and sums their bytes in the function table, the tree and the
+// groups; the default view of the same profile keeps the stack samples.
+func TestViewValue(t *testing.T) {
+	p, err := Load(bytes.NewReader(testcaptures.Memprof(t)), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vi, err := p.ValueIndex("alloc_space")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(ViewOptions{Value: vi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := p.Totals[vi]
+	if got := v.Weight(v.Samples); got != total || total == 0 {
+		t.Errorf("view weight %d, want %d", got, total)
+	}
+	if root := v.Tree(v.Samples, TreeOptions{}); int64(root.Total) != total {
+		t.Errorf("tree total %d, want %d", root.Total, total)
+	}
+	var self int64
+	for _, f := range v.Top(v.Samples) {
+		self += int64(f.Self)
+	}
+	if self != total {
+		t.Errorf("function table's self values add up to %d, want %d", self, total)
+	}
+	var groups int64
+	for _, g := range v.Group(v.Samples, GroupThread) {
+		groups += g.Weight
+	}
+	if groups != total {
+		t.Errorf("thread groups weigh %d, want %d", groups, total)
+	}
+	d, err := p.View(ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(d.Samples)) != p.Totals[0] {
+		t.Errorf("default view: %d samples, want the %d stack samples", len(d.Samples), p.Totals[0])
+	}
+	if _, err := p.ValueIndex("off_cpu"); err == nil {
+		t.Error("ValueIndex(off_cpu): no error")
+	}
+	if _, err := p.View(ViewOptions{Value: len(p.SampleTypes)}); err == nil {
+		t.Error("View with a value out of range: no error")
+	}
+}
+
+// TestLoadTimeline: the timeline Load builds in its one pass is the one
+// LoadTimeline reads, on every test capture and on one cut short.
+func TestLoadTimeline(t *testing.T) {
+	type capt struct {
+		name string
+		data []byte
+	}
+	var cs []capt
+	for _, c := range valueCaptures {
+		cs = append(cs, capt{c.name, c.data(t)})
+	}
+	mp := testcaptures.Memprof(t)
+	cs = append(cs, capt{"memprof-cut", mp[:len(mp)*2/3]})
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			want, werr := LoadTimeline(bytes.NewReader(c.data))
+			if (werr != nil) != (c.name == "memprof-cut") {
+				t.Fatalf("LoadTimeline: %v", werr)
+			}
+			for _, load := range []func() (*Profile, error){
+				func() (*Profile, error) {
+					return Load(bytes.NewReader(c.data), LoadOptions{NoHostFiles: true, Timeline: true})
+				},
+				func() (*Profile, error) {
+					return LoadBytes(c.data, LoadOptions{NoHostFiles: true, Timeline: true})
+				},
+			} {
+				p, err := load()
+				if (err == nil) != (werr == nil) {
+					t.Fatalf("Load: %v; LoadTimeline: %v", err, werr)
+				}
+				if p.Timeline == nil {
+					t.Fatal("no timeline")
+				}
+				if !reflect.DeepEqual(p.Timeline, want) {
+					t.Errorf("Load's timeline\n%+v\nLoadTimeline's\n%+v", p.Timeline, want)
+				}
+			}
+		})
+	}
+}
+
+// TestCPUValue: a recording of cpu-clock at a known frequency gives each
+// stack sample the CPU time of its period, next to its count, in one
+// column the views weigh by and that allocations leave at 0; other
+// events and unknown frequencies give no such column.
+func TestCPUValue(t *testing.T) {
+	write := func(event, freq string, alloc bool) *Profile {
+		var buf bytes.Buffer
+		w, err := capture.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := capture.FrameHeader{PID: 10, Time: 1, CPU: -1}
+		frames := []capture.Frame{
+			&capture.Metadata{FrameHeader: h, ID: capture.MetaEvent, Value: event},
+			&capture.Metadata{FrameHeader: h, ID: capture.MetaFrequency, Value: freq},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x401000}},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x402000, 0x401000}},
+			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{0x401000}},
+		}
+		if alloc {
+			frames = append(frames, &capture.Allocation{FrameHeader: h, TID: 10, Addr: 0x9000, Size: 64, Addrs: []uint64{0x401000}})
+		}
+		for _, f := range frames {
+			if err := w.WriteFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, alloc := range []bool{false, true} {
+		p := write("cpu-clock", "4000", alloc)
+		ci, err := p.ValueIndex("cpu")
+		if err != nil || p.SampleTypes[ci] != CPUType {
+			t.Fatalf("alloc %v: sample types %v: %v", alloc, p.SampleTypes, err)
+		}
+		if p.Totals[ci] != 3*250_000 || p.Totals[0] != 3 {
+			t.Errorf("alloc %v: totals %v, want 3 samples of 250000 ns", alloc, p.Totals)
+		}
+		v, err := p.View(ViewOptions{Value: ci})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Samples) != 3 {
+			t.Errorf("alloc %v: cpu view keeps %d samples, want the 3 stack samples", alloc, len(v.Samples))
+		}
+		if top := v.Top(v.Samples); len(top) == 0 || top[0].Self != 2*250_000 {
+			t.Errorf("alloc %v: top %+v, want 500000 ns self first", alloc, top)
+		}
+		if got := p.Kind(ci); !reflect.DeepEqual(got, []int{0, ci}) {
+			t.Errorf("alloc %v: Kind(cpu) = %v, want [0 %d]", alloc, got, ci)
+		}
+		if alloc {
+			ai, _ := p.ValueIndex("alloc_space")
+			if got := p.Kind(ai); len(got) != 4 || got[0] != ci+1 {
+				t.Errorf("Kind(alloc_space) = %v", got)
+			}
+		}
+	}
+	for _, c := range [][2]string{{"cycles", "4000"}, {"cpu-clock", "0"}, {"cpu-clock", "x"}, {"none", "999"}} {
+		if p := write(c[0], c[1], false); len(p.SampleTypes) != 1 {
+			t.Errorf("%s at %s Hz: sample types %v, want samples only", c[0], c[1], p.SampleTypes)
+		}
+	}
+}
+
+// TestNoAllocations: a load that leaves the allocations out still counts
+// them and gives the stack samples of a full load.
+func TestNoAllocations(t *testing.T) {
+	data := testcaptures.Memprof(t)
+	full, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(data, LoadOptions{NoHostFiles: true, NoAllocations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Allocations != full.Allocations || p.Allocations == 0 || len(p.SampleTypes) != 1 || int64(len(p.Samples)) != full.Totals[0] {
+		t.Errorf("NoAllocations: %d allocations (full load %d), sample types %v, %d samples (full load %d stack samples)",
+			p.Allocations, full.Allocations, p.SampleTypes, len(p.Samples), full.Totals[0])
+	}
+}
