@@ -28,6 +28,10 @@ import (
 //     so an address in a mapped file that is aligned as functions are (16
 //     bytes) and whose code does not end in a call is dropped.
 //
+// A value in the context markers' range after the user marker ends the
+// stack: it was read off the stack, and would turn the user addresses
+// after it into kernel frames.
+//
 // Trimming stops at the first address that may be a return address, or
 // that cannot be checked: a JIT address, an address in anonymous executable
 // memory, or in a file the symbolizer could not open, and any address of
@@ -46,16 +50,24 @@ import (
 // apply.
 func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 	user := -1 // the index of the user context marker
-	for i := len(addrs) - 1; i >= 0; i-- {
-		if capture.IsContext(addrs[i]) {
-			if addrs[i] == capture.ContextUser {
-				user = i
-			}
+	for i, a := range addrs {
+		if a == capture.ContextUser {
+			user = i
 			break
 		}
 	}
 	if user < 0 {
 		return addrs
+	}
+	// The kernel writes no context marker after the user one: such a
+	// value was read off the user stack (-128 is PERF_CONTEXT_KERNEL's)
+	// and would make what follows look like kernel frames. The walk is
+	// past the stack's frames there; it ends the stack.
+	for i := user + 1; i < len(addrs); i++ {
+		if capture.IsContext(addrs[i]) {
+			addrs = addrs[:i]
+			break
+		}
 	}
 	p := s.procs[pid]
 	for len(addrs) > user+2 && p.notReturn(addrs[len(addrs)-1], true) {

@@ -67,6 +67,11 @@ func TestTrimCallers(t *testing.T) {
 		{"small values", 43, []uint64{umarker, call, 0x400, 0xfe00}, []uint64{umarker, call}},
 		{"the vsyscall page stays", 42, []uint64{umarker, call, vsys}, []uint64{umarker, call, vsys}},
 		{"no mappings known: canary only", 43, []uint64{umarker, call, data, canary}, []uint64{umarker, call, data}},
+		// -128 read off a user stack is PERF_CONTEXT_KERNEL's value: what
+		// follows would be taken for kernel frames. A walk reads no
+		// context marker after the user one.
+		{"a context marker's value on the user stack", 43, []uint64{umarker, call, kmarker, data, data + 0x18}, []uint64{umarker, call}},
+		{"after a kernel part", 42, []uint64{kmarker, kernel, umarker, call, kmarker, call}, []uint64{kmarker, kernel, umarker, call}},
 		{"a real caller inside", 42, []uint64{umarker, call, pad, call}, []uint64{umarker, call, pad, call}},
 		{"unknown process: canary only", 7, []uint64{umarker, call, pad, canary}, []uint64{umarker, call, pad}},
 		{"kernel only", 42, []uint64{kmarker, kernel, pad}, []uint64{kmarker, kernel, pad}},
