@@ -11,7 +11,6 @@ import (
 	"nsprof/internal/testcaptures"
 )
 
-const testStart = int64(1_000_000_000)
 
 // hostile are function names that break naive exporters: markup, XML
 // references, quotes, CDATA ends, control characters, invalid UTF-8, the

@@ -5,94 +5,29 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
-	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/pprof/profile"
 
 	"nsprof/analyze"
-	"nsprof/capture"
+	"nsprof/internal/testcaptures"
 )
 
 // memAllocs are the synthetic heap's allocations: stack leaf first,
 // size, count, and how many of them are freed.
-var memAllocs = []struct {
-	pid      int32
-	stack    []string
-	size     int64
-	n, freed int
-}{
-	{10, []string{"alloc_a", "main"}, 100, 3, 2},
-	{10, []string{"alloc_b", "work", "main"}, 5000, 1, 1},
-	{10, []string{hostile[0], "main"}, 7, 1, 0},
-	{20, []string{hostile[6], "main"}, 10, 2, 2},
+var memAllocs = []testcaptures.Alloc{
+	{PID: 10, Frames: []string{"alloc_a", "main"}, Size: 100, N: 3, Freed: 2},
+	{PID: 10, Frames: []string{"alloc_b", "work", "main"}, Size: 5000, N: 1, Freed: 1},
+	{PID: 10, Frames: []string{hostile[0], "main"}, Size: 7, N: 1},
+	{PID: 20, Frames: []string{hostile[6], "main"}, Size: 10, N: 2, Freed: 2},
 }
 
 // writeMemCapture writes a capture of memAllocs as Sysprof ALLOCATION
 // frames (frees with size 0), named by a symbol bundle.
 func writeMemCapture(t testing.TB) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{
-		StartTime: testStart, EndTime: testStart + 10e6,
-		CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Clock:       func() int64 { return math.MinInt64 },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := func(pid int32, ns int64) capture.FrameHeader {
-		return capture.FrameHeader{CPU: -1, PID: pid, Time: testStart + ns}
-	}
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
-	addr := map[string]uint64{}
-	var syms []capture.Symbol
-	next := uint64(0x401000)
-	for _, a := range memAllocs {
-		for _, name := range a.stack {
-			if _, ok := addr[name]; ok {
-				continue
-			}
-			addr[name] = next + 0x10
-			for _, p := range []int32{10, 20} {
-				syms = append(syms, capture.Symbol{PID: p, Begin: next, End: next + 0xff, Name: name})
-			}
-			next += 0x100
-		}
-	}
-	ns := int64(1000)
-	block := uint64(0x10000)
-	for _, a := range memAllocs {
-		var addrs []uint64
-		for _, name := range a.stack {
-			addrs = append(addrs, addr[name])
-		}
-		for i := range a.n {
-			block += 0x100
-			ns += 10
-			must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block, Size: a.size, Addrs: addrs}))
-			if i < a.freed {
-				ns += 10
-				must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block}))
-			}
-		}
-	}
-	bundle, err := capture.EncodeSymbols(syms)
-	must(err)
-	must(w.AddFileGzip(h(-1, 9e6), capture.SymbolsFile, bundle))
-	must(w.Close())
-	return buf.Bytes()
+	return testcaptures.MemoryOf(t, memAllocs)
 }
 
 func loadTestMemory(t testing.TB) (*analyze.Profile, *analyze.Memory) {
@@ -160,13 +95,13 @@ func TestPprofMemory(t *testing.T) {
 	}
 	want := map[string][4]int64{}
 	for _, a := range memAllocs {
-		v := want[a.stack[0]]
-		live := int64(a.n - a.freed)
-		v[0] += int64(a.n)
-		v[1] += int64(a.n) * a.size
+		v := want[a.Frames[0]]
+		live := int64(a.N - a.Freed)
+		v[0] += int64(a.N)
+		v[1] += int64(a.N) * a.Size
 		v[2] += live
-		v[3] += live * a.size
-		want[a.stack[0]] = v
+		v[3] += live * a.Size
+		want[a.Frames[0]] = v
 	}
 	if len(got) != len(want) {
 		t.Errorf("functions %v, want %v", got, want)

@@ -153,24 +153,33 @@ func CPUOf(tb testing.TB, stacks []Stack) []byte {
 	return buf.Bytes()
 }
 
-// memAllocs are Memory's allocations: stack leaf first, size, count, and
-// how many of them are freed.
-var memAllocs = []struct {
-	pid      int32
-	stack    []string
-	size     int64
-	n, freed int
-}{
-	{10, []string{"alloc_a", "main"}, 100, 3, 2},
-	{10, []string{"alloc_b", "work", "main"}, 5000, 1, 1},
-	{10, []string{Hostile[0], "main"}, 7, 1, 0},
-	{20, []string{Hostile[4], "main"}, 10, 2, 2},
+// Alloc is N allocations of Size bytes by process PID from the functions
+// Frames (leaf first), the first Freed of them freed at once.
+type Alloc struct {
+	PID      int32
+	Frames   []string
+	Size     int64
+	N, Freed int
+}
+
+// memAllocs are Memory's allocations.
+var memAllocs = []Alloc{
+	{PID: 10, Frames: []string{"alloc_a", "main"}, Size: 100, N: 3, Freed: 2},
+	{PID: 10, Frames: []string{"alloc_b", "work", "main"}, Size: 5000, N: 1, Freed: 1},
+	{PID: 10, Frames: []string{Hostile[0], "main"}, Size: 7, N: 1},
+	{PID: 20, Frames: []string{Hostile[4], "main"}, Size: 10, N: 2, Freed: 2},
 }
 
 // Memory returns a capture of ALLOCATION frames, as nsprof record
 // --memprof writes them (frees have size 0), of two processes, named by a
 // symbol bundle: some blocks are freed at once, one is leaked.
 func Memory(tb testing.TB) []byte {
+	tb.Helper()
+	return MemoryOf(tb, memAllocs)
+}
+
+// MemoryOf returns a capture as [Memory] describes, of allocs.
+func MemoryOf(tb testing.TB, allocs []Alloc) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
 	w, must := newWriter(tb, &buf), mustf(tb)
@@ -184,8 +193,8 @@ func Memory(tb testing.TB) []byte {
 	addr := map[string]uint64{}
 	var syms []capture.Symbol
 	next := uint64(0x401000)
-	for _, a := range memAllocs {
-		for _, name := range a.stack {
+	for _, a := range allocs {
+		for _, name := range a.Frames {
 			if _, ok := addr[name]; ok {
 				continue
 			}
@@ -198,18 +207,18 @@ func Memory(tb testing.TB) []byte {
 	}
 	ns := int64(1000)
 	block := uint64(0x10000)
-	for _, a := range memAllocs {
+	for _, a := range allocs {
 		var addrs []uint64
-		for _, name := range a.stack {
+		for _, name := range a.Frames {
 			addrs = append(addrs, addr[name])
 		}
-		for i := range a.n {
+		for i := range a.N {
 			block += 0x100
 			ns += 10
-			must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block, Size: a.size, Addrs: addrs}))
-			if i < a.freed {
+			must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.PID, ns), TID: a.PID, Addr: block, Size: a.Size, Addrs: addrs}))
+			if i < a.Freed {
 				ns += 10
-				must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.pid, ns), TID: a.pid, Addr: block}))
+				must(w.WriteFrame(&capture.Allocation{FrameHeader: h(a.PID, ns), TID: a.PID, Addr: block}))
 			}
 		}
 	}
