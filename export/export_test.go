@@ -11,7 +11,6 @@ import (
 	"nsprof/internal/testcaptures"
 )
 
-
 // hostile are function names that break naive exporters: markup, XML
 // references, quotes, CDATA ends, control characters, invalid UTF-8, the
 // folded format's separators.
