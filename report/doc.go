@@ -1,8 +1,9 @@
 // Package report renders the views of `nsprof report` as text or as the
-// JSON document of schema [Schema]: the function table ([Top]), the call
-// trees ([Tree], [BottomUp]), the heap profile ([Memory]) and the views
-// of a capture's timeline ([Marks], [Counters], [Processes], [Logs],
-// [Summary]). [Generate] picks the view and format from [Options].
+// JSON document of schema [Schema]: the function table ([ViewTop]), the
+// call trees ([ViewTree], [ViewBottomUp]), the heap profile ([ViewMemory])
+// and the views of a capture's timeline ([ViewMarks], [ViewCounters],
+// [ViewProcesses], [ViewLogs], [ViewSummary]). [Generate] renders the view
+// and format [Options] pick.
 //
 // The package renders what analyze loaded; it opens no file and knows no
 // terminal: the caller loads the capture, and passes the terminal's width

@@ -150,60 +150,6 @@ func Generate(w io.Writer, d Data, o Options) error {
 	return fmt.Errorf("report: unknown view %v", o.View)
 }
 
-// Top writes the function table of v: [Generate] with [ViewTop].
-func Top(w io.Writer, v *analyze.View, o Options) error {
-	o.View = ViewTop
-	return Generate(w, Data{View: v}, o)
-}
-
-// Tree writes the top-down call tree of v: [Generate] with [ViewTree].
-func Tree(w io.Writer, v *analyze.View, o Options) error {
-	o.View = ViewTree
-	return Generate(w, Data{View: v}, o)
-}
-
-// BottomUp writes the callers trees of v: [Generate] with [ViewBottomUp].
-func BottomUp(w io.Writer, v *analyze.View, o Options) error {
-	o.View = ViewBottomUp
-	return Generate(w, Data{View: v}, o)
-}
-
-// Memory writes the heap profile m as text: [Generate] with [ViewMemory].
-func Memory(w io.Writer, m *analyze.Memory, o Options) error {
-	o.View = ViewMemory
-	return Generate(w, Data{Memory: m}, o)
-}
-
-// Marks writes the mark statistics of t: [Generate] with [ViewMarks].
-func Marks(w io.Writer, t *analyze.Timeline, o Options) error {
-	o.View = ViewMarks
-	return Generate(w, Data{Timeline: t}, o)
-}
-
-// Counters writes the counters of t: [Generate] with [ViewCounters].
-func Counters(w io.Writer, t *analyze.Timeline, o Options) error {
-	o.View = ViewCounters
-	return Generate(w, Data{Timeline: t}, o)
-}
-
-// Processes writes the processes of t: [Generate] with [ViewProcesses].
-func Processes(w io.Writer, t *analyze.Timeline, o Options) error {
-	o.View = ViewProcesses
-	return Generate(w, Data{Timeline: t}, o)
-}
-
-// Logs writes the log messages of t: [Generate] with [ViewLogs].
-func Logs(w io.Writer, t *analyze.Timeline, o Options) error {
-	o.View = ViewLogs
-	return Generate(w, Data{Timeline: t}, o)
-}
-
-// Summary writes the facts of t: [Generate] with [ViewSummary].
-func Summary(w io.Writer, t *analyze.Timeline, o Options) error {
-	o.View = ViewSummary
-	return Generate(w, Data{Timeline: t}, o)
-}
-
 // Shaped reports whether v selects samples or changes their stacks, so
 // that a report says how many samples it selected.
 func Shaped(v analyze.ViewOptions) bool {
