@@ -49,6 +49,16 @@ func newWriter(tb testing.TB, buf *bytes.Buffer) *capture.Writer {
 	return w
 }
 
+// writeServerAndEvil writes the PROCESS and MAP frames of the CPU and
+// Memory captures' two processes, "server" (pid 10, a binary with a
+// build-id) and "evil" (pid 20), with the headers h10 and h20.
+func writeServerAndEvil(w *capture.Writer, must func(error), h10, h20 capture.FrameHeader) {
+	must(w.WriteFrame(&capture.Process{FrameHeader: h10, Cmdline: "/usr/bin/server --port 80"}))
+	must(w.WriteFrame(&capture.Process{FrameHeader: h20, Cmdline: "/usr/bin/evil"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h10, Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
+	must(w.WriteFrame(&capture.Map{FrameHeader: h20, Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+}
+
 // mustf fails tb on err.
 func mustf(tb testing.TB) func(error) {
 	return func(err error) {
@@ -98,10 +108,7 @@ func CPUOf(tb testing.TB, stacks []Stack) []byte {
 	h := func(pid int32, ms int64) capture.FrameHeader {
 		return capture.FrameHeader{CPU: 0, PID: pid, Time: Start + ms*1e6}
 	}
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+	writeServerAndEvil(w, must, h(10, 0), h(20, 0))
 	addr := map[string]uint64{}
 	var syms []capture.Symbol
 	var kallsyms bytes.Buffer
@@ -186,10 +193,7 @@ func MemoryOf(tb testing.TB, allocs []Alloc) []byte {
 	h := func(pid int32, ns int64) capture.FrameHeader {
 		return capture.FrameHeader{CPU: -1, PID: pid, Time: Start + ns}
 	}
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(10, 0), Cmdline: "/usr/bin/server --port 80"}))
-	must(w.WriteFrame(&capture.Process{FrameHeader: h(20, 0), Cmdline: "/usr/bin/evil"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(10, 0), Start: 0x400000, End: 0x500000, Offset: 0x1000, Filename: "/usr/bin/server", BuildID: "0123abcd"}))
-	must(w.WriteFrame(&capture.Map{FrameHeader: h(20, 0), Start: 0x400000, End: 0x500000, Filename: "/usr/bin/evil"}))
+	writeServerAndEvil(w, must, h(10, 0), h(20, 0))
 	addr := map[string]uint64{}
 	var syms []capture.Symbol
 	next := uint64(0x401000)
