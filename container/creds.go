@@ -23,9 +23,9 @@ func procCreds(st proc.Status) unix.Creds {
 	return unix.Creds{UID: st.Uid.FS, GID: st.Gid.FS, Groups: st.Groups}
 }
 
-// openCreds records the process's credentials and start time at Open.
-func (p *Process) openCreds() {
-	st, err := proc.ReadStatus(p.pid)
+// openCreds records the process's credentials at Open, from the status
+// the snapshot read, and its start time.
+func (p *Process) openCreds(st proc.Status, err error) {
 	if err != nil {
 		p.credsErr = fmt.Errorf("credentials of pid %d: %w", p.pid, err)
 		return

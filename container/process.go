@@ -85,7 +85,6 @@ func Open(pid int) (*Process, error) {
 		return nil, fmt.Errorf("open process %d: %w", pid, err)
 	}
 	p := &Process{pid: pid}
-	p.openCreds()
 	p.root, p.rootVia, p.rootErr = openRoot(pid)
 	p.snap = takeSnapshot(pid, p)
 	return p, nil

@@ -54,6 +54,8 @@ const maxAncestors = 8
 func takeSnapshot(pid int, p *Process) *snapshot {
 	s := &snapshot{pid: pid, conmonUID: -1}
 	s.status, s.statusErr = proc.ReadStatus(pid)
+	// Before anything is opened through the process: with its rights.
+	p.openCreds(s.status, s.statusErr)
 	s.mounts, s.mountsErr = proc.ReadMountInfo(pid)
 	s.cgroups, _ = proc.ReadCgroup(pid)
 	if l, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid)); err == nil {
