@@ -325,7 +325,13 @@ func TestMemprofStress(t *testing.T) {
 		if d := float64(got.selfCalls)/8e6 - 1; d > 0.03 || d < -0.03 {
 			t.Errorf("churn: estimated %d allocations, want 8000000 ± 3%%", got.selfCalls)
 		}
-		if !strings.Contains(rep, "leaked     0 B") {
+		// Every sampled block of churn is freed, so none of its stacks
+		// may be live at the end. Other live blocks may be: the dynamic
+		// loader's TLS blocks of threads whose stacks glibc caches
+		// (calloc in ld-linux), when the sampling happens to pick one.
+		_, leaks, ok := strings.Cut(rep, "Leaks by stack")
+		leaks, _, _ = strings.Cut(leaks, "Temporary allocations")
+		if !ok || strings.Contains(leaks, "churn") {
 			t.Errorf("sampled frees not matched:\n%s", rep)
 		}
 	})
