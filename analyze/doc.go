@@ -4,18 +4,22 @@
 // reports are made of, each in its own file: [Profile.Select] (filters),
 // [Profile.Top] (functions by self and total samples), [Profile.Tree]
 // (top-down and bottom-up call trees) and [Profile.Group] (per process,
-// thread or container). Heap allocations are a second model beside it,
-// [Memory] ([LoadMemory]), and marks, counters, logs and process lifetimes
-// form the [Timeline] ([LoadTimeline]).
+// thread or container). Marks, counters, logs and process lifetimes form
+// the [Timeline].
 //
-// Samples carry values described by [Profile.SampleTypes], as pprof's
-// samples do: a stack sample counts 1 "samples"; an allocation of a
-// --memprof capture counts its objects and bytes (alloc_objects,
+// There is one sample model for every measurement. Samples carry values
+// described by [Profile.SampleTypes], as pprof's samples do: a stack
+// sample counts 1 "samples" (and its period in "cpu" nanoseconds when
+// known); an allocation of a --memprof capture is a sample on the same
+// interned stacks that counts its objects and bytes (alloc_objects,
 // alloc_space) and, when its block was never freed, inuse_objects and
-// inuse_space. [ViewOptions.Value] picks the column the views weigh by;
-// [Profile.Memory] is the heap summary (peak, leaks, temporaries) of the
-// same allocations. [Load] reads the capture once, in one pass, into the
-// samples, their values and, on request, the [Timeline].
+// inuse_space, or when it was temporary, temp_objects and temp_space.
+// [ViewOptions.Value] picks the column the views weigh by, so every
+// filter, view and grouping serves every type; [View.Heap] adds what only
+// the order of events tells (the peak of live bytes, the frees) for the
+// allocations a view selects. [Load] reads the capture once, in one
+// pass, into the samples, their values and, with [LoadOptions.Timeline],
+// the [Timeline].
 //
 // Stacks are interned: a Profile holds each distinct stack once, and each
 // distinct (pid, address) as one [Frame] named once, so operations cost

@@ -40,6 +40,23 @@ func (p *Profile) Select(f Filter) ([]Sample, error) {
 	if f.IsZero() {
 		return p.Samples, nil
 	}
+	keep, err := p.matcher(f)
+	if err != nil {
+		return nil, err
+	}
+	var out []Sample
+	for i := range p.Samples {
+		if keep(&p.Samples[i]) {
+			out = append(out, p.Samples[i])
+		}
+	}
+	return out, nil
+}
+
+// matcher returns the test f makes of a sample. A sample whose Stack is
+// negative (a free, which has no stack) is tested on its process, thread
+// and time only.
+func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 	var comm *regexp.Regexp
 	if f.Comm != "" {
 		re, err := regexp.Compile(f.Comm)
@@ -97,18 +114,13 @@ func (p *Profile) Select(f Filter) ([]Sample, error) {
 	if f.Until > 0 {
 		until = p.Start + int64(f.Until)
 	}
-	var out []Sample
-	for _, s := range p.Samples {
+	return func(s *Sample) bool {
 		if s.Time < since || s.Time >= until {
-			continue
+			return false
 		}
 		if len(f.TIDs) > 0 && !slices.Contains(f.TIDs, s.TID) {
-			continue
+			return false
 		}
-		if !wantProc(s.PID) || !wantStack(s.Stack) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out, nil
+		return wantProc(s.PID) && (s.Stack < 0 || wantStack(s.Stack))
+	}, nil
 }

@@ -86,7 +86,7 @@ type Profile struct {
 	allocCol    int
 	// allocs are the ALLOCATION frames in time order, sampleBytes the
 	// recording's allocation sampling interval and memLost what it could
-	// not record: what [Profile.Memory] replays.
+	// not record: what [View.Heap] replays.
 	allocs      []allocEvent
 	sampleBytes int64
 	memLost     struct {

@@ -11,16 +11,19 @@ import (
 // ValueType describes one column of the per-sample values, as a pprof
 // sample type does: what is counted and in which unit.
 type ValueType struct {
-	// Type names the value: "samples", "alloc_objects", "alloc_space",
-	// "inuse_objects" or "inuse_space" today.
+	// Type names the value: "samples", "cpu", "alloc_objects",
+	// "alloc_space", "inuse_objects", "inuse_space", "temp_objects" or
+	// "temp_space" today.
 	Type string `json:"type"`
 	// Unit is "count", "bytes" or "nanoseconds".
 	Unit string `json:"unit"`
 }
 
 // The sample types [Load] gives a profile. Every profile has
-// [SamplesType] at index 0; a capture with ALLOCATION frames also has the
-// four allocation types, in the order of a Go heap profile.
+// [SamplesType] at index 0, then [CPUType] when the sampling period is
+// known; a capture with ALLOCATION frames also has the six allocation
+// types: the four of a Go heap profile, in its order, then the two
+// temporary ones.
 var (
 	// SamplesType counts the stack samples (SAMPLE frames).
 	SamplesType = ValueType{"samples", "count"}
@@ -38,10 +41,26 @@ var (
 	InuseObjectsType = ValueType{"inuse_objects", "count"}
 	// InuseSpaceType is the bytes of those blocks.
 	InuseSpaceType = ValueType{"inuse_space", "bytes"}
+	// TempObjectsType counts the temporary blocks: freed by the thread
+	// that allocated them before it allocated anything else (heaptrack's
+	// definition).
+	TempObjectsType = ValueType{"temp_objects", "count"}
+	// TempSpaceType is the bytes of those blocks.
+	TempSpaceType = ValueType{"temp_space", "bytes"}
 )
 
-// allocTypes are the allocation columns, after SamplesType.
-var allocTypes = []ValueType{AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType}
+// allocTypes are the allocation columns, after the stack samples' ones;
+// fillValues writes them in this order.
+var allocTypes = []ValueType{AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType, TempObjectsType, TempSpaceType}
+
+// AllocTypes returns the sample types of allocations, in the order a
+// profile with allocations has them.
+func AllocTypes() []ValueType { return slices.Clone(allocTypes) }
+
+// IsAllocType reports whether name names a sample type of allocations.
+func IsAllocType(name string) bool {
+	return slices.ContainsFunc(allocTypes, func(t ValueType) bool { return t.Type == name })
+}
 
 // Value returns the value of column t (an index in p.SampleTypes) of
 // sample s.
@@ -115,8 +134,8 @@ type allocEvent struct {
 
 // fillValues builds the value table of p once its samples are complete:
 // 1 in the samples column for a SAMPLE frame, and for an allocation the
-// objects and bytes it allocated, and those still live at the end (its
-// block never freed). allocs are the ALLOCATION frames in file order,
+// objects and bytes it allocated, those still live at the end (its
+// block never freed) and those that were temporary. allocs are the ALLOCATION frames in file order,
 // which fillValues sorts by time;
 // sampleBytes is the recording's sampling interval (0: every allocation);
 // periodNs the CPU time a stack sample stands for (0: unknown).
@@ -130,7 +149,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
 	if len(allocs) > 0 {
 		p.allocCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
-		p.stackValues = append(p.stackValues, 0, 0, 0, 0)
+		p.stackValues = append(p.stackValues, make([]int64, len(allocTypes))...)
 	}
 	p.unitSamples = len(allocs) == 0
 	for i := range p.Samples {
@@ -166,16 +185,27 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
 		}
 		return o
 	}
-	live := make(map[pidAddr]int32) // block -> sample
+	live := make(map[pidAddr]int32)      // block -> sample
+	lastAlloc := make(map[int32]pidAddr) // thread -> its last block
 	for _, e := range allocs {
 		k := pidAddr{e.pid, e.addr}
 		if e.sample < 0 {
-			delete(live, k) // unknown blocks were allocated before the recording
+			s, ok := live[k]
+			if !ok {
+				continue // allocated before the recording
+			}
+			delete(live, k)
+			if last, ok := lastAlloc[e.tid]; ok && last == k {
+				row := p.values[int(s)*n+a:]
+				row[4], row[5] = row[0], row[1]
+			}
+			delete(lastAlloc, e.tid)
 			continue
 		}
 		row := p.values[int(e.sample)*n+a:]
 		row[0], row[1] = objects(e.size), e.size
 		live[k] = e.sample // replaces a block whose free was not seen
+		lastAlloc[e.tid] = k
 	}
 	for _, s := range live {
 		row := p.values[int(s)*n+a:]

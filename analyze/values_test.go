@@ -18,9 +18,19 @@ var valueCaptures = []struct {
 	{"sysprof", testcaptures.Sysprof}, {"timeline", testcaptures.Timeline},
 }
 
+// refHeap is testcaptures.ReplayHeap as HeapStats.
+func refHeap(t testing.TB, data []byte, pids ...int32) HeapStats {
+	h := testcaptures.ReplayHeap(t, data, pids...)
+	return HeapStats{
+		Allocs: h.Allocs, Frees: h.Frees, Bytes: h.Bytes, Objects: h.Objects,
+		LeakBytes: h.LeakBytes, LeakObjects: h.LeakObjects, TempBytes: h.TempBytes, TempObjects: h.TempObjects,
+		Peak: h.Peak, PeakTime: h.PeakTime,
+	}
+}
+
 // TestSampleValues: one Load gives the allocations as samples whose
-// columns add up to the heap profile ReadMemory builds from a second
-// read, and the stack samples keep a count of 1 each.
+// columns add up to what a plain replay of the capture's ALLOCATION
+// frames gives, and the stack samples keep a count of 1 each.
 func TestSampleValues(t *testing.T) {
 	for _, c := range valueCaptures {
 		t.Run(c.name, func(t *testing.T) {
@@ -29,10 +39,7 @@ func TestSampleValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := ReadMemory(bytes.NewReader(data), p, MemoryOptions{NoHostFiles: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := refHeap(t, data)
 			if p.SampleTypes[0] != SamplesType {
 				t.Fatalf("sample types %v: want samples first", p.SampleTypes)
 			}
@@ -46,42 +53,50 @@ func TestSampleValues(t *testing.T) {
 				t.Errorf("%d samples, %d counted, total %d; %d allocations", len(p.Samples), cpu, p.Totals[0], m.Allocs)
 			}
 			if m.Allocs+m.Frees == 0 {
-				if len(p.SampleTypes) != 1 {
+				if p.HasAllocations() || len(p.SampleTypes) > 2 {
 					t.Errorf("no allocations, sample types %v", p.SampleTypes)
 				}
 				return
 			}
-			want := []ValueType{SamplesType, AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType}
+			want := []ValueType{SamplesType, AllocObjectsType, AllocSpaceType, InuseObjectsType, InuseSpaceType, TempObjectsType, TempSpaceType}
 			if !reflect.DeepEqual(p.SampleTypes, want) {
 				t.Fatalf("sample types %v, want %v", p.SampleTypes, want)
 			}
 			got := p.Totals[1:]
-			exp := []int64{int64(m.Objects), m.Bytes, int64(m.LeakObjects), m.LeakBytes}
+			exp := []int64{m.Objects, m.Bytes, m.LeakObjects, m.LeakBytes, m.TempObjects, m.TempBytes}
 			if !reflect.DeepEqual(got, exp) {
-				t.Errorf("allocation totals %v, ReadMemory's %v", got, exp)
+				t.Errorf("allocation totals %v, the replay's %v", got, exp)
 			}
 		})
 	}
 }
 
-// TestProfileMemory: the heap profile built from the loaded profile is
-// the one ReadMemory builds by reading the capture again, with and
-// without a pid selection and inline frames.
-func TestProfileMemory(t *testing.T) {
+// TestHeap: a view's heap statistics are those of a plain replay of the
+// ALLOCATION frames of the processes it selects: totals, frees and the
+// peak, which only the order of the events gives.
+func TestHeap(t *testing.T) {
 	for _, c := range valueCaptures {
 		data := c.data(t)
 		p, err := Load(bytes.NewReader(data), LoadOptions{NoHostFiles: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range []MemoryOptions{{}, {Inline: true}, {PIDs: []int32{20}}, {PIDs: []int32{12672}}} {
-			o.NoHostFiles = true
-			want, err := ReadMemory(bytes.NewReader(data), p, o)
+		vi, err := p.ValueIndex("alloc_space")
+		if !p.HasAllocations() {
+			if err == nil {
+				t.Errorf("%s: no allocations, but a type alloc_space", c.name)
+			}
+			continue
+		}
+		for _, pids := range [][]int32{nil, {20}, {12667}, {12672}} {
+			v, err := p.View(ViewOptions{Value: vi, Filter: Filter{PIDs: pids}, Inline: len(pids) == 0})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Memory(o); !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %+v: Profile.Memory\n%+v\nReadMemory\n%+v", c.name, o, got, want)
+			got, want := v.Heap(), refHeap(t, data, pids...)
+			got.HasLost, got.Lost, got.SignalDropped = false, 0, 0
+			if got != want {
+				t.Errorf("%s pids %v: Heap\n%+v\nreplay\n%+v", c.name, pids, got, want)
 			}
 		}
 	}
@@ -241,7 +256,7 @@ func TestCPUValue(t *testing.T) {
 		}
 		if alloc {
 			ai, _ := p.ValueIndex("alloc_space")
-			if got := p.Kind(ai); len(got) != 4 || got[0] != ci+1 {
+			if got := p.Kind(ai); len(got) != len(allocTypes) || got[0] != ci+1 {
 				t.Errorf("Kind(alloc_space) = %v", got)
 			}
 		}

@@ -58,6 +58,9 @@ type View struct {
 	Samples []Sample
 	// Invert is [ViewOptions.Invert].
 	Invert bool
+	// filter is [ViewOptions.Filter], for the events that are not
+	// samples (frees; see [View.Heap]).
+	filter Filter
 }
 
 // View selects and shapes the samples of p as o says. It fails only on a
@@ -76,7 +79,7 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		vp.value = o.Value
 		p = &vp
 	}
-	v := &View{Profile: p, Samples: samples, Invert: o.Invert}
+	v := &View{Profile: p, Samples: samples, Invert: o.Invert, filter: o.Filter}
 	var inl *inlineFrames
 	if o.Inline {
 		inl = newInlineFrames(p)

@@ -2,8 +2,8 @@
 // other tools: pprof protocol buffers (go tool pprof, Pyroscope),
 // speedscope JSON, folded stacks (flamegraph.pl, inferno) and a standalone
 // SVG flame graph. [Generate] dispatches on a [Format] and writes to an
-// io.Writer; [GenerateMemory] writes a heap profile ([analyze.Memory]) in
-// the same formats.
+// io.Writer. Allocations are exported the same way, by a view weighing an
+// allocation type (alloc_space, inuse_space, ...).
 //
 // Every format counts samples exactly as the reports of the same view do:
 // a function's self and total samples in an export equal those of

@@ -78,12 +78,16 @@ func TestGoldenExports(t *testing.T) {
 				continue
 			}
 			t.Run(c.name+".memory."+gf.ext, func(t *testing.T) {
-				m, err := analyze.ReadMemory(bytes.NewReader(c.data), p, analyze.MemoryOptions{NoHostFiles: true, Inline: gf.f != FormatPprof})
+				vi, err := p.ValueIndex(analyze.AllocSpaceType.Type)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := p.View(analyze.ViewOptions{Inline: gf.f != FormatPprof, Value: vi})
 				if err != nil {
 					t.Fatal(err)
 				}
 				var buf bytes.Buffer
-				if err := GenerateMemory(&buf, p, m, gf.f, MemoryOptions{Options: Options{Title: c.name + ".syscap"}}); err != nil {
+				if err := Generate(&buf, v, gf.f, Options{Title: c.name + ".syscap"}); err != nil {
 					t.Fatal(err)
 				}
 				testcaptures.Golden(t, filepath.Join("testdata", "golden", c.name+".memory."+gf.ext), goldenOutput(t, gf.f, buf.Bytes()), *update)
@@ -103,36 +107,31 @@ func TestGoldenExportOptions(t *testing.T) {
 		f    Format
 		vo   analyze.ViewOptions
 		o    Options
-		mem  *MemValue
+		// value is the sample type the view weighs, "" the default.
+		value string
 	}{
-		{"cpu.by-process.folded", cpu, FormatFolded, analyze.ViewOptions{Inline: true}, Options{By: analyze.GroupProcess}, nil},
-		{"cpu.by-container.speedscope.json", cpu, FormatSpeedscope, analyze.ViewOptions{Inline: true}, Options{By: analyze.GroupContainer}, nil},
-		{"cpu.invert.hide-kernel.folded", cpu, FormatFolded, analyze.ViewOptions{Inline: true, Invert: true, HideKernel: true}, Options{}, nil},
-		{"cpu.focus.width-600.svg", cpu, FormatSVG, analyze.ViewOptions{Inline: true, Focus: "work"}, Options{Width: 600}, nil},
-		{"cpu.pid-20.pprof.txt", cpu, FormatPprof, analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{20}}}, Options{}, nil},
-		{"memprof.inuse-objects.folded", mem, FormatFolded, analyze.ViewOptions{Inline: true}, Options{}, new(InuseObjects)},
-		{"memprof.inuse-space.pprof.txt", mem, FormatPprof, analyze.ViewOptions{}, Options{}, new(InuseSpace)},
+		{"cpu.by-process.folded", cpu, FormatFolded, analyze.ViewOptions{Inline: true}, Options{By: analyze.GroupProcess}, ""},
+		{"cpu.by-container.speedscope.json", cpu, FormatSpeedscope, analyze.ViewOptions{Inline: true}, Options{By: analyze.GroupContainer}, ""},
+		{"cpu.invert.hide-kernel.folded", cpu, FormatFolded, analyze.ViewOptions{Inline: true, Invert: true, HideKernel: true}, Options{}, ""},
+		{"cpu.focus.width-600.svg", cpu, FormatSVG, analyze.ViewOptions{Inline: true, Focus: "work"}, Options{Width: 600}, ""},
+		{"cpu.pid-20.pprof.txt", cpu, FormatPprof, analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{20}}}, Options{}, ""},
+		{"memprof.inuse-objects.folded", mem, FormatFolded, analyze.ViewOptions{Inline: true}, Options{}, "inuse_objects"},
+		{"memprof.inuse-space.pprof.txt", mem, FormatPprof, analyze.ViewOptions{}, Options{}, "inuse_space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := analyze.Load(bytes.NewReader(tc.data), analyze.LoadOptions{NoHostFiles: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			if tc.mem != nil {
-				m, err := analyze.ReadMemory(bytes.NewReader(tc.data), p, analyze.MemoryOptions{NoHostFiles: true, Inline: tc.vo.Inline})
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = GenerateMemory(&buf, p, m, tc.f, MemoryOptions{Options: tc.o, Value: *tc.mem, Invert: tc.vo.Invert})
-			} else {
-				v, verr := p.View(tc.vo)
-				if verr != nil {
-					t.Fatal(verr)
-				}
-				err = Generate(&buf, v, tc.f, tc.o)
+			if tc.vo.Value, err = p.ValueIndex(tc.value); err != nil {
+				t.Fatal(err)
 			}
+			v, err := p.View(tc.vo)
 			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := Generate(&buf, v, tc.f, tc.o); err != nil {
 				t.Fatal(fmt.Errorf("%v: %w", tc.f, err))
 			}
 			testcaptures.Golden(t, filepath.Join("testdata", "golden", "options", tc.name), goldenOutput(t, tc.f, buf.Bytes()), *update)

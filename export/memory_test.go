@@ -30,24 +30,30 @@ func writeMemCapture(t testing.TB) []byte {
 	return testcaptures.MemoryOf(t, memAllocs)
 }
 
-func loadTestMemory(t testing.TB) (*analyze.Profile, *analyze.Memory) {
+func loadTestMemory(t testing.TB) *analyze.Profile {
 	t.Helper()
-	data := writeMemCapture(t)
-	p, err := analyze.Load(bytes.NewReader(data), analyze.LoadOptions{NoHostFiles: true})
+	p, err := analyze.Load(bytes.NewReader(writeMemCapture(t)), analyze.LoadOptions{NoHostFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := analyze.ReadMemory(bytes.NewReader(data), p, analyze.MemoryOptions{NoHostFiles: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, m
+	return p
 }
 
-func generateMemory(t testing.TB, p *analyze.Profile, m *analyze.Memory, f Format, o MemoryOptions) []byte {
+// generateMemory exports the allocations of p weighed by the sample type
+// named value, selected and shaped by vo.
+func generateMemory(t testing.TB, p *analyze.Profile, f Format, value string, vo analyze.ViewOptions, o Options) []byte {
 	t.Helper()
+	i, err := p.ValueIndex(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vo.Value = i
+	v, err := p.View(vo)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := GenerateMemory(&buf, p, m, f, o); err != nil {
+	if err := Generate(&buf, v, f, o); err != nil {
 		t.Fatalf("%v: %v", f, err)
 	}
 	return buf.Bytes()
@@ -57,8 +63,8 @@ func generateMemory(t testing.TB, p *analyze.Profile, m *analyze.Memory, f Forma
 // per-function flat values of every type against the allocations
 // written, labels and mappings.
 func TestPprofMemory(t *testing.T) {
-	p, m := loadTestMemory(t)
-	pp, err := profile.Parse(bytes.NewReader(generateMemory(t, p, m, FormatPprof, MemoryOptions{})))
+	p := loadTestMemory(t)
+	pp, err := profile.Parse(bytes.NewReader(generateMemory(t, p, FormatPprof, "alloc_space", analyze.ViewOptions{}, Options{})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +75,13 @@ func TestPprofMemory(t *testing.T) {
 	for _, st := range pp.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
 	}
-	if got := strings.Join(types, " "); got != "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" || pp.DefaultSampleType != "alloc_space" {
+	if got := strings.Join(types, " "); got != "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes temp_objects/count temp_space/bytes" || pp.DefaultSampleType != "alloc_space" {
 		t.Errorf("sample types %s, default %q", got, pp.DefaultSampleType)
 	}
 	if pp.PeriodType == nil || pp.PeriodType.Type != "space" || pp.Period != 1 {
 		t.Errorf("period %v %d", pp.PeriodType, pp.Period)
 	}
-	got := map[string][4]int64{}
+	got := map[string][6]int64{}
 	for _, s := range pp.Sample {
 		fn := s.Location[0].Line[0].Function.Name
 		v := got[fn]
@@ -93,7 +99,7 @@ func TestPprofMemory(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][4]int64{}
+	want := map[string][6]int64{}
 	for _, a := range memAllocs {
 		v := want[a.Frames[0]]
 		live := int64(a.N - a.Freed)
@@ -101,6 +107,8 @@ func TestPprofMemory(t *testing.T) {
 		v[1] += int64(a.N) * a.Size
 		v[2] += live
 		v[3] += live * a.Size
+		v[4] += int64(a.Freed) // each freed at once by its thread: temporary
+		v[5] += int64(a.Freed) * a.Size
 		want[a.Frames[0]] = v
 	}
 	if len(got) != len(want) {
@@ -108,7 +116,7 @@ func TestPprofMemory(t *testing.T) {
 	}
 	for fn, w := range want {
 		if got[fn] != w {
-			t.Errorf("%q: alloc_objects, alloc_space, inuse_objects, inuse_space %v, want %v", fn, got[fn], w)
+			t.Errorf("%q: alloc_objects, alloc_space, inuse_objects, inuse_space, temp_objects, temp_space %v, want %v", fn, got[fn], w)
 		}
 	}
 	if pp.Mapping[0].File != "/usr/bin/server" {
@@ -128,29 +136,33 @@ func TestPprofMemory(t *testing.T) {
 // TestFoldedMemory checks folded stacks weighed by each value, grouping
 // and inversion.
 func TestFoldedMemory(t *testing.T) {
-	p, m := loadTestMemory(t)
+	p := loadTestMemory(t)
 	for _, tc := range []struct {
-		o    MemoryOptions
-		want []string
+		value string
+		vo    analyze.ViewOptions
+		o     Options
+		want  []string
 	}{
-		{MemoryOptions{}, []string{"main;alloc_a 300", "main;work;alloc_b 5000", "main;semi:colon 20"}},
-		{MemoryOptions{Value: AllocObjects}, []string{"main;alloc_a 3", "main;work;alloc_b 1", "main;semi:colon 2"}},
-		{MemoryOptions{Value: InuseSpace}, []string{"main;alloc_a 100", "main;" + hostile[0] + " 7"}},
-		{MemoryOptions{Value: InuseObjects, Invert: true}, []string{"alloc_a;main 1", hostile[0] + ";main 1"}},
-		{MemoryOptions{Options: Options{By: analyze.GroupProcess}}, []string{"server [pid 10];main;alloc_a 300", "evil [pid 20];main;semi:colon 20"}},
+		{"alloc_space", analyze.ViewOptions{}, Options{}, []string{"main;alloc_a 300", "main;work;alloc_b 5000", "main;semi:colon 20"}},
+		{"alloc_objects", analyze.ViewOptions{}, Options{}, []string{"main;alloc_a 3", "main;work;alloc_b 1", "main;semi:colon 2"}},
+		{"inuse_space", analyze.ViewOptions{}, Options{}, []string{"main;alloc_a 100", "main;" + hostile[0] + " 7"}},
+		{"inuse_objects", analyze.ViewOptions{Invert: true}, Options{}, []string{"alloc_a;main 1", hostile[0] + ";main 1"}},
+		{"alloc_space", analyze.ViewOptions{}, Options{By: analyze.GroupProcess}, []string{"server [pid 10];main;alloc_a 300", "evil [pid 20];main;semi:colon 20"}},
+		{"alloc_space", analyze.ViewOptions{}, Options{By: analyze.GroupThread}, []string{"server [tid 10];main;alloc_a 300", "evil [tid 20];main;semi:colon 20"}},
+		{"alloc_space", analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{20}}}, Options{}, []string{"main;semi:colon 20"}},
 	} {
-		out := string(generateMemory(t, p, m, FormatFolded, tc.o))
+		out := string(generateMemory(t, p, FormatFolded, tc.value, tc.vo, tc.o))
 		for _, w := range tc.want {
 			if !strings.Contains(out, w+"\n") {
-				t.Errorf("%v invert=%t by=%v: no %q in\n%s", tc.o.Value, tc.o.Invert, tc.o.By, w, out)
+				t.Errorf("%v %+v by=%v: no %q in\n%s", tc.value, tc.vo, tc.o.By, w, out)
 			}
 		}
-		if tc.o.Value == InuseSpace && strings.Contains(out, "alloc_b") {
+		if tc.value == "inuse_space" && strings.Contains(out, "alloc_b") {
 			t.Errorf("freed block in use:\n%s", out)
 		}
-	}
-	if err := GenerateMemory(io.Discard, p, m, FormatFolded, MemoryOptions{Options: Options{By: analyze.GroupThread}}); err == nil {
-		t.Error("grouping allocations by thread accepted")
+		if len(tc.vo.Filter.PIDs) > 0 && strings.Contains(out, "alloc_a") {
+			t.Errorf("pid 10's allocations kept by a selection of pid 20:\n%s", out)
+		}
 	}
 }
 
@@ -158,7 +170,7 @@ func TestFoldedMemory(t *testing.T) {
 // with byte weights summing to the bytes allocated, and that the SVG is
 // well-formed XML counting bytes.
 func TestSpeedscopeAndSVGMemory(t *testing.T) {
-	p, m := loadTestMemory(t)
+	p := loadTestMemory(t)
 	var doc struct {
 		Shared struct {
 			Frames []struct{ Name string } `json:"frames"`
@@ -170,7 +182,7 @@ func TestSpeedscopeAndSVGMemory(t *testing.T) {
 			Weights          []int64 `json:"weights"`
 		} `json:"profiles"`
 	}
-	if err := json.Unmarshal(generateMemory(t, p, m, FormatSpeedscope, MemoryOptions{}), &doc); err != nil {
+	if err := json.Unmarshal(generateMemory(t, p, FormatSpeedscope, "alloc_space", analyze.ViewOptions{}, Options{}), &doc); err != nil {
 		t.Fatal(err)
 	}
 	var sum int64
@@ -194,7 +206,7 @@ func TestSpeedscopeAndSVGMemory(t *testing.T) {
 	if len(doc.Profiles) != 2 || sum != 300+5000+7+20 {
 		t.Errorf("%d profiles, %d bytes, want 2 and 5327", len(doc.Profiles), sum)
 	}
-	svg := generateMemory(t, p, m, FormatSVG, MemoryOptions{})
+	svg := generateMemory(t, p, FormatSVG, "alloc_space", analyze.ViewOptions{}, Options{})
 	dec := xml.NewDecoder(bytes.NewReader(svg))
 	for {
 		if _, err := dec.Token(); err == io.EOF {
@@ -205,16 +217,5 @@ func TestSpeedscopeAndSVGMemory(t *testing.T) {
 	}
 	if !strings.Contains(string(svg), "<title>all: 5327 bytes, 100.00%</title>") {
 		t.Errorf("SVG root does not count the 5327 bytes")
-	}
-}
-
-func TestParseMemValue(t *testing.T) {
-	for _, v := range []MemValue{AllocSpace, AllocObjects, InuseSpace, InuseObjects} {
-		if g, err := ParseMemValue(v.String()); err != nil || g != v {
-			t.Errorf("ParseMemValue(%q) = %v, %v", v, g, err)
-		}
-	}
-	if _, err := ParseMemValue("bytes"); err == nil {
-		t.Error("bytes accepted")
 	}
 }

@@ -37,9 +37,10 @@ type pprofBuilder struct {
 
 // Pprof builds the pprof profile of v: one sample per distinct (stack,
 // thread) with the values of the view's kind of measurement ("samples"/
-// "count" for stack samples; alloc_objects, alloc_space, inuse_objects and
-// inuse_space when the view weighs an allocation type, which is then the
-// default sample type), locations leaf first with their mapping
+// "count" for stack samples, and cpu/nanoseconds when known;
+// alloc_objects, alloc_space, inuse_objects, inuse_space, temp_objects and
+// temp_space when the view weighs an allocation type, with the sampling
+// interval in bytes as Period; the type the view weighs is the default), locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms].
@@ -61,6 +62,10 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	if cols[0] != 0 {
 		period = &profile.ValueType{Type: "space", Unit: "bytes"}
 	}
+	periodN := int64(1)
+	if cols[0] != 0 && v.SampleBytes() > 0 {
+		periodN = v.SampleBytes() // as a Go heap profile's MemProfileRate
+	}
 	if len(cols) > 1 && types[1].Type == analyze.CPUType.Type {
 		// As a Go CPU profile: a sample every Period ns of CPU time.
 		period = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
@@ -71,7 +76,7 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 			SampleType:        types,
 			DefaultSampleType: types[slices.Index(cols, v.Selected())].Type,
 			PeriodType:        period,
-			Period:            1,
+			Period:            periodN,
 			DurationNanos:     v.Duration(),
 			Comments:          []string{o.Title},
 		},
@@ -120,7 +125,8 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 // pprofColumns returns the sample types (indexes in v.SampleTypes) a
 // pprof profile of v carries: those of the kind of value v selects, so
 // that pprof's -sample_index can switch between them. Stack samples have
-// one, "samples"; allocations the four of a Go heap profile.
+// "samples" (and "cpu"); allocations the four of a Go heap profile and
+// the two temporary ones.
 func pprofColumns(v *analyze.View) []int {
 	if len(v.SampleTypes) == 0 {
 		return []int{0}

@@ -18,15 +18,17 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 type goldenCapture struct {
 	name string
 	view *analyze.View
-	mem  *analyze.Memory
-	tl   *analyze.Timeline
+	// mem is the view weighing alloc_space, for the memory view; view
+	// when the capture has no allocations.
+	mem *analyze.View
+	tl  *analyze.Timeline
 }
 
 // loadGolden loads a capture as `nsprof report` does, but without host
 // files, so the names come from the capture alone on any host.
 func loadGolden(t *testing.T, name string, data []byte, vo analyze.ViewOptions) goldenCapture {
 	t.Helper()
-	p, err := analyze.Load(bytes.NewReader(data), analyze.LoadOptions{NoHostFiles: true})
+	p, err := analyze.Load(bytes.NewReader(data), analyze.LoadOptions{NoHostFiles: true, Timeline: true})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -34,15 +36,15 @@ func loadGolden(t *testing.T, name string, data []byte, vo analyze.ViewOptions) 
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	m, err := analyze.ReadMemory(bytes.NewReader(data), v.Profile, analyze.MemoryOptions{NoHostFiles: true, Inline: vo.Inline})
-	if err != nil {
-		t.Fatalf("%s: memory: %v", name, err)
+	m := v
+	if i, err := p.ValueIndex(analyze.AllocSpaceType.Type); err == nil {
+		mo := vo
+		mo.Value = i
+		if m, err = p.View(mo); err != nil {
+			t.Fatalf("%s: memory: %v", name, err)
+		}
 	}
-	tl, err := analyze.LoadTimeline(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: timeline: %v", name, err)
-	}
-	return goldenCapture{name, v, m, tl}
+	return goldenCapture{name, v, m, p.Timeline}
 }
 
 // goldenCaptures are the captures every view is rendered from: nsprof's
@@ -81,7 +83,11 @@ func TestGoldenViews(t *testing.T) {
 						o.Limit = 30 // keeps the files small; the options tests cover Limit 0
 					}
 					var buf bytes.Buffer
-					if err := Generate(&buf, Data{View: c.view, Memory: c.mem, Timeline: c.tl}, o); err != nil {
+					d := Data{View: c.view, Timeline: c.tl}
+					if v == ViewMemory {
+						d.View = c.mem
+					}
+					if err := Generate(&buf, d, o); err != nil {
 						t.Fatal(err)
 					}
 					testcaptures.Golden(t, filepath.Join("testdata", "golden", name), buf.Bytes(), *update)
@@ -133,7 +139,11 @@ func TestGoldenOptions(t *testing.T) {
 			o := tc.o
 			o.File, o.Select = "capture.syscap", tc.vo
 			var buf bytes.Buffer
-			if err := Generate(&buf, Data{View: c.view, Memory: c.mem, Timeline: c.tl}, o); err != nil {
+			d := Data{View: c.view, Timeline: c.tl}
+			if o.View == ViewMemory {
+				d.View = c.mem
+			}
+			if err := Generate(&buf, d, o); err != nil {
 				t.Fatal(err)
 			}
 			name := tc.name

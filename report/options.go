@@ -15,8 +15,8 @@ const Schema = "nsprof-report/1"
 // View is one of the report's views.
 type View int
 
-// Views. The sample views render an [analyze.View], [ViewMemory] an
-// [analyze.Memory], the others an [analyze.Timeline].
+// Views. The sample views and [ViewMemory] render an [analyze.View],
+// the others an [analyze.Timeline].
 const (
 	// ViewTop is the function table: self and total samples per function.
 	ViewTop View = iota
@@ -111,10 +111,9 @@ type Options struct {
 // Data is what the views render; each view needs one of its fields.
 type Data struct {
 	// View holds the samples of the sample views: [ViewTop], [ViewTree]
-	// and [ViewBottomUp].
+	// and [ViewBottomUp], and of [ViewMemory], where it must weigh an
+	// allocation type (alloc_space, ...).
 	View *analyze.View
-	// Memory is the heap profile of [ViewMemory].
-	Memory *analyze.Memory
 	// Timeline is the timeline of the timeline views.
 	Timeline *analyze.Timeline
 }
@@ -131,13 +130,13 @@ func Generate(w io.Writer, d Data, o Options) error {
 		}
 		return timelineView(w, d.Timeline, o)
 	case o.View == ViewMemory:
-		if d.Memory == nil {
-			return fmt.Errorf("report %v: %w: want an analyze.Memory", o.View, errNoData)
+		if d.View == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)
 		}
 		if o.Format != Text {
 			return fmt.Errorf("report %v: the memory view is text only", o.View)
 		}
-		return memoryText(w, d.Memory, o)
+		return memoryText(w, d.View, o)
 	case o.View >= ViewTop && o.View <= ViewBottomUp:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

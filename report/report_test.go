@@ -20,8 +20,8 @@ func TestGenerateNeedsData(t *testing.T) {
 		{Data{}, Options{}, "report top: no data for the view: want an analyze.View"},
 		{Data{Timeline: &analyze.Timeline{}}, Options{View: ViewTree}, "report tree: no data"},
 		{Data{View: &analyze.View{}}, Options{View: ViewMarks}, "report marks: no data for the view: want an analyze.Timeline"},
-		{Data{}, Options{View: ViewMemory}, "report memory: no data for the view: want an analyze.Memory"},
-		{Data{Memory: &analyze.Memory{}}, Options{View: ViewMemory, Format: JSON}, "the memory view is text only"},
+		{Data{}, Options{View: ViewMemory}, "report memory: no data for the view: want an analyze.View"},
+		{Data{View: &analyze.View{}}, Options{View: ViewMemory, Format: JSON}, "the memory view is text only"},
 		{Data{}, Options{View: View(42)}, "unknown view View(42)"},
 	} {
 		var buf bytes.Buffer

@@ -23,14 +23,9 @@ type exportOptions struct {
 	Format        export.Format
 	View          analyze.ViewOptions
 	Export        export.Options
-	// Memory exports the heap profile of the ALLOCATION frames, weighed
-	// by MemValue, instead of the stack samples.
-	Memory   bool
-	MemValue export.MemValue
 	// Value names the sample type the export weighs by
 	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
-	// --memory with a selection or grouping the heap profile does not
-	// take sets it to MemValue's name.
+	// --memory sets it to --memory-value's type (alloc_space).
 	Value string
 	// Partial accepts a damaged capture, as report's Partial does.
 	Partial bool
@@ -41,6 +36,7 @@ func newExportCmd() *cobra.Command {
 		opts     exportOptions
 		sel      selectFlags
 		format   string
+		memory   bool
 		memValue string
 	)
 	cmd := &cobra.Command{
@@ -65,22 +61,18 @@ so the numbers agree. --invert puts leaves at the root (not for pprof, which
 has its own views); --by adds a root frame per group to folded stacks and the
 SVG, and makes one speedscope profile per group.
 
---memory exports the allocations of a --memprof capture instead of its CPU
-samples, on the stacks nsprof report --memory shows: pprof gets the four
-sample types of a Go heap profile (alloc_objects, alloc_space,
-inuse_objects, inuse_space; "in use" is what the recording left live at
-its end), alloc_space by default; the other formats weigh stacks by
---memory-value (alloc_space by default). For pprof, --memory-value picks
-the default sample type. --memory with any other filter, --by thread,
-container or comm, --hide-kernel or --focus exports the allocations as
-samples instead, as --value does.
-
 --value TYPE weighs stacks by a sample type of the capture: samples (the
 default), cpu (nanoseconds, when the recording says its period), or of a
---memprof capture alloc_space, alloc_objects, inuse_space
-or inuse_objects, with every filter and grouping; pprof then carries the
-types measured together with TYPE (samples and cpu, or the four allocation
-types), TYPE the default.
+--memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects,
+temp_space or temp_objects ("in use": allocated while recording and live
+at its end; "temp": freed by the allocating thread before its next
+allocation), with every filter and grouping; pprof then carries the types
+measured together with TYPE (samples and cpu, or the six allocation
+types: a Go heap profile's four first), TYPE the default.
+
+--memory exports the allocations of a --memprof capture instead of its CPU
+samples: a shorthand for --value alloc_space (--memory-value names another
+allocation type).
 
 A damaged capture is exported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1; --partial
@@ -105,18 +97,13 @@ accepts it with a warning and status 0.`,
 			if opts.View, opts.Export.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
-			if opts.MemValue, err = export.ParseMemValue(memValue); err != nil {
-				return usagef(cmd, "--memory-value: %v", err)
-			}
-			if cmd.Flags().Changed("memory-value") && !opts.Memory {
+			if cmd.Flags().Changed("memory-value") && !memory {
 				return usagef(cmd, "--memory-value needs --memory")
 			}
 			opts.Value = sel.value
-			if opts.Memory && (opts.Value != "" || memorySelectionError(opts.View, opts.Export.By) != "") {
-				// The allocations as samples: every filter and grouping.
-				opts.Memory = false
-				if opts.Value == "" {
-					opts.Value = opts.MemValue.String()
+			if memory {
+				if opts.Value, err = memoryValue(opts.Value, memValue); err != nil {
+					return usagef(cmd, "%v", err)
 				}
 			}
 			if opts.Format == export.FormatPprof && (opts.View.Invert || opts.Export.By != analyze.GroupNone) {
@@ -140,20 +127,21 @@ accepts it with a warning and status 0.`,
 	f.BoolVar(&sel.view.Invert, "invert", false, "put the leaf functions at the root (bottom-up)")
 	f.StringVar(&opts.Export.Title, "title", "", "name the profile `TITLE` (default: the capture's file name)")
 	f.IntVar(&opts.Export.Width, "width", 1200, "SVG width in `PIXELS`")
-	f.BoolVar(&opts.Memory, "memory", false, "export the allocations of a --memprof capture (heap profile) instead of the CPU samples")
+	f.BoolVar(&memory, "memory", false, "export the allocations of a --memprof capture instead of the CPU samples (--value alloc_space)")
 	f.BoolVar(&opts.Partial, "partial", false, "accept a damaged capture: export the frames before the damage with a warning and exit 0 (default: exit 1)")
-	f.StringVar(&memValue, "memory-value", "alloc_space", "with --memory, weigh stacks by `VALUE`: alloc_space, alloc_objects, inuse_space or inuse_objects (pprof: the default sample type)")
+	f.StringVar(&memValue, "memory-value", "alloc_space", "with --memory, weigh stacks by `VALUE`: alloc_space, alloc_objects, inuse_space, inuse_objects, temp_space or temp_objects (pprof: the default sample type)")
 	return cmd
 }
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}
+	alloc := analyze.IsAllocType(opts.Value)
 	done := fmt.Sprintf("exported the %d samples before the damage", p.Totals[0])
-	if opts.Memory || (opts.Value != "" && opts.Value != analyze.SamplesType.Type) {
+	if alloc {
 		done = "exported the allocations before the damage"
 	}
 	if loadErr != nil && opts.Partial {
@@ -162,19 +150,15 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(opts.Input), textsafe.Escape(w))
 	}
-	var (
-		v   *analyze.View
-		mem *analyze.Memory
-	)
-	if opts.Memory {
-		mem = p.Memory(analyze.MemoryOptions{PIDs: opts.View.Filter.PIDs, Inline: opts.View.Inline})
-	} else {
-		if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
-			return fmt.Errorf("--value: %s: %w", opts.Input, err)
-		}
-		if v, err = p.View(opts.View); err != nil {
-			return err
-		}
+	if alloc && !p.HasAllocations() {
+		return fmt.Errorf("%s has no allocations (record with nsprof record --memprof)", opts.Input)
+	}
+	if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
+		return fmt.Errorf("--value: %s: %w", opts.Input, err)
+	}
+	v, err := p.View(opts.View)
+	if err != nil {
+		return err
 	}
 	out := stdout
 	if opts.Output == "" || opts.Output == "-" {
@@ -196,21 +180,16 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		out = f
 	}
 	bw := bufio.NewWriterSize(out, 256*1024)
-	if opts.Memory {
-		err = export.GenerateMemory(bw, p, mem, opts.Format, export.MemoryOptions{Options: opts.Export, Value: opts.MemValue, Invert: opts.View.Invert})
-	} else {
-		err = export.Generate(bw, v, opts.Format, opts.Export)
-	}
-	if err != nil {
+	if err := export.Generate(bw, v, opts.Format, opts.Export); err != nil {
 		return fmt.Errorf("exporting %s as %v: %w", opts.Input, opts.Format, err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing %s: %w", opts.Format, err)
 	}
 	switch {
-	case opts.Memory && mem.Allocs == 0:
-		fmt.Fprintf(stderr, "nsprof: warning: %s: no allocations selected (record with nsprof record --memprof)\n", opts.Input)
-	case !opts.Memory && len(v.Samples) == 0:
+	case alloc && len(v.Samples) == 0:
+		fmt.Fprintf(stderr, "nsprof: warning: %s: no allocations selected\n", opts.Input)
+	case len(v.Samples) == 0:
 		hint := ""
 		if p.Allocations > 0 {
 			hint = "; it has allocations: export them with --memory"

@@ -41,7 +41,8 @@ func (r *valueReport) sum() int64 {
 // TestMemoryValueViews: a --memprof capture's allocations go through
 // every selection, grouping and view of report and every export format,
 // weighed by bytes (--value alloc_space, or --memory as its shorthand),
-// and the figures add up to those of the heap profile read on its own.
+// and the figures add up to those of a plain replay of its ALLOCATION
+// frames.
 func TestMemoryValueViews(t *testing.T) {
 	data := testcaptures.Memprof(t)
 	capPath := filepath.Join(t.TempDir(), "mem.syscap")
@@ -52,10 +53,7 @@ func TestMemoryValueViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := analyze.ReadMemory(bytes.NewReader(data), p, analyze.MemoryOptions{NoHostFiles: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testcaptures.ReplayHeap(t, data)
 	total, leaked := m.Bytes, m.LeakBytes
 	if total == 0 || leaked == 0 || len(p.Processes) < 2 {
 		t.Fatalf("capture: %d bytes allocated, %d leaked, %d processes", total, leaked, len(p.Processes))
@@ -108,7 +106,7 @@ func TestMemoryValueViews(t *testing.T) {
 		}
 		pid := p.Processes[len(p.Processes)-1].PID
 		r = report(t, "--memory", "--pid", strconv.Itoa(int(pid)))
-		if want := p.Memory(analyze.MemoryOptions{PIDs: []int32{pid}}).Bytes; r.sum() != want || want == 0 {
+		if want := testcaptures.ReplayHeap(t, data, pid).Bytes; r.sum() != want || want == 0 {
 			t.Errorf("--pid %d: %d bytes, want %d", pid, r.sum(), want)
 		}
 	})
@@ -206,7 +204,7 @@ func TestMemoryValueViews(t *testing.T) {
 			for _, st := range pp.SampleType {
 				types = append(types, st.Type)
 			}
-			if strings.Join(types, " ") != "alloc_objects alloc_space inuse_objects inuse_space" || pp.DefaultSampleType != c.value {
+			if strings.Join(types, " ") != "alloc_objects alloc_space inuse_objects inuse_space temp_objects temp_space" || pp.DefaultSampleType != c.value {
 				t.Errorf("pprof --value %s: sample types %q, default %q", c.value, types, pp.DefaultSampleType)
 			}
 			i := slices.Index(types, c.value)
@@ -222,7 +220,77 @@ func TestMemoryValueViews(t *testing.T) {
 			t.Errorf("folded --value inuse_space: %d bytes, want %d", n, leaked)
 		}
 	})
+	t.Run("memory-view", func(t *testing.T) {
+		// The text heap profile takes every selection too: its function
+		// table's self bytes add up to the bytes selected.
+		view := func(t *testing.T, args ...string) (int64, string) {
+			t.Helper()
+			out, stderr, status := nsprof(t, nil, append([]string{"report", capPath, "--memory", "--limit", "0"}, args...)...)
+			if status != 0 {
+				t.Fatalf("report --memory %q: status %d\n%s", args, status, stderr)
+			}
+			var n int64
+			for _, r := range memTop(t, out) {
+				n += r.selfBytes
+			}
+			return n, out
+		}
+		if n, _ := view(t); n != total {
+			t.Errorf("--memory: %d bytes, want %d", n, total)
+		}
+		for _, args := range [][]string{{"--comm", "memprof"}, {"--container", "host"}, {"--hide-kernel"}} {
+			if n, _ := view(t, args...); n != total {
+				t.Errorf("--memory %q: %d bytes, want %d", args, n, total)
+			}
+		}
+		pid := p.Processes[len(p.Processes)-1].PID
+		if n, out := view(t, "--pid", strconv.Itoa(int(pid))); n != testcaptures.ReplayHeap(t, data, pid).Bytes {
+			t.Errorf("--memory --pid %d: %d bytes, want %d\n%s", pid, n, testcaptures.ReplayHeap(t, data, pid).Bytes, out)
+		}
+		var times []int64
+		for i := range p.Samples {
+			if s := &p.Samples[i]; p.Value(s, 2) > 0 {
+				times = append(times, s.Time-p.Start)
+			}
+		}
+		slices.Sort(times)
+		mid := fmt.Sprintf("%dns", times[len(times)/2])
+		before, _ := view(t, "--until", mid)
+		after, out := view(t, "--since", mid)
+		if before <= 0 || after <= 0 || before+after != total {
+			t.Errorf("--memory --until/--since %s: %d and %d bytes, want both, adding up to %d", mid, before, after, total)
+		}
+		if !strings.Contains(out, "selected ") {
+			t.Errorf("--memory --since: the view does not say it is a selection:\n%s", out)
+		}
+		focus, out := view(t, "--focus", "main")
+		if focus <= 0 || focus >= total {
+			t.Errorf("--memory --focus main: %d bytes, want some of %d", focus, total)
+		}
+		if _, tree, _ := strings.Cut(out, "Call tree by bytes allocated\n"); !strings.HasPrefix(strings.TrimLeft(tree, " 0123456789.%"), "main (") {
+			t.Errorf("--memory --focus main: the tree does not start at main:\n%s", tree)
+		}
+		if n, _ := view(t, "--comm", "^nosuch$"); n != 0 {
+			t.Errorf("--memory --comm ^nosuch$: %d bytes", n)
+		}
+	})
 	t.Run("errors", func(t *testing.T) {
+		if _, stderr, status := nsprof(t, nil, "report", capPath, "--memory", "--value", "cpu"); status != 2 || !strings.Contains(stderr, "not an allocation type") {
+			t.Errorf("--memory --value cpu: status %d\n%s", status, stderr)
+		}
+		if _, stderr, status := nsprof(t, nil, "export", capPath, "--memory", "--memory-value", "bytes", "--format", "folded"); status != 2 || !strings.Contains(stderr, "not an allocation type") {
+			t.Errorf("--memory-value bytes: status %d\n%s", status, stderr)
+		}
+		cpu := filepath.Join(t.TempDir(), "cpu.syscap")
+		if err := os.WriteFile(cpu, testcaptures.CPU(t), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, stderr, status := nsprof(t, nil, "report", cpu, "--memory"); status != 0 || !strings.Contains(out, "has no allocations") {
+			t.Errorf("report --memory of a CPU capture: status %d\n%s%s", status, out, stderr)
+		}
+		if out, stderr, status := nsprof(t, nil, "export", cpu, "--memory", "--format", "folded"); status != 1 || out != "" || !strings.Contains(stderr, "has no allocations") {
+			t.Errorf("export --memory of a CPU capture: status %d\n%s%s", status, out, stderr)
+		}
 		if _, stderr, status := nsprof(t, nil, "report", capPath, "--value", "off_cpu"); status != 1 || !strings.Contains(stderr, `sample type "off_cpu"`) {
 			t.Errorf("--value off_cpu: status %d\n%s", status, stderr)
 		}

@@ -76,9 +76,13 @@ keeps the samples through function NAME with their stacks starting there
 --value TYPE weighs every view by a sample type of the capture: samples (the
 default), cpu (nanoseconds, when the recording says its period), or of a
 --memprof capture alloc_space, alloc_objects, inuse_space or
-inuse_objects (bytes and blocks allocated, and those never freed). --memory
-prints the heap profile; with --json, --tree, --bottom-up, --by or a filter
-other than --pid it is a shorthand for --value alloc_space.
+inuse_objects (bytes and blocks allocated, and those never freed),
+temp_space or temp_objects (freed by the allocating thread before its next
+allocation). --memory prints the heap profile of the allocations selected
+(every filter, --hide-kernel and --focus apply): totals, peak live bytes,
+functions by bytes and by count, the call tree, leaks and temporaries by
+stack; with --json, --tree, --bottom-up or --by it is a shorthand for
+--value alloc_space.
 
 Instead of samples, --marks prints per group:name mark counts and durations
 (min, max, mean, median, p95) and what the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
@@ -134,12 +138,12 @@ notice; --partial accepts it with a warning and status 0.`,
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
 			opts.Value = sel.value
-			if opts.Memory && (opts.Value != "" || opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone ||
-				memorySelectionError(opts.Report.Select, analyze.GroupNone) != "") {
-				// The sample views of the allocations.
-				opts.Memory = false
-				if opts.Value == "" {
-					opts.Value = analyze.AllocSpaceType.Type
+			if opts.Memory {
+				if opts.Value, err = memoryValue(opts.Value, analyze.AllocSpaceType.Type); err != nil {
+					return usagef(cmd, "%v", err)
+				}
+				if opts.JSON || opts.Tree || opts.BottomUp || opts.Report.By != analyze.GroupNone {
+					opts.Memory = false // the sample views of the allocations
 				}
 			}
 			if opts.Tree && opts.BottomUp {
@@ -219,7 +223,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ro.View.Timeline() {
 		return reportTimeline(opts, ro, stdout, stderr)
 	}
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value)})
 	if p == nil {
 		return loadErr
 	}
@@ -229,6 +233,9 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "nsprof: warning: %s; %s\n", textsafe.Escape(loadErr.Error()), done)
 	}
 	warn(stderr, opts.Input, p.Warnings)
+	if opts.Memory && !p.HasAllocations() {
+		opts.Value = "" // the memory view says there is nothing to show
+	}
 	if opts.Report.Select.Value, err = p.ValueIndex(opts.Value); err != nil {
 		return fmt.Errorf("--value: %s: %w", opts.Input, err)
 	}
@@ -237,13 +244,9 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data := nsreport.Data{View: v}
 	ro.Damage = loadErr
-	if opts.Memory {
-		data.Memory = p.Memory(analyze.MemoryOptions{PIDs: opts.Report.Select.Filter.PIDs, Inline: opts.Report.Select.Inline})
-	}
 	bw := bufio.NewWriterSize(stdout, 64*1024)
-	err = nsreport.Generate(bw, data, ro)
+	err = nsreport.Generate(bw, nsreport.Data{View: v}, ro)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -55,27 +56,23 @@ func timelineViewOf(name string) nsreport.View {
 	return timelineFlags[i].view
 }
 
-// memorySelectionError says which selection flags a heap profile cannot
-// honour, or "": allocations are selected by process only (--pid), and
-// grouped by process only.
-func memorySelectionError(v analyze.ViewOptions, by analyze.GroupBy) string {
-	f := v.Filter
-	var bad []string
-	for _, c := range []struct {
-		set  bool
-		flag string
-	}{
-		{len(f.TIDs) > 0, "--tid"}, {f.Comm != "", "--comm"}, {f.Container != "", "--container"},
-		{f.DSO != "", "--dso"}, {f.Since != 0, "--since"}, {f.Until != 0, "--until"},
-		{v.HideKernel, "--hide-kernel"}, {v.Focus != "", "--focus"}, {v.FocusDSO != "", "--focus-dso"},
-		{by != analyze.GroupNone && by != analyze.GroupProcess, "--by " + by.String()},
-	} {
-		if c.set {
-			bad = append(bad, c.flag)
-		}
+// memoryValue returns the sample type --memory weighs by: value (from
+// --value) when set, else def (alloc_space, or --memory-value); both
+// must be allocation types.
+func memoryValue(value, def string) (string, error) {
+	var names []string
+	for _, t := range analyze.AllocTypes() {
+		names = append(names, t.Type)
 	}
-	if len(bad) == 0 {
-		return ""
+	want := strings.Join(names, ", ")
+	if !analyze.IsAllocType(def) {
+		return "", fmt.Errorf("--memory-value: %q is not an allocation type (want %s)", def, want)
 	}
-	return "--memory selects allocations with --pid only (and groups by process only), not " + strings.Join(bad, ", ")
+	if value == "" {
+		return def, nil
+	}
+	if !analyze.IsAllocType(value) {
+		return "", fmt.Errorf("--memory weighs allocations: --value %q is not an allocation type (want %s)", value, want)
+	}
+	return value, nil
 }

@@ -1,0 +1,165 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// HeapStats sums up what the allocations a view selects did over the
+// recording: the totals of their value columns, and what only replaying
+// them in time order tells, the peak of live bytes and the frees.
+type HeapStats struct {
+	// Allocs counts the allocation events the view selects; Frees the
+	// frees of its processes and threads within its time range (a free
+	// has no stack, so a DSO filter or focus does not apply to it).
+	Allocs, Frees int64
+	// Bytes and Objects were allocated (alloc_space, alloc_objects); in
+	// a sampled capture (SampleBytes > 0) they are unbiased estimates,
+	// objects rounded per allocation.
+	Bytes, Objects int64
+	// LeakBytes and LeakObjects were still live at the end (inuse_space,
+	// inuse_objects): allocated while recording, never freed.
+	LeakBytes, LeakObjects int64
+	// TempBytes and TempObjects were temporary (temp_space,
+	// temp_objects).
+	TempBytes, TempObjects int64
+	// Peak is the largest sum of the live bytes of the selected
+	// allocations, and PeakTime when it was reached, on the capture
+	// clock.
+	Peak, PeakTime int64
+	// SampleBytes is the recording's sampling interval, 0 when every
+	// allocation was recorded.
+	SampleBytes int64
+	// HasLost says whether the recording counted the events it could not
+	// record (nsprof record --memprof does); Lost counts those dropped
+	// because a ring stayed full, SignalDropped those of signal handlers
+	// that found no room. Both are for the whole capture.
+	HasLost             bool
+	Lost, SignalDropped int64
+}
+
+// HasAllocations reports whether the capture had ALLOCATION frames: then
+// the profile has the allocation sample types.
+func (p *Profile) HasAllocations() bool { return p.allocCol > 0 }
+
+// SampleBytes returns the allocation sampling interval of the recording
+// in bytes: about one allocation recorded per SampleBytes allocated; 0
+// when every allocation was recorded.
+func (p *Profile) SampleBytes() int64 { return p.sampleBytes }
+
+// Heap returns the heap statistics of the view's allocations; the zero
+// HeapStats (but for the lost counts) when it has none.
+func (v *View) Heap() HeapStats {
+	p := v.Profile
+	h := HeapStats{SampleBytes: p.sampleBytes, HasLost: p.memLost.has, Lost: p.memLost.lost, SignalDropped: p.memLost.signal}
+	if p.allocCol == 0 {
+		return h
+	}
+	a := p.allocCol
+	selected := make([]bool, len(p.values)/len(p.SampleTypes))
+	for i := range v.Samples {
+		s := &v.Samples[i]
+		if p.Value(s, a) == 0 { // a stack sample
+			continue
+		}
+		selected[s.Row] = true
+		h.Allocs++
+		h.Objects += p.Value(s, a)
+		h.Bytes += p.Value(s, a+1)
+		h.LeakObjects += p.Value(s, a+2)
+		h.LeakBytes += p.Value(s, a+3)
+		h.TempObjects += p.Value(s, a+4)
+		h.TempBytes += p.Value(s, a+5)
+	}
+	free, err := p.matcher(v.filter)
+	if err != nil { // the view was made with this filter: it compiles
+		free = func(*Sample) bool { return false }
+	}
+	live := make(map[pidAddr]int64) // selected blocks -> size
+	var cur int64
+	for i := range p.allocs {
+		e := &p.allocs[i]
+		k := pidAddr{e.pid, e.addr}
+		if e.sample < 0 {
+			if free(&Sample{Time: e.time, PID: e.pid, TID: e.tid, Stack: -1}) {
+				h.Frees++
+			}
+			if size, ok := live[k]; ok {
+				cur -= size
+				delete(live, k)
+			}
+			continue
+		}
+		if !selected[e.sample] {
+			continue
+		}
+		if old, ok := live[k]; ok {
+			cur -= old // a free we did not see
+		}
+		live[k] = e.size
+		cur += e.size
+		if cur > h.Peak {
+			h.Peak, h.PeakTime = cur, e.time
+		}
+	}
+	return h
+}
+
+// WeighBy returns the view weighing its stacks by sample type t instead,
+// a type of the same kind of measurement ([Profile.Kind]) as the view's:
+// the same samples on the same stacks.
+func (v *View) WeighBy(t int) (*View, error) {
+	kind := v.Kind(v.value)
+	ok := false
+	for _, k := range kind {
+		ok = ok || k == t
+	}
+	if !ok {
+		return nil, fmt.Errorf("view: sample type %d is not of the kind of type %d", t, v.value)
+	}
+	w := *v
+	p := *v.Profile
+	p.value = t
+	w.Profile = &p
+	return &w, nil
+}
+
+type pidAddr struct {
+	pid  int32
+	addr uint64
+}
+
+// parseCount adds the count in a metadata value to n: one value per
+// recording, and a capture may join several (nsprof cat).
+func parseCount(v string, n int64) int64 {
+	c, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || c < 0 {
+		return n
+	}
+	return n + c
+}
+
+// sampledObjects estimates how many blocks one sample of weight w stands
+// for when one byte in n was sampled: the block's size s solves
+// w = s / (1 - exp(-s/n)), and the sample stands for w/s blocks.
+func sampledObjects(w, n int64) float64 {
+	fw, fn := float64(w), float64(n)
+	if fw <= fn {
+		return fw // tiny blocks: w ≈ n + s/2
+	}
+	lo, hi := 0.0, fw
+	for range 60 {
+		mid := (lo + hi) / 2
+		if mid/(-math.Expm1(-mid/fn)) < fw {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	s := (lo + hi) / 2
+	if s < 1 {
+		s = 1
+	}
+	return fw / s
+}
