@@ -556,6 +556,9 @@ func (b *builder) finish() *Profile {
 		p.Threads = append(p.Threads, t)
 	}
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
+	// Another recorder's capture (no nsprof process file) has its
+	// frame-pointer walks untrimmed.
+	p.trimJunk(!b.files.has(capture.ProcessFile))
 	return p
 }
 
