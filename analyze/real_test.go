@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"nsprof/internal/testcaptures"
 )
 
 func TestKallsyms(t *testing.T) {
@@ -107,16 +110,7 @@ func TestSysprofCLICapture(t *testing.T) {
 // file" placeholder, and a library has one DSO name, its file's, not
 // Sysprof's nickname beside it (libc.so.6, never "libc").
 func TestSysprofCLIJunk(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(zr, LoadOptions{NoHostFiles: true})
+	p, err := Load(bytes.NewReader(testcaptures.Sysprof(t)), LoadOptions{NoHostFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}
