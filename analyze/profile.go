@@ -205,6 +205,12 @@ func (m *Mapping) Base() string {
 	return path.Base(m.File)
 }
 
+// IsFile reports whether m maps a file, rather than anonymous memory or a
+// pseudo file such as "[vdso]" or "[heap]".
+func (m *Mapping) IsFile() bool {
+	return m.File != "" && !strings.HasPrefix(m.File, "[") && !strings.HasPrefix(m.File, "//anon")
+}
+
 // Sample is one stack sample or allocation.
 type Sample struct {
 	Time     int64
