@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -29,8 +30,10 @@ type Stats struct {
 	CollectorFrames, CollectorFull, CollectorLost uint64
 }
 
-// statusLine writes one refreshed line on a terminal.
+// statusLine writes one refreshed line on a terminal. A nil statusLine
+// shows nothing. It is safe for concurrent use.
 type statusLine struct {
+	mu    sync.Mutex
 	w     io.Writer
 	width int
 	shown bool
@@ -43,6 +46,11 @@ func (s *statusLine) update(st Stats) {
 
 // text shows line as the status.
 func (s *statusLine) text(line string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.width > 1 && len(line) >= s.width {
 		line = line[:s.width-1]
 	}
@@ -50,7 +58,14 @@ func (s *statusLine) text(line string) {
 	s.shown = true
 }
 
+// clear removes the line, so that the next line written to the terminal
+// starts on a clean line.
 func (s *statusLine) clear() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.shown {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
