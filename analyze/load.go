@@ -502,18 +502,8 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
-	p.Start, p.End = p.Header.StartTime, p.Header.EndTime
-	if b.maxTime >= b.minTime {
-		if p.Start <= 0 || p.Start > b.minTime {
-			p.Start = b.minTime
-		}
-		if p.End < p.Start || p.End < b.maxTime {
-			p.End = max(p.End, b.maxTime)
-		}
-	}
-	if p.End < p.Start {
-		p.End = p.Start
-	}
+	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
+	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq))
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
