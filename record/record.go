@@ -121,11 +121,12 @@ func (r *recorder) stats() Stats {
 		elapsed = r.stoppedAt.Sub(r.started)
 	}
 	st := Stats{
-		Elapsed:   elapsed,
-		Samples:   r.samples,
-		Lost:      r.lost,
-		Processes: r.tr.seen,
-		Bytes:     r.w.BytesWritten(),
+		Elapsed:          elapsed,
+		Samples:          r.samples,
+		Lost:             r.lost,
+		Processes:        r.tr.seen,
+		SampledProcesses: len(r.tr.withSamples),
+		Bytes:            r.w.BytesWritten(),
 	}
 	if r.mp != nil {
 		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.allocs, r.mp.frees, r.mp.lost, r.mp.sigDropped

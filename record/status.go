@@ -15,8 +15,9 @@ type Stats struct {
 	Samples uint64
 	// Lost is the number of samples the kernel dropped (PERF_RECORD_LOST).
 	Lost uint64
-	// Processes is the number of processes seen.
-	Processes int
+	// Processes is the number of processes seen; SampledProcesses the
+	// number of those with samples.
+	Processes, SampledProcesses int
 	// Bytes is the size of the capture so far.
 	Bytes int64
 	// Allocations and Frees count the ALLOCATION frames of --memprof;
@@ -78,9 +79,15 @@ func (st Stats) Summary(path string) string {
 	if st.Lost > 0 {
 		lost = fmt.Sprintf(" (%d lost)", st.Lost)
 	}
-	procs := "processes"
-	if st.Processes == 1 {
-		procs = "process"
+	plural := func(n int) string {
+		if n == 1 {
+			return "1 process"
+		}
+		return fmt.Sprintf("%d processes", n)
+	}
+	of := ""
+	if st.Samples > 0 {
+		of = " of " + plural(st.SampledProcesses)
 	}
 	mem := ""
 	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost+st.AllocSignalDropped > 0 {
@@ -98,6 +105,6 @@ func (st Stats) Summary(path string) string {
 			mem += fmt.Sprintf(" (rings found full: %d, about %d frames lost)", st.CollectorFull, st.CollectorLost)
 		}
 	}
-	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",
-		st.Elapsed.Seconds(), st.Samples, lost, mem, st.Processes, procs, float64(st.Bytes)/1e6, path)
+	return fmt.Sprintf("recorded %.1fs: %d samples%s%s%s, %s seen, %.1f MB written to %s",
+		st.Elapsed.Seconds(), st.Samples, of, lost, mem, plural(st.Processes), float64(st.Bytes)/1e6, path)
 }
