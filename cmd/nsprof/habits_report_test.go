@@ -140,3 +140,24 @@ func TestReportProcessCountsAgree(t *testing.T) {
 		t.Errorf("--summary lacks %q:\n%s", line, sum)
 	}
 }
+
+// TestReportPerfFlags: report and export take the capture with -i, as
+// perf report does; report takes --stdio (text, the default) and -g (the
+// call tree).
+func TestReportPerfFlags(t *testing.T) {
+	path := writeTestCapture(t, t.TempDir(), "p.syscap")
+	for _, c := range []struct{ got, want []string }{
+		{[]string{"report", "-i", path, "--stdio", "-g"}, []string{"report", "--tree", path}},
+		{[]string{"report", "--stdio", "-i", path}, []string{"report", path}},
+		{[]string{"export", "-i", path, "--format", "folded"}, []string{"export", path, "--format", "folded"}},
+	} {
+		want, _, _ := nsprof(t, nil, c.want...)
+		got, stderr, status := nsprof(t, nil, c.got...)
+		if status != 0 || got != want {
+			t.Errorf("%v: status %d, stderr %q, output:\n%s\nwant that of %v:\n%s", c.got, status, stderr, got, c.want, want)
+		}
+	}
+	if _, stderr, status := nsprof(t, nil, "report", "-i", path, path); status != 2 || !strings.Contains(stderr, "not both") {
+		t.Errorf("report -i FILE FILE: status %d, stderr %q", status, stderr)
+	}
+}
