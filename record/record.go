@@ -142,8 +142,7 @@ func (r *recorder) stats() Stats {
 
 // logf writes a warning line to the log, clearing the status line first.
 func (r *recorder) logf(format string, args ...any) {
-	r.status.clear()
-	fmt.Fprintf(r.opts.Log, "nsprof: "+format+"\n", args...)
+	r.status.println(r.opts.Log, fmt.Sprintf("nsprof: "+format, args...))
 }
 
 // notef writes a routine note to the log with Options.Verbose.

@@ -67,10 +67,28 @@ func (s *statusLine) clear() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.clearLocked()
+}
+
+func (s *statusLine) clearLocked() {
 	if s.shown {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
+}
+
+// println writes line to w (the terminal, or another writer) with a
+// newline, the status line cleared first, so that no refresh of the
+// status line in between ends up in front of it.
+func (s *statusLine) println(w io.Writer, line string) {
+	if s == nil {
+		fmt.Fprintln(w, line)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	fmt.Fprintln(w, line)
 }
 
 // Summary returns the one-paragraph summary printed when recording ends.
