@@ -345,6 +345,10 @@ func (b *builder) add(f capture.Frame) {
 		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID})
 	case *capture.Process:
 		b.process(f.PID).Cmdline = f.Cmdline
+	case *capture.Exit:
+		if f.PID > 0 {
+			b.process(f.PID) // one that forked, never exec'd, and exited
+		}
 	case *capture.JITMap:
 		for _, e := range f.Entries {
 			b.p.JIT[e.Addr] = e.Name

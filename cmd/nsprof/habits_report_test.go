@@ -161,3 +161,42 @@ func TestReportPerfFlags(t *testing.T) {
 		t.Errorf("report -i FILE FILE: status %d, stderr %q", status, stderr)
 	}
 }
+
+// TestReportProcessCountsForkedChild: a task named only by a FORK frame is
+// a thread of the forking process; one that also has an EXIT frame (a
+// child that forked, never exec'd, and exited) is a process. Every view
+// counts both the same.
+func TestReportProcessCountsForkedChild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fork.syscap")
+	w, err := capture.CreateWithOptions(path, capture.WriterOptions{StartTime: testStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(pid int32, ms int64) capture.FrameHeader {
+		return capture.FrameHeader{CPU: 0, PID: pid, Time: testStart + ms*1e6}
+	}
+	for _, f := range []capture.Frame{
+		&capture.Process{FrameHeader: h(10, 0), Cmdline: "ten"},
+		&capture.Fork{FrameHeader: h(10, 1), ChildPID: 11}, // a thread
+		&capture.Fork{FrameHeader: h(10, 2), ChildPID: 12}, // a process
+		&capture.Sample{FrameHeader: h(10, 3), TID: 10, Addrs: []uint64{capture.ContextUser, 0x401000}},
+		&capture.Exit{FrameHeader: h(12, 4)},
+	} {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := "1 samples of 1 processes, 2 processes in the capture"
+	for _, view := range [][]string{{"report"}, {"report", "--summary"}, {"report", "--processes"}} {
+		out, stderr, status := nsprof(t, nil, append(view, path)...)
+		if first := strings.SplitN(out, "\n", 2)[0]; status != 0 || !strings.Contains(first, want) {
+			t.Errorf("%v: status %d %s, first line %q, want %q", view, status, stderr, first, want)
+		}
+		if view[len(view)-1] == "--summary" && !strings.Contains(out, "threads      3 (1 sampled)") {
+			t.Errorf("--summary: want the two threads of process 10 and the one of 12:\n%s", out)
+		}
+	}
+}
