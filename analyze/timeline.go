@@ -346,8 +346,11 @@ func (b *timelineBuilder) finish() {
 	}
 	b.foldThreads()
 	for _, p := range b.procs {
-		if p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
-			continue // frames of the recorder itself (pid -1) or of no process
+		if !p.own || p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
+			// Only named by FORK frames (a parent the recording did
+			// not follow, such as the recorder itself), or frames of
+			// the recorder (pid -1) or of no process.
+			continue
 		}
 		if p.Comm == "" {
 			p.Comm = commOf(p.Cmdline)

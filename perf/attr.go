@@ -127,6 +127,11 @@ const (
 type Options struct {
 	// Event drives sampling. Default EventCPUClock.
 	Event Event
+	// EventTracepoint, "subsystem:event", samples on every hit of that
+	// tracepoint instead of Event (perf record -e sched:sched_switch),
+	// with callchains as for Event; Period (default 1) keeps one hit in
+	// Period, Frequency is ignored. Requires tracefs (see [Tracepoint]).
+	EventTracepoint string
 	// Frequency is the sampling rate per CPU in Hz (perf record -F). The
 	// kernel rejects rates above kernel.perf_event_max_sample_rate and may
 	// lower that limit at run time. Default 1000 when Period is 0.
@@ -191,6 +196,8 @@ type settings struct {
 	pageSize int
 	regs     uint64
 	tpIDs    []uint64
+	// mainTP is the id of EventTracepoint, 0 without.
+	mainTP uint64
 }
 
 func (o Options) settings(pageSize int, goarch string) (settings, error) {
@@ -198,10 +205,19 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	if o.Event < EventCPUClock || o.Event > EventContextSwitches {
 		return s, fmt.Errorf("unknown event %d", int(o.Event))
 	}
-	if o.Frequency != 0 && o.Period != 0 {
+	if o.EventTracepoint != "" {
+		tp, err := LookupTracepoint(o.EventTracepoint)
+		if err != nil {
+			return s, err
+		}
+		s.mainTP, s.Frequency = uint64(tp.ID), 0
+		if s.Period == 0 {
+			s.Period = 1
+		}
+	} else if o.Frequency != 0 && o.Period != 0 {
 		return s, errors.New("frequency and period are exclusive")
 	}
-	if o.Frequency == 0 && o.Period == 0 {
+	if s.Frequency == 0 && s.Period == 0 {
 		s.Frequency = DefaultFrequency
 	}
 	if o.UserStack != 0 {
@@ -272,6 +288,9 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 		Clockid:           unix.CLOCK_MONOTONIC,
 	}
 	a.Type, a.Config = ev.config()
+	if s.mainTP != 0 {
+		a.Type, a.Config = typeTracepoint, s.mainTP
+	}
 	a.Bits = attrDisabled | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask |
 		attrSampleIDAll | attrUseClockID
 	if s.Period != 0 {

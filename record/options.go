@@ -36,6 +36,10 @@ type Options struct {
 	// instead, with a warning, as perf does; the other hardware events
 	// fail there.
 	Event perf.Event
+	// Tracepoint, "subsystem:event", samples on every hit of that
+	// tracepoint instead of Event (perf record -e sched:sched_switch);
+	// Frequency does not apply.
+	Tracepoint string
 	// NoPerf disables CPU sampling (counters and trace fds only).
 	NoPerf bool
 	// DWARFStack, when non-zero, copies that many bytes of user stack

@@ -231,7 +231,7 @@ func (r *recorder) setup() error {
 		default:
 			target = perf.AllTasks()
 		}
-		popts := perf.Options{Event: o.Event, Frequency: uint64(o.Frequency)}
+		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency)}
 		// Unwinding needs the symbolizer's files (only with the live /proc).
 		if o.DWARFStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.DWARFStack)
@@ -258,6 +258,9 @@ func (r *recorder) setup() error {
 			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
 		}
 		event = rd.Event().String()
+		if o.Tracepoint != "" {
+			event = o.Tracepoint
+		}
 		if r.userOnly {
 			event += ":u" // perf's name for a user-space-only event
 		}

@@ -98,11 +98,30 @@ func TestRecordEventFlag(t *testing.T) {
 		t.Errorf("-e cycles with a PMU: event %q", md[capture.MetaEvent])
 	}
 
+	// A tracepoint: every hit is a sample, with its stack. The command
+	// execs /bin/true 5 times after its own exec.
+	cmd, stderr = nsprofProcess(t, "record", "-f", "-e", "sched:sched_process_exec", "-o", out, "--",
+		"sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done")
+	if code := exitCodeOf(cmd.Run()); code != 0 {
+		t.Fatalf("-e sched:sched_process_exec: exit %d; stderr:\n%s", code, stderr)
+	}
+	frames := readClean(t, out)
+	md = metadataOf(frames)
+	var hits int
+	for _, f := range frames {
+		if s, ok := f.(*capture.Sample); ok && len(s.Addrs) > 2 {
+			hits++
+		}
+	}
+	if md[capture.MetaEvent] != "sched:sched_process_exec" || hits < 5 || hits > 6 {
+		t.Errorf("-e sched:sched_process_exec: event %q, %d samples with stacks; want 5 or 6", md[capture.MetaEvent], hits)
+	}
+
 	for _, c := range []struct{ args, want string }{
 		{"-F 10k", `-F "10k": want a sampling rate in Hz`},
 		{"-F 0", `-F "0": want a sampling rate in Hz`},
-		{"-e nosuch", `-e "nosuch": want VAR=VALUE or an event: cpu-clock, cycles, task-clock`},
-		{"-e sched:sched_switch", "tracepoints and event modifiers are not sampled"},
+		{"-e nosuch", `-e "nosuch": want VAR=VALUE, a tracepoint subsystem:event, or an event: cpu-clock, cycles, task-clock`},
+		{"-e cycles:u", "event modifiers (:u) are not supported"},
 		{"-e task-clock -e cpu-clock", "nsprof samples on one event"},
 	} {
 		args := append([]string{"record", "-o", filepath.Join(dir, "x.syscap")}, strings.Fields(c.args)...)

@@ -50,8 +50,9 @@ func parseFreq(v string) (int, error) {
 
 // parseEvents splits the -e values: VAR=VALUE sets an environment
 // variable of the command (sysprof-cli's --env), anything else names the
-// event to sample on, as perf record -e takes it.
-func parseEvents(values []string) (env []string, ev perf.Event, err error) {
+// event to sample on, as perf record -e takes it: one of perf's event
+// names, or a tracepoint subsystem:event.
+func parseEvents(values []string) (env []string, ev perf.Event, tracepoint string, err error) {
 	var named string
 	for _, v := range values {
 		if strings.Contains(v, "=") {
@@ -59,18 +60,22 @@ func parseEvents(values []string) (env []string, ev perf.Event, err error) {
 			continue
 		}
 		if named != "" {
-			return nil, 0, fmt.Errorf("-e %s and -e %s: nsprof samples on one event", named, v)
+			return nil, 0, "", fmt.Errorf("-e %s and -e %s: nsprof samples on one event", named, v)
 		}
 		named = v
+		base, mod, hasMod := strings.Cut(v, ":")
+		if _, err := perf.ParseEvent(base); err == nil && hasMod {
+			return nil, 0, "", fmt.Errorf("-e %q: event modifiers (:%s) are not supported; nsprof samples user and kernel space (user space only where kernel.perf_event_paranoid requires it)", v, mod)
+		}
+		if hasMod {
+			tracepoint = v
+			continue
+		}
 		if ev, err = perf.ParseEvent(v); err != nil {
-			why := "want VAR=VALUE or an event"
-			if strings.Contains(v, ":") {
-				why = "tracepoints and event modifiers are not sampled by nsprof; want VAR=VALUE or an event"
-			}
-			return nil, 0, fmt.Errorf("-e %q: %s: %s", v, why, perf.EventNames())
+			return nil, 0, "", fmt.Errorf("-e %q: want VAR=VALUE, a tracepoint subsystem:event, or an event: %s", v, perf.EventNames())
 		}
 	}
-	return env, ev, nil
+	return env, ev, tracepoint, nil
 }
 
 // parseCallGraph parses --call-graph fp[,SIZE]|dwarf[,SIZE] into the bytes
@@ -134,7 +139,8 @@ command, the whole system while the command runs, as perf record -a does).
 (sysprof-cli's --env); a name without "=" is the event to sample on, as perf
 record -e takes it: cpu-clock (the default), task-clock, page-faults,
 context-switches, or the hardware events cycles, instructions, cache-misses,
-branch-misses. Without a PMU (most virtual machines), cycles samples cpu-clock
+branch-misses, or a tracepoint subsystem:event (every hit sampled, with
+its stack). Without a PMU (most virtual machines), cycles samples cpu-clock
 with a warning, as perf does, and the other hardware events are refused.
 
 -F takes a rate in Hz or max (kernel.perf_event_max_sample_rate). Routine
@@ -168,7 +174,7 @@ SIGTERM; the capture is complete in every case.`,
 			if opts.Frequency, err = parseFreq(fl.freq); err != nil {
 				return usagef(cmd, "%v", err)
 			}
-			if opts.Env, opts.Event, err = parseEvents(fl.events); err != nil {
+			if opts.Env, opts.Event, opts.Tracepoint, err = parseEvents(fl.events); err != nil {
 				return usagef(cmd, "%v", err)
 			}
 			if opts.MemprofSample < 0 {
@@ -204,7 +210,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
 	f.Float64Var(&fl.duration, "duration", 0, "stop after `SECONDS`")
 	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
-	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses")
+	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print routine notes (counters not available, symbolization and unwinding statistics)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
