@@ -20,8 +20,9 @@ import (
 // passes or ctx is cancelled, then merges the trace-fd captures. It does
 // not close w; it stops w's clock when recording stops
 // ([capture.Writer.StopClock]), so the capture ends then, not after the
-// symbolization that follows. A write error (such as a full disk) stops the recording and
-// is returned; what was flushed before it stays readable.
+// symbolization that follows. A write error (such as a full disk) stops
+// the recording and is returned; what was flushed before it stays
+// readable.
 func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, err error) {
 	if err := opts.setDefaults(); err != nil {
 		return res, err
@@ -82,7 +83,7 @@ type recorder struct {
 	sym    *symbolizer
 	dwarf  *dwarfUnwinder // with Options.DWARFStack
 	leaf   *leafCallers   // with Options.LeafStack
-	cfd    *controlFD     // SYSPROF_CONTROL_FD, with TraceFD or SysprofMemprof
+	cfd    *controlFD     // SYSPROF_CONTROL_FD, with TraceFD, GTK or SysprofMemprof
 	rd     *perf.Reader
 	child  *child
 	mp     *memprof
