@@ -345,6 +345,10 @@ func (b *builder) add(f capture.Frame) {
 		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID})
 	case *capture.Process:
 		b.process(f.PID).Cmdline = f.Cmdline
+	case *capture.Exit:
+		if f.PID > 0 {
+			b.process(f.PID) // one that forked, never exec'd, and exited
+		}
 	case *capture.JITMap:
 		for _, e := range f.Entries {
 			b.p.JIT[e.Addr] = e.Name
@@ -502,18 +506,8 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
-	p.Start, p.End = p.Header.StartTime, p.Header.EndTime
-	if b.maxTime >= b.minTime {
-		if p.Start <= 0 || p.Start > b.minTime {
-			p.Start = b.minTime
-		}
-		if p.End < p.Start || p.End < b.maxTime {
-			p.End = max(p.End, b.maxTime)
-		}
-	}
-	if p.End < p.Start {
-		p.End = p.Start
-	}
+	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
+	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq))
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil

@@ -61,6 +61,9 @@ type Profile struct {
 	Kallsyms *KallsymsSymbolizer
 	// JIT names addresses defined by JITMAP frames.
 	JIT map[uint64]string
+	// OutOfRange counts the samples stamped before the capture's start,
+	// which do not move it.
+	OutOfRange OutOfRange
 	// Warnings say what could not be used, such as a damaged __symbols__
 	// file. Damage to the capture itself is Load's error.
 	Warnings []string
@@ -274,6 +277,20 @@ func (p *Profile) Mapping(pid int32, addr uint64) *Mapping {
 		}
 	}
 	return nil
+}
+
+// SampledProcesses returns the number of processes with stack samples;
+// len(p.Processes) is the number of processes in the capture (with frames
+// of their own: PROCESS, MAP, a sample, nsprof's process line). The
+// [Timeline] counts both the same way.
+func (p *Profile) SampledProcesses() int {
+	n := 0
+	for _, pr := range p.Processes {
+		if pr.Samples > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Duration returns the capture's length in nanoseconds.
