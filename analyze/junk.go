@@ -22,7 +22,8 @@ const minCodeAddr = 0x10000
 // code at hand (record/callsite.go); this is for captures other recorders
 // wrote, such as sysprof-cli's, whose walks end in "[unknown] 0x1" roots.
 // The innermost user frame, where the thread was, is kept, as are JIT
-// addresses and the frames of processes with no known mapping.
+// addresses that JITMAP frames define and the frames of processes with
+// no known mapping.
 //
 // Stacks are trimmed in place: two stacks may become equal, which every
 // view handles (they sum per function, not per stack).
@@ -41,7 +42,14 @@ func (p *Profile) trimJunk(unmapped bool) {
 		if f.Addr < minCodeAddr {
 			return !named(f)
 		}
-		if !unmapped || capture.IsJIT(f.Addr) || f.Addr >= capture.JITMapMark {
+		if capture.IsJIT(f.Addr) || f.Addr >= capture.JITMapMark {
+			// Above every user address space: a JIT address when a
+			// JITMAP frame defines it (or the vsyscall page), else a
+			// value read off the stack.
+			_, jit := p.JIT[f.Addr]
+			return unmapped && !jit && !named(f) && !vsyscall(f.Addr)
+		}
+		if !unmapped {
 			return false
 		}
 		pr := p.procIndex[f.PID]
@@ -91,8 +99,14 @@ func firstUser(p *Profile, rest []FrameID) bool {
 	return true
 }
 
+// vsyscall reports whether addr is in x86-64's legacy vsyscall page.
+func vsyscall(addr uint64) bool { return addr >= 0xffffffffff600000 && addr < 0xffffffffff601000 }
+
 // sysprofPlaceholder reports whether name is Sysprof's name for an
-// address it found no symbol for, "In file PATH".
+// address it found no symbol for: "In file PATH", or "PATH: inode
+// mismatch" when the file at PATH was not the one mapped (memfd code,
+// such as a GTK 4 program's).
 func sysprofPlaceholder(name string) bool {
-	return strings.HasPrefix(name, "In file ") || strings.HasPrefix(name, "In File ")
+	return strings.HasPrefix(name, "In file ") || strings.HasPrefix(name, "In File ") ||
+		strings.HasPrefix(name, "/") && strings.HasSuffix(name, ": inode mismatch")
 }
