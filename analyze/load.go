@@ -379,7 +379,7 @@ func wantFile(p string) bool {
 	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile:
 		return true
 	}
-	return false
+	return isMountInfoFile(p)
 }
 
 // sample interns the sample's stack: the key is the pid and the raw
@@ -529,6 +529,7 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.loadProcessFile()
+	b.labelForeign()
 	b.loadSymbols()
 	for _, pr := range p.procIndex {
 		slices.SortStableFunc(pr.Maps, func(x, y Mapping) int {

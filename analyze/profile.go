@@ -110,8 +110,9 @@ type Process struct {
 	// NSPID is the pid inside the process's innermost PID namespace, or 0
 	// when unknown or the same as PID.
 	NSPID int32
-	// Container labels what the process runs in; nil when the capture
-	// does not say (not recorded by nsprof).
+	// Container labels what the process runs in: from nsprof's process
+	// file, or from the /proc/PID/mountinfo another recorder embedded
+	// (sysprof-cli); nil when the capture does not say.
 	Container *Container
 	// Maps are the process's mappings sorted by start address.
 	Maps []Mapping
@@ -120,7 +121,8 @@ type Process struct {
 	Samples int
 }
 
-// Container labels what a process runs in, from nsprof's process file.
+// Container labels what a process runs in, from nsprof's process file or,
+// in another recorder's capture, from the process's embedded mount table.
 type Container struct {
 	// Kind is "host", "podman", "flatpak" or "namespace".
 	Kind string `json:"kind"`

@@ -344,6 +344,7 @@ func (b *timelineBuilder) finish() {
 			p.CmdlineRedacted = true
 		}
 	}
+	b.labelForeign()
 	b.foldThreads()
 	for _, p := range b.procs {
 		if !p.own || p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
