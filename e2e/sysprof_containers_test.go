@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"nsprof/analyze"
 	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
 )
@@ -79,15 +80,27 @@ func sysprofRecord(t *testing.T, secs time.Duration) string {
 	return out
 }
 
-// TestSysprofCLIPodman records a rootful podman container running the
-// fixture's CPU loop with sysprof-cli, whose capture has no nsprof
-// process file, only each process's /proc/PID/mountinfo: the report
-// groups the loop's samples under the container, found by its id from
-// the mount table, and --container with an id prefix selects them.
+// TestSysprofCLIPodman records a podman container running the fixture's
+// CPU loop with sysprof-cli, whose capture has no nsprof process file,
+// only each process's /proc/PID/mountinfo: the report groups the loop's
+// samples under the container, found by its id from the mount table, and
+// --container with an id prefix selects them.
 func TestSysprofCLIPodman(t *testing.T) {
 	testutils.LookPathOrSkip(t, "sysprof-cli")
-	pid, id := containers.StartPodman(t, "overlay")
-	capture := sysprofRecord(t, 2*time.Second)
+	t.Run("rootful", func(t *testing.T) {
+		pid, id := containers.StartPodman(t, "overlay")
+		checkSysprofPodman(t, sysprofRecord(t, 2*time.Second), pid, id, false)
+	})
+	t.Run("rootless", func(t *testing.T) {
+		pid, id := containers.StartPodmanRootless(t, "overlay")
+		checkSysprofPodman(t, sysprofRecord(t, 2*time.Second), pid, id, true)
+	})
+}
+
+// checkSysprofPodman checks the reports of a sysprof-cli capture of the
+// podman container id, whose process pid runs the CPU loop.
+func checkSysprofPodman(t *testing.T, capture string, pid int, id string, rootless bool) {
+	t.Helper()
 
 	byProcess := reportJSON(t, capture, "--by", "process")
 	loop := -1
@@ -137,5 +150,17 @@ func TestSysprofCLIPodman(t *testing.T) {
 		if f := strings.Fields(line); len(f) > 0 && f[0] == strconv.Itoa(pid) && !strings.Contains(line, "podman:") {
 			t.Errorf("--processes: process %d not in its container: %s", pid, line)
 		}
+	}
+
+	p, err := analyze.LoadFile(capture, analyze.LoadOptions{NoSymbolize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *analyze.Container
+	if pr := p.Process(int32(pid)); pr != nil {
+		c = pr.Container
+	}
+	if c == nil || c.Kind != "podman" || c.ID != id || c.Rootless != rootless {
+		t.Errorf("process %d: container %+v, want podman id %s, rootless %v", pid, c, id, rootless)
 	}
 }
