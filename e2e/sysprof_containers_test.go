@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,12 +20,38 @@ import (
 	"nsprof/internal/testutils/containers"
 )
 
+// systemBus makes sure a D-Bus system bus runs, through which sysprof-cli
+// reaches sysprofd: one is started (and stopped at cleanup) when none
+// answers, as on a machine without systemd.
+func systemBus(t *testing.T) {
+	t.Helper()
+	if exec.Command("dbus-send", "--system", "--dest=org.freedesktop.DBus", "--type=method_call", "--print-reply",
+		"/", "org.freedesktop.DBus.GetId").Run() == nil {
+		return
+	}
+	bin := testutils.LookPathOrSkip(t, "dbus-daemon")
+	if err := os.MkdirAll("/run/dbus", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove("/run/dbus/pid")
+	out, err := exec.Command(bin, "--system", "--fork", "--print-pid").Output()
+	if err != nil {
+		testutils.RequireCI(t, "no system bus, and dbus-daemon --system fails: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("dbus-daemon --print-pid: %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGTERM) })
+}
+
 // sysprofRecord records the whole system with Sysprof's own sysprof-cli
 // for secs seconds (counted from its "Recording" line) and returns the
 // capture's path. sysprof-cli stops at SIGINT, as at a user's Ctrl-C.
 func sysprofRecord(t *testing.T, secs time.Duration) string {
 	t.Helper()
 	bin := testutils.LookPathOrSkip(t, "sysprof-cli")
+	systemBus(t)
 	out := filepath.Join(t.TempDir(), "sysprof.syscap")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
