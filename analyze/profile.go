@@ -84,6 +84,8 @@ type Profile struct {
 	unitSamples bool
 	stackValues []int64
 	allocCol    int
+	// kinds are the kinds of measurement of the columns (kindStack...).
+	kinds []int
 	// allocs are the ALLOCATION frames in time order, sampleBytes the
 	// recording's allocation sampling interval and memLost what it could
 	// not record: what [View.Heap] replays.
@@ -93,6 +95,8 @@ type Profile struct {
 		has          bool
 		lost, signal int64
 	}
+	// offStats are the recording's off-CPU counts.
+	offStats offCPUStats
 }
 
 // Process is one process of the capture.

@@ -25,6 +25,9 @@ func metadata(opts *Options, mode, event string) [][2]string {
 		{"n-cpu", strconv.Itoa(runtime.NumCPU())},
 		{"page-size", strconv.Itoa(os.Getpagesize())},
 	}
+	if opts.OffCPU {
+		md = append(md, [2]string{capture.MetaOffCPU, "1"})
+	}
 	if len(opts.Command) > 0 {
 		md = append(md, [2]string{capture.MetaCommand, strings.Join(opts.Command, " ")})
 	}

@@ -100,6 +100,7 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
+	off        *offCPU // with Options.OffCPU
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -207,6 +208,7 @@ func (r *recorder) setup() error {
 			popts.UserStack = uint32(o.LeafStack)
 			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
+		var err error
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
 			for _, tp := range tps {
@@ -214,6 +216,12 @@ func (r *recorder) setup() error {
 			}
 		} else {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
+		}
+		if o.OffCPU {
+			if r.off, err = newOffCPU(); err != nil {
+				return err
+			}
+			r.setupOffCPU(&popts, mode)
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -555,36 +563,20 @@ func (r *recorder) handle(rec *perf.Record) {
 			}
 		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
-		var addrs []uint64
-		if r.dwarf != nil {
-			addrs = r.dwarf.callchain(s)
-		} else {
-			addrs = dropZeros(s.Callchain)
-			if r.leaf != nil {
-				addrs = r.leaf.complete(s, addrs)
-			}
-		}
-		if r.sym != nil {
-			addrs = r.sym.trimCallers(int(s.PID), addrs)
-			if !r.opts.NoDecode {
-				r.sym.sampled(int(s.PID), addrs, false)
-			}
-		}
-		if len(addrs) == 0 {
-			ctxMark := capture.ContextUser
-			if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
-				ctxMark = capture.ContextKernel
-			}
-			addrs = []uint64{ctxMark, s.IP}
-		}
-		if len(addrs) > capture.MaxSampleAddrs {
-			addrs = addrs[:capture.MaxSampleAddrs]
+		addrs := r.stack(rec)
+		if r.off != nil && r.off.tp.Matches(s.RawData) {
+			r.off.handleSwitch(r, s, addrs)
+			return
 		}
 		if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
 			r.writeErr = err
 			return
 		}
 		r.samples++
+	case perf.RecordSwitch:
+		if r.off != nil && rec.Misc&perf.MiscSwitchOut == 0 {
+			r.off.switchIn(r, int32(rec.ID.TID), int64(rec.ID.Time))
+		}
 	case perf.RecordLost, perf.RecordLostSamples:
 		n := rec.Lost.Lost
 		if rec.Type == perf.RecordLostSamples {
@@ -608,6 +600,40 @@ func (r *recorder) handle(rec *perf.Record) {
 	}
 }
 
+// stack returns the callchain of sample rec as the capture stores it:
+// the user part unwound or completed as the options say, callers that
+// cannot be return addresses trimmed, the sampled IP alone when the
+// kernel gave no callchain. It is valid until the next call.
+func (r *recorder) stack(rec *perf.Record) []uint64 {
+	s := &rec.Sample
+	var addrs []uint64
+	if r.dwarf != nil {
+		addrs = r.dwarf.callchain(s)
+	} else {
+		addrs = dropZeros(s.Callchain)
+		if r.leaf != nil {
+			addrs = r.leaf.complete(s, addrs)
+		}
+	}
+	if r.sym != nil {
+		addrs = r.sym.trimCallers(int(s.PID), addrs)
+		if !r.opts.NoDecode {
+			r.sym.sampled(int(s.PID), addrs, false)
+		}
+	}
+	if len(addrs) == 0 {
+		ctxMark := capture.ContextUser
+		if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
+			ctxMark = capture.ContextKernel
+		}
+		addrs = []uint64{ctxMark, s.IP}
+	}
+	if len(addrs) > capture.MaxSampleAddrs {
+		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	return addrs
+}
+
 // finish stops sampling, drains what the kernel still holds, ends the
 // command if the recording stopped before it, and merges trace fds.
 func (r *recorder) finish() {
@@ -628,6 +654,9 @@ func (r *recorder) finish() {
 	}
 	if r.mp != nil {
 		r.finishMemprof()
+	}
+	if r.off != nil {
+		r.off.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)
