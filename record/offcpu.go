@@ -26,7 +26,11 @@ const offCPUHorizon = 100_000_000 // ns
 // a marker frame naming the state, and as a record of
 // capture.OffCPUFile with its duration.
 type offCPU struct {
-	tp                          *perf.Tracepoint
+	tp *perf.Tracepoint
+	// systemWide says the tracepoint hits of every task are recorded:
+	// the next task of each is coming in. Per-task recordings learn
+	// that from SWITCH records instead.
+	systemWide                  bool
 	threads                     map[int32]*switches
 	markers                     map[byte]uint64
 	file                        []byte // records not written yet
@@ -95,7 +99,7 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 		stack := append(make([]uint64, 2, len(addrs)+2), addrs...)
 		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
 	}
-	if next, ok := o.tp.Int(s.RawData, "next_pid"); ok && next > 0 {
+	if next, ok := o.tp.Int(s.RawData, "next_pid"); ok && next > 0 && o.systemWide {
 		o.add(r, int32(next), switchEvent{time: t})
 	}
 	o.sweep(r, false)
@@ -283,6 +287,7 @@ const offCPURingPages = 1024
 func (r *recorder) setupOffCPU(popts *perf.Options, mode string) {
 	popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
 	popts.ContextSwitch = mode != "system"
+	r.off.systemWide = mode == "system"
 	if popts.RingPages == 0 {
 		popts.RingPages = perf.DefaultRingPages
 		if popts.UserStack > 0 {
