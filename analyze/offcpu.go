@@ -1,7 +1,9 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"nsprof/capture"
@@ -124,4 +126,44 @@ func (b *builder) offCPUDurations() map[int32]int64 {
 // capture recorded off-CPU time at all.
 func (p *Profile) OffCPULost() (int64, bool) {
 	return p.offStats.unpaired, p.offStats.recorded
+}
+
+// onCPUKey is the key of the on-CPU samples' group in [GroupState].
+const onCPUKey = "on-CPU"
+
+// groupByState splits samples by [GroupState], largest weight first.
+func (p *Profile) groupByState(samples []Sample) []Group {
+	index := make(map[string]int)
+	var out []Group
+	keyOf := make(map[StackID]string)
+	for _, s := range samples {
+		key, ok := keyOf[s.Stack]
+		if !ok {
+			key = onCPUKey
+			if st := p.Stack(s.Stack); len(st) > 0 {
+				if fr := &p.Frames[st[0]]; fr.Func >= 0 && capture.IsOffCPUMarker(p.Funcs[fr.Func].Name) {
+					key = p.Funcs[fr.Func].Name
+				}
+			}
+			keyOf[s.Stack] = key
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, Group{Key: key, Container: "all"})
+		}
+		out[i].Samples = append(out[i].Samples, s)
+	}
+	for i := range out {
+		out[i].Weight = p.Weight(out[i].Samples)
+	}
+	out = slices.DeleteFunc(out, func(g Group) bool { return g.Weight == 0 })
+	slices.SortFunc(out, func(a, b Group) int {
+		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return out
 }

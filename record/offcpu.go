@@ -20,17 +20,16 @@ const offCPUHorizon = 100_000_000 // ns
 
 // offCPU turns context switches into off-CPU intervals (Options.OffCPU):
 // a thread's switch out (the sched_switch tracepoint, with its stack and
-// task state) paired with its next switch in (a SWITCH record of a
-// per-task event, or a system-wide sched_switch naming it as the next
-// task). Each interval is written as a SAMPLE frame with the stack under
+// task state) paired with its next switch in (a SWITCH record, or a
+// SWITCH_CPU_WIDE one of a system-wide recording). The switch in does
+// not come from the tracepoint naming the thread as the next task: the
+// kernel drops some of the hits whose previous task is the idle task
+// (perf record -a -e sched:sched_switch misses them too), the very
+// switches that end a sleep on an idle CPU. Each interval is written as a SAMPLE frame with the stack under
 // a marker frame naming the state, and as a record of
 // capture.OffCPUFile with its duration.
 type offCPU struct {
-	tp *perf.Tracepoint
-	// systemWide says the tracepoint hits of every task are recorded:
-	// the next task of each is coming in. Per-task recordings learn
-	// that from SWITCH records instead.
-	systemWide                  bool
+	tp                          *perf.Tracepoint
 	threads                     map[int32]*switches
 	markers                     map[byte]uint64
 	file                        []byte // records not written yet
@@ -62,7 +61,7 @@ func newOffCPU() (*offCPU, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--off-cpu: %w", err)
 	}
-	for _, f := range []string{"prev_state", "next_pid"} {
+	for _, f := range []string{"prev_state"} {
 		if _, ok := tp.Fields[f]; !ok {
 			return nil, fmt.Errorf("--off-cpu: %s has no field %s", switchTracepoint, f)
 		}
@@ -88,8 +87,7 @@ func taskState(v int64) byte {
 }
 
 // handleSwitch takes a sched_switch hit: the sampled task leaves the CPU
-// with the stack addrs (copied), and, in a system-wide recording, the
-// next task comes in.
+// with the stack addrs (copied).
 func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	t := int64(s.Time)
 	o.latest = max(o.latest, t)
@@ -98,9 +96,6 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 		// Two slots in front for the marker frame (see write).
 		stack := append(make([]uint64, 2, len(addrs)+2), addrs...)
 		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
-	}
-	if next, ok := o.tp.Int(s.RawData, "next_pid"); ok && next > 0 && o.systemWide {
-		o.add(r, int32(next), switchEvent{time: t})
 	}
 	o.sweep(r, false)
 }
@@ -280,14 +275,12 @@ func (o *offCPU) finish(r *recorder) {
 // switch-heavy program writes a record or three with a stack per switch.
 const offCPURingPages = 1024
 
-// setupOffCPU adds what Options.OffCPU needs to the perf options of a
-// recording in mode: the sched_switch tracepoint with stacks, and for
-// per-task events the SWITCH records that say when a thread comes back
-// (a system-wide sched_switch names the next task itself).
-func (r *recorder) setupOffCPU(popts *perf.Options, mode string) {
+// setupOffCPU adds what Options.OffCPU needs to the perf options: the
+// sched_switch tracepoint with stacks, and the SWITCH records that say
+// when a thread comes back.
+func (r *recorder) setupOffCPU(popts *perf.Options) {
 	popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
-	popts.ContextSwitch = mode != "system"
-	r.off.systemWide = mode == "system"
+	popts.ContextSwitch = true
 	if popts.RingPages == 0 {
 		popts.RingPages = perf.DefaultRingPages
 		if popts.UserStack > 0 {

@@ -221,7 +221,7 @@ func (r *recorder) setup() error {
 			if r.off, err = newOffCPU(); err != nil {
 				return err
 			}
-			r.setupOffCPU(&popts, mode)
+			r.setupOffCPU(&popts)
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -573,7 +573,8 @@ func (r *recorder) handle(rec *perf.Record) {
 			return
 		}
 		r.samples++
-	case perf.RecordSwitch:
+	case perf.RecordSwitch, perf.RecordSwitchCPUWide:
+		// A switch in; its task is the current one of the trailer.
 		if r.off != nil && rec.Misc&perf.MiscSwitchOut == 0 {
 			r.off.switchIn(r, int32(rec.ID.TID), int64(rec.ID.Time))
 		}

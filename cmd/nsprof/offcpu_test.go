@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/internal/testutils"
 )
@@ -79,6 +82,7 @@ func TestOffCPUFixture(t *testing.T) {
 	const iterations = 5
 	capPath, block, spin := offCPUFixture(t, iterations)
 	want := int64(iterations * 200e6)
+	sysprofReadsOffCPU(t, capPath)
 
 	off, typ := functionTotals(t, capPath, "--off-cpu")
 	if typ != "off_cpu" {
@@ -120,5 +124,134 @@ func TestOffCPUFixture(t *testing.T) {
 	}
 	if math.Abs(float64(ws-spin)) > 0.1*float64(spin) {
 		t.Errorf("--wall: fixture_spin %d ns, the fixture measured %d ns (want within 10%%)", ws, spin)
+	}
+}
+
+// startInPIDNamespace starts the offcpu fixture (iterations, to write
+// its times to out) as pid 1 of a new PID namespace and returns the
+// unshare command and the fixture's host pid once it runs the fixture.
+func startInPIDNamespace(t *testing.T, bin string, iterations int, out string) (*exec.Cmd, int) {
+	t.Helper()
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	cmd := exec.Command(unshare, "--pid", "--fork", bin, fmt.Sprint(iterations), "200", "100", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			pid, _ := strconv.Atoi(f[0])
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == bin {
+				return cmd, pid
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no fixture under unshare pid %d after 5s", cmd.Process.Pid)
+	return nil, 0
+}
+
+// TestOffCPUTargets: record --off-cpu with -p and with -a follows a
+// fixture that runs as pid 1 of its own PID namespace (the events carry
+// host pids): its blocking function carries off-CPU time, the capture
+// knows its namespace pid, and --wall splits its time about 2:1 between
+// the blocking and the spinning function (the recording starts and, with
+// -a, ends in the middle of an iteration: 30 % allowed).
+func TestOffCPUTargets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "offcpu")
+	for _, mode := range []string{"-p", "-a"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			capPath := filepath.Join(dir, "off.syscap")
+			cmd, pid := startInPIDNamespace(t, bin, 12, filepath.Join(dir, "times"))
+			args := []string{"record", "--off-cpu", "-o", capPath}
+			if mode == "-p" {
+				args = append(args, "-p", fmt.Sprint(pid))
+			} else {
+				// Setting up -a (every process looked at) takes part of
+				// the duration on a loaded machine.
+				args = append(args, "-a", "--duration", "2.5")
+			}
+			_, stderr, status := nsprof(t, nil, args...)
+			if status != 0 {
+				t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+			}
+			cmd.Wait()
+			sel := []string{"--pid", fmt.Sprint(pid)}
+			off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
+			if b := off["fixture_block"]; b < 600e6 {
+				t.Errorf("off_cpu of fixture_block: %d ns, want at least 600 ms (3 of 200 ms)", b)
+			}
+			wall, _ := functionTotals(t, capPath, append(sel, "--wall")...)
+			wb, ws := wall["fixture_block"], wall["fixture_spin"]
+			t.Logf("%s: pid %d: off_cpu fixture_block %.3fs; wall fixture_block %.3fs fixture_spin %.3fs", mode, pid, float64(off["fixture_block"])/1e9, float64(wb)/1e9, float64(ws)/1e9)
+			if ws == 0 || math.Abs(float64(wb)/float64(ws)-2) > 0.6 {
+				t.Errorf("--wall: fixture_block %d ns, fixture_spin %d ns, want about 2:1", wb, ws)
+			}
+			if t.Failed() {
+				t.Logf("record:\n%s", stderr)
+			}
+			out, stderr, status := nsprof(t, nil, "report", capPath, "--json", "--by", "process", "--pid", fmt.Sprint(pid), "--off-cpu")
+			if status != 0 {
+				t.Fatalf("report: status %d\n%s", status, stderr)
+			}
+			var r struct {
+				Groups []struct {
+					NSPID int32 `json:"nspid"`
+				} `json:"groups"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Groups) != 1 || r.Groups[0].NSPID != 1 {
+				t.Errorf("report --by process --pid %d: %+v, want one process of namespace pid 1", pid, r.Groups)
+			}
+		})
+	}
+}
+
+// sysprofReadsOffCPU checks that Sysprof 3.46's reader reads the whole
+// capture and sees every SAMPLE frame nsprof dump does, off-CPU ones
+// (under their marker, a JIT address) included.
+func sysprofReadsOffCPU(t *testing.T, path string) {
+	t.Helper()
+	lines, end := testutils.SysprofReadAll(t, path)
+	if !strings.HasSuffix(end, "ok=1") {
+		t.Fatalf("Sysprof's reader stopped early: %s", end)
+	}
+	dump, _, status := nsprof(t, nil, "dump", "-t", "SAMPLE", path)
+	if status != 0 {
+		t.Fatal("dump failed")
+	}
+	var ours, theirs []string
+	for _, l := range strings.Split(strings.TrimSpace(dump), "\n") {
+		if strings.Contains(l, " SAMPLE ") {
+			ours = append(ours, l)
+		}
+	}
+	marked := 0
+	for _, l := range lines {
+		if strings.Contains(l, " SAMPLE ") {
+			theirs = append(theirs, l)
+			if strings.Contains(l, "addrs=[user],0xe0000000000000") {
+				marked++
+			}
+		}
+	}
+	if len(ours) != len(theirs) || marked == 0 {
+		t.Fatalf("Sysprof read %d SAMPLE frames (%d off-CPU), nsprof %d", len(theirs), marked, len(ours))
+	}
+	for i := range ours {
+		if ours[i] != theirs[i] {
+			t.Fatalf("frame %d: Sysprof reads\n%s\nnsprof dumps\n%s", i, theirs[i], ours[i])
+		}
 	}
 }
