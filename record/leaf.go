@@ -32,8 +32,15 @@ type leafCallers struct {
 	// and stacks the step could not tell (no CFI for the code, the
 	// return address beyond the copy, an implausible result).
 	inserted, agreed, unknown uint64
-	spent                     time.Duration
+	// spent estimates the time the steps took, tables not counted: one
+	// call in leafTimed is timed (reading the clock costs as much as a
+	// step on some VMs).
+	spent time.Duration
+	calls uint64
 }
+
+// leafTimed is how often leafCallers times a call.
+const leafTimed = 16
 
 // complete returns addrs, a frame-pointer callchain of s with its zeros
 // dropped, with the sampled function's caller inserted after the user IP
@@ -51,8 +58,10 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 	if user < 0 || user+1 >= len(addrs) {
 		return addrs // a kernel thread's sample: no user part
 	}
-	start := time.Now()
-	defer func() { l.spent += time.Since(start) }()
+	if l.calls++; l.calls%leafTimed == 1 {
+		start, loading := time.Now(), l.u.loading
+		defer func() { l.spent += leafTimed * (time.Since(start) - (l.u.loading - loading)) }()
+	}
 	ip, callers, ok := l.callers(s)
 	if !ok || addrs[user+1] != ip {
 		l.unknown++
@@ -124,5 +133,5 @@ func (l *leafCallers) summary(stackSize int) string {
 	used, loads, _ := l.u.cache.Stats()
 	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held)",
 		n, pct(l.inserted), pct(l.agreed), pct(l.unknown), stackSize,
-		float64((l.spent-l.u.loading).Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
+		float64(l.spent.Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
 }
