@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"nsprof/internal/testutils"
 )
 
@@ -96,6 +98,10 @@ func TestOffCPUFixture(t *testing.T) {
 	}
 	if s := off["[off-CPU: S sleeping]"]; s < got*95/100 {
 		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
+	}
+
+	if pb := pprofTotal(t, capPath, "fixture_block", "--off-cpu"); pb != got {
+		t.Errorf("export --format pprof --off-cpu: fixture_block %d ns, report %d", pb, got)
 	}
 
 	cpu, _ := functionTotals(t, capPath)
@@ -254,4 +260,40 @@ func sysprofReadsOffCPU(t *testing.T, path string) {
 			t.Fatalf("frame %d: Sysprof reads\n%s\nnsprof dumps\n%s", i, theirs[i], ours[i])
 		}
 	}
+}
+
+// pprofTotal exports the capture as a pprof profile with args and
+// returns the first sample type's sum over the samples through function
+// fn; the type must be the one args select.
+func pprofTotal(t *testing.T, capPath, fn string, args ...string) int64 {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "p.pb.gz")
+	if _, stderr, status := nsprof(t, nil, append([]string{"export", capPath, "--format", "pprof", "-o", pb}, args...)...); status != 0 {
+		t.Fatalf("export %q: status %d\n%s", args, status, stderr)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != "off_cpu" || prof.SampleType[0].Unit != "nanoseconds" {
+		t.Fatalf("export %q: sample types %v, want off_cpu in nanoseconds first", args, prof.SampleType)
+	}
+	var n int64
+	for _, s := range prof.Sample {
+		through := false
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				through = through || ln.Function.Name == fn
+			}
+		}
+		if through {
+			n += s.Value[0]
+		}
+	}
+	return n
 }
