@@ -36,7 +36,7 @@ var syms = map[string]struct {
 	"foo":                          {100, 0x1110, false, "app"},
 	"bar":                          {100, 0x1210, false, "app"},
 	"rec":                          {100, 0x1310, false, "app"},
-	"memcpy":                       {100, 0x10010, false, "libc"},
+	"memcpy":                       {100, 0x10010, false, "libc.so.6"}, // the mapping names the DSO, not the tag
 	"sys_read":                     {-1, kBase + 0x108, true, "[kernel]"},
 	"helper":                       {-1, kBase + 0x201, true, "[kernel]"},
 	"modfn":                        {-1, 0xffffffffc0000010, true, "[ext4]"},

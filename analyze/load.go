@@ -349,6 +349,10 @@ func (b *builder) add(f capture.Frame) {
 		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID})
 	case *capture.Process:
 		b.process(f.PID).Cmdline = f.Cmdline
+	case *capture.Exit:
+		if f.PID > 0 {
+			b.process(f.PID) // one that forked, never exec'd, and exited
+		}
 	case *capture.JITMap:
 		for _, e := range f.Entries {
 			b.p.JIT[e.Addr] = e.Name
@@ -379,7 +383,7 @@ func wantFile(p string) bool {
 	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile:
 		return true
 	}
-	return false
+	return isMountInfoFile(p)
 }
 
 // sample interns the sample's stack: the key is the pid and the raw
@@ -506,18 +510,8 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
-	p.Start, p.End = p.Header.StartTime, p.Header.EndTime
-	if b.maxTime >= b.minTime {
-		if p.Start <= 0 || p.Start > b.minTime {
-			p.Start = b.minTime
-		}
-		if p.End < p.Start || p.End < b.maxTime {
-			p.End = max(p.End, b.maxTime)
-		}
-	}
-	if p.End < p.Start {
-		p.End = p.Start
-	}
+	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
+	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations())
 	p.offStats = b.offStats
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
@@ -540,6 +534,7 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.loadProcessFile()
+	b.labelForeign()
 	b.loadSymbols()
 	for _, pr := range p.procIndex {
 		slices.SortStableFunc(pr.Maps, func(x, y Mapping) int {
@@ -561,6 +556,9 @@ func (b *builder) finish() *Profile {
 		p.Threads = append(p.Threads, t)
 	}
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
+	// Another recorder's capture (no nsprof process file) has its
+	// frame-pointer walks untrimmed.
+	p.trimJunk(!b.files.has(capture.ProcessFile))
 	return p
 }
 

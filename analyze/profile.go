@@ -61,6 +61,9 @@ type Profile struct {
 	Kallsyms *KallsymsSymbolizer
 	// JIT names addresses defined by JITMAP frames.
 	JIT map[uint64]string
+	// OutOfRange counts the samples stamped before the capture's start,
+	// which do not move it.
+	OutOfRange OutOfRange
 	// Warnings say what could not be used, such as a damaged __symbols__
 	// file. Damage to the capture itself is Load's error.
 	Warnings []string
@@ -111,8 +114,9 @@ type Process struct {
 	// NSPID is the pid inside the process's innermost PID namespace, or 0
 	// when unknown or the same as PID.
 	NSPID int32
-	// Container labels what the process runs in; nil when the capture
-	// does not say (not recorded by nsprof).
+	// Container labels what the process runs in: from nsprof's process
+	// file, or from the /proc/PID/mountinfo another recorder embedded
+	// (sysprof-cli); nil when the capture does not say.
 	Container *Container
 	// Maps are the process's mappings sorted by start address.
 	Maps []Mapping
@@ -121,7 +125,8 @@ type Process struct {
 	Samples int
 }
 
-// Container labels what a process runs in, from nsprof's process file.
+// Container labels what a process runs in, from nsprof's process file or,
+// in another recorder's capture, from the process's embedded mount table.
 type Container struct {
 	// Kind is "host", "podman", "flatpak" or "namespace".
 	Kind string `json:"kind"`
@@ -209,6 +214,12 @@ func (m *Mapping) Base() string {
 	return path.Base(m.File)
 }
 
+// IsFile reports whether m maps a file, rather than anonymous memory or a
+// pseudo file such as "[vdso]" or "[heap]".
+func (m *Mapping) IsFile() bool {
+	return m.File != "" && !strings.HasPrefix(m.File, "[") && !strings.HasPrefix(m.File, "//anon")
+}
+
 // Sample is one stack sample or allocation.
 type Sample struct {
 	Time     int64
@@ -272,6 +283,20 @@ func (p *Profile) Mapping(pid int32, addr uint64) *Mapping {
 		}
 	}
 	return nil
+}
+
+// SampledProcesses returns the number of processes with stack samples;
+// len(p.Processes) is the number of processes in the capture (with frames
+// of their own: PROCESS, MAP, a sample, nsprof's process line). The
+// [Timeline] counts both the same way.
+func (p *Profile) SampledProcesses() int {
+	n := 0
+	for _, pr := range p.Processes {
+		if pr.Samples > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Duration returns the capture's length in nanoseconds.

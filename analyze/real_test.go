@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -51,19 +53,7 @@ func TestKallsyms(t *testing.T) {
 // its own __symbols__ bundle: the fixture's known call chain is found by
 // name.
 func TestSysprofCLICapture(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(zr, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadTestdata(t, "sysprof-cli-3.46-callchain.syscap.gz", LoadOptions{})
 	if p.Bundle == nil || p.SymbolStats["bundle"] == 0 {
 		t.Fatalf("bundle not used: %v", p.SymbolStats)
 	}
@@ -97,4 +87,66 @@ func TestSysprofCLICapture(t *testing.T) {
 	if !found {
 		t.Errorf("no top-down path %v", want)
 	}
+}
+
+// TestSysprofCLIJunk: the sysprof-cli capture's frame-pointer walks end
+// in values read past the outermost frame (0x1, 0x7207, 0xfe00, stack
+// pointers); none of them is left as a root, no name is Sysprof's "In
+// file" placeholder, and a library has one DSO name, its file's, not
+// Sysprof's nickname beside it (libc.so.6, never "libc").
+func TestSysprofCLIJunk(t *testing.T) {
+	for _, name := range []string{"sysprof-cli-3.46-callchain.syscap.gz", "sysprof-cli-3.46-gtk4.syscap.gz"} {
+		t.Run(name, func(t *testing.T) { testSysprofCLIJunk(t, name) })
+	}
+}
+
+func testSysprofCLIJunk(t *testing.T, name string) {
+	p := loadTestdata(t, name, LoadOptions{NoHostFiles: true})
+	roots := map[string]int{}
+	for _, n := range p.Tree(p.Samples, TreeOptions{}).Children {
+		roots[n.Name] = n.Total
+	}
+	for i := range p.Frames {
+		fr := &p.Frames[i]
+		if fr.Kernel {
+			continue
+		}
+		if strings.HasPrefix(fr.Loc.Function, "In file") || strings.HasSuffix(fr.Loc.Function, ": inode mismatch") {
+			t.Errorf("frame %#x of pid %d named %q", fr.Addr, fr.PID, fr.Loc.Function)
+		}
+	}
+	for name := range roots {
+		if strings.HasPrefix(name, "[unknown] 0x") {
+			a, err := strconv.ParseUint(strings.TrimPrefix(name, "[unknown] 0x"), 16, 64)
+			if err == nil && (a < minCodeAddr || p.Mapping(0, a) == nil) {
+				t.Errorf("root %q (%d samples): a value past the outermost frame", name, roots[name])
+			}
+		}
+	}
+	dsos := map[string]bool{}
+	for _, fn := range p.Funcs {
+		dsos[fn.DSO] = true
+	}
+	if dsos["libc"] || !dsos["libc.so.6"] {
+		t.Errorf("DSOs %v: want libc.so.6 and no nickname libc", dsos)
+	}
+}
+
+// loadTestdata loads the gzipped capture testdata/name.
+func loadTestdata(t *testing.T, name string, o LoadOptions) *Profile {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(zr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

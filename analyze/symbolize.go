@@ -100,8 +100,10 @@ func flatten(s Symbolizer, out []Symbolizer) []Symbolizer {
 }
 
 // BundleSymbolizer names addresses from a Sysprof __symbols__ bundle. The
-// DSO of a user address is the record's tag (a nickname such as "libc"),
-// or the base name of the process's mapping containing the address. A
+// DSO of a user address is the base name of the file mapped there, or
+// when there is none the record's tag (a nickname such as "libc", or
+// nsprof's "JIT"), or the mapping's pseudo name. Sysprof's "In file PATH" records, its name
+// for an address with no symbol, name nothing. A
 // kernel address is named as [KallsymsSymbolizer] names it: a module's
 // symbol ("name [ext4]") as the function with the module ("[ext4]") as
 // DSO, the others with "[kernel]" (not the tag "Kernel"). Source
@@ -132,9 +134,19 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 		// is read with: the same location whichever names it.
 		return kernelLocation(s.Name), true
 	}
+	if sysprofPlaceholder(s.Name) {
+		// Sysprof's name for an address it found no symbol for: the
+		// fallback's FILE+0xOFFSET says more, and other symbolizers
+		// may know better.
+		return Location{}, false
+	}
 	loc := Location{Function: s.Name, DSO: s.Tag}
-	if loc.DSO == "" && b.p != nil {
-		if m := b.p.Mapping(pid, addr); m != nil {
+	if b.p != nil {
+		// A mapped file's name, as for every other frame: Sysprof's
+		// tags are nicknames ("libc", "Gio") that would split one
+		// library into two DSOs. Code in no file keeps its tag (nsprof's
+		// "JIT" for perf-map names) when it has one.
+		if m := b.p.Mapping(pid, addr); m != nil && (loc.DSO == "" || m.IsFile()) {
 			loc.DSO = m.Base()
 		}
 	}

@@ -43,6 +43,9 @@ type Timeline struct {
 	// Metadata holds the METADATA frames' values by id (the last one
 	// of an id wins), such as nsprof's "nsprof.frequency" and "n-cpu".
 	Metadata map[string]string
+	// OutOfRange counts the frames stamped before the capture's start,
+	// which do not move it.
+	OutOfRange OutOfRange
 	// Warnings say what could not be used, such as a damaged process
 	// file.
 	Warnings []string
@@ -226,6 +229,7 @@ func (b *timelineBuilder) add(f capture.Frame) {
 		b.minTime = min(b.minTime, h.Time)
 		b.maxTime = max(b.maxTime, h.Time)
 	}
+	b.t.OutOfRange.add(h.Time, b.t.Header.StartTime)
 	switch f := f.(type) {
 	case *capture.Sample:
 		b.t.Samples++
@@ -294,6 +298,9 @@ func (b *timelineBuilder) add(f capture.Frame) {
 func (b *timelineBuilder) finish() {
 	t := b.t
 	t.Start, t.End = captureBounds(t.Header, b.minTime, b.maxTime)
+	if w := t.OutOfRange.warning("frames", t.Header.StartTime); w != "" {
+		t.Warnings = append(t.Warnings, w)
+	}
 	for c := range b.cpus {
 		t.CPUs = append(t.CPUs, c)
 	}
@@ -337,10 +344,14 @@ func (b *timelineBuilder) finish() {
 			p.CmdlineRedacted = true
 		}
 	}
+	b.labelForeign()
 	b.foldThreads()
 	for _, p := range b.procs {
-		if p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
-			continue // frames of the recorder itself (pid -1) or of no process
+		if !p.own || p.PID <= 0 && p.Samples == 0 && p.Cmdline == "" {
+			// Only named by FORK frames (a parent the recording did
+			// not follow, such as the recorder itself), or frames of
+			// the recorder (pid -1) or of no process.
+			continue
 		}
 		if p.Comm == "" {
 			p.Comm = commOf(p.Cmdline)
@@ -379,8 +390,19 @@ func (b *timelineBuilder) thread(tid, pid int32, time int64) *threadOf {
 // foldThreads moves the threads out of the processes: a FORK frame names
 // a new thread as it names a new process, and a task known as a thread of
 // another process that has no frame of a process of its own is that
-// thread. Each thread is listed under its process.
+// thread. So is a task known from nothing but the FORK frame of a known
+// process (a process would have a MAP or PROCESS frame): Sysprof writes
+// one for each thread a program starts. Each thread is listed under its
+// process.
 func (b *timelineBuilder) foldThreads() {
+	for pid, p := range b.procs {
+		if p.own || p.PPID <= 0 || b.threads[pid] != nil {
+			continue
+		}
+		if parent := b.procs[p.PPID]; parent != nil && parent.own {
+			b.threads[pid] = &threadOf{pid: p.PPID, ThreadSpan: ThreadSpan{TID: pid, Start: p.Start, End: p.End}}
+		}
+	}
 	for tid, th := range b.threads {
 		owner := b.procs[th.pid]
 		if owner == nil {
@@ -397,19 +419,6 @@ func (b *timelineBuilder) foldThreads() {
 	}
 }
 
-// captureBounds returns the capture's start and end: the header's, widened
-// to the frame times seen (minTime..maxTime, empty when maxTime < minTime).
-func captureBounds(h capture.FileHeader, minTime, maxTime int64) (start, end int64) {
-	start, end = h.StartTime, h.EndTime
-	if maxTime >= minTime {
-		if start <= 0 || start > minTime {
-			start = minTime
-		}
-		end = max(end, maxTime)
-	}
-	return start, max(end, start)
-}
-
 // Duration returns the capture's length in nanoseconds.
 func (t *Timeline) Duration() int64 { return max(0, t.End-t.Start) }
 
@@ -419,6 +428,19 @@ func (t *Timeline) ThreadCount() int {
 	n := 0
 	for _, p := range t.Processes {
 		n += 1 + len(p.Tasks)
+	}
+	return n
+}
+
+// SampledProcesses returns the number of processes with stack samples, as
+// [Profile.SampledProcesses] counts them; len(t.Processes) is the number
+// of processes in the capture, as len(Profile.Processes) counts them.
+func (t *Timeline) SampledProcesses() int {
+	n := 0
+	for _, p := range t.Processes {
+		if p.Samples > 0 {
+			n++
+		}
 	}
 	return n
 }

@@ -150,7 +150,7 @@ func (w *Writer) AddThreadInfo(t ThreadInfo) error {
 
 // addProcessLine writes line as chunks of the ProcessFile, not its last.
 func (w *Writer) addProcessLine(b []byte) error {
-	h := FrameHeader{CPU: -1, PID: -1, Time: Now()}
+	h := FrameHeader{CPU: -1, PID: -1, Time: w.now()}
 	for len(b) > 0 {
 		n := min(len(b), MaxFileChunkData)
 		if err := w.WriteFrame(&FileChunk{FrameHeader: h, Path: ProcessFile, Data: b[:n]}); err != nil {
@@ -164,7 +164,7 @@ func (w *Writer) addProcessLine(b []byte) error {
 // CloseProcessFile writes the last, empty chunk of the capture's
 // [ProcessFile].
 func (w *Writer) CloseProcessFile() error {
-	return w.WriteFrame(&FileChunk{FrameHeader: FrameHeader{CPU: -1, PID: -1, Time: Now()}, Path: ProcessFile, IsLast: true})
+	return w.WriteFrame(&FileChunk{FrameHeader: FrameHeader{CPU: -1, PID: -1, Time: w.now()}, Path: ProcessFile, IsLast: true})
 }
 
 // DecodeProcessFile parses the contents of a [ProcessFile] into its

@@ -56,6 +56,7 @@ type Writer struct {
 	size    int
 	start   int64
 	end     int64 // max of frame times and extended ranges
+	stopped int64 // StopClock's time, 0 before
 	written int64 // bytes handed to dst
 	err     error // sticky write error
 	closed  bool
@@ -212,6 +213,25 @@ func (w *Writer) ExtendTimeRange(start, end int64) {
 	if end > w.end {
 		w.end = end
 	}
+}
+
+// StopClock stops the Writer's clock at t: the header's end time patched
+// on Flush is no longer the current time, and the frames the Writer
+// stamps itself ([Writer.AddProcessInfo], [Writer.CloseProcessFile]) get
+// t. A recorder calls it when recording stops, so that what it writes
+// afterwards (symbols, totals) does not lengthen the capture.
+func (w *Writer) StopClock(t int64) {
+	w.stopped = t
+	w.opts.Clock = func() int64 { return t }
+	w.ExtendTimeRange(0, t)
+}
+
+// now is the time of the frames the Writer stamps itself.
+func (w *Writer) now() int64 {
+	if w.stopped != 0 {
+		return w.stopped
+	}
+	return Now()
 }
 
 // Count returns how many frames of type t have been written.

@@ -76,7 +76,7 @@ func TestThreadsCountedApart(t *testing.T) {
 	}
 
 	summary := nsprof(t, "report", "--summary", out)
-	for _, line := range []string{fmt.Sprintf("processes    %d\n", 1+children), fmt.Sprintf("threads      %d (", 1+children+threads)} {
+	for _, line := range []string{fmt.Sprintf("processes    %d (", 1+children), fmt.Sprintf("threads      %d (", 1+children+threads)} {
 		if !strings.Contains(summary, line) {
 			t.Errorf("summary lacks %q:\n%s", line, summary)
 		}

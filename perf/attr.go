@@ -21,17 +21,93 @@ const (
 	// EOPNOTSUPP or ENODEV), the Reader falls back to EventCPUClock; see
 	// [Reader.Event].
 	EventCycles
+	// EventTaskClock samples on the software task-clock event, the time
+	// the task runs (per task, not per CPU).
+	EventTaskClock
+	// EventInstructions, EventCacheMisses and EventBranchMisses sample on
+	// hardware counters: opening them fails without a PMU that has them.
+	EventInstructions
+	EventCacheMisses
+	EventBranchMisses
+	// EventPageFaults and EventContextSwitches sample on the software
+	// page-fault and context-switch counts.
+	EventPageFaults
+	EventContextSwitches
 )
+
+// eventNames are the perf tool's names of the events, then its aliases.
+var eventNames = []struct {
+	name string
+	ev   Event
+}{
+	{"cpu-clock", EventCPUClock}, {"cycles", EventCycles}, {"task-clock", EventTaskClock},
+	{"instructions", EventInstructions}, {"cache-misses", EventCacheMisses}, {"branch-misses", EventBranchMisses},
+	{"page-faults", EventPageFaults}, {"context-switches", EventContextSwitches},
+	{"cpu-cycles", EventCycles}, {"faults", EventPageFaults}, {"cs", EventContextSwitches},
+}
 
 // String returns the perf tool's name of the event.
 func (e Event) String() string {
-	switch e {
-	case EventCPUClock:
-		return "cpu-clock"
-	case EventCycles:
-		return "cycles"
+	for _, n := range eventNames {
+		if n.ev == e {
+			return n.name
+		}
 	}
 	return fmt.Sprintf("Event(%d)", int(e))
+}
+
+// Hardware reports whether e counts in the CPU's performance monitoring
+// unit, which virtual machines often lack.
+func (e Event) Hardware() bool {
+	switch e {
+	case EventCycles, EventInstructions, EventCacheMisses, EventBranchMisses:
+		return true
+	}
+	return false
+}
+
+// ParseEvent returns the event perf calls name, perf's aliases cpu-cycles,
+// faults and cs included.
+func ParseEvent(name string) (Event, error) {
+	for _, n := range eventNames {
+		if n.name == name {
+			return n.ev, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown event %q: want one of %s", name, EventNames())
+}
+
+// EventNames lists the names [ParseEvent] accepts, comma-separated.
+func EventNames() string {
+	var b []byte
+	for i, n := range eventNames {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, n.name...)
+	}
+	return string(b)
+}
+
+// config returns the perf_event_attr type and config of e.
+func (e Event) config() (typ uint32, config uint64) {
+	switch e {
+	case EventCycles:
+		return typeHardware, configHWCycles
+	case EventInstructions:
+		return typeHardware, configHWInstructions
+	case EventCacheMisses:
+		return typeHardware, configHWCacheMisses
+	case EventBranchMisses:
+		return typeHardware, configHWBranchMisses
+	case EventTaskClock:
+		return typeSoftware, configSWTaskClock
+	case EventPageFaults:
+		return typeSoftware, configSWPageFaults
+	case EventContextSwitches:
+		return typeSoftware, configSWContextSwitches
+	}
+	return typeSoftware, configSWCPUClock
 }
 
 // Defaults of [Options].
@@ -51,12 +127,18 @@ const (
 type Options struct {
 	// Event drives sampling. Default EventCPUClock.
 	Event Event
+	// EventTracepoint, "subsystem:event", samples on every hit of that
+	// tracepoint instead of Event (perf record -e sched:sched_switch),
+	// with callchains as for Event; Period (default 1) keeps one hit in
+	// Period, Frequency is ignored. Requires tracefs (see [Tracepoint]).
+	EventTracepoint string
 	// Frequency is the sampling rate per CPU in Hz (perf record -F). The
 	// kernel rejects rates above kernel.perf_event_max_sample_rate and may
 	// lower that limit at run time. Default 1000 when Period is 0.
 	Frequency uint64
 	// Period samples once every Period events instead: nanoseconds for
-	// EventCPUClock, cycles for EventCycles. Excludes Frequency.
+	// EventCPUClock and EventTaskClock, events counted for the others.
+	// Excludes Frequency.
 	Period uint64
 
 	// UserStack, when non-zero, also records the user registers and the
@@ -126,17 +208,28 @@ type settings struct {
 	tpIDs    []uint64
 	tpStack  []bool // tpIDs[i] is one of StackTracepoints
 	tpNames  []string
+	// mainTP is the id of EventTracepoint, 0 without.
+	mainTP uint64
 }
 
 func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	s := settings{Options: o, pageSize: pageSize}
-	if o.Event != EventCPUClock && o.Event != EventCycles {
+	if o.Event < EventCPUClock || o.Event > EventContextSwitches {
 		return s, fmt.Errorf("unknown event %d", int(o.Event))
 	}
-	if o.Frequency != 0 && o.Period != 0 {
+	if o.EventTracepoint != "" {
+		tp, err := LookupTracepoint(o.EventTracepoint)
+		if err != nil {
+			return s, err
+		}
+		s.mainTP, s.Frequency = uint64(tp.ID), 0
+		if s.Period == 0 {
+			s.Period = 1
+		}
+	} else if o.Frequency != 0 && o.Period != 0 {
 		return s, errors.New("frequency and period are exclusive")
 	}
-	if o.Frequency == 0 && o.Period == 0 {
+	if s.Frequency == 0 && s.Period == 0 {
 		s.Frequency = DefaultFrequency
 	}
 	if o.UserStack != 0 {
@@ -208,11 +301,9 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 		Sample_max_stack:  s.MaxCallchain,
 		Clockid:           unix.CLOCK_MONOTONIC,
 	}
-	switch ev {
-	case EventCycles:
-		a.Type, a.Config = typeHardware, configHWCycles
-	default:
-		a.Type, a.Config = typeSoftware, configSWCPUClock
+	a.Type, a.Config = ev.config()
+	if s.mainTP != 0 {
+		a.Type, a.Config = typeTracepoint, s.mainTP
 	}
 	a.Bits = attrDisabled | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask |
 		attrSampleIDAll | attrUseClockID

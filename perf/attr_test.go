@@ -86,7 +86,7 @@ func TestAttrInvalid(t *testing.T) {
 		{Options{RingPages: 3}, "amd64", "power of two"},
 		{Options{WakeupBytes: 1, WakeupEvents: 1}, "amd64", "exclusive"},
 		{Options{WakeupBytes: DefaultRingPages * 4096}, "amd64", "outside"},
-		{Options{Event: 7}, "amd64", "unknown event"},
+		{Options{Event: EventContextSwitches + 1}, "amd64", "unknown event"},
 	} {
 		if _, err := tc.o.settings(4096, tc.goarch); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.o, err, tc.want)
@@ -105,5 +105,45 @@ func TestParseCPUList(t *testing.T) {
 		if got, err := parseCPUList(in); err == nil {
 			t.Errorf("%q: %v, want an error", in, got)
 		}
+	}
+}
+
+// The events perf record -e names map to the kernel's types and configs
+// (include/uapi/linux/perf_event.h), aliases included.
+func TestParseEvent(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ev     Event
+		typ    uint32
+		config uint64
+		hw     bool
+	}{
+		{"cpu-clock", EventCPUClock, 1, 0, false},
+		{"task-clock", EventTaskClock, 1, 1, false},
+		{"page-faults", EventPageFaults, 1, 2, false},
+		{"faults", EventPageFaults, 1, 2, false},
+		{"context-switches", EventContextSwitches, 1, 3, false},
+		{"cs", EventContextSwitches, 1, 3, false},
+		{"cycles", EventCycles, 0, 0, true},
+		{"cpu-cycles", EventCycles, 0, 0, true},
+		{"instructions", EventInstructions, 0, 1, true},
+		{"cache-misses", EventCacheMisses, 0, 3, true},
+		{"branch-misses", EventBranchMisses, 0, 5, true},
+	} {
+		ev, err := ParseEvent(c.name)
+		if err != nil || ev != c.ev {
+			t.Errorf("ParseEvent(%q) = %v, %v; want %v", c.name, ev, err, c.ev)
+			continue
+		}
+		s, err := Options{Event: ev}.settings(4096, "amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := s.attr(ev, false, false); a.Type != c.typ || a.Config != c.config || ev.Hardware() != c.hw {
+			t.Errorf("%s: type %d config %d hardware %v", c.name, a.Type, a.Config, ev.Hardware())
+		}
+	}
+	if _, err := ParseEvent("sched:sched_switch"); err == nil || !strings.Contains(err.Error(), "cpu-clock, cycles, task-clock") {
+		t.Errorf("unknown event: %v", err)
 	}
 }

@@ -53,6 +53,21 @@ func Paranoid() (int, error) {
 	return n, nil
 }
 
+// MaxSampleRate returns kernel.perf_event_max_sample_rate, the highest
+// frequency the kernel accepts (perf record -F max). The kernel lowers it
+// by itself when sampling takes too long.
+func MaxSampleRate() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("kernel.perf_event_max_sample_rate %q is not a rate", strings.TrimSpace(string(b)))
+	}
+	return n, nil
+}
+
 // permissionCause says which of the kernel's checks most likely refused a
 // perf event for pid (-1: all tasks) to this process: access to another
 // user's process (perf_event_open needs ptrace read access: the same real

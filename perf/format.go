@@ -139,11 +139,17 @@ const (
 
 // Event types and configs (PERF_TYPE_*, PERF_COUNT_*).
 const (
-	typeHardware     = 0
-	typeSoftware     = 1
-	typeTracepoint   = 2
-	configHWCycles   = 0 // PERF_COUNT_HW_CPU_CYCLES
-	configSWCPUClock = 0 // PERF_COUNT_SW_CPU_CLOCK
+	typeHardware            = 0
+	typeSoftware            = 1
+	typeTracepoint          = 2
+	configHWCycles          = 0 // PERF_COUNT_HW_CPU_CYCLES
+	configHWInstructions    = 1 // PERF_COUNT_HW_INSTRUCTIONS
+	configHWCacheMisses     = 3 // PERF_COUNT_HW_CACHE_MISSES
+	configHWBranchMisses    = 5 // PERF_COUNT_HW_BRANCH_MISSES
+	configSWCPUClock        = 0 // PERF_COUNT_SW_CPU_CLOCK
+	configSWTaskClock       = 1 // PERF_COUNT_SW_TASK_CLOCK
+	configSWPageFaults      = 2 // PERF_COUNT_SW_PAGE_FAULTS
+	configSWContextSwitches = 3 // PERF_COUNT_SW_CONTEXT_SWITCHES
 )
 
 // Offsets in struct perf_event_mmap_page.

@@ -70,6 +70,9 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			if errors.Is(err, unix.ESRCH) && canSkipTask {
 				continue
 			}
+			if err != nil && ev.Hardware() && noPMU(err) {
+				return nil, noPMUError(ev, err)
+			}
 			if err != nil {
 				return nil, openError(pid, cpu, s.ExcludeKernel, err)
 			}
@@ -116,6 +119,12 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 		}
 	}
 	return r, nil
+}
+
+// noPMUError says that hardware event ev cannot be counted here, and which
+// events can.
+func noPMUError(ev Event, err error) error {
+	return fmt.Errorf("open perf event %s: a hardware event, and this machine has no PMU that counts it (a virtual machine without PMU passthrough?); software events work: cpu-clock, task-clock, page-faults, context-switches: %w", ev, err)
 }
 
 // noPMU reports errors meaning the hardware event does not exist here.

@@ -29,22 +29,22 @@ func (c Cgroup) IsV2() bool { return c.HierarchyID == 0 && len(c.Controllers) ==
 func ParseCgroup(r io.Reader) ([]Cgroup, error) {
 	lr := newLineReader(r, "cgroup")
 	var cgs []Cgroup
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		if line == "" {
 			continue
 		}
 		id, rest, ok1 := strings.Cut(line, ":")
 		ctrl, path, ok2 := strings.Cut(rest, ":")
 		if !ok1 || !ok2 {
-			return nil, lr.errorf(line, "want hierarchy-ID:controllers:path")
+			return nil, lr.Errorf(line, "want hierarchy-ID:controllers:path")
 		}
 		n, err := strconv.ParseUint(id, 10, 31)
 		if err != nil {
-			return nil, lr.errorf(line, "bad hierarchy ID")
+			return nil, lr.Errorf(line, "bad hierarchy ID")
 		}
 		if path == "" {
-			return nil, lr.errorf(line, "empty path")
+			return nil, lr.Errorf(line, "empty path")
 		}
 		c := Cgroup{HierarchyID: int(n), Path: path}
 		if ctrl != "" {
@@ -52,7 +52,7 @@ func ParseCgroup(r io.Reader) ([]Cgroup, error) {
 		}
 		cgs = append(cgs, c)
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, err
 	}
 	return cgs, nil

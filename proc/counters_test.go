@@ -46,10 +46,10 @@ func TestParseDiskstats(t *testing.T) {
 			in: " 259       0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n" +
 				"   8       1 sda1 100 0 800 50 20 1 160 30 0 70 80\n",
 			want: []DiskStat{
-				{Dev: Dev{259, 0}, Name: "nvme0n1", ReadsCompleted: 1, ReadsMerged: 2, SectorsRead: 3, ReadTimeMs: 4,
+				{Dev: Dev{Major: 259, Minor: 0}, Name: "nvme0n1", ReadsCompleted: 1, ReadsMerged: 2, SectorsRead: 3, ReadTimeMs: 4,
 					WritesCompleted: 5, WritesMerged: 6, SectorsWritten: 7, WriteTimeMs: 8,
 					IOInProgress: 9, IOTimeMs: 10, WeightedIOTimeMs: 11},
-				{Dev: Dev{8, 1}, Name: "sda1", ReadsCompleted: 100, SectorsRead: 800, ReadTimeMs: 50,
+				{Dev: Dev{Major: 8, Minor: 1}, Name: "sda1", ReadsCompleted: 100, SectorsRead: 800, ReadTimeMs: 50,
 					WritesCompleted: 20, WritesMerged: 1, SectorsWritten: 160, WriteTimeMs: 30, IOTimeMs: 70, WeightedIOTimeMs: 80},
 			},
 		},

@@ -30,23 +30,23 @@ type DiskStat struct {
 func ParseDiskstats(r io.Reader) ([]DiskStat, error) {
 	lr := newLineReader(r, "diskstats")
 	var stats []DiskStat
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
 		if len(f) < 14 {
-			return nil, lr.errorf(line, "want at least 14 fields, have %d", len(f))
+			return nil, lr.Errorf(line, "want at least 14 fields, have %d", len(f))
 		}
 		var p fieldParser
 		maj, err1 := strconv.ParseUint(f[0], 10, 32)
 		min, err2 := strconv.ParseUint(f[1], 10, 32)
 		if err1 != nil || err2 != nil {
-			return nil, lr.errorf(line, "bad device number")
+			return nil, lr.Errorf(line, "bad device number")
 		}
 		d := DiskStat{
-			Dev:              Dev{uint32(maj), uint32(min)},
+			Dev:              Dev{Major: uint32(maj), Minor: uint32(min)},
 			Name:             f[2],
 			ReadsCompleted:   p.uint(f[3]),
 			ReadsMerged:      p.uint(f[4]),
@@ -61,11 +61,11 @@ func ParseDiskstats(r io.Reader) ([]DiskStat, error) {
 			WeightedIOTimeMs: p.uint(f[13]),
 		}
 		if p.bad != "" {
-			return nil, lr.errorf(line, "bad number %q", p.bad)
+			return nil, lr.Errorf(line, "bad number %q", p.bad)
 		}
 		stats = append(stats, d)
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, err
 	}
 	return stats, nil

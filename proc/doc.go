@@ -7,7 +7,9 @@
 // fuzzed on any operating system. Thin wrappers read the files: methods on
 // [FS], whose Root can point at a fake /proc tree or a container's /proc, and
 // package-level functions such as [ReadMaps] that use [DefaultFS]. [Self]
-// names the calling process.
+// names the calling process. The mount table formats, Dev and SyntaxError
+// are package internal/procfmt's, which the reports share; proc keeps
+// their names as aliases.
 //
 // Malformed input is reported as a *[SyntaxError] naming the file and the
 // 1-based line; parsers name the file kind ("maps"), the wrappers replace it

@@ -26,7 +26,7 @@ func inodeOf(t *testing.T, path string) (Dev, uint64) {
 	// The glibc encoding of dev_t.
 	maj := uint32((st.Dev>>8)&0xfff | (st.Dev>>32)&^0xfff)
 	min := uint32(st.Dev&0xff | (st.Dev>>12)&^0xff)
-	return Dev{maj, min}, st.Ino
+	return Dev{Major: maj, Minor: min}, st.Ino
 }
 
 func TestReadLinkFake(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"nsprof/internal/procfmt"
 )
 
 // Perms are the access bits of a memory mapping.
@@ -36,14 +38,7 @@ func (p Perms) String() string {
 }
 
 // Dev is a device number split into its major and minor parts.
-type Dev struct {
-	Major, Minor uint32
-}
-
-// String formats d as "major:minor" in decimal, as mountinfo does.
-func (d Dev) String() string {
-	return strconv.FormatUint(uint64(d.Major), 10) + ":" + strconv.FormatUint(uint64(d.Minor), 10)
-}
+type Dev = procfmt.Dev
 
 // Mapping is one line of /proc/PID/maps.
 type Mapping struct {
@@ -77,18 +72,18 @@ const deletedSuffix = " (deleted)"
 func ParseMaps(r io.Reader) ([]Mapping, error) {
 	lr := newLineReader(r, "maps")
 	var maps []Mapping
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		if line == "" {
 			continue
 		}
 		m, msg := parseMapping(line)
 		if msg != "" {
-			return nil, lr.errorf(line, "%s", msg)
+			return nil, lr.Errorf(line, "%s", msg)
 		}
 		maps = append(maps, m)
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, err
 	}
 	return maps, nil
@@ -160,18 +155,7 @@ func parsePerms(s string) (Perms, bool) {
 }
 
 // parseDev parses "major:minor" in the given base.
-func parseDev(s string, base int) (Dev, bool) {
-	maj, min, ok := strings.Cut(s, ":")
-	if !ok {
-		return Dev{}, false
-	}
-	a, err1 := strconv.ParseUint(maj, base, 32)
-	b, err2 := strconv.ParseUint(min, base, 32)
-	if err1 != nil || err2 != nil {
-		return Dev{}, false
-	}
-	return Dev{uint32(a), uint32(b)}, true
-}
+func parseDev(s string, base int) (Dev, bool) { return procfmt.ParseDev(s, base) }
 
 // ReadMaps reads /proc/PID/maps.
 func (fs FS) ReadMaps(pid int) ([]Mapping, error) {

@@ -18,7 +18,7 @@ func TestParseMaps(t *testing.T) {
 			name: "file",
 			in:   "55b6c83f7000-55b6c83f9000 r-xp 00002000 fe:00 9978298                    /opt/app/bin/hot\n",
 			want: []Mapping{{Start: 0x55b6c83f7000, End: 0x55b6c83f9000, Perms: PermRead | PermExec,
-				Offset: 0x2000, Dev: Dev{0xfe, 0}, Inode: 9978298, Path: "/opt/app/bin/hot"}},
+				Offset: 0x2000, Dev: Dev{Major: 0xfe, Minor: 0}, Inode: 9978298, Path: "/opt/app/bin/hot"}},
 		},
 		{
 			name: "anonymous with and without padding",
@@ -44,7 +44,7 @@ func TestParseMaps(t *testing.T) {
 			name: "spaces in path, leading and trailing",
 			in:   "1000-2000 r--s 00000000 08:01 42    /tmp/my dir/a  b.so \n",
 			want: []Mapping{{Start: 0x1000, End: 0x2000, Perms: PermRead | PermShared,
-				Dev: Dev{8, 1}, Inode: 42, Path: "/tmp/my dir/a  b.so "}},
+				Dev: Dev{Major: 8, Minor: 1}, Inode: 42, Path: "/tmp/my dir/a  b.so "}},
 		},
 		{
 			name: "deleted and memfd",
@@ -52,28 +52,28 @@ func TestParseMaps(t *testing.T) {
 				"3000-4000 rw-s 00000000 00:01 1025 /memfd:jit (deleted)\n",
 			want: []Mapping{
 				{Start: 0x1000, End: 0x2000, Perms: PermRead | PermExec, Offset: 0x1000,
-					Dev: Dev{0xfe, 0}, Inode: 77, Path: "/usr/lib/libfoo.so.1", Deleted: true},
+					Dev: Dev{Major: 0xfe, Minor: 0}, Inode: 77, Path: "/usr/lib/libfoo.so.1", Deleted: true},
 				{Start: 0x3000, End: 0x4000, Perms: PermRead | PermWrite | PermShared,
-					Dev: Dev{0, 1}, Inode: 1025, Path: "/memfd:jit", Deleted: true},
+					Dev: Dev{Major: 0, Minor: 1}, Inode: 1025, Path: "/memfd:jit", Deleted: true},
 			},
 		},
 		{
 			name: "escaped newline and carriage return in path",
 			in:   "1000-2000 r--p 00000000 fe:00 5 /tmp/a\\012b\r\n",
 			want: []Mapping{{Start: 0x1000, End: 0x2000, Perms: PermRead,
-				Dev: Dev{0xfe, 0}, Inode: 5, Path: "/tmp/a\nb\r"}},
+				Dev: Dev{Major: 0xfe, Minor: 0}, Inode: 5, Path: "/tmp/a\nb\r"}},
 		},
 		{
 			name: "64-bit addresses and large device numbers",
 			in:   "ffffffffff600000-ffffffffff601000 --xp 00000000 103:02 18446744073709551615 [vsyscall]",
 			want: []Mapping{{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: PermExec,
-				Dev: Dev{0x103, 2}, Inode: 1<<64 - 1, Path: "[vsyscall]"}},
+				Dev: Dev{Major: 0x103, Minor: 2}, Inode: 1<<64 - 1, Path: "[vsyscall]"}},
 		},
 		{
 			name: "line over 64 KiB",
 			in:   "1000-2000 r--p 00000000 fe:00 5 " + long + "\n7000-8000 r--p 00000000 00:00 0\n",
 			want: []Mapping{
-				{Start: 0x1000, End: 0x2000, Perms: PermRead, Dev: Dev{0xfe, 0}, Inode: 5, Path: long},
+				{Start: 0x1000, End: 0x2000, Perms: PermRead, Dev: Dev{Major: 0xfe, Minor: 0}, Inode: 5, Path: long},
 				{Start: 0x7000, End: 0x8000, Perms: PermRead},
 			},
 		},

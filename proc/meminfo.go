@@ -17,35 +17,35 @@ type Meminfo map[string]uint64
 func ParseMeminfo(r io.Reader) (Meminfo, error) {
 	lr := newLineReader(r, "meminfo")
 	m := Meminfo{}
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		if line == "" {
 			continue
 		}
 		key, rest, ok := strings.Cut(line, ":")
 		if !ok || key == "" {
-			return nil, lr.errorf(line, "missing key")
+			return nil, lr.Errorf(line, "missing key")
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 || len(f) > 2 {
-			return nil, lr.errorf(line, "want a value and an optional unit")
+			return nil, lr.Errorf(line, "want a value and an optional unit")
 		}
 		n, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
-			return nil, lr.errorf(line, "bad value")
+			return nil, lr.Errorf(line, "bad value")
 		}
 		if len(f) == 2 {
 			if f[1] != "kB" {
-				return nil, lr.errorf(line, "unknown unit %q", f[1])
+				return nil, lr.Errorf(line, "unknown unit %q", f[1])
 			}
 			if n > math.MaxUint64/1024 {
-				return nil, lr.errorf(line, "value overflows bytes")
+				return nil, lr.Errorf(line, "value overflows bytes")
 			}
 			n *= 1024
 		}
 		m[key] = n
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -24,8 +24,8 @@ type NetDevStat struct {
 func ParseNetDev(r io.Reader) ([]NetDevStat, error) {
 	lr := newLineReader(r, "net/dev")
 	var stats []NetDevStat
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		if strings.TrimSpace(line) == "" || strings.Contains(line, "|") {
 			continue
 		}
@@ -34,14 +34,14 @@ func ParseNetDev(r io.Reader) ([]NetDevStat, error) {
 		name, rest, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return nil, lr.errorf(line, "missing interface name")
+			return nil, lr.Errorf(line, "missing interface name")
 		}
 		if strings.ContainsAny(name, " \t") {
-			return nil, lr.errorf(line, "white space in interface name")
+			return nil, lr.Errorf(line, "white space in interface name")
 		}
 		f := strings.Fields(rest)
 		if len(f) < 16 {
-			return nil, lr.errorf(line, "want 16 counters, have %d", len(f))
+			return nil, lr.Errorf(line, "want 16 counters, have %d", len(f))
 		}
 		var v [16]uint64
 		var p fieldParser
@@ -49,7 +49,7 @@ func ParseNetDev(r io.Reader) ([]NetDevStat, error) {
 			v[i] = p.uint(f[i])
 		}
 		if p.bad != "" {
-			return nil, lr.errorf(line, "bad number %q", p.bad)
+			return nil, lr.Errorf(line, "bad number %q", p.bad)
 		}
 		// Columns 4-7 and 12-15 are fifo, frame, compressed, multicast and
 		// fifo, colls, carrier, compressed.
@@ -60,7 +60,7 @@ func ParseNetDev(r io.Reader) ([]NetDevStat, error) {
 		}
 		stats = append(stats, s)
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, err
 	}
 	return stats, nil

@@ -86,7 +86,7 @@ func (fs FS) ReadLink(pid int, name string) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	l := Link{Target: target, Dev: Dev{maj, min}, Inode: ino}
+	l := Link{Target: target, Dev: Dev{Major: maj, Minor: min}, Inode: ino}
 	if t, ok := strings.CutSuffix(target, deletedSuffix); ok {
 		l.Target, l.Deleted = t, true
 	}

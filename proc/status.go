@@ -62,14 +62,14 @@ func ParseStatus(r io.Reader) (Status, error) {
 	lr := newLineReader(r, "status")
 	var s Status
 	havePid := false
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		if line == "" {
 			continue
 		}
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
-			return Status{}, lr.errorf(line, "missing ':'")
+			return Status{}, lr.Errorf(line, "missing ':'")
 		}
 		var err error
 		switch key {
@@ -81,7 +81,7 @@ func ParseStatus(r io.Reader) (Status, error) {
 		case "State":
 			v := strings.TrimSpace(val)
 			if v == "" {
-				return Status{}, lr.errorf(line, "empty State")
+				return Status{}, lr.Errorf(line, "empty State")
 			}
 			s.State = v[0]
 			continue
@@ -118,10 +118,10 @@ func ParseStatus(r io.Reader) (Status, error) {
 			continue
 		}
 		if err != nil {
-			return Status{}, lr.errorf(line, "bad %s", key)
+			return Status{}, lr.Errorf(line, "bad %s", key)
 		}
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return Status{}, err
 	}
 	if !havePid {

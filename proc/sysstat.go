@@ -40,14 +40,14 @@ func ParseSystemStat(r io.Reader) (SystemStat, error) {
 	lr := newLineReader(r, "stat")
 	var s SystemStat
 	haveTotal := false
-	for lr.next() {
-		line := lr.text()
+	for lr.Next() {
+		line := lr.Text()
 		key, rest, _ := strings.Cut(line, " ")
 		switch {
 		case key == "cpu":
 			t, ok := parseCPUTime(rest)
 			if !ok || haveTotal {
-				return SystemStat{}, lr.errorf(line, "bad cpu line")
+				return SystemStat{}, lr.Errorf(line, "bad cpu line")
 			}
 			t.CPU = -1
 			s.Total, haveTotal = t, true
@@ -55,7 +55,7 @@ func ParseSystemStat(r io.Reader) (SystemStat, error) {
 			n, err := strconv.ParseUint(key[3:], 10, 31)
 			t, ok := parseCPUTime(rest)
 			if err != nil || !ok {
-				return SystemStat{}, lr.errorf(line, "bad cpu line")
+				return SystemStat{}, lr.Errorf(line, "bad cpu line")
 			}
 			t.CPU = int(n)
 			s.CPUs = append(s.CPUs, t)
@@ -63,7 +63,7 @@ func ParseSystemStat(r io.Reader) (SystemStat, error) {
 			key == "procs_running", key == "procs_blocked":
 			n, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64)
 			if err != nil {
-				return SystemStat{}, lr.errorf(line, "bad %s", key)
+				return SystemStat{}, lr.Errorf(line, "bad %s", key)
 			}
 			switch key {
 			case "btime":
@@ -79,7 +79,7 @@ func ParseSystemStat(r io.Reader) (SystemStat, error) {
 			}
 		}
 	}
-	if err := lr.err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return SystemStat{}, err
 	}
 	if !haveTotal {

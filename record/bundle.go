@@ -17,20 +17,19 @@ import (
 func (r *recorder) writeSymbols() {
 	start := time.Now()
 	var prog progress
-	if r.opts.Status != nil {
-		st := &statusLine{w: r.opts.Status, width: r.opts.StatusWidth}
-		defer st.clear()
+	if r.status != nil {
+		defer r.status.clear()
 		prog = func(done, total int, name string) {
-			st.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
+			r.status.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
 		}
 	}
-	syms, lines := r.sym.bundle(r.kernelTable, r.tr.nsPID, prog, r.logf)
+	syms, lines := r.sym.bundle(r.kernelTable, r.tr.nsPID, prog, r.notef)
 	b, err := capture.EncodeSymbols(syms)
 	if err != nil {
 		r.logf("symbols not bundled: %v", err)
 		return
 	}
-	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
 	if err := r.w.AddFileBytes(h, capture.SymbolsFile, b); err != nil {
 		if r.writeErr == nil {
 			r.writeErr = err
@@ -46,7 +45,7 @@ func (r *recorder) writeSymbols() {
 			return
 		}
 	}
-	r.logf("bundled %d symbols and %d source lines in %.1fs (files: %s)", len(syms), len(lines), time.Since(start).Seconds(), r.sym.summary())
+	r.notef("bundled %d symbols and %d source lines in %.1fs (files: %s)", len(syms), len(lines), time.Since(start).Seconds(), r.sym.summary())
 }
 
 // kernelTable indexes the /proc/kallsyms the recording embedded, with the

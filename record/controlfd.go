@@ -92,7 +92,11 @@ func (c *controlFD) finish(r *recorder) {
 	if c.broken > 0 {
 		msg += fmt.Sprintf(", %d rings given up for breaking the protocol", c.broken)
 	}
-	r.logf("%s", msg)
+	if c.rejected > 0 || c.broken > 0 {
+		r.logf("%s", msg)
+	} else {
+		r.notef("%s", msg)
+	}
 	if r.writeErr != nil {
 		return
 	}
@@ -100,7 +104,7 @@ func (c *controlFD) finish(r *recorder) {
 	// written, times a ring was found too full for its thread's next
 	// frame, the time the threads could not write (ns) and the frames
 	// estimated lost meanwhile.
-	now := capture.Now()
+	now := r.now()
 	for _, kv := range [][2]string{
 		{capture.MetaCollectorFrames, strconv.FormatUint(c.frames, 10)},
 		{capture.MetaCollectorFull, strconv.FormatUint(c.loss.Full, 10)},

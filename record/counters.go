@@ -49,11 +49,11 @@ func (cs *counterSet) define(w *capture.Writer, t int64) error {
 	return nil
 }
 
-// tick polls the sources that are due and writes their values. Errors from
-// a source are returned after the others have been written.
-func (cs *counterSet) tick(w *capture.Writer, now time.Time) error {
+// tick polls the sources that are due at now and writes their values,
+// stamped t. Errors from a source are returned after the others have
+// been written.
+func (cs *counterSet) tick(w *capture.Writer, now time.Time, t int64) error {
 	var firstErr error
-	t := capture.Now()
 	for i, s := range cs.sources {
 		if now.Before(cs.next[i]) {
 			continue

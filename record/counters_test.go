@@ -130,9 +130,9 @@ func TestCounterSetWritesDefinitionsAndValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	cs.tick(w, now)
-	cs.tick(w, now.Add(10*time.Millisecond)) // not due yet
-	cs.tick(w, now.Add(time.Second))
+	cs.tick(w, now, capture.Now())
+	cs.tick(w, now.Add(10*time.Millisecond), capture.Now()) // not due yet
+	cs.tick(w, now.Add(time.Second), capture.Now())
 	w.Close()
 	if w.Count(capture.TypeCounterDefine) != 1 || w.Count(capture.TypeCounterSet) != 2 {
 		t.Errorf("CTRDEF %d CTRSET %d, want 1 and 2", w.Count(capture.TypeCounterDefine), w.Count(capture.TypeCounterSet))

@@ -42,7 +42,7 @@ func recordTo(t *testing.T, ctx context.Context, opts Options) (string, Result) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Log = testWriter{t}
+	opts.Log, opts.Verbose = testWriter{t}, true
 	res, err := Record(ctx, w, opts)
 	if err != nil {
 		t.Fatalf("record: %v", err)

@@ -394,7 +394,7 @@ func (r *recorder) finishMemprof() {
 	m.drainAll(r)
 	if r.opts.NoPerf && r.sym != nil {
 		for pid := range m.rescan {
-			r.tr.rescanMaps(int(pid), capture.Now())
+			r.tr.rescanMaps(int(pid), r.now())
 		}
 	}
 	for _, g := range m.rings {
@@ -411,7 +411,7 @@ func (r *recorder) finishMemprof() {
 			{capture.MetaMemprofLost, strconv.FormatUint(m.lost, 10)},
 			{capture.MetaMemprofSignalDropped, strconv.FormatUint(m.sigDropped, 10)},
 		} {
-			if err := r.w.AddMetadata(capture.Now(), kv[0], kv[1]); err != nil {
+			if err := r.w.AddMetadata(r.now(), kv[0], kv[1]); err != nil {
 				r.writeErr = err
 				break
 			}
@@ -422,7 +422,7 @@ func (r *recorder) finishMemprof() {
 			m.lost+m.sigDropped, m.lost, m.sigDropped, m.untracked)
 		r.logf("%s", msg)
 		if r.writeErr == nil {
-			if err := r.w.AddLog(capture.Now(), -1, capture.LogWarning, "nsprof", msg); err != nil {
+			if err := r.w.AddLog(r.now(), -1, capture.LogWarning, "nsprof", msg); err != nil {
 				r.writeErr = err
 			}
 		}

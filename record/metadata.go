@@ -3,6 +3,7 @@ package record
 import (
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,9 @@ func metadata(opts *Options, mode, event string) [][2]string {
 		{capture.MetaRedactCmdlines, opts.RedactCmdlines.String()},
 		{"n-cpu", strconv.Itoa(runtime.NumCPU())},
 		{"page-size", strconv.Itoa(os.Getpagesize())},
+	}
+	if opts.Tracepoint != "" {
+		md = slices.DeleteFunc(md, func(kv [2]string) bool { return kv[0] == capture.MetaFrequency }) // every hit
 	}
 	if opts.OffCPU {
 		md = append(md, [2]string{capture.MetaOffCPU, "1"})

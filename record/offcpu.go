@@ -179,7 +179,7 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 	o.swept = o.latest
 	end := o.latest
 	if final {
-		end = capture.Now()
+		end = r.now() // when recording stopped
 	}
 	for tid, th := range o.threads {
 		if !final {
@@ -237,7 +237,7 @@ func (o *offCPU) flush(r *recorder, last bool) {
 	if r.writeErr != nil || (len(o.file) == 0 && !last) {
 		return
 	}
-	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
 	for len(o.file) > capture.OffCPUFileChunkData {
 		if err := r.w.AddFileChunk(h, capture.OffCPUFile, o.file[:capture.OffCPUFileChunkData], false); err != nil {
 			r.writeErr = err
@@ -267,8 +267,11 @@ func (o *offCPU) finish(r *recorder) {
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
 	}
-	r.logf("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %d context switches whose pair was lost (not counted)",
-		o.intervals, float64(o.offNs)/1e9, o.opened, o.unpaired)
+	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it)",
+		o.intervals, float64(o.offNs)/1e9, o.opened)
+	if o.unpaired > 0 {
+		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", o.unpaired)
+	}
 }
 
 // offCPURingPages is the smallest ring per CPU with Options.OffCPU: a

@@ -22,12 +22,24 @@ type Options struct {
 	// PIDs are existing processes to record, with their threads and the
 	// children they create while recording. Ignored with Command.
 	PIDs []int
+	// System records the whole system while Command runs (perf record -a
+	// -- COMMAND): recording ends when the command exits.
+	System bool
 	// Duration stops the recording after this long. Zero: until the
 	// command exits or the context is cancelled.
 	Duration time.Duration
 	// Frequency is the sampling rate per CPU in Hz. Default 999, a little
 	// off 1 kHz so sampling does not beat with millisecond timers.
 	Frequency int
+	// Event drives sampling (perf record -e). Default perf.EventCPUClock.
+	// perf.EventCycles on a machine without a PMU samples cpu-clock
+	// instead, with a warning, as perf does; the other hardware events
+	// fail there.
+	Event perf.Event
+	// Tracepoint, "subsystem:event", samples on every hit of that
+	// tracepoint instead of Event (perf record -e sched:sched_switch);
+	// Frequency does not apply.
+	Tracepoint string
 	// NoPerf disables CPU sampling (counters and trace fds only).
 	NoPerf bool
 	// DWARFStack, when non-zero, copies that many bytes of user stack
@@ -60,7 +72,9 @@ type Options struct {
 	NoDecode bool
 	// TraceFD, GJS and GTK hand the command SYSPROF_TRACE_FD, GJS_TRACE_FD
 	// (with GJS_ENABLE_PROFILER=1) and GTK_TRACE_FD; what it writes there is
-	// merged into the capture at the end.
+	// merged into the capture at the end. TraceFD and GTK also give it
+	// SYSPROF_CONTROL_FD, the only one GTK 4.6 and later read (through
+	// libsysprof-capture's collector).
 	TraceFD, GJS, GTK bool
 	// Memprof loads the memprof library into the command (LD_PRELOAD) and
 	// records its heap allocations and frees as ALLOCATION frames.
@@ -81,13 +95,20 @@ type Options struct {
 	// Users. Users defaults to [InvokingUsers].
 	RedactCmdlines Redaction
 	Users          []uint32
-	// Status, when set, receives a status line refreshed a few times a
-	// second (give it a terminal). StatusWidth is the terminal width.
+	// Status, when set, receives a status line (give it a terminal;
+	// StatusWidth is its width): while recording processes or the whole
+	// system, refreshed a few times a second, and while symbolizing at the
+	// end. A spawned command shares the terminal, so its recording shows
+	// no live line. The line is cleared before any line is written to Log
+	// and before Record returns.
 	Status      io.Writer
 	StatusWidth int
-	// Log receives notes such as counters unavailable on this machine.
-	// Default: discarded.
+	// Log receives warnings, such as data lost or not recorded, one line
+	// each. Default: discarded.
 	Log io.Writer
+	// Verbose also writes routine notes to Log: counters this machine
+	// lacks, what symbolization and unwinding achieved and took.
+	Verbose bool
 	// Version is stored in the capture's metadata.
 	Version string
 	// FS and SysRoot locate /proc and /sys. Defaults: /proc and /sys.
@@ -153,8 +174,17 @@ func (o *Options) setDefaults() error {
 	if o.OffCPU && o.NoPerf {
 		return errors.New("off-CPU time needs perf events")
 	}
+	if o.OffCPU && o.Tracepoint == switchTracepoint {
+		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")
+	}
 	if o.Memprof && o.SysprofMemprof {
 		return errors.New("memprof and Sysprof's memprof cannot both be loaded")
+	}
+	if o.Event < perf.EventCPUClock || o.Event > perf.EventContextSwitches {
+		return fmt.Errorf("unknown event %d", int(o.Event))
+	}
+	if o.System && len(o.PIDs) > 0 {
+		return errors.New("the whole system and pids cannot both be recorded")
 	}
 	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || o.SysprofMemprof || len(o.Env) > 0) {
 		return errors.New("trace fds, memprof and environment need a command to spawn")

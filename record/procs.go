@@ -34,9 +34,11 @@ type tracker struct {
 	parentOf map[int]int
 	pm       *pidMap
 	hostNS   uint64
-	// seen counts processes described.
-	seen   int
-	clones clonePairs
+	// seen counts processes described; withSamples are the pids with
+	// samples.
+	seen        int
+	withSamples map[int]struct{}
+	clones      clonePairs
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
 	sym *symbolizer
@@ -82,7 +84,8 @@ type procState struct {
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
 	hostNS, _ := fs.NamespaceID(proc.Self, "pid")
-	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), parentOf: make(map[int]int), pm: newPIDMap(hostNS), hostNS: hostNS}
+	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), parentOf: make(map[int]int), pm: newPIDMap(hostNS), hostNS: hostNS,
+		withSamples: make(map[int]struct{})}
 }
 
 func (t *tracker) write(f capture.Frame) {
@@ -549,6 +552,9 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 func (t *tracker) sampled(pid int, now int64) {
 	if pid <= 0 {
 		return
+	}
+	if _, ok := t.withSamples[pid]; !ok {
+		t.withSamples[pid] = struct{}{}
 	}
 	ps := t.procs[pid]
 	if ps == nil || !ps.described {

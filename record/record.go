@@ -18,8 +18,11 @@ import (
 
 // Record records into w until the spawned command exits, the duration
 // passes or ctx is cancelled, then merges the trace-fd captures. It does
-// not close w. A write error (such as a full disk) stops the recording and
-// is returned; what was flushed before it stays readable.
+// not close w; it stops w's clock when recording stops
+// ([capture.Writer.StopClock]), so the capture ends then, not after the
+// symbolization that follows. A write error (such as a full disk) stops
+// the recording and is returned; what was flushed before it stays
+// readable.
 func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, err error) {
 	if err := opts.setDefaults(); err != nil {
 		return res, err
@@ -74,21 +77,29 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 }
 
 type recorder struct {
-	w       *capture.Writer
-	opts    *Options
-	tr      *tracker
-	sym     *symbolizer
-	dwarf   *dwarfUnwinder // with Options.DWARFStack
-	leaf    *leafCallers   // with Options.LeafStack
-	cfd     *controlFD     // SYSPROF_CONTROL_FD, with TraceFD or SysprofMemprof
-	rd      *perf.Reader
-	child   *child
-	mp      *memprof
-	cs      counterSet
-	status  *statusLine
+	w      *capture.Writer
+	opts   *Options
+	tr     *tracker
+	sym    *symbolizer
+	dwarf  *dwarfUnwinder // with Options.DWARFStack
+	leaf   *leafCallers   // with Options.LeafStack
+	cfd    *controlFD     // SYSPROF_CONTROL_FD, with TraceFD, GTK or SysprofMemprof
+	rd     *perf.Reader
+	child  *child
+	mp     *memprof
+	cs     counterSet
+	status *statusLine
+	// live shows the status line while recording: not while a spawned
+	// command shares the terminal.
+	live    bool
 	started time.Time
 	flushed time.Time
 	stopped string
+	// stopAt is when recording stopped (capture clock; 0 before), the
+	// time of the frames written after it and the capture's end;
+	// stoppedAt the same on the wall clock.
+	stopAt    int64
+	stoppedAt time.Time
 
 	samples   uint64
 	lost      uint64
@@ -107,12 +118,17 @@ type recorder struct {
 }
 
 func (r *recorder) stats() Stats {
+	elapsed := time.Since(r.started)
+	if r.stopAt != 0 {
+		elapsed = r.stoppedAt.Sub(r.started)
+	}
 	st := Stats{
-		Elapsed:   time.Since(r.started),
-		Samples:   r.samples,
-		Lost:      r.lost,
-		Processes: r.tr.seen,
-		Bytes:     r.w.BytesWritten(),
+		Elapsed:          elapsed,
+		Samples:          r.samples,
+		Lost:             r.lost,
+		Processes:        r.tr.seen,
+		SampledProcesses: len(r.tr.withSamples),
+		Bytes:            r.w.BytesWritten(),
 	}
 	if r.mp != nil {
 		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.allocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
@@ -126,8 +142,26 @@ func (r *recorder) stats() Stats {
 	return st
 }
 
+// logf writes a warning line to the log, clearing the status line first.
 func (r *recorder) logf(format string, args ...any) {
-	fmt.Fprintf(r.opts.Log, "nsprof: "+format+"\n", args...)
+	r.status.println(r.opts.Log, fmt.Sprintf("nsprof: "+format, args...))
+}
+
+// notef writes a routine note to the log with Options.Verbose.
+func (r *recorder) notef(format string, args ...any) {
+	if r.opts.Verbose {
+		r.logf(format, args...)
+	}
+}
+
+// now returns the time of a frame: the current time while recording, the
+// time recording stopped after, so that what the end of the recording
+// writes (symbols, kallsyms, totals) does not stretch the capture.
+func (r *recorder) now() int64 {
+	if r.stopAt != 0 {
+		return r.stopAt
+	}
+	return capture.Now()
 }
 
 // setup writes the capture's preamble, spawns the command, opens the perf
@@ -136,6 +170,7 @@ func (r *recorder) setup() error {
 	o := r.opts
 	mode := "system"
 	switch {
+	case o.System:
 	case len(o.Command) > 0:
 		mode = "command"
 	case len(o.PIDs) > 0:
@@ -150,7 +185,7 @@ func (r *recorder) setup() error {
 		r.mp = mp
 		pass = append(pass, mp.pass())
 	}
-	if len(o.Command) > 0 && (o.TraceFD || o.SysprofMemprof) {
+	if len(o.Command) > 0 && (o.TraceFD || o.GTK || o.SysprofMemprof) {
 		cfd, err := newControlFD()
 		if err != nil {
 			return err
@@ -198,7 +233,7 @@ func (r *recorder) setup() error {
 		default:
 			target = perf.AllTasks()
 		}
-		popts := perf.Options{Frequency: uint64(o.Frequency)}
+		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency)}
 		// Unwinding needs the symbolizer's files (only with the live /proc).
 		if o.DWARFStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.DWARFStack)
@@ -228,7 +263,13 @@ func (r *recorder) setup() error {
 			return fmt.Errorf("open perf events: %w", err)
 		}
 		r.rd = rd
+		if rd.Event() != o.Event {
+			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
+		}
 		event = rd.Event().String()
+		if o.Tracepoint != "" {
+			event = o.Tracepoint
+		}
 		if r.userOnly {
 			event += ":u" // perf's name for a user-space-only event
 		}
@@ -275,6 +316,7 @@ func (r *recorder) setup() error {
 	}
 	if o.Status != nil {
 		r.status = &statusLine{w: o.Status, width: o.StatusWidth}
+		r.live = len(o.Command) == 0
 	}
 	if r.child != nil {
 		if err := r.child.start(); err != nil {
@@ -331,7 +373,7 @@ func (r *recorder) embedKallsyms() {
 		}
 		pw.CloseWithError(err)
 	}()
-	h := capture.FrameHeader{CPU: -1, PID: -1, Time: capture.Now()}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
 	err = r.w.AddFile(h, capture.KallsymsFile+".gz", pr)
 	pr.CloseWithError(errors.New("capture write failed"))
 	if err != nil && r.writeErr == nil {
@@ -363,7 +405,7 @@ func (r *recorder) setupCounters() error {
 	var sources []counterSource
 	note := func(notes []string) {
 		for _, n := range notes {
-			r.logf("%s", n)
+			r.notef("%s", n)
 		}
 	}
 	if !o.NoCPU {
@@ -371,7 +413,7 @@ func (r *recorder) setupCounters() error {
 			sources = append(sources, s)
 			note(notes)
 		} else {
-			r.logf("cpu counters unavailable: %v", err)
+			r.notef("cpu counters unavailable: %v", err)
 		}
 	}
 	if !o.NoMemory {
@@ -384,14 +426,14 @@ func (r *recorder) setupCounters() error {
 				sources = append(sources, s)
 			}
 		} else {
-			r.logf("disk counters unavailable: %v", err)
+			r.notef("disk counters unavailable: %v", err)
 		}
 	}
 	if !o.NoNetwork {
 		if s, err := newNetworkSource(o.FS); err == nil {
 			sources = append(sources, s)
 		} else {
-			r.logf("network counters unavailable: %v", err)
+			r.notef("network counters unavailable: %v", err)
 		}
 	}
 	if o.RAPL {
@@ -523,7 +565,7 @@ const readBatchSize = 64
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
 	r.tr.flushPending(false)
-	if err := r.cs.tick(r.w, now); err != nil && r.w.BytesWritten() > 0 {
+	if err := r.cs.tick(r.w, now, capture.Now()); err != nil && r.w.BytesWritten() > 0 {
 		if errors.Is(err, syscall.ENOSPC) || isWriteErr(err) {
 			r.writeErr = err
 			return "write error"
@@ -542,15 +584,15 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 			return "write error"
 		}
 	}
-	if r.status != nil {
+	if r.live {
 		r.status.update(r.stats())
 	}
 	select {
 	case <-ctx.Done():
 		return "signal"
 	case <-childDone:
-		if r.rd == nil {
-			return "command exited"
+		if r.rd == nil || r.opts.System {
+			return "command exited" // a system-wide reader never ends
 		}
 	default:
 	}
@@ -661,13 +703,15 @@ func (r *recorder) finish() {
 	}
 	if r.rd != nil {
 		r.rd.Disable()
-		if r.writeErr == nil && r.stopped != "command exited" {
-			r.drain()
-		}
 	}
-	if r.status != nil {
-		r.status.clear()
+	// The recording ends here; what follows only reads what was
+	// recorded and writes it down, stamped at this time.
+	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
+	r.w.StopClock(r.stopAt)
+	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.opts.System) {
+		r.drain()
 	}
+	r.status.clear()
 	if r.writeErr != nil {
 		return
 	}
@@ -682,9 +726,9 @@ func (r *recorder) finish() {
 	}
 	r.tr.flushPending(true)
 	if n := r.tr.redact.cut; n > 0 {
-		r.logf("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
+		r.notef("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
 	}
-	r.cs.tick(r.w, time.Now().Add(time.Hour))
+	r.cs.tick(r.w, time.Now().Add(time.Hour), r.stopAt)
 	if r.child != nil {
 		r.mergeTraceFDs()
 	}
@@ -692,10 +736,10 @@ func (r *recorder) finish() {
 		r.embedKallsyms()
 	}
 	if r.leaf != nil {
-		r.logf("%s", r.leaf.summary(r.opts.LeafStack))
+		r.notef("%s", r.leaf.summary(r.opts.LeafStack))
 	}
 	if r.dwarf != nil {
-		r.logf("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+		r.notef("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
 	}
 	if r.sym != nil && !r.opts.NoDecode {
 		r.writeSymbols()

@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -14,8 +15,9 @@ type Stats struct {
 	Samples uint64
 	// Lost is the number of samples the kernel dropped (PERF_RECORD_LOST).
 	Lost uint64
-	// Processes is the number of processes seen.
-	Processes int
+	// Processes is the number of processes seen; SampledProcesses the
+	// number of those with samples.
+	Processes, SampledProcesses int
 	// Bytes is the size of the capture so far.
 	Bytes int64
 	// Allocations and Frees count the ALLOCATION frames of --memprof;
@@ -29,8 +31,10 @@ type Stats struct {
 	CollectorFrames, CollectorFull, CollectorLost uint64
 }
 
-// statusLine writes one refreshed line on a terminal.
+// statusLine writes one refreshed line on a terminal. A nil statusLine
+// shows nothing. It is safe for concurrent use.
 type statusLine struct {
+	mu    sync.Mutex
 	w     io.Writer
 	width int
 	shown bool
@@ -43,6 +47,11 @@ func (s *statusLine) update(st Stats) {
 
 // text shows line as the status.
 func (s *statusLine) text(line string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.width > 1 && len(line) >= s.width {
 		line = line[:s.width-1]
 	}
@@ -50,11 +59,36 @@ func (s *statusLine) text(line string) {
 	s.shown = true
 }
 
+// clear removes the line, so that the next line written to the terminal
+// starts on a clean line.
 func (s *statusLine) clear() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+}
+
+func (s *statusLine) clearLocked() {
 	if s.shown {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
+}
+
+// println writes line to w (the terminal, or another writer) with a
+// newline, the status line cleared first, so that no refresh of the
+// status line in between ends up in front of it.
+func (s *statusLine) println(w io.Writer, line string) {
+	if s == nil {
+		fmt.Fprintln(w, line)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	fmt.Fprintln(w, line)
 }
 
 // Summary returns the one-paragraph summary printed when recording ends.
@@ -63,9 +97,15 @@ func (st Stats) Summary(path string) string {
 	if st.Lost > 0 {
 		lost = fmt.Sprintf(" (%d lost)", st.Lost)
 	}
-	procs := "processes"
-	if st.Processes == 1 {
-		procs = "process"
+	plural := func(n int) string {
+		if n == 1 {
+			return "1 process"
+		}
+		return fmt.Sprintf("%d processes", n)
+	}
+	of := ""
+	if st.Samples > 0 {
+		of = " of " + plural(st.SampledProcesses)
 	}
 	mem := ""
 	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost+st.AllocSignalDropped > 0 {
@@ -83,6 +123,6 @@ func (st Stats) Summary(path string) string {
 			mem += fmt.Sprintf(" (rings found full: %d, about %d frames lost)", st.CollectorFull, st.CollectorLost)
 		}
 	}
-	return fmt.Sprintf("recorded %.1fs: %d samples%s%s from %d %s, %.1f MB written to %s",
-		st.Elapsed.Seconds(), st.Samples, lost, mem, st.Processes, procs, float64(st.Bytes)/1e6, path)
+	return fmt.Sprintf("recorded %.1fs: %d samples%s%s%s, %s seen, %.1f MB written to %s",
+		st.Elapsed.Seconds(), st.Samples, of, lost, mem, plural(st.Processes), float64(st.Bytes)/1e6, path)
 }

@@ -15,7 +15,7 @@ import (
 // then the table or tree of each group.
 func samplesText(w io.Writer, v *analyze.View, o Options) error {
 	p, samples := v.Profile, v.Samples
-	fmt.Fprintf(w, "%s: %s, %d samples, %d processes", textsafe.Escape(o.File), seconds3(p.Duration()), stackSamples(p), len(p.Processes))
+	fmt.Fprintf(w, "%s: %s, %s", textsafe.Escape(o.File), seconds3(p.Duration()), countsText(stackSamples(p), p.SampledProcesses(), len(p.Processes)))
 	if p.HasLost {
 		fmt.Fprintf(w, ", %d lost samples", p.Lost)
 	}

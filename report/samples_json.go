@@ -27,6 +27,7 @@ type (
 		Duration    float64        `json:"duration_seconds"`
 		Samples     int            `json:"samples"`
 		Processes   int            `json:"processes"`
+		Sampled     int            `json:"sampled_processes"`
 		Lost        *int64         `json:"lost_samples,omitempty"`
 		Symbols     map[string]int `json:"symbols"`
 		Warnings    []string       `json:"warnings,omitempty"`
@@ -53,7 +54,7 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 		Schema: Schema,
 		Capture: jsonCapture{
 			File: o.File, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
-			Samples: int(stackSamples(p)), Processes: len(p.Processes), Symbols: p.SymbolStats, Warnings: p.Warnings,
+			Samples: int(stackSamples(p)), Processes: len(p.Processes), Sampled: p.SampledProcesses(), Symbols: p.SymbolStats, Warnings: p.Warnings,
 		},
 		Selected: len(samples),
 		View:     o.View.String(),

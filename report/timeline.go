@@ -48,13 +48,22 @@ func selectTimeline(t *analyze.Timeline, f analyze.Filter) selection {
 	return s
 }
 
+// countsText says how many samples a capture holds, of how many processes,
+// and how many processes it tells of: the first line of every view.
+func countsText(samples int64, sampled, processes int) string {
+	if samples == 0 {
+		return fmt.Sprintf("0 samples, %d processes in the capture", processes)
+	}
+	return fmt.Sprintf("%d samples of %d processes, %d processes in the capture", samples, sampled, processes)
+}
+
 // timelineView writes a timeline view of t.
 func timelineView(w io.Writer, t *analyze.Timeline, o Options) error {
 	sel := selectTimeline(t, o.Select.Filter)
 	if o.Format == JSON {
 		return timelineJSON(w, t, o, sel)
 	}
-	_, err := fmt.Fprintf(w, "%s: %s, %d samples, %d processes\n", textsafe.Escape(o.File), seconds3(t.Duration()), t.Samples, len(t.Processes))
+	_, err := fmt.Fprintf(w, "%s: %s, %s\n", textsafe.Escape(o.File), seconds3(t.Duration()), countsText(int64(t.Samples), t.SampledProcesses(), len(t.Processes)))
 	switch o.View {
 	case ViewMarks:
 		marksText(w, analyze.MarkStats(sel.marks), o.Width)
@@ -233,7 +242,10 @@ func summaryText(w io.Writer, t *analyze.Timeline) {
 		lost = fmt.Sprint(t.Lost)
 	}
 	fmt.Fprintf(w, "samples      %d (lost: %s)\n", t.Samples, lost)
-	fmt.Fprintf(w, "processes    %d\nthreads      %d (%d sampled)\n", len(t.Processes), t.ThreadCount(), t.SampledThreads())
+	fmt.Fprintf(w, "processes    %d (%d sampled)\nthreads      %d (%d sampled)\n", len(t.Processes), t.SampledProcesses(), t.ThreadCount(), t.SampledThreads())
+	if o := t.OutOfRange; o.Frames > 0 {
+		fmt.Fprintf(w, "out of range %d frames stamped before the start (the earliest %s before it)\n", o.Frames, seconds3(t.Header.StartTime-o.Earliest))
+	}
 	if rings, ok := t.Metadata[capture.MetaMemprofLost]; ok {
 		r, _ := strconv.ParseInt(rings, 10, 64)
 		s, _ := strconv.ParseInt(t.Metadata[capture.MetaMemprofSignalDropped], 10, 64)

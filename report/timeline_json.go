@@ -25,6 +25,7 @@ type (
 		Duration    float64           `json:"duration_seconds"`
 		Samples     int               `json:"samples"`
 		Processes   int               `json:"processes"`
+		Sampled     int               `json:"sampled_processes"`
 		Threads     int               `json:"threads"`
 		CPUs        []int             `json:"cpus"`
 		Lost        *int64            `json:"lost_samples,omitempty"`
@@ -76,7 +77,7 @@ func timelineJSON(w io.Writer, t *analyze.Timeline, o Options, sel selection) er
 	doc := jsonTimeline{
 		Schema: Schema,
 		Capture: jsonTimelineCapture{File: o.File, CaptureTime: t.Header.CaptureTime, Duration: float64(t.Duration()) / 1e9,
-			Samples: t.Samples, Processes: len(t.Processes), Threads: t.ThreadCount(), CPUs: t.CPUs, Metadata: t.Metadata, Warnings: t.Warnings},
+			Samples: t.Samples, Processes: len(t.Processes), Sampled: t.SampledProcesses(), Threads: t.ThreadCount(), CPUs: t.CPUs, Metadata: t.Metadata, Warnings: t.Warnings},
 		View: o.View.String(),
 	}
 	if doc.Capture.CPUs == nil {

@@ -20,7 +20,9 @@ PACKAGES=(
 	linux-perf # perf/: compare with `perf record` / `perf script`
 	procps # proc/ tests: ps, pgrep, sysctl
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
+	dbus polkitd # e2e TestSysprofCLIPodman, bench/*.sh: sysprof-cli records through sysprofd on the system bus, which asks polkitd
 	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless
+	libgtk-4-dev libgtk-4-bin # cmd/nsprof TestRecordGTKMarks: a GTK 4 program built in the test, run under gtk4-broadwayd
 )
 
 # npm packages, installed with npm under NPM_PREFIX (npm comes with the

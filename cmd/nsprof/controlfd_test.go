@@ -26,7 +26,7 @@ func TestSysprofMemprofThroughControlFD(t *testing.T) {
 	}
 	bin := testutils.BuildFixture(t, "memstress")
 	out := filepath.Join(t.TempDir(), "c.syscap")
-	cmd, stderr := nsprofProcess(t, "record", "--sysprof-memprof", "--no-perf", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out, "--", bin, "2", "5000")
+	cmd, stderr := nsprofProcess(t, "record", "-v", "--sysprof-memprof", "--no-perf", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out, "--", bin, "2", "5000")
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("record: %v\n%s", err, stderr)
 	}

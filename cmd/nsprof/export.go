@@ -38,6 +38,7 @@ func newExportCmd() *cobra.Command {
 		format   string
 		memory   bool
 		memValue string
+		input    string
 	)
 	cmd := &cobra.Command{
 		Use:   "export [flags] FILE --format pprof|speedscope|folded|svg",
@@ -84,13 +85,15 @@ accepts it with a warning and status 0.`,
   nsprof export mem.syscap --memory --format pprof -o heap.pb.gz && go tool pprof -sample_index=inuse_space -top heap.pb.gz
   nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg
   nsprof export mem.syscap --value inuse_space --by thread --format speedscope -o leaks.json`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Input = args[0]
+			var err error
+			if opts.Input, err = captureArg(cmd, args, input, ""); err != nil {
+				return err
+			}
 			if format == "" {
 				return usagef(cmd, "--format is required: pprof, speedscope, folded or svg")
 			}
-			var err error
 			if opts.Format, err = export.ParseFormat(format); err != nil {
 				return usagef(cmd, "--format: %v", err)
 			}
@@ -122,6 +125,7 @@ accepts it with a warning and status 0.`,
 	f := cmd.Flags()
 	sel.add(f)
 	f.StringVar(&format, "format", "", "output `FORMAT`: pprof, speedscope, folded or svg (required)")
+	f.StringVarP(&input, "input", "i", "", "read the capture `FILE` (as perf report -i; or give FILE as the argument)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write to `OUT` instead of standard output")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
 	f.BoolVar(&sel.view.Invert, "invert", false, "put the leaf functions at the root (bottom-up)")

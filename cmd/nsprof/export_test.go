@@ -158,7 +158,7 @@ func TestExportFormats(t *testing.T) {
 	}{
 		{[]string{"export", path}, "--format is required"},
 		{[]string{"export", path, "--format", "json"}, "unknown export format"},
-		{[]string{"export", "--format", "folded"}, "accepts 1 arg"},
+		{[]string{"export", "--format", "folded"}, "which capture? give FILE or -i FILE"},
 		{[]string{"export", path, "--format", "pprof", "--invert"}, "pprof takes neither"},
 		{[]string{"export", path, "--format", "folded", "--by", "cpu"}, "unknown grouping"},
 		{[]string{"export", path, "--format", "folded", "--comm", "("}, "--comm"},

@@ -138,14 +138,7 @@ func TestMemoryValueViews(t *testing.T) {
 		}
 	})
 	t.Run("since-until", func(t *testing.T) {
-		var times []int64
-		for i := range p.Samples {
-			if s := &p.Samples[i]; p.Value(s, 2) > 0 {
-				times = append(times, s.Time-p.Start)
-			}
-		}
-		slices.Sort(times)
-		mid := fmt.Sprintf("%dns", times[len(times)/2])
+		mid := midAllocTime(p)
 		before, after := report(t, "--memory", "--until", mid), report(t, "--memory", "--since", mid)
 		if before.sum() <= 0 || after.sum() <= 0 || before.sum()+after.sum() != total {
 			t.Errorf("--until %s: %d bytes, --since %[1]s: %d bytes; want both, adding up to %d", mid, before.sum(), after.sum(), total)
@@ -247,14 +240,7 @@ func TestMemoryValueViews(t *testing.T) {
 		if n, out := view(t, "--pid", strconv.Itoa(int(pid))); n != testcaptures.ReplayHeap(t, data, pid).Bytes {
 			t.Errorf("--memory --pid %d: %d bytes, want %d\n%s", pid, n, testcaptures.ReplayHeap(t, data, pid).Bytes, out)
 		}
-		var times []int64
-		for i := range p.Samples {
-			if s := &p.Samples[i]; p.Value(s, 2) > 0 {
-				times = append(times, s.Time-p.Start)
-			}
-		}
-		slices.Sort(times)
-		mid := fmt.Sprintf("%dns", times[len(times)/2])
+		mid := midAllocTime(p)
 		before, _ := view(t, "--until", mid)
 		after, out := view(t, "--since", mid)
 		if before <= 0 || after <= 0 || before+after != total {
@@ -295,6 +281,19 @@ func TestMemoryValueViews(t *testing.T) {
 			t.Errorf("--value off_cpu: status %d\n%s", status, stderr)
 		}
 	})
+}
+
+// midAllocTime returns the time of p's median allocation from its start,
+// as --since/--until take it.
+func midAllocTime(p *analyze.Profile) string {
+	var times []int64
+	for i := range p.Samples {
+		if s := &p.Samples[i]; p.Value(s, 2) > 0 {
+			times = append(times, s.Time-p.Start)
+		}
+	}
+	slices.Sort(times)
+	return fmt.Sprintf("%dns", times[len(times)/2])
 }
 
 // foldedSum adds up the counts of folded stacks.

@@ -34,9 +34,6 @@ func offCPUFixture(t *testing.T, iterations int) (capPath string, block, spin in
 	if status != 0 {
 		t.Fatalf("record --off-cpu: status %d\n%s", status, stderr)
 	}
-	if !strings.Contains(stderr, "off-CPU: ") {
-		t.Errorf("record --off-cpu does not log its off-CPU counts:\n%s", stderr)
-	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

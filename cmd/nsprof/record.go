@@ -26,6 +26,56 @@ type recordFlags struct {
 	callGraph string
 	fp        bool
 	redact    string
+	// freq is -F: a rate in Hz or "max"; events are the -e values.
+	freq   string
+	events []string
+}
+
+// parseFreq parses -F: a rate in Hz, or "max" for the kernel's limit,
+// kernel.perf_event_max_sample_rate, as perf takes it.
+func parseFreq(v string) (int, error) {
+	if v == "max" {
+		n, err := perf.MaxSampleRate()
+		if err != nil {
+			return 0, fmt.Errorf("-F max: %v", err)
+		}
+		return n, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("-F %q: want a sampling rate in Hz (a whole number above 0) or max", v)
+	}
+	return n, nil
+}
+
+// parseEvents splits the -e values: VAR=VALUE sets an environment
+// variable of the command (sysprof-cli's --env), anything else names the
+// event to sample on, as perf record -e takes it: one of perf's event
+// names, or a tracepoint subsystem:event.
+func parseEvents(values []string) (env []string, ev perf.Event, tracepoint string, err error) {
+	var named string
+	for _, v := range values {
+		if strings.Contains(v, "=") {
+			env = append(env, v)
+			continue
+		}
+		if named != "" {
+			return nil, 0, "", fmt.Errorf("-e %s and -e %s: nsprof samples on one event", named, v)
+		}
+		named = v
+		base, mod, hasMod := strings.Cut(v, ":")
+		if _, err := perf.ParseEvent(base); err == nil && hasMod {
+			return nil, 0, "", fmt.Errorf("-e %q: event modifiers (:%s) are not supported; nsprof samples user and kernel space (user space only where kernel.perf_event_paranoid requires it)", v, mod)
+		}
+		if hasMod {
+			tracepoint = v
+			continue
+		}
+		if ev, err = perf.ParseEvent(v); err != nil {
+			return nil, 0, "", fmt.Errorf("-e %q: want VAR=VALUE, a tracepoint subsystem:event, or an event: %s", v, perf.EventNames())
+		}
+	}
+	return env, ev, tracepoint, nil
 }
 
 // parseCallGraph parses --call-graph fp[,SIZE]|dwarf[,SIZE] into the bytes
@@ -82,13 +132,28 @@ into a Sysprof capture.
 
 Targets: a command after "--" (recorded from its exec, with its threads and
 children; its exit status becomes nsprof's), existing processes with -p, or
-the whole system with -a (the default without a command or -p).
+the whole system with -a (the default without a command or -p; with a
+command, the whole system while the command runs, as perf record -a does).
+
+-e takes both habits: VAR=VALUE sets a variable in the command's environment
+(sysprof-cli's --env); a name without "=" is the event to sample on, as perf
+record -e takes it: cpu-clock (the default), task-clock, page-faults,
+context-switches, or the hardware events cycles, instructions, cache-misses,
+branch-misses, or a tracepoint subsystem:event (every hit sampled, with
+its stack). Without a PMU (most virtual machines), cycles samples cpu-clock
+with a warning, as perf does, and the other hardware events are refused.
+
+-F takes a rate in Hz or max (kernel.perf_event_max_sample_rate). Routine
+notes (counters this machine lacks, what symbolization took) show with -v;
+warnings about anything lost or not recorded always show.
 
 Recording stops when the command exits, after --duration, or on Ctrl-C or
 SIGTERM; the capture is complete in every case.`,
 		Example: `  nsprof record -- ./myprogram --its-flags
   nsprof record -p 1234 --duration 10 -o server.syscap
   nsprof record -a --duration 5
+  nsprof record -g -F 99 -a -- sleep 3
+  nsprof record -e task-clock -F max -- ./myprogram
   nsprof record --call-graph dwarf -- ./built-without-frame-pointers
   nsprof record --use-trace-fd -e G_MESSAGES_DEBUG=all -- gjs app.js
   nsprof record --memprof --no-perf -- ./myprogram`,
@@ -98,19 +163,19 @@ SIGTERM; the capture is complete in every case.`,
 			if len(args) > 0 && len(opts.PIDs) > 0 {
 				return usagef(cmd, "give either a command or -p, not both")
 			}
-			if fl.all && (len(args) > 0 || len(opts.PIDs) > 0) {
-				return usagef(cmd, "-a records the whole system; it does not combine with a command or -p")
+			if fl.all && len(opts.PIDs) > 0 {
+				return usagef(cmd, "-a records the whole system; it does not combine with -p")
 			}
+			opts.System = fl.all && len(args) > 0
 			if fl.duration < 0 {
 				return usagef(cmd, "--duration must not be negative")
 			}
-			if opts.Frequency < 0 {
-				return usagef(cmd, "-F must be positive")
+			var err error
+			if opts.Frequency, err = parseFreq(fl.freq); err != nil {
+				return usagef(cmd, "%v", err)
 			}
-			for _, e := range opts.Env {
-				if !strings.Contains(e, "=") {
-					return usagef(cmd, "-e %q: want VAR=VALUE", e)
-				}
+			if opts.Env, opts.Event, opts.Tracepoint, err = parseEvents(fl.events); err != nil {
+				return usagef(cmd, "%v", err)
 			}
 			if opts.MemprofSample < 0 {
 				return usagef(cmd, "--memprof-sample must not be negative")
@@ -142,10 +207,11 @@ SIGTERM; the capture is complete in every case.`,
 	f.StringVarP(&fl.output, "output", "o", "capture.syscap", "write the capture to `FILE`")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
 	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
-	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p)")
+	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
 	f.Float64Var(&fl.duration, "duration", 0, "stop after `SECONDS`")
-	f.IntVarP(&opts.Frequency, "freq", "F", 999, "sample at `HZ` per CPU")
-	f.StringArrayVarP(&opts.Env, "env", "e", nil, "set `VAR=VALUE` in the command's environment (repeatable)")
+	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
+	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
+	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print routine notes (counters not available, symbolization and unwinding statistics)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
 	f.BoolVar(&opts.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in (sched:sched_switch); report --off-cpu or --wall shows it")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
@@ -159,7 +225,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.RAPL, "rapl", false, "record RAPL energy counters (powercap)")
 	f.BoolVar(&opts.TraceFD, "use-trace-fd", false, "give the command SYSPROF_TRACE_FD and merge what it writes")
 	f.BoolVar(&opts.GJS, "gjs", false, "give the command GJS_TRACE_FD and GJS_ENABLE_PROFILER=1")
-	f.BoolVar(&opts.GTK, "gtk", false, "give the command GTK_TRACE_FD")
+	f.BoolVar(&opts.GTK, "gtk", false, "give the command SYSPROF_CONTROL_FD (what GTK 4 writes its marks to) and GTK_TRACE_FD (GTK 3 and GTK 4.0-4.4)")
 	f.BoolVar(&opts.Memprof, "memprof", false, "record the command's heap allocations and frees (LD_PRELOAD "+record.MemprofLibName+", found next to nsprof or in $"+record.MemprofLibEnv+")")
 	f.BoolVar(&opts.SysprofMemprof, "sysprof-memprof", false, "record the command's allocations with Sysprof's own collector ("+record.SysprofMemprofLibName+" preloaded, frames taken through SYSPROF_CONTROL_FD)")
 	f.Int64Var(&opts.MemprofSample, "memprof-sample", 0, "with --memprof, record about one allocation per `BYTES` allocated, weighted so totals stay unbiased (0: every one)")

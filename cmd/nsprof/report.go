@@ -48,6 +48,8 @@ func newReportCmd() *cobra.Command {
 		opts   reportOptions
 		sel    selectFlags
 		sortBy string
+		input  string
+		stdio  bool
 		views  = map[string]*bool{"marks": new(bool), "counters": new(bool), "processes": new(bool), "logs": new(bool), "summary": new(bool)}
 	)
 	cmd := &cobra.Command{
@@ -93,6 +95,9 @@ capture's facts (duration, CPUs, samples, lost samples, processes and
 threads, collector frames and losses, frames by type). --since/--until and
 --pid select marks, logs and processes too.
 
+perf report's habits work: -i FILE, --stdio (text, the default) and -g (the
+call tree, as --tree).
+
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
@@ -109,6 +114,7 @@ notice; --partial accepts it with a warning and status 0.`,
 		Example: `  nsprof report
   nsprof report --limit 20 server.syscap
   nsprof report --tree --depth 12 --min-percent 2 --comm myserver
+  nsprof report --stdio -g -i perf-habits.syscap
   nsprof report --bottom-up --dso libc
   nsprof report --by container --container web
   nsprof report --by thread --pid 1234 --since 2 --until 5
@@ -118,11 +124,10 @@ notice; --partial accepts it with a warning and status 0.`,
   nsprof report --counters --processes --summary`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Input = "capture.syscap"
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
 			var err error
+			if opts.Input, err = captureArg(cmd, args, input, "capture.syscap"); err != nil {
+				return err
+			}
 			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
@@ -163,6 +168,9 @@ notice; --partial accepts it with a warning and status 0.`,
 	f := cmd.Flags()
 	sel.add(f)
 	f.BoolVar(&opts.Tree, "tree", false, "print the top-down call tree")
+	f.BoolVarP(&opts.Tree, "call-graph", "g", false, "the call tree, as perf report -g shows call graphs (the same as --tree)")
+	f.StringVarP(&input, "input", "i", "", "read the capture `FILE` (as perf report -i; or give FILE as the argument)")
+	f.BoolVar(&stdio, "stdio", false, "print text to standard output (the default; accepted as perf report takes it)")
 	f.BoolVar(&opts.BottomUp, "bottom-up", false, "print the bottom-up (callers) tree")
 	f.IntVar(&opts.Report.Depth, "depth", 8, "tree levels to print (0: all)")
 	f.Float64Var(&opts.Report.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")

@@ -11,6 +11,23 @@ import (
 	nsreport "nsprof/report"
 )
 
+// captureArg returns the capture a command reads: FILE, or -i FILE as
+// perf report -i takes it, or def when neither is given (def "" makes one
+// of them required).
+func captureArg(cmd *cobra.Command, args []string, input, def string) (string, error) {
+	switch {
+	case input != "" && len(args) > 0:
+		return "", usagef(cmd, "give the capture as FILE or with -i, not both")
+	case input != "":
+		return input, nil
+	case len(args) > 0:
+		return args[0], nil
+	case def == "":
+		return "", usagef(cmd, "which capture? give FILE or -i FILE")
+	}
+	return def, nil
+}
+
 // timelineFlag is a flag of a timeline view.
 type timelineFlag struct {
 	name string

@@ -100,7 +100,7 @@ func TestReportText(t *testing.T) {
 	}
 	// Six frames: work is a leaf once and a caller (a return address,
 	// named from the call) on other stacks, which are two frames.
-	if !strings.HasPrefix(out, path+": 0.009s, 6 samples, 2 processes\nsymbols (frames): bundle 6, unresolved 0\n") {
+	if !strings.HasPrefix(out, path+": 0.009s, 6 samples of 2 processes, 2 processes in the capture\nsymbols (frames): bundle 6, unresolved 0\n") {
 		t.Errorf("header:\n%s", out)
 	}
 	// hot is the leaf of 3 of 6 samples; work of 1, on the stack of 4;
@@ -274,7 +274,7 @@ func TestReportDamaged(t *testing.T) {
 		t.Errorf("--partial: status %d, stderr: %q", status, stderr)
 	}
 	// The bundle came after the damage: names fall back to file offsets.
-	if !strings.Contains(out, ", 5 samples, 2 processes") || tableRow(t, out, "client+0x310")[2] != "1" || tableRow(t, out, "server+0x210")[2] != "3" {
+	if !strings.Contains(out, ", 5 samples of 2 processes, 2 processes in the capture") || tableRow(t, out, "client+0x310")[2] != "1" || tableRow(t, out, "server+0x210")[2] != "3" {
 		t.Errorf("report of the damaged capture:\n%s", out)
 	}
 	out, _, _ = nsprof(t, nil, "report", "--json", cut)

@@ -23,7 +23,7 @@ func foldedStacks(t *testing.T, args ...string) (stacks map[string]int, total in
 		testutils.RequireCI(t, "recording tests need root")
 	}
 	out := filepath.Join(t.TempDir(), "c.syscap")
-	_, stderr, status := nsprof(t, nil, append([]string{"record", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out}, args...)...)
+	_, stderr, status := nsprof(t, nil, append([]string{"record", "-v", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out}, args...)...)
 	if status != 0 {
 		t.Fatalf("record exited %d: %s", status, stderr)
 	}
