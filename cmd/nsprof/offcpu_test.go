@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
 )
 
 // offCPUFixture records the offcpu fixture (iterations of 200 ms asleep
@@ -293,4 +294,43 @@ func pprofTotal(t *testing.T, capPath, fn string, args ...string) int64 {
 		}
 	}
 	return n
+}
+
+// TestOffCPUPodmanRootless: record --off-cpu -p on the target of a
+// rootless podman container (its own user, PID and mount namespaces)
+// gives its sleeps (usleep(1000) after each burst of work, in main) as
+// off-CPU time under the sleeping marker, with the stack through main,
+// labelled with its container and namespace pid.
+func TestOffCPUPodmanRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	pid, id := containers.StartPodmanRootless(t, "overlay")
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	if _, stderr, status := nsprof(t, nil, "record", "--off-cpu", "-p", fmt.Sprint(pid), "--duration", "2", "-o", capPath); status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	sel := []string{"--pid", fmt.Sprint(pid)}
+	off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
+	sleep, inMain := off["[off-CPU: S sleeping]"], off["main"]
+	t.Logf("off_cpu of pid %d: sleeping %.3fs, through main %.3fs", pid, float64(sleep)/1e9, float64(inMain)/1e9)
+	if sleep < 100e6 || inMain < sleep*9/10 {
+		t.Errorf("off_cpu: %d ns sleeping, %d ns through main; want at least 100 ms, nearly all through main: %v", sleep, inMain, off)
+	}
+	out, stderr, status := nsprof(t, nil, append([]string{"report", capPath, "--json", "--by", "process", "--off-cpu"}, sel...)...)
+	if status != 0 {
+		t.Fatalf("report: status %d\n%s", status, stderr)
+	}
+	var r struct {
+		Groups []struct {
+			NSPID     int32  `json:"nspid"`
+			Container string `json:"container"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Groups) != 1 || r.Groups[0].NSPID == 0 || !strings.HasPrefix(r.Groups[0].Container, "podman:") {
+		t.Errorf("report --by process: %+v, want the process of podman container %.12s with its namespace pid", r.Groups, id)
+	}
 }
