@@ -11,9 +11,9 @@ import (
 // ValueType describes one column of the per-sample values, as a pprof
 // sample type does: what is counted and in which unit.
 type ValueType struct {
-	// Type names the value: "samples", "cpu", "alloc_objects",
-	// "alloc_space", "inuse_objects", "inuse_space", "temp_objects" or
-	// "temp_space" today.
+	// Type names the value: "samples", "cpu", "off_cpu", "wall",
+	// "alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+	// "temp_objects" or "temp_space" today.
 	Type string `json:"type"`
 	// Unit is "count", "bytes" or "nanoseconds".
 	Unit string `json:"unit"`
@@ -21,9 +21,10 @@ type ValueType struct {
 
 // The sample types [Load] gives a profile. Every profile has
 // [SamplesType] at index 0, then [CPUType] when the sampling period is
-// known; a capture with ALLOCATION frames also has the six allocation
-// types: the four of a Go heap profile, in its order, then the two
-// temporary ones.
+// known; a capture with off-CPU time then has [OffCPUType], and
+// [WallType] when the period is known; a capture with ALLOCATION frames
+// also has the six allocation types: the four of a Go heap profile, in
+// its order, then the two temporary ones.
 var (
 	// SamplesType counts the stack samples (SAMPLE frames).
 	SamplesType = ValueType{"samples", "count"}
