@@ -18,9 +18,15 @@ const (
 	// GroupComm merges similar processes: one group per comm (program
 	// name), whatever the pid, as Sysprof's "merge similar processes".
 	GroupComm
+	// GroupState splits on-CPU samples from off-CPU intervals, and those
+	// by the task state their thread left the CPU in: the off-CPU marker
+	// frame at the leaf of their stacks ("[off-CPU: S sleeping]"), or
+	// "on-CPU".
+	GroupState
 )
 
-// String returns "none", "process", "thread", "container" or "comm".
+// String returns "none", "process", "thread", "container", "comm" or
+// "state".
 func (g GroupBy) String() string {
 	switch g {
 	case GroupNone:
@@ -33,6 +39,8 @@ func (g GroupBy) String() string {
 		return "container"
 	case GroupComm:
 		return "comm"
+	case GroupState:
+		return "state"
 	}
 	return fmt.Sprintf("GroupBy(%d)", int(g))
 }
@@ -40,7 +48,7 @@ func (g GroupBy) String() string {
 // ParseGroupBy accepts the names [GroupBy.String] returns, and "" for
 // none.
 func ParseGroupBy(s string) (GroupBy, error) {
-	for g := GroupNone; g <= GroupComm; g++ {
+	for g := GroupNone; g <= GroupState; g++ {
 		if s == g.String() {
 			return g, nil
 		}
@@ -48,7 +56,7 @@ func ParseGroupBy(s string) (GroupBy, error) {
 	if s == "" {
 		return GroupNone, nil
 	}
-	return 0, fmt.Errorf("unknown grouping %q (want process, thread, container or comm)", s)
+	return 0, fmt.Errorf("unknown grouping %q (want process, thread, container, comm or state)", s)
 }
 
 // Group is the samples of one process, thread or container.
@@ -77,6 +85,9 @@ type Group struct {
 func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	if g == GroupNone {
 		return []Group{{Key: "all", Samples: samples, Weight: p.Weight(samples)}}
+	}
+	if g == GroupState {
+		return p.groupByState(samples)
 	}
 	byKey := make(map[string]int)
 	byID := make(map[int32]int) // pid or tid -> group

@@ -226,6 +226,8 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 				case capture.MetaMemprofSignalDropped:
 					b.p.memLost.has = true
 					b.p.memLost.signal = parseCount(m.Value, b.p.memLost.signal)
+				default:
+					b.offCPUMeta(m.ID, m.Value)
 				}
 			}
 		default:
@@ -298,6 +300,8 @@ type builder struct {
 	// event and freq are the sampling event and frequency the recording
 	// says it used, for the CPU time of a sample.
 	event, freq string
+	// offStats are the off-CPU counts the recording wrote.
+	offStats offCPUStats
 }
 
 const sampleChunk = 1 << 16
@@ -376,7 +380,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile:
 		return true
 	}
 	return isMountInfoFile(p)
@@ -508,7 +512,8 @@ func (b *builder) finish() *Profile {
 	b.chunks, b.chunk = nil, nil
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
-	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq))
+	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations())
+	p.offStats = b.offStats
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))

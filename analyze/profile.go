@@ -31,9 +31,11 @@ type Profile struct {
 	// has a value per sample type ([Profile.Value]).
 	Samples []Sample
 	// SampleTypes describe the columns of the samples' values:
-	// [SamplesType] first, then the allocation types when the capture
-	// has ALLOCATION frames. A SAMPLE frame counts 1 sample; an
-	// allocation counts 0 samples and its objects and bytes.
+	// [SamplesType] first, then cpu, off_cpu and wall when known, then
+	// the allocation types when the capture has ALLOCATION frames. A
+	// SAMPLE frame counts 1 sample; an off-CPU interval counts 0 samples
+	// and its time; an allocation counts 0 samples and its objects and
+	// bytes.
 	SampleTypes []ValueType
 	// Totals are the sums of each column over all samples.
 	Totals []int64
@@ -87,6 +89,8 @@ type Profile struct {
 	unitSamples bool
 	stackValues []int64
 	allocCol    int
+	// kinds are the kinds of measurement of the columns (kindStack...).
+	kinds []int
 	// allocs are the ALLOCATION frames in time order, sampleBytes the
 	// recording's allocation sampling interval and memLost what it could
 	// not record: what [View.Heap] replays.
@@ -96,6 +100,8 @@ type Profile struct {
 		has          bool
 		lost, signal int64
 	}
+	// offStats are the recording's off-CPU counts.
+	offStats offCPUStats
 }
 
 // Process is one process of the capture.

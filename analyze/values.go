@@ -11,9 +11,9 @@ import (
 // ValueType describes one column of the per-sample values, as a pprof
 // sample type does: what is counted and in which unit.
 type ValueType struct {
-	// Type names the value: "samples", "cpu", "alloc_objects",
-	// "alloc_space", "inuse_objects", "inuse_space", "temp_objects" or
-	// "temp_space" today.
+	// Type names the value: "samples", "cpu", "off_cpu", "wall",
+	// "alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+	// "temp_objects" or "temp_space" today.
 	Type string `json:"type"`
 	// Unit is "count", "bytes" or "nanoseconds".
 	Unit string `json:"unit"`
@@ -21,9 +21,10 @@ type ValueType struct {
 
 // The sample types [Load] gives a profile. Every profile has
 // [SamplesType] at index 0, then [CPUType] when the sampling period is
-// known; a capture with ALLOCATION frames also has the six allocation
-// types: the four of a Go heap profile, in its order, then the two
-// temporary ones.
+// known; a capture with off-CPU time then has [OffCPUType], and
+// [WallType] when the period is known; a capture with ALLOCATION frames
+// also has the six allocation types: the four of a Go heap profile, in
+// its order, then the two temporary ones.
 var (
 	// SamplesType counts the stack samples (SAMPLE frames).
 	SamplesType = ValueType{"samples", "count"}
@@ -73,16 +74,35 @@ func (p *Profile) Value(s *Sample, t int) int64 {
 
 // Kind returns the sample types measured together with type t, as one
 // pprof profile carries them: the stack samples' (samples, and cpu when
-// known) or the allocations' (the four allocation types).
+// known), the off-CPU time's, the wall-clock time's, or the
+// allocations' (the four allocation types).
 func (p *Profile) Kind(t int) []int {
 	var out []int
-	alloc := p.allocCol > 0 && t >= p.allocCol
 	for i := range p.SampleTypes {
-		if (p.allocCol > 0 && i >= p.allocCol) == alloc {
+		if p.kindOf(i) == p.kindOf(t) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// Kinds of measurement, by column ([Profile.Kind]).
+const (
+	kindStack = iota
+	kindOffCPU
+	kindWall
+	kindAlloc
+)
+
+// kindOf returns the kind of measurement of column t.
+func (p *Profile) kindOf(t int) int {
+	if t >= 0 && t < len(p.kinds) {
+		return p.kinds[t]
+	}
+	if p.allocCol > 0 && t >= p.allocCol {
+		return kindAlloc
+	}
+	return kindStack
 }
 
 // ValueIndex returns the index in p.SampleTypes of the sample type named
@@ -139,19 +159,37 @@ type allocEvent struct {
 // which fillValues sorts by time;
 // sampleBytes is the recording's sampling interval (0: every allocation);
 // periodNs the CPU time a stack sample stands for (0: unknown).
-func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
+func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, offCPU map[int32]int64) {
 	p.SampleTypes = []ValueType{SamplesType}
 	p.stackValues = []int64{1}
+	p.kinds = []int{kindStack}
 	if periodNs > 0 {
 		p.SampleTypes = append(p.SampleTypes, CPUType)
 		p.stackValues = append(p.stackValues, periodNs)
+		p.kinds = append(p.kinds, kindStack)
+	}
+	offCol, wallCol := -1, -1
+	if len(offCPU) > 0 {
+		offCol = len(p.SampleTypes)
+		p.SampleTypes = append(p.SampleTypes, OffCPUType)
+		p.stackValues = append(p.stackValues, 0)
+		p.kinds = append(p.kinds, kindOffCPU)
+		if periodNs > 0 {
+			wallCol = len(p.SampleTypes)
+			p.SampleTypes = append(p.SampleTypes, WallType)
+			p.stackValues = append(p.stackValues, periodNs)
+			p.kinds = append(p.kinds, kindWall)
+		}
 	}
 	if len(allocs) > 0 {
 		p.allocCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
 		p.stackValues = append(p.stackValues, make([]int64, len(allocTypes))...)
+		for range allocTypes {
+			p.kinds = append(p.kinds, kindAlloc)
+		}
 	}
-	p.unitSamples = len(allocs) == 0
+	p.unitSamples = len(allocs) == 0 && len(offCPU) == 0
 	for i := range p.Samples {
 		p.Samples[i].Row = int32(i)
 	}
@@ -169,6 +207,15 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64) {
 	for i := range p.Samples {
 		if !isAlloc[i] {
 			copy(p.values[i*n:], p.stackValues)
+		}
+	}
+	// An off-CPU interval counts its time only: no sample, no CPU time.
+	for i, d := range offCPU {
+		row := p.values[int(i)*n : int(i+1)*n]
+		clear(row)
+		row[offCol] = d
+		if wallCol >= 0 {
+			row[wallCol] = d
 		}
 	}
 	a := p.allocCol

@@ -188,6 +188,16 @@ type Options struct {
 	// tracepoint's id. Names are "subsystem:event", such as
 	// "syscalls:sys_exit_clone". Requires tracefs (see [Tracepoint]).
 	Tracepoints []string
+	// StackTracepoints are recorded as Tracepoints are, but each hit
+	// with the callchain (and the user registers and stack copy with
+	// UserStack) of the main event's samples: where the task was when
+	// it hit the tracepoint, such as "sched:sched_switch" for where a
+	// task left the CPU.
+	StackTracepoints []string
+	// ContextSwitch also writes a [RecordSwitch] record (with
+	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
+	// enters or leaves a CPU (perf record --switch-events).
+	ContextSwitch bool
 }
 
 // settings is Options with defaults applied and checked against the host.
@@ -196,6 +206,8 @@ type settings struct {
 	pageSize int
 	regs     uint64
 	tpIDs    []uint64
+	tpStack  []bool // tpIDs[i] is one of StackTracepoints
+	tpNames  []string
 	// mainTP is the id of EventTracepoint, 0 without.
 	mainTP uint64
 }
@@ -236,12 +248,14 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	case o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0:
 		return s, fmt.Errorf("ring pages %d is not a power of two", o.RingPages)
 	}
-	for _, name := range o.Tracepoints {
+	for i, name := range append(append([]string(nil), o.Tracepoints...), o.StackTracepoints...) {
 		tp, err := LookupTracepoint(name)
 		if err != nil {
 			return s, err
 		}
 		s.tpIDs = append(s.tpIDs, uint64(tp.ID))
+		s.tpStack = append(s.tpStack, i >= len(o.Tracepoints))
+		s.tpNames = append(s.tpNames, name)
 	}
 	size := s.RingPages * pageSize
 	if int(o.UserStack)*2 > size {
@@ -310,6 +324,9 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 	if onExec {
 		a.Bits |= attrEnableOnExec
 	}
+	if s.ContextSwitch {
+		a.Bits |= attrContextSwitch
+	}
 	if s.ExcludeKernel {
 		a.Bits |= attrExcludeKernel | attrExcludeHV
 	}
@@ -330,12 +347,15 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 
 // tracepointAttr builds the attributes of a tracepoint event that shares
 // the main event's ring: the same sample layout, every hit sampled, no
-// callchain, and no MMAP/COMM/task records (the main event has them).
-func (s *settings) tracepointAttr(id uint64, systemWide, onExec bool) unix.PerfEventAttr {
+// MMAP/COMM/task/switch records (the main event has them), and no
+// callchain unless stack (a StackTracepoint) asks for the main event's.
+func (s *settings) tracepointAttr(id uint64, stack, systemWide, onExec bool) unix.PerfEventAttr {
 	a := s.attr(s.Event, systemWide, onExec)
 	a.Type, a.Config = typeTracepoint, id
 	a.Sample = 1
-	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle
-	a.Bits |= attrExcludeCallchainK | attrExcludeCallchainU
+	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle | attrContextSwitch
+	if !stack {
+		a.Bits |= attrExcludeCallchainK | attrExcludeCallchainU
+	}
 	return a
 }

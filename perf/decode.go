@@ -223,6 +223,9 @@ func decodeOther(rec *Record, typ RecordType, raw []byte, f Format) *FormatError
 		rec.Throttle = Throttle{Time: c.u64(), ID: c.u64(), StreamID: c.u64()}
 	case RecordLostSamples:
 		rec.LostSamples = LostSamples{Lost: c.u64()}
+	case RecordSwitch:
+	case RecordSwitchCPUWide:
+		rec.Switch = Switch{NextPrevPID: c.u32(), NextPrevTID: c.u32()}
 	default:
 		rec.Raw = append(rec.Raw, raw...)
 		return nil

@@ -19,32 +19,39 @@ const (
 	RecordSample      RecordType = 9
 	RecordMmap2       RecordType = 10
 	RecordLostSamples RecordType = 13
+	// RecordSwitch is a task's context switch, in or out ([MiscSwitchOut]),
+	// written for events opened with [Options.ContextSwitch]; the task and
+	// time are in [Record.ID].
+	RecordSwitch RecordType = 14
+	// RecordSwitchCPUWide is a context switch seen by a system-wide
+	// event: [Record.Switch] names the other task.
+	RecordSwitchCPUWide RecordType = 15
 )
 
 var recordNames = [...]string{
-	RecordNone:        "NONE",
-	RecordMmap:        "MMAP",
-	RecordLost:        "LOST",
-	RecordComm:        "COMM",
-	RecordExit:        "EXIT",
-	RecordThrottle:    "THROTTLE",
-	RecordUnthrottle:  "UNTHROTTLE",
-	RecordFork:        "FORK",
-	8:                 "READ",
-	RecordSample:      "SAMPLE",
-	RecordMmap2:       "MMAP2",
-	11:                "AUX",
-	12:                "ITRACE_START",
-	RecordLostSamples: "LOST_SAMPLES",
-	14:                "SWITCH",
-	15:                "SWITCH_CPU_WIDE",
-	16:                "NAMESPACES",
-	17:                "KSYMBOL",
-	18:                "BPF_EVENT",
-	19:                "CGROUP",
-	20:                "TEXT_POKE",
-	21:                "AUX_OUTPUT_HW_ID",
-	22:                "CALLCHAIN_DEFERRED",
+	RecordNone:          "NONE",
+	RecordMmap:          "MMAP",
+	RecordLost:          "LOST",
+	RecordComm:          "COMM",
+	RecordExit:          "EXIT",
+	RecordThrottle:      "THROTTLE",
+	RecordUnthrottle:    "UNTHROTTLE",
+	RecordFork:          "FORK",
+	8:                   "READ",
+	RecordSample:        "SAMPLE",
+	RecordMmap2:         "MMAP2",
+	11:                  "AUX",
+	12:                  "ITRACE_START",
+	RecordLostSamples:   "LOST_SAMPLES",
+	RecordSwitch:        "SWITCH",
+	RecordSwitchCPUWide: "SWITCH_CPU_WIDE",
+	16:                  "NAMESPACES",
+	17:                  "KSYMBOL",
+	18:                  "BPF_EVENT",
+	19:                  "CGROUP",
+	20:                  "TEXT_POKE",
+	21:                  "AUX_OUTPUT_HW_ID",
+	22:                  "CALLCHAIN_DEFERRED",
 }
 
 // String returns the kernel's name without the PERF_RECORD_ prefix.
@@ -65,6 +72,11 @@ const (
 	MiscCommExec    = 0x2000 // on COMM: the name changed because of exec
 	MiscMmapBuildID = 0x4000 // on MMAP2: build ID instead of device and inode
 	MiscExactIP     = 0x4000 // on SAMPLE
+	// MiscSwitchOut marks a SWITCH record of a task leaving the CPU
+	// (none: a task coming back); MiscSwitchOutPreempt says it was
+	// still runnable (preempted).
+	MiscSwitchOut        = 0x2000
+	MiscSwitchOutPreempt = 0x4000
 )
 
 // Markers in a callchain that say which context the following addresses
@@ -121,6 +133,7 @@ const (
 	attrMmap2             = 1 << 23
 	attrCommExec          = 1 << 24
 	attrUseClockID        = 1 << 25
+	attrContextSwitch     = 1 << 26
 	attrBuildID           = 1 << 34
 )
 

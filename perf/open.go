@@ -91,14 +91,14 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			// Tracepoints of the same task and CPU share the ring.
 			for i, id := range s.tpIDs {
-				tattr := s.tracepointAttr(id, systemWide, target.kind == targetExec)
+				tattr := s.tracepointAttr(id, s.tpStack[i], systemWide, target.kind == targetExec)
 				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err != nil {
-					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", opts.Tracepoints[i], pid, cpu, err)
+					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
 				}
 				res.fds = append(res.fds, tfd)
 				if err := unix.IoctlSetInt(tfd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
-					return nil, fmt.Errorf("redirect tracepoint %s of pid %d on cpu %d: %w", opts.Tracepoints[i], pid, cpu, err)
+					return nil, fmt.Errorf("redirect tracepoint %s of pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
 				}
 			}
 		}

@@ -24,6 +24,7 @@ type Record struct {
 	Lost        Lost        // RecordLost
 	Throttle    Throttle    // RecordThrottle and RecordUnthrottle
 	LostSamples LostSamples // RecordLostSamples
+	Switch      Switch      // RecordSwitchCPUWide
 
 	// ID is the sample_id_all trailer of any record other than a sample,
 	// when the events were opened with it ([Format.SampleIDAll]); only the
@@ -143,6 +144,12 @@ type Throttle struct {
 // reached the ring.
 type LostSamples struct {
 	Lost uint64
+}
+
+// Switch is the body of a PERF_RECORD_SWITCH_CPU_WIDE: the task switched
+// to (on a switch out) or from (on a switch in).
+type Switch struct {
+	NextPrevPID, NextPrevTID uint32
 }
 
 // SampleID is the sample_id_all trailer of a non-sample record.

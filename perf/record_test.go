@@ -111,10 +111,22 @@ func TestDecodeRecord(t *testing.T) {
 					t.Errorf("got %+v", r.LostSamples)
 				}
 			}},
-		{"unknown", false, record(RecordType(14), 0, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
+		{"unknown", false, record(RecordType(16), 0, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
 			func(t *testing.T, r *Record) {
-				if len(r.Raw) != 40 || r.ID.TID != 2 || r.Type.String() != "SWITCH" {
+				if len(r.Raw) != 40 || r.ID.TID != 2 || r.Type.String() != "NAMESPACES" {
 					t.Errorf("raw %d bytes, id %+v, %v", len(r.Raw), r.ID, r.Type)
+				}
+			}},
+		{"switch", false, record(RecordSwitch, MiscSwitchOut, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
+			func(t *testing.T, r *Record) {
+				if len(r.Raw) != 0 || r.ID.TID != 2 || r.ID.Time != 5 || r.Misc&MiscSwitchOut == 0 {
+					t.Errorf("raw %d bytes, id %+v, misc %#x", len(r.Raw), r.ID, r.Misc)
+				}
+			}},
+		{"switch cpu wide", false, record(RecordSwitchCPUWide, 0, idTrailer((&enc{}).u32(3).u32(4), 1, 2, 5, 1, 7).b),
+			func(t *testing.T, r *Record) {
+				if r.Switch != (Switch{NextPrevPID: 3, NextPrevTID: 4}) || r.ID.TID != 2 {
+					t.Errorf("got %+v %+v", r.Switch, r.ID)
 				}
 			}},
 	} {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"nsprof/capture"
@@ -31,8 +32,15 @@ type leafCallers struct {
 	// and stacks the step could not tell (no CFI for the code, the
 	// return address beyond the copy, an implausible result).
 	inserted, agreed, unknown uint64
-	spent                     time.Duration
+	// spent estimates the time the steps took, tables not counted: one
+	// call in leafTimed is timed (reading the clock costs as much as a
+	// step on some VMs).
+	spent time.Duration
+	calls uint64
 }
+
+// leafTimed is how often leafCallers times a call.
+const leafTimed = 16
 
 // complete returns addrs, a frame-pointer callchain of s with its zeros
 // dropped, with the sampled function's caller inserted after the user IP
@@ -50,42 +58,69 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 	if user < 0 || user+1 >= len(addrs) {
 		return addrs // a kernel thread's sample: no user part
 	}
-	start := time.Now()
-	defer func() { l.spent += time.Since(start) }()
-	ip, caller, ok := l.caller(s)
+	if l.calls++; l.calls%leafTimed == 1 {
+		start, loading := time.Now(), l.u.loading
+		defer func() { l.spent += leafTimed * (time.Since(start) - (l.u.loading - loading)) }()
+	}
+	ip, callers, ok := l.callers(s)
 	if !ok || addrs[user+1] != ip {
 		l.unknown++
 		return addrs
 	}
-	if user+2 < len(addrs) && addrs[user+2] == caller {
+	var next uint64 // the walk's first return address
+	if user+2 < len(addrs) {
+		next = addrs[user+2]
+	}
+	if callers[0] == next {
 		l.agreed++
 		return addrs
 	}
-	if l.u.sym.procs[int(s.PID)].notReturn(caller, true) {
+	// The walk may have skipped more than one frame: a system-call
+	// wrapper called by another function without a frame (nanosleep
+	// by sleep, clock_nanosleep by nanosleep), as every off-CPU stack
+	// taken at a system call shows. The frames CFI finds before the
+	// walk's first return address are inserted; when the walk's is not
+	// among them, only the first.
+	n := 1
+	if k := slices.Index(callers, next); k > 0 && next != 0 {
+		n = k
+	}
+	for i, c := range callers[:n] {
+		if l.u.sym.procs[int(s.PID)].notReturn(c, true) {
+			n = i
+			break
+		}
+	}
+	if n == 0 {
 		l.unknown++
 		return addrs
 	}
 	l.inserted++
-	l.buf = append(append(append(l.buf[:0], addrs[:user+2]...), caller), addrs[user+2:]...)
+	l.buf = append(append(append(l.buf[:0], addrs[:user+2]...), callers[:n]...), addrs[user+2:]...)
 	return l.buf
 }
 
-// caller unwinds one frame from the sample's user registers and stack
-// copy: the user IP and the return address of its function.
-func (l *leafCallers) caller(s *perf.Sample) (ip, caller uint64, ok bool) {
+// leafSteps is the most frames of CFI unwinding leafCallers takes from
+// the sampled instruction.
+const leafSteps = 4
+
+// callers unwinds up to leafSteps frames from the sample's user
+// registers and stack copy: the user IP and the return addresses found,
+// at least one.
+func (l *leafCallers) callers(s *perf.Sample) (ip uint64, callers []uint64, ok bool) {
 	u := l.u
 	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
 	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
 	bp, _ := u.format.UserReg(s, perf.RegX86BP)
 	if !ok1 || !ok2 {
-		return 0, 0, false
+		return 0, nil, false
 	}
 	u.mapper.reset(u.procMaps(int(s.PID)))
-	l.step, _ = unwind.Unwind(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, 2)
+	l.step, _ = unwind.Unwind(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, leafSteps+1)
 	if len(l.step) < 2 {
-		return ip, 0, false
+		return ip, nil, false
 	}
-	return ip, l.step[1], true
+	return ip, l.step[1:], true
 }
 
 // summary describes what the step did, for the log.
@@ -98,5 +133,5 @@ func (l *leafCallers) summary(stackSize int) string {
 	used, loads, _ := l.u.cache.Stats()
 	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held)",
 		n, pct(l.inserted), pct(l.agreed), pct(l.unknown), stackSize,
-		float64((l.spent-l.u.loading).Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
+		float64(l.spent.Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
 }

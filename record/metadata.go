@@ -29,6 +29,9 @@ func metadata(opts *Options, mode, event string) [][2]string {
 	if opts.Tracepoint != "" {
 		md = slices.DeleteFunc(md, func(kv [2]string) bool { return kv[0] == capture.MetaFrequency }) // every hit
 	}
+	if opts.OffCPU {
+		md = append(md, [2]string{capture.MetaOffCPU, "1"})
+	}
 	if len(opts.Command) > 0 {
 		md = append(md, [2]string{capture.MetaCommand, strings.Join(opts.Command, " ")})
 	}

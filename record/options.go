@@ -58,6 +58,11 @@ type Options struct {
 	// 8, at most perf.MaxUserStack; 512 finds the caller in most samples.
 	// Zero: the kernel's callchains alone. Only on x86-64.
 	LeafStack int
+	// OffCPU also records the time the recorded threads spend off the
+	// CPU, with the stack and task state each left it in (see offCPU):
+	// the sched_switch tracepoint with callchains, and the switches back
+	// in. Needs tracefs and perf events.
+	OffCPU bool
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -165,6 +170,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MemprofSample < 0 {
 		return errors.New("memprof sample interval must not be negative")
+	}
+	if o.OffCPU && o.NoPerf {
+		return errors.New("off-CPU time needs perf events")
+	}
+	if o.OffCPU && o.Tracepoint == switchTracepoint {
+		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")
 	}
 	if o.Memprof && o.SysprofMemprof {
 		return errors.New("memprof and Sysprof's memprof cannot both be loaded")

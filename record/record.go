@@ -111,6 +111,7 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
+	off        *offCPU // with Options.OffCPU
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -242,6 +243,7 @@ func (r *recorder) setup() error {
 			popts.UserStack = uint32(o.LeafStack)
 			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
+		var err error
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
 			for _, tp := range tps {
@@ -249,6 +251,12 @@ func (r *recorder) setup() error {
 			}
 		} else {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
+		}
+		if o.OffCPU {
+			if r.off, err = newOffCPU(); err != nil {
+				return err
+			}
+			r.setupOffCPU(&popts)
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -503,10 +511,9 @@ func (r *recorder) loop(ctx context.Context) {
 			continue
 		}
 		r.rd.SetDeadline(wake)
-		err := r.rd.ReadInto(&rec)
+		err := r.readBatch(&rec)
 		switch {
 		case err == nil:
-			r.handle(&rec)
 			if r.writeErr != nil {
 				r.stopped = "write error"
 				return
@@ -534,6 +541,25 @@ func (r *recorder) loop(ctx context.Context) {
 		}
 	}
 }
+
+// readBatch reads and handles up to readBatchSize records, fewer when a
+// write fails, and returns the error that stopped it, if any: the loop
+// around it reads the clock once a batch, not once a record (a clock read
+// costs as much as handling a record on some VMs).
+func (r *recorder) readBatch(rec *perf.Record) error {
+	for range readBatchSize {
+		if err := r.rd.ReadInto(rec); err != nil {
+			return err
+		}
+		r.handle(rec)
+		if r.writeErr != nil {
+			break
+		}
+	}
+	return nil
+}
+
+const readBatchSize = 64
 
 // periodic polls counters, refreshes the status line and says whether to
 // stop, and why.
@@ -597,36 +623,21 @@ func (r *recorder) handle(rec *perf.Record) {
 			}
 		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
-		var addrs []uint64
-		if r.dwarf != nil {
-			addrs = r.dwarf.callchain(s)
-		} else {
-			addrs = dropZeros(s.Callchain)
-			if r.leaf != nil {
-				addrs = r.leaf.complete(s, addrs)
-			}
-		}
-		if r.sym != nil {
-			addrs = r.sym.trimCallers(int(s.PID), addrs)
-			if !r.opts.NoDecode {
-				r.sym.sampled(int(s.PID), addrs, false)
-			}
-		}
-		if len(addrs) == 0 {
-			ctxMark := capture.ContextUser
-			if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
-				ctxMark = capture.ContextKernel
-			}
-			addrs = []uint64{ctxMark, s.IP}
-		}
-		if len(addrs) > capture.MaxSampleAddrs {
-			addrs = addrs[:capture.MaxSampleAddrs]
+		addrs := r.stack(rec)
+		if r.off != nil && r.off.tp.Matches(s.RawData) {
+			r.off.handleSwitch(r, s, addrs)
+			return
 		}
 		if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
 			r.writeErr = err
 			return
 		}
 		r.samples++
+	case perf.RecordSwitch, perf.RecordSwitchCPUWide:
+		// A switch in; its task is the current one of the trailer.
+		if r.off != nil && rec.Misc&perf.MiscSwitchOut == 0 {
+			r.off.switchIn(r, int32(rec.ID.TID), int64(rec.ID.Time))
+		}
 	case perf.RecordLost, perf.RecordLostSamples:
 		n := rec.Lost.Lost
 		if rec.Type == perf.RecordLostSamples {
@@ -648,6 +659,40 @@ func (r *recorder) handle(rec *perf.Record) {
 			r.writeErr = r.tr.err
 		}
 	}
+}
+
+// stack returns the callchain of sample rec as the capture stores it:
+// the user part unwound or completed as the options say, callers that
+// cannot be return addresses trimmed, the sampled IP alone when the
+// kernel gave no callchain. It is valid until the next call.
+func (r *recorder) stack(rec *perf.Record) []uint64 {
+	s := &rec.Sample
+	var addrs []uint64
+	if r.dwarf != nil {
+		addrs = r.dwarf.callchain(s)
+	} else {
+		addrs = dropZeros(s.Callchain)
+		if r.leaf != nil {
+			addrs = r.leaf.complete(s, addrs)
+		}
+	}
+	if r.sym != nil {
+		addrs = r.sym.trimCallers(int(s.PID), addrs)
+		if !r.opts.NoDecode {
+			r.sym.sampled(int(s.PID), addrs, false)
+		}
+	}
+	if len(addrs) == 0 {
+		ctxMark := capture.ContextUser
+		if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
+			ctxMark = capture.ContextKernel
+		}
+		addrs = []uint64{ctxMark, s.IP}
+	}
+	if len(addrs) > capture.MaxSampleAddrs {
+		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	return addrs
 }
 
 // finish stops sampling, drains what the kernel still holds, ends the
@@ -672,6 +717,9 @@ func (r *recorder) finish() {
 	}
 	if r.mp != nil {
 		r.finishMemprof()
+	}
+	if r.off != nil {
+		r.off.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)

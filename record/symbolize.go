@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -35,6 +37,8 @@ import (
 type symbolizer struct {
 	procs map[int]*symProc
 	objs  map[objKey]*symObj
+	// seenStacks holds hashes of the stacks sampled already.
+	seenStacks map[uint64]struct{}
 	// open opens a process's file view; container.Open outside tests.
 	open func(pid int) (*container.Process, error)
 	// opened counts files held open, bounded by maxOpen.
@@ -385,6 +389,23 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
 	if pid <= 0 {
 		return
 	}
+	// A stack seen before adds nothing: one lookup instead of three map
+	// updates per address (off-CPU stacks repeat by the hundred thousand).
+	if len(addrs) == 0 {
+		return
+	}
+	h := maphash.Bytes(stackSeed, unsafe.Slice((*byte)(unsafe.Pointer(&addrs[0])), 8*len(addrs)))
+	h ^= uint64(pid) * 0x9e3779b97f4a7c15
+	if returns {
+		h = ^h
+	}
+	if _, ok := s.seenStacks[h]; ok {
+		return
+	}
+	if s.seenStacks == nil || len(s.seenStacks) >= 1<<20 {
+		s.seenStacks = make(map[uint64]struct{})
+	}
+	s.seenStacks[h] = struct{}{}
 	p := s.proc(pid)
 	kernel, first := false, !returns
 	for _, a := range addrs {
@@ -416,6 +437,9 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
 		first = false
 	}
 }
+
+// stackSeed hashes stacks for symbolizer.sampled.
+var stackSeed = maphash.MakeSeed()
 
 // kernelTable names kernel addresses.
 type kernelTable interface {

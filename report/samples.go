@@ -124,6 +124,8 @@ func groupTitle(by analyze.GroupBy, g analyze.Group) string {
 	switch by {
 	case analyze.GroupContainer:
 		return "container " + g.Key
+	case analyze.GroupState:
+		return g.Key
 	case analyze.GroupThread:
 		fmt.Fprintf(&b, "thread %s", g.Key)
 		if g.Thread != nil && g.Thread.NSTID != 0 {

@@ -63,7 +63,8 @@ has its own views); --by adds a root frame per group to folded stacks and the
 SVG, and makes one speedscope profile per group.
 
 --value TYPE weighs stacks by a sample type of the capture: samples (the
-default), cpu (nanoseconds, when the recording says its period), or of a
+default), cpu (nanoseconds, when the recording says its period), of a
+record --off-cpu capture off_cpu (--off-cpu) or wall (--wall), or of a
 --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects,
 temp_space or temp_objects ("in use": allocated while recording and live
 at its end; "temp": freed by the allocating thread before its next

@@ -213,6 +213,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print routine notes (counters not available, symbolization and unwinding statistics)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
+	f.BoolVar(&opts.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in (sched:sched_switch); report --off-cpu or --wall shows it")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.StringVar(&fl.redact, "redact-cmdlines", "others", "cut command lines to the program's name: `WHOSE` others (the default: processes of users other than you, SUDO_UID when run through sudo, and the user nsprof runs as), all, or none")

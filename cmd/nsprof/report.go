@@ -76,11 +76,14 @@ keeps the samples through function NAME with their stacks starting there
 (--focus-dso the same for a DSO); --by comm merges processes of the same name.
 
 --value TYPE weighs every view by a sample type of the capture: samples (the
-default), cpu (nanoseconds, when the recording says its period), or of a
---memprof capture alloc_space, alloc_objects, inuse_space or
+default), cpu (nanoseconds, when the recording says its period), of a
+record --off-cpu capture off_cpu (time off the CPU, under a leaf frame
+naming the task state; --off-cpu) or wall (on-CPU and off-CPU time; --wall),
+or of a --memprof capture alloc_space, alloc_objects, inuse_space or
 inuse_objects (bytes and blocks allocated, and those never freed),
 temp_space or temp_objects (freed by the allocating thread before its next
-allocation). --memory prints the heap profile of the allocations selected
+allocation). --by state splits on-CPU samples from each task state's
+off-CPU time. --memory prints the heap profile of the allocations selected
 (every filter, --hide-kernel and --focus apply): totals, peak live bytes,
 functions by bytes and by count, the call tree, leaks and temporaries by
 stack; with --json, --tree, --bottom-up or --by it is a shorthand for

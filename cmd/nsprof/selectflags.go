@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"regexp"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ type selectFlags struct {
 	since, until string
 	by           string
 	value        string
+	offCPU, wall bool
 	noInline     bool
 	view         analyze.ViewOptions
 }
@@ -29,11 +31,13 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&s.view.Filter.DSO, "dso", "", "only samples with a frame in a DSO whose name contains `TEXT`")
 	f.StringVar(&s.since, "since", "", "only samples from `TIME` after the capture's start (seconds, or a duration like 1.5s)")
 	f.StringVar(&s.until, "until", "", "only samples before `TIME` after the capture's start")
-	f.StringVar(&s.by, "by", "", "one section per `GROUP`: process, thread, container or comm (merges processes of the same name)")
+	f.StringVar(&s.by, "by", "", "one section per `GROUP`: process, thread, container, comm (merges processes of the same name) or state (on-CPU, and off-CPU by task state)")
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
-	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
+	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, of a --off-cpu capture off_cpu and wall, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
+	f.BoolVar(&s.offCPU, "off-cpu", false, "weigh stacks by the time threads spent off the CPU (a record --off-cpu capture): --value off_cpu")
+	f.BoolVar(&s.wall, "wall", false, "weigh stacks by on-CPU and off-CPU time together, a wall-clock profile (a record --off-cpu capture): --value wall")
 	f.BoolVar(&s.noInline, "no-inline", false, "show functions inlined into others (from the source lines the recording bundled) as part of them, not as frames of their own")
 }
 
@@ -48,6 +52,9 @@ func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.Gr
 	}
 	for _, t := range s.tids {
 		v.Filter.TIDs = append(v.Filter.TIDs, int32(t))
+	}
+	if err := s.shorthands(); err != nil {
+		return v, 0, usagef(cmd, "%v", err)
 	}
 	var err error
 	if v.Filter.Since, err = parseOffset(s.since); err != nil {
@@ -67,4 +74,20 @@ func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.Gr
 		return v, 0, usagef(cmd, "--comm: %v", err)
 	}
 	return v, by, nil
+}
+
+// shorthands sets value from --off-cpu or --wall, which exclude each
+// other and --value.
+func (s *selectFlags) shorthands() error {
+	switch {
+	case s.offCPU && s.wall:
+		return errors.New("--off-cpu and --wall exclude each other")
+	case (s.offCPU || s.wall) && s.value != "":
+		return errors.New("--off-cpu and --wall are shorthands for --value: give one")
+	case s.offCPU:
+		s.value = analyze.OffCPUType.Type
+	case s.wall:
+		s.value = analyze.WallType.Type
+	}
+	return nil
 }

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
+)
+
+// offCPUFixture records the offcpu fixture (iterations of 200 ms asleep
+// in fixture_block, then 100 ms of wall-clock time in fixture_spin) with
+// record --off-cpu and returns the capture and what the fixture measured
+// of its own functions, in ns.
+func offCPUFixture(t *testing.T, iterations int) (capPath string, block, spin int64) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "offcpu")
+	dir := t.TempDir()
+	capPath = filepath.Join(dir, "off.syscap")
+	out := filepath.Join(dir, "times")
+	_, stderr, status := nsprof(t, nil, "record", "--off-cpu", "-o", capPath, "--", bin, fmt.Sprint(iterations), "200", "100", out)
+	if status != 0 {
+		t.Fatalf("record --off-cpu: status %d\n%s", status, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(string(b), "block %d spin %d", &block, &spin); err != nil {
+		t.Fatalf("fixture output %q: %v", b, err)
+	}
+	return capPath, block, spin
+}
+
+// functionTotals runs report --json with args and returns each
+// function's total value and the sample type's name.
+func functionTotals(t *testing.T, capPath string, args ...string) (map[string]int64, string) {
+	t.Helper()
+	out, stderr, status := nsprof(t, nil, append([]string{"report", capPath, "--json", "--limit", "0"}, args...)...)
+	if status != 0 {
+		t.Fatalf("report %q: status %d\n%s", args, status, stderr)
+	}
+	var r valueReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report %q: %v\n%s", args, err, out)
+	}
+	totals := make(map[string]int64)
+	for _, g := range r.Groups {
+		for _, f := range g.Functions {
+			totals[f.Name] += int64(f.Total)
+		}
+	}
+	typ := ""
+	if r.SampleType != nil {
+		typ = r.SampleType.Type
+	}
+	return totals, typ
+}
+
+// TestOffCPUFixture: recorded with --off-cpu, the fixture's blocking
+// function carries its known time asleep (iterations x 200 ms) within 5 %
+// in the off_cpu column, under a leaf frame naming the sleep; the
+// default view still shows CPU samples only; and --wall splits the run
+// between the blocking and the spinning function as the fixture measured
+// it (2:1 by construction: the spin lasts 100 ms of wall-clock time
+// however loaded the machine is, its preempted time being off-CPU time
+// in state R), within 10 %: sampling counts whole periods of about 1 ms.
+func TestOffCPUFixture(t *testing.T) {
+	const iterations = 5
+	capPath, block, spin := offCPUFixture(t, iterations)
+	want := int64(iterations * 200e6)
+	sysprofReadsOffCPU(t, capPath)
+
+	off, typ := functionTotals(t, capPath, "--off-cpu")
+	if typ != "off_cpu" {
+		t.Fatalf("report --off-cpu: sample type %q, want off_cpu", typ)
+	}
+	got := off["fixture_block"]
+	t.Logf("off_cpu: fixture_block %.3fs (%d x 200ms = %.3fs; the fixture measured %.3fs); [off-CPU: S sleeping] %.3fs",
+		float64(got)/1e9, iterations, float64(want)/1e9, float64(block)/1e9, float64(off["[off-CPU: S sleeping]"])/1e9)
+	if math.Abs(float64(got-want)) > 0.05*float64(want) {
+		t.Errorf("off_cpu of fixture_block: %d ns, want %d ns within 5%%", got, want)
+	}
+	if s := off["[off-CPU: S sleeping]"]; s < got*95/100 {
+		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
+	}
+
+	if pb := pprofTotal(t, capPath, "fixture_block", "--off-cpu"); pb != got {
+		t.Errorf("export --format pprof --off-cpu: fixture_block %d ns, report %d", pb, got)
+	}
+
+	cpu, _ := functionTotals(t, capPath)
+	for name := range cpu {
+		if strings.HasPrefix(name, "[off-CPU") {
+			t.Errorf("the default view (CPU samples) has off-CPU frame %s", name)
+		}
+	}
+	if cpu["fixture_spin"] == 0 {
+		t.Errorf("no CPU sample in fixture_spin: %v", cpu)
+	}
+
+	wall, typ := functionTotals(t, capPath, "--wall")
+	if typ != "wall" {
+		t.Fatalf("report --wall: sample type %q, want wall", typ)
+	}
+	wb, ws := wall["fixture_block"], wall["fixture_spin"]
+	if ws == 0 {
+		t.Fatalf("--wall: nothing in fixture_spin: %v", wall)
+	}
+	ratio, known := float64(wb)/float64(ws), float64(block)/float64(spin)
+	t.Logf("wall: fixture_block %.3fs, fixture_spin %.3fs: ratio %.3f; the fixture measured %.3fs and %.3fs: %.3f",
+		float64(wb)/1e9, float64(ws)/1e9, ratio, float64(block)/1e9, float64(spin)/1e9, known)
+	if math.Abs(ratio-known) > 0.1*known {
+		t.Errorf("--wall splits fixture_block:fixture_spin %.3f, the fixture measured %.3f (want within 10%%)", ratio, known)
+	}
+	if math.Abs(float64(ws-spin)) > 0.1*float64(spin) {
+		t.Errorf("--wall: fixture_spin %d ns, the fixture measured %d ns (want within 10%%)", ws, spin)
+	}
+}
+
+// startInPIDNamespace starts the offcpu fixture (iterations, to write
+// its times to out) as pid 1 of a new PID namespace and returns the
+// unshare command and the fixture's host pid once it runs the fixture.
+func startInPIDNamespace(t *testing.T, bin string, iterations int, out string) (*exec.Cmd, int) {
+	t.Helper()
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	cmd := exec.Command(unshare, "--pid", "--fork", bin, fmt.Sprint(iterations), "200", "100", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			pid, _ := strconv.Atoi(f[0])
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == bin {
+				return cmd, pid
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no fixture under unshare pid %d after 5s", cmd.Process.Pid)
+	return nil, 0
+}
+
+// TestOffCPUTargets: record --off-cpu with -p and with -a follows a
+// fixture that runs as pid 1 of its own PID namespace (the events carry
+// host pids): its blocking function carries off-CPU time, the capture
+// knows its namespace pid, and --wall splits its time about 2:1 between
+// the blocking and the spinning function (the recording starts and, with
+// -a, ends in the middle of an iteration: 30 % allowed).
+func TestOffCPUTargets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "offcpu")
+	for _, mode := range []string{"-p", "-a"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			capPath := filepath.Join(dir, "off.syscap")
+			cmd, pid := startInPIDNamespace(t, bin, 12, filepath.Join(dir, "times"))
+			args := []string{"record", "--off-cpu", "-o", capPath}
+			if mode == "-p" {
+				args = append(args, "-p", fmt.Sprint(pid))
+			} else {
+				// Setting up -a (every process looked at) takes part of
+				// the duration on a loaded machine.
+				args = append(args, "-a", "--duration", "2.5")
+			}
+			_, stderr, status := nsprof(t, nil, args...)
+			if status != 0 {
+				t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+			}
+			cmd.Wait()
+			sel := []string{"--pid", fmt.Sprint(pid)}
+			off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
+			if b := off["fixture_block"]; b < 600e6 {
+				t.Errorf("off_cpu of fixture_block: %d ns, want at least 600 ms (3 of 200 ms)", b)
+			}
+			wall, _ := functionTotals(t, capPath, append(sel, "--wall")...)
+			wb, ws := wall["fixture_block"], wall["fixture_spin"]
+			t.Logf("%s: pid %d: off_cpu fixture_block %.3fs; wall fixture_block %.3fs fixture_spin %.3fs", mode, pid, float64(off["fixture_block"])/1e9, float64(wb)/1e9, float64(ws)/1e9)
+			if ws == 0 || math.Abs(float64(wb)/float64(ws)-2) > 0.6 {
+				t.Errorf("--wall: fixture_block %d ns, fixture_spin %d ns, want about 2:1", wb, ws)
+			}
+			if t.Failed() {
+				t.Logf("record:\n%s", stderr)
+			}
+			out, stderr, status := nsprof(t, nil, "report", capPath, "--json", "--by", "process", "--pid", fmt.Sprint(pid), "--off-cpu")
+			if status != 0 {
+				t.Fatalf("report: status %d\n%s", status, stderr)
+			}
+			var r struct {
+				Groups []struct {
+					NSPID int32 `json:"nspid"`
+				} `json:"groups"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Groups) != 1 || r.Groups[0].NSPID != 1 {
+				t.Errorf("report --by process --pid %d: %+v, want one process of namespace pid 1", pid, r.Groups)
+			}
+		})
+	}
+}
+
+// sysprofReadsOffCPU checks that Sysprof 3.46's reader reads the whole
+// capture and sees every SAMPLE frame nsprof dump does, off-CPU ones
+// (under their marker, a JIT address) included.
+func sysprofReadsOffCPU(t *testing.T, path string) {
+	t.Helper()
+	lines, end := testutils.SysprofReadAll(t, path)
+	if !strings.HasSuffix(end, "ok=1") {
+		t.Fatalf("Sysprof's reader stopped early: %s", end)
+	}
+	dump, _, status := nsprof(t, nil, "dump", "-t", "SAMPLE", path)
+	if status != 0 {
+		t.Fatal("dump failed")
+	}
+	var ours, theirs []string
+	for _, l := range strings.Split(strings.TrimSpace(dump), "\n") {
+		if strings.Contains(l, " SAMPLE ") {
+			ours = append(ours, l)
+		}
+	}
+	marked := 0
+	for _, l := range lines {
+		if strings.Contains(l, " SAMPLE ") {
+			theirs = append(theirs, l)
+			if strings.Contains(l, "addrs=[user],0xe0000000000000") {
+				marked++
+			}
+		}
+	}
+	if len(ours) != len(theirs) || marked == 0 {
+		t.Fatalf("Sysprof read %d SAMPLE frames (%d off-CPU), nsprof %d", len(theirs), marked, len(ours))
+	}
+	for i := range ours {
+		if ours[i] != theirs[i] {
+			t.Fatalf("frame %d: Sysprof reads\n%s\nnsprof dumps\n%s", i, theirs[i], ours[i])
+		}
+	}
+}
+
+// pprofTotal exports the capture as a pprof profile with args and
+// returns the first sample type's sum over the samples through function
+// fn; the type must be the one args select.
+func pprofTotal(t *testing.T, capPath, fn string, args ...string) int64 {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "p.pb.gz")
+	if _, stderr, status := nsprof(t, nil, append([]string{"export", capPath, "--format", "pprof", "-o", pb}, args...)...); status != 0 {
+		t.Fatalf("export %q: status %d\n%s", args, status, stderr)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != "off_cpu" || prof.SampleType[0].Unit != "nanoseconds" {
+		t.Fatalf("export %q: sample types %v, want off_cpu in nanoseconds first", args, prof.SampleType)
+	}
+	var n int64
+	for _, s := range prof.Sample {
+		through := false
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				through = through || ln.Function.Name == fn
+			}
+		}
+		if through {
+			n += s.Value[0]
+		}
+	}
+	return n
+}
+
+// TestOffCPUPodmanRootless: record --off-cpu -p on the target of a
+// rootless podman container (its own user, PID and mount namespaces)
+// gives its sleeps (usleep(1000) after each burst of work, in main) as
+// off-CPU time under the sleeping marker, with the stack through main,
+// labelled with its container and namespace pid.
+func TestOffCPUPodmanRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	pid, id := containers.StartPodmanRootless(t, "overlay")
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	if _, stderr, status := nsprof(t, nil, "record", "--off-cpu", "-p", fmt.Sprint(pid), "--duration", "2", "-o", capPath); status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	sel := []string{"--pid", fmt.Sprint(pid)}
+	off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
+	sleep, inMain := off["[off-CPU: S sleeping]"], off["main"]
+	t.Logf("off_cpu of pid %d: sleeping %.3fs, through main %.3fs", pid, float64(sleep)/1e9, float64(inMain)/1e9)
+	if sleep < 100e6 || inMain < sleep*9/10 {
+		t.Errorf("off_cpu: %d ns sleeping, %d ns through main; want at least 100 ms, nearly all through main: %v", sleep, inMain, off)
+	}
+	out, stderr, status := nsprof(t, nil, append([]string{"report", capPath, "--json", "--by", "process", "--off-cpu"}, sel...)...)
+	if status != 0 {
+		t.Fatalf("report: status %d\n%s", status, stderr)
+	}
+	var r struct {
+		Groups []struct {
+			NSPID     int32  `json:"nspid"`
+			Container string `json:"container"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Groups) != 1 || r.Groups[0].NSPID == 0 || !strings.HasPrefix(r.Groups[0].Container, "podman:") {
+		t.Errorf("report --by process: %+v, want the process of podman container %.12s with its namespace pid", r.Groups, id)
+	}
+}

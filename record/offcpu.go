@@ -1,0 +1,294 @@
+package record
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"nsprof/capture"
+	"nsprof/perf"
+)
+
+// switchTracepoint is the event whose hits, with the callchain of the
+// task leaving the CPU, give the off-CPU stacks (Options.OffCPU).
+const switchTracepoint = "sched:sched_switch"
+
+// offCPUHorizon is how long an unpaired switch event waits for its pair
+// to be read: rings are merged in time order only among the records read
+// together, so a switch in read before its switch out is possible.
+const offCPUHorizon = 100_000_000 // ns
+
+// offCPU turns context switches into off-CPU intervals (Options.OffCPU):
+// a thread's switch out (the sched_switch tracepoint, with its stack and
+// task state) paired with its next switch in (a SWITCH record, or a
+// SWITCH_CPU_WIDE one of a system-wide recording). The switch in does
+// not come from the tracepoint naming the thread as the next task: the
+// kernel drops some of the hits whose previous task is the idle task
+// (perf record -a -e sched:sched_switch misses them too), the very
+// switches that end a sleep on an idle CPU. Each interval is written as a SAMPLE frame with the stack under
+// a marker frame naming the state, and as a record of
+// capture.OffCPUFile with its duration.
+type offCPU struct {
+	tp                          *perf.Tracepoint
+	threads                     map[int32]*switches
+	markers                     map[byte]uint64
+	file                        []byte // records not written yet
+	latest                      int64  // the latest event time seen
+	swept                       int64
+	intervals, unpaired, opened uint64
+	offNs                       int64
+}
+
+// switches are one thread's switch events not paired yet, in time
+// order, and the time of its last interval (events before it come too
+// late to pair).
+type switches struct {
+	events []switchEvent
+	last   int64
+}
+
+type switchEvent struct {
+	time  int64
+	out   bool
+	state byte
+	pid   int32
+	cpu   int16
+	addrs []uint64 // the stack of a switch out, after 2 free slots
+}
+
+func newOffCPU() (*offCPU, error) {
+	tp, err := perf.LookupTracepoint(switchTracepoint)
+	if err != nil {
+		return nil, fmt.Errorf("--off-cpu: %w", err)
+	}
+	for _, f := range []string{"prev_state"} {
+		if _, ok := tp.Fields[f]; !ok {
+			return nil, fmt.Errorf("--off-cpu: %s has no field %s", switchTracepoint, f)
+		}
+	}
+	return &offCPU{tp: tp, threads: make(map[int32]*switches), markers: make(map[byte]uint64)}, nil
+}
+
+// taskState returns the letter of the state sched_switch reports in its
+// prev_state field: a bit per state of TASK_REPORT (S, D, T, t, X, Z, P,
+// I), 0 for a runnable task and TASK_REPORT_MAX for a preempted one
+// (both R).
+func taskState(v int64) byte {
+	const letters = "SDTtXZPI"
+	if v&0xff == 0 {
+		return 'R'
+	}
+	for i := range len(letters) {
+		if v&(1<<i) != 0 {
+			return letters[i]
+		}
+	}
+	return '?'
+}
+
+// handleSwitch takes a sched_switch hit: the sampled task leaves the CPU
+// with the stack addrs (copied).
+func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
+	t := int64(s.Time)
+	o.latest = max(o.latest, t)
+	if s.TID != 0 { // not the idle task
+		st, _ := o.tp.Int(s.RawData, "prev_state")
+		// Two slots in front for the marker frame (see write).
+		stack := append(make([]uint64, 2, len(addrs)+2), addrs...)
+		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
+	}
+	o.sweep(r, false)
+}
+
+// switchIn takes a SWITCH record of a task coming back to a CPU.
+func (o *offCPU) switchIn(r *recorder, tid int32, t int64) {
+	if tid == 0 {
+		return
+	}
+	o.latest = max(o.latest, t)
+	o.add(r, tid, switchEvent{time: t})
+}
+
+// add inserts e into the thread's events and writes the intervals that
+// are complete: a switch out followed by a switch in.
+func (o *offCPU) add(r *recorder, tid int32, e switchEvent) {
+	th := o.threads[tid]
+	if th == nil {
+		th = &switches{}
+		o.threads[tid] = th
+	}
+	if e.time < th.last {
+		if e.out {
+			o.unpaired++ // its switch in was paired with an earlier out
+		}
+		return
+	}
+	i := len(th.events)
+	for i > 0 && th.events[i-1].time > e.time {
+		i--
+	}
+	th.events = slices.Insert(th.events, i, e)
+	o.pair(r, tid, th, o.latest-offCPUHorizon)
+}
+
+// pair writes the intervals at the front of th's events and drops the
+// events before horizon that can no longer be paired.
+func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
+	ev := th.events
+	for len(ev) > 0 {
+		e := ev[0]
+		if e.out && len(ev) > 1 && !ev[1].out {
+			o.write(r, tid, e, ev[1].time)
+			th.last = ev[1].time
+			ev = ev[2:]
+			continue
+		}
+		if e.time >= horizon {
+			break
+		}
+		// A switch in without a switch out before it: the thread was off
+		// the CPU since before the recording, or the out was lost. A
+		// switch out followed by another: the switch in was lost.
+		switch {
+		case e.out && len(ev) > 1:
+			o.unpaired++
+		case !e.out && th.last != 0:
+			o.unpaired++
+		case e.out:
+			goto done // waits for its switch in
+		}
+		th.last = max(th.last, e.time)
+		ev = ev[1:]
+	}
+done:
+	if len(ev) == 0 {
+		th.events = th.events[:0]
+	} else if len(ev) != len(th.events) {
+		th.events = append(th.events[:0], ev...)
+	}
+}
+
+// sweep drops the unpaired events past the horizon of every thread,
+// about every horizon, or all of them at the end (final): the threads
+// still off the CPU then get an interval up to the end, unless they
+// exited.
+func (o *offCPU) sweep(r *recorder, final bool) {
+	if !final && o.latest-o.swept < offCPUHorizon {
+		return
+	}
+	o.swept = o.latest
+	end := o.latest
+	if final {
+		end = r.now() // when recording stopped
+	}
+	for tid, th := range o.threads {
+		if !final {
+			o.pair(r, tid, th, o.latest-offCPUHorizon)
+			if len(th.events) == 0 && o.latest-th.last > 10*offCPUHorizon {
+				delete(o.threads, tid) // quiet for a while: maybe gone
+			}
+			continue
+		}
+		o.pair(r, tid, th, end+1)
+		for _, e := range th.events {
+			if e.out && e.state != 'X' && e.state != 'Z' && end > e.time {
+				o.write(r, tid, e, end)
+				o.opened++
+			}
+		}
+		delete(o.threads, tid)
+	}
+}
+
+// write writes one interval: its SAMPLE frame and its record.
+func (o *offCPU) write(r *recorder, tid int32, e switchEvent, in int64) {
+	if r.writeErr != nil {
+		return
+	}
+	a, ok := o.markers[e.state]
+	if !ok {
+		var err error
+		if a, err = r.w.AddJITMap(capture.OffCPUMarker(e.state)); err != nil {
+			r.writeErr = err
+			return
+		}
+		o.markers[e.state] = a
+	}
+	addrs := e.addrs
+	addrs[0], addrs[1] = capture.ContextUser, a
+	if len(addrs) > capture.MaxSampleAddrs {
+		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	if err := r.w.AddSample(e.time, e.cpu, e.pid, tid, addrs); err != nil {
+		r.writeErr = err
+		return
+	}
+	o.intervals++
+	o.offNs += in - e.time
+	o.file = capture.AppendOffCPU(o.file, capture.OffCPU{TID: tid, Time: e.time, Duration: in - e.time, State: e.state})
+	if len(o.file) >= capture.OffCPUFileChunkData {
+		o.flush(r, false)
+	}
+}
+
+// flush writes the records held as a chunk of capture.OffCPUFile, the
+// last one when last is set.
+func (o *offCPU) flush(r *recorder, last bool) {
+	if r.writeErr != nil || (len(o.file) == 0 && !last) {
+		return
+	}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
+	for len(o.file) > capture.OffCPUFileChunkData {
+		if err := r.w.AddFileChunk(h, capture.OffCPUFile, o.file[:capture.OffCPUFileChunkData], false); err != nil {
+			r.writeErr = err
+			return
+		}
+		o.file = o.file[capture.OffCPUFileChunkData:]
+	}
+	if err := r.w.AddFileChunk(h, capture.OffCPUFile, o.file, last); err != nil {
+		r.writeErr = err
+	}
+	o.file = o.file[:0]
+}
+
+// finish writes what is still held, the threads still off the CPU, and
+// the counts as metadata, and logs them.
+func (o *offCPU) finish(r *recorder) {
+	o.sweep(r, true)
+	o.flush(r, true)
+	if r.writeErr != nil {
+		return
+	}
+	md := [][2]string{
+		{capture.MetaOffCPUIntervals, strconv.FormatUint(o.intervals, 10)},
+		{capture.MetaOffCPUUnpaired, strconv.FormatUint(o.unpaired, 10)},
+		{capture.MetaOffCPUOpen, strconv.FormatUint(o.opened, 10)},
+	}
+	if err := writeMetadata(r.w, md); err != nil {
+		r.writeErr = err
+	}
+	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it)",
+		o.intervals, float64(o.offNs)/1e9, o.opened)
+	if o.unpaired > 0 {
+		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", o.unpaired)
+	}
+}
+
+// offCPURingPages is the smallest ring per CPU with Options.OffCPU: a
+// switch-heavy program writes a record or three with a stack per switch.
+const offCPURingPages = 1024
+
+// setupOffCPU adds what Options.OffCPU needs to the perf options: the
+// sched_switch tracepoint with stacks, and the SWITCH records that say
+// when a thread comes back.
+func (r *recorder) setupOffCPU(popts *perf.Options) {
+	popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
+	popts.ContextSwitch = true
+	if popts.RingPages == 0 {
+		popts.RingPages = perf.DefaultRingPages
+		if popts.UserStack > 0 {
+			popts.RingPages = perf.DefaultStackRingPages
+		}
+	}
+	popts.RingPages = max(popts.RingPages, offCPURingPages)
+}

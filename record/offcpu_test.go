@@ -1,0 +1,143 @@
+package record
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"nsprof/capture"
+)
+
+// TestTaskState: sched_switch's prev_state bits name the state a task
+// left the CPU in.
+func TestTaskState(t *testing.T) {
+	for _, tc := range []struct {
+		v    int64
+		want byte
+	}{
+		{0, 'R'}, {0x100, 'R'}, {0x1, 'S'}, {0x2, 'D'}, {0x4, 'T'}, {0x8, 't'},
+		{0x10, 'X'}, {0x20, 'Z'}, {0x40, 'P'}, {0x80, 'I'}, {0x101, 'S'},
+	} {
+		if got := taskState(tc.v); got != tc.want {
+			t.Errorf("taskState(%#x) = %c, want %c", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestOffCPUPairing: switch outs and ins, read in any order within the
+// horizon, pair into intervals; an out whose in was lost, an in whose
+// out was lost and an event older than the thread's last interval are
+// counted as unpaired, never paired with the wrong partner; a thread
+// still off the CPU at the end is counted up to it, unless it exited.
+func TestOffCPUPairing(t *testing.T) {
+	const ms = 1_000_000
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{w: w, opts: &Options{Log: io.Discard}}
+	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64)}
+	out := func(tid int32, at int64, state byte) {
+		o.latest = max(o.latest, at)
+		o.add(r, tid, switchEvent{time: at, out: true, state: state, pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000}})
+	}
+	in := func(tid int32, at int64) { o.switchIn(r, tid, at) }
+
+	var b int64 = 1000 * ms // the current phase's start
+	type iv struct {
+		tid        int32
+		start, dur int64
+		state      byte
+	}
+	want := make(map[iv]bool)
+	// next lets the horizon pass: what waited for a late partner is
+	// settled, and the next phase starts after it.
+	next := func() {
+		o.latest = b + 2*offCPUHorizon
+		o.sweep(r, false)
+		b = o.latest + ms
+	}
+
+	in(10, b+1*ms) // off the CPU since before the recording: not a loss
+	out(10, b+2*ms, 'S')
+	in(10, b+5*ms)
+	want[iv{10, b + 2*ms, 3 * ms, 'S'}] = true
+	next()
+
+	in(11, b+7*ms) // read before its out (another CPU's ring)
+	out(11, b+6*ms, 'D')
+	want[iv{11, b + 6*ms, 1 * ms, 'D'}] = true
+	next()
+
+	c := b
+	out(10, b+8*ms, 'R') // its in was lost: unpaired 1
+	out(10, b+9*ms, 'S')
+	in(10, b+10*ms)
+	want[iv{10, b + 9*ms, 1 * ms, 'S'}] = true
+	next()
+	out(10, c+9500*1000, 'S') // older than the thread's last interval: unpaired 2
+	next()
+
+	out(12, b+1*ms, 'S')
+	in(12, b+2*ms)
+	want[iv{12, b + 1*ms, 1 * ms, 'S'}] = true
+	in(12, b+4*ms) // its out was lost: unpaired 3
+	out(12, b+5*ms, 'S')
+	in(12, b+6*ms)
+	want[iv{12, b + 5*ms, 1 * ms, 'S'}] = true
+	next()
+
+	out(13, b+1*ms, 'X') // exited: never comes back
+	out(14, b+2*ms, 'S') // still asleep at the end
+	openAt := b + 2*ms
+	o.sweep(r, true)
+	o.flush(r, true)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	if o.unpaired != 3 || o.opened != 1 {
+		t.Errorf("unpaired %d, open %d; want 3 and 1", o.unpaired, o.opened)
+	}
+	recs, err := capture.DecodeOffCPU(o.fileWritten(t, buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	for _, rc := range recs {
+		if rc.TID == 14 && rc.Time == openAt {
+			open++
+			continue
+		}
+		k := iv{rc.TID, rc.Time, rc.Duration, rc.State}
+		if !want[k] {
+			t.Errorf("unexpected interval %+v", k)
+		}
+		delete(want, k)
+	}
+	for k := range want {
+		t.Errorf("missing interval %+v", k)
+	}
+	if open != 1 || int(o.intervals) != len(recs) {
+		t.Errorf("%d records (%d open), %d intervals counted", len(recs), open, o.intervals)
+	}
+}
+
+// fileWritten returns the contents of the capture's off-CPU file.
+func (o *offCPU) fileWritten(t *testing.T, data []byte) []byte {
+	t.Helper()
+	rd, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := capture.ReadFiles(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.Lookup(capture.OffCPUFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
