@@ -115,6 +115,9 @@ func (t *lineTable) index() *inlineIndex {
 			f.Close()
 			if err == nil && u != nil {
 				t.inl = newInlineIndex(u, func() dwarfUnits {
+					if d := u.all(); d != nil {
+						return newFullUnits(d)
+					}
 					if d := t.data(); d != nil {
 						return newFullUnits(d)
 					}
