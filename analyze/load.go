@@ -44,6 +44,13 @@ type LoadOptions struct {
 	// [LoadTimeline] reads. Frames of unknown types are then counted
 	// there instead of stopping the load. Default false.
 	Timeline bool
+	// Progress, when set, is told how far loading has come: the stage
+	// ("reading the capture", "reading symbols", "naming frames"), and
+	// done of total bytes or frames (total 0 when unknown). It is
+	// called often, from the loading goroutine, and should return
+	// quickly (nsprof report and export show it on a terminal with
+	// package internal/progress).
+	Progress func(stage string, done, total int64)
 }
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
@@ -116,11 +123,13 @@ type sizes struct {
 	// samples counts the SAMPLE frames (those before any damage), and
 	// addrs bounds the addresses they hold.
 	samples, addrs int
+	// bytes is the size of the capture.
+	bytes int64
 }
 
 // countSamples returns the sizes of the capture data.
 func countSamples(data []byte) sizes {
-	var n sizes
+	n := sizes{bytes: int64(len(data))}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
 		return n
@@ -158,7 +167,16 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 	if opts.Timeline {
 		tl = newTimelineBuilder(cr.Header())
 	}
-	for readErr == nil {
+	prog := opts.Progress
+	if prog == nil {
+		prog = func(string, int64, int64) {}
+	}
+	const stageRead = "reading the capture"
+	prog(stageRead, 0, n.bytes)
+	for frames := 0; readErr == nil; frames++ {
+		if frames&(1<<12-1) == 0 {
+			prog(stageRead, cr.Offset(), n.bytes)
+		}
 		f, err := cr.NextRaw()
 		if err == io.EOF {
 			break
@@ -244,6 +262,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 			}
 		}
 	}
+	prog("reading symbols", 0, 0)
 	p := b.finish()
 	if tl != nil {
 		tl.finish()
@@ -256,7 +275,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 		if !opts.NoHostFiles {
 			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
 		}
-		p.Symbolize(chain)
+		p.symbolize(chain, func(done, total int) { prog("naming frames", int64(done), int64(total)) })
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
 			err := p.Kallsyms.Err()
 			if _, ok := errors.AsType[*capture.InflateError](err); ok {

@@ -184,7 +184,11 @@ func (p *Profile) CaptureSymbolizer() Chain {
 // "FILE+0xOFFSET" (the file offset in the process's mapping containing
 // the address, with FILE the mapping's base name as DSO), or
 // "[unknown] 0xADDR". s may be nil.
-func (p *Profile) Symbolize(s Symbolizer) {
+func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
+
+// symbolize is Symbolize, telling prog (when set) how many frames of how
+// many it has named, every few thousand.
+func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	chain := Chain(flatten(s, nil))
 	names := make([]string, len(chain))
 	counts := make([]int, len(chain))
@@ -195,6 +199,9 @@ func (p *Profile) Symbolize(s Symbolizer) {
 	funcs := make(map[Function]FuncID)
 	unresolved := 0
 	for i := range p.Frames {
+		if prog != nil && i&(1<<12-1) == 0 {
+			prog(i, len(p.Frames))
+		}
 		f := &p.Frames[i]
 		var loc Location
 		var k int

@@ -148,7 +148,10 @@ accepts it with a warning and status 0.`,
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value)})
+	prog := progressLine(stderr)
+	defer prog.Clear()
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: !opts.Memory && stackValue(opts.Value), Progress: prog.Report})
+	prog.Clear()
 	if p == nil {
 		return loadErr
 	}
@@ -172,7 +175,10 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
 			return fmt.Errorf("--value: %s: %w", opts.Input, err)
 		}
-		if v, err = p.View(opts.View); err != nil {
+		prog.Report(progressView, 0, 0)
+		v, err = p.View(opts.View)
+		prog.Clear()
+		if err != nil {
 			return err
 		}
 	}
