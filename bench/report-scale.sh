@@ -18,7 +18,8 @@
 #   perf report -i Y --stdio --no-children     (the same flat view)
 # and prints, per size, the samples and capture size of each tool, the
 # median seconds and MiB of each command, perf/nsprof time ratios (> 1:
-# nsprof is faster) and nsprof's peak memory over its capture's size.
+# nsprof is faster) and nsprof report's peak memory over its capture's
+# size (both in MiB).
 #
 #   bench/report-scale.sh [SECONDS ...]     (default: 2 15 60)
 #
@@ -74,7 +75,7 @@ timed() {
 median() { awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 printf '\n%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
-	"secs" "nsprof" "MB" "perf" "MB" "nsprof report" "nsprof export" "perf report" "perf/rep" "perf/exp" "MiB/MB"
+	"secs" "nsprof" "MB" "perf" "MB" "nsprof report" "nsprof export" "perf report" "perf/rep" "perf/exp" "peak/size"
 printf '%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
 	"" "samples" "" "samples" "" "s       MiB" "s       MiB" "s       MiB" "" "" "report"
 for s in "${sizes[@]}"; do
