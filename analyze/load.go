@@ -694,6 +694,7 @@ func (b *builder) loadSymbols() {
 			b.p.Lines = t
 		}
 	}
+	b.files.forget(capture.SymbolsFile, capture.LinesFile, capture.ProcessFile)
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {
