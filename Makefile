@@ -30,7 +30,7 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # DWARF/objdump comparisons that take minutes under -race and exercise no
 # concurrency. record, perf, container, cmd/nsprof and e2e need root
 # throughout.
-RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt \
+RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
 	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./unwind
 RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 

@@ -78,6 +78,16 @@ func (e *embeddedFiles) capture(paths ...string) (*capture.Files, error) {
 	return fs, nil
 }
 
+// forget drops the files at paths and at their ".gz" names once read,
+// so that the profile, which keeps e for the embedded kallsyms, does not
+// keep their data too.
+func (e *embeddedFiles) forget(paths ...string) {
+	for _, p := range paths {
+		e.fs.Forget(p)
+		e.fs.Forget(p + ".gz")
+	}
+}
+
 // lookup returns the contents of the file at path, or of path+".gz"
 // decompressed within the bounds of [capture.Inflate]: [capture.Files.Lookup].
 func (e *embeddedFiles) lookup(path string) ([]byte, error) {

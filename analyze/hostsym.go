@@ -71,6 +71,40 @@ func (h *HostSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locatio
 	return loc, true
 }
 
+// prepare reads at once the DWARF units that the addresses of qs need
+// for their inline frames and lines, file by file: asked one address at
+// a time, a file's compressed .debug_info was inflated again for units
+// found later.
+func (h *HostSymbolizer) prepare(qs []query) {
+	if h == nil || h.p == nil {
+		return
+	}
+	vaddrs := make(map[*hostFile][]uint64)
+	var files []*hostFile
+	for _, q := range qs {
+		if q.kernel {
+			continue
+		}
+		m := h.p.Mapping(q.pid, q.addr)
+		if m == nil || len(m.File) == 0 || m.File[0] != '/' {
+			continue
+		}
+		f := h.file(m)
+		if f == nil {
+			continue
+		}
+		if va, ok := f.elf.Vaddr(q.addr - m.Start + m.Offset); ok {
+			if _, seen := vaddrs[f]; !seen {
+				files = append(files, f)
+			}
+			vaddrs[f] = append(vaddrs[f], va)
+		}
+	}
+	for _, f := range files {
+		f.syms.PrepareFrames(vaddrs[f])
+	}
+}
+
 // String returns "host".
 func (h *HostSymbolizer) String() string { return "host" }
 

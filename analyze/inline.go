@@ -7,10 +7,13 @@ type inlineFrames struct {
 	// frames and funcs are the profile's, then the inlined calls'.
 	frames []Frame
 	funcs  []Function
-	// chain holds, for a frame with inlined calls, its frames leaf
-	// first: the innermost inlined call, ..., the outermost, then the
-	// frame itself.
-	chain map[FrameID][]FrameID
+	// chains holds, for each frame of the profile with inlined calls,
+	// its frames leaf first: the innermost inlined call, ..., the
+	// outermost, then the frame itself; those of frame i are
+	// chains[at[i]:at[i+1]], empty for a frame without inlined calls.
+	// (A map by frame was most of a view's time on a large capture.)
+	chains []FrameID
+	at     []int32
 }
 
 // newInlineFrames returns the inlined calls of p's frames, or nil when no
@@ -18,6 +21,7 @@ type inlineFrames struct {
 func newInlineFrames(p *Profile) *inlineFrames {
 	var x *inlineFrames
 	var funcs map[Function]FuncID
+	last := 0 // the frames before it have their place in at
 	for i := range p.Frames {
 		f := &p.Frames[i]
 		if len(f.Loc.Inline) == 0 {
@@ -27,20 +31,28 @@ func newInlineFrames(p *Profile) *inlineFrames {
 			x = &inlineFrames{
 				frames: p.Frames[:len(p.Frames):len(p.Frames)], // appends copy
 				funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)],
-				chain:  make(map[FrameID][]FrameID),
+				at:     make([]int32, len(p.Frames)+1),
 			}
 			funcs = make(map[Function]FuncID, len(p.Funcs))
 			for id, fn := range p.Funcs {
 				funcs[fn] = FuncID(id)
 			}
 		}
-		chain := make([]FrameID, 0, len(f.Loc.Inline)+1)
+		for j := last; j <= i; j++ {
+			x.at[j] = int32(len(x.chains))
+		}
 		for _, in := range f.Loc.Inline {
 			id := internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel})
-			chain = append(chain, FrameID(len(x.frames)))
+			x.chains = append(x.chains, FrameID(len(x.frames)))
 			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: in, Func: id})
 		}
-		x.chain[FrameID(i)] = append(chain, FrameID(i))
+		x.chains = append(x.chains, FrameID(i))
+		last = i + 1
+	}
+	if x != nil {
+		for j := last; j <= len(p.Frames); j++ {
+			x.at[j] = int32(len(x.chains))
+		}
 	}
 	return x
 }
@@ -48,8 +60,8 @@ func newInlineFrames(p *Profile) *inlineFrames {
 // expand appends frame fr to st, preceded by the frames of the calls
 // inlined at it.
 func (x *inlineFrames) expand(st []FrameID, fr FrameID) []FrameID {
-	if c, ok := x.chain[fr]; ok {
-		return append(st, c...)
+	if a, b := x.at[fr], x.at[fr+1]; a < b {
+		return append(st, x.chains[a:b]...)
 	}
 	return append(st, fr)
 }

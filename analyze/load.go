@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"os"
@@ -43,6 +44,13 @@ type LoadOptions struct {
 	// [LoadTimeline] reads. Frames of unknown types are then counted
 	// there instead of stopping the load. Default false.
 	Timeline bool
+	// Progress, when set, is told how far loading has come: the stage
+	// ("reading the capture", "reading symbols", "naming frames"), and
+	// done of total bytes or frames (total 0 when unknown). It is
+	// called often, from the loading goroutine, and should return
+	// quickly (nsprof report and export show it on a terminal with
+	// package internal/progress).
+	Progress func(stage string, done, total int64)
 }
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
@@ -89,7 +97,7 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, false, nil, 0, opts)
+	return load(cr, false, nil, sizes{}, opts)
 }
 
 // LoadBytes is [Load] over a capture held in memory, which it decodes in
@@ -109,21 +117,31 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 	return load(cr, src == nil, src, countSamples(data), opts)
 }
 
-// countSamples returns the number of SAMPLE frames in the capture data
-// (those before any damage), so their table is allocated once at its size.
-func countSamples(data []byte) int {
+// sizes are counts of a capture's frames found before loading it, so
+// that the tables that grow with them are allocated once.
+type sizes struct {
+	// samples counts the SAMPLE frames (those before any damage), and
+	// addrs bounds the addresses they hold.
+	samples, addrs int
+	// bytes is the size of the capture.
+	bytes int64
+}
+
+// countSamples returns the sizes of the capture data.
+func countSamples(data []byte) sizes {
+	n := sizes{bytes: int64(len(data))}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
-		return 0
+		return n
 	}
-	n := 0
 	for {
 		f, err := cr.NextRaw()
 		if err != nil {
 			return n
 		}
 		if f.Type == capture.TypeSample {
-			n++
+			n.samples++
+			n.addrs += len(f.Bytes) / 8
 		}
 	}
 }
@@ -131,16 +149,13 @@ func countSamples(data []byte) int {
 // load builds the profile of the frames of cr. inPlace says the frames cr
 // returns stay valid, so embedded files can be kept as views; else they
 // are copied, but for the kallsyms, whose place in src is kept when src is
-// set. nSamples, when known, sizes the sample table.
-func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts LoadOptions) (*Profile, error) {
-	b := newBuilder(cr.Header())
+// set. n, when known, sizes the sample and stack tables.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadOptions) (*Profile, error) {
+	b := newBuilder(cr.Header(), n)
 	b.files.src = src
 	mode := chunkCopy
 	if inPlace {
 		mode = chunkView
-	}
-	if nSamples > 0 {
-		b.chunk = make([]Sample, 0, nSamples)
 	}
 	var (
 		readErr error
@@ -152,7 +167,16 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 	if opts.Timeline {
 		tl = newTimelineBuilder(cr.Header())
 	}
-	for readErr == nil {
+	prog := opts.Progress
+	if prog == nil {
+		prog = func(string, int64, int64) {}
+	}
+	const stageRead = "reading the capture"
+	prog(stageRead, 0, n.bytes)
+	for frames := 0; readErr == nil; frames++ {
+		if frames&(1<<12-1) == 0 {
+			prog(stageRead, cr.Offset(), n.bytes)
+		}
 		f, err := cr.NextRaw()
 		if err == io.EOF {
 			break
@@ -240,6 +264,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 			}
 		}
 	}
+	prog("reading symbols", 0, 0)
 	p := b.finish()
 	if tl != nil {
 		tl.finish()
@@ -252,7 +277,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, nSamples int, opts 
 		if !opts.NoHostFiles {
 			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
 		}
-		p.Symbolize(chain)
+		p.symbolize(chain, func(done, total int) { prog("naming frames", int64(done), int64(total)) })
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
 			err := p.Kallsyms.Err()
 			if _, ok := errors.AsType[*capture.InflateError](err); ok {
@@ -271,11 +296,20 @@ type frameKey struct {
 	addr           uint64
 }
 
+// stackKey identifies a stack by a 128-bit hash of its pid, kind and
+// addresses (see [builder.stack]).
+type stackKey [2]uint64
+
 // builder accumulates a profile while frames are read.
 type builder struct {
-	p         *Profile
-	stacks    map[string]StackID
+	p *Profile
+	// stacks and frames intern stacks and frames; the frames are kept
+	// as keys until finish makes Profile.Frames of them, at their
+	// number: a Frame is five times the size of its key.
+	stacks    map[stackKey]StackID
+	seeds     [2]maphash.Seed
 	frames    map[frameKey]FrameID
+	frameKeys []frameKey
 	key       []byte
 	files     embeddedFiles
 	lostID    uint32
@@ -306,21 +340,32 @@ type builder struct {
 
 const sampleChunk = 1 << 16
 
-func newBuilder(h capture.FileHeader) *builder {
-	return &builder{
+// newBuilder returns a builder for a capture of header h; n, when known,
+// sizes its tables: the samples, a stack per sample at most, their
+// addresses, and as many frames as samples to start with (a capture of
+// many processes has about two per sample).
+func newBuilder(h capture.FileHeader, n sizes) *builder {
+	b := &builder{
 		p: &Profile{
 			Header:      h,
 			procIndex:   make(map[int32]*Process),
 			threadIndex: make(map[int32]*Thread),
-			stackStart:  []int32{0},
+			stackStart:  make([]int32, 1, n.samples+1),
+			stackFrames: make([]FrameID, 0, n.addrs),
 			JIT:         make(map[uint64]string),
 		},
-		stacks:    make(map[string]StackID),
-		frames:    make(map[frameKey]FrameID),
+		stacks:    make(map[stackKey]StackID, n.samples),
+		seeds:     [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		frames:    make(map[frameKey]FrameID, n.samples),
+		frameKeys: make([]frameKey, 0, n.samples),
 		minTime:   math.MaxInt64,
 		maxTime:   math.MinInt64,
 		lastStack: -1,
 	}
+	if n.samples > 0 {
+		b.chunk = make([]Sample, 0, n.samples)
+	}
+	return b
 }
 
 func (b *builder) process(pid int32) *Process {
@@ -413,7 +458,12 @@ func (b *builder) allocation(a *capture.Allocation) {
 // stack interns the stack of pid's addrs: the key is the pid and the raw
 // addresses, so a stack seen before costs one map lookup and no
 // allocation. ret says every address is a return address, as in an
-// allocation's stack; such stacks have keys of their own.
+// allocation's stack; such stacks have keys of their own. The map holds
+// a 128-bit hash of the key (two 64-bit hashes of independent random
+// seeds), not the key: the keys of a large capture's stacks took as many
+// bytes as the stacks themselves and their hashing and copying most of
+// the interning time. Two distinct stacks share a hash with a chance
+// below 10^-26 for a million stacks.
 func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	k := b.key[:0]
 	k = binary.LittleEndian.AppendUint32(k, uint32(pid))
@@ -428,10 +478,11 @@ func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	if b.lastStack >= 0 && bytes.Equal(k, b.lastKey) {
 		id = b.lastStack // the same stack as the sample before
 	} else {
-		v, ok := b.stacks[string(k)]
+		h := stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
+		v, ok := b.stacks[h]
 		if !ok {
 			v = b.newStack(pid, addrs, ret)
-			b.stacks[string(k)] = v
+			b.stacks[h] = v
 		}
 		id = v
 		b.lastKey = append(b.lastKey[:0], k...)
@@ -483,9 +534,9 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 		fk := frameKey{pid: pid, kernel: kernel, caller: caller, addr: a}
 		fid, ok := b.frames[fk]
 		if !ok {
-			fid = FrameID(len(b.p.Frames))
+			fid = FrameID(len(b.frameKeys))
 			b.frames[fk] = fid
-			b.p.Frames = append(b.p.Frames, Frame{PID: pid, Addr: a, Kernel: kernel, Caller: caller, Func: -1})
+			b.frameKeys = append(b.frameKeys, fk)
 		}
 		b.p.stackFrames = append(b.p.stackFrames, fid)
 	}
@@ -510,6 +561,11 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
+	p.Frames = make([]Frame, len(b.frameKeys))
+	for i, k := range b.frameKeys {
+		p.Frames[i] = Frame{PID: k.pid, Addr: k.addr, Kernel: k.kernel, Caller: k.caller, Func: -1}
+	}
+	b.frameKeys, b.frames, b.stacks = nil, nil, nil
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations())
@@ -641,6 +697,7 @@ func (b *builder) loadSymbols() {
 			b.p.Lines = t
 		}
 	}
+	b.files.forget(capture.SymbolsFile, capture.LinesFile, capture.ProcessFile)
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"nsprof/capture"
@@ -196,38 +197,115 @@ func (p *Profile) CaptureSymbolizer() Chain {
 // "FILE+0xOFFSET" (the file offset in the process's mapping containing
 // the address, with FILE the mapping's base name as DSO), or
 // "[unknown] 0xADDR". s may be nil.
-func (p *Profile) Symbolize(s Symbolizer) {
+func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
+
+// symbolize is Symbolize, telling prog (when set) how many frames of how
+// many it has named, every few thousand.
+//
+// When a symbolizer of the chain is a [preparer], the frames are named in
+// two passes: first by the symbolizers before it, noting the addresses
+// that reach it; it is then told all of them at once, and the frames
+// whose naming reached it are named again by the whole chain. Each frame
+// gets the answer the whole chain gives it.
+func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	chain := Chain(flatten(s, nil))
 	names := make([]string, len(chain))
 	counts := make([]int, len(chain))
 	for i, x := range chain {
 		names[i] = symbolizerName(x)
 	}
+	name := func(c Chain, f *Frame) (Location, int) {
+		if f.Caller {
+			return nameReturn(func(a uint64) (Location, int) { return c.symbolize(f.PID, a, f.Kernel) }, f.Addr)
+		}
+		return c.symbolize(f.PID, f.Addr, f.Kernel)
+	}
+	by := make([]int16, len(p.Frames)) // the index of the symbolizer that named each frame, or -1
+	first := Chain(nil)
+	var later *queries
+	for i, x := range chain {
+		if _, ok := x.(preparer); ok && i < math.MaxInt16 {
+			later = &queries{}
+			first = append(chain[:i:i], later)
+			break
+		}
+	}
+	total := len(p.Frames)
+	step := func(i int) {
+		if prog != nil && i&(1<<12-1) == 0 {
+			prog(i, total)
+		}
+	}
+	var again []int32
+	for i := range p.Frames {
+		step(i)
+		f := &p.Frames[i]
+		c := chain
+		if later != nil {
+			c = first
+			later.hit = false
+		}
+		loc, k := name(c, f)
+		if later != nil && later.hit {
+			again = append(again, int32(i))
+			continue
+		}
+		f.Loc, by[i] = loc, int16(k)
+	}
+	if later != nil && len(again) > 0 {
+		chain[len(first)-1].(preparer).prepare(later.qs)
+		later.qs = nil
+		for _, i := range again {
+			f := &p.Frames[i]
+			loc, k := name(chain, f)
+			f.Loc, by[i] = loc, int16(k)
+		}
+	}
 	p.Funcs = p.Funcs[:0]
 	funcs := make(map[Function]FuncID)
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		var loc Location
-		var k int
-		if f.Caller {
-			loc, k = nameReturn(func(a uint64) (Location, int) { return chain.symbolize(f.PID, a, f.Kernel) }, f.Addr)
-		} else {
-			loc, k = chain.symbolize(f.PID, f.Addr, f.Kernel)
-		}
-		if k >= 0 {
+		if k := by[i]; k >= 0 {
 			counts[k]++
 		} else {
-			loc = p.fallback(f)
+			f.Loc = p.fallback(f)
 			unresolved++
 		}
-		f.Loc = loc
-		f.Func = internFunc(funcs, &p.Funcs, Function{Name: loc.Function, DSO: loc.DSO, Kernel: f.Kernel})
+		f.Func = internFunc(funcs, &p.Funcs, Function{Name: f.Loc.Function, DSO: f.Loc.DSO, Kernel: f.Kernel})
 	}
 	p.SymbolStats = map[string]int{"unresolved": unresolved}
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
 	}
+}
+
+// preparer is a [Symbolizer] that is told beforehand the addresses it
+// will be asked about, so that it reads what they need at once (a file's
+// DWARF units in one pass).
+type preparer interface {
+	Symbolizer
+	prepare(qs []query)
+}
+
+// query is one address a symbolizer is asked about.
+type query struct {
+	pid    int32
+	addr   uint64
+	kernel bool
+}
+
+// queries stands for a [preparer] in the first pass of naming: it notes
+// what it is asked, and that it was, and names nothing.
+type queries struct {
+	qs  []query
+	hit bool
+}
+
+func (q *queries) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool) {
+	q.qs = append(q.qs, query{pid, addr, kernel})
+	q.hit = true
+	return Location{}, false
 }
 
 // nameReturn names the code of the return address addr with sym (whose

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -128,6 +129,16 @@ func (fs *Files) List() []EmbeddedFile {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// Forget drops the file at exactly path, so that its data, once read,
+// is not kept for the life of fs. Has and Lookup no longer find it.
+func (fs *Files) Forget(path string) {
+	if _, ok := fs.files[path]; !ok {
+		return
+	}
+	delete(fs.files, path)
+	fs.order = slices.DeleteFunc(fs.order, func(p string) bool { return p == path })
 }
 
 // Has reports whether the capture embeds the file at exactly path.

@@ -69,3 +69,23 @@ func TestFilesKeepModes(t *testing.T) {
 		t.Error("extents without a source: no error")
 	}
 }
+
+func TestFilesForget(t *testing.T) {
+	var fs Files
+	fs.Add(&FileChunk{Path: "/a", Data: []byte("aa"), IsLast: true})
+	fs.AddView(&FileChunk{Path: "/b", Data: []byte("bb"), IsLast: true})
+	fs.Forget("/a")
+	fs.Forget("/missing")
+	if fs.Has("/a") {
+		t.Error("/a still held after Forget")
+	}
+	if _, err := fs.Lookup("/a"); err == nil {
+		t.Error("Lookup found /a after Forget")
+	}
+	if l := fs.List(); len(l) != 1 || l[0].Path != "/b" {
+		t.Errorf("List after Forget = %v, want /b alone", l)
+	}
+	if b, err := fs.Lookup("/b"); err != nil || string(b) != "bb" {
+		t.Errorf("Lookup(/b) = %q, %v", b, err)
+	}
+}

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"fmt"
@@ -89,25 +88,34 @@ func DecodeLines(data []byte) (*LineTable, error) {
 // frames rather than by what a small gzip of short lines inflates to.
 func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 	t := &LineTable{}
-	if n := bytes.Count(data, []byte{'\n'}); maxRecords >= 0 && n > maxRecords+1 {
-		return t, fmt.Errorf("%s: %d records, more than the %d addresses of the capture's samples and allocations it can describe; not read", LinesFile, n-1, maxRecords)
+	nl := bytes.Count(data, []byte{'\n'})
+	if maxRecords >= 0 && nl > maxRecords+1 {
+		return t, fmt.Errorf("%s: %d records, more than the %d addresses of the capture's samples and allocations it can describe; not read", LinesFile, nl-1, maxRecords)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	t.recs = make([]AddrLines, 0, nl)
+	d := linesDecoder{names: make(map[string]string)}
 	n := 0
 	var err error
-	for sc.Scan() {
+	for rest := data; len(rest) > 0; {
+		// Lines as bufio.ScanLines splits them: a last line without its
+		// newline counts, a carriage return before the newline does not.
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		n++
-		line := sc.Text()
 		if n == 1 {
-			if line != linesMagic {
+			if string(line) != linesMagic {
 				err = fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, line, linesMagic)
 				break
 			}
 			continue
 		}
 		var r AddrLines
-		if r, err = parseAddrLines(line); err != nil {
+		if r, err = d.parse(line); err != nil {
 			err = fmt.Errorf("%s line %d: %w", LinesFile, n, err)
 			break
 		}
@@ -116,42 +124,77 @@ func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 	if err == nil && n == 0 {
 		err = fmt.Errorf("%s: empty", LinesFile)
 	}
-	slices.SortStableFunc(t.recs, func(a, b AddrLines) int {
+	byAddr := func(a, b AddrLines) int {
 		if c := cmp.Compare(a.PID, b.PID); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Addr, b.Addr)
-	})
+	}
+	if !slices.IsSortedFunc(t.recs, byAddr) { // nsprof record writes them sorted
+		slices.SortStableFunc(t.recs, byAddr)
+	}
 	return t, err
 }
 
-func parseAddrLines(line string) (AddrLines, error) {
-	f := strings.Split(line, "\t")
-	if len(f) < 5 || (len(f)-2)%3 != 0 {
-		return AddrLines{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", len(f))
+// linesDecoder parses the records of a LinesFile. Function and file
+// names repeat from address to address: each distinct one is kept once,
+// and the frames are cut from shared blocks, so that the table holds
+// neither the file's text nor a string or slice per frame.
+type linesDecoder struct {
+	names  map[string]string
+	frames []SourceFrame // the free part of the current block
+}
+
+// name returns b with carriage returns made spaces (as EncodeLines
+// writes names), as a string shared by every equal name.
+func (d *linesDecoder) name(b []byte) string {
+	if s, ok := d.names[string(b)]; ok {
+		return s
 	}
-	if (len(f)-2)/3 > maxSourceFrames {
-		return AddrLines{}, fmt.Errorf("%d frames, at most %d", (len(f)-2)/3, maxSourceFrames)
+	s := strings.ReplaceAll(string(b), "\r", " ")
+	d.names[string(b)] = s
+	return s
+}
+
+// parse parses one record line.
+func (d *linesDecoder) parse(line []byte) (AddrLines, error) {
+	nf := bytes.Count(line, []byte{'\t'}) + 1
+	if nf < 5 || (nf-2)%3 != 0 {
+		return AddrLines{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", nf)
 	}
-	pid, err := strconv.ParseInt(f[0], 10, 32)
+	if (nf-2)/3 > maxSourceFrames {
+		return AddrLines{}, fmt.Errorf("%d frames, at most %d", (nf-2)/3, maxSourceFrames)
+	}
+	field := func() []byte {
+		f, rest, _ := bytes.Cut(line, []byte{'\t'})
+		line = rest
+		return f
+	}
+	f := field()
+	pid, err := strconv.ParseInt(string(f), 10, 32)
 	if err != nil {
-		return AddrLines{}, fmt.Errorf("pid %.20q", f[0])
+		return AddrLines{}, fmt.Errorf("pid %.20q", f)
 	}
-	addr, err := strconv.ParseUint(f[1], 16, 64)
+	f = field()
+	addr, err := strconv.ParseUint(string(f), 16, 64)
 	if err != nil {
-		return AddrLines{}, fmt.Errorf("address %.20q", f[1])
+		return AddrLines{}, fmt.Errorf("address %.20q", f)
 	}
-	r := AddrLines{PID: int32(pid), Addr: addr, Frames: make([]SourceFrame, 0, (len(f)-2)/3)}
-	for i := 2; i < len(f); i += 3 {
-		ln, err := strconv.Atoi(f[i+2])
+	k := (nf - 2) / 3
+	if len(d.frames) < k {
+		d.frames = make([]SourceFrame, max(k, 4096))
+	}
+	frames := d.frames[:0:k]
+	for range k {
+		fn, file, l := field(), field(), field()
+		ln, err := strconv.Atoi(string(l))
 		if err != nil || ln < 0 {
-			return AddrLines{}, fmt.Errorf("line number %.20q", f[i+2])
+			return AddrLines{}, fmt.Errorf("line number %.20q", l)
 		}
-		// As EncodeLines writes them: no carriage returns.
-		fn, file := strings.ReplaceAll(f[i], "\r", " "), strings.ReplaceAll(f[i+1], "\r", " ")
-		r.Frames = append(r.Frames, SourceFrame{Function: fn, File: file, Line: ln})
+		frames = append(frames, SourceFrame{Function: d.name(fn), File: d.name(file), Line: ln})
 	}
-	return r, nil
+	d.frames = d.frames[k:]
+	return AddrLines{PID: int32(pid), Addr: addr, Frames: frames}, nil
 }
 
 // Len returns the number of addresses in the table (0 for nil).

@@ -1,12 +1,14 @@
 package symbol
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -25,20 +27,90 @@ type dwarfUnits interface {
 	prepare(pcs []uint64)
 }
 
-// fullUnits is a whole file's DWARF, as debug/dwarf reads it.
+// fullUnits is a whole file's DWARF, as debug/dwarf reads it, with the
+// address ranges of its compilation units indexed on first use.
+// debug/dwarf's Reader.SeekPC walks every unit from the last one found
+// for each address, parsing each unit's first entry and ranges: an
+// address no unit covers (hand-written assembly, as libc's syscall
+// wrappers are) cost a walk over all of them, about 1700 units for
+// libc's debug file.
 type fullUnits struct {
-	d *dwarf.Data
-	r *dwarf.Reader // for SeekPC: fastest over ascending addresses
+	d      *dwarf.Data
+	ranges []unitRange // sorted by lo, then unit order; nil until indexed
+	// reach[i] is the highest hi of ranges[:i+1], so that a lookup
+	// scans back only over ranges that can still hold the address.
+	reach   []uint64
+	indexed bool
 }
 
-func newFullUnits(d *dwarf.Data) *fullUnits { return &fullUnits{d: d, r: d.Reader()} }
+// unitRange is one address range of the compilation unit at off, the
+// n-th unit of .debug_info.
+type unitRange struct {
+	lo, hi uint64
+	off    dwarf.Offset
+	n      int
+}
+
+func newFullUnits(d *dwarf.Data) *fullUnits { return &fullUnits{d: d} }
 
 func (u *fullUnits) unit(pc uint64) (*dwarf.Data, dwarf.Offset, bool) {
-	cu, err := u.r.SeekPC(pc)
-	if err != nil || cu == nil {
+	if !u.indexed {
+		u.index()
+	}
+	// The ranges that can hold pc start at lo <= pc; of those that do,
+	// the first unit in the file's order answers, as SeekPC's walk from
+	// the first unit would.
+	i := sort.Search(len(u.ranges), func(i int) bool { return u.ranges[i].lo > pc }) - 1
+	best := -1
+	for ; i >= 0 && u.reach[i] > pc; i-- {
+		if r := &u.ranges[i]; pc < r.hi && (best < 0 || r.n < u.ranges[best].n) {
+			best = i
+		}
+	}
+	if best < 0 {
 		return nil, 0, false
 	}
-	return u.d, cu.Offset, true
+	return u.d, u.ranges[best].off, true
+}
+
+// index reads the ranges of every unit once. A unit whose first entry
+// or ranges cannot be read is left out; the units after it are still
+// indexed.
+func (u *fullUnits) index() {
+	u.indexed = true
+	defer func() {
+		if recover() != nil {
+			u.ranges, u.reach = nil, nil
+		}
+	}()
+	r := u.d.Reader()
+	for n := 0; ; n++ {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		rs, err := u.d.Ranges(e)
+		if err == nil {
+			for _, rg := range rs {
+				if rg[0] < rg[1] {
+					u.ranges = append(u.ranges, unitRange{lo: rg[0], hi: rg[1], off: e.Offset, n: n})
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	slices.SortFunc(u.ranges, func(a, b unitRange) int {
+		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n, b.n)
+	})
+	u.reach = make([]uint64, len(u.ranges))
+	hi := uint64(0)
+	for i, r := range u.ranges {
+		hi = max(hi, r.hi)
+		u.reach[i] = hi
+	}
 }
 
 func (u *fullUnits) entry(dwarf.Offset) *dwarf.Data { return u.d }
@@ -346,6 +418,13 @@ func (u *sparseUnits) need(n uint64) error {
 		return nil
 	}
 	if u.rd == nil {
+		if len(u.info) > 0 {
+			// Opened again: the stream starts over, so what was read
+			// is inflated again. Read the rest of the section too, so
+			// that no unit asked for later costs a third pass: asked
+			// one address at a time, each new unit did.
+			n = u.infoSize
+		}
 		f, err := u.open()
 		if err != nil {
 			return err
@@ -392,6 +471,31 @@ func (u *sparseUnits) release() {
 		u.f.Close()
 		u.f, u.rd = nil, nil
 	}
+}
+
+// all returns the whole DWARF, made of the sections already read and
+// .debug_info inflated to its end, for when an address falls outside
+// .debug_aranges; nil if it cannot be read. It saves inflating every
+// section again.
+func (u *sparseUnits) all() (d *dwarf.Data) {
+	defer u.release()
+	defer func() {
+		if recover() != nil {
+			d = nil
+		}
+	}()
+	if err := u.need(u.infoSize); err != nil {
+		return nil
+	}
+	<-u.ready
+	if u.secErr != nil {
+		return nil
+	}
+	d, err := newDWARF(u.sec, u.info)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // build makes the DWARF data of the covered units, with placeholders

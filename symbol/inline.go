@@ -102,7 +102,26 @@ func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 	}
 	s.lines.inlMu.Lock()
 	defer s.lines.inlMu.Unlock()
-	x.units.prepare(vaddrs)
+	x.prepare(vaddrs)
+}
+
+// prepare reads the units of pcs at once. When .debug_aranges leaves out
+// one of them, the whole DWARF is read now, as the first lookup of it
+// would: reading the units of the others first would inflate
+// .debug_info twice.
+func (x *inlineIndex) prepare(pcs []uint64) {
+	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
+		for _, pc := range pcs {
+			if _, ok := findArange(sp.aranges, pc); !ok {
+				if f := x.full(); f != nil {
+					x.units, x.full = f, nil
+					x.names.units = f
+				}
+				return
+			}
+		}
+	}
+	x.units.prepare(pcs)
 }
 
 // index returns the inline index, made on first use: over the units that
@@ -115,6 +134,9 @@ func (t *lineTable) index() *inlineIndex {
 			f.Close()
 			if err == nil && u != nil {
 				t.inl = newInlineIndex(u, func() dwarfUnits {
+					if d := u.all(); d != nil {
+						return newFullUnits(d)
+					}
 					if d := t.data(); d != nil {
 						return newFullUnits(d)
 					}

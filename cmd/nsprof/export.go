@@ -140,7 +140,10 @@ accepts it with a warning and status 0.`,
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value)})
+	prog := progressLine(stderr)
+	defer prog.Clear()
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Progress: prog.Report})
+	prog.Clear()
 	if p == nil {
 		return loadErr
 	}
@@ -161,7 +164,9 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	if opts.View.Value, err = p.ValueIndex(opts.Value); err != nil {
 		return fmt.Errorf("--value: %s: %w", opts.Input, err)
 	}
+	prog.Report(progressView, 0, 0)
 	v, err := p.View(opts.View)
+	prog.Clear()
 	if err != nil {
 		return err
 	}

@@ -234,7 +234,10 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ro.View.Timeline() {
 		return reportTimeline(opts, ro, stdout, stderr)
 	}
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value)})
+	prog := progressLine(stderr)
+	defer prog.Clear()
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Progress: prog.Report})
+	prog.Clear()
 	if p == nil {
 		return loadErr
 	}
@@ -251,7 +254,9 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--value: %s: %w", opts.Input, err)
 	}
 	ro.Select.Value = opts.Report.Select.Value
+	prog.Report(progressView, 0, 0)
 	v, err := p.View(opts.Report.Select)
+	prog.Clear()
 	if err != nil {
 		return err
 	}

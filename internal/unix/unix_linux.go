@@ -3,6 +3,9 @@
 package unix
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -74,6 +77,33 @@ func TerminalWidth(fd int) int {
 		return 0
 	}
 	return int(ws.Col)
+}
+
+// OpenPTY opens a new pseudo-terminal pair from /dev/ptmx: what is
+// written to tty is read from ptm. For tests of output meant for a
+// terminal.
+func OpenPTY() (ptm, tty *os.File, err error) {
+	ptm, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd := int(ptm.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("unlock /dev/ptmx: %w", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("pty number of /dev/ptmx: %w", err)
+	}
+	name := "/dev/pts/" + strconv.Itoa(n)
+	tty, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		ptm.Close()
+		return nil, nil, err
+	}
+	return ptm, tty, nil
 }
 
 // Utsname holds the fields of uname(2).

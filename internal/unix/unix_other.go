@@ -3,6 +3,7 @@
 package unix
 
 import (
+	"os"
 	"syscall"
 	"time"
 )
@@ -53,6 +54,9 @@ func IsTerminal(fd int) bool { return false }
 
 // TerminalWidth returns the width of the terminal at fd, or 0.
 func TerminalWidth(fd int) int { return 0 }
+
+// OpenPTY opens a pseudo-terminal pair; not supported off Linux.
+func OpenPTY() (ptm, tty *os.File, err error) { return nil, nil, errNonLinux("open /dev/ptmx") }
 
 // Utsname holds the fields of uname(2).
 type Utsname struct {

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# report-scale.sh: how the time and memory of `nsprof report` and
+# `nsprof export` grow with the capture, against `perf report --stdio
+# --no-children`, at three capture sizes of the same system-wide,
+# many-process workload.
+#
+# The workload is Go builds from an empty cache, over and over (the go
+# command, compile, asm, link and cgo in many short processes, as the
+# capture of a build is), plus bench/record-overhead/work.c in THREADS
+# threads. For each duration of SECONDS, nsprof and perf record it side
+# by side, for the same time:
+#   nsprof record -a -F FREQ --duration S -o X
+#   perf record -a -g -F FREQ -o Y -- sleep S
+# Then, RUNS times each, alternating, with GNU time's wall clock and peak
+# resident size:
+#   nsprof report X                            (top functions)
+#   nsprof export X --format pprof             (to /dev/null)
+#   perf report -i Y --stdio --no-children     (the same flat view)
+# and prints, per size, the samples and capture size of each tool, the
+# median seconds and MiB of each command, perf/nsprof time ratios (> 1:
+# nsprof is faster) and nsprof report's peak memory over its capture's
+# size (both in MiB).
+#
+#   bench/report-scale.sh [SECONDS ...]     (default: 2 15 60)
+#
+# Environment: FREQ (4000), RUNS (5), THREADS (2), BENCH_DIR (/var/tmp:
+# captures of a minute are hundreds of MB), PERF (perf), CC (gcc), KEEP
+# (set to keep the captures, e.g. for NSPROF_CPUPROFILE).
+set -euo pipefail
+
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(2 15 60)
+freq=${FREQ:-4000}
+runs=${RUNS:-5}
+threads=${THREADS:-2}
+cc=${CC:-gcc}
+perf=${PERF:-perf}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${BENCH_DIR:-/var/tmp}/nsprof-report-scale.XXXXXX")
+work_pid=
+cleanup() {
+	[ -n "$work_pid" ] && kill "$work_pid" 2>/dev/null && wait "$work_pid" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$cc" -O1 -g -fno-omit-frame-pointer -pthread -o "$tmp/work" "$root/bench/record-overhead/work.c"
+(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+ns=$tmp/nsprof
+
+# workload runs the builds and work.c until killed.
+workload() {
+	export GOCACHE=$tmp/gocache GOFLAGS=-buildvcs=false
+	"$tmp/work" 100000000 "$threads" >/dev/null &
+	trap 'kill $! 2>/dev/null; exit 0' TERM
+	while :; do
+		rm -rf "$GOCACHE"
+		(cd "$root" && go build -o /dev/null ./cmd/nsprof) >/dev/null 2>&1 || true
+	done
+}
+
+echo "== report-scale $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $("$perf" --version), nsprof $(cd "$root" && git describe --always --dirty)"
+echo "   workload: go build from an empty cache, in a loop, and work.c x $threads threads; -a -F $freq; $runs runs each, alternating"
+
+# timed CMD...: appends "wall_s max_rss_kib" of one run to $tmp/t.
+timed() {
+	/usr/bin/time -o "$tmp/t" -a -f "%e %M" "$@" >/dev/null 2>"$tmp/err" || {
+		echo "failed: $*" >&2
+		cat "$tmp/err" >&2
+		exit 1
+	}
+}
+
+# median FILE COLUMN
+median() { awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+printf '\n%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
+	"secs" "nsprof" "MB" "perf" "MB" "nsprof report" "nsprof export" "perf report" "perf/rep" "perf/exp" "peak/size"
+printf '%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
+	"" "samples" "" "samples" "" "s       MiB" "s       MiB" "s       MiB" "" "" "report"
+for s in "${sizes[@]}"; do
+	x=$tmp/n-$s.syscap y=$tmp/p-$s.data
+	workload &
+	work_pid=$!
+	sleep 2 # the builds under way
+	"$ns" record -a -F "$freq" --duration "$s" -o "$x" -f >/dev/null 2>"$tmp/nsprof-record.log" &
+	rec=$!
+	"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$y" -- sleep "$s" >/dev/null 2>"$tmp/perf-record.log"
+	wait "$rec"
+	kill "$work_pid"
+	wait "$work_pid" 2>/dev/null || true
+	work_pid=
+	: >"$tmp/rep" && : >"$tmp/exp" && : >"$tmp/perf"
+	for _ in $(seq "$runs"); do
+		: >"$tmp/t" && timed "$ns" report "$x" && cat "$tmp/t" >>"$tmp/rep"
+		: >"$tmp/t" && timed "$ns" export "$x" --format pprof && cat "$tmp/t" >>"$tmp/exp"
+		: >"$tmp/t" && timed "$perf" report -i "$y" --stdio --no-children && cat "$tmp/t" >>"$tmp/perf"
+	done
+	nsamples=$("$ns" dump --summary "$x" | awk '$1 == "SAMPLE" { print $2 }')
+	psamples=$("$perf" report --stats -i "$y" 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
+	xmb=$(awk -v b="$(stat -c %s "$x")" 'BEGIN { printf "%.1f", b / 1e6 }')
+	ymb=$(awk -v b="$(stat -c %s "$y")" 'BEGIN { printf "%.1f", b / 1e6 }')
+	rs=$(median "$tmp/rep" 1) rm=$(median "$tmp/rep" 2)
+	es=$(median "$tmp/exp" 1) em=$(median "$tmp/exp" 2)
+	ps=$(median "$tmp/perf" 1) pm=$(median "$tmp/perf" 2)
+	awk -v s="$s" -v ns="$nsamples" -v xmb="$xmb" -v psm="$psamples" -v ymb="$ymb" \
+		-v rs="$rs" -v rm="$rm" -v es="$es" -v em="$em" -v ps="$ps" -v pm="$pm" 'BEGIN {
+		printf "%6s %9s %8s %9s %8s | %7.2f %9.0f %7.2f %9.0f %7.2f %9.0f | %8.2fx %8.2fx %10.1f\n",
+			s, ns, xmb, psm, ymb, rs, rm / 1024, es, em / 1024, ps, pm / 1024,
+			ps / rs, ps / es, (rm / 1024) / (xmb / 1.048576)
+	}'
+done
+[ -n "${KEEP:-}" ] && echo "   kept: $tmp"
+exit 0
