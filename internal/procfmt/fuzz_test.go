@@ -1,13 +1,12 @@
 package procfmt
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"testing"
+
+	"nsprof/internal/testutils"
 )
 
 // Seed corpora live in testdata/fuzz/<FuzzName>/. Every target checks that
@@ -15,36 +14,15 @@ import (
 // bytes.Reader never fails) and comes with the zero result, and that
 // formatting a result and parsing it again gives the same result.
 
-// fuzzParser runs parse on the fuzz input and calls check on success.
+// fuzzParser is testutils.FuzzParser for this package's parsers.
 func fuzzParser[T any](f *testing.F, parse func(io.Reader) (T, error), check func(*testing.T, []byte, T)) {
-	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := parse(bytes.NewReader(data))
-		if err != nil {
-			if _, ok := errors.AsType[*SyntaxError](err); !ok {
-				t.Fatalf("error %v (%T) is not a *SyntaxError", err, err)
-			}
-			if !reflect.ValueOf(&v).Elem().IsZero() {
-				t.Fatalf("error %v with non-zero result %+v", err, v)
-			}
-			return
-		}
-		if check != nil {
-			check(t, data, v)
-		}
-	})
+	testutils.FuzzParser(f, syntaxLine, parse, check)
 }
 
-// reparse formats v with format, parses it again and compares.
+// reparse is testutils.Reparse.
 func reparse[T any](t *testing.T, v T, format func(T) string, parse func(io.Reader) (T, error)) {
 	t.Helper()
-	text := format(v)
-	again, err := parse(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("parsing formatted %q: %v", text, err)
-	}
-	if !reflect.DeepEqual(v, again) {
-		t.Fatalf("round trip through %q:\n got %+v\nwant %+v", text, again, v)
-	}
+	testutils.Reparse(t, v, format, parse)
 }
 
 func FuzzParseMountInfo(f *testing.F) {
