@@ -130,11 +130,16 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 		}
 		out[i].Samples = append(out[i].Samples, s)
 	}
+	return p.weighGroups(out)
+}
+
+// weighGroups sets the groups' weights, drops those whose samples weigh
+// nothing (allocations all freed, by an in-use value: nothing to show)
+// and sorts the rest by weight, then key.
+func (p *Profile) weighGroups(out []Group) []Group {
 	for i := range out {
 		out[i].Weight = p.Weight(out[i].Samples)
 	}
-	// Groups whose samples weigh nothing (allocations all freed, by an
-	// in-use value) have nothing to show.
 	out = slices.DeleteFunc(out, func(g Group) bool { return g.Weight == 0 })
 	slices.SortFunc(out, func(a, b Group) int {
 		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {

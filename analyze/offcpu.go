@@ -1,9 +1,7 @@
 package analyze
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"nsprof/capture"
@@ -155,15 +153,5 @@ func (p *Profile) groupByState(samples []Sample) []Group {
 		}
 		out[i].Samples = append(out[i].Samples, s)
 	}
-	for i := range out {
-		out[i].Weight = p.Weight(out[i].Samples)
-	}
-	out = slices.DeleteFunc(out, func(g Group) bool { return g.Weight == 0 })
-	slices.SortFunc(out, func(a, b Group) int {
-		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Key, b.Key)
-	})
-	return out
+	return p.weighGroups(out)
 }

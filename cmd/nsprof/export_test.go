@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"nsprof/analyze"
+	"nsprof/internal/testcaptures"
 	"nsprof/internal/testutils"
 )
 
@@ -176,19 +176,7 @@ func TestExportFormats(t *testing.T) {
 // (analyze/testdata) to a temporary file.
 func sysprofCapture(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testcaptures.Sysprof(t)
 	path := filepath.Join(t.TempDir(), "sysprof.syscap")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)

@@ -2,16 +2,15 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"nsprof/capture"
+	"nsprof/internal/testcaptures"
 )
 
 // sysprofWithStrayMark writes the capture Sysprof 3.46's sysprof-cli
@@ -20,19 +19,7 @@ import (
 // and the path of the capture as recorded.
 func sysprofWithStrayMark(t *testing.T, at int64) (stray, clean string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testcaptures.Sysprof(t)
 	var buf bytes.Buffer
 	w, err := capture.NewWriter(&buf)
 	if err != nil {
@@ -87,19 +74,7 @@ func TestReportStrayTimestamp(t *testing.T) {
 // GTK starts appear as FORK frames only: --summary counted them as
 // processes (82) where report did not (75).
 func TestReportProcessCountsAgree(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-gtk4.syscap.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testcaptures.SysprofGTK(t)
 	path := filepath.Join(t.TempDir(), "gtk.syscap")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)

@@ -273,6 +273,14 @@ func Sysprof(tb testing.TB) []byte {
 	return readGzip(tb, filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-callchain.syscap.gz"))
 }
 
+// SysprofGTK returns the capture Sysprof 3.46's sysprof-cli recorded of
+// a GTK 4 program (its threads appear as FORK frames only), kept in
+// analyze/testdata.
+func SysprofGTK(tb testing.TB) []byte {
+	tb.Helper()
+	return readGzip(tb, filepath.Join("..", "..", "analyze", "testdata", "sysprof-cli-3.46-gtk4.syscap.gz"))
+}
+
 // Memprof returns a capture nsprof recorded of the memprof fixture
 // (internal/testutils/fixtures/memprof.c, built with the fixture flags):
 //
