@@ -111,7 +111,8 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
-	off        *offCPU // with Options.OffCPU
+	off        *offCPU   // with Options.OffCPU
+	block      *blocking // with Options.Blocking
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -257,6 +258,12 @@ func (r *recorder) setup() error {
 				return err
 			}
 			r.setupOffCPU(&popts)
+		}
+		if o.Blocking > 0 {
+			if r.block, err = newBlocking(o.Blocking, o.FS); err != nil {
+				return err
+			}
+			r.block.setup(&popts)
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -622,6 +629,9 @@ func (r *recorder) handle(rec *perf.Record) {
 				}
 			}
 		}
+		if r.block != nil && r.block.handle(r, rec) {
+			return
+		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
 		addrs := r.stack(rec)
 		if r.off != nil && r.off.tp.Matches(s.RawData) {
@@ -720,6 +730,9 @@ func (r *recorder) finish() {
 	}
 	if r.off != nil {
 		r.off.finish(r)
+	}
+	if r.block != nil {
+		r.block.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)

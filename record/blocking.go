@@ -1,0 +1,294 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/perf"
+	"nsprof/proc"
+)
+
+// The tracepoints of Options.Blocking: every system call's entry (with
+// the callchain of the calling thread) and its exit.
+const (
+	sysEnterTracepoint = "raw_syscalls:sys_enter"
+	sysExitTracepoint  = "raw_syscalls:sys_exit"
+)
+
+// blockingRingPages is the smallest ring per CPU with Options.Blocking:
+// every system call writes two records, one with a stack.
+const blockingRingPages = 1024
+
+// blocking turns system call entries and exits into the marks of the
+// calls that took at least the threshold (Options.Blocking): a MARK
+// frame (group capture.BlockingGroup, the call's name, its duration, the
+// file descriptor's path) and a SAMPLE frame with the thread's user
+// stack at entry behind a marker frame naming the call (see
+// capture.BlockingMarker). Entries are paired with the next exit of the
+// same thread; only the entry's stack is kept until then.
+type blocking struct {
+	enter, exit *perf.Tracepoint
+	threshold   int64
+	fs          proc.FS
+	self        int32
+	threads     map[int32]*pendingCall
+	markers     map[string]uint64
+	// calls counts the calls written; unpaired the entries and exits
+	// that lost their other half (a full ring: their call is not
+	// counted); before the exits of calls entered before the recording
+	// began; open the calls still running when it stopped (written up to
+	// the end); gone those of threads that ended inside a call.
+	calls, unpaired, before, open, gone uint64
+	blockedNs                           int64
+}
+
+// pendingCall is a thread's system call entered and not exited yet, or
+// (valid false) the time of its last exit.
+type pendingCall struct {
+	valid    bool
+	stacked  bool // addrs went through recorder.stack already
+	nr       int64
+	arg0     uint64
+	time     int64
+	pid      int32
+	cpu      int16
+	lastExit int64
+	addrs    []uint64 // after 2 free slots for the context and marker
+}
+
+func newBlocking(threshold time.Duration, fs proc.FS) (*blocking, error) {
+	b := &blocking{threshold: threshold.Nanoseconds(), fs: fs, self: int32(os.Getpid()),
+		threads: make(map[int32]*pendingCall), markers: make(map[string]uint64)}
+	var err error
+	if b.enter, err = perf.LookupTracepoint(sysEnterTracepoint); err != nil {
+		return nil, fmt.Errorf("--blocking: %w", err)
+	}
+	if b.exit, err = perf.LookupTracepoint(sysExitTracepoint); err != nil {
+		return nil, fmt.Errorf("--blocking: %w", err)
+	}
+	for _, f := range []string{"id", "args"} {
+		if _, ok := b.enter.Fields[f]; !ok {
+			return nil, fmt.Errorf("--blocking: %s has no field %s", sysEnterTracepoint, f)
+		}
+	}
+	if _, ok := b.exit.Fields["id"]; !ok {
+		return nil, fmt.Errorf("--blocking: %s has no field id", sysExitTracepoint)
+	}
+	return b, nil
+}
+
+// setup adds the tracepoints to the perf options: the entries with
+// stacks, the exits without.
+func (b *blocking) setup(popts *perf.Options) {
+	popts.StackTracepoints = append(popts.StackTracepoints, sysEnterTracepoint)
+	popts.Tracepoints = append(popts.Tracepoints, sysExitTracepoint)
+	if popts.RingPages == 0 {
+		popts.RingPages = perf.DefaultRingPages
+		if popts.UserStack > 0 {
+			popts.RingPages = perf.DefaultStackRingPages
+		}
+	}
+	popts.RingPages = max(popts.RingPages, blockingRingPages)
+}
+
+// handle takes a sample of the perf rings and reports whether it was a
+// system call's entry or exit.
+func (b *blocking) handle(r *recorder, rec *perf.Record) bool {
+	s := &rec.Sample
+	switch {
+	case b.enter.Matches(s.RawData):
+		if int32(s.PID) != b.self {
+			b.entered(r, rec)
+		}
+	case b.exit.Matches(s.RawData):
+		if int32(s.PID) != b.self {
+			nr, _ := b.exit.Int(s.RawData, "id")
+			b.exited(r, int32(s.TID), nr, int64(s.Time))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// entered keeps the entry of a call until its exit, with the user part
+// of the thread's stack.
+func (b *blocking) entered(r *recorder, rec *perf.Record) {
+	s := &rec.Sample
+	tid, t := int32(s.TID), int64(s.Time)
+	nr, _ := b.enter.Int(s.RawData, "id")
+	var arg0 uint64
+	if f := b.enter.Fields["args"]; f.Offset+8 <= len(s.RawData) {
+		arg0 = binary.NativeEndian.Uint64(s.RawData[f.Offset:])
+	}
+	th := b.threads[tid]
+	if th == nil {
+		th = &pendingCall{}
+		b.threads[tid] = th
+	}
+	if t < th.lastExit {
+		b.unpaired++ // read after a later exit of the thread
+		return
+	}
+	if th.valid {
+		b.unpaired++ // the previous call's exit was lost
+	}
+	th.valid = false
+	if name := syscallName(nr); name == "exit" || name == "exit_group" {
+		return // never returns
+	}
+	var addrs []uint64
+	th.stacked = r.dwarf != nil || r.leaf != nil
+	if th.stacked {
+		// The user stack copy is only in this record: unwind it now.
+		addrs = r.stack(rec)
+	} else {
+		addrs = s.Callchain // checked and symbolized if the call is slow
+	}
+	th.addrs = append(th.addrs[:0], 0, 0)
+	for i, a := range addrs {
+		if a == capture.ContextUser {
+			for _, a := range addrs[i+1:] {
+				if a != 0 {
+					th.addrs = append(th.addrs, a)
+				}
+			}
+			break
+		}
+	}
+	th.valid, th.nr, th.arg0, th.time = true, nr, arg0, t
+	th.pid, th.cpu = int32(s.PID), int16(s.CPU)
+}
+
+// exited pairs a call's exit with the thread's entry and writes the call
+// when it took at least the threshold.
+func (b *blocking) exited(r *recorder, tid int32, nr, t int64) {
+	th := b.threads[tid]
+	switch {
+	case th == nil:
+		b.before++ // entered before the recording: its start is unknown
+		b.threads[tid] = &pendingCall{lastExit: t}
+		return
+	case !th.valid || (th.nr != nr && nr != -1) || t < th.time:
+		// (rt_sigreturn's exit says -1: it restores the registers
+		// that held the number.)
+		b.unpaired++ // its entry was lost
+	default:
+		if t-th.time >= b.threshold {
+			b.write(r, th, tid, t-th.time, "")
+		}
+	}
+	th.valid = false
+	th.lastExit = max(th.lastExit, t)
+}
+
+// fdCalls are the system calls whose first argument is a file
+// descriptor, named in their marks' messages.
+var fdCalls = map[string]bool{
+	"read": true, "write": true, "pread64": true, "pwrite64": true, "readv": true, "writev": true,
+	"preadv": true, "pwritev": true, "preadv2": true, "pwritev2": true, "fsync": true, "fdatasync": true,
+	"syncfs": true, "sync_file_range": true, "fallocate": true, "ftruncate": true, "ioctl": true,
+	"fcntl": true, "flock": true, "getdents64": true, "lseek": true, "sendfile": true, "splice": true,
+	"tee": true, "copy_file_range": true, "recvfrom": true, "sendto": true, "recvmsg": true,
+	"sendmsg": true, "recvmmsg": true, "sendmmsg": true, "accept": true, "accept4": true,
+	"connect": true, "epoll_wait": true, "epoll_pwait": true, "epoll_pwait2": true,
+	"io_uring_enter": true, "fstat": true, "newfstatat": true, "readahead": true, "fadvise64": true,
+	"close": true, "shutdown": true, "io_getevents": true,
+}
+
+// write writes one blocking call: its SAMPLE frame and its MARK frame.
+func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note string) {
+	if r.writeErr != nil {
+		return
+	}
+	name := syscallName(th.nr)
+	a, ok := b.markers[name]
+	if !ok {
+		var err error
+		if a, err = r.w.AddJITMap(capture.BlockingMarker(name)); err != nil {
+			r.writeErr = err
+			return
+		}
+		b.markers[name] = a
+	}
+	addrs := th.addrs
+	addrs[0], addrs[1] = capture.ContextUser, a
+	if !th.stacked && r.sym != nil {
+		addrs = r.sym.trimCallers(int(th.pid), addrs)
+		if !r.opts.NoDecode {
+			r.sym.sampled(int(th.pid), addrs, false)
+		}
+	}
+	if len(addrs) > capture.MaxSampleAddrs {
+		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	r.tr.sampled(int(th.pid), th.time)
+	if err := r.w.AddSample(th.time, th.cpu, th.pid, tid, addrs); err != nil {
+		r.writeErr = err
+		return
+	}
+	msg := ""
+	if fdCalls[name] && int32(th.arg0) >= 0 {
+		fd := int(int32(th.arg0))
+		msg = "fd " + strconv.Itoa(fd)
+		if p, err := b.fs.ReadFDLink(int(th.pid), fd); err == nil {
+			msg += ": " + p
+		}
+	}
+	if note != "" {
+		msg += " " + note
+	}
+	if err := r.w.AddMark(th.time, th.pid, d, capture.BlockingGroup, name, msg); err != nil {
+		r.writeErr = err
+		return
+	}
+	b.calls++
+	b.blockedNs += d
+}
+
+// finish writes the calls still running when the recording stopped, up
+// to its end, and the counts as metadata, and logs them.
+func (b *blocking) finish(r *recorder) {
+	end := r.now()
+	for tid, th := range b.threads {
+		if !th.valid || end-th.time < b.threshold {
+			continue
+		}
+		if !b.fs.TaskExists(int(th.pid), int(tid)) {
+			b.gone++ // ended inside the call (killed): its end is unknown
+			continue
+		}
+		b.write(r, th, tid, end-th.time, "(still in the call when the recording stopped)")
+		b.open++
+	}
+	if r.writeErr != nil {
+		return
+	}
+	md := [][2]string{
+		{capture.MetaBlockingCalls, strconv.FormatUint(b.calls, 10)},
+		{capture.MetaBlockingUnpaired, strconv.FormatUint(b.unpaired+b.gone, 10)},
+		{capture.MetaBlockingOpen, strconv.FormatUint(b.open, 10)},
+	}
+	if err := writeMetadata(r.w, md); err != nil {
+		r.writeErr = err
+	}
+	r.notef("blocking calls: %d of at least %v, %.3fs in all; %d still running at the end (counted up to it); %d entered before the recording (not counted)",
+		b.calls, time.Duration(b.threshold), float64(b.blockedNs)/1e9, b.open, b.before)
+	if n := b.unpaired + b.gone; n > 0 {
+		r.logf("blocking calls: %d system call entries or exits lost their other half (a full ring, or a thread killed inside a call): those calls are not counted", n)
+	}
+}
+
+// syscallName returns the name of system call nr of this machine, or
+// "syscall_NR" for one the table does not know.
+func syscallName(nr int64) string {
+	if runtime.GOARCH == "amd64" && nr >= 0 && nr < int64(len(syscallNamesX86_64)) && syscallNamesX86_64[nr] != "" {
+		return syscallNamesX86_64[nr]
+	}
+	return "syscall_" + strconv.FormatInt(nr, 10)
+}
