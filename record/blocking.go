@@ -51,7 +51,6 @@ type blocking struct {
 // (valid false) the time of its last exit.
 type pendingCall struct {
 	valid    bool
-	stacked  bool // addrs went through recorder.stack already
 	nr       int64
 	arg0     uint64
 	time     int64
@@ -142,14 +141,9 @@ func (b *blocking) entered(r *recorder, rec *perf.Record) {
 	if name := syscallName(nr); name == "exit" || name == "exit_group" {
 		return // never returns
 	}
-	var addrs []uint64
-	th.stacked = r.dwarf != nil || r.leaf != nil
-	if th.stacked {
-		// The user stack copy is only in this record: unwind it now.
-		addrs = r.stack(rec)
-	} else {
-		addrs = s.Callchain // checked and symbolized if the call is slow
-	}
+	// Unwound now (the user stack copy is only in this record), checked
+	// and symbolized if the call is slow.
+	addrs := r.unwound(rec)
 	th.addrs = append(th.addrs[:0], 0, 0)
 	for i, a := range addrs {
 		if a == capture.ContextUser {
@@ -218,12 +212,7 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	}
 	addrs := th.addrs
 	addrs[0], addrs[1] = capture.ContextUser, a
-	if !th.stacked && r.sym != nil {
-		addrs = r.sym.trimCallers(int(th.pid), addrs)
-		if !r.opts.NoDecode {
-			r.sym.sampled(int(th.pid), addrs, false)
-		}
-	}
+	addrs = r.checkedStack(int(th.pid), addrs)
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]
 	}

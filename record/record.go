@@ -677,21 +677,7 @@ func (r *recorder) handle(rec *perf.Record) {
 // kernel gave no callchain. It is valid until the next call.
 func (r *recorder) stack(rec *perf.Record) []uint64 {
 	s := &rec.Sample
-	var addrs []uint64
-	if r.dwarf != nil {
-		addrs = r.dwarf.callchain(s)
-	} else {
-		addrs = dropZeros(s.Callchain)
-		if r.leaf != nil {
-			addrs = r.leaf.complete(s, addrs)
-		}
-	}
-	if r.sym != nil {
-		addrs = r.sym.trimCallers(int(s.PID), addrs)
-		if !r.opts.NoDecode {
-			r.sym.sampled(int(s.PID), addrs, false)
-		}
-	}
+	addrs := r.checkedStack(int(s.PID), r.unwound(rec))
 	if len(addrs) == 0 {
 		ctxMark := capture.ContextUser
 		if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
@@ -701,6 +687,32 @@ func (r *recorder) stack(rec *perf.Record) []uint64 {
 	}
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	return addrs
+}
+
+// unwound returns the callchain of sample rec unwound or completed as the
+// options say, before checkedStack. It is valid until the next call.
+func (r *recorder) unwound(rec *perf.Record) []uint64 {
+	s := &rec.Sample
+	if r.dwarf != nil {
+		return r.dwarf.callchain(s)
+	}
+	addrs := dropZeros(s.Callchain)
+	if r.leaf != nil {
+		addrs = r.leaf.complete(s, addrs)
+	}
+	return addrs
+}
+
+// checkedStack trims the callers of addrs, a stack of process pid, that
+// cannot be return addresses, and marks the rest for the symbol bundle.
+func (r *recorder) checkedStack(pid int, addrs []uint64) []uint64 {
+	if r.sym != nil {
+		addrs = r.sym.trimCallers(pid, addrs)
+		if !r.opts.NoDecode {
+			r.sym.sampled(pid, addrs, false)
+		}
 	}
 	return addrs
 }
