@@ -38,6 +38,11 @@ type blocking struct {
 	self        int32
 	threads     map[int32]*pendingCall
 	markers     map[string]uint64
+	// fdPaths are the paths of the descriptors read for earlier marks,
+	// by process and descriptor, for when the process is gone by the
+	// time its call is read from the ring; forgotten when the process
+	// closes or replaces the descriptor, execs or exits.
+	fdPaths map[int32]map[int32]string
 	// calls counts the calls written; unpaired the entries and exits
 	// that lost their other half (a full ring: their call is not
 	// counted); before the exits of calls entered before the recording
@@ -62,7 +67,8 @@ type pendingCall struct {
 
 func newBlocking(threshold time.Duration, fs proc.FS) (*blocking, error) {
 	b := &blocking{threshold: threshold.Nanoseconds(), fs: fs, self: int32(os.Getpid()),
-		threads: make(map[int32]*pendingCall), markers: make(map[string]uint64)}
+		threads: make(map[int32]*pendingCall), markers: make(map[string]uint64),
+		fdPaths: make(map[int32]map[int32]string)}
 	var err error
 	if b.enter, err = perf.LookupTracepoint(sysEnterTracepoint); err != nil {
 		return nil, fmt.Errorf("--blocking: %w", err)
@@ -138,6 +144,20 @@ func (b *blocking) entered(r *recorder, rec *perf.Record) {
 		b.unpaired++ // the previous call's exit was lost
 	}
 	th.valid = false
+	if paths := b.fdPaths[int32(s.PID)]; paths != nil {
+		switch syscallName(nr) {
+		case "close", "dup2", "dup3":
+			fd := 0
+			if syscallName(nr) != "close" {
+				fd = 1
+			}
+			if f := b.enter.Fields["args"]; f.Offset+8*(fd+1) <= len(s.RawData) {
+				delete(paths, int32(binary.NativeEndian.Uint64(s.RawData[f.Offset+8*fd:])))
+			}
+		case "close_range", "execve", "execveat", "exit_group":
+			delete(b.fdPaths, int32(s.PID))
+		}
+	}
 	if name := syscallName(nr); name == "exit" || name == "exit_group" {
 		return // never returns
 	}
@@ -225,7 +245,15 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	if fdCalls[name] && int32(th.arg0) >= 0 {
 		fd := int(int32(th.arg0))
 		msg = "fd " + strconv.Itoa(fd)
+		paths := b.fdPaths[th.pid]
 		if p, err := b.fs.ReadFDLink(int(th.pid), fd); err == nil {
+			msg += ": " + p
+			if paths == nil {
+				paths = make(map[int32]string)
+				b.fdPaths[th.pid] = paths
+			}
+			paths[int32(fd)] = p
+		} else if p, ok := paths[int32(fd)]; ok {
 			msg += ": " + p
 		}
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nsprof/analyze"
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+)
+
+// TestBlockingFixture: recorded with --blocking 5ms, the blocking fixture's
+// 10 nanosleeps and 10 timerfd reads of 20 ms are exactly the marks of
+// group syscall (clock_nanosleep and read), each lasting 20 ms within
+// what the fixture measured around it; its 8000 fast calls on the same
+// system calls (and getppid, and 100 us sleeps) are absent, unless the
+// fixture saw one take 5 ms itself (a loaded machine); the read marks
+// name the timerfd; report --marks gives their statistics, and report
+// --value blocking puts their time on the calling functions,
+// fixture_slow_sleep and fixture_slow_read. Sysprof reads the capture.
+func TestBlockingFixture(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	const n, slowMs = 10, 20
+	bin := testutils.BuildFixture(t, "blocking")
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "blocking.syscap")
+	out := filepath.Join(dir, "times")
+	_, stderr, status := nsprof(t, nil, "record", "-v", "--blocking", "5ms", "-o", capPath, "--", bin, fmt.Sprint(n), fmt.Sprint(slowMs), out)
+	if status != 0 {
+		t.Fatalf("record --blocking: status %d\n%s", status, stderr)
+	}
+	if !strings.Contains(stderr, "blocking calls: ") {
+		t.Errorf("no blocking-call summary in the log:\n%s", stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slept, readNs, fastOver int64
+	if _, err := fmt.Sscanf(string(b), "sleep %d read %d fast_over_5ms %d", &slept, &readNs, &fastOver); err != nil {
+		t.Fatalf("fixture output %q: %v", b, err)
+	}
+	t.Logf("fixture: %d slow sleeps %.3fs, %d slow reads %.3fs, %d fast calls over 5 ms", n, float64(slept)/1e9, n, float64(readNs)/1e9, fastOver)
+
+	// The marks, as written.
+	r, err := capture.Open(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	byName := map[string][]capture.Mark{}
+	for {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		if m, ok := f.(*capture.Mark); ok && m.Group == capture.BlockingGroup {
+			byName[m.Name] = append(byName[m.Name], *m)
+		}
+	}
+	extra := int64(0)
+	for name, ms := range byName {
+		if name != "clock_nanosleep" && name != "read" {
+			t.Logf("mark of a fast call: %s x %d", name, len(ms))
+			extra += int64(len(ms))
+		}
+	}
+	total := map[string]int64{}
+	for _, name := range []string{"clock_nanosleep", "read"} {
+		slow := 0
+		for _, m := range byName[name] {
+			if m.Duration >= (slowMs-1)*1e6 {
+				slow++
+				total[name] += m.Duration
+			} else {
+				extra++
+			}
+			if m.Duration < 5e6 {
+				t.Errorf("%s mark of %d ns: under the 5 ms threshold", name, m.Duration)
+			}
+			if name == "read" && m.Message != "fd 4: anon_inode:[timerfd]" {
+				t.Errorf("read mark message %q, want %q", m.Message, "fd 4: anon_inode:[timerfd]")
+			}
+		}
+		if slow != n {
+			t.Errorf("%d %s marks of about %d ms, want %d", slow, name, slowMs, n)
+		}
+	}
+	if extra > fastOver {
+		t.Errorf("%d marks of fast calls; the fixture saw %d fast calls take 5 ms or more", extra, fastOver)
+	}
+	// The kernel's span of a call lies inside the fixture's, which adds
+	// a clock read and a return: at most 2 ms a call on a loaded machine.
+	for name, measured := range map[string]int64{"clock_nanosleep": slept, "read": readNs} {
+		got := total[name]
+		t.Logf("%s: marks %.3fs in all, the fixture measured %.3fs", name, float64(got)/1e9, float64(measured)/1e9)
+		if got > measured || got < measured-n*2e6 {
+			t.Errorf("%s marks last %d ns in all, want within 0..%.0f ns under the fixture's %d ns", name, got, n*2e6, measured)
+		}
+	}
+
+	// report --marks: the statistics per call.
+	stdout, stderr, status := nsprof(t, nil, "report", capPath, "--marks", "--json")
+	if status != 0 {
+		t.Fatalf("report --marks: status %d\n%s", status, stderr)
+	}
+	var rep struct {
+		Marks []analyze.MarkStat `json:"marks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("report --marks --json: %v\n%s", err, stdout)
+	}
+	for _, name := range []string{"clock_nanosleep", "read"} {
+		var st *analyze.MarkStat
+		for i := range rep.Marks {
+			if rep.Marks[i].Group == "syscall" && rep.Marks[i].Name == name {
+				st = &rep.Marks[i]
+			}
+		}
+		if st == nil || st.Count != len(byName[name]) || st.Min < 5e6 {
+			t.Errorf("report --marks: syscall:%s %+v, want %d marks of 5 ms or more", name, st, len(byName[name]))
+		}
+	}
+
+	// report --value blocking: the time on the callers.
+	funcs, typ := functionTotals(t, capPath, "--value", "blocking")
+	if typ != "blocking" {
+		t.Fatalf("report --value blocking: sample type %q", typ)
+	}
+	t.Logf("blocking: fixture_slow_sleep %.3fs, fixture_slow_read %.3fs, fixture_fast %.3fs, main %.3fs",
+		float64(funcs["fixture_slow_sleep"])/1e9, float64(funcs["fixture_slow_read"])/1e9, float64(funcs["fixture_fast"])/1e9, float64(funcs["main"])/1e9)
+	if got, want := funcs["fixture_slow_sleep"], total["clock_nanosleep"]; got != want {
+		t.Errorf("blocking time of fixture_slow_sleep: %d ns, want its marks' %d", got, want)
+	}
+	if got, want := funcs["fixture_slow_read"], total["read"]; got != want {
+		t.Errorf("blocking time of fixture_slow_read: %d ns, want its marks' %d", got, want)
+	}
+	if funcs["[syscall: read]"] < total["read"] || funcs["[syscall: clock_nanosleep]"] < total["clock_nanosleep"] {
+		t.Errorf("marker frames [syscall: read] %d ns and [syscall: clock_nanosleep] %d ns, want at least the marks' %d and %d",
+			funcs["[syscall: read]"], funcs["[syscall: clock_nanosleep]"], total["read"], total["clock_nanosleep"])
+	}
+	if extra == 0 && funcs["fixture_fast"] != 0 {
+		t.Errorf("fixture_fast has %d ns of blocking time, and no mark of a fast call", funcs["fixture_fast"])
+	}
+	cpu, _ := functionTotals(t, capPath)
+	for name := range cpu {
+		if strings.HasPrefix(name, "[syscall: ") {
+			t.Errorf("the default view (CPU samples) has blocking-call frame %s", name)
+		}
+	}
+	sysprofReadsOffCPU(t, capPath)
+}
