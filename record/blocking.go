@@ -20,9 +20,18 @@ const (
 	sysExitTracepoint  = "raw_syscalls:sys_exit"
 )
 
-// blockingRingPages is the smallest ring per CPU with Options.Blocking:
-// every system call writes two records, one with a stack.
-const blockingRingPages = 1024
+// blockingRingPages returns the smallest ring per CPU with
+// Options.Blocking: every system call writes two records, one with a
+// stack, and a system-wide recording fills 4 MB rings in bursts (its
+// start, while it reads every process) at 50 k calls a second. Up to
+// 16 MB a CPU, 256 MB in all; at least 4 MB.
+func blockingRingPages() int {
+	pages := 1024
+	for pages < 4096 && 2*pages*os.Getpagesize()*runtime.NumCPU() <= 256<<20 {
+		pages *= 2
+	}
+	return pages
+}
 
 // blocking turns system call entries and exits into the marks of the
 // calls that took at least the threshold (Options.Blocking): a MARK
@@ -50,6 +59,8 @@ type blocking struct {
 	// the end); gone those of threads that ended inside a call.
 	calls, unpaired, before, open, gone uint64
 	blockedNs                           int64
+	// seen counts the entries and exits read.
+	seen uint64
 }
 
 // pendingCall is a thread's system call entered and not exited yet, or
@@ -62,7 +73,8 @@ type pendingCall struct {
 	pid      int32
 	cpu      int16
 	lastExit int64
-	addrs    []uint64 // after 2 free slots for the context and marker
+	entry    perf.Sample // the entry's record, RawData left out
+	addrs    []uint64
 }
 
 func newBlocking(threshold time.Duration, fs proc.FS) (*blocking, error) {
@@ -98,13 +110,14 @@ func (b *blocking) setup(popts *perf.Options) {
 			popts.RingPages = perf.DefaultStackRingPages
 		}
 	}
-	popts.RingPages = max(popts.RingPages, blockingRingPages)
+	popts.RingPages = max(popts.RingPages, blockingRingPages())
 }
 
 // handle takes a sample of the perf rings and reports whether it was a
 // system call's entry or exit.
 func (b *blocking) handle(r *recorder, rec *perf.Record) bool {
 	s := &rec.Sample
+	b.seen++
 	switch {
 	case b.enter.Matches(s.RawData):
 		if int32(s.PID) != b.self {
@@ -116,6 +129,7 @@ func (b *blocking) handle(r *recorder, rec *perf.Record) bool {
 			b.exited(r, int32(s.TID), nr, int64(s.Time))
 		}
 	default:
+		b.seen--
 		return false
 	}
 	return true
@@ -161,20 +175,14 @@ func (b *blocking) entered(r *recorder, rec *perf.Record) {
 	if name := syscallName(nr); name == "exit" || name == "exit_group" {
 		return // never returns
 	}
-	// Unwound now (the user stack copy is only in this record), checked
-	// and symbolized if the call is slow.
-	addrs := r.unwound(rec)
-	th.addrs = append(th.addrs[:0], 0, 0)
-	for i, a := range addrs {
-		if a == capture.ContextUser {
-			for _, a := range addrs[i+1:] {
-				if a != 0 {
-					th.addrs = append(th.addrs, a)
-				}
-			}
-			break
-		}
-	}
+	// Kept as it came (the callchain, and the user registers and stack
+	// copy when the options unwind or complete stacks), unwound only if
+	// the call turns out slow: most calls are not.
+	c := &th.entry
+	c.IP, c.PID, c.TID, c.Time, c.CPU, c.RegsABI, c.StackSize = s.IP, s.PID, s.TID, s.Time, s.CPU, s.RegsABI, s.StackSize
+	c.Callchain = append(c.Callchain[:0], s.Callchain...)
+	c.Regs = append(c.Regs[:0], s.Regs...)
+	c.Stack = append(c.Stack[:0], s.Stack...)
 	th.valid, th.nr, th.arg0, th.time = true, nr, arg0, t
 	th.pid, th.cpu = int32(s.PID), int16(s.CPU)
 }
@@ -230,8 +238,21 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 		}
 		b.markers[name] = a
 	}
-	addrs := th.addrs
-	addrs[0], addrs[1] = capture.ContextUser, a
+	rec := perf.Record{Type: perf.RecordSample, Sample: th.entry}
+	unwound := r.unwound(&rec)
+	// The user part, under the marker frame.
+	addrs := append(th.addrs[:0], capture.ContextUser, a)
+	for i, a := range unwound {
+		if a == capture.ContextUser {
+			for _, a := range unwound[i+1:] {
+				if a != 0 {
+					addrs = append(addrs, a)
+				}
+			}
+			break
+		}
+	}
+	th.addrs = addrs
 	addrs = r.checkedStack(int(th.pid), addrs)
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]
@@ -294,8 +315,8 @@ func (b *blocking) finish(r *recorder) {
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
 	}
-	r.notef("blocking calls: %d of at least %v, %.3fs in all; %d still running at the end (counted up to it); %d entered before the recording (not counted)",
-		b.calls, time.Duration(b.threshold), float64(b.blockedNs)/1e9, b.open, b.before)
+	r.notef("blocking calls: %d system call entries and exits read; %d calls of at least %v, %.3fs in all; %d still running at the end (counted up to it); %d entered before the recording (not counted)",
+		b.seen, b.calls, time.Duration(b.threshold), float64(b.blockedNs)/1e9, b.open, b.before)
 	if n := b.unpaired + b.gone; n > 0 {
 		r.logf("blocking calls: %d system call entries or exits lost their other half (a full ring, or a thread killed inside a call): those calls are not counted", n)
 	}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/analyze"
 	"nsprof/capture"
@@ -155,4 +158,105 @@ func TestBlockingFixture(t *testing.T) {
 		}
 	}
 	sysprofReadsOffCPU(t, capPath)
+}
+
+// blockingMarks returns the marks of blocking calls in the capture at
+// path.
+func blockingMarks(t *testing.T, path string) []capture.Mark {
+	t.Helper()
+	r, err := capture.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []capture.Mark
+	for {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		if m, ok := f.(*capture.Mark); ok && m.Group == capture.BlockingGroup {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// TestBlockingTargets: record --blocking with -p and with -a follows the
+// blocking fixture running as pid 1 of its own PID namespace (the events
+// carry host pids): its slow sleeps and reads are marks of its host pid,
+// each of about 20 ms, the reads naming the timerfd, and their time is on
+// the calling functions; with -a, the recorder's own calls (waiting on
+// its rings) are not recorded.
+func TestBlockingTargets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "blocking")
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	for _, mode := range []string{"-p", "-a"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			capPath := filepath.Join(dir, "blocking.syscap")
+			cmd := exec.Command(unshare, "--pid", "--fork", bin, "1000", "20", filepath.Join(dir, "times"))
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				cmd.Wait()
+			})
+			pid := 0
+			for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+				if f := strings.Fields(string(b)); len(f) > 0 {
+					if p, _ := strconv.Atoi(f[0]); p > 0 {
+						if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); exe == bin {
+							pid = p
+						}
+					}
+				}
+			}
+			if pid == 0 {
+				t.Fatalf("no fixture under unshare pid %d after 5s", cmd.Process.Pid)
+			}
+			args := []string{"record", "--blocking", "5ms", "-o", capPath, "--duration", "2"}
+			if mode == "-p" {
+				args = append(args, "-p", fmt.Sprint(pid))
+			} else {
+				args = append(args, "-a")
+			}
+			_, stderr, status := nsprof(t, nil, args...)
+			if status != 0 {
+				t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+			}
+			counts := map[string]int{}
+			for _, m := range blockingMarks(t, capPath) {
+				switch {
+				case m.PID == int32(os.Getpid()):
+					t.Errorf("a mark of the recorder itself: %s %d ns", m.Name, m.Duration)
+				case m.PID != int32(pid):
+					continue
+				case m.Duration >= 19e6 && m.Duration < 100e6:
+					counts[m.Name]++
+					if m.Name == "read" && m.Message != "fd 4: anon_inode:[timerfd]" {
+						t.Errorf("read mark message %q", m.Message)
+					}
+				}
+			}
+			funcs, _ := functionTotals(t, capPath, "--pid", fmt.Sprint(pid), "--value", "blocking")
+			t.Logf("%s: pid %d: marks %v; blocking time fixture_slow_sleep %.3fs fixture_slow_read %.3fs", mode, pid, counts,
+				float64(funcs["fixture_slow_sleep"])/1e9, float64(funcs["fixture_slow_read"])/1e9)
+			// 2 s hold about 45 iterations of 2 x 20 ms; setting up -a
+			// takes part of them on a loaded machine.
+			for _, name := range []string{"clock_nanosleep", "read"} {
+				if counts[name] < 10 {
+					t.Errorf("%d %s marks of about 20 ms for pid %d, want at least 10", counts[name], name, pid)
+				}
+			}
+			if funcs["fixture_slow_sleep"] < 10*19e6 || funcs["fixture_slow_read"] < 10*19e6 {
+				t.Errorf("blocking time of fixture_slow_sleep %d ns, fixture_slow_read %d ns: want at least 10 x 19 ms each", funcs["fixture_slow_sleep"], funcs["fixture_slow_read"])
+			}
+		})
+	}
 }
