@@ -102,7 +102,7 @@ func newBlocking(threshold time.Duration, fs proc.FS) (*blocking, error) {
 // setup adds the tracepoints to the perf options: the entries with
 // stacks, the exits without.
 func (b *blocking) setup(popts *perf.Options) {
-	popts.StackTracepoints = append(popts.StackTracepoints, sysEnterTracepoint)
+	popts.UserStackTracepoints = append(popts.UserStackTracepoints, sysEnterTracepoint)
 	popts.Tracepoints = append(popts.Tracepoints, sysExitTracepoint)
 	if popts.RingPages == 0 {
 		popts.RingPages = perf.DefaultRingPages
