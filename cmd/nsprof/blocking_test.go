@@ -157,7 +157,23 @@ func TestBlockingFixture(t *testing.T) {
 			t.Errorf("the default view (CPU samples) has blocking-call frame %s", name)
 		}
 	}
+	// Sysprof reads every SAMPLE frame, the entry stacks under their
+	// marker included, and every mark of a blocking call.
 	sysprofReadsOffCPU(t, capPath)
+	lines, _ := testutils.SysprofReadAll(t, capPath)
+	sysprofMarks := 0
+	for _, l := range lines {
+		if strings.Contains(l, " MARK ") && strings.Contains(l, `group="syscall"`) {
+			sysprofMarks++
+		}
+	}
+	want := 0
+	for _, ms := range byName {
+		want += len(ms)
+	}
+	if sysprofMarks != want {
+		t.Errorf("Sysprof read %d marks of group syscall, want %d", sysprofMarks, want)
+	}
 }
 
 // blockingMarks returns the marks of blocking calls in the capture at
