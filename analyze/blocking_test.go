@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -78,5 +79,16 @@ func TestBlockingValues(t *testing.T) {
 	}
 	if len(p.Warnings) != 2 {
 		t.Errorf("warnings %q, want the stack without a mark and the lost halves", p.Warnings)
+	}
+	// The marks view (the timeline) warns of the lost halves too.
+	tl, err := LoadTimeline(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Warnings) != 1 || !strings.Contains(tl.Warnings[0], "lost one side of 2 system calls") {
+		t.Errorf("timeline warnings %q, want the lost halves", tl.Warnings)
+	}
+	if len(tl.Marks) != 3 {
+		t.Errorf("timeline: %d marks, want 3", len(tl.Marks))
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"nsprof/analyze"
 	"nsprof/capture"
 	"nsprof/internal/testutils"
@@ -23,8 +25,9 @@ import (
 // system calls (and getppid, and 100 us sleeps) are absent, unless the
 // fixture saw one take 5 ms itself (a loaded machine); the read marks
 // name the timerfd; report --marks gives their statistics, and report
-// --value blocking puts their time on the calling functions,
-// fixture_slow_sleep and fixture_slow_read. Sysprof reads the capture.
+// --blocking (--value blocking) and a pprof export put their time on the
+// calling functions, fixture_slow_sleep and fixture_slow_read. Sysprof
+// reads the capture, its samples and its marks.
 func TestBlockingFixture(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutils.RequireCI(t, "recording tests need root")
@@ -52,20 +55,9 @@ func TestBlockingFixture(t *testing.T) {
 	t.Logf("fixture: %d slow sleeps %.3fs, %d slow reads %.3fs, %d fast calls over 5 ms", n, float64(slept)/1e9, n, float64(readNs)/1e9, fastOver)
 
 	// The marks, as written.
-	r, err := capture.Open(capPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	byName := map[string][]capture.Mark{}
-	for {
-		f, err := r.Next()
-		if err != nil {
-			break
-		}
-		if m, ok := f.(*capture.Mark); ok && m.Group == capture.BlockingGroup {
-			byName[m.Name] = append(byName[m.Name], *m)
-		}
+	for _, m := range blockingMarks(t, capPath) {
+		byName[m.Name] = append(byName[m.Name], m)
 	}
 	extra := int64(0)
 	for name, ms := range byName {
@@ -132,9 +124,12 @@ func TestBlockingFixture(t *testing.T) {
 	}
 
 	// report --value blocking: the time on the callers.
-	funcs, typ := functionTotals(t, capPath, "--value", "blocking")
+	funcs, typ := functionTotals(t, capPath, "--blocking")
 	if typ != "blocking" {
-		t.Fatalf("report --value blocking: sample type %q", typ)
+		t.Fatalf("report --blocking: sample type %q, want blocking", typ)
+	}
+	if pb := pprofBlocking(t, capPath, "fixture_slow_read"); pb != funcs["fixture_slow_read"] {
+		t.Errorf("export --format pprof --value blocking: fixture_slow_read %d ns, report %d", pb, funcs["fixture_slow_read"])
 	}
 	t.Logf("blocking: fixture_slow_sleep %.3fs, fixture_slow_read %.3fs, fixture_fast %.3fs, main %.3fs",
 		float64(funcs["fixture_slow_sleep"])/1e9, float64(funcs["fixture_slow_read"])/1e9, float64(funcs["fixture_fast"])/1e9, float64(funcs["main"])/1e9)
@@ -174,6 +169,42 @@ func TestBlockingFixture(t *testing.T) {
 	if sysprofMarks != want {
 		t.Errorf("Sysprof read %d marks of group syscall, want %d", sysprofMarks, want)
 	}
+}
+
+// pprofBlocking exports the capture at capPath as a pprof profile of
+// the blocking sample type and returns the value of the samples through
+// function fn.
+func pprofBlocking(t *testing.T, capPath, fn string) int64 {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "p.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--blocking", "-o", pb); status != 0 {
+		t.Fatalf("export --blocking: status %d\n%s", status, stderr)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != "blocking" || prof.SampleType[0].Unit != "nanoseconds" {
+		t.Fatalf("export --blocking: sample types %v, want blocking in nanoseconds first", prof.SampleType)
+	}
+	var n int64
+	for _, s := range prof.Sample {
+		through := false
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				through = through || ln.Function.Name == fn
+			}
+		}
+		if through {
+			n += s.Value[0]
+		}
+	}
+	return n
 }
 
 // blockingMarks returns the marks of blocking calls in the capture at
