@@ -56,9 +56,11 @@ type blocking struct {
 	// that lost their other half (a full ring: their call is not
 	// counted); before the exits of calls entered before the recording
 	// began; open the calls still running when it stopped (written up to
-	// the end); gone those of threads that ended inside a call.
-	calls, unpaired, before, open, gone uint64
-	blockedNs                           int64
+	// the end); ended those of threads the process's exit_group ended
+	// (written up to it); gone those of threads that ended inside a
+	// call otherwise (killed: not written).
+	calls, unpaired, before, open, ended, gone uint64
+	blockedNs                                  int64
 	// seen counts the entries and exits read.
 	seen uint64
 }
@@ -73,8 +75,12 @@ type pendingCall struct {
 	pid      int32
 	cpu      int16
 	lastExit int64
-	entry    perf.Sample // the entry's record, RawData left out
-	addrs    []uint64
+	// path is what the call's descriptor named while the call was
+	// still running (see tick); tried says it was looked for.
+	path  string
+	tried bool
+	entry perf.Sample // the entry's record, RawData left out
+	addrs []uint64
 }
 
 func newBlocking(threshold time.Duration, fs proc.FS) (*blocking, error) {
@@ -126,7 +132,7 @@ func (b *blocking) handle(r *recorder, rec *perf.Record) bool {
 	case b.exit.Matches(s.RawData):
 		if int32(s.PID) != b.self {
 			nr, _ := b.exit.Int(s.RawData, "id")
-			b.exited(r, int32(s.TID), nr, int64(s.Time))
+			b.exited(r, int32(s.PID), int32(s.TID), nr, int64(s.Time))
 		}
 	default:
 		b.seen--
@@ -172,8 +178,22 @@ func (b *blocking) entered(r *recorder, rec *perf.Record) {
 			delete(b.fdPaths, int32(s.PID))
 		}
 	}
-	if name := syscallName(nr); name == "exit" || name == "exit_group" {
-		return // never returns
+	switch syscallName(nr) {
+	case "exit": // never returns: the thread ends
+		delete(b.threads, tid)
+		return
+	case "exit_group": // the process ends, and its threads inside calls
+		for other, oth := range b.threads {
+			if oth.pid != int32(s.PID) {
+				continue
+			}
+			if oth.valid && other != tid && t-oth.time >= b.threshold {
+				b.write(r, oth, other, t-oth.time, "(ended by the process's exit)")
+				b.ended++
+			}
+			delete(b.threads, other)
+		}
+		return
 	}
 	// Kept as it came (the callchain, and the user registers and stack
 	// copy when the options unwind or complete stacks), unwound only if
@@ -184,17 +204,18 @@ func (b *blocking) entered(r *recorder, rec *perf.Record) {
 	c.Regs = append(c.Regs[:0], s.Regs...)
 	c.Stack = append(c.Stack[:0], s.Stack...)
 	th.valid, th.nr, th.arg0, th.time = true, nr, arg0, t
+	th.path, th.tried = "", false
 	th.pid, th.cpu = int32(s.PID), int16(s.CPU)
 }
 
 // exited pairs a call's exit with the thread's entry and writes the call
 // when it took at least the threshold.
-func (b *blocking) exited(r *recorder, tid int32, nr, t int64) {
+func (b *blocking) exited(r *recorder, pid, tid int32, nr, t int64) {
 	th := b.threads[tid]
 	switch {
 	case th == nil:
 		b.before++ // entered before the recording: its start is unknown
-		b.threads[tid] = &pendingCall{lastExit: t}
+		b.threads[tid] = &pendingCall{pid: pid, lastExit: t}
 		return
 	case !th.valid || (th.nr != nr && nr != -1) || t < th.time:
 		// (rt_sigreturn's exit says -1: it restores the registers
@@ -207,6 +228,39 @@ func (b *blocking) exited(r *recorder, tid int32, nr, t int64) {
 	}
 	th.valid = false
 	th.lastExit = max(th.lastExit, t)
+}
+
+// tick, called about every 100 ms while recording, looks up the
+// descriptors of the calls running for longer than the threshold, while
+// their processes are still there: a call the process's exit ends is
+// read from the ring after the process is gone.
+func (b *blocking) tick(now int64) {
+	for _, th := range b.threads {
+		if th.valid && !th.tried && now-th.time >= b.threshold && fdCalls[syscallName(th.nr)] && int32(th.arg0) >= 0 {
+			th.tried = true
+			th.path, _ = b.fs.ReadFDLink(int(th.pid), int(int32(th.arg0)))
+		}
+	}
+}
+
+// fdPath returns what the descriptor of call th names: as found while
+// the call was running, or now, or for an earlier call of the process
+// on the same descriptor; "" when none of them is known.
+func (b *blocking) fdPath(th *pendingCall) string {
+	if th.path != "" {
+		return th.path
+	}
+	fd := int32(th.arg0)
+	paths := b.fdPaths[th.pid]
+	if p, err := b.fs.ReadFDLink(int(th.pid), int(fd)); err == nil {
+		if paths == nil {
+			paths = make(map[int32]string)
+			b.fdPaths[th.pid] = paths
+		}
+		paths[fd] = p
+		return p
+	}
+	return paths[fd]
 }
 
 // fdCalls are the system calls whose first argument is a file
@@ -266,15 +320,7 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	if fdCalls[name] && int32(th.arg0) >= 0 {
 		fd := int(int32(th.arg0))
 		msg = "fd " + strconv.Itoa(fd)
-		paths := b.fdPaths[th.pid]
-		if p, err := b.fs.ReadFDLink(int(th.pid), fd); err == nil {
-			msg += ": " + p
-			if paths == nil {
-				paths = make(map[int32]string)
-				b.fdPaths[th.pid] = paths
-			}
-			paths[int32(fd)] = p
-		} else if p, ok := paths[int32(fd)]; ok {
+		if p := b.fdPath(th); p != "" {
 			msg += ": " + p
 		}
 	}
@@ -315,8 +361,8 @@ func (b *blocking) finish(r *recorder) {
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
 	}
-	r.notef("blocking calls: %d system call entries and exits read; %d calls of at least %v, %.3fs in all; %d still running at the end (counted up to it); %d entered before the recording (not counted)",
-		b.seen, b.calls, time.Duration(b.threshold), float64(b.blockedNs)/1e9, b.open, b.before)
+	r.notef("blocking calls: %d system call entries and exits read; %d calls of at least %v, %.3fs in all; %d still running at the end (counted up to it); %d ended by their process's exit (counted up to it); %d entered before the recording (not counted)",
+		b.seen, b.calls, time.Duration(b.threshold), float64(b.blockedNs)/1e9, b.open, b.ended, b.before)
 	if n := b.unpaired + b.gone; n > 0 {
 		r.logf("blocking calls: %d system call entries or exits lost their other half (a full ring, or a thread killed inside a call): those calls are not counted", n)
 	}

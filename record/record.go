@@ -572,6 +572,9 @@ const readBatchSize = 64
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
 	r.tr.flushPending(false)
+	if r.block != nil {
+		r.block.tick(capture.Now())
+	}
 	if err := r.cs.tick(r.w, now, capture.Now()); err != nil && r.w.BytesWritten() > 0 {
 		if errors.Is(err, syscall.ENOSPC) || isWriteErr(err) {
 			r.writeErr = err

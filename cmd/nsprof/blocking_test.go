@@ -21,7 +21,8 @@ import (
 // TestBlockingFixture: recorded with --blocking 5ms, the blocking fixture's
 // 10 nanosleeps and 10 timerfd reads of 20 ms are exactly the marks of
 // group syscall (clock_nanosleep and read), each lasting 20 ms within
-// what the fixture measured around it; its 8000 fast calls on the same
+// what the fixture measured around it, with the read of its other thread
+// that lasts the whole run, ended by the process's exit; its 8000 fast calls on the same
 // system calls (and getppid, and 100 us sleeps) are absent, unless the
 // fixture saw one take 5 ms itself (a loaded machine); the read marks
 // name the timerfd; report --marks gives their statistics, and report
@@ -56,8 +57,18 @@ func TestBlockingFixture(t *testing.T) {
 
 	// The marks, as written.
 	byName := map[string][]capture.Mark{}
+	var stuck []capture.Mark
 	for _, m := range blockingMarks(t, capPath) {
+		if strings.HasSuffix(m.Message, "(ended by the process's exit)") {
+			stuck = append(stuck, m)
+			continue
+		}
 		byName[m.Name] = append(byName[m.Name], m)
+	}
+	// The other thread's read, ended by the process's exit: the whole
+	// run, 2 x 20 ms an iteration.
+	if len(stuck) != 1 || stuck[0].Name != "read" || !strings.HasPrefix(stuck[0].Message, "fd 3: pipe:[") || stuck[0].Duration < n*2*slowMs*1e6 {
+		t.Errorf("marks ended by the process's exit: %+v, want one read of fd 3, a pipe, of at least %d ms", stuck, n*2*slowMs)
 	}
 	extra := int64(0)
 	for name, ms := range byName {
@@ -79,8 +90,8 @@ func TestBlockingFixture(t *testing.T) {
 			if m.Duration < 5e6 {
 				t.Errorf("%s mark of %d ns: under the 5 ms threshold", name, m.Duration)
 			}
-			if name == "read" && m.Message != "fd 4: anon_inode:[timerfd]" {
-				t.Errorf("read mark message %q, want %q", m.Message, "fd 4: anon_inode:[timerfd]")
+			if name == "read" && m.Message != "fd 6: anon_inode:[timerfd]" {
+				t.Errorf("read mark message %q, want %q", m.Message, "fd 6: anon_inode:[timerfd]")
 			}
 		}
 		if slow != n {
@@ -118,8 +129,14 @@ func TestBlockingFixture(t *testing.T) {
 				st = &rep.Marks[i]
 			}
 		}
-		if st == nil || st.Count != len(byName[name]) || st.Min < 5e6 {
-			t.Errorf("report --marks: syscall:%s %+v, want %d marks of 5 ms or more", name, st, len(byName[name]))
+		want := len(byName[name])
+		for _, m := range stuck {
+			if m.Name == name {
+				want++
+			}
+		}
+		if st == nil || st.Count != want || st.Min < 5e6 {
+			t.Errorf("report --marks: syscall:%s %+v, want %d marks of 5 ms or more", name, st, want)
 		}
 	}
 
@@ -143,6 +160,9 @@ func TestBlockingFixture(t *testing.T) {
 		t.Errorf("marker frames [syscall: read] %d ns and [syscall: clock_nanosleep] %d ns, want at least the marks' %d and %d",
 			funcs["[syscall: read]"], funcs["[syscall: clock_nanosleep]"], total["read"], total["clock_nanosleep"])
 	}
+	if len(stuck) == 1 && funcs["fixture_stuck_read"] != stuck[0].Duration {
+		t.Errorf("blocking time of fixture_stuck_read: %d ns, want its mark's %d", funcs["fixture_stuck_read"], stuck[0].Duration)
+	}
 	if extra == 0 && funcs["fixture_fast"] != 0 {
 		t.Errorf("fixture_fast has %d ns of blocking time, and no mark of a fast call", funcs["fixture_fast"])
 	}
@@ -162,7 +182,7 @@ func TestBlockingFixture(t *testing.T) {
 			sysprofMarks++
 		}
 	}
-	want := 0
+	want := len(stuck)
 	for _, ms := range byName {
 		want += len(ms)
 	}
@@ -286,7 +306,7 @@ func TestBlockingTargets(t *testing.T) {
 					continue
 				case m.Duration >= 19e6 && m.Duration < 100e6:
 					counts[m.Name]++
-					if m.Name == "read" && m.Message != "fd 4: anon_inode:[timerfd]" {
+					if m.Name == "read" && m.Message != "fd 6: anon_inode:[timerfd]" {
 						t.Errorf("read mark message %q", m.Message)
 					}
 				}
