@@ -16,6 +16,7 @@ import (
 	"nsprof/analyze"
 	"nsprof/capture"
 	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
 )
 
 // TestBlockingFixture: recorded with --blocking 5ms, the blocking fixture's
@@ -325,5 +326,36 @@ func TestBlockingTargets(t *testing.T) {
 				t.Errorf("blocking time of fixture_slow_sleep %d ns, fixture_slow_read %d ns: want at least 10 x 19 ms each", funcs["fixture_slow_sleep"], funcs["fixture_slow_read"])
 			}
 		})
+	}
+}
+
+// TestBlockingPodmanRootless: record --blocking -p on the target of a
+// rootless podman container (its own user, PID and mount namespaces)
+// gives its sleeps (usleep(1000) after each burst of work, in main), with
+// a threshold under them, as marks of its host pid whose stacks go
+// through main.
+func TestBlockingPodmanRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	pid, _ := containers.StartPodmanRootless(t, "overlay")
+	capPath := filepath.Join(t.TempDir(), "blocking.syscap")
+	if _, stderr, status := nsprof(t, nil, "record", "--blocking", "500us", "-p", fmt.Sprint(pid), "--duration", "2", "-o", capPath); status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	sleeps := 0
+	for _, m := range blockingMarks(t, capPath) {
+		if m.PID == int32(pid) && (m.Name == "clock_nanosleep" || m.Name == "nanosleep") && m.Duration >= 500e3 {
+			sleeps++
+		}
+	}
+	funcs, _ := functionTotals(t, capPath, "--pid", fmt.Sprint(pid), "--blocking")
+	t.Logf("pid %d: %d sleep marks; blocking time through main %.3fs, under [syscall: clock_nanosleep] %.3fs", pid, sleeps,
+		float64(funcs["main"])/1e9, float64(funcs["[syscall: clock_nanosleep]"])/1e9)
+	if sleeps < 100 {
+		t.Errorf("%d sleep marks of pid %d, want at least 100 (1 ms sleeps for 2 s)", sleeps, pid)
+	}
+	if b := funcs["[syscall: clock_nanosleep]"] + funcs["[syscall: nanosleep]"]; b == 0 || funcs["main"] < b*9/10 {
+		t.Errorf("blocking time: %d ns of sleeps, %d ns through main; want nearly all through main: %v", b, funcs["main"], funcs)
 	}
 }
