@@ -336,6 +336,8 @@ type builder struct {
 	event, freq string
 	// offStats are the off-CPU counts the recording wrote.
 	offStats offCPUStats
+	// blockStats are the blocking calls' counts and marks.
+	blockStats blockingStats
 }
 
 const sampleChunk = 1 << 16
@@ -398,6 +400,8 @@ func (b *builder) add(f capture.Frame) {
 		if f.PID > 0 {
 			b.process(f.PID) // one that forked, never exec'd, and exited
 		}
+	case *capture.Mark:
+		b.blockingMark(f)
 	case *capture.JITMap:
 		for _, e := range f.Entries {
 			b.p.JIT[e.Addr] = e.Name
@@ -568,8 +572,8 @@ func (b *builder) finish() *Profile {
 	b.frameKeys, b.frames, b.stacks = nil, nil, nil
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
-	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations())
-	p.offStats = b.offStats
+	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
+	p.offStats, p.blockStats = b.offStats, b.blockStats
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))

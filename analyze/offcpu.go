@@ -44,6 +44,8 @@ func (b *builder) offCPUMeta(id, value string) {
 		s.unpaired, _ = strconv.ParseInt(value, 10, 64)
 	case capture.MetaOffCPUOpen:
 		s.opened, _ = strconv.ParseInt(value, 10, 64)
+	default:
+		b.blockingMeta(id, value)
 	}
 }
 

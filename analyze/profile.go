@@ -102,6 +102,8 @@ type Profile struct {
 	}
 	// offStats are the recording's off-CPU counts.
 	offStats offCPUStats
+	// blockStats are the recording's blocking-call counts.
+	blockStats blockingStats
 }
 
 // Process is one process of the capture.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"nsprof/capture"
@@ -305,6 +306,9 @@ func (b *timelineBuilder) finish() {
 		t.CPUs = append(t.CPUs, c)
 	}
 	slices.Sort(t.CPUs)
+	if n, _ := strconv.ParseInt(t.Metadata[capture.MetaBlockingUnpaired], 10, 64); n > 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("blocking calls: the recording lost one side of %d system calls (those calls have no mark)", n))
+	}
 	t.Files = b.files.List()
 	ps, ts, err := capture.ReadProcessFile(&b.files)
 	if err != nil {

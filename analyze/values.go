@@ -11,7 +11,7 @@ import (
 // ValueType describes one column of the per-sample values, as a pprof
 // sample type does: what is counted and in which unit.
 type ValueType struct {
-	// Type names the value: "samples", "cpu", "off_cpu", "wall",
+	// Type names the value: "samples", "cpu", "off_cpu", "wall", "blocking",
 	// "alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
 	// "temp_objects" or "temp_space" today.
 	Type string `json:"type"`
@@ -22,7 +22,8 @@ type ValueType struct {
 // The sample types [Load] gives a profile. Every profile has
 // [SamplesType] at index 0, then [CPUType] when the sampling period is
 // known; a capture with off-CPU time then has [OffCPUType], and
-// [WallType] when the period is known; a capture with ALLOCATION frames
+// [WallType] when the period is known; a capture with blocking calls
+// then has [BlockingType]; a capture with ALLOCATION frames
 // also has the six allocation types: the four of a Go heap profile, in
 // its order, then the two temporary ones.
 var (
@@ -92,6 +93,7 @@ const (
 	kindOffCPU
 	kindWall
 	kindAlloc
+	kindBlocking
 )
 
 // kindOf returns the kind of measurement of column t.
@@ -159,7 +161,7 @@ type allocEvent struct {
 // which fillValues sorts by time;
 // sampleBytes is the recording's sampling interval (0: every allocation);
 // periodNs the CPU time a stack sample stands for (0: unknown).
-func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, offCPU map[int32]int64) {
+func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, offCPU, blocking map[int32]int64) {
 	p.SampleTypes = []ValueType{SamplesType}
 	p.stackValues = []int64{1}
 	p.kinds = []int{kindStack}
@@ -181,6 +183,13 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 			p.kinds = append(p.kinds, kindWall)
 		}
 	}
+	blockCol := -1
+	if len(blocking) > 0 {
+		blockCol = len(p.SampleTypes)
+		p.SampleTypes = append(p.SampleTypes, BlockingType)
+		p.stackValues = append(p.stackValues, 0)
+		p.kinds = append(p.kinds, kindBlocking)
+	}
 	if len(allocs) > 0 {
 		p.allocCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
@@ -189,7 +198,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 			p.kinds = append(p.kinds, kindAlloc)
 		}
 	}
-	p.unitSamples = len(allocs) == 0 && len(offCPU) == 0
+	p.unitSamples = len(allocs) == 0 && len(offCPU) == 0 && len(blocking) == 0
 	for i := range p.Samples {
 		p.Samples[i].Row = int32(i)
 	}
@@ -217,6 +226,12 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		if wallCol >= 0 {
 			row[wallCol] = d
 		}
+	}
+	// So does a blocking call: its stack at entry weighs its duration.
+	for i, d := range blocking {
+		row := p.values[int(i)*n : int(i+1)*n]
+		clear(row)
+		row[blockCol] = d
 	}
 	a := p.allocCol
 	sortByTime(allocs)

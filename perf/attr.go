@@ -3,6 +3,7 @@ package perf
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"nsprof/internal/unix"
@@ -194,6 +195,12 @@ type Options struct {
 	// it hit the tracepoint, such as "sched:sched_switch" for where a
 	// task left the CPU.
 	StackTracepoints []string
+	// UserStackTracepoints are recorded as StackTracepoints are, but
+	// with the user part of the callchain only
+	// (exclude_callchain_kernel): the kernel's unwinding is the costly
+	// part of a hit on a hot path, such as "raw_syscalls:sys_enter",
+	// whose kernel frames are always the system call entry's.
+	UserStackTracepoints []string
 	// ContextSwitch also writes a [RecordSwitch] record (with
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
@@ -206,7 +213,8 @@ type settings struct {
 	pageSize int
 	regs     uint64
 	tpIDs    []uint64
-	tpStack  []bool // tpIDs[i] is one of StackTracepoints
+	tpStack  []bool // tpIDs[i] is one of StackTracepoints or UserStackTracepoints
+	tpUser   []bool // tpIDs[i] is one of UserStackTracepoints
 	tpNames  []string
 	// mainTP is the id of EventTracepoint, 0 without.
 	mainTP uint64
@@ -248,13 +256,15 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	case o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0:
 		return s, fmt.Errorf("ring pages %d is not a power of two", o.RingPages)
 	}
-	for i, name := range append(append([]string(nil), o.Tracepoints...), o.StackTracepoints...) {
+	all := slices.Concat(o.Tracepoints, o.StackTracepoints, o.UserStackTracepoints)
+	for i, name := range all {
 		tp, err := LookupTracepoint(name)
 		if err != nil {
 			return s, err
 		}
 		s.tpIDs = append(s.tpIDs, uint64(tp.ID))
 		s.tpStack = append(s.tpStack, i >= len(o.Tracepoints))
+		s.tpUser = append(s.tpUser, i >= len(o.Tracepoints)+len(o.StackTracepoints))
 		s.tpNames = append(s.tpNames, name)
 	}
 	size := s.RingPages * pageSize
@@ -348,14 +358,18 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 // tracepointAttr builds the attributes of a tracepoint event that shares
 // the main event's ring: the same sample layout, every hit sampled, no
 // MMAP/COMM/task/switch records (the main event has them), and no
-// callchain unless stack (a StackTracepoint) asks for the main event's.
-func (s *settings) tracepointAttr(id uint64, stack, systemWide, onExec bool) unix.PerfEventAttr {
+// callchain unless stack (a StackTracepoint) asks for the main event's,
+// its user part only with userOnly (a UserStackTracepoint).
+func (s *settings) tracepointAttr(id uint64, stack, userOnly, systemWide, onExec bool) unix.PerfEventAttr {
 	a := s.attr(s.Event, systemWide, onExec)
 	a.Type, a.Config = typeTracepoint, id
 	a.Sample = 1
 	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle | attrContextSwitch
 	if !stack {
 		a.Bits |= attrExcludeCallchainK | attrExcludeCallchainU
+	}
+	if userOnly {
+		a.Bits |= attrExcludeCallchainK
 	}
 	return a
 }

@@ -91,7 +91,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			// Tracepoints of the same task and CPU share the ring.
 			for i, id := range s.tpIDs {
-				tattr := s.tracepointAttr(id, s.tpStack[i], systemWide, target.kind == targetExec)
+				tattr := s.tracepointAttr(id, s.tpStack[i], s.tpUser[i], systemWide, target.kind == targetExec)
 				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err != nil {
 					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)

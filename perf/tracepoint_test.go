@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,60 @@ func TestTracepointCloneExit(t *testing.T) {
 		if !forks[ret] {
 			t.Errorf("clone returned %d, not a forked task %v", ret, forks)
 		}
+	}
+}
+
+// TestUserStackTracepoint: a UserStackTracepoint's hits carry the user
+// part of the callchain alone (no kernel context), a StackTracepoint's
+// the kernel part too, and a plain Tracepoint's none.
+func TestUserStackTracepoint(t *testing.T) {
+	const enter, exit, sw = "raw_syscalls:sys_enter", "raw_syscalls:sys_exit", "sched:sched_switch"
+	var tps [3]*Tracepoint
+	var err error
+	for i, name := range []string{enter, exit, sw} {
+		if tps[i], err = LookupTracepoint(name); err != nil {
+			break
+		}
+	}
+	if errors.Is(err, ErrNoTracefs) || errors.Is(err, os.ErrNotExist) {
+		testutils.RequireCI(t, "tracefs: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, _ := exec.LookPath("sh")
+	cmd, release := startBeforeExec(t, sh, "-c", "/bin/true; /bin/true; sleep 0.01")
+	r, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Tracepoints: []string{exit},
+		StackTracepoints: []string{sw}, UserStackTracepoints: []string{enter}})
+	requirePerf(t, err)
+	defer r.Close()
+	release()
+	var hits, kernel, user [3]int
+	readAll(t, r, 5*time.Second, func(rec *Record) {
+		if rec.Type != RecordSample {
+			return
+		}
+		for i, tp := range tps {
+			if !tp.Matches(rec.Sample.RawData) {
+				continue
+			}
+			hits[i]++
+			if slices.Contains(rec.Sample.Callchain, ContextKernel) {
+				kernel[i]++
+			}
+			if slices.Contains(rec.Sample.Callchain, ContextUser) {
+				user[i]++
+			}
+		}
+	})
+	t.Logf("hits %v, with kernel frames %v, with user frames %v (sys_enter, sys_exit, sched_switch)", hits, kernel, user)
+	if hits[0] == 0 || kernel[0] != 0 || user[0] < hits[0]*9/10 {
+		t.Errorf("%s as a UserStackTracepoint: %d hits, %d with kernel frames (want 0), %d with user frames (want most)", enter, hits[0], kernel[0], user[0])
+	}
+	if hits[1] == 0 || kernel[1]+user[1] != 0 {
+		t.Errorf("%s as a Tracepoint: %d hits, %d with callchains (want 0)", exit, hits[1], kernel[1]+user[1])
+	}
+	if hits[2] == 0 || kernel[2] < hits[2]*9/10 {
+		t.Errorf("%s as a StackTracepoint: %d hits, %d with kernel frames (want most)", sw, hits[2], kernel[2])
 	}
 }

@@ -32,6 +32,9 @@ func metadata(opts *Options, mode, event string) [][2]string {
 	if opts.OffCPU {
 		md = append(md, [2]string{capture.MetaOffCPU, "1"})
 	}
+	if opts.Blocking > 0 {
+		md = append(md, [2]string{capture.MetaBlocking, strconv.FormatInt(opts.Blocking.Nanoseconds(), 10)})
+	}
 	if len(opts.Command) > 0 {
 		md = append(md, [2]string{capture.MetaCommand, strings.Join(opts.Command, " ")})
 	}

@@ -63,6 +63,11 @@ type Options struct {
 	// the sched_switch tracepoint with callchains, and the switches back
 	// in. Needs tracefs and perf events.
 	OffCPU bool
+	// Blocking, when positive, also records the system calls of the
+	// recorded threads that take at least this long, each as a mark of
+	// group "syscall" with the thread's user stack at entry (see
+	// blocking). It needs the raw_syscalls tracepoints.
+	Blocking time.Duration
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -173,6 +178,15 @@ func (o *Options) setDefaults() error {
 	}
 	if o.OffCPU && o.NoPerf {
 		return errors.New("off-CPU time needs perf events")
+	}
+	if o.Blocking < 0 {
+		return errors.New("the blocking call threshold must not be negative")
+	}
+	if o.Blocking > 0 && o.NoPerf {
+		return errors.New("blocking calls need perf events")
+	}
+	if o.Blocking > 0 && (o.Tracepoint == sysEnterTracepoint || o.Tracepoint == sysExitTracepoint) {
+		return errors.New("blocking calls record " + o.Tracepoint + " itself: sample on another event")
 	}
 	if o.OffCPU && o.Tracepoint == switchTracepoint {
 		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")

@@ -111,7 +111,8 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
-	off        *offCPU // with Options.OffCPU
+	off        *offCPU   // with Options.OffCPU
+	block      *blocking // with Options.Blocking
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -257,6 +258,12 @@ func (r *recorder) setup() error {
 				return err
 			}
 			r.setupOffCPU(&popts)
+		}
+		if o.Blocking > 0 {
+			if r.block, err = newBlocking(o.Blocking, o.FS); err != nil {
+				return err
+			}
+			r.block.setup(&popts)
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -565,6 +572,9 @@ const readBatchSize = 64
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
 	r.tr.flushPending(false)
+	if r.block != nil {
+		r.block.tick(capture.Now())
+	}
 	if err := r.cs.tick(r.w, now, capture.Now()); err != nil && r.w.BytesWritten() > 0 {
 		if errors.Is(err, syscall.ENOSPC) || isWriteErr(err) {
 			r.writeErr = err
@@ -622,6 +632,9 @@ func (r *recorder) handle(rec *perf.Record) {
 				}
 			}
 		}
+		if r.block != nil && r.block.handle(r, rec) {
+			return
+		}
 		r.tr.sampled(int(s.PID), int64(s.Time))
 		addrs := r.stack(rec)
 		if r.off != nil && r.off.tp.Matches(s.RawData) {
@@ -667,21 +680,7 @@ func (r *recorder) handle(rec *perf.Record) {
 // kernel gave no callchain. It is valid until the next call.
 func (r *recorder) stack(rec *perf.Record) []uint64 {
 	s := &rec.Sample
-	var addrs []uint64
-	if r.dwarf != nil {
-		addrs = r.dwarf.callchain(s)
-	} else {
-		addrs = dropZeros(s.Callchain)
-		if r.leaf != nil {
-			addrs = r.leaf.complete(s, addrs)
-		}
-	}
-	if r.sym != nil {
-		addrs = r.sym.trimCallers(int(s.PID), addrs)
-		if !r.opts.NoDecode {
-			r.sym.sampled(int(s.PID), addrs, false)
-		}
-	}
+	addrs := r.checkedStack(int(s.PID), r.unwound(rec))
 	if len(addrs) == 0 {
 		ctxMark := capture.ContextUser
 		if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
@@ -691,6 +690,32 @@ func (r *recorder) stack(rec *perf.Record) []uint64 {
 	}
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]
+	}
+	return addrs
+}
+
+// unwound returns the callchain of sample rec unwound or completed as the
+// options say, before checkedStack. It is valid until the next call.
+func (r *recorder) unwound(rec *perf.Record) []uint64 {
+	s := &rec.Sample
+	if r.dwarf != nil {
+		return r.dwarf.callchain(s)
+	}
+	addrs := dropZeros(s.Callchain)
+	if r.leaf != nil {
+		addrs = r.leaf.complete(s, addrs)
+	}
+	return addrs
+}
+
+// checkedStack trims the callers of addrs, a stack of process pid, that
+// cannot be return addresses, and marks the rest for the symbol bundle.
+func (r *recorder) checkedStack(pid int, addrs []uint64) []uint64 {
+	if r.sym != nil {
+		addrs = r.sym.trimCallers(pid, addrs)
+		if !r.opts.NoDecode {
+			r.sym.sampled(pid, addrs, false)
+		}
 	}
 	return addrs
 }
@@ -720,6 +745,9 @@ func (r *recorder) finish() {
 	}
 	if r.off != nil {
 		r.off.finish(r)
+	}
+	if r.block != nil {
+		r.block.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)

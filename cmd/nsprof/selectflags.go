@@ -18,6 +18,7 @@ type selectFlags struct {
 	by           string
 	value        string
 	offCPU, wall bool
+	blocking     bool
 	noInline     bool
 	view         analyze.ViewOptions
 }
@@ -35,8 +36,9 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
-	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, of a --off-cpu capture off_cpu and wall, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
+	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, of a --off-cpu capture off_cpu and wall, of a --blocking capture blocking, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
 	f.BoolVar(&s.offCPU, "off-cpu", false, "weigh stacks by the time threads spent off the CPU (a record --off-cpu capture): --value off_cpu")
+	f.BoolVar(&s.blocking, "blocking", false, "weigh the entry stacks of slow system calls by their durations (a record --blocking capture): --value blocking")
 	f.BoolVar(&s.wall, "wall", false, "weigh stacks by on-CPU and off-CPU time together, a wall-clock profile (a record --off-cpu capture): --value wall")
 	f.BoolVar(&s.noInline, "no-inline", false, "show functions inlined into others (from the source lines the recording bundled) as part of them, not as frames of their own")
 }
@@ -76,18 +78,26 @@ func (s *selectFlags) parse(cmd *cobra.Command) (analyze.ViewOptions, analyze.Gr
 	return v, by, nil
 }
 
-// shorthands sets value from --off-cpu or --wall, which exclude each
-// other and --value.
+// shorthands sets value from --off-cpu, --wall or --blocking, which
+// exclude each other and --value.
 func (s *selectFlags) shorthands() error {
+	n := 0
+	for _, b := range []bool{s.offCPU, s.wall, s.blocking} {
+		if b {
+			n++
+		}
+	}
 	switch {
-	case s.offCPU && s.wall:
-		return errors.New("--off-cpu and --wall exclude each other")
-	case (s.offCPU || s.wall) && s.value != "":
-		return errors.New("--off-cpu and --wall are shorthands for --value: give one")
+	case n > 1:
+		return errors.New("--off-cpu, --wall and --blocking exclude each other")
+	case n == 1 && s.value != "":
+		return errors.New("--off-cpu, --wall and --blocking are shorthands for --value: give one")
 	case s.offCPU:
 		s.value = analyze.OffCPUType.Type
 	case s.wall:
 		s.value = analyze.WallType.Type
+	case s.blocking:
+		s.value = analyze.BlockingType.Type
 	}
 	return nil
 }
