@@ -320,8 +320,8 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	if fdCalls[name] && int32(th.arg0) >= 0 {
 		fd := int(int32(th.arg0))
 		msg = "fd " + strconv.Itoa(fd)
-		if p := b.fdPath(th); p != "" {
-			msg += ": " + p
+		if p := b.fdPath(th); p != "" && !r.tr.private(int(th.pid)) {
+			msg += ": " + p // another user's paths stay out, as their command lines
 		}
 	}
 	if note != "" {

@@ -54,10 +54,14 @@ type tracker struct {
 // procState is what the tracker knows of a process.
 type procState struct {
 	described bool
-	name      string
-	maps      []capture.Map
-	have      map[mapKey]string // build-id written for the mapping
-	pidns     uint64
+	// private says its command line was redacted (another user's
+	// process): the capture keeps no more of what it does than its
+	// program's name, so no paths of its open files either.
+	private bool
+	name    string
+	maps    []capture.Map
+	have    map[mapKey]string // build-id written for the mapping
+	pidns   uint64
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
@@ -288,6 +292,7 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 	ps.described = true
 	delete(t.pending, pid)
 	t.redact.apply(&info.ProcessInfo, info.uidKnown)
+	ps.private = info.CmdlineRedacted
 	if name := info.cmdline(); name != "" {
 		ps.name = name
 	}
@@ -309,6 +314,17 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 	if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
 		t.err = t.w.AddFileBytes(capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
 	}
+}
+
+// private reports whether the capture must keep no details of process
+// pid beyond its program's name, as --redact-cmdlines says: its command
+// line was cut, or it is not described yet while redaction is on.
+func (t *tracker) private(pid int) bool {
+	if t.redact == nil || t.redact.mode == RedactNone {
+		return false
+	}
+	ps := t.procs[pid]
+	return ps == nil || !ps.described || ps.private
 }
 
 // orphanGrace is how long a child whose parent is undescribed waits for

@@ -410,3 +410,42 @@ func TestGlanceDescribesExitedProcess(t *testing.T) {
 		t.Errorf("described %v as %q with maps %v", ps.described, ps.name, ps.maps)
 	}
 }
+
+// TestPrivateProcesses: what --redact-cmdlines cuts from a process's
+// command line it keeps out of the capture elsewhere too (the paths of
+// --blocking's descriptors): another user's process, or one not described
+// yet, is private while redaction is on; the recording user's is not.
+func TestPrivateProcesses(t *testing.T) {
+	root := t.TempDir()
+	for pid, uid := range map[int]int{400: 1000, 401: 2000} {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "status"), fmt.Appendf(nil, "Name:\tprog\nPid:\t%d\nPPid:\t1\nUid:\t%d\t%[2]d\t%[2]d\t%[2]d\n", pid, uid), 0o644)
+		os.WriteFile(filepath.Join(dir, "cmdline"), []byte("/usr/bin/prog\x00--secret\x00"), 0o644)
+	}
+	for _, tc := range []struct {
+		mode         Redaction
+		mine, others bool
+	}{{RedactOthers, false, true}, {RedactAll, true, true}, {RedactNone, false, false}} {
+		var buf bytes.Buffer
+		w, err := capture.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := newTracker(w, proc.FS{Root: root})
+		tr.redact = &redactor{mode: tc.mode, users: []uint32{1000}}
+		if got := tr.private(400); got != (tc.mode != RedactNone) {
+			t.Errorf("%v: undescribed process private %t", tc.mode, got)
+		}
+		tr.scan(400, 1)
+		tr.scan(401, 1)
+		if got := tr.private(400); got != tc.mine {
+			t.Errorf("%v: the recording user's process private %t, want %t", tc.mode, got, tc.mine)
+		}
+		if got := tr.private(401); got != tc.others {
+			t.Errorf("%v: another user's process private %t, want %t", tc.mode, got, tc.others)
+		}
+	}
+}
