@@ -19,24 +19,34 @@ type inlineFrames struct {
 // newInlineFrames returns the inlined calls of p's frames, or nil when no
 // frame has any.
 func newInlineFrames(p *Profile) *inlineFrames {
-	var x *inlineFrames
-	var funcs map[Function]FuncID
+	// The frames are copied once, to a slice with room for the inlined
+	// calls: appending to a full one of a million frames copied them
+	// over and over.
+	calls, with := 0, 0
+	for i := range p.Frames {
+		if n := len(p.Frames[i].Loc.Inline); n > 0 {
+			calls += n
+			with++
+		}
+	}
+	if calls == 0 {
+		return nil
+	}
+	x := &inlineFrames{
+		frames: append(make([]Frame, 0, len(p.Frames)+calls), p.Frames...),
+		funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)], // appends copy
+		chains: make([]FrameID, 0, calls+with),
+		at:     make([]int32, len(p.Frames)+1),
+	}
+	funcs := make(map[Function]FuncID, len(p.Funcs))
+	for id, fn := range p.Funcs {
+		funcs[fn] = FuncID(id)
+	}
 	last := 0 // the frames before it have their place in at
 	for i := range p.Frames {
 		f := &p.Frames[i]
 		if len(f.Loc.Inline) == 0 {
 			continue
-		}
-		if x == nil {
-			x = &inlineFrames{
-				frames: p.Frames[:len(p.Frames):len(p.Frames)], // appends copy
-				funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)],
-				at:     make([]int32, len(p.Frames)+1),
-			}
-			funcs = make(map[Function]FuncID, len(p.Funcs))
-			for id, fn := range p.Funcs {
-				funcs[fn] = FuncID(id)
-			}
 		}
 		for j := last; j <= i; j++ {
 			x.at[j] = int32(len(x.chains))
@@ -49,10 +59,8 @@ func newInlineFrames(p *Profile) *inlineFrames {
 		x.chains = append(x.chains, FrameID(i))
 		last = i + 1
 	}
-	if x != nil {
-		for j := last; j <= len(p.Frames); j++ {
-			x.at[j] = int32(len(x.chains))
-		}
+	for j := last; j <= len(p.Frames); j++ {
+		x.at[j] = int32(len(x.chains))
 	}
 	return x
 }
