@@ -597,7 +597,20 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
-	p.Frames = make([]Frame, len(b.frameKeys))
+	// The symbols and lines first, for the room the frames need: their
+	// warnings are told after the process file's, as ever.
+	symWarnings := b.loadSymbols()
+	// The frames have room after them for the functions inlined at them
+	// that the lines describe, for the view that shows those as frames
+	// (see [Profile.inlineFrames]): copying a million frames for it was
+	// more of the memory of a report than the frames themselves. A frame
+	// named from the host's DWARF may have inlined calls of its own:
+	// an eighth more room leaves space for those of a few thousand.
+	n := len(b.frameKeys)
+	k := p.Lines.InlineFrames()
+	all := make([]Frame, n, n+k+k/8)
+	p.Frames = all[:n:n]
+	p.inline = &lazyInline{room: all}
 	for i, k := range b.frameKeys {
 		p.Frames[i] = Frame{PID: k.pid, Addr: k.addr, Kernel: k.kernel, Caller: k.caller, Func: -1}
 	}
@@ -627,7 +640,8 @@ func (b *builder) finish() *Profile {
 	}
 	b.loadProcessFile()
 	b.labelForeign()
-	b.loadSymbols()
+	p.Warnings = append(p.Warnings, symWarnings...)
+	b.files.forget(capture.ProcessFile)
 	for _, pr := range p.procIndex {
 		slices.SortStableFunc(pr.Maps, func(x, y Mapping) int {
 			switch {
@@ -705,35 +719,36 @@ func (b *builder) loadProcessFile() {
 	}
 }
 
-// loadSymbols decodes the __symbols__ bundle and prepares the embedded
-// kallsyms.
-func (b *builder) loadSymbols() {
+// loadSymbols decodes the __symbols__ bundle and the source lines, and
+// prepares the embedded kallsyms. It returns the warnings about them.
+func (b *builder) loadSymbols() []string {
+	var warnings []string
 	if data, err := b.files.lookup(capture.SymbolsFile); err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
-			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
+			warnings = append(warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
 		}
 		if t.Len() > 0 {
 			b.p.Bundle = t
 		}
 	} else if b.files.has(capture.SymbolsFile) {
-		b.p.Warnings = append(b.p.Warnings, err.Error())
+		warnings = append(warnings, err.Error())
 	}
 	if b.files.has(capture.LinesFile) {
 		data, err := b.files.lookup(capture.LinesFile)
 		var t *capture.LineTable
 		if err != nil {
-			b.p.Warnings = append(b.p.Warnings, err.Error())
+			warnings = append(warnings, err.Error())
 		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil && t.Len() > 0 {
-			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+			warnings = append(warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
 		} else if err != nil {
-			b.p.Warnings = append(b.p.Warnings, err.Error())
+			warnings = append(warnings, err.Error())
 		}
 		if t.Len() > 0 {
 			b.p.Lines = t
 		}
 	}
-	b.files.forget(capture.SymbolsFile, capture.LinesFile, capture.ProcessFile)
+	b.files.forget(capture.SymbolsFile, capture.LinesFile)
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {
@@ -741,6 +756,7 @@ func (b *builder) loadSymbols() {
 			return files.lookup(kallsymsPath)
 		})
 	}
+	return warnings
 }
 
 // raw adds frame fr of stored type typ to the timeline, which ends at

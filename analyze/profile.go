@@ -102,6 +102,9 @@ type Profile struct {
 	}
 	// offStats are the recording's off-CPU counts.
 	offStats offCPUStats
+	// inline holds the frames of the inlined calls, made once for the
+	// views that show them; shallow copies of the profile share it.
+	inline *lazyInline
 }
 
 // Process is one process of the capture.

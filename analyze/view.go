@@ -82,7 +82,7 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 	v := &View{Profile: p, Samples: samples, Invert: o.Invert, filter: o.Filter}
 	var inl *inlineFrames
 	if o.Inline {
-		inl = newInlineFrames(p)
+		inl = p.inlineFrames()
 	}
 	if !o.HideKernel && o.Focus == "" && o.FocusDSO == "" && inl == nil {
 		return v, nil

@@ -197,6 +197,19 @@ func (d *linesDecoder) parse(line []byte) (AddrLines, error) {
 	return AddrLines{PID: int32(pid), Addr: addr, Frames: frames}, nil
 }
 
+// InlineFrames returns the number of inlined calls the table describes:
+// its frames other than the last of each address (0 for nil).
+func (t *LineTable) InlineFrames() int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for i := range t.recs {
+		n += max(0, len(t.recs[i].Frames)-1)
+	}
+	return n
+}
+
 // Len returns the number of addresses in the table (0 for nil).
 func (t *LineTable) Len() int {
 	if t == nil {
