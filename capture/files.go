@@ -55,14 +55,7 @@ type piece struct {
 func (fs *Files) Add(c *FileChunk) {
 	if e := fs.chunk(c); e != nil && len(c.Data) > 0 {
 		if n := len(e.pieces); n > 0 && e.pieces[n-1].owned {
-			d := e.pieces[n-1].data
-			if cap(d)-len(d) < len(c.Data) {
-				// Twice the size: append grows a large slice by a
-				// quarter, copying a file of thousands of chunks
-				// over and over.
-				d = append(make([]byte, 0, 2*(len(d)+len(c.Data))), d...)
-			}
-			e.pieces[n-1].data = append(d, c.Data...)
+			e.pieces[n-1].data = append(e.pieces[n-1].data, c.Data...)
 		} else {
 			e.pieces = append(e.pieces, piece{data: bytes.Clone(c.Data), owned: true})
 		}
