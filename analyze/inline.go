@@ -1,5 +1,7 @@
 package analyze
 
+import "sync"
+
 // inlineFrames gives a view frames of their own for the functions inlined
 // at the profile's frames: one frame per inlined call, at the same
 // address, named by its [Location.Inline] entry.
@@ -16,27 +18,68 @@ type inlineFrames struct {
 	at     []int32
 }
 
+// lazyInline makes a profile's [inlineFrames] once, when a view first
+// needs them.
+type lazyInline struct {
+	once sync.Once
+	x    *inlineFrames
+	// room is the profile's frames with room after them for the inlined
+	// calls' (the capacity of the slice); nil when there is none, or it
+	// was used.
+	room []Frame
+}
+
+// inlineFrames returns the inlined calls of p's frames, or nil when no
+// frame has any: made once, after the frames were last named, and
+// shared by every view.
+func (p *Profile) inlineFrames() *inlineFrames {
+	if p.inline == nil {
+		p.inline = &lazyInline{}
+	}
+	l := p.inline
+	l.once.Do(func() {
+		l.x = newInlineFrames(p, l.room)
+		l.room = nil
+	})
+	return l.x
+}
+
 // newInlineFrames returns the inlined calls of p's frames, or nil when no
-// frame has any.
-func newInlineFrames(p *Profile) *inlineFrames {
-	var x *inlineFrames
-	var funcs map[Function]FuncID
+// frame has any. When room holds p's frames and has the capacity for the
+// inlined calls', they are added there instead of to a copy.
+func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
+	// The frames are copied once, to a slice with room for the inlined
+	// calls: appending to a full one of a million frames copied them
+	// over and over.
+	calls, with := 0, 0
+	for i := range p.Frames {
+		if n := len(p.Frames[i].Loc.Inline); n > 0 {
+			calls += n
+			with++
+		}
+	}
+	if calls == 0 {
+		return nil
+	}
+	frames := room
+	if len(room) != len(p.Frames) || cap(room)-len(room) < calls || len(room) == 0 || &room[0] != &p.Frames[0] {
+		frames = append(make([]Frame, 0, len(p.Frames)+calls), p.Frames...)
+	}
+	x := &inlineFrames{
+		frames: frames,
+		funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)], // appends copy
+		chains: make([]FrameID, 0, calls+with),
+		at:     make([]int32, len(p.Frames)+1),
+	}
+	funcs := make(map[Function]FuncID, len(p.Funcs))
+	for id, fn := range p.Funcs {
+		funcs[fn] = FuncID(id)
+	}
 	last := 0 // the frames before it have their place in at
 	for i := range p.Frames {
 		f := &p.Frames[i]
 		if len(f.Loc.Inline) == 0 {
 			continue
-		}
-		if x == nil {
-			x = &inlineFrames{
-				frames: p.Frames[:len(p.Frames):len(p.Frames)], // appends copy
-				funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)],
-				at:     make([]int32, len(p.Frames)+1),
-			}
-			funcs = make(map[Function]FuncID, len(p.Funcs))
-			for id, fn := range p.Funcs {
-				funcs[fn] = FuncID(id)
-			}
 		}
 		for j := last; j <= i; j++ {
 			x.at[j] = int32(len(x.chains))
@@ -49,10 +92,8 @@ func newInlineFrames(p *Profile) *inlineFrames {
 		x.chains = append(x.chains, FrameID(i))
 		last = i + 1
 	}
-	if x != nil {
-		for j := last; j <= len(p.Frames); j++ {
-			x.at[j] = int32(len(x.chains))
-		}
+	for j := last; j <= len(p.Frames); j++ {
+		x.at[j] = int32(len(x.chains))
 	}
 	return x
 }

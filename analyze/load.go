@@ -296,6 +296,26 @@ type frameKey struct {
 	addr           uint64
 }
 
+// procFrames interns the frames of one process by address, one map per
+// kind of frame: a few hundred addresses a process whose map stays in the
+// cache while its samples are read, and a 64-bit key hashed by the map's
+// fast path. One map keyed by frameKey for all processes was most of the
+// time of interning stacks on a capture of a thousand processes.
+type procFrames struct {
+	user, caller, kernel map[uint64]FrameID
+}
+
+// of returns the map of the frames of this kind.
+func (f *procFrames) of(kernel, caller bool) *map[uint64]FrameID {
+	switch {
+	case kernel:
+		return &f.kernel
+	case caller:
+		return &f.caller
+	}
+	return &f.user
+}
+
 // stackKey identifies a stack by a 128-bit hash of its pid, kind and
 // addresses (see [builder.stack]).
 type stackKey [2]uint64
@@ -308,15 +328,19 @@ type builder struct {
 	// number: a Frame is five times the size of its key.
 	stacks    map[stackKey]StackID
 	seeds     [2]maphash.Seed
-	frames    map[frameKey]FrameID
+	frames    map[int32]*procFrames
 	frameKeys []frameKey
-	key       []byte
-	files     embeddedFiles
-	lostID    uint32
-	maxTime   int64
-	minTime   int64
-	lastStack StackID
-	lastKey   []byte
+	// lastPID and lastFrames are the process of the stack interned last
+	// and its frames.
+	lastPID    int32
+	lastFrames *procFrames
+	key        []byte
+	files      embeddedFiles
+	lostID     uint32
+	maxTime    int64
+	minTime    int64
+	lastStack  StackID
+	lastKey    []byte
 	// addrSlots counts the addresses SAMPLE frames hold, and an upper
 	// bound of those of TRACE and ALLOCATION frames: the most records a
 	// LinesFile can hold (see capture.DecodeLinesMax).
@@ -358,7 +382,7 @@ func newBuilder(h capture.FileHeader, n sizes) *builder {
 		},
 		stacks:    make(map[stackKey]StackID, n.samples),
 		seeds:     [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		frames:    make(map[frameKey]FrameID, n.samples),
+		frames:    make(map[int32]*procFrames),
 		frameKeys: make([]frameKey, 0, n.samples),
 		minTime:   math.MaxInt64,
 		maxTime:   math.MinInt64,
@@ -513,6 +537,15 @@ func (b *builder) appendSample(s Sample) {
 // is a return address too (an allocation's stack starts at the
 // allocator's caller).
 func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
+	pf := b.lastFrames
+	if pf == nil || b.lastPID != pid {
+		pf = b.frames[pid]
+		if pf == nil {
+			pf = &procFrames{}
+			b.frames[pid] = pf
+		}
+		b.lastPID, b.lastFrames = pid, pf
+	}
 	kernel, first := false, true
 	for _, a := range addrs {
 		if capture.IsContext(a) {
@@ -535,12 +568,15 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 		if caller && capture.ImpossibleReturn(a) {
 			continue
 		}
-		fk := frameKey{pid: pid, kernel: kernel, caller: caller, addr: a}
-		fid, ok := b.frames[fk]
+		m := pf.of(kernel, caller)
+		fid, ok := (*m)[a]
 		if !ok {
+			if *m == nil {
+				*m = make(map[uint64]FrameID)
+			}
 			fid = FrameID(len(b.frameKeys))
-			b.frames[fk] = fid
-			b.frameKeys = append(b.frameKeys, fk)
+			(*m)[a] = fid
+			b.frameKeys = append(b.frameKeys, frameKey{pid: pid, kernel: kernel, caller: caller, addr: a})
 		}
 		b.p.stackFrames = append(b.p.stackFrames, fid)
 	}
@@ -565,11 +601,24 @@ func (b *builder) finish() *Profile {
 		}
 	}
 	b.chunks, b.chunk = nil, nil
-	p.Frames = make([]Frame, len(b.frameKeys))
+	// The symbols and lines first, for the room the frames need: their
+	// warnings are told after the process file's, as ever.
+	symWarnings := b.loadSymbols()
+	// The frames have room after them for the functions inlined at them
+	// that the lines describe, for the view that shows those as frames
+	// (see [Profile.inlineFrames]): copying a million frames for it was
+	// more of the memory of a report than the frames themselves. A frame
+	// named from the host's DWARF may have inlined calls of its own:
+	// an eighth more room leaves space for those of a few thousand.
+	n := len(b.frameKeys)
+	k := p.Lines.InlineFrames()
+	all := make([]Frame, n, n+k+k/8)
+	p.Frames = all[:n:n]
+	p.inline = &lazyInline{room: all}
 	for i, k := range b.frameKeys {
 		p.Frames[i] = Frame{PID: k.pid, Addr: k.addr, Kernel: k.kernel, Caller: k.caller, Func: -1}
 	}
-	b.frameKeys, b.frames, b.stacks = nil, nil, nil
+	b.frameKeys, b.frames, b.lastFrames, b.stacks = nil, nil, nil, nil
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
@@ -593,9 +642,13 @@ func (b *builder) finish() *Profile {
 			t.Samples++
 		}
 	}
+	// Another recorder's capture (no nsprof process file) has its
+	// frame-pointer walks untrimmed; asked before the file is dropped.
+	foreign := !b.files.has(capture.ProcessFile)
 	b.loadProcessFile()
 	b.labelForeign()
-	b.loadSymbols()
+	p.Warnings = append(p.Warnings, symWarnings...)
+	b.files.forget(capture.ProcessFile)
 	for _, pr := range p.procIndex {
 		slices.SortStableFunc(pr.Maps, func(x, y Mapping) int {
 			switch {
@@ -616,9 +669,7 @@ func (b *builder) finish() *Profile {
 		p.Threads = append(p.Threads, t)
 	}
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
-	// Another recorder's capture (no nsprof process file) has its
-	// frame-pointer walks untrimmed.
-	p.trimJunk(!b.files.has(capture.ProcessFile))
+	p.trimJunk(foreign)
 	return p
 }
 
@@ -673,35 +724,36 @@ func (b *builder) loadProcessFile() {
 	}
 }
 
-// loadSymbols decodes the __symbols__ bundle and prepares the embedded
-// kallsyms.
-func (b *builder) loadSymbols() {
+// loadSymbols decodes the __symbols__ bundle and the source lines, and
+// prepares the embedded kallsyms. It returns the warnings about them.
+func (b *builder) loadSymbols() []string {
+	var warnings []string
 	if data, err := b.files.lookup(capture.SymbolsFile); err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
-			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
+			warnings = append(warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
 		}
 		if t.Len() > 0 {
 			b.p.Bundle = t
 		}
 	} else if b.files.has(capture.SymbolsFile) {
-		b.p.Warnings = append(b.p.Warnings, err.Error())
+		warnings = append(warnings, err.Error())
 	}
 	if b.files.has(capture.LinesFile) {
 		data, err := b.files.lookup(capture.LinesFile)
 		var t *capture.LineTable
 		if err != nil {
-			b.p.Warnings = append(b.p.Warnings, err.Error())
+			warnings = append(warnings, err.Error())
 		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil && t.Len() > 0 {
-			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+			warnings = append(warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
 		} else if err != nil {
-			b.p.Warnings = append(b.p.Warnings, err.Error())
+			warnings = append(warnings, err.Error())
 		}
 		if t.Len() > 0 {
 			b.p.Lines = t
 		}
 	}
-	b.files.forget(capture.SymbolsFile, capture.LinesFile, capture.ProcessFile)
+	b.files.forget(capture.SymbolsFile, capture.LinesFile)
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {
@@ -709,6 +761,7 @@ func (b *builder) loadSymbols() {
 			return files.lookup(kallsymsPath)
 		})
 	}
+	return warnings
 }
 
 // raw adds frame fr of stored type typ to the timeline, which ends at

@@ -104,6 +104,9 @@ type Profile struct {
 	offStats offCPUStats
 	// blockStats are the recording's blocking-call counts.
 	blockStats blockingStats
+	// inline holds the frames of the inlined calls, made once for the
+	// views that show them; shallow copies of the profile share it.
+	inline *lazyInline
 }
 
 // Process is one process of the capture.

@@ -208,6 +208,11 @@ func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
 // whose naming reached it are named again by the whole chain. Each frame
 // gets the answer the whole chain gives it.
 func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
+	// The frames of inlined calls are made anew for the new names; the
+	// room after the frames stays for them unless a view used it.
+	if l := p.inline; l != nil {
+		p.inline = &lazyInline{room: l.room}
+	}
 	chain := Chain(flatten(s, nil))
 	names := make([]string, len(chain))
 	counts := make([]int, len(chain))

@@ -49,6 +49,12 @@ func (p *Profile) Top(samples []Sample) []FuncStat {
 	self := make([]int, len(p.Funcs))
 	total := make([]int, len(p.Funcs))
 	seen := make([]StackID, len(p.Funcs)) // stack+1 that last counted the function
+	// The functions of the frames, in 4 bytes a frame rather than 112:
+	// the stacks' frames are read in no order.
+	funcOf := make([]FuncID, len(p.Frames))
+	for i := range p.Frames {
+		funcOf[i] = p.Frames[i].Func
+	}
 	for id, c := range counts {
 		if c == 0 {
 			continue
@@ -57,9 +63,9 @@ func (p *Profile) Top(samples []Sample) []FuncStat {
 		if len(st) == 0 {
 			continue
 		}
-		self[p.Frames[st[0]].Func] += int(c)
+		self[funcOf[st[0]]] += int(c)
 		for _, fr := range st {
-			fn := p.Frames[fr].Func
+			fn := funcOf[fr]
 			if seen[fn] != StackID(id)+1 {
 				seen[fn] = StackID(id) + 1
 				total[fn] += int(c)

@@ -82,18 +82,22 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 	v := &View{Profile: p, Samples: samples, Invert: o.Invert, filter: o.Filter}
 	var inl *inlineFrames
 	if o.Inline {
-		inl = newInlineFrames(p)
+		inl = p.inlineFrames()
 	}
 	if !o.HideKernel && o.Focus == "" && o.FocusDSO == "" && inl == nil {
 		return v, nil
 	}
 	d := *p // a shallow copy sharing everything but the stack tables
-	d.stackStart = []int32{0}
-	d.stackFrames = nil
 	d.Samples = nil
 	if inl != nil {
 		d.Frames, d.Funcs = inl.frames, inl.funcs
 	}
+	// With inlined calls the only change, a stack's shape is its own:
+	// expanding frames keeps them all, so distinct stacks stay distinct
+	// and need no index to be merged by.
+	merge := o.HideKernel || o.Focus != "" || o.FocusDSO != ""
+	d.stackStart = make([]int32, 1, p.NumStacks()+1)
+	d.stackFrames = make([]FrameID, 0, len(p.stackFrames)+len(p.stackFrames)/4)
 	remap := make([]StackID, p.NumStacks())
 	for i := range remap {
 		remap[i] = -2 // not decided yet; -1 drops the stack
@@ -130,7 +134,11 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		if id == -2 {
 			st := shape(p.Stack(s.Stack))
 			id = -1
-			if len(st) > 0 {
+			if len(st) > 0 && !merge {
+				id = StackID(len(d.stackStart) - 1)
+				d.stackFrames = append(d.stackFrames, st...)
+				d.stackStart = append(d.stackStart, int32(len(d.stackFrames)))
+			} else if len(st) > 0 {
 				key = key[:0]
 				for _, fr := range st {
 					key = binary.LittleEndian.AppendUint32(key, uint32(fr))

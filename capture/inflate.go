@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -66,19 +67,35 @@ func (e *InflateError) Error() string {
 
 // Inflate decompresses z, the gzip data of the embedded file at path
 // (with its ".gz"), refusing to produce more than [MaxInflated] bytes
-// with an [*InflateError]. It decompresses twice: once to measure the
+// with an [*InflateError]. The output goes into a buffer of the size the
+// gzip trailer gives, in one pass, when that size is within the bound and
+// right. When it is not (a trailer cannot be trusted, and holds only the
+// last member's size anyway), it decompresses twice: once to measure the
 // output, stopping at the bound, then into a buffer of exactly that size.
 // So a bomb costs no memory, and a file within the bound only its size
-// (no buffer growth, which allocated and copied twice as much; the gzip
-// trailer's size cannot be trusted for this, and holds only the last
-// member's size anyway).
+// (no buffer growth, which allocated and copied twice as much).
 func Inflate(path string, z []byte) ([]byte, error) {
 	limit := MaxInflated(path, len(z))
 	zr, err := gzip.NewReader(bytes.NewReader(z))
 	if err != nil {
 		return nil, fmt.Errorf("embedded file %s: %w", path, err)
 	}
-	n, err := io.Copy(io.Discard, io.LimitReader(zr, limit+1))
+	n := int64(0) // bytes decompressed before measuring the rest
+	if hint := int64(binary.LittleEndian.Uint32(z[len(z)-4:])); hint <= limit {
+		b := make([]byte, hint)
+		m, err := fillFrom(zr, b)
+		switch {
+		case err == io.EOF && m == len(b):
+			return b, nil
+		case err == io.EOF:
+			return bytes.Clone(b[:m]), nil // a trailer claiming more
+		case err != nil:
+			return nil, fmt.Errorf("embedded file %s: %w", path, err)
+		}
+		n = int64(m) + 1 // more than the trailer says: measured below
+	}
+	rest, err := io.Copy(io.Discard, io.LimitReader(zr, limit+1-n))
+	n += rest
 	if err != nil {
 		return nil, fmt.Errorf("embedded file %s: %w", path, err)
 	}
@@ -93,4 +110,33 @@ func Inflate(path string, z []byte) ([]byte, error) {
 		return nil, fmt.Errorf("embedded file %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// fillFrom reads r into b until b is full or r ends, and returns how many
+// bytes it read into b, with io.EOF when r ended there, or nil when b is
+// full and r had more: then it has read one byte more, not kept.
+func fillFrom(r io.Reader, b []byte) (int, error) {
+	m := 0
+	for {
+		k, err := r.Read(b[m:])
+		m += k
+		if err != nil {
+			return m, err
+		}
+		if m == len(b) {
+			break
+		}
+	}
+	// Full: see whether the stream ends here (a reader may return data
+	// and io.EOF in separate calls).
+	var one [1]byte
+	for {
+		k, err := r.Read(one[:])
+		if k > 0 {
+			return m, nil
+		}
+		if err != nil {
+			return m, err
+		}
+	}
 }

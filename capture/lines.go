@@ -71,6 +71,8 @@ func EncodeLines(recs []AddrLines) []byte {
 // LineTable answers which source frames a process's address has.
 type LineTable struct {
 	recs []AddrLines // sorted by pid, then address
+	// pids are the records of each process (see [pidIndex]).
+	pids pidIndex
 }
 
 // DecodeLines parses a LinesFile. On malformed input it returns the
@@ -133,6 +135,7 @@ func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 	if !slices.IsSortedFunc(t.recs, byAddr) { // nsprof record writes them sorted
 		slices.SortStableFunc(t.recs, byAddr)
 	}
+	t.pids = newPIDIndex(len(t.recs), func(i int) int32 { return t.recs[i].PID })
 	return t, err
 }
 
@@ -197,6 +200,19 @@ func (d *linesDecoder) parse(line []byte) (AddrLines, error) {
 	return AddrLines{PID: int32(pid), Addr: addr, Frames: frames}, nil
 }
 
+// InlineFrames returns the number of inlined calls the table describes:
+// its frames other than the last of each address (0 for nil).
+func (t *LineTable) InlineFrames() int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for i := range t.recs {
+		n += max(0, len(t.recs[i].Frames)-1)
+	}
+	return n
+}
+
 // Len returns the number of addresses in the table (0 for nil).
 func (t *LineTable) Len() int {
 	if t == nil {
@@ -211,14 +227,20 @@ func (t *LineTable) Lookup(pid int32, addr uint64) ([]SourceFrame, bool) {
 	if t == nil {
 		return nil, false
 	}
-	i, ok := slices.BinarySearchFunc(t.recs, AddrLines{PID: pid, Addr: addr}, func(a, b AddrLines) int {
-		if c := cmp.Compare(a.PID, b.PID); c != 0 {
-			return c
+	lo, hi := t.pids.span(pid)
+	end := hi
+	// The first record of pid at addr or above, as a binary search of
+	// all records by (pid, address) finds it.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.recs[m].Addr < addr {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return cmp.Compare(a.Addr, b.Addr)
-	})
-	if !ok {
+	}
+	if lo >= end || t.recs[lo].Addr != addr {
 		return nil, false
 	}
-	return t.recs[i].Frames, true
+	return t.recs[lo].Frames, true
 }

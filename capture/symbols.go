@@ -90,6 +90,8 @@ func EncodeSymbols(syms []Symbol) ([]byte, error) {
 // SymbolTable looks up names in a decoded __symbols__ file.
 type SymbolTable struct {
 	syms []Symbol // sorted by (pid, begin)
+	// pids are the records of each process (see [pidIndex]).
+	pids pidIndex
 }
 
 // DecodeSymbols parses a __symbols__ file written by Sysprof (3.46 or 45+)
@@ -145,6 +147,7 @@ func (t *SymbolTable) sorted() *SymbolTable {
 		}
 		return t.syms[i].Begin < t.syms[j].Begin
 	})
+	t.pids = newPIDIndex(len(t.syms), func(i int) int32 { return t.syms[i].PID })
 	return t
 }
 
@@ -157,16 +160,24 @@ func (t *SymbolTable) Symbols() []Symbol { return t.syms }
 // Lookup returns the symbol of process pid containing addr (ends
 // inclusive), as Sysprof's bsearch on (pid, address) does.
 func (t *SymbolTable) Lookup(pid int32, addr uint64) (Symbol, bool) {
-	i := sort.Search(len(t.syms), func(i int) bool {
-		s := t.syms[i]
-		return s.PID > pid || s.PID == pid && s.Begin > addr
-	}) - 1
-	if i < 0 {
+	// The last record of pid beginning at addr or below, as a binary
+	// search of all records by (pid, begin) finds it.
+	start, hi := t.pids.span(pid)
+	lo := start
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.syms[m].Begin <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == start {
 		return Symbol{}, false
 	}
-	s := t.syms[i]
-	if s.PID != pid || addr > s.End {
+	s := &t.syms[lo-1]
+	if addr > s.End {
 		return Symbol{}, false
 	}
-	return s, true
+	return *s, true
 }

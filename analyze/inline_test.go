@@ -1,0 +1,117 @@
+package analyze
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"nsprof/capture"
+)
+
+// inlineCapture writes a capture of one process whose two sampled
+// addresses have functions inlined at them, in the bundled lines.
+func inlineCapture(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{
+		StartTime: testStart, EndTime: testStart + 10e6,
+		CaptureTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := capture.FrameHeader{PID: 100, Time: testStart}
+	for _, f := range []capture.Frame{
+		&capture.Process{FrameHeader: h, Cmdline: "/usr/bin/app"},
+		&capture.Map{FrameHeader: h, Start: 0x1000, End: 0x5000, Filename: "/usr/bin/app", Inode: 7},
+		&capture.Sample{FrameHeader: h, TID: 100, Addrs: []uint64{capture.ContextUser, 0x1010, 0x1210}},
+		&capture.Sample{FrameHeader: h, TID: 100, Addrs: []uint64{capture.ContextUser, 0x1020, 0x1210}},
+	} {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundle, err := capture.EncodeSymbols([]capture.Symbol{
+		{PID: 100, Begin: 0x1000, End: 0x10ff, Name: "outer"},
+		{PID: 100, Begin: 0x1200, End: 0x12ff, Name: "main"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(h, capture.SymbolsFile, bundle); err != nil {
+		t.Fatal(err)
+	}
+	lines := capture.EncodeLines([]capture.AddrLines{
+		{PID: 100, Addr: 0x1010, Frames: []capture.SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "middle", File: "a.c", Line: 8}, {Function: "outer", File: "a.c", Line: 12}}},
+		{PID: 100, Addr: 0x1020, Frames: []capture.SourceFrame{{Function: "outer", File: "a.c", Line: 13}}},
+	})
+	if err := w.AddFileGzip(h, capture.LinesFile, lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestInlineViewSharesFrames: the view showing inlined calls as frames
+// adds theirs after the profile's frames, in the room left for them,
+// instead of copying the profile's frames (on a capture of a thousand
+// processes, a hundred megabytes); the profile's frames are unchanged,
+// and a view made after the frames are named again shows the new names.
+func TestInlineViewSharesFrames(t *testing.T) {
+	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Frames)
+	v, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Frames) != n+2 {
+		t.Fatalf("view has %d frames, want the profile's %d and 2 inlined calls", len(v.Frames), n)
+	}
+	if &v.Frames[0] != &p.Frames[0] {
+		t.Errorf("the inline view copied the profile's %d frames", n)
+	}
+	if len(p.Frames) != n || cap(p.Frames) != n {
+		t.Errorf("profile frames: len %d cap %d, want %d and %d", len(p.Frames), cap(p.Frames), n, n)
+	}
+	var got []string
+	for _, s := range v.Samples {
+		var path []string
+		for _, fn := range v.Path(s.Stack, nil) {
+			path = append(path, v.Funcs[fn].Name)
+		}
+		got = append(got, joinPath(path))
+	}
+	want := []string{"main;outer;middle;leaf", "main;outer"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("inline view stacks %q, want %q", got, want)
+	}
+	if v2, err := p.View(ViewOptions{Inline: true}); err != nil || &v2.Frames[n] != &v.Frames[n] {
+		t.Errorf("a second inline view made its inlined frames again (err %v)", err)
+	}
+	// Named again: the new view has the new names, the profile's frames
+	// as many as before.
+	p.Symbolize(nil)
+	v3, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v3.Frames) != n {
+		t.Errorf("after naming without lines the view has %d frames, want %d", len(v3.Frames), n)
+	}
+}
+
+func joinPath(path []string) string {
+	var b bytes.Buffer
+	for i, s := range path {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
