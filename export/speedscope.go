@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"nsprof/analyze"
 )
@@ -31,14 +32,19 @@ type ssRun struct {
 // the DSO as file), then one "sampled" profile per group (per thread by
 // default) whose samples are stacks of frame indices, root first, in time
 // order. Consecutive samples on the same stack become one entry whose
-// weight is their count; the unit is "none", so weights are sample counts
-// as in the reports. The document is written as it is built, so memory
-// stays in proportion to the distinct stacks.
+// weight is their sum. Stack samples weigh the CPU time they stand for,
+// in "nanoseconds", when the recording's sampling period is known (the
+// profile's [analyze.CPUType] column), so that speedscope shows time;
+// else their count, unit "none". Other values (allocations, off-CPU
+// time) weigh their own unit. A per-thread profile is named
+// "comm [pid P tid T]". The document is written as it is built, so
+// memory stays in proportion to the distinct stacks.
 func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 	by := o.By
 	if by == analyze.GroupNone {
 		by = analyze.GroupThread
 	}
+	col, unit := ssWeight(v)
 	groups := v.Group(v.Samples, by)
 	// Frames: the functions the samples use, in order of first use.
 	frameOf := make([]int32, len(v.Funcs))
@@ -71,8 +77,8 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 		var rs []ssRun
 		for _, s := range samples {
 			wt := int64(1)
-			if vi := v.Selected(); vi != 0 {
-				if wt = v.Value(&s, vi); wt == 0 {
+			if col != 0 {
+				if wt = v.Value(&s, col); wt == 0 {
 					continue // a freed block, by an in-use value
 				}
 			}
@@ -127,11 +133,15 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 			bw.WriteByte(',')
 		}
 		bw.WriteString(`{"type":"sampled","name":`)
-		str(groupLabel(by, &groups[gi]))
+		str(ssProfileName(by, &groups[gi]))
 		bw.WriteString(`,"unit":`)
-		str(ssUnit(v))
+		str(unit)
+		var end int64
+		for _, r := range runs[gi] {
+			end += r.n
+		}
 		bw.WriteString(`,"startValue":0,"endValue":`)
-		bw.WriteString(strconv.FormatInt(groups[gi].Weight, 10))
+		bw.WriteString(strconv.FormatInt(end, 10))
 		bw.WriteString(`,"samples":[`)
 		for i, r := range runs[gi] {
 			if i > 0 {
@@ -162,15 +172,33 @@ func writeSpeedscope(w io.Writer, v *analyze.View, o Options) error {
 	return bw.Flush()
 }
 
-// ssUnit is speedscope's unit of the view's selected value: "none" for
-// counts, "bytes" or "nanoseconds".
-func ssUnit(v *analyze.View) string {
+// ssWeight returns the column of v.SampleTypes the samples weigh (0
+// for a count) and speedscope's unit for it: the selected value, except
+// that stack samples weigh their CPU time when the sampling period is
+// known. Units speedscope does not know become "none".
+func ssWeight(v *analyze.View) (int, string) {
 	if len(v.SampleTypes) == 0 {
-		return "none"
+		return 0, "none"
 	}
-	switch u := v.SampleTypes[v.Selected()].Unit; u {
+	col := v.Selected()
+	if col == 0 {
+		col = slices.Index(v.SampleTypes, analyze.CPUType)
+		if col < 0 {
+			return 0, "none"
+		}
+	}
+	switch u := v.SampleTypes[col].Unit; u {
 	case "bytes", "nanoseconds":
-		return u
+		return col, u
 	}
-	return "none"
+	return col, "none"
+}
+
+// ssProfileName names the profile of group g: its groupLabel, with the
+// process's pid before the tid of a thread group.
+func ssProfileName(by analyze.GroupBy, g *analyze.Group) string {
+	if by == analyze.GroupThread && g.Process != nil {
+		return strings.TrimSpace(g.Process.Comm + " [pid " + strconv.Itoa(int(g.Process.PID)) + " tid " + g.Key + "]")
+	}
+	return groupLabel(by, g)
 }

@@ -1,10 +1,12 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
 	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 )
 
@@ -51,7 +53,7 @@ func TestSpeedscope(t *testing.T) {
 				}
 			}
 		}
-		if sum != len(threads[i].Samples) || p.Name != groupLabel(analyze.GroupThread, &threads[i]) {
+		if sum != len(threads[i].Samples) || p.Name != ssProfileName(analyze.GroupThread, &threads[i]) {
 			t.Errorf("profile %d %q: %d samples, thread %s has %d", i, p.Name, sum, threads[i].Key, len(threads[i].Samples))
 		}
 	}
@@ -79,5 +81,67 @@ func TestSpeedscope(t *testing.T) {
 	// Grouped by process: two profiles.
 	if ps := testutils.CheckSpeedscope(t, generate(t, v, FormatSpeedscope, Options{By: analyze.GroupProcess})); len(ps) != 2 {
 		t.Errorf("%d profiles by process", len(ps))
+	}
+}
+
+// TestSpeedscopeTime: a recording of cpu-clock at a known frequency gives
+// speedscope profiles in nanoseconds, each sample weighing its period,
+// named with the thread's pid and tid.
+func TestSpeedscopeTime(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := capture.FrameHeader{PID: 10, Time: 1, CPU: -1}
+	for _, f := range []capture.Frame{
+		&capture.Metadata{FrameHeader: h, ID: capture.MetaEvent, Value: "cpu-clock"},
+		&capture.Metadata{FrameHeader: h, ID: capture.MetaFrequency, Value: "4000"},
+		&capture.Process{FrameHeader: h, Cmdline: "server"},
+		&capture.Sample{FrameHeader: h, TID: 13, Addrs: []uint64{0x401000}},
+		&capture.Sample{FrameHeader: h, TID: 13, Addrs: []uint64{0x401000}},
+		&capture.Sample{FrameHeader: h, TID: 13, Addrs: []uint64{0x402000, 0x401000}},
+	} {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := analyze.LoadBytes(buf.Bytes(), analyze.LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(analyze.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := generate(t, v, FormatSpeedscope, Options{})
+	testutils.CheckSpeedscope(t, data)
+	var doc struct {
+		Profiles []struct {
+			Name     string  `json:"name"`
+			Unit     string  `json:"unit"`
+			EndValue int64   `json:"endValue"`
+			Weights  []int64 `json:"weights"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Profiles) != 1 {
+		t.Fatalf("%d profiles, want 1", len(doc.Profiles))
+	}
+	pr := doc.Profiles[0]
+	var sum int64
+	for _, w := range pr.Weights {
+		sum += w
+	}
+	if pr.Unit != "nanoseconds" || sum != 3*250_000 || pr.EndValue != sum {
+		t.Errorf("unit %q, weights %v (sum %d), endValue %d; want nanoseconds, 3 samples of 250000 ns", pr.Unit, pr.Weights, sum, pr.EndValue)
+	}
+	if pr.Name != "server [pid 10 tid 13]" {
+		t.Errorf("profile name %q, want \"server [pid 10 tid 13]\"", pr.Name)
 	}
 }
