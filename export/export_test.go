@@ -110,22 +110,24 @@ func topByName(v *analyze.View) (self, total map[string]int) {
 
 func TestFolded(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		o    analyze.ViewOptions
-		by   analyze.GroupBy
+		name   string
+		o      analyze.ViewOptions
+		by     analyze.GroupBy
+		noRoot bool
 	}{
-		{"all", analyze.ViewOptions{}, analyze.GroupNone},
-		{"by-process", analyze.ViewOptions{}, analyze.GroupProcess},
-		{"hide-kernel", analyze.ViewOptions{HideKernel: true}, analyze.GroupNone},
-		{"focus", analyze.ViewOptions{Focus: "work"}, analyze.GroupThread},
-		{"pid", analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{20}}}, analyze.GroupContainer},
+		{"all", analyze.ViewOptions{}, analyze.GroupNone, false},
+		{"no-process-root", analyze.ViewOptions{}, analyze.GroupNone, true},
+		{"by-process", analyze.ViewOptions{}, analyze.GroupProcess, false},
+		{"hide-kernel", analyze.ViewOptions{HideKernel: true}, analyze.GroupNone, false},
+		{"focus", analyze.ViewOptions{Focus: "work"}, analyze.GroupThread, false},
+		{"pid", analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{20}}}, analyze.GroupContainer, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := loadTestView(t, tc.o)
-			out := generate(t, v, FormatFolded, Options{By: tc.by})
-			skip := 0
-			if tc.by != analyze.GroupNone {
-				skip = 1
+			out := generate(t, v, FormatFolded, Options{By: tc.by, NoProcessRoot: tc.noRoot})
+			skip := 1 // the group's, by default the comm
+			if tc.noRoot {
+				skip = 0
 			}
 			n, self, total := foldedTotals(t, out, skip)
 			if n != len(v.Samples) {
@@ -141,6 +143,15 @@ func TestFolded(t *testing.T) {
 	out := string(generate(t, v, FormatFolded, Options{By: analyze.GroupProcess}))
 	if !strings.Contains(out, "server [pid 10];main;work;hot 5\n") {
 		t.Errorf("no root frame per process:\n%s", out)
+	}
+	// stackcollapse-perf.pl's default: the comm at the root.
+	out = string(generate(t, v, FormatFolded, Options{}))
+	if !strings.HasPrefix(out, "evil;") || !strings.Contains(out, "\nserver;main;work;hot 5\n") {
+		t.Errorf("no comm root frame by default:\n%s", out)
+	}
+	out = string(generate(t, v, FormatFolded, Options{NoProcessRoot: true}))
+	if !strings.Contains(out, "\nmain;work;hot 5\n") || strings.Contains(out, "server;") {
+		t.Errorf("a root frame with NoProcessRoot:\n%s", out)
 	}
 	inv := loadTestView(t, analyze.ViewOptions{Invert: true})
 	if out := string(generate(t, inv, FormatFolded, Options{})); !strings.Contains(out, "hot;work;main 5\n") {

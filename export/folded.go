@@ -24,9 +24,15 @@ func foldedName(s string) string {
 }
 
 // writeFolded writes one line per distinct path, "root;…;leaf count",
-// sorted.
+// sorted. The root is the group's (o.By), by default the process's comm
+// as stackcollapse-perf.pl writes it ("server;main;work 5"); none with
+// o.NoProcessRoot.
 func writeFolded(w io.Writer, v *analyze.View, o Options) error {
-	paths := collect(v, o.By)
+	by := o.By
+	if by == analyze.GroupNone && !o.NoProcessRoot {
+		by = analyze.GroupComm
+	}
+	paths := collect(v, by)
 	lines := make([]string, 0, len(paths))
 	var b strings.Builder
 	merged := make(map[string]int, len(paths))

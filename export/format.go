@@ -54,7 +54,13 @@ type Options struct {
 	// per group (such as "server [pid 10]"); speedscope gets one profile
 	// per group, per thread when By is [analyze.GroupNone]. pprof ignores
 	// it: its samples carry pid, tid, comm and container labels instead.
+	// Folded stacks group by [analyze.GroupComm] when By is
+	// [analyze.GroupNone], unless NoProcessRoot.
 	By analyze.GroupBy
+	// NoProcessRoot leaves out the process (comm) root frame folded
+	// stacks have by default, as stackcollapse-perf.pl puts one, when By
+	// is [analyze.GroupNone]: stacks then start at their root function.
+	NoProcessRoot bool
 	// Width is the SVG's width in pixels. Default 1200.
 	Width int
 }

@@ -60,7 +60,9 @@ without -f); pprof is never written to a terminal. The filters, --hide-kernel,
 --focus and --focus-dso select and shape samples exactly as in nsprof report,
 so the numbers agree. --invert puts leaves at the root (not for pprof, which
 has its own views); --by adds a root frame per group to folded stacks and the
-SVG, and makes one speedscope profile per group.
+SVG, and makes one speedscope profile per group. Folded stacks start with the
+process's comm by default, as stackcollapse-perf.pl writes them
+("server;main;work 5"); --no-process-root or --by none leaves it out.
 
 --value TYPE weighs stacks by a sample type of the capture: samples (the
 default), cpu (nanoseconds, when the recording says its period), of a
@@ -101,6 +103,9 @@ accepts it with a warning and status 0.`,
 			if opts.View, opts.Export.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("by") && opts.Export.By == analyze.GroupNone {
+				opts.Export.NoProcessRoot = true // --by none
+			}
 			if cmd.Flags().Changed("memory-value") && !memory {
 				return usagef(cmd, "--memory-value needs --memory")
 			}
@@ -130,6 +135,7 @@ accepts it with a warning and status 0.`,
 	f.StringVarP(&opts.Output, "output", "o", "", "write to `OUT` instead of standard output")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
 	f.BoolVar(&sel.view.Invert, "invert", false, "put the leaf functions at the root (bottom-up)")
+	f.BoolVar(&opts.Export.NoProcessRoot, "no-process-root", false, "folded: start stacks at their root function, without the comm frame (as --by none)")
 	f.StringVar(&opts.Export.Title, "title", "", "name the profile `TITLE` (default: the capture's file name)")
 	f.IntVar(&opts.Export.Width, "width", 1200, "SVG width in `PIXELS`")
 	f.BoolVar(&memory, "memory", false, "export the allocations of a --memprof capture instead of the CPU samples (--value alloc_space)")

@@ -92,7 +92,7 @@ func sameCounts(a, b map[string]int) bool {
 // them with the report of the same args.
 func checkFoldedMatchesReport(t *testing.T, path string, args ...string) {
 	t.Helper()
-	out, stderr, status := nsprof(t, nil, append([]string{"export", path, "--format", "folded"}, args...)...)
+	out, stderr, status := nsprof(t, nil, append([]string{"export", path, "--format", "folded", "--no-process-root"}, args...)...)
 	if status != 0 {
 		t.Fatalf("export: status %d: %s", status, stderr)
 	}
@@ -113,12 +113,19 @@ func TestExportFoldedMatchesReport(t *testing.T) {
 	} {
 		checkFoldedMatchesReport(t, path, args...)
 	}
+	// As stackcollapse-perf.pl: the comm at the root, by default.
 	out, _, _ := nsprof(t, nil, "export", path, "--format", "folded")
-	if want := "main;idle 2\nmain;work 1\nmain;work;hot 3\n"; out != want {
+	if want := "client;main;idle 2\nserver;main;work 1\nserver;main;work;hot 3\n"; out != want {
 		t.Errorf("folded:\n%s\nwant:\n%s", out, want)
 	}
 	if got, _, _ := foldedByName(t, out); got != n {
 		t.Errorf("%d samples, want %d", got, n)
+	}
+	for _, off := range [][]string{{"--no-process-root"}, {"--by", "none"}} {
+		out, _, _ := nsprof(t, nil, append([]string{"export", path, "--format", "folded"}, off...)...)
+		if want := "main;idle 2\nmain;work 1\nmain;work;hot 3\n"; out != want {
+			t.Errorf("folded %v:\n%s\nwant:\n%s", off, out, want)
+		}
 	}
 }
 
@@ -144,7 +151,7 @@ func TestExportFormats(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("speedscope: status %d", status)
 	}
-	if ps := testutils.CheckSpeedscope(t, []byte(out)); len(ps) != 2 || ps[0]["name"] != "server [tid 10]" {
+	if ps := testutils.CheckSpeedscope(t, []byte(out)); len(ps) != 2 || ps[0]["name"] != "server [pid 10 tid 10]" {
 		t.Errorf("speedscope profiles %v", ps)
 	}
 	out, _, status = nsprof(t, nil, "export", path, "--format", "svg", "--by", "comm", "--invert")

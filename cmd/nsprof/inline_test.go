@@ -149,7 +149,7 @@ func checkReportInline(t *testing.T, capPath string) {
 	if got := self(flat, "inl_outer"); got != leaf+middle+outer || self(flat, "inl_leaf") != -1 {
 		t.Errorf("report --no-inline: inl_outer %d self samples, inl_leaf %d; want %d and not listed\n%s", got, self(flat, "inl_leaf"), leaf+middle+outer, flat)
 	}
-	folded, _, _ := nsprof(t, nil, "export", capPath, "--format", "folded", "--comm", "^inlined", "--focus", "inl_middle")
+	folded, _, _ := nsprof(t, nil, "export", capPath, "--format", "folded", "--no-process-root", "--comm", "^inlined", "--focus", "inl_middle")
 	all, viaLeaf := 0, 0
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
 		stack, count, _ := strings.Cut(l, " ")

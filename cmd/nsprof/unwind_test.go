@@ -27,7 +27,7 @@ func foldedStacks(t *testing.T, args ...string) (stacks map[string]int, total in
 	if status != 0 {
 		t.Fatalf("record exited %d: %s", status, stderr)
 	}
-	folded, errs, status := nsprof(t, nil, "export", out, "--format", "folded", "--hide-kernel")
+	folded, errs, status := nsprof(t, nil, "export", out, "--format", "folded", "--no-process-root", "--hide-kernel")
 	if status != 0 {
 		t.Fatalf("export exited %d: %s", status, errs)
 	}
