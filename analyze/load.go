@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -453,7 +454,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.KernelNotesFile:
 		return true
 	}
 	return isMountInfoFile(p)
@@ -754,6 +755,16 @@ func (b *builder) loadSymbols() []string {
 		}
 	}
 	b.files.forget(capture.SymbolsFile, capture.LinesFile)
+	if data, err := b.files.lookup(capture.KernelNotesFile); err == nil {
+		// The notes are 4-byte aligned in the recording machine's
+		// byte order: little-endian on the machines nsprof records.
+		if id := symbol.FindBuildIDNote(data, binary.LittleEndian, 4); id != nil {
+			b.p.KernelBuildID = hex.EncodeToString(id)
+		} else {
+			warnings = append(warnings, capture.KernelNotesFile+": no GNU build-id note")
+		}
+		b.files.forget(capture.KernelNotesFile)
+	}
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
 	if files := &b.files; files.has(kallsymsPath) {

@@ -61,6 +61,10 @@ type Profile struct {
 	// Kallsyms is the capture's embedded /proc/kallsyms (decompressed
 	// lazily), or nil.
 	Kallsyms *KallsymsSymbolizer
+	// KernelBuildID is the lowercase hex GNU build-id of the recorded
+	// kernel, from its notes embedded as [capture.KernelNotesFile], or
+	// "" when the capture has none.
+	KernelBuildID string
 	// JIT names addresses defined by JITMAP frames.
 	JIT map[uint64]string
 	// OutOfRange counts the samples stamped before the capture's start,

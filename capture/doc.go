@@ -29,7 +29,7 @@
 //
 // Beyond the frames, the recorder and the reports share only what this
 // package names: the embedded files [SymbolsFile], [LinesFile],
-// [ProcessFile] and [KallsymsFile], the METADATA keys (MetaEvent and the
+// [ProcessFile], [KallsymsFile] and [KernelNotesFile], the METADATA keys (MetaEvent and the
 // other Meta* constants) and the lost-samples counter
 // ([LostSamplesCategory]). [MapFile] and [ReadMapped] let a reader decode
 // a capture file in place.

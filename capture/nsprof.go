@@ -61,6 +61,12 @@ const (
 // ([Files.Lookup] finds either).
 const KallsymsFile = "/proc/kallsyms"
 
+// KernelNotesFile is where nsprof record embeds the running kernel's ELF
+// notes, a copy of /sys/kernel/notes: its NT_GNU_BUILD_ID note names the
+// kernel build (vmlinux) the kernel frames come from, which exports give
+// as the build-id of the kernel's mapping.
+const KernelNotesFile = "/sys/kernel/notes"
+
 // The counter in which the recorder counts the samples the kernel dropped
 // (perf's PERF_RECORD_LOST), as a [Counter]'s Category and Name.
 const (

@@ -44,7 +44,8 @@ type pprofBuilder struct {
 // interval in bytes as Period; the type the view weighs is the default), locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
-// (strings). Kernel addresses share one mapping named [kernel.kallsyms].
+// (strings). Kernel addresses share one mapping named [kernel.kallsyms],
+// with the kernel's build-id when the capture has it.
 // A location has a line per function inlined at its address, innermost
 // first, then the line of the function the code is in, when the capture
 // (or the host's files) had DWARF for it. v.Invert is ignored.
@@ -260,7 +261,7 @@ func (b *pprofBuilder) inlineFunction(in analyze.Location) *profile.Function {
 func (b *pprofBuilder) mapping(fr *analyze.Frame) *profile.Mapping {
 	if fr.Kernel {
 		if b.kernel == nil {
-			b.kernel = b.newMapping(mappingKey{start: fr.Addr, end: fr.Addr + 1, file: kernelMapping})
+			b.kernel = b.newMapping(mappingKey{start: fr.Addr, end: fr.Addr + 1, file: kernelMapping, buildID: b.v.KernelBuildID})
 		}
 		b.kernel.Start = min(b.kernel.Start, fr.Addr)
 		b.kernel.Limit = max(b.kernel.Limit, fr.Addr+1)

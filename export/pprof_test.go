@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"nsprof/analyze"
+	"nsprof/internal/testcaptures"
 )
 
 // TestPprof writes the synthetic capture as pprof, parses it back and
@@ -97,5 +98,45 @@ func TestPprof(t *testing.T) {
 	// Distinct (stack, thread) pairs are one sample each.
 	if len(p.Sample) != 7 {
 		t.Errorf("%d pprof samples, want 7", len(p.Sample))
+	}
+}
+
+// TestPprofKernelBuildID: the kernel's mapping carries the build-id of
+// the kernel notes nsprof record embeds, and none without them.
+func TestPprofKernelBuildID(t *testing.T) {
+	for _, tc := range []struct {
+		data []byte
+		want string
+	}{
+		{testcaptures.CPUWithNotes(t, testStacks), testcaptures.KernelBuildID},
+		{testcaptures.CPUOf(t, testStacks), ""},
+	} {
+		p, err := analyze.Load(bytes.NewReader(tc.data), analyze.LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Warnings) > 0 {
+			t.Errorf("warnings %q", p.Warnings)
+		}
+		v, err := p.View(analyze.ViewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp, err := Pprof(v, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, m := range pp.Mapping {
+			if m.File == kernelMapping {
+				n++
+				if m.BuildID != tc.want {
+					t.Errorf("kernel mapping build-id %q, want %q", m.BuildID, tc.want)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d kernel mappings, want 1", n)
+		}
 	}
 }

@@ -9,6 +9,8 @@ package testcaptures
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
@@ -100,8 +102,43 @@ func CPU(tb testing.TB) []byte {
 	return CPUOf(tb, cpuStacks)
 }
 
+// KernelBuildID is the kernel build-id of the notes [CPUWithNotes] embeds.
+const KernelBuildID = "00112233445566778899aabbccddeeff01234567"
+
+// KernelNotes returns the kernel notes [CPUWithNotes] embeds, as
+// /sys/kernel/notes holds them: a Xen note, then the GNU build-id note
+// of [KernelBuildID], little-endian.
+func KernelNotes() []byte {
+	id, _ := hex.DecodeString(KernelBuildID)
+	var b []byte
+	note := func(name string, typ uint32, desc []byte) {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(name)+1))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(desc)))
+		b = binary.LittleEndian.AppendUint32(b, typ)
+		b = append(b, name...)
+		b = append(b, make([]byte, 4-len(name)%4)...) // NUL, padded to 4
+		b = append(b, desc...)
+		b = append(b, make([]byte, (4-len(desc)%4)%4)...)
+	}
+	note("Xen", 6, []byte("linux"))
+	note("GNU", 3, id)
+	return b
+}
+
 // CPUOf returns a capture as [CPU] describes, of the samples stacks.
 func CPUOf(tb testing.TB, stacks []Stack) []byte {
+	tb.Helper()
+	return cpuOf(tb, stacks, false)
+}
+
+// CPUWithNotes returns a capture as [CPUOf], with the kernel's notes
+// embedded as nsprof record embeds them ([KernelNotes]).
+func CPUWithNotes(tb testing.TB, stacks []Stack) []byte {
+	tb.Helper()
+	return cpuOf(tb, stacks, true)
+}
+
+func cpuOf(tb testing.TB, stacks []Stack, notes bool) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
 	w, must := newWriter(tb, &buf), mustf(tb)
@@ -152,6 +189,9 @@ func CPUOf(tb testing.TB, stacks []Stack) []byte {
 	must(err)
 	must(w.AddFileGzip(h(-1, 9), capture.SymbolsFile, bundle))
 	must(w.AddFileGzip(h(-1, 9), "/proc/kallsyms", kallsyms.Bytes()))
+	if notes {
+		must(w.AddFileBytes(h(-1, 9), capture.KernelNotesFile, KernelNotes()))
+	}
 	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
 {"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
 `
