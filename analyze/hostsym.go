@@ -140,7 +140,9 @@ func (h *HostSymbolizer) load(m *Mapping) *hostFile {
 		return nil
 	}
 	if m.BuildID != "" {
-		if hex.EncodeToString(e.BuildID()) != m.BuildID {
+		// A GNU build-id, or for a Go binary without one its Go
+		// build-id, as nsprof record writes them.
+		if hex.EncodeToString(e.BuildID()) != m.BuildID && (e.BuildID() != nil || hex.EncodeToString(e.GoBuildID()) != m.BuildID) {
 			osf.Close()
 			return nil
 		}

@@ -191,8 +191,8 @@ func (t *tracker) addProcMap(pid int, ps *procState, m proc.Mapping, now int64) 
 		FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now},
 		Start:       m.Start, End: m.End, Offset: m.Offset, Inode: m.Inode, Filename: procMapName(m, ps.root),
 	}
+	t.symMapped(pid, &cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
 	t.addMap(pid, ps, cm)
-	t.symMapped(pid, cm, mkdev(m.Dev.Major, m.Dev.Minor), nil)
 }
 
 // procMapName is the file name a MAP frame gives mapping m of a process
@@ -399,15 +399,20 @@ func (t *tracker) addMap(pid int, ps *procState, m capture.Map) {
 }
 
 // symMapped hands an executable mapping to the symbolizer, which opens
-// its file while the process lives.
-func (t *tracker) symMapped(pid int, m capture.Map, dev uint64, buildID []byte) {
+// its file while the process lives, and gives m the build-id read from
+// that file when it has none (the kernel's, buildID, is read only from
+// PT_NOTE segments).
+func (t *tracker) symMapped(pid int, m *capture.Map, dev uint64, buildID []byte) {
 	if t.sym == nil {
 		return
 	}
-	t.sym.mapped(pid, container.Mapping{
+	id := t.sym.mapped(pid, container.Mapping{
 		Path: m.Filename, Start: m.Start, End: m.End, Offset: m.Offset,
 		Dev: dev, Inode: m.Inode, BuildID: slices.Clone(buildID),
 	})
+	if m.BuildID == "" {
+		m.BuildID = id
+	}
 }
 
 // handle processes one perf record other than a sample.
@@ -485,8 +490,8 @@ func (t *tracker) handle(rec *perf.Record) {
 			t.write(&cm)
 			return
 		}
+		t.symMapped(pid, &cm, mkdev(m.Maj, m.Min), m.BuildIDBytes())
 		t.addMap(pid, ps, cm)
-		t.symMapped(pid, cm, mkdev(m.Maj, m.Min), m.BuildIDBytes())
 	case perf.RecordFork:
 		k := &rec.Task
 		t.write(&capture.Fork{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PTID), Time: now}, ChildPID: int32(k.TID)})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -496,5 +497,80 @@ func TestRecordKernelNotes(t *testing.T) {
 	}
 	if gid := symbol.FindBuildIDNote(got, binary.LittleEndian, 4); !bytes.Equal(gid, id) {
 		t.Errorf("embedded kernel build-id %x, want %x", gid, id)
+	}
+}
+
+// goSpin is a Go program that burns CPU for about 0.3 s.
+const goSpin = `package main
+
+import "time"
+
+func main() {
+	end := time.Now().Add(300 * time.Millisecond)
+	n := 0
+	for time.Now().Before(end) {
+		n++
+	}
+	println(n > 0)
+}
+`
+
+// TestRecordGoBuildID records Go binaries, whose build-ids the kernel
+// does not give (Go's linker puts the GNU build-id note outside the
+// PT_NOTE segment the kernel reads): the MAP frames of the binary carry
+// its GNU build-id read from the file, or its Go build-id (hex) when it
+// was linked without a GNU one.
+func TestRecordGoBuildID(t *testing.T) {
+	requirePerf(t)
+	goTool := testutils.LookPathOrSkip(t, "go")
+	dir := t.TempDir()
+	for name, data := range map[string]string{"go.mod": "module spin\n\ngo 1.21\n", "main.go": goSpin} {
+		if err := os.WriteFile(dir+"/"+name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, ldflags string }{{"gnu", ""}, {"nognu", "-B=none"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := dir + "/spin-" + tc.name
+			cmd := exec.Command(goTool, "build", "-ldflags="+tc.ldflags, "-o", bin, ".")
+			cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+			f, err := symbol.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := f.BuildID()
+			if tc.ldflags != "" {
+				if want != nil {
+					t.Fatalf("%s has a GNU build-id %x", bin, want)
+				}
+				want = f.GoBuildID()
+			}
+			f.Close()
+			if len(want) == 0 {
+				t.Fatalf("%s: no build-id to expect", bin)
+			}
+			opts := quiet
+			opts.Command = []string{bin}
+			path, _ := recordTo(t, context.Background(), opts)
+			c := load(t, path)
+			n := 0
+			for _, ms := range c.maps {
+				for _, m := range ms {
+					if m.Filename != bin {
+						continue
+					}
+					n++
+					if m.BuildID != hex.EncodeToString(want) {
+						t.Errorf("MAP %#x-%#x of %s: build-id %q, want %x (%q)", m.Start, m.End, bin, m.BuildID, want, want)
+					}
+				}
+			}
+			if n == 0 {
+				t.Errorf("no MAP frame of %s", bin)
+			}
+		})
 	}
 }

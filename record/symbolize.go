@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -120,6 +121,10 @@ type symObj struct {
 	tries int
 	// hostTried says the host path was tried, by build-id.
 	hostTried bool
+	// fileID is the build-id read from the file itself (hex), for a
+	// mapping the kernel gave none; idRead says it was looked for.
+	fileID string
+	idRead bool
 
 	loaded bool
 	elf    *symbol.File
@@ -215,17 +220,19 @@ func isFilePath(name string) bool {
 }
 
 // mapped notes an executable mapping of pid and opens its file if no
-// process mapped it before.
-func (s *symbolizer) mapped(pid int, m container.Mapping) {
+// process mapped it before. It returns the build-id of the file as its
+// MAP frame should carry it (lowercase hex) when m has none from the
+// kernel, or "": see [symObj.buildID].
+func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 	if m.Path == vdsoPath {
 		p := s.proc(pid)
 		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: s.vdso(pid, m.Start, m.End)})
-		return
+		return ""
 	}
 	p := s.proc(pid)
 	if !isFilePath(m.Path) {
 		p.other = append(p.other, span{m.Start, m.End})
-		return
+		return ""
 	}
 	k := objKey{path: m.Path, pid: pid}
 	switch {
@@ -264,6 +271,32 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) {
 		}
 	}
 	p.maps = append(p.maps, symMap{start: m.Start, end: m.Start + (m.End - m.Start), off: m.Offset, obj: o})
+	if len(m.BuildID) > 0 {
+		return ""
+	}
+	return o.buildID()
+}
+
+// buildID returns the build-id of the object's opened file, read once, in
+// lowercase hex: its GNU build-id note wherever the file has it (the
+// kernel reads only notes in PT_NOTE segments, and Go's linker leaves
+// that one outside), else the Go toolchain's build-id note; "" without
+// a file or either note.
+func (o *symObj) buildID() string {
+	if o.idRead || o.f == nil {
+		return o.fileID
+	}
+	o.idRead = true
+	f, err := symbol.NewFile(o.f)
+	if err != nil {
+		return ""
+	}
+	id := f.BuildID()
+	if id == nil {
+		id = f.GoBuildID()
+	}
+	o.fileID = hex.EncodeToString(id)
+	return o.fileID
 }
 
 // vdso returns the object of the vdso process pid maps at start..end. It

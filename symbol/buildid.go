@@ -82,6 +82,35 @@ func (f *File) readBuildID() []byte {
 // as binutils' readelf reads them. A descriptor over 64 bytes is not a
 // build-id. It does no I/O.
 func FindBuildIDNote(data []byte, bo binary.ByteOrder, align uint64) []byte {
+	return findNote(data, bo, align, "GNU\x00", ntGNUBuildID, maxBuildIDSize)
+}
+
+// ntGoBuildID is the type of the Go toolchain's build-id note.
+const ntGoBuildID = 4
+
+// maxGoBuildIDSize bounds a Go build-id: four base64 hashes joined by
+// slashes, 83 bytes today.
+const maxGoBuildIDSize = 256
+
+// GoBuildID returns the Go toolchain's build-id (as `go tool buildid`
+// prints it), from the .note.go.buildid section, or nil if the file has
+// none. A Go binary whose GNU build-id note lies outside its PT_NOTE
+// segment (as Go's linker places it) still has this one.
+func (f *File) GoBuildID() []byte {
+	s := f.elf.Section(".note.go.buildid")
+	if s == nil || s.Type != elf.SHT_NOTE {
+		return nil
+	}
+	data, err := f.sectionData(s, maxNoteSize)
+	if err != nil {
+		return nil
+	}
+	return findNote(data, f.elf.ByteOrder, s.Addralign, "Go\x00\x00", ntGoBuildID, maxGoBuildIDSize)
+}
+
+// findNote returns the descriptor of the first note named name (with its
+// NUL padding) of type typ in data, notes aligned to align bytes, or nil.
+func findNote(data []byte, bo binary.ByteOrder, align uint64, want string, wantType uint32, maxDesc int) []byte {
 	a := uint64(4)
 	if align == 8 {
 		a = 8
@@ -98,7 +127,7 @@ func FindBuildIDNote(data []byte, bo binary.ByteOrder, align uint64) []byte {
 		}
 		name := data[12 : 12+namesz]
 		desc := data[descOff : descOff+descsz]
-		if typ == ntGNUBuildID && string(name) == "GNU\x00" && len(desc) > 0 && len(desc) <= maxBuildIDSize {
+		if typ == wantType && string(name) == want && len(desc) > 0 && len(desc) <= maxDesc {
 			return bytes.Clone(desc)
 		}
 		if next > uint64(len(data)) {
