@@ -105,14 +105,15 @@ func renderFlame(w io.Writer, nodes []flameNode, inverted bool, unit string, o O
 	bw := bufio.NewWriterSize(w, 256*1024)
 	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
 <svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="monospace" font-size="12">
-<style>g.f:hover rect { stroke: #000; stroke-width: 0.5; } #search { cursor: pointer; }</style>
+<style>g.f:hover rect { stroke: #000; stroke-width: 0.5; } g.f, #search, #unzoom { cursor: pointer; } #unzoom.off { display: none; }</style>
 <script type="text/ecmascript"><![CDATA[%s]]></script>
 <rect x="0" y="0" width="100%%" height="100%%" fill="#f8f8f8"/>
 <text x="%d" y="24" font-size="17" text-anchor="middle">%s</text>
+<text id="unzoom" class="off" x="%d" y="24" onclick="unzoom()">Reset Zoom</text>
 <text id="search" x="%d" y="24" text-anchor="end" onclick="search()">Search</text>
 <text id="matched" x="%d" y="%d" text-anchor="end"></text>
 <text id="details" x="%d" y="%d"> </text>
-`, o.Width, height, o.Width, height, svgScript, o.Width/2, xmlEscape(o.Title),
+`, o.Width, height, o.Width, height, svgScript, o.Width/2, xmlEscape(o.Title), svgPad,
 		o.Width-svgPad, o.Width-svgPad, height-8, svgPad, height-8)
 	// Depth-first with explicit x offsets.
 	type item struct {
@@ -136,7 +137,7 @@ func renderFlame(w io.Writer, nodes []flameNode, inverted bool, unit string, o O
 		if nd.dso != "" {
 			label += " [" + nd.dso + "]"
 		}
-		fmt.Fprintf(bw, `<g class="f" data-name="%s" onmouseover="details(this)" onmouseout="details(null)"><title>%s: %d %s, %.2f%%</title><rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>`,
+		fmt.Fprintf(bw, `<g class="f" data-name="%s" onclick="zoom(this)" onmouseover="details(this)" onmouseout="details(null)"><title>%s: %d %s, %.2f%%</title><rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>`,
 			xmlEscape(nd.name), xmlEscape(label), nd.total, unit, 100*float64(nd.total)/float64(total),
 			it.x, y, wide, svgRow-1, nodeColor(nd, it.n == 0))
 		if text := fitText(nd.name, wide); text != "" {
@@ -226,11 +227,48 @@ func xmlEscape(s string) string {
 
 // svgScript searches frames by regular expression (click "Search" or
 // press "/" or Ctrl-F), highlights the matches and prints the share of
-// the samples they cover, and shows a frame's details under the graph
-// when hovered. It reads names only from attributes and writes them only
-// through textContent.
+// the samples they cover, shows a frame's details under the graph when
+// hovered, and zooms on a clicked frame as flamegraph.pl does: the frame
+// and its descendants are stretched to the full width (their labels
+// refitted), its ancestors span the full width, every other frame is
+// hidden; "Reset Zoom", Escape or a click on the root zooms out. It reads
+// names only from attributes and writes them only through textContent.
+// Its charW and pad are svgCharW and svgPad (TestSVGScriptConstants).
 const svgScript = `
-var hl = [];
+var hl = [], charW = 7.2, pad = 10; // svgCharW and svgPad
+// orig returns the frame's rect's x and width as drawn, kept in
+// data-x and data-w once it is zoomed.
+function orig(r) {
+	if (!r.hasAttribute("data-x")) { r.setAttribute("data-x", r.getAttribute("x")); r.setAttribute("data-w", r.getAttribute("width")); }
+	return [+r.getAttribute("data-x"), +r.getAttribute("data-w")];
+}
+function fit(g, x, w) {
+	var t = g.querySelector("text"), name = g.getAttribute("data-name");
+	if (!t) { t = document.createElementNS("http://www.w3.org/2000/svg", "text"); t.setAttribute("y", +g.querySelector("rect").getAttribute("y") + 12); g.appendChild(t); }
+	var n = Math.floor((w - 6) / charW + 1e-9), s = "";
+	if (n >= 3) s = name.length <= n ? name : name.substring(0, n - 2) + "..";
+	t.setAttribute("x", (x + 3).toFixed(1));
+	t.textContent = s;
+}
+function place(g, x, w) {
+	var r = g.querySelector("rect");
+	r.setAttribute("x", x.toFixed(1));
+	r.setAttribute("width", w.toFixed(1));
+	fit(g, x, w);
+	g.style.display = "";
+}
+function zoom(g) {
+	var gs = document.querySelectorAll("g.f"), z = orig(g.querySelector("rect")), full = orig(gs[0].querySelector("rect"))[1];
+	var x0 = z[0], w0 = z[1], scale = full / w0, eps = 0.05;
+	for (var i = 0; i < gs.length; i++) {
+		var o = orig(gs[i].querySelector("rect"));
+		if (o[0] <= x0 + eps && o[0] + o[1] >= x0 + w0 - eps) place(gs[i], pad, full);
+		else if (o[0] >= x0 - eps && o[0] + o[1] <= x0 + w0 + eps) place(gs[i], pad + (o[0] - x0) * scale, o[1] * scale);
+		else gs[i].style.display = "none";
+	}
+	document.getElementById("unzoom").setAttribute("class", g === gs[0] ? "off" : "");
+}
+function unzoom() { zoom(document.querySelector("g.f")); }
 function reset() {
 	for (var i = 0; i < hl.length; i++) hl[i].setAttribute("fill", hl[i].getAttribute("data-fill"));
 	hl = [];
@@ -245,7 +283,7 @@ function search() {
 	try { re = new RegExp(term); } catch (e) { alert(e); return; }
 	var gs = document.querySelectorAll("g.f"), spans = [], all = 0;
 	for (var i = 0; i < gs.length; i++) {
-		var r = gs[i].querySelector("rect"), x = +r.getAttribute("x"), w = +r.getAttribute("width");
+		var r = gs[i].querySelector("rect"), o = orig(r), x = o[0], w = o[1];
 		if (i === 0) all = w;
 		if (!re.test(gs[i].getAttribute("data-name"))) continue;
 		r.setAttribute("data-fill", r.getAttribute("fill"));
@@ -266,5 +304,6 @@ function details(g) {
 }
 window.addEventListener("keydown", function (e) {
 	if (e.key === "/" || ((e.ctrlKey || e.metaKey) && e.key === "f")) { e.preventDefault(); search(); }
+	if (e.key === "Escape") unzoom();
 });
 `

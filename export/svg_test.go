@@ -143,3 +143,12 @@ func TestFitText(t *testing.T) {
 		}
 	}
 }
+
+// TestSVGScriptConstants: the script refits labels and places zoomed
+// frames with the renderer's character width and margin.
+func TestSVGScriptConstants(t *testing.T) {
+	want := "charW = " + strconv.FormatFloat(svgCharW, 'g', -1, 64) + ", pad = " + strconv.Itoa(svgPad) + ";"
+	if !strings.Contains(svgScript, want) {
+		t.Errorf("svgScript does not set %q", want)
+	}
+}

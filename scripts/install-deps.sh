@@ -21,7 +21,7 @@ PACKAGES=(
 	procps # proc/ tests: ps, pgrep, sysctl
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
 	dbus polkitd # e2e TestSysprofCLIPodman, bench/*.sh: sysprof-cli records through sysprofd on the system bus, which asks polkitd
-	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless
+	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless; TestSVGZoom: clicks a flame graph frame over the DevTools protocol
 	libgtk-4-dev libgtk-4-bin # cmd/nsprof TestRecordGTKMarks: a GTK 4 program built in the test, run under gtk4-broadwayd
 )
 
