@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,38 @@ func TestSpeedscopeRenders(t *testing.T) {
 		png.Encode(f, shot)
 		f.Close()
 		t.Errorf("the profile did not render: %.1f%% colored pixels (%.1f%% without a profile); screenshot %s", 100*got, 100*empty, f.Name())
+	}
+}
+
+// TestSpeedscopeTimeRenders loads a cpu-clock export in speedscope (the
+// npm package) in headless Chromium: speedscope's own importer reads
+// its weights as time, and its sandwich table shows the 3 samples of
+// 250 us as 750.00µs in all, 500.00µs on one stack.
+func TestSpeedscopeTimeRenders(t *testing.T) {
+	dir := os.Getenv(speedscopeEnv)
+	if dir == "" {
+		dir = defaultSpeedscopeDir
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
+		testutils.RequireCI(t, "speedscope not installed (scripts/install-deps.sh installs it with npm): %v", err)
+	}
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	profile := generate(t, cpuClockView(t), FormatSpeedscope, Options{Title: "time"})
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(dir)))
+	mux.HandleFunc("/profile.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(profile)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	page := srv.URL + "/index.html#profileURL=" + url.QueryEscape(srv.URL+"/profile.json") + "&view=sandwich"
+	d := openChromium(t, chromium, page, `document.body && document.body.innerText.indexOf("Self") >= 0`)
+	var text string
+	d.eval(`document.body.innerText`, &text)
+	for _, want := range []string{"server [pid 10 tid 13]", "750.00µs (100%)", "500.00µs (67%)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("speedscope's page has no %q:\n%s", want, text)
+		}
 	}
 }

@@ -88,6 +88,41 @@ func TestSpeedscope(t *testing.T) {
 // speedscope profiles in nanoseconds, each sample weighing its period,
 // named with the thread's pid and tid.
 func TestSpeedscopeTime(t *testing.T) {
+	v := cpuClockView(t)
+	data := generate(t, v, FormatSpeedscope, Options{})
+	testutils.CheckSpeedscope(t, data)
+	var doc struct {
+		Profiles []struct {
+			Name     string  `json:"name"`
+			Unit     string  `json:"unit"`
+			EndValue int64   `json:"endValue"`
+			Weights  []int64 `json:"weights"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Profiles) != 1 {
+		t.Fatalf("%d profiles, want 1", len(doc.Profiles))
+	}
+	pr := doc.Profiles[0]
+	var sum int64
+	for _, w := range pr.Weights {
+		sum += w
+	}
+	if pr.Unit != "nanoseconds" || sum != 3*250_000 || pr.EndValue != sum {
+		t.Errorf("unit %q, weights %v (sum %d), endValue %d; want nanoseconds, 3 samples of 250000 ns", pr.Unit, pr.Weights, sum, pr.EndValue)
+	}
+	if pr.Name != "server [pid 10 tid 13]" {
+		t.Errorf("profile name %q, want \"server [pid 10 tid 13]\"", pr.Name)
+	}
+}
+
+// cpuClockView returns the view of a capture of cpu-clock samples at
+// 4000 Hz (250 us each) of thread 13 of process 10, "server": three
+// samples, two on one stack.
+func cpuClockView(t *testing.T) *analyze.View {
+	t.Helper()
 	var buf bytes.Buffer
 	w, err := capture.NewWriter(&buf)
 	if err != nil {
@@ -117,31 +152,5 @@ func TestSpeedscopeTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := generate(t, v, FormatSpeedscope, Options{})
-	testutils.CheckSpeedscope(t, data)
-	var doc struct {
-		Profiles []struct {
-			Name     string  `json:"name"`
-			Unit     string  `json:"unit"`
-			EndValue int64   `json:"endValue"`
-			Weights  []int64 `json:"weights"`
-		} `json:"profiles"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if len(doc.Profiles) != 1 {
-		t.Fatalf("%d profiles, want 1", len(doc.Profiles))
-	}
-	pr := doc.Profiles[0]
-	var sum int64
-	for _, w := range pr.Weights {
-		sum += w
-	}
-	if pr.Unit != "nanoseconds" || sum != 3*250_000 || pr.EndValue != sum {
-		t.Errorf("unit %q, weights %v (sum %d), endValue %d; want nanoseconds, 3 samples of 250000 ns", pr.Unit, pr.Weights, sum, pr.EndValue)
-	}
-	if pr.Name != "server [pid 10 tid 13]" {
-		t.Errorf("profile name %q, want \"server [pid 10 tid 13]\"", pr.Name)
-	}
+	return v
 }

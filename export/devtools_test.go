@@ -97,8 +97,8 @@ func (d *devtools) click(x, y float64) {
 }
 
 // openChromium starts headless Chromium on url and returns a session
-// attached to its page, once the page has loaded.
-func openChromium(t *testing.T, chromium, url string) *devtools {
+// attached to its page, once the JavaScript expression ready is true.
+func openChromium(t *testing.T, chromium, url, ready string) *devtools {
 	t.Helper()
 	toChrome, ourW, err := os.Pipe()
 	if err != nil {
@@ -134,13 +134,13 @@ func openChromium(t *testing.T, chromium, url string) *devtools {
 	json.Unmarshal(d.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}), &attached)
 	d.session = attached.SessionID
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		var state string
-		d.eval("document.readyState + (document.querySelector('g.f') ? '' : '-empty')", &state)
-		if state == "complete" {
+		var ok bool
+		d.eval("!!("+ready+")", &ok)
+		if ok {
 			return d
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: page state %q after 30 s", url, state)
+			t.Fatalf("%s: not %s after 30 s", url, ready)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -169,7 +169,7 @@ func TestSVGZoom(t *testing.T) {
 	if err := os.WriteFile(path, generate(t, v, FormatSVG, Options{Title: "zoom"}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := openChromium(t, chromium, "file://"+path)
+	d := openChromium(t, chromium, "file://"+path, `document.readyState === "complete" && document.querySelector("g.f")`)
 	full := float64(1200 - 2*svgPad)
 	x, y, w0, _ := frameBox(d, "hot")
 	_, _, idle0, _ := frameBox(d, "k_idle")
