@@ -117,10 +117,23 @@ func openChromium(t *testing.T, chromium, url, ready string) *devtools {
 	}
 	toChrome.Close()
 	fromChrome.Close()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		ourW.Close()
+		// Browser.close ends every Chromium process, so none is left
+		// writing into the profile directory t.TempDir removes next;
+		// killing the browser process alone leaves its children.
+		msg, _ := json.Marshal(map[string]any{"id": 1 << 30, "method": "Browser.close"})
+		ourW.Write(append(msg, 0))
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("chromium did not exit 20 s after Browser.close")
+			cancel()
+			<-done
+		}
 		cancel()
-		cmd.Wait()
+		ourW.Close()
 		ourR.Close()
 	})
 	d := &devtools{t: t, w: ourW, r: bufio.NewReader(ourR)}
