@@ -148,18 +148,21 @@ type Container struct {
 	Root string `json:"root,omitempty"`
 }
 
-// Label returns a short name: "host", "podman:NAME" (or the first 12 hex
-// digits of the id), "flatpak:APPID", "namespace:ROOT" or the kind. A nil Container is
-// "unknown".
+// Label returns a short name: "host", "podman:NAME (ID)" with the first 12
+// hex digits of the id, as podman ps shows it (or "podman:NAME" or
+// "podman:ID" when only one is known), "flatpak:APPID", "namespace:ROOT"
+// or the kind. A nil Container is "unknown".
 func (c *Container) Label() string {
 	if c == nil {
 		return "unknown"
 	}
 	switch {
+	case c.Kind == "podman" && c.Name != "" && c.ID != "":
+		return "podman:" + c.Name + " (" + c.ShortID() + ")"
 	case c.Kind == "podman" && c.Name != "":
 		return "podman:" + c.Name
 	case c.Kind == "podman" && c.ID != "":
-		return "podman:" + c.ID[:min(12, len(c.ID))]
+		return "podman:" + c.ShortID()
 	case c.Kind == "flatpak" && c.AppID != "":
 		return "flatpak:" + c.AppID
 	case c.Kind == "namespace" && c.Root != "":
@@ -169,6 +172,10 @@ func (c *Container) Label() string {
 	}
 	return c.Kind
 }
+
+// ShortID returns the first 12 characters of the container's id, as
+// podman ps shows it.
+func (c *Container) ShortID() string { return c.ID[:min(12, len(c.ID))] }
 
 // Match reports whether the container matches the label pattern s, as
 // --container takes it: "host" and other kinds by name, a podman

@@ -107,7 +107,8 @@ call tree, as --tree).
    "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
    --value other than samples), "view" ("top", "tree" or "bottom-up"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
-   "container", "samples", "value" (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
+   "container", "container_id" (a Podman container's full id), "samples", "value"
+   (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
