@@ -196,7 +196,9 @@ func (p *Profile) CaptureSymbolizer() Chain {
 // [Profile.SymbolStats]. Addresses s cannot name get a fallback name:
 // "FILE+0xOFFSET" (the file offset in the process's mapping containing
 // the address, with FILE the mapping's base name as DSO), or
-// "[unknown] 0xADDR". s may be nil.
+// "[unknown] 0xADDR". Their function is that name when
+// [Profile.Addresses] is set, else the one [UnnamedFunction] gives
+// all the unnamed addresses of their DSO. s may be nil.
 func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
 
 // symbolize is Symbolize, telling prog (when set) how many frames of how
@@ -271,13 +273,20 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
+		name := ""
 		if k := by[i]; k >= 0 {
 			counts[k]++
 		} else {
 			f.Loc = p.fallback(f)
 			unresolved++
+			if !p.Addresses {
+				name = UnnamedFunction(f.Loc.DSO)
+			}
 		}
-		f.Func = internFunc(funcs, &p.Funcs, Function{Name: f.Loc.Function, DSO: f.Loc.DSO, Kernel: f.Kernel})
+		if name == "" {
+			name = f.Loc.Function
+		}
+		f.Func = internFunc(funcs, &p.Funcs, Function{Name: name, DSO: f.Loc.DSO, Kernel: f.Kernel})
 	}
 	p.SymbolStats = map[string]int{"unresolved": unresolved}
 	for i, n := range names {
@@ -345,6 +354,16 @@ func internFunc(ids map[Function]FuncID, list *[]Function, fn Function) FuncID {
 		*list = append(*list, fn)
 	}
 	return id
+}
+
+// UnnamedFunction returns the name of the function that stands for all
+// the addresses of dso that no symbolizer named, as views show them by
+// default: "[unknown in DSO]", or "[unknown]" when the DSO is unknown.
+func UnnamedFunction(dso string) string {
+	if dso == "" {
+		return "[unknown]"
+	}
+	return "[unknown in " + dso + "]"
 }
 
 // fallback names a frame no symbolizer named.
