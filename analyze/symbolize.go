@@ -328,6 +328,14 @@ func (q *queries) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool
 // recorded before return addresses were bundled at addr-1 have source
 // lines for addr only: those are kept when addr-1 has none and is in the
 // same function.
+//
+// The one return address that follows no call is a signal frame's: the
+// kernel makes the handler return to the start of the restorer, which
+// calls rt_sigreturn. glibc puts a nop before its restorer for the sake
+// of addr-1; Go's runtime.sigreturn__sigaction directly follows
+// runtime.cgoSigtramp, and a Go line table, which has no sizes, gives
+// addr-1 to cgoSigtramp. So a Go runtime function at addr-1 is checked
+// against addr being a Go restorer.
 func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
 	if addr == 0 {
 		return sym(addr)
@@ -336,12 +344,24 @@ func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
 	if k < 0 {
 		return sym(addr)
 	}
+	if strings.HasPrefix(loc.Function, "runtime.") {
+		if at, j := sym(addr); j >= 0 && goRestorer(at.Function) {
+			return at, j
+		}
+	}
 	if loc.File == "" && len(loc.Inline) == 0 {
 		if at, j := sym(addr); j >= 0 && at.Function == loc.Function {
 			return at, j
 		}
 	}
 	return loc, k
+}
+
+// goRestorer says whether fn is the Go runtime's signal restorer, the
+// code a signal handler returns to (runtime.sigreturn before Go 1.20 on
+// amd64 and on other architectures).
+func goRestorer(fn string) bool {
+	return fn == "runtime.sigreturn__sigaction" || fn == "runtime.sigreturn"
 }
 
 // internFunc returns the id of fn in list, indexed by ids, appending it
