@@ -283,6 +283,13 @@ func TestReportDamaged(t *testing.T) {
 	if tableRow(t, byAddr, "client+0x310")[2] != "1" || tableRow(t, byAddr, "server+0x210")[2] != "3" || strings.Contains(byAddr, "[unknown in") {
 		t.Errorf("report --addresses of the damaged capture:\n%s", byAddr)
 	}
+	// export takes the same choice.
+	folded, _, _ := nsprof(t, nil, "export", "--partial", "--format", "folded", cut)
+	foldedByAddr, _, _ := nsprof(t, nil, "export", "--partial", "--format", "folded", "--addresses", cut)
+	if !strings.Contains(folded, "[unknown in server]") || strings.Contains(folded, "+0x") ||
+		!strings.Contains(foldedByAddr, "server+0x210") || strings.Contains(foldedByAddr, "[unknown in") {
+		t.Errorf("export --format folded of the damaged capture:\n%s\nwith --addresses:\n%s", folded, foldedByAddr)
+	}
 	out, _, _ = nsprof(t, nil, "report", "--json", cut)
 	if !strings.Contains(out, `"damage": "`) {
 		t.Errorf("--json does not report the damage:\n%s", out)
