@@ -173,9 +173,12 @@ func writeTestCapture(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
+// loadTest loads the synthetic capture with one function per unnamed
+// address, the names its table of samples uses (TestUnnamedByDSO checks
+// the default).
 func loadTest(t testing.TB) *Profile {
 	t.Helper()
-	p, err := Load(bytes.NewReader(writeTestCapture(t)), LoadOptions{})
+	p, err := Load(bytes.NewReader(writeTestCapture(t)), LoadOptions{Addresses: true})
 	if err != nil {
 		t.Fatal(err)
 	}

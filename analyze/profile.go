@@ -73,6 +73,12 @@ type Profile struct {
 	// [Profile.Symbolize], by its name ("bundle", "kallsyms", "jit", or
 	// the String of a custom one); "unresolved" counts the rest.
 	SymbolStats map[string]int
+	// Addresses keeps one function per address that no symbolizer
+	// named ("FILE+0xOFFSET", "[unknown] 0xADDR") in the next
+	// [Profile.Symbolize]; by default they make one function per DSO
+	// (see [UnnamedFunction]). Each frame's [Frame.Loc] keeps its
+	// address's name either way.
+	Addresses bool
 
 	procIndex   map[int32]*Process
 	threadIndex map[int32]*Thread
