@@ -173,9 +173,12 @@ func writeTestCapture(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
+// loadTest loads the synthetic capture with one function per unnamed
+// address, the names its table of samples uses (TestUnnamedByDSO checks
+// the default).
 func loadTest(t testing.TB) *Profile {
 	t.Helper()
-	p, err := Load(bytes.NewReader(writeTestCapture(t)), LoadOptions{})
+	p, err := Load(bytes.NewReader(writeTestCapture(t)), LoadOptions{Addresses: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +256,7 @@ func TestLoadModel(t *testing.T) {
 		t.Fatalf("processes %+v", p.Processes)
 	}
 	app := p.Process(100)
-	if app.Comm != "app" || app.Cmdline != "/usr/bin/app --serve" || app.NSPID != 1 || app.Container.Label() != "podman:web" || len(app.Maps) != 2 {
+	if app.Comm != "app" || app.Cmdline != "/usr/bin/app --serve" || app.NSPID != 1 || app.Container.Label() != "podman:web (abcdef012345)" || len(app.Maps) != 2 {
 		t.Errorf("pid 100: %+v container %+v", app, app.Container)
 	}
 	if c := p.Process(200).Container.Label(); c != "host" {
@@ -474,9 +477,11 @@ func TestGroup(t *testing.T) {
 		key  func(testSample) string
 		want map[string]string // key -> container label
 	}{
-		{GroupProcess, func(s testSample) string { return fmt.Sprint(s.pid) }, map[string]string{"100": "podman:web", "200": "host"}},
-		{GroupThread, func(s testSample) string { return fmt.Sprint(s.tid) }, map[string]string{"100": "podman:web", "101": "podman:web", "200": "host"}},
-		{GroupContainer, func(s testSample) string { return map[int32]string{100: "podman:web", 200: "host"}[s.pid] }, map[string]string{"podman:web": "podman:web", "host": "host"}},
+		{GroupProcess, func(s testSample) string { return fmt.Sprint(s.pid) }, map[string]string{"100": "podman:web (abcdef012345)", "200": "host"}},
+		{GroupThread, func(s testSample) string { return fmt.Sprint(s.tid) }, map[string]string{"100": "podman:web (abcdef012345)", "101": "podman:web (abcdef012345)", "200": "host"}},
+		{GroupContainer, func(s testSample) string {
+			return map[int32]string{100: "podman:web (abcdef012345)", 200: "host"}[s.pid]
+		}, map[string]string{"podman:web (abcdef012345)": "podman:web (abcdef012345)", "host": "host"}},
 		{GroupNone, func(testSample) string { return "all" }, map[string]string{"all": ""}},
 	} {
 		t.Run(tc.by.String(), func(t *testing.T) {
@@ -487,6 +492,9 @@ func TestGroup(t *testing.T) {
 			for i, g := range groups {
 				if g.Container != tc.want[g.Key] {
 					t.Errorf("group %s container %q, want %q", g.Key, g.Container, tc.want[g.Key])
+				}
+				if wantID := map[string]string{"podman:web (abcdef012345)": "abcdef0123456789"}[g.Container]; g.ContainerID != wantID {
+					t.Errorf("group %s container id %q, want %q", g.Key, g.ContainerID, wantID)
 				}
 				if i > 0 && len(groups[i-1].Samples) < len(g.Samples) {
 					t.Errorf("groups not sorted by size")

@@ -197,7 +197,7 @@ func foreignCapture(t *testing.T, processFile bool) []byte {
 // reported and leaves its process unknown, as a process without one is.
 func TestForeignContainers(t *testing.T) {
 	data := foreignCapture(t, false)
-	want := map[int32]string{10: "host", 20: "host", 30: "host", 31: "podman:web", 40: "podman:590a4f9cfdb4",
+	want := map[int32]string{10: "host", 20: "host", 30: "host", 31: "podman:web (e5045462346b)", 40: "podman:590a4f9cfdb4",
 		50: "flatpak:org.nsprof.Hot", 60: "unknown", 70: "unknown"}
 	for _, mode := range []string{"Load", "LoadBytes"} {
 		t.Run(mode, func(t *testing.T) {
@@ -226,7 +226,7 @@ func TestForeignContainers(t *testing.T) {
 			for _, g := range p.Group(p.Samples, GroupContainer) {
 				groups[g.Key] = len(g.Samples)
 			}
-			wantGroups := map[string]int{"host": 3, "podman:web": 7, "podman:590a4f9cfdb4": 3, "flatpak:org.nsprof.Hot": 4, "unknown": 11}
+			wantGroups := map[string]int{"host": 3, "podman:web (e5045462346b)": 7, "podman:590a4f9cfdb4": 3, "flatpak:org.nsprof.Hot": 4, "unknown": 11}
 			if fmt.Sprint(groups) != fmt.Sprint(wantGroups) {
 				t.Errorf("groups by container %v, want %v", groups, wantGroups)
 			}
@@ -267,7 +267,7 @@ func TestForeignContainersNsprofCapture(t *testing.T) {
 	for _, pr := range p.Processes {
 		want := "unknown"
 		if pr.PID == 31 {
-			want = "podman:fromnsprof"
+			want = "podman:fromnsprof (e5045462346b)"
 		}
 		if got := pr.Container.Label(); got != want {
 			t.Errorf("process %d: container %q, want %q", pr.PID, got, want)

@@ -72,7 +72,10 @@ type Group struct {
 	// Container is the container label of a process, thread or container
 	// group (of the first process of a comm group).
 	Container string
-	Samples   []Sample
+	// ContainerID is the full id of that container, when it has one (a
+	// Podman container).
+	ContainerID string
+	Samples     []Sample
 	// Weight is the selected value ([Profile.Selected]) summed over
 	// Samples: their number, by default.
 	Weight int64
@@ -118,6 +121,9 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 				i = len(out)
 				byKey[key] = i
 				grp := Group{Key: key, Container: c.Label()}
+				if c != nil {
+					grp.ContainerID = c.ID
+				}
 				if g != GroupContainer {
 					grp.Process = pr
 				}

@@ -31,6 +31,10 @@ type LoadOptions struct {
 	// [Profile.Symbolize]), for callers that symbolize later. Default
 	// false.
 	NoSymbolize bool
+	// Addresses gives each address no symbolizer names a function of its
+	// own ("FILE+0xOFFSET") instead of one per DSO ("[unknown in FILE]");
+	// see [Profile.Addresses]. Default false.
+	Addresses bool
 	// NoHostFiles leaves out the last resort, a [HostSymbolizer] naming
 	// what nothing else did from this machine's files (only the very
 	// files that were mapped). Default false.
@@ -271,6 +275,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 		tl.finish()
 		p.Timeline = tl.t
 	}
+	p.Addresses = opts.Addresses
 	if opts.NoSymbolize {
 		p.Symbolize(nil)
 	} else {

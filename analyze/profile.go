@@ -77,6 +77,12 @@ type Profile struct {
 	// [Profile.Symbolize], by its name ("bundle", "kallsyms", "jit", or
 	// the String of a custom one); "unresolved" counts the rest.
 	SymbolStats map[string]int
+	// Addresses keeps one function per address that no symbolizer
+	// named ("FILE+0xOFFSET", "[unknown] 0xADDR") in the next
+	// [Profile.Symbolize]; by default they make one function per DSO
+	// (see [UnnamedFunction]). Each frame's [Frame.Loc] keeps its
+	// address's name either way.
+	Addresses bool
 
 	procIndex   map[int32]*Process
 	threadIndex map[int32]*Thread
@@ -152,18 +158,21 @@ type Container struct {
 	Root string `json:"root,omitempty"`
 }
 
-// Label returns a short name: "host", "podman:NAME" (or the first 12 hex
-// digits of the id), "flatpak:APPID", "namespace:ROOT" or the kind. A nil Container is
-// "unknown".
+// Label returns a short name: "host", "podman:NAME (ID)" with the first 12
+// hex digits of the id, as podman ps shows it (or "podman:NAME" or
+// "podman:ID" when only one is known), "flatpak:APPID", "namespace:ROOT"
+// or the kind. A nil Container is "unknown".
 func (c *Container) Label() string {
 	if c == nil {
 		return "unknown"
 	}
 	switch {
+	case c.Kind == "podman" && c.Name != "" && c.ID != "":
+		return "podman:" + c.Name + " (" + c.ShortID() + ")"
 	case c.Kind == "podman" && c.Name != "":
 		return "podman:" + c.Name
 	case c.Kind == "podman" && c.ID != "":
-		return "podman:" + c.ID[:min(12, len(c.ID))]
+		return "podman:" + c.ShortID()
 	case c.Kind == "flatpak" && c.AppID != "":
 		return "flatpak:" + c.AppID
 	case c.Kind == "namespace" && c.Root != "":
@@ -173,6 +182,10 @@ func (c *Container) Label() string {
 	}
 	return c.Kind
 }
+
+// ShortID returns the first 12 characters of the container's id, as
+// podman ps shows it.
+func (c *Container) ShortID() string { return c.ID[:min(12, len(c.ID))] }
 
 // Match reports whether the container matches the label pattern s, as
 // --container takes it: "host" and other kinds by name, a podman

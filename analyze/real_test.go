@@ -101,7 +101,8 @@ func TestSysprofCLIJunk(t *testing.T) {
 }
 
 func testSysprofCLIJunk(t *testing.T, name string) {
-	p := loadTestdata(t, name, LoadOptions{NoHostFiles: true})
+	// One function per unnamed address: the roots' addresses are checked.
+	p := loadTestdata(t, name, LoadOptions{NoHostFiles: true, Addresses: true})
 	roots := map[string]int{}
 	for _, n := range p.Tree(p.Samples, TreeOptions{}).Children {
 		roots[n.Name] = n.Total

@@ -196,7 +196,9 @@ func (p *Profile) CaptureSymbolizer() Chain {
 // [Profile.SymbolStats]. Addresses s cannot name get a fallback name:
 // "FILE+0xOFFSET" (the file offset in the process's mapping containing
 // the address, with FILE the mapping's base name as DSO), or
-// "[unknown] 0xADDR". s may be nil.
+// "[unknown] 0xADDR". Their function is that name when
+// [Profile.Addresses] is set, else the one [UnnamedFunction] gives
+// all the unnamed addresses of their DSO. s may be nil.
 func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
 
 // symbolize is Symbolize, telling prog (when set) how many frames of how
@@ -271,13 +273,20 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
+		name := ""
 		if k := by[i]; k >= 0 {
 			counts[k]++
 		} else {
 			f.Loc = p.fallback(f)
 			unresolved++
+			if !p.Addresses {
+				name = UnnamedFunction(f.Loc.DSO)
+			}
 		}
-		f.Func = internFunc(funcs, &p.Funcs, Function{Name: f.Loc.Function, DSO: f.Loc.DSO, Kernel: f.Kernel})
+		if name == "" {
+			name = f.Loc.Function
+		}
+		f.Func = internFunc(funcs, &p.Funcs, Function{Name: name, DSO: f.Loc.DSO, Kernel: f.Kernel})
 	}
 	p.SymbolStats = map[string]int{"unresolved": unresolved}
 	for i, n := range names {
@@ -319,6 +328,14 @@ func (q *queries) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool
 // recorded before return addresses were bundled at addr-1 have source
 // lines for addr only: those are kept when addr-1 has none and is in the
 // same function.
+//
+// The one return address that follows no call is a signal frame's: the
+// kernel makes the handler return to the start of the restorer, which
+// calls rt_sigreturn. glibc puts a nop before its restorer for the sake
+// of addr-1; Go's runtime.sigreturn__sigaction directly follows
+// runtime.cgoSigtramp, and a Go line table, which has no sizes, gives
+// addr-1 to cgoSigtramp. So a Go runtime function at addr-1 is checked
+// against addr being a Go restorer.
 func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
 	if addr == 0 {
 		return sym(addr)
@@ -327,12 +344,24 @@ func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
 	if k < 0 {
 		return sym(addr)
 	}
+	if strings.HasPrefix(loc.Function, "runtime.") {
+		if at, j := sym(addr); j >= 0 && goRestorer(at.Function) {
+			return at, j
+		}
+	}
 	if loc.File == "" && len(loc.Inline) == 0 {
 		if at, j := sym(addr); j >= 0 && at.Function == loc.Function {
 			return at, j
 		}
 	}
 	return loc, k
+}
+
+// goRestorer says whether fn is the Go runtime's signal restorer, the
+// code a signal handler returns to (runtime.sigreturn before Go 1.20 on
+// amd64 and on other architectures).
+func goRestorer(fn string) bool {
+	return fn == "runtime.sigreturn__sigaction" || fn == "runtime.sigreturn"
 }
 
 // internFunc returns the id of fn in list, indexed by ids, appending it
@@ -345,6 +374,16 @@ func internFunc(ids map[Function]FuncID, list *[]Function, fn Function) FuncID {
 		*list = append(*list, fn)
 	}
 	return id
+}
+
+// UnnamedFunction returns the name of the function that stands for all
+// the addresses of dso that no symbolizer named, as views show them by
+// default: "[unknown in DSO]", or "[unknown]" when the DSO is unknown.
+func UnnamedFunction(dso string) string {
+	if dso == "" {
+		return "[unknown]"
+	}
+	return "[unknown in " + dso + "]"
 }
 
 // fallback names a frame no symbolizer named.

@@ -151,7 +151,7 @@ func TestTimeline(t *testing.T) {
 		t.Fatalf("processes %+v", tl.Processes)
 	}
 	p, c := tl.Processes[0], tl.Processes[1]
-	if p.PID != 300 || p.NSPID != 7 || p.Comm != "worker" || p.Cmdline != "/usr/bin/worker -j2" || p.Container.Label() != "podman:build" ||
+	if p.PID != 300 || p.NSPID != 7 || p.Comm != "worker" || p.Cmdline != "/usr/bin/worker -j2" || p.Container.Label() != "podman:build (0123456789ab)" ||
 		p.Start != testStart || p.End != testStart+10e6 || p.Exited || p.Samples != 1 || p.Threads != 1 {
 		t.Errorf("pid 300: %+v", p)
 	}
@@ -190,7 +190,7 @@ func TestGroupCommMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	groups := p.Group(p.Samples, GroupComm)
-	if len(groups) != 1 || groups[0].Key != "worker" || len(groups[0].Samples) != 3 || groups[0].Container != "podman:build" {
+	if len(groups) != 1 || groups[0].Key != "worker" || len(groups[0].Samples) != 3 || groups[0].Container != "podman:build (0123456789ab)" {
 		t.Errorf("groups %+v", groups)
 	}
 	if groups := p.Group(p.Samples, GroupProcess); len(groups) != 2 {

@@ -226,7 +226,8 @@ func TestCPUValue(t *testing.T) {
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+		// One function per address: the addresses are in no mapping.
+		p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true, Addresses: true})
 		if err != nil {
 			t.Fatal(err)
 		}

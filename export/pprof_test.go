@@ -48,7 +48,7 @@ func TestPprof(t *testing.T) {
 		}
 		switch pid[0] {
 		case 10:
-			if s.Label["comm"][0] != "server" || s.Label["container"][0] != "podman:web" || s.NumLabel["nspid"][0] != 1 {
+			if s.Label["comm"][0] != "server" || s.Label["container"][0] != "podman:web (abcdef012345)" || s.NumLabel["nspid"][0] != 1 {
 				t.Errorf("pid 10 labels %v %v", s.Label, s.NumLabel)
 			}
 		case 20:

@@ -132,6 +132,9 @@ func TestGoldenOptions(t *testing.T) {
 		{"timeline.marks.pid-40.until", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{40}, Until: 2500 * time.Microsecond}}, Options{View: ViewMarks}},
 		{"timeline.counters.since.width-60", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{Since: 3 * time.Millisecond}}, Options{View: ViewCounters, Width: 60}},
 		{"timeline.logs.pid-41.json", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{PIDs: []int32{41}}}, Options{View: ViewLogs, Format: JSON}},
+		// A Podman container shows its name and id prefix, an id prefix
+		// still selects it, and JSON has its full id.
+		{"cpu.top.by-container.container-abcdef01.json", cpu, analyze.ViewOptions{Filter: analyze.Filter{Container: "abcdef01"}}, Options{By: analyze.GroupContainer, Format: JSON}},
 		{"timeline.processes.since-7ms", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{Since: 7 * time.Millisecond}}, Options{View: ViewProcesses}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

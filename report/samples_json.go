@@ -34,17 +34,19 @@ type (
 		Damage      string         `json:"damage,omitempty"`
 	}
 	jsonGroup struct {
-		Key       string             `json:"key"`
-		PID       int32              `json:"pid,omitempty"`
-		TID       int32              `json:"tid,omitempty"`
-		Comm      string             `json:"comm,omitempty"`
-		Cmdline   string             `json:"cmdline,omitempty"`
-		NSPID     int32              `json:"nspid,omitempty"`
-		Container string             `json:"container,omitempty"`
-		Samples   int                `json:"samples"`
-		Value     *int64             `json:"value,omitempty"`
-		Functions []analyze.FuncStat `json:"functions,omitempty"`
-		Tree      *analyze.Node      `json:"tree,omitempty"`
+		Key       string `json:"key"`
+		PID       int32  `json:"pid,omitempty"`
+		TID       int32  `json:"tid,omitempty"`
+		Comm      string `json:"comm,omitempty"`
+		Cmdline   string `json:"cmdline,omitempty"`
+		NSPID     int32  `json:"nspid,omitempty"`
+		Container string `json:"container,omitempty"`
+		// ContainerID is the full id of a Podman container.
+		ContainerID string             `json:"container_id,omitempty"`
+		Samples     int                `json:"samples"`
+		Value       *int64             `json:"value,omitempty"`
+		Functions   []analyze.FuncStat `json:"functions,omitempty"`
+		Tree        *analyze.Node      `json:"tree,omitempty"`
 	}
 )
 
@@ -76,7 +78,7 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 			jg.Value = &g.Weight
 		}
 		if o.By != analyze.GroupNone {
-			jg.Container = g.Container
+			jg.Container, jg.ContainerID = g.Container, g.ContainerID
 		}
 		if pr := g.Process; pr != nil {
 			jg.PID, jg.Comm, jg.Cmdline, jg.NSPID = pr.PID, pr.Comm, pr.Cmdline, pr.NSPID

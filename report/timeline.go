@@ -143,13 +143,26 @@ func countersText(w io.Writer, t *analyze.Timeline, since, until int64, width in
 	}
 }
 
+// maxContainerWidth is the widest the processes view pads its container
+// column; a longer label is printed whole, shifting its row's command.
+const maxContainerWidth = 64
+
 func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpan, width int) {
 	if len(procs) == 0 {
 		fmt.Fprintln(w, "no processes")
 		return
 	}
-	fmt.Fprintf(w, "%7s %7s %7s %9s %9s %8s %7s  %-20s %s\n", "PID", "NS-PID", "PPID", "Start", "End", "Samples", "Threads", "Container", "Command")
-	for _, p := range procs {
+	// The container column fits the longest label (up to
+	// maxContainerWidth) and is never cut: a Podman label holds the
+	// container's name and id.
+	labels := make([]string, len(procs))
+	ctrW := 20
+	for i, p := range procs {
+		labels[i] = textsafe.Escape(p.Container.Label())
+		ctrW = max(ctrW, min(utf8.RuneCountInString(labels[i]), maxContainerWidth))
+	}
+	fmt.Fprintf(w, "%7s %7s %7s %9s %9s %8s %7s  %-*s %s\n", "PID", "NS-PID", "PPID", "Start", "End", "Samples", "Threads", ctrW, "Container", "Command")
+	for i, p := range procs {
 		end := "running"
 		if p.Exited {
 			end = fmt.Sprintf("+%.3fs", float64(p.End-t.Start)/1e9)
@@ -168,8 +181,8 @@ func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpa
 		if p.CmdlineRedacted {
 			cmd += " [arguments not recorded]"
 		}
-		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-20s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
-			p.Samples, p.Threads, textsafe.Cut(textsafe.Escape(p.Container.Label()), 20), textsafe.Name(cmd, 0))
+		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-*s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
+			p.Samples, p.Threads, ctrW, labels[i], textsafe.Name(cmd, 0))
 		fmt.Fprintln(w, textsafe.Cut(line, width))
 		for _, th := range p.Tasks {
 			end := "running"
@@ -180,8 +193,8 @@ func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpa
 			if name == "" {
 				name = p.Comm
 			}
-			line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7s  %-20s   thread %s", th.TID, "", "", fmt.Sprintf("+%.3fs", float64(th.Start-t.Start)/1e9), end,
-				th.Samples, "", "", textsafe.Name(name, 0))
+			line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7s  %-*s   thread %s", th.TID, "", "", fmt.Sprintf("+%.3fs", float64(th.Start-t.Start)/1e9), end,
+				th.Samples, "", ctrW, "", textsafe.Name(name, 0))
 			fmt.Fprintln(w, textsafe.Cut(line, width))
 		}
 	}

@@ -46,13 +46,15 @@ type (
 		Comm    string `json:"comm,omitempty"`
 		Cmdline string `json:"cmdline,omitempty"`
 		// Redacted says the recorder cut Cmdline to the program's name.
-		Redacted  bool    `json:"cmdline_redacted,omitempty"`
-		Container string  `json:"container"`
-		Start     float64 `json:"start_seconds"`
-		End       float64 `json:"end_seconds"`
-		Exited    bool    `json:"exited"`
-		Samples   int     `json:"samples"`
-		Threads   int     `json:"threads"`
+		Redacted  bool   `json:"cmdline_redacted,omitempty"`
+		Container string `json:"container"`
+		// ContainerID is the full id of a Podman container.
+		ContainerID string  `json:"container_id,omitempty"`
+		Start       float64 `json:"start_seconds"`
+		End         float64 `json:"end_seconds"`
+		Exited      bool    `json:"exited"`
+		Samples     int     `json:"samples"`
+		Threads     int     `json:"threads"`
 		// ThreadList are the threads other than the main one.
 		ThreadList []jsonThread `json:"thread_list,omitempty"`
 	}
@@ -103,7 +105,7 @@ func timelineJSON(w io.Writer, t *analyze.Timeline, o Options, sel selection) er
 	case ViewProcesses:
 		for _, p := range sel.procs {
 			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline, Redacted: p.CmdlineRedacted,
-				Container: p.Container.Label(), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec)})
+				Container: p.Container.Label(), ContainerID: containerID(p.Container), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec)})
 		}
 	case ViewLogs:
 		for _, l := range sel.logs {
@@ -126,4 +128,12 @@ func jsonThreads(ts []*analyze.ThreadSpan, sec func(int64) float64) []jsonThread
 		out = append(out, jsonThread{TID: th.TID, Comm: th.Comm, Start: sec(th.Start), End: sec(th.End), Exited: th.Exited, Samples: th.Samples})
 	}
 	return out
+}
+
+// containerID returns the full id of c, "" for none.
+func containerID(c *analyze.Container) string {
+	if c == nil {
+		return ""
+	}
+	return c.ID
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"nsprof/analyze"
 	"nsprof/capture"
 	"nsprof/internal/testutils"
@@ -146,7 +144,7 @@ func TestBlockingFixture(t *testing.T) {
 	if typ != "blocking" {
 		t.Fatalf("report --blocking: sample type %q, want blocking", typ)
 	}
-	if pb := pprofBlocking(t, capPath, "fixture_slow_read"); pb != funcs["fixture_slow_read"] {
+	if pb := pprofTotal(t, capPath, "fixture_slow_read", "blocking", "--blocking"); pb != funcs["fixture_slow_read"] {
 		t.Errorf("export --format pprof --value blocking: fixture_slow_read %d ns, report %d", pb, funcs["fixture_slow_read"])
 	}
 	t.Logf("blocking: fixture_slow_sleep %.3fs, fixture_slow_read %.3fs, fixture_fast %.3fs, main %.3fs",
@@ -190,42 +188,6 @@ func TestBlockingFixture(t *testing.T) {
 	if sysprofMarks != want {
 		t.Errorf("Sysprof read %d marks of group syscall, want %d", sysprofMarks, want)
 	}
-}
-
-// pprofBlocking exports the capture at capPath as a pprof profile of
-// the blocking sample type and returns the value of the samples through
-// function fn.
-func pprofBlocking(t *testing.T, capPath, fn string) int64 {
-	t.Helper()
-	pb := filepath.Join(t.TempDir(), "p.pb.gz")
-	if _, stderr, status := nsprof(t, nil, "export", capPath, "--format", "pprof", "--blocking", "-o", pb); status != 0 {
-		t.Fatalf("export --blocking: status %d\n%s", status, stderr)
-	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != "blocking" || prof.SampleType[0].Unit != "nanoseconds" {
-		t.Fatalf("export --blocking: sample types %v, want blocking in nanoseconds first", prof.SampleType)
-	}
-	var n int64
-	for _, s := range prof.Sample {
-		through := false
-		for _, l := range s.Location {
-			for _, ln := range l.Line {
-				through = through || ln.Function.Name == fn
-			}
-		}
-		if through {
-			n += s.Value[0]
-		}
-	}
-	return n
 }
 
 // blockingMarks returns the marks of blocking calls in the capture at

@@ -17,7 +17,8 @@ import (
 type catOptions struct {
 	// Inputs are the captures to merge, in order.
 	Inputs []string
-	// Output is the capture to write, or "-" for standard output.
+	// Output is the capture to write, or "" or "-" for standard output
+	// (refused when that is a terminal).
 	Output string
 	// Force allows overwriting an existing Output.
 	Force bool
@@ -26,7 +27,7 @@ type catOptions struct {
 func newCatCmd() *cobra.Command {
 	var opts catOptions
 	cmd := &cobra.Command{
-		Use:   "cat [flags] FILE... -o OUT",
+		Use:   "cat [flags] FILE... [-o OUT]",
 		Short: "Merge captures into one",
 		Long: `Cat merges captures into one, as sysprof-cat does: JIT addresses and counter
 ids are renumbered, and the header spans from the earliest start to the latest
@@ -34,16 +35,15 @@ end of the inputs. Every input is merged, a damaged one up to its damage (and
 nothing of one that is not a capture); cat then names each damaged input with
 the offset and nature of its damage, and exits with status 1.
 
-OUT must not exist unless -f is given. "-o -" writes to standard output, unless
-that is a terminal.`,
+OUT must not exist unless -f is given. Without -o, or with "-o -", cat writes
+to standard output, which must not be a terminal (as sysprof-cat does when
+its output is redirected).`,
 		Example: `  nsprof cat a.syscap b.syscap -o merged.syscap
-  nsprof cat a.syscap b.syscap -o - | ssh host 'cat > merged.syscap'`,
+  nsprof cat a.syscap b.syscap > merged.syscap
+  nsprof cat a.syscap b.syscap | ssh host 'cat > merged.syscap'`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
-			if opts.Output == "" {
-				return usagef(cmd, "missing -o OUT (use -o - for standard output)")
-			}
 			for _, in := range args {
 				if in == "-" {
 					return usagef(cmd, "cannot read a capture from standard input: cat needs to seek")
@@ -53,13 +53,13 @@ that is a terminal.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Output, "output", "o", "", "write the merged capture to `OUT` (\"-\" for standard output)")
+	f.StringVarP(&opts.Output, "output", "o", "", "write the merged capture to `OUT` (default or \"-\": standard output, never a terminal)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
 	return cmd
 }
 
 // catCaptures runs `nsprof cat`: it merges opts.Inputs into opts.Output,
-// or into stdout when Output is "-".
+// or into stdout when Output is "" or "-" and stdout is not a terminal.
 func catCaptures(ctx context.Context, opts catOptions, stdout io.Writer) (err error) {
 	srcs := make([]io.ReadSeeker, len(opts.Inputs))
 	infos := make([]fs.FileInfo, len(opts.Inputs))
@@ -76,9 +76,9 @@ func catCaptures(ctx context.Context, opts catOptions, stdout io.Writer) (err er
 	}
 
 	out := stdout
-	if opts.Output == "-" {
+	if opts.Output == "" || opts.Output == "-" {
 		if isTerminal(stdout) {
-			return errors.New("refusing to write a capture to a terminal: redirect standard output or use -o FILE")
+			return errors.New("refusing to write a capture to a terminal: redirect standard output (nsprof cat A B > OUT) or use -o FILE")
 		}
 	} else {
 		if st, err := os.Stat(opts.Output); err == nil {

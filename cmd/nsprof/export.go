@@ -29,6 +29,9 @@ type exportOptions struct {
 	Value string
 	// Partial accepts a damaged capture, as report's Partial does.
 	Partial bool
+	// Addresses gives each unnamed address a function of its own
+	// ([analyze.LoadOptions.Addresses]).
+	Addresses bool
 }
 
 func newExportCmd() *cobra.Command {
@@ -109,7 +112,7 @@ accepts it with a warning and status 0.`,
 			if cmd.Flags().Changed("memory-value") && !memory {
 				return usagef(cmd, "--memory-value needs --memory")
 			}
-			opts.Value = sel.value
+			opts.Value, opts.Addresses = sel.value, sel.addresses
 			if memory {
 				if opts.Value, err = memoryValue(opts.Value, memValue); err != nil {
 					return usagef(cmd, "%v", err)
@@ -148,7 +151,7 @@ accepts it with a warning and status 0.`,
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	prog := progressLine(stderr)
 	defer prog.Clear()
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Progress: prog.Report})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report})
 	prog.Clear()
 	if p == nil {
 		return loadErr

@@ -364,7 +364,6 @@ func TestCatErrors(t *testing.T) {
 		stderr string
 	}{
 		{"no inputs", []string{"cat", "-o", "x"}, 2, "requires at least 1 arg(s)"},
-		{"no output", []string{"cat", a}, 2, "missing -o OUT"},
 		{"stdin input", []string{"cat", "-", "-o", "x"}, 2, "cannot read a capture from standard input"},
 		{"missing input", []string{"cat", a, filepath.Join(dir, "nope.syscap"), "-o", filepath.Join(dir, "o1")}, 1, "nope.syscap: no such file"},
 		{"not a capture", []string{"cat", "main_test.go", "-o", filepath.Join(dir, "o2")}, 1, "main_test.go: capture: bad magic"},

@@ -98,7 +98,7 @@ func TestOffCPUFixture(t *testing.T) {
 		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
 	}
 
-	if pb := pprofTotal(t, capPath, "fixture_block", "--off-cpu"); pb != got {
+	if pb := pprofTotal(t, capPath, "fixture_block", "off_cpu", "--off-cpu"); pb != got {
 		t.Errorf("export --format pprof --off-cpu: fixture_block %d ns, report %d", pb, got)
 	}
 
@@ -262,8 +262,8 @@ func sysprofReadsOffCPU(t *testing.T, path string) {
 
 // pprofTotal exports the capture as a pprof profile with args and
 // returns the first sample type's sum over the samples through function
-// fn; the type must be the one args select.
-func pprofTotal(t *testing.T, capPath, fn string, args ...string) int64 {
+// fn; that type must be typ, in nanoseconds (the one args select).
+func pprofTotal(t *testing.T, capPath, fn, typ string, args ...string) int64 {
 	t.Helper()
 	pb := filepath.Join(t.TempDir(), "p.pb.gz")
 	if _, stderr, status := nsprof(t, nil, append([]string{"export", capPath, "--format", "pprof", "-o", pb}, args...)...); status != 0 {
@@ -278,8 +278,8 @@ func pprofTotal(t *testing.T, capPath, fn string, args ...string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != "off_cpu" || prof.SampleType[0].Unit != "nanoseconds" {
-		t.Fatalf("export %q: sample types %v, want off_cpu in nanoseconds first", args, prof.SampleType)
+	if len(prof.SampleType) == 0 || prof.SampleType[0].Type != typ || prof.SampleType[0].Unit != "nanoseconds" {
+		t.Fatalf("export %q: sample types %v, want %s in nanoseconds first", args, prof.SampleType, typ)
 	}
 	var n int64
 	for _, s := range prof.Sample {

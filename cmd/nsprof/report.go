@@ -41,6 +41,9 @@ type reportOptions struct {
 	// the damage, a warning, and status 0. Without it the same report
 	// ends with the error and status 1.
 	Partial bool
+	// Addresses gives each unnamed address a function of its own
+	// ([analyze.LoadOptions.Addresses]).
+	Addresses bool
 }
 
 func newReportCmd() *cobra.Command {
@@ -64,8 +67,10 @@ into one section per process, thread or container.
 
 Names come from the capture: the __symbols__ bundle that nsprof record (and
 Sysprof) append unless --no-decode, JITMAP frames, and the embedded
-/proc/kallsyms for kernel code. Other addresses show as FILE+0xOFFSET (the
-offset in the mapped file) or "[unknown] 0xADDRESS".
+/proc/kallsyms for kernel code. Other addresses make one function per file,
+"[unknown in FILE]" (or "[unknown]" outside any file); with --addresses one
+per address, FILE+0xOFFSET (the offset in the mapped file) or
+"[unknown] 0xADDRESS".
 
 Filters combine: --pid, --tid, --comm (regular expression over comm and command
 line), --container ("host", a podman name or id prefix, a Flatpak app id),
@@ -107,7 +112,8 @@ call tree, as --tree).
    "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
    --value other than samples), "view" ("top", "tree" or "bottom-up"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
-   "container", "samples", "value" (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
+   "container", "container_id" (a Podman container's full id), "samples", "value"
+   (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
    "kernel", "self", "total", "children": [...]}}]}
 
@@ -134,7 +140,7 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Report.Select, opts.Report.By, err = sel.parse(cmd); err != nil {
 				return err
 			}
-			opts.Value = sel.value
+			opts.Value, opts.Addresses = sel.value, sel.addresses
 			if opts.Timeline, err = timelineView(cmd, views, opts); err != nil {
 				return err
 			}
@@ -236,7 +242,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	}
 	prog := progressLine(stderr)
 	defer prog.Clear()
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Progress: prog.Report})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report})
 	prog.Clear()
 	if p == nil {
 		return loadErr

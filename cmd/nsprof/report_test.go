@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -273,9 +274,21 @@ func TestReportDamaged(t *testing.T) {
 	if status != 0 || partial != out || !strings.Contains(stderr, "warning: "+cut+": capture: truncated frame header") || !strings.Contains(stderr, "the 5 samples before the damage\n") {
 		t.Errorf("--partial: status %d, stderr: %q", status, stderr)
 	}
-	// The bundle came after the damage: names fall back to file offsets.
-	if !strings.Contains(out, ", 5 samples of 2 processes, 2 processes in the capture") || tableRow(t, out, "client+0x310")[2] != "1" || tableRow(t, out, "server+0x210")[2] != "3" {
+	// The bundle came after the damage: the addresses are unnamed, one
+	// function per file, or with --addresses per file offset.
+	if !strings.Contains(out, ", 5 samples of 2 processes, 2 processes in the capture") || !regexp.MustCompile(`\s1\s+\[unknown in client\]\s+client\n`).MatchString(out) || !regexp.MustCompile(`\s4\s+\[unknown in server\]\s+server\n`).MatchString(out) {
 		t.Errorf("report of the damaged capture:\n%s", out)
+	}
+	byAddr, _, _ := nsprof(t, nil, "report", "--partial", "--addresses", cut)
+	if tableRow(t, byAddr, "client+0x310")[2] != "1" || tableRow(t, byAddr, "server+0x210")[2] != "3" || strings.Contains(byAddr, "[unknown in") {
+		t.Errorf("report --addresses of the damaged capture:\n%s", byAddr)
+	}
+	// export takes the same choice.
+	folded, _, _ := nsprof(t, nil, "export", "--partial", "--format", "folded", cut)
+	foldedByAddr, _, _ := nsprof(t, nil, "export", "--partial", "--format", "folded", "--addresses", cut)
+	if !strings.Contains(folded, "[unknown in server]") || strings.Contains(folded, "+0x") ||
+		!strings.Contains(foldedByAddr, "server+0x210") || strings.Contains(foldedByAddr, "[unknown in") {
+		t.Errorf("export --format folded of the damaged capture:\n%s\nwith --addresses:\n%s", folded, foldedByAddr)
 	}
 	out, _, _ = nsprof(t, nil, "report", "--json", cut)
 	if !strings.Contains(out, `"damage": "`) {

@@ -20,6 +20,7 @@ type selectFlags struct {
 	offCPU, wall bool
 	blocking     bool
 	noInline     bool
+	addresses    bool
 	view         analyze.ViewOptions
 }
 
@@ -40,6 +41,7 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.offCPU, "off-cpu", false, "weigh stacks by the time threads spent off the CPU (a record --off-cpu capture): --value off_cpu")
 	f.BoolVar(&s.blocking, "blocking", false, "weigh the entry stacks of slow system calls by their durations (a record --blocking capture): --value blocking")
 	f.BoolVar(&s.wall, "wall", false, "weigh stacks by on-CPU and off-CPU time together, a wall-clock profile (a record --off-cpu capture): --value wall")
+	f.BoolVar(&s.addresses, "addresses", false, "show each address no symbol names as a function of its own (FILE+0xOFFSET), not one [unknown in FILE] per file")
 	f.BoolVar(&s.noInline, "no-inline", false, "show functions inlined into others (from the source lines the recording bundled) as part of them, not as frames of their own")
 }
 
