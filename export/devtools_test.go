@@ -98,6 +98,30 @@ func (d *devtools) click(x, y float64) {
 
 // openChromium starts headless Chromium on url and returns a session
 // attached to its page, once the JavaScript expression ready is true.
+// chromiumProfile returns a new directory for a Chromium profile,
+// removed when the test ends. Chromium's helper processes may still
+// write into it for a moment after the browser exits, so the removal is
+// retried for up to 10 s rather than failing the test as t.TempDir's
+// does (one run in four here).
+func chromiumProfile(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nsprof-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for range 100 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("removing the Chromium profile: %v", err)
+	})
+	return dir
+}
+
 func openChromium(t *testing.T, chromium, url, ready string) *devtools {
 	t.Helper()
 	toChrome, ourW, err := os.Pipe()
@@ -110,7 +134,7 @@ func openChromium(t *testing.T, chromium, url, ready string) *devtools {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1200,800", "--remote-debugging-pipe", "about:blank")
+		"--no-first-run", "--user-data-dir="+chromiumProfile(t), "--window-size=1200,800", "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toChrome, fromChrome} // fds 3 and 4
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

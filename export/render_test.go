@@ -33,7 +33,7 @@ func screenshot(t *testing.T, chromium, url string) image.Image {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1200,800", "--virtual-time-budget=10000",
+		"--no-first-run", "--user-data-dir="+chromiumProfile(t), "--window-size=1200,800", "--virtual-time-budget=10000",
 		"--screenshot="+png1, url)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
