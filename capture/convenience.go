@@ -149,3 +149,22 @@ func (w *Writer) AddFileGzip(h FrameHeader, path string, data []byte) error {
 	}
 	return w.AddFile(h, path+".gz", &b)
 }
+
+// MetaSymbolsFollow is the METADATA frame [Writer.AddSymbolsFile] writes
+// right before the symbol bundle; its value is [SymbolsFile].
+const MetaSymbolsFollow = "nsprof.symbols-follow"
+
+// AddSymbolsFile embeds data, an encoded symbol bundle, at [SymbolsFile],
+// behind a METADATA frame. Sysprof 3.46's reader looks for the bundle with
+// sysprof_capture_reader_read_file_fd, which after reading a FILE_CHUNK of
+// another file also skips the frame that follows it: in a run of other
+// files' chunks it reads every other frame, so the bundle's first chunk
+// was missed whenever the run before it had the wrong length (one more
+// embedded file was enough), and Sysprof named nothing. A frame of another
+// type right before the bundle is read whichever parity the run has.
+func (w *Writer) AddSymbolsFile(h FrameHeader, data []byte) error {
+	if err := w.AddMetadata(h.Time, MetaSymbolsFollow, SymbolsFile); err != nil {
+		return err
+	}
+	return w.AddFileBytes(h, SymbolsFile, data)
+}

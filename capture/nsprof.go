@@ -61,12 +61,10 @@ const (
 // ([Files.Lookup] finds either).
 const KallsymsFile = "/proc/kallsyms"
 
-// KernelNotesFile is where a capture may embed the running kernel's ELF
+// KernelNotesFile is where nsprof record embeds the running kernel's ELF
 // notes, a copy of /sys/kernel/notes: its NT_GNU_BUILD_ID note names the
 // kernel build (vmlinux) the kernel frames come from, which exports give
-// as the build-id of the kernel's mapping. nsprof record does not write it
-// today: Sysprof 3.46's symbol resolver names nothing in a capture that
-// holds it (plain or gzipped; the cause is not found yet).
+// as the build-id of the kernel's mapping.
 const KernelNotesFile = "/sys/kernel/notes"
 
 // The counter in which the recorder counts the samples the kernel dropped

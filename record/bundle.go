@@ -30,7 +30,7 @@ func (r *recorder) writeSymbols() {
 		return
 	}
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
-	if err := r.w.AddFileBytes(h, capture.SymbolsFile, b); err != nil {
+	if err := r.w.AddSymbolsFile(h, b); err != nil {
 		if r.writeErr == nil {
 			r.writeErr = err
 		}

@@ -388,6 +388,20 @@ func (r *recorder) embedKallsyms() {
 	}
 }
 
+// embedKernelNotes stores /sys/kernel/notes (a few hundred bytes), whose
+// GNU build-id note identifies the kernel the kernel frames come from.
+func (r *recorder) embedKernelNotes() {
+	b, err := os.ReadFile(r.opts.SysRoot + "/kernel/notes")
+	if err != nil {
+		r.logf("kernel build-id not recorded: %v", err)
+		return
+	}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
+	if err := r.w.AddFileBytes(h, capture.KernelNotesFile, b); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+}
+
 // readAllSized reads f to its end into a buffer of about hint bytes to
 // start with (files under /proc report size 0).
 func readAllSized(f io.Reader, hint int) ([]byte, error) {
@@ -762,6 +776,7 @@ func (r *recorder) finish() {
 	}
 	if r.rd != nil {
 		r.embedKallsyms()
+		r.embedKernelNotes()
 	}
 	if r.leaf != nil {
 		r.notef("%s", r.leaf.summary(r.opts.LeafStack))

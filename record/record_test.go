@@ -1,7 +1,9 @@
 package record
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -467,6 +469,35 @@ func TestNoPerfStopsWhenCommandExits(t *testing.T) {
 		t.Errorf("the recording ended %v after the command's last instant at best (3 runs), want well under a tick (%v)", best, tick)
 	}
 	t.Logf("the recording ended %v after the command's last instant (best of 3)", best)
+}
+
+// TestRecordKernelNotes: a recording embeds the kernel's notes as
+// /sys/kernel/notes has them, with the kernel's GNU build-id, which the
+// reports give as the build-id of the kernel's pprof mapping.
+func TestRecordKernelNotes(t *testing.T) {
+	requirePerf(t)
+	want, err := os.ReadFile("/sys/kernel/notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := symbol.FindBuildIDNote(want, binary.LittleEndian, 4)
+	if id == nil {
+		t.Fatalf("/sys/kernel/notes has no GNU build-id note: %x", want)
+	}
+	opts := quiet
+	opts.Command = []string{"sleep", "0.1"}
+	path, _ := recordTo(t, context.Background(), opts)
+	c := load(t, path)
+	got, ok := c.files.Raw(capture.KernelNotesFile)
+	if !ok {
+		t.Fatalf("%s not embedded", capture.KernelNotesFile)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("embedded %s %x, want %x", capture.KernelNotesFile, got, want)
+	}
+	if gid := symbol.FindBuildIDNote(got, binary.LittleEndian, 4); !bytes.Equal(gid, id) {
+		t.Errorf("embedded kernel build-id %x, want %x", gid, id)
+	}
 }
 
 // goSpin is a Go program that burns CPU for about 0.3 s.
