@@ -68,11 +68,11 @@ func colored(img image.Image) float64 {
 	return float64(n) / float64(b.Dx()*b.Dy())
 }
 
-// TestSpeedscopeRenders serves speedscope (the npm package) and an
-// export locally and renders it in headless Chromium: the screenshot
-// shows the flame chart's colored frames, which speedscope's page
-// without a profile does not.
-func TestSpeedscopeRenders(t *testing.T) {
+// serveSpeedscope serves speedscope (the npm package) and profile at
+// /profile.json on a local server for the rest of the test, and returns
+// the Chromium to load it in and the server's URL.
+func serveSpeedscope(t *testing.T, profile []byte) (chromium, base string) {
+	t.Helper()
 	dir := os.Getenv(speedscopeEnv)
 	if dir == "" {
 		dir = defaultSpeedscopeDir
@@ -80,10 +80,7 @@ func TestSpeedscopeRenders(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
 		testutils.RequireCI(t, "speedscope not installed (scripts/install-deps.sh installs it with npm): %v", err)
 	}
-	chromium := testutils.LookPathOrSkip(t, "chromium")
-	v := loadTestView(t, analyze.ViewOptions{})
-	profile := generate(t, v, FormatSpeedscope, Options{Title: "render"})
-	testutils.CheckSpeedscope(t, profile)
+	chromium = testutils.LookPathOrSkip(t, "chromium")
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(dir)))
 	mux.HandleFunc("/profile.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -91,10 +88,22 @@ func TestSpeedscopeRenders(t *testing.T) {
 		w.Write(profile)
 	})
 	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return chromium, srv.URL
+}
 
-	empty := colored(screenshot(t, chromium, srv.URL+"/index.html"))
-	shot := screenshot(t, chromium, srv.URL+"/index.html#profileURL="+url.QueryEscape(srv.URL+"/profile.json"))
+// TestSpeedscopeRenders serves speedscope (the npm package) and an
+// export locally and renders it in headless Chromium: the screenshot
+// shows the flame chart's colored frames, which speedscope's page
+// without a profile does not.
+func TestSpeedscopeRenders(t *testing.T) {
+	v := loadTestView(t, analyze.ViewOptions{})
+	profile := generate(t, v, FormatSpeedscope, Options{Title: "render"})
+	testutils.CheckSpeedscope(t, profile)
+	chromium, base := serveSpeedscope(t, profile)
+
+	empty := colored(screenshot(t, chromium, base+"/index.html"))
+	shot := screenshot(t, chromium, base+"/index.html#profileURL="+url.QueryEscape(base+"/profile.json"))
 	got := colored(shot)
 	t.Logf("colored pixels: %.1f%% with the profile, %.1f%% without", 100*got, 100*empty)
 	if got < 0.05 || got < 3*empty {
@@ -113,24 +122,9 @@ func TestSpeedscopeRenders(t *testing.T) {
 // its weights as time, and its sandwich table shows the 3 samples of
 // 250 us as 750.00µs in all (a count would show as "3 (100%)").
 func TestSpeedscopeTimeRenders(t *testing.T) {
-	dir := os.Getenv(speedscopeEnv)
-	if dir == "" {
-		dir = defaultSpeedscopeDir
-	}
-	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
-		testutils.RequireCI(t, "speedscope not installed (scripts/install-deps.sh installs it with npm): %v", err)
-	}
-	chromium := testutils.LookPathOrSkip(t, "chromium")
 	profile := generate(t, cpuClockView(t), FormatSpeedscope, Options{Title: "time"})
-	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir(dir)))
-	mux.HandleFunc("/profile.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(profile)
-	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	page := srv.URL + "/index.html#profileURL=" + url.QueryEscape(srv.URL+"/profile.json") + "&view=sandwich"
+	chromium, base := serveSpeedscope(t, profile)
+	page := base + "/index.html#profileURL=" + url.QueryEscape(base+"/profile.json") + "&view=sandwich"
 	d := openChromium(t, chromium, page, `document.body && document.body.innerText.indexOf("Self") >= 0`)
 	var text string
 	d.eval(`document.body.innerText`, &text)
