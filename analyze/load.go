@@ -37,7 +37,9 @@ type LoadOptions struct {
 	Addresses bool
 	// NoHostFiles leaves out the last resort, a [HostSymbolizer] naming
 	// what nothing else did from this machine's files (only the very
-	// files that were mapped). Default false.
+	// files that were mapped). Default false; it is left out anyway
+	// for a capture whose recorder says its bundle is complete
+	// ([capture.MetaSymbolsComplete]).
 	NoHostFiles bool
 	// NoAllocations leaves the ALLOCATION frames out of the samples
 	// (Profile.Allocations still counts them), for a caller that shows
@@ -102,7 +104,7 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, false, nil, sizes{}, opts)
+	return load(cr, false, nil, sizes{}, nil, opts)
 }
 
 // LoadBytes is [Load] over a capture held in memory, which it decodes in
@@ -119,8 +121,27 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, src == nil, src, countSamples(data), opts)
+	n := countSamples(data)
+	var release func(upto int64)
+	if src != nil {
+		// A mapped file: the pages read are let go as the reading goes,
+		// so that the file does not stay resident on top of the
+		// profile made of it.
+		capture.DropMapped(data, 0, int64(len(data)))
+		done := int64(0)
+		release = func(upto int64) {
+			if upto-done >= dropStep {
+				capture.DropMapped(data, done, upto)
+				done = upto
+			}
+		}
+	}
+	return load(cr, src == nil, src, n, release, opts)
 }
+
+// dropStep is how many bytes of a mapped capture are read between two
+// releases of their pages.
+const dropStep = 16 << 20
 
 // sizes are counts of a capture's frames found before loading it, so
 // that the tables that grow with them are allocated once.
@@ -154,12 +175,18 @@ func countSamples(data []byte) sizes {
 // load builds the profile of the frames of cr. inPlace says the frames cr
 // returns stay valid, so embedded files can be kept as views; else they
 // are copied, but for the kallsyms, whose place in src is kept when src is
-// set. n, when known, sizes the sample and stack tables.
-func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadOptions) (*Profile, error) {
+// set, and when src is set (cr reads src mapped, valid until load
+// returns) the others are views too. n, when known, sizes the sample and
+// stack tables. release, when set, is told every so often how far cr has
+// read.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, release func(upto int64), opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header(), n)
 	b.files.src = src
+	// A mapped capture stays mapped until loading ends: what finish
+	// reads of its files (all but the kallsyms, kept as an extent) is
+	// read from views of it, and the views are dropped then.
 	mode := chunkCopy
-	if inPlace {
+	if inPlace || src != nil {
 		mode = chunkView
 	}
 	var (
@@ -181,6 +208,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 	for frames := 0; readErr == nil; frames++ {
 		if frames&(1<<12-1) == 0 {
 			prog(stageRead, cr.Offset(), n.bytes)
+			if release != nil {
+				release(cr.Offset())
+			}
 		}
 		f, err := cr.NextRaw()
 		if err == io.EOF {
@@ -247,6 +277,8 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 					b.event = m.Value
 				case capture.MetaFrequency:
 					b.freq = m.Value
+				case capture.MetaSymbolsComplete:
+					b.symbolsComplete = m.Value == "1"
 				case capture.MetaMemprofSampleBytes:
 					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
 				case capture.MetaMemprofLost:
@@ -280,7 +312,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 		p.Symbolize(nil)
 	} else {
 		chain := append(Chain{p.CaptureSymbolizer()}, opts.Symbolizers...)
-		if !opts.NoHostFiles {
+		if !opts.NoHostFiles && !(b.symbolsComplete && p.Bundle != nil) {
 			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
 		}
 		p.symbolize(chain, func(done, total int) { prog("naming frames", int64(done), int64(total)) })
@@ -364,6 +396,9 @@ type builder struct {
 	// event and freq are the sampling event and frequency the recording
 	// says it used, for the CPU time of a sample.
 	event, freq string
+	// symbolsComplete says the recording's symbol bundle names all it
+	// could (capture.MetaSymbolsComplete): host files are not read.
+	symbolsComplete bool
 	// offStats are the off-CPU counts the recording wrote.
 	offStats offCPUStats
 	// blockStats are the blocking calls' counts and marks.
@@ -676,6 +711,9 @@ func (b *builder) finish() *Profile {
 	}
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
 	p.trimJunk(foreign)
+	// Only the kallsyms is read later (see loadSymbols): the others may
+	// be views of a mapping that ends with loading.
+	b.files.forgetAllBut(kallsymsPath)
 	return p
 }
 
