@@ -149,8 +149,8 @@ const dropStep = 16 << 20
 // that the tables that grow with them are allocated once.
 type sizes struct {
 	// samples counts the SAMPLE frames (those before any damage), and
-	// addrs bounds the addresses they hold, and slots those of all
-	// frames with addresses, for [capture.DecodeLinesMax].
+	// addrs counts the addresses they hold, and slots bounds those of
+	// all frames with addresses, for [capture.DecodeLinesMax].
 	samples, addrs, slots int
 	// bytes is the size of the capture.
 	bytes int64
@@ -165,7 +165,10 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 	if err != nil {
 		return n, fs
 	}
-	var c capture.FileChunk
+	var (
+		c capture.FileChunk
+		s capture.Sample
+	)
 	for {
 		f, err := cr.NextRaw()
 		if err != nil {
@@ -173,8 +176,12 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 		}
 		switch f.Type {
 		case capture.TypeSample:
+			// Stopping at a damaged sample, as loading does.
+			if f.DecodeSample(&s) != nil {
+				return n, fs
+			}
 			n.samples++
-			n.addrs += len(f.Bytes) / 8
+			n.addrs += len(s.Addrs)
 		case capture.TypeTrace, capture.TypeAllocation:
 			n.slots += len(f.Bytes) / 8
 		case capture.TypeFileChunk:
@@ -330,6 +337,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *early
 			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
 		}
 		p.symbolize(chain, func(done, total int) { prog("naming frames", int64(done), int64(total)) })
+		// The frames hold what the lines said: the table, as large as
+		// the frames, is not kept for the views.
+		p.Lines = nil
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
 			err := p.Kallsyms.Err()
 			if _, ok := errors.AsType[*capture.InflateError](err); ok {

@@ -56,7 +56,9 @@ type Profile struct {
 	// Bundle holds the capture's __symbols__ records, or nil.
 	Bundle *capture.SymbolTable
 	// Lines holds the source lines and inline frames nsprof record wrote
-	// for sampled addresses ([capture.LinesFile]), or nil.
+	// for sampled addresses ([capture.LinesFile]), or nil. Loading drops
+	// it once it named the frames (their Loc holds what it says), unless
+	// [LoadOptions.NoSymbolize] left them to be named later.
 	Lines *capture.LineTable
 	// Kallsyms is the capture's embedded /proc/kallsyms (decompressed
 	// lazily), or nil.
