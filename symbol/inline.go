@@ -113,10 +113,7 @@ func (x *inlineIndex) prepare(pcs []uint64) {
 	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
 		for _, pc := range pcs {
 			if _, ok := findArange(sp.aranges, pc); !ok {
-				if f := x.full(); f != nil {
-					x.units, x.full = f, nil
-					x.names.units = f
-				}
+				x.toFull()
 				return
 			}
 		}
@@ -171,9 +168,40 @@ type unitIndex struct {
 
 func newInlineIndex(u dwarfUnits, full func() dwarfUnits) *inlineIndex {
 	x := &inlineIndex{units: u, full: full, read: make(map[dwarf.Offset]*unitIndex)}
-	x.names = &dieNames{units: u, cache: make(map[dwarf.Offset]string)}
+	x.names = &dieNames{entry: x.entry, prepare: x.prepareEntries, cache: make(map[dwarf.Offset]string)}
 	return x
 }
+
+// toFull makes the whole DWARF answer from now on, when units is only
+// some of it; it reports whether it did.
+func (x *inlineIndex) toFull() bool {
+	if x.full == nil {
+		return false
+	}
+	f := x.full()
+	x.full = nil
+	if f == nil {
+		return false
+	}
+	x.units = f
+	return true
+}
+
+// entry returns DWARF data holding the entry at off. When the units read
+// so far cannot give it (.debug_info made again too often), the whole
+// DWARF is read: an abstract origin left unread would leave its inlined
+// calls unnamed.
+func (x *inlineIndex) entry(off dwarf.Offset) *dwarf.Data {
+	if d := x.units.entry(off); d != nil {
+		return d
+	}
+	if x.toFull() {
+		return x.units.entry(off)
+	}
+	return nil
+}
+
+func (x *inlineIndex) prepareEntries(offs []dwarf.Offset) { x.units.prepareEntries(offs) }
 
 // unit returns the compilation unit holding pc, read on first use; nil
 // when no unit covers pc.
@@ -187,10 +215,8 @@ func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
 	if !ok && x.full != nil {
 		// .debug_aranges need not list every unit (some compilers leave
 		// it out): ask the whole DWARF, once read, from now on.
-		if f := x.full(); f != nil {
-			x.units, x.full = f, nil
-			x.names.units = f
-			d, off, ok = f.unit(pc)
+		if x.toFull() {
+			d, off, ok = x.units.unit(pc)
 		}
 	}
 	if !ok {
@@ -264,7 +290,33 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 	// enclose it.
 	type level struct{ sub, inl int }
 	stack := []level{{-1, 0}}
+	// The names that other entries give, found once the unit is read:
+	// for subs[lo:hi], or for inline[lo:hi] when inline is set.
+	type pending struct {
+		ref    dwarf.Offset
+		inline *[]inlineScope
+		lo, hi int
+	}
+	var later []pending
 	defer func() {
+		// Named even when the unit is cut short, for what was read.
+		refs := make([]dwarf.Offset, len(later))
+		for i, p := range later {
+			refs[i] = p.ref
+		}
+		x.names.resolve(refs)
+		for _, p := range later {
+			name := x.names.cache[p.ref]
+			if p.inline == nil {
+				for i := p.lo; i < p.hi; i++ {
+					u.subs[i].name = name
+				}
+				continue
+			}
+			for i := p.lo; i < p.hi; i++ {
+				(*p.inline)[i].name = name
+			}
+		}
 		slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
 	}()
 	for len(stack) > 0 {
@@ -284,7 +336,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			rs, _ := d.Ranges(e)
 			if len(rs) > 0 {
 				inl := new([]inlineScope)
-				name := x.names.of(e)
+				name, ref, isRef := ownName(e)
 				cur.sub = len(u.subs)
 				for _, rg := range rs {
 					if rg[0] < rg[1] {
@@ -293,6 +345,8 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 				}
 				if cur.sub == len(u.subs) {
 					cur.sub = -1
+				} else if isRef {
+					later = append(later, pending{ref: ref, lo: cur.sub, hi: len(u.subs)})
 				}
 			}
 		case dwarf.TagInlinedSubroutine:
@@ -301,18 +355,22 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			}
 			cur.inl = top.inl + 1
 			rs, _ := d.Ranges(e)
-			name := x.names.of(e)
+			name, ref, isRef := ownName(e)
 			callFile := ""
 			if k, ok := e.Val(dwarf.AttrCallFile).(int64); ok && k >= 0 && int(k) < len(files) && files[k] != nil {
 				callFile = files[k].Name
 			}
 			callLine, _ := e.Val(dwarf.AttrCallLine).(int64)
 			inl := u.subs[top.sub].inline
+			first := len(*inl)
 			for _, rg := range rs {
 				if rg[0] < rg[1] {
 					*inl = append(*inl, inlineScope{lo: rg[0], hi: rg[1], depth: cur.inl, name: name, callFile: callFile, callLine: int(callLine)})
 					x.scopes++
 				}
+			}
+			if isRef && len(*inl) > first {
+				later = append(later, pending{ref: ref, inline: inl, lo: first, hi: len(*inl)})
 			}
 		}
 		if e.Children {
@@ -324,48 +382,4 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 		}
 	}
 	return u, nil
-}
-
-// dieNames names the functions of DIEs, following abstract origins and
-// specifications, with a cache by offset.
-type dieNames struct {
-	units dwarfUnits
-	cache map[dwarf.Offset]string
-}
-
-// of returns the name of the function e is or is an instance of: its
-// linkage name demangled, else its plain name.
-func (n *dieNames) of(e *dwarf.Entry) string { return n.resolve(e, 0) }
-
-func (n *dieNames) resolve(e *dwarf.Entry, hops int) string {
-	if s, ok := e.Val(dwarf.AttrLinkageName).(string); ok && s != "" {
-		return Demangle(s)
-	}
-	if s, ok := e.Val(dwarf.AttrName).(string); ok && s != "" {
-		return s
-	}
-	off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
-	if !ok {
-		off, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset)
-	}
-	if !ok || hops >= 8 {
-		return ""
-	}
-	if s, ok := n.cache[off]; ok {
-		return s
-	}
-	n.cache[off] = "" // a cycle ends here
-	d := n.units.entry(off)
-	if d == nil {
-		return ""
-	}
-	r := d.Reader()
-	r.Seek(off)
-	next, err := r.Next()
-	if err != nil || next == nil {
-		return ""
-	}
-	s := n.resolve(next, hops+1)
-	n.cache[off] = s
-	return s
 }
