@@ -11,7 +11,7 @@ import (
 // nsprofInput writes a capture of process pid as nsprof record would:
 // a sample, then its off-CPU record, process file, source lines and
 // symbol bundle (behind its METADATA frame).
-func nsprofInput(t *testing.T, pid int32, start int64) []byte {
+func nsprofInput(t testing.TB, pid int32, start int64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriterWithOptions(&buf, WriterOptions{StartTime: start, Clock: func() int64 { return start + 500 }})
