@@ -1,9 +1,6 @@
 package symbol
 
-import (
-	"debug/dwarf"
-	"slices"
-)
+import "debug/dwarf"
 
 // maxNameHops bounds the chain of abstract origins and specifications
 // followed for one name. An LTO build's chain is short (an inlined call,
@@ -63,8 +60,10 @@ func (n *dieNames) resolve(offs []dwarf.Offset) {
 		start, cur dwarf.Offset
 	}
 	var todo []chain
+	queued := make(map[dwarf.Offset]bool)
 	for _, off := range offs {
-		if _, ok := n.cache[off]; !ok && !slices.ContainsFunc(todo, func(c chain) bool { return c.start == off }) {
+		if _, ok := n.cache[off]; !ok && !queued[off] {
+			queued[off] = true
 			todo = append(todo, chain{off, off})
 		}
 	}

@@ -156,6 +156,9 @@ type sparseUnits struct {
 	d        *dwarf.Data
 	rebuilds int
 	stopped  bool // .debug_info unreadable, or too many rebuilds: no unit is read
+	// held keeps the file need opened open across calls (see hold): a
+	// stream opened again inflates .debug_info from its start.
+	held bool
 }
 
 // maxRebuilds bounds how many times the data is made again for units not
@@ -497,11 +500,24 @@ func (u *sparseUnits) need(n uint64) error {
 	return nil
 }
 
-// release closes the file need opened.
+// release closes the file need opened, unless the caller holds it open.
 func (u *sparseUnits) release() {
+	if u.held {
+		return
+	}
 	if u.f != nil {
 		u.f.Close()
 		u.f, u.rd = nil, nil
+	}
+}
+
+// hold keeps .debug_info's stream open until the function it returns is
+// called, so that the calls meanwhile inflate it once.
+func (u *sparseUnits) hold() (done func()) {
+	u.held = true
+	return func() {
+		u.held = false
+		u.release()
 	}
 }
 

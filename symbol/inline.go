@@ -111,14 +111,70 @@ func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 // .debug_info twice.
 func (x *inlineIndex) prepare(pcs []uint64) {
 	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
+		// The units, then the abstract origins they lead to, are read
+		// from one stream.
+		defer sp.hold()()
 		for _, pc := range pcs {
 			if _, ok := findArange(sp.aranges, pc); !ok {
 				x.toFull()
-				return
+				break
 			}
 		}
 	}
 	x.units.prepare(pcs)
+	x.readUnits(pcs)
+}
+
+// readUnits reads the units of pcs not read yet and names their
+// functions together: the abstract origins of all of them are read in
+// one pass per link of their chains, where naming each unit on its own
+// made .debug_info again for each (and soon ran out of rebuilds).
+func (x *inlineIndex) readUnits(pcs []uint64) {
+	var units []*unitIndex
+	var later []pendingName
+	defer func() {
+		recover() // what was read is kept, and named; Frames reads the rest
+		x.name(units, later)
+	}()
+	for _, pc := range pcs {
+		d, off, ok := x.units.unit(pc)
+		if !ok || x.read[off] != nil {
+			continue
+		}
+		u, names, _ := x.readUnit(d, off)
+		x.read[off] = u
+		units = append(units, u)
+		later = append(later, names...)
+	}
+}
+
+// name resolves the names later asks for, sets them, and sorts the
+// functions of units, which later points into. On malformed input the
+// names not found stay empty.
+func (x *inlineIndex) name(units []*unitIndex, later []pendingName) {
+	defer func() {
+		recover()
+		for _, u := range units {
+			slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
+		}
+	}()
+	refs := make([]dwarf.Offset, len(later))
+	for i, p := range later {
+		refs[i] = p.ref
+	}
+	x.names.resolve(refs)
+	for _, p := range later {
+		name := x.names.cache[p.ref]
+		if p.inline == nil {
+			for i := p.lo; i < p.hi; i++ {
+				p.unit.subs[i].name = name
+			}
+			continue
+		}
+		for i := p.lo; i < p.hi; i++ {
+			(*p.inline)[i].name = name
+		}
+	}
 }
 
 // index returns the inline index, made on first use: over the units that
@@ -223,8 +279,10 @@ func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
 		return nil
 	}
 	if u = x.read[off]; u == nil {
-		u, _ = x.readUnit(d, off)
+		var later []pendingName
+		u, later, _ = x.readUnit(d, off)
 		x.read[off] = u
+		x.name([]*unitIndex{u}, later)
 	}
 	return u
 }
@@ -266,16 +324,28 @@ func (x *inlineIndex) frames(pc uint64) []Frame {
 	return append(out, Frame{Function: sp.name, File: file, Line: line})
 }
 
+// pendingName is a name a unit's functions or inlined calls take from
+// the entry at ref: that of unit.subs[lo:hi], or of (*inline)[lo:hi]
+// when inline is set.
+type pendingName struct {
+	ref    dwarf.Offset
+	unit   *unitIndex
+	inline *[]inlineScope
+	lo, hi int
+}
+
 // readUnit reads the line rows, functions and inlined calls of the
-// compilation unit at off. On malformed input it keeps what it read.
-func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, err error) {
+// compilation unit at off. The names that other entries give are left
+// to [inlineIndex.name], with the functions unsorted until then: later
+// says which. On malformed input it keeps what it read.
+func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, later []pendingName, err error) {
 	u = &unitIndex{}
 	defer recoverTo(&err, "read DWARF unit")
 	r := d.Reader()
 	r.Seek(off)
 	cu, err := r.Next()
 	if err != nil || cu == nil {
-		return u, err
+		return u, nil, err
 	}
 	var files []*dwarf.LineFile
 	if lr, err := d.LineReader(cu); err == nil && lr != nil {
@@ -283,46 +353,17 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 		files = lr.Files()
 	}
 	if !cu.Children {
-		return u, nil
+		return u, nil, nil
 	}
 	// The DIE path from the unit down: for each level, the function
 	// being read (index into subs, or -1) and how many inlined calls
 	// enclose it.
 	type level struct{ sub, inl int }
 	stack := []level{{-1, 0}}
-	// The names that other entries give, found once the unit is read:
-	// for subs[lo:hi], or for inline[lo:hi] when inline is set.
-	type pending struct {
-		ref    dwarf.Offset
-		inline *[]inlineScope
-		lo, hi int
-	}
-	var later []pending
-	defer func() {
-		// Named even when the unit is cut short, for what was read.
-		refs := make([]dwarf.Offset, len(later))
-		for i, p := range later {
-			refs[i] = p.ref
-		}
-		x.names.resolve(refs)
-		for _, p := range later {
-			name := x.names.cache[p.ref]
-			if p.inline == nil {
-				for i := p.lo; i < p.hi; i++ {
-					u.subs[i].name = name
-				}
-				continue
-			}
-			for i := p.lo; i < p.hi; i++ {
-				(*p.inline)[i].name = name
-			}
-		}
-		slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
-	}()
 	for len(stack) > 0 {
 		e, err := r.Next()
 		if err != nil || e == nil {
-			return u, err
+			return u, later, err
 		}
 		top := stack[len(stack)-1]
 		if e.Tag == 0 { // end of a sibling list
@@ -346,7 +387,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 				if cur.sub == len(u.subs) {
 					cur.sub = -1
 				} else if isRef {
-					later = append(later, pending{ref: ref, lo: cur.sub, hi: len(u.subs)})
+					later = append(later, pendingName{ref: ref, unit: u, lo: cur.sub, hi: len(u.subs)})
 				}
 			}
 		case dwarf.TagInlinedSubroutine:
@@ -370,7 +411,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 				}
 			}
 			if isRef && len(*inl) > first {
-				later = append(later, pending{ref: ref, inline: inl, lo: first, hi: len(*inl)})
+				later = append(later, pendingName{ref: ref, unit: u, inline: inl, lo: first, hi: len(*inl)})
 			}
 		}
 		if e.Children {
@@ -381,5 +422,5 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			stack = append(stack, cur)
 		}
 	}
-	return u, nil
+	return u, later, nil
 }
