@@ -147,8 +147,13 @@ func TestInlineLTOCrossUnit(t *testing.T) {
 	t.Run("prepared", func(t *testing.T) {
 		s := load(t)
 		checkLTONames(t, s, bin, addrs, true)
-		if _, ok := s.lines.index().units.(*sparseUnits); !ok {
-			t.Errorf("units %T, want the sparse reader: the fixture has .debug_aranges", s.lines.index().units)
+		sp, ok := s.lines.index().units.(*sparseUnits)
+		if !ok {
+			t.Fatalf("units %T, want the sparse reader: the fixture has .debug_aranges", s.lines.index().units)
+		}
+		// main's unit, then the units of all the origins at once.
+		if sp.rebuilds > 2 {
+			t.Errorf(".debug_info made %d times for main's unit and its callees' units, want 2", sp.rebuilds)
 		}
 	})
 	t.Run("one-by-one", func(t *testing.T) {
