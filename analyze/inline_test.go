@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,16 @@ import (
 // inlineCapture writes a capture of one process whose two sampled
 // addresses have functions inlined at them, in the bundled lines.
 func inlineCapture(t *testing.T) []byte {
+	t.Helper()
+	return inlineCaptureLines(t, []capture.AddrLines{
+		{PID: 100, Addr: 0x1010, Frames: []capture.SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "middle", File: "a.c", Line: 8}, {Function: "outer", File: "a.c", Line: 12}}},
+		{PID: 100, Addr: 0x1020, Frames: []capture.SourceFrame{{Function: "outer", File: "a.c", Line: 13}}},
+	})
+}
+
+// inlineCaptureLines writes the capture of inlineCapture with recs as
+// its bundled lines.
+func inlineCaptureLines(t *testing.T, recs []capture.AddrLines) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{
@@ -41,10 +52,7 @@ func inlineCapture(t *testing.T) []byte {
 	if err := w.AddFileGzip(h, capture.SymbolsFile, bundle); err != nil {
 		t.Fatal(err)
 	}
-	lines := capture.EncodeLines([]capture.AddrLines{
-		{PID: 100, Addr: 0x1010, Frames: []capture.SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "middle", File: "a.c", Line: 8}, {Function: "outer", File: "a.c", Line: 12}}},
-		{PID: 100, Addr: 0x1020, Frames: []capture.SourceFrame{{Function: "outer", File: "a.c", Line: 13}}},
-	})
+	lines := capture.EncodeLines(recs)
 	if err := w.AddFileGzip(h, capture.LinesFile, lines); err != nil {
 		t.Fatal(err)
 	}
@@ -114,4 +122,38 @@ func joinPath(path []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// TestInlineUnnamed: an inlined call the lines give no function name is
+// charged to the function it was inlined in (the next named frame out,
+// else the symbol), never to a made-up name, and counted.
+func TestInlineUnnamed(t *testing.T) {
+	p, err := LoadBytes(inlineCaptureLines(t, []capture.AddrLines{
+		{PID: 100, Addr: 0x1010, Frames: []capture.SourceFrame{{File: "a.c", Line: 3}, {Function: "middle", File: "a.c", Line: 8}, {Function: "outer", File: "a.c", Line: 12}}},
+		{PID: 100, Addr: 0x1020, Frames: []capture.SourceFrame{{File: "b.h", Line: 1}, {File: "a.c", Line: 13}}},
+	}), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][]string{0x1010: {"middle", "middle"}, 0x1020: {"outer"}}
+	for _, f := range p.Frames {
+		w, ok := want[f.Addr]
+		if !ok {
+			continue
+		}
+		var got []string
+		for _, in := range f.Loc.Inline {
+			got = append(got, in.Function)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("%#x: inlined %q, want %q", f.Addr, got, w)
+		}
+		delete(want, f.Addr)
+	}
+	if len(want) > 0 {
+		t.Errorf("no frames at %v", want)
+	}
+	if n := p.SymbolStats[UnnamedInline]; n != 2 {
+		t.Errorf("SymbolStats[%q] = %d, want 2 (stats %v)", UnnamedInline, n, p.SymbolStats)
+	}
 }

@@ -77,7 +77,9 @@ type Profile struct {
 	Warnings []string
 	// SymbolStats counts the frames each symbolizer named in the last
 	// [Profile.Symbolize], by its name ("bundle", "kallsyms", "jit", or
-	// the String of a custom one); "unresolved" counts the rest.
+	// the String of a custom one); "unresolved" counts the rest, and
+	// [UnnamedInline] the inlined calls of the named frames that the
+	// debug information left without a function name.
 	SymbolStats map[string]int
 	// Addresses keeps one function per address that no symbolizer
 	// named ("FILE+0xOFFSET", "[unknown] 0xADDR") in the next

@@ -34,6 +34,9 @@ type Location struct {
 	// where in Function the outermost of them was called. Empty when the
 	// symbolizer knows of no inlining (or the code has none).
 	Inline []Location
+	// unnamed marks an inlined call whose function the debug
+	// information did not name: Function is that of its caller.
+	unnamed bool
 }
 
 // withFrames sets loc's file, line and inline functions from source
@@ -46,14 +49,29 @@ func (loc *Location) withFrames(fr []capture.SourceFrame) {
 	last := fr[len(fr)-1]
 	loc.File, loc.Line = last.File, last.Line
 	loc.Inline = nil
-	for _, f := range fr[:len(fr)-1] {
-		name := f.Function
-		if name == "" {
-			name = "[inlined]"
+	for i, f := range fr[:len(fr)-1] {
+		in := Location{Function: f.Function, DSO: loc.DSO, File: f.File, Line: f.Line}
+		if in.Function == "" {
+			// DWARF that names no function for the call (a reference
+			// into a file not at hand, a broken chain): the code is
+			// charged to the function it was inlined in, as without
+			// inline frames, and counted.
+			in.Function, in.unnamed = loc.Function, true
+			for _, g := range fr[i+1:] {
+				if g.Function != "" {
+					in.Function = g.Function
+					break
+				}
+			}
 		}
-		loc.Inline = append(loc.Inline, Location{Function: name, DSO: loc.DSO, File: f.File, Line: f.Line})
+		loc.Inline = append(loc.Inline, in)
 	}
 }
+
+// UnnamedInline is the [Profile.SymbolStats] key that counts the inlined
+// calls, among the frames named, whose function the debug information
+// did not name: each carries the name of the function it was inlined in.
+const UnnamedInline = "unnamed inlined"
 
 // Chain tries its symbolizers in order and returns the first answer.
 type Chain []Symbolizer
@@ -303,6 +321,17 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	p.SymbolStats = map[string]int{"unresolved": unresolved}
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
+	}
+	unnamed := 0
+	for i := range p.Frames {
+		for _, in := range p.Frames[i].Loc.Inline {
+			if in.unnamed {
+				unnamed++
+			}
+		}
+	}
+	if unnamed > 0 {
+		p.SymbolStats[UnnamedInline] = unnamed
 	}
 }
 

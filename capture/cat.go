@@ -34,6 +34,12 @@ type CatOptions struct {
 // positioned at the capture's start. If src is damaged, the frames before
 // the damage are merged and the [*FormatError] is returned.
 func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
+	return cat(dst, src, opts, nil)
+}
+
+// cat is [Cat]; when files is set, the chunks of the embedded files
+// [CatFiles] merges go there instead of to dst (see divert).
+func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 	base, err := src.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
@@ -88,6 +94,9 @@ func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
 			continue
 		}
 		if _, ok := f.(*Unknown); ok {
+			continue
+		}
+		if files != nil && divert(f, files) {
 			continue
 		}
 		if err := m.translate(dst, f); err != nil {
@@ -187,6 +196,11 @@ func (m *catMapper) translate(dst *Writer, f Frame) error {
 
 // CatFiles merges the captures in srcs into one capture written to w, with
 // a header spanning from the earliest start to the latest end of the inputs.
+// The symbol bundles, nsprof's source lines, process files and off-CPU
+// records of the inputs are merged into one of each, written after the
+// frames (the bundle last, through [Writer.AddSymbolsFile]); other
+// embedded files are copied, so of a path two inputs have (the kernel's
+// symbols of two boots) readers use the first input's.
 // Every input is merged, a damaged one up to its damage (nothing of one
 // whose header cannot be read); the error then names each damaged input
 // and where its damage is, and the merged capture is complete otherwise.
@@ -224,18 +238,27 @@ func CatFiles(w io.Writer, srcs []io.ReadSeeker, names []string, opts CatOptions
 		return err
 	}
 	var errs catErrors
+	merge := catMerge{mapPID: opts.MapPID}
 	for i, s := range srcs {
 		if damaged[i] != nil {
 			errs = append(errs, damaged[i])
 			continue
 		}
-		if err := Cat(dst, s, opts); err != nil {
+		files := &Files{}
+		if err := cat(dst, s, opts, files); err != nil {
 			if !isDamage(err) {
 				dst.Close()
 				return fmt.Errorf("%s: %w", names[i], err)
 			}
 			errs = append(errs, fmt.Errorf("%s: %w (merged up to the damage)", names[i], err))
 		}
+		if err := merge.add(files); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (merged up to the damage)", names[i], err))
+		}
+	}
+	if err := merge.write(dst, FrameHeader{CPU: -1, PID: -1, Time: end}); err != nil {
+		dst.Close()
+		return err
 	}
 	if err := dst.Close(); err != nil {
 		return err

@@ -745,6 +745,7 @@ func (o *symObj) resolve(offs []uint64, logf func(string, ...any)) map[uint64][]
 	}
 	o.syms.PrepareFrames(vas)
 	out := make(map[uint64][]capture.SourceFrame)
+	unnamed := 0
 	for _, va := range vas {
 		if _, ok := out[va]; ok {
 			continue
@@ -754,9 +755,15 @@ func (o *symObj) resolve(offs []uint64, logf func(string, ...any)) map[uint64][]
 			sf = make([]capture.SourceFrame, len(fr))
 			for i, f := range fr {
 				sf[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
+				if f.Function == "" && i < len(fr)-1 {
+					unnamed++
+				}
 			}
 		}
 		out[va] = sf
+	}
+	if unnamed > 0 {
+		logf("%s: %d inlined calls at sampled addresses have no function name in its DWARF (%s); reports charge them to the function they are inlined in", o.path, unnamed, o.syms.Source())
 	}
 	return out
 }

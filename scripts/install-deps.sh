@@ -15,6 +15,7 @@ PACKAGES=(
 	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method
 	xz-utils # symbol/ TestMiniDebugInfo: xz compresses the .gnu_debugdata section as Fedora builds it
 	libc6-dbg # symbol/ TestLoadHostLibc, BenchmarkLoadLibc: libc.so.6's debug file under /usr/lib/debug/.build-id
+	python3.11 python3.11-dbg # e2e TestPythonLTOInlineNames: Debian's LTO-built /usr/bin/python3.11 and its debug file under /usr/lib/debug/.build-id (python3.11-dbg pins python3.11 to its own version)
 	bubblewrap podman runc fuse-overlayfs uidmap # container/, proc/ namespace tests: processes in other pid/mount namespaces, overlay roots
 	util-linux # proc/ namespace tests: unshare, nsenter
 	linux-perf # perf/: compare with `perf record` / `perf script`

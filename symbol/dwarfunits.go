@@ -25,6 +25,9 @@ type dwarfUnits interface {
 	// prepare is told the addresses that will be asked about, so that
 	// their units are read at once.
 	prepare(pcs []uint64)
+	// prepareEntries is told the offsets of entries that will be asked
+	// about, so that their units are read at once.
+	prepareEntries(offs []dwarf.Offset)
 }
 
 // fullUnits is a whole file's DWARF, as debug/dwarf reads it, with the
@@ -115,6 +118,7 @@ func (u *fullUnits) index() {
 
 func (u *fullUnits) entry(dwarf.Offset) *dwarf.Data { return u.d }
 func (u *fullUnits) prepare([]uint64)               {}
+func (u *fullUnits) prepareEntries([]dwarf.Offset)  {}
 
 // sparseUnits reads only the compilation units that addresses fall in,
 // found through .debug_aranges. Loading a large debug file whole is
@@ -152,6 +156,9 @@ type sparseUnits struct {
 	d        *dwarf.Data
 	rebuilds int
 	stopped  bool // .debug_info unreadable, or too many rebuilds: no unit is read
+	// held keeps the file need opened open across calls (see hold): a
+	// stream opened again inflates .debug_info from its start.
+	held bool
 }
 
 // maxRebuilds bounds how many times the data is made again for units not
@@ -310,17 +317,45 @@ func (u *sparseUnits) firstEntry(off uint64) (dwarf.Offset, bool) {
 
 func (u *sparseUnits) entry(off dwarf.Offset) *dwarf.Data {
 	defer u.release()
-	if err := u.walk(uint64(off)); err != nil {
+	start, ok := u.unitOf(off)
+	if !ok {
 		return nil
+	}
+	return u.cover([]uint64{start})
+}
+
+// unitOf returns the offset of the unit holding the entry at off, walking
+// the unit headers as far as off.
+func (u *sparseUnits) unitOf(off dwarf.Offset) (uint64, bool) {
+	if err := u.walk(uint64(off)); err != nil {
+		return 0, false
 	}
 	i, found := slices.BinarySearch(u.starts, uint64(off))
 	if !found {
 		i--
 	}
 	if i < 0 {
-		return nil
+		return 0, false
 	}
-	return u.cover([]uint64{u.starts[i]})
+	return u.starts[i], true
+}
+
+func (u *sparseUnits) prepareEntries(offs []dwarf.Offset) {
+	defer u.release()
+	if len(offs) == 0 {
+		return
+	}
+	// One walk, as far as the last of them.
+	if err := u.walk(uint64(slices.Max(offs))); err != nil {
+		return
+	}
+	var starts []uint64
+	for _, off := range offs {
+		if start, ok := u.unitOf(off); ok {
+			starts = append(starts, start)
+		}
+	}
+	u.cover(starts)
 }
 
 func (u *sparseUnits) prepare(pcs []uint64) {
@@ -465,11 +500,24 @@ func (u *sparseUnits) need(n uint64) error {
 	return nil
 }
 
-// release closes the file need opened.
+// release closes the file need opened, unless the caller holds it open.
 func (u *sparseUnits) release() {
+	if u.held {
+		return
+	}
 	if u.f != nil {
 		u.f.Close()
 		u.f, u.rd = nil, nil
+	}
+}
+
+// hold keeps .debug_info's stream open until the function it returns is
+// called, so that the calls meanwhile inflate it once.
+func (u *sparseUnits) hold() (done func()) {
+	u.held = true
+	return func() {
+		u.held = false
+		u.release()
 	}
 }
 

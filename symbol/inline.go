@@ -111,17 +111,70 @@ func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 // .debug_info twice.
 func (x *inlineIndex) prepare(pcs []uint64) {
 	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
+		// The units, then the abstract origins they lead to, are read
+		// from one stream.
+		defer sp.hold()()
 		for _, pc := range pcs {
 			if _, ok := findArange(sp.aranges, pc); !ok {
-				if f := x.full(); f != nil {
-					x.units, x.full = f, nil
-					x.names.units = f
-				}
-				return
+				x.toFull()
+				break
 			}
 		}
 	}
 	x.units.prepare(pcs)
+	x.readUnits(pcs)
+}
+
+// readUnits reads the units of pcs not read yet and names their
+// functions together: the abstract origins of all of them are read in
+// one pass per link of their chains, where naming each unit on its own
+// made .debug_info again for each (and soon ran out of rebuilds).
+func (x *inlineIndex) readUnits(pcs []uint64) {
+	var units []*unitIndex
+	var later []pendingName
+	defer func() {
+		recover() // what was read is kept, and named; Frames reads the rest
+		x.name(units, later)
+	}()
+	for _, pc := range pcs {
+		d, off, ok := x.units.unit(pc)
+		if !ok || x.read[off] != nil {
+			continue
+		}
+		u, names, _ := x.readUnit(d, off)
+		x.read[off] = u
+		units = append(units, u)
+		later = append(later, names...)
+	}
+}
+
+// name resolves the names later asks for, sets them, and sorts the
+// functions of units, which later points into. On malformed input the
+// names not found stay empty.
+func (x *inlineIndex) name(units []*unitIndex, later []pendingName) {
+	defer func() {
+		recover()
+		for _, u := range units {
+			slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
+		}
+	}()
+	refs := make([]dwarf.Offset, len(later))
+	for i, p := range later {
+		refs[i] = p.ref
+	}
+	x.names.resolve(refs)
+	for _, p := range later {
+		name := x.names.cache[p.ref]
+		if p.inline == nil {
+			for i := p.lo; i < p.hi; i++ {
+				p.unit.subs[i].name = name
+			}
+			continue
+		}
+		for i := p.lo; i < p.hi; i++ {
+			(*p.inline)[i].name = name
+		}
+	}
 }
 
 // index returns the inline index, made on first use: over the units that
@@ -171,9 +224,40 @@ type unitIndex struct {
 
 func newInlineIndex(u dwarfUnits, full func() dwarfUnits) *inlineIndex {
 	x := &inlineIndex{units: u, full: full, read: make(map[dwarf.Offset]*unitIndex)}
-	x.names = &dieNames{units: u, cache: make(map[dwarf.Offset]string)}
+	x.names = &dieNames{entry: x.entry, prepare: x.prepareEntries, cache: make(map[dwarf.Offset]string)}
 	return x
 }
+
+// toFull makes the whole DWARF answer from now on, when units is only
+// some of it; it reports whether it did.
+func (x *inlineIndex) toFull() bool {
+	if x.full == nil {
+		return false
+	}
+	f := x.full()
+	x.full = nil
+	if f == nil {
+		return false
+	}
+	x.units = f
+	return true
+}
+
+// entry returns DWARF data holding the entry at off. When the units read
+// so far cannot give it (.debug_info made again too often), the whole
+// DWARF is read: an abstract origin left unread would leave its inlined
+// calls unnamed.
+func (x *inlineIndex) entry(off dwarf.Offset) *dwarf.Data {
+	if d := x.units.entry(off); d != nil {
+		return d
+	}
+	if x.toFull() {
+		return x.units.entry(off)
+	}
+	return nil
+}
+
+func (x *inlineIndex) prepareEntries(offs []dwarf.Offset) { x.units.prepareEntries(offs) }
 
 // unit returns the compilation unit holding pc, read on first use; nil
 // when no unit covers pc.
@@ -187,18 +271,18 @@ func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
 	if !ok && x.full != nil {
 		// .debug_aranges need not list every unit (some compilers leave
 		// it out): ask the whole DWARF, once read, from now on.
-		if f := x.full(); f != nil {
-			x.units, x.full = f, nil
-			x.names.units = f
-			d, off, ok = f.unit(pc)
+		if x.toFull() {
+			d, off, ok = x.units.unit(pc)
 		}
 	}
 	if !ok {
 		return nil
 	}
 	if u = x.read[off]; u == nil {
-		u, _ = x.readUnit(d, off)
+		var later []pendingName
+		u, later, _ = x.readUnit(d, off)
 		x.read[off] = u
+		x.name([]*unitIndex{u}, later)
 	}
 	return u
 }
@@ -240,16 +324,28 @@ func (x *inlineIndex) frames(pc uint64) []Frame {
 	return append(out, Frame{Function: sp.name, File: file, Line: line})
 }
 
+// pendingName is a name a unit's functions or inlined calls take from
+// the entry at ref: that of unit.subs[lo:hi], or of (*inline)[lo:hi]
+// when inline is set.
+type pendingName struct {
+	ref    dwarf.Offset
+	unit   *unitIndex
+	inline *[]inlineScope
+	lo, hi int
+}
+
 // readUnit reads the line rows, functions and inlined calls of the
-// compilation unit at off. On malformed input it keeps what it read.
-func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, err error) {
+// compilation unit at off. The names that other entries give are left
+// to [inlineIndex.name], with the functions unsorted until then: later
+// says which. On malformed input it keeps what it read.
+func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, later []pendingName, err error) {
 	u = &unitIndex{}
 	defer recoverTo(&err, "read DWARF unit")
 	r := d.Reader()
 	r.Seek(off)
 	cu, err := r.Next()
 	if err != nil || cu == nil {
-		return u, err
+		return u, nil, err
 	}
 	var files []*dwarf.LineFile
 	if lr, err := d.LineReader(cu); err == nil && lr != nil {
@@ -257,20 +353,17 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 		files = lr.Files()
 	}
 	if !cu.Children {
-		return u, nil
+		return u, nil, nil
 	}
 	// The DIE path from the unit down: for each level, the function
 	// being read (index into subs, or -1) and how many inlined calls
 	// enclose it.
 	type level struct{ sub, inl int }
 	stack := []level{{-1, 0}}
-	defer func() {
-		slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
-	}()
 	for len(stack) > 0 {
 		e, err := r.Next()
 		if err != nil || e == nil {
-			return u, err
+			return u, later, err
 		}
 		top := stack[len(stack)-1]
 		if e.Tag == 0 { // end of a sibling list
@@ -284,7 +377,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			rs, _ := d.Ranges(e)
 			if len(rs) > 0 {
 				inl := new([]inlineScope)
-				name := x.names.of(e)
+				name, ref, isRef := ownName(e)
 				cur.sub = len(u.subs)
 				for _, rg := range rs {
 					if rg[0] < rg[1] {
@@ -293,6 +386,8 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 				}
 				if cur.sub == len(u.subs) {
 					cur.sub = -1
+				} else if isRef {
+					later = append(later, pendingName{ref: ref, unit: u, lo: cur.sub, hi: len(u.subs)})
 				}
 			}
 		case dwarf.TagInlinedSubroutine:
@@ -301,18 +396,22 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			}
 			cur.inl = top.inl + 1
 			rs, _ := d.Ranges(e)
-			name := x.names.of(e)
+			name, ref, isRef := ownName(e)
 			callFile := ""
 			if k, ok := e.Val(dwarf.AttrCallFile).(int64); ok && k >= 0 && int(k) < len(files) && files[k] != nil {
 				callFile = files[k].Name
 			}
 			callLine, _ := e.Val(dwarf.AttrCallLine).(int64)
 			inl := u.subs[top.sub].inline
+			first := len(*inl)
 			for _, rg := range rs {
 				if rg[0] < rg[1] {
 					*inl = append(*inl, inlineScope{lo: rg[0], hi: rg[1], depth: cur.inl, name: name, callFile: callFile, callLine: int(callLine)})
 					x.scopes++
 				}
+			}
+			if isRef && len(*inl) > first {
+				later = append(later, pendingName{ref: ref, unit: u, inline: inl, lo: first, hi: len(*inl)})
 			}
 		}
 		if e.Children {
@@ -323,49 +422,5 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, e
 			stack = append(stack, cur)
 		}
 	}
-	return u, nil
-}
-
-// dieNames names the functions of DIEs, following abstract origins and
-// specifications, with a cache by offset.
-type dieNames struct {
-	units dwarfUnits
-	cache map[dwarf.Offset]string
-}
-
-// of returns the name of the function e is or is an instance of: its
-// linkage name demangled, else its plain name.
-func (n *dieNames) of(e *dwarf.Entry) string { return n.resolve(e, 0) }
-
-func (n *dieNames) resolve(e *dwarf.Entry, hops int) string {
-	if s, ok := e.Val(dwarf.AttrLinkageName).(string); ok && s != "" {
-		return Demangle(s)
-	}
-	if s, ok := e.Val(dwarf.AttrName).(string); ok && s != "" {
-		return s
-	}
-	off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
-	if !ok {
-		off, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset)
-	}
-	if !ok || hops >= 8 {
-		return ""
-	}
-	if s, ok := n.cache[off]; ok {
-		return s
-	}
-	n.cache[off] = "" // a cycle ends here
-	d := n.units.entry(off)
-	if d == nil {
-		return ""
-	}
-	r := d.Reader()
-	r.Seek(off)
-	next, err := r.Next()
-	if err != nil || next == nil {
-		return ""
-	}
-	s := n.resolve(next, hops+1)
-	n.cache[off] = s
-	return s
+	return u, later, nil
 }

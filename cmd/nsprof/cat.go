@@ -31,7 +31,11 @@ func newCatCmd() *cobra.Command {
 		Short: "Merge captures into one",
 		Long: `Cat merges captures into one, as sysprof-cat does: JIT addresses and counter
 ids are renumbered, and the header spans from the earliest start to the latest
-end of the inputs. Every input is merged, a damaged one up to its damage (and
+end of the inputs. The inputs' symbol bundles (__symbols__), source lines,
+process files and off-CPU records are merged into one of each, so that
+nsprof and Sysprof name the processes of every input; other embedded files
+are copied, and where two inputs have one at the same path (the kernel
+symbols of two boots) readers use the first input's. Every input is merged, a damaged one up to its damage (and
 nothing of one that is not a capture); cat then names each damaged input with
 the offset and nature of its damage, and exits with status 1.
 
