@@ -133,3 +133,6 @@ func Write(fd int, p []byte) (int, error) { return syscall.Write(fd, p) }
 
 // SetNonblock sets or clears O_NONBLOCK on fd.
 func SetNonblock(fd int, nonblocking bool) error { return syscall.SetNonblock(fd, nonblocking) }
+
+// PerfEventID returns an error wrapping [ErrNotSupportedOnOS].
+func PerfEventID(fd int) (uint64, error) { return 0, errNonLinux("ioctl") }
