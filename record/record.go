@@ -113,6 +113,7 @@ type recorder struct {
 	clonesTP   []*perf.Tracepoint
 	off        *offCPU   // with Options.OffCPU
 	block      *blocking // with Options.Blocking
+	spans      *spans    // with Options.MainLoop or Options.Spans
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -264,6 +265,14 @@ func (r *recorder) setup() error {
 				return err
 			}
 			r.block.setup(&popts)
+		}
+		if o.MainLoop || len(o.Spans) > 0 {
+			ps, err := r.setupSpans(mode)
+			if err != nil {
+				return err
+			}
+			defer ps.close()
+			popts.Uprobes = ps.uprobes()
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -636,6 +645,9 @@ func (r *recorder) handle(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordSample:
 		s := &rec.Sample
+		if r.spans != nil && r.spans.handle(r, rec) {
+			return
+		}
 		if len(s.RawData) > 4 {
 			for _, tp := range r.clonesTP {
 				if tp.Matches(s.RawData) {
@@ -762,6 +774,9 @@ func (r *recorder) finish() {
 	}
 	if r.block != nil {
 		r.block.finish(r)
+	}
+	if r.spans != nil {
+		r.spans.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)
