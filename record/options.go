@@ -74,7 +74,7 @@ type Options struct {
 	// as Sysprof's --speedtrack. It needs a command or PIDs.
 	MainLoop bool
 	// Spans marks each call of the functions named, on every thread:
-	// marks of group SpanGroup named after the function. They need a
+	// marks of group capture.SpanGroup named after the function. They need a
 	// command or PIDs.
 	Spans []ProbeSpec
 	// Counter sources to leave out, and RAPL energy to add.

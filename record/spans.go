@@ -7,15 +7,6 @@ import (
 	"nsprof/perf"
 )
 
-// Mark groups of the calls spans writes.
-const (
-	// MainLoopGroup is the group of --speedtrack's marks: each dispatch
-	// of a GLib main context on a process's main thread.
-	MainLoopGroup = "mainloop"
-	// SpanGroup is the group of --span's marks.
-	SpanGroup = "span"
-)
-
 // mainLoopSpec is what --speedtrack probes: GLib's dispatch of the
 // sources that are ready, once per main-loop iteration that dispatches
 // anything (g_main_loop_run reaches it through the static
@@ -166,12 +157,12 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 	if o.MainLoop {
 		ps.specs = append(ps.specs, mainLoopSpec)
 		ps.mainThread, ps.stack = append(ps.mainThread, true), append(ps.stack, false)
-		groups = append(groups, MainLoopGroup)
+		groups = append(groups, capture.MainLoopGroup)
 	}
 	for _, s := range o.Spans {
 		ps.specs = append(ps.specs, s)
 		ps.mainThread, ps.stack = append(ps.mainThread, false), append(ps.stack, false)
-		groups = append(groups, SpanGroup)
+		groups = append(groups, capture.SpanGroup)
 	}
 	var err error
 	switch mode {
