@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/analyze"
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+)
+
+// marksDoc is what the probe tests read of report --marks --json.
+type marksDoc struct {
+	Marks       []analyze.MarkStat   `json:"marks"`
+	StallNs     int64                `json:"stall_threshold_ns"`
+	StallCounts []analyze.StallStats `json:"stall_counts"`
+	Stalls      []analyze.Stall      `json:"stalls"`
+}
+
+// reportMarks runs report --marks --json on capPath with extra flags.
+func reportMarks(t *testing.T, capPath string, extra ...string) marksDoc {
+	t.Helper()
+	out, stderr, status := nsprof(t, nil, append([]string{"report", "--marks", "--json", capPath}, extra...)...)
+	if status != 0 {
+		t.Fatalf("report --marks: status %d\n%s", status, stderr)
+	}
+	var doc marksDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("report --marks --json: %v\n%s", err, out)
+	}
+	return doc
+}
+
+// requireRoot fails (in CI) or skips a test that records without root.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+}
+
+// TestSpeedtrack: a GLib program built in the test, recorded with
+// --speedtrack, has a mark of group mainloop per iteration of its main
+// loop that dispatched (its 50 short callbacks and the slow one at
+// least), all paired; report --marks flags exactly one iteration over
+// 16 ms, the 100 ms one, and the stack of its thread's samples within it
+// holds slow_callback; the text view shows it too.
+func TestSpeedtrack(t *testing.T) {
+	requireRoot(t)
+	bin := testutils.BuildFixture(t, "mainloop", testutils.PkgConfig(t, "glib-2.0", "libglib2.0-dev")...)
+	capPath := filepath.Join(t.TempDir(), "mainloop.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "-v", "--speedtrack", "-o", capPath, "--", bin)
+	if status != 0 {
+		t.Fatalf("record --speedtrack: status %d\n%s", status, stderr)
+	}
+	if !strings.Contains(stderr, "spans: ") || strings.Contains(stderr, "not marked") {
+		t.Errorf("want the spans note and no unpaired calls:\n%s", stderr)
+	}
+	var n int
+	for _, f := range readClean(t, capPath) {
+		if m, ok := f.(*capture.Mark); ok && m.Group == capture.MainLoopGroup {
+			n++
+			if m.Name != "g_main_context_dispatch" || m.Message != "" {
+				t.Errorf("mark %s:%s %q, want mainloop:g_main_context_dispatch without a message", m.Group, m.Name, m.Message)
+			}
+		}
+	}
+	if n < 51 {
+		t.Errorf("%d mainloop marks, want one per iteration that dispatched: at least 51", n)
+	}
+	doc := reportMarks(t, capPath)
+	if len(doc.Stalls) != 1 || doc.StallNs != 16_000_000 {
+		t.Fatalf("stalls over %d ns: %+v, want the one 100 ms iteration", doc.StallNs, doc.Stalls)
+	}
+	st := doc.Stalls[0]
+	if st.Duration < 100_000_000 || st.Name != "g_main_context_dispatch" || st.TID != st.PID {
+		t.Errorf("stall %+v: want g_main_context_dispatch of at least 100 ms on the main thread", st)
+	}
+	if !slices.Contains(st.Stack, "slow_callback") || st.StackSamples == 0 {
+		t.Errorf("stall stack %v (%d of %d samples): want slow_callback in it", st.Stack, st.StackSamples, st.Samples)
+	}
+	if len(doc.StallCounts) != 1 || doc.StallCounts[0].Calls != n || doc.StallCounts[0].Stalls != 1 {
+		t.Errorf("stall counts %+v, want %d calls, 1 stall", doc.StallCounts, n)
+	}
+	text, _, _ := nsprof(t, nil, "report", "--marks", capPath)
+	if !strings.Contains(text, "Stalls: probed calls over 16.000ms") || !strings.Contains(text, "slow_callback") {
+		t.Errorf("report --marks text lacks the stall:\n%s", text)
+	}
+	// A threshold above the iteration flags nothing.
+	if doc := reportMarks(t, capPath, "--stall", "10s"); len(doc.Stalls) != 0 {
+		t.Errorf("--stall 10s: stalls %+v, want none", doc.Stalls)
+	}
+}
+
+// TestSpan: --span PROGRAM:fixture_work marks the 10 calls of the spans
+// fixture, the 3 of 30 ms and the 7 of 200 us, with the command (-- cmd)
+// and with -p on the running program; report --marks flags the 3 slow
+// ones, each with fixture_work in its stack.
+func TestSpan(t *testing.T) {
+	requireRoot(t)
+	bin := testutils.BuildFixture(t, "spans")
+	check := func(t *testing.T, capPath string) {
+		t.Helper()
+		var durs []int64
+		for _, f := range readClean(t, capPath) {
+			if m, ok := f.(*capture.Mark); ok && m.Group == capture.SpanGroup {
+				if m.Name != "fixture_work" || m.Message != "" {
+					t.Errorf("mark %s:%s %q, want span:fixture_work without a message", m.Group, m.Name, m.Message)
+				}
+				durs = append(durs, m.Duration)
+			}
+		}
+		slow := 0
+		for _, d := range durs {
+			if d >= 30_000_000 {
+				slow++
+			}
+		}
+		if len(durs) != 10 || slow != 3 {
+			t.Fatalf("span marks %v: want 10 calls, 3 of them of 30 ms or more", durs)
+		}
+		doc := reportMarks(t, capPath)
+		if len(doc.Stalls) != 3 {
+			t.Fatalf("stalls %+v, want the 3 calls of 30 ms", doc.Stalls)
+		}
+		for _, st := range doc.Stalls {
+			if !slices.Contains(st.Stack, "fixture_work") {
+				t.Errorf("stall at %d: stack %v, want fixture_work in it", st.Time, st.Stack)
+			}
+		}
+	}
+	t.Run("command", func(t *testing.T) {
+		capPath := filepath.Join(t.TempDir(), "spans.syscap")
+		_, stderr, status := nsprof(t, nil, "record", "--span", filepath.Base(bin)+":fixture_work", "-o", capPath, "--", bin)
+		if status != 0 {
+			t.Fatalf("record --span: status %d\n%s", status, stderr)
+		}
+		check(t, capPath)
+	})
+	t.Run("pid", func(t *testing.T) {
+		prog := exec.Command(bin, "1500") // starts its calls 1.5 s later
+		if err := prog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- prog.Wait() }()
+		defer func() { prog.Process.Kill(); <-done }()
+		time.Sleep(100 * time.Millisecond) // until it has exec'd and mapped itself
+		capPath := filepath.Join(t.TempDir(), "spans.syscap")
+		_, stderr, status := nsprof(t, nil, "record", "--span", bin+":fixture_*", "-p", strconv.Itoa(prog.Process.Pid), "-o", capPath)
+		if status != 0 {
+			t.Fatalf("record --span -p: status %d\n%s", status, stderr)
+		}
+		check(t, capPath)
+	})
+}
+
+// TestSpanErrors: a spec without a function, a library no process maps
+// and a function the file lacks are refused, naming what is missing;
+// --speedtrack without a command or -p too.
+func TestSpanErrors(t *testing.T) {
+	requireRoot(t)
+	bin := testutils.BuildFixture(t, "spans")
+	out := filepath.Join(t.TempDir(), "x.syscap")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no function", []string{"--span", "libfoo", "--", bin}, "want LIB:FUNCTION"},
+		{"no library", []string{"--span", "libnosuch:f", "--", bin}, `no such file mapped or linked matching "libnosuch"`},
+		{"no such function", []string{"--span", filepath.Base(bin) + ":nosuch_fn", "--", bin}, `no function "nosuch_fn" in ` + bin},
+		{"not glib", []string{"--speedtrack", "--", bin}, `no such file mapped or linked matching "libglib-2.0"`},
+		{"whole system", []string{"--speedtrack", "-a", "--duration", "1"}, "--speedtrack and --span need a command or -p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, status := nsprof(t, nil, append([]string{"record", "-o", out, "-f"}, tc.args...)...)
+			if status == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("status %d, stderr:\n%s\nwant an error with %q", status, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s written", out)
+				os.Remove(out)
+			}
+		})
+	}
+}
