@@ -129,7 +129,10 @@ func (s *settings) openUprobes(res *resources, pid, cpu, owner int, isMain, syst
 		attr := s.uprobeAttr(u, path, systemWide, onExec)
 		fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		runtime.KeepAlive(path)
-		if err != nil {
+		switch {
+		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+			return fmt.Errorf("open %v for pid %d on cpu %d (user probes need root or CAP_PERFMON): %w", u, pid, cpu, err)
+		case err != nil:
 			return fmt.Errorf("open %v for pid %d on cpu %d: %w", u, pid, cpu, err)
 		}
 		res.fds = append(res.fds, fd)

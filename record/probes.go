@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"nsprof/container"
@@ -143,10 +144,12 @@ func (ps *probeSet) resolvePID(fs proc.FS, pid int) error {
 }
 
 // resolveExec finds every spec in the program argv[0] names and the
-// libraries it links (see linkedFiles), with env's LD_LIBRARY_PATH, for
-// a command about to exec: the command itself is probed, and the
-// processes it forks inherit the probes; a program it execs that links
-// other copies of the files is not probed.
+// libraries it links (see linkedFiles), with env's LD_LIBRARY_PATH, or in
+// the file a spec names by path, for a command about to exec (it runs
+// with nsprof's credentials, which open the files): the command is
+// probed, and the processes it starts inherit the probes, across their
+// execs too, wherever they run the same files; a program that runs other
+// copies of them (in a container it starts) is not probed.
 func (ps *probeSet) resolveExec(argv, env []string) error {
 	exe, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -165,8 +168,14 @@ func (ps *probeSet) resolveExec(argv, env []string) error {
 	for i, spec := range ps.specs {
 		found, names := 0, map[string]bool{}
 		var errs []error
-		for j, p := range files {
-			if !spec.matchesFile(p) && !(j == 0 && spec.matchesFile(argv[0])) {
+		cands := files
+		if strings.Contains(spec.Lib, "/") && !slices.ContainsFunc(files, spec.matchesFile) {
+			// A path the program does not link, such as a library it
+			// loads with dlopen: the probe waits on its inode.
+			cands = append([]string{spec.Lib}, files...)
+		}
+		for j, p := range cands {
+			if !spec.matchesFile(p) && !(j == 0 && len(cands) == len(files) && spec.matchesFile(argv[0])) {
 				continue
 			}
 			names[p] = true

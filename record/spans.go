@@ -117,11 +117,15 @@ func (sp *spans) write(r *recorder, c openCall, tid int32, d int64, note string)
 // to its end, and the counts as metadata, and logs them.
 func (sp *spans) finish(r *recorder) {
 	end := r.now()
-	var gone uint64
+	var gone, doubt uint64
 	for tid, stack := range sp.threads {
 		for _, c := range stack {
 			if !r.opts.FS.TaskExists(int(c.pid), int(tid)) {
 				gone++ // ended inside the call: its end is unknown
+				continue
+			}
+			if r.lost > 0 {
+				doubt++ // its return may have been lost with the records
 				continue
 			}
 			sp.write(r, c, tid, end-c.time, "(still running when the recording stopped)")
@@ -133,7 +137,7 @@ func (sp *spans) finish(r *recorder) {
 	}
 	md := [][2]string{
 		{capture.MetaSpanCalls, strconv.FormatUint(sp.calls, 10)},
-		{capture.MetaSpanUnpaired, strconv.FormatUint(sp.unpaired+sp.deep+gone, 10)},
+		{capture.MetaSpanUnpaired, strconv.FormatUint(sp.unpaired+sp.deep+gone+doubt, 10)},
 		{capture.MetaSpanOpen, strconv.FormatUint(sp.open, 10)},
 	}
 	if err := writeMetadata(r.w, md); err != nil {
@@ -141,9 +145,9 @@ func (sp *spans) finish(r *recorder) {
 	}
 	r.notef("spans: %d probe hits read on %d functions; %d calls marked, %d still running at the end (marked up to it)",
 		sp.hits, len(sp.probes.sites), sp.calls, sp.open)
-	if n := sp.unpaired + sp.deep + gone; n > 0 {
-		r.logf("spans: %d probed calls not marked: %d returns without their entry (entered before the recording, or lost to a full ring), %d deeper than %d calls on a thread, %d of threads that ended inside them",
-			n, sp.unpaired, sp.deep, maxSpanDepth, gone)
+	if n := sp.unpaired + sp.deep + gone + doubt; n > 0 {
+		r.logf("spans: %d probed calls not marked: %d returns without their entry (entered before the recording, or lost to a full ring), %d deeper than %d calls on a thread, %d of threads that ended inside them, %d unfinished at the end when records were lost (their returns may have been)",
+			n, sp.unpaired, sp.deep, maxSpanDepth, gone, doubt)
 	}
 }
 
