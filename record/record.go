@@ -273,6 +273,15 @@ func (r *recorder) setup() error {
 			}
 			defer ps.close()
 			popts.Uprobes = ps.uprobes()
+			// Two records a call: a hot function fills the default
+			// rings as system calls do (see blockingRingPages).
+			if popts.RingPages == 0 {
+				popts.RingPages = perf.DefaultRingPages
+				if popts.UserStack > 0 {
+					popts.RingPages = perf.DefaultStackRingPages
+				}
+			}
+			popts.RingPages = max(popts.RingPages, blockingRingPages())
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {

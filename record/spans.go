@@ -145,6 +145,9 @@ func (sp *spans) finish(r *recorder) {
 	}
 	r.notef("spans: %d probe hits read on %d functions; %d calls marked, %d still running at the end (marked up to it)",
 		sp.hits, len(sp.probes.sites), sp.calls, sp.open)
+	if r.lost > 0 {
+		r.logf("spans: the rings lost %d records: the calls whose entry and return were both among them are missing from the marks", r.lost)
+	}
 	if n := sp.unpaired + sp.deep + gone + doubt; n > 0 {
 		r.logf("spans: %d probed calls not marked: %d returns without their entry (entered before the recording, or lost to a full ring), %d deeper than %d calls on a thread, %d of threads that ended inside them, %d unfinished at the end when records were lost (their returns may have been)",
 			n, sp.unpaired, sp.deep, maxSpanDepth, gone, doubt)
