@@ -36,7 +36,8 @@ func (o Options) stallThreshold() int64 {
 // stallsText writes the stall counts per group:name and the longest
 // stalls, each with the stack most of its thread's samples within it
 // share.
-func stallsText(w io.Writer, t *analyze.Timeline, st []analyze.Stall, counts []analyze.StallStats, o Options) {
+// Without the samples (stacks false), the stalls have no stack line.
+func stallsText(w io.Writer, t *analyze.Timeline, sel selection, st []analyze.Stall, counts []analyze.StallStats, stacks bool, o Options) {
 	if len(counts) == 0 {
 		return
 	}
@@ -48,9 +49,11 @@ func stallsText(w io.Writer, t *analyze.Timeline, st []analyze.Stall, counts []a
 		nameW = max(nameW, utf8.RuneCountInString(names[i]))
 	}
 	nameW = min(nameW, 48)
-	fmt.Fprintf(w, "%-*s %7s %7s\n", nameW, "Group:Name", "Calls", "Stalls")
+	from, to := max(sel.since, t.Start), min(sel.until, t.End)
+	fmt.Fprintf(w, "%-*s %7s %7s  %s\n", nameW, "Group:Name", "Calls", "Stalls", "timeline over "+seconds3(to-from)+" (# stall, . calls)")
 	for i, c := range counts {
-		fmt.Fprintln(w, textsafe.Cut(fmt.Sprintf("%-*s %7d %7d", nameW, textsafe.Cut(names[i], nameW), c.Calls, c.Stalls), o.Width))
+		strip := stallStrip(sel, c.Group, c.Name, from, to, o.stallThreshold())
+		fmt.Fprintln(w, textsafe.Cut(fmt.Sprintf("%-*s %7d %7d  |%s|", nameW, textsafe.Cut(names[i], nameW), c.Calls, c.Stalls, strip), o.Width))
 	}
 	if len(st) == 0 {
 		return
@@ -59,12 +62,17 @@ func stallsText(w io.Writer, t *analyze.Timeline, st []analyze.Stall, counts []a
 	if o.Limit > 0 {
 		rows = o.Limit
 	}
-	fmt.Fprintf(w, "\nLongest stalls (%d of %d), with the stack most of the thread's samples within share:\n", min(rows, len(st)), len(st))
+	with := ", with the stack most of the thread's samples within share"
+	if !stacks {
+		with = ""
+	}
+	fmt.Fprintf(w, "\nLongest stalls (%d of %d)%s:\n", min(rows, len(st)), len(st), with)
 	fmt.Fprintf(w, "%9s %11s %8s %8s  %s\n", "Time", "Duration", "PID", "TID", "Group:Name")
 	for _, s := range st[:min(rows, len(st))] {
 		line := fmt.Sprintf("%9s %11s %8d %8d  %s", seconds3(s.Time-t.Start), fmtDuration(float64(s.Duration)), s.PID, s.TID, textsafe.Escape(s.Group+":"+s.Name))
 		fmt.Fprintln(w, textsafe.Cut(line, o.Width))
 		switch {
+		case !stacks:
 		case s.Samples == 0:
 			fmt.Fprintln(w, "    no samples of the thread within it")
 		case len(s.Stack) > 0:
@@ -76,4 +84,27 @@ func stallsText(w io.Writer, t *analyze.Timeline, st []analyze.Stall, counts []a
 			fmt.Fprintln(w, textsafe.Cut(line, o.Width))
 		}
 	}
+}
+
+// stallStrip draws the calls of group:name between from and to in
+// sparkWidth columns: '#' where a stall runs, '.' where only shorter
+// calls start, ' ' where none does.
+func stallStrip(sel selection, group, name string, from, to, threshold int64) string {
+	b := []byte(strings.Repeat(" ", sparkWidth))
+	span := max(to-from, 1)
+	col := func(t int64) int { return int(min(max((t-from)*sparkWidth/span, 0), sparkWidth-1)) }
+	for i := range sel.marks {
+		m := &sel.marks[i]
+		if m.Group != group || m.Name != name || m.Time >= to || m.End() < from {
+			continue
+		}
+		if m.Duration > threshold {
+			for c := col(m.Time); c <= col(m.End()); c++ {
+				b[c] = '#'
+			}
+		} else if b[col(m.Time)] == ' ' {
+			b[col(m.Time)] = '.'
+		}
+	}
+	return string(b)
 }

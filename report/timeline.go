@@ -68,7 +68,7 @@ func timelineView(w io.Writer, t *analyze.Timeline, v *analyze.View, o Options) 
 	case ViewMarks:
 		marksText(w, analyze.MarkStats(sel.marks), o.Width)
 		st, counts := stalls(sel, v, o)
-		stallsText(w, t, st, counts, o)
+		stallsText(w, t, sel, st, counts, v != nil, o)
 		collectorText(w, t)
 	case ViewCounters:
 		countersText(w, t, sel.since, sel.until, o.Width)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,8 @@ func requireRoot(t *testing.T) {
 // --speedtrack, has a mark of group mainloop per iteration of its main
 // loop that dispatched (at least its 50 short callbacks), all paired; report --marks flags exactly one iteration over
 // 16 ms, the 100 ms one, and the stack of its thread's samples within it
-// holds slow_callback; the text view shows it too.
+// holds slow_callback; the text view shows it too, and Sysprof's own
+// reader reads the marks.
 func TestSpeedtrack(t *testing.T) {
 	requireRoot(t)
 	bin := mainloopFixture(t)
@@ -122,8 +124,23 @@ func checkSpeedtrack(t *testing.T, capPath, stderr string) {
 		t.Errorf("stall counts %+v, want %d calls, %d stalls", doc.StallCounts, n, len(doc.Stalls))
 	}
 	text, _, _ := nsprof(t, nil, "report", "--marks", capPath)
-	if !strings.Contains(text, "Stalls: probed calls over 16.000ms") || !strings.Contains(text, "slow_callback") {
-		t.Errorf("report --marks text lacks the stall:\n%s", text)
+	if !strings.Contains(text, "Stalls: probed calls over 16.000ms") || !strings.Contains(text, "slow_callback") ||
+		!regexp.MustCompile(`mainloop:g_main_context_dispatch +\d+ +\d+ +\|[ .]*#+[ .#]*\|`).MatchString(text) {
+		t.Errorf("report --marks text lacks the stall, on its timeline strip too:\n%s", text)
+	}
+	// Sysprof's own reader takes the capture, marks included.
+	lines, end := testutils.SysprofReadAll(t, capPath)
+	if !strings.Contains(end, "ok=1") {
+		t.Errorf("Sysprof's reader: %s", end)
+	}
+	sysMarks := 0
+	for _, l := range lines {
+		if strings.Contains(l, " MARK ") && strings.Contains(l, `group="mainloop"`) && strings.Contains(l, "g_main_context_dispatch") {
+			sysMarks++
+		}
+	}
+	if sysMarks != n {
+		t.Errorf("Sysprof's reader sees %d mainloop marks, want %d", sysMarks, n)
 	}
 	// A threshold above the iteration flags nothing.
 	if doc := reportMarks(t, capPath, "--stall", "10s"); len(doc.Stalls) != 0 {
