@@ -27,12 +27,32 @@ type probeSet struct {
 	mainThread []bool
 	// stack[i] records the user callchain with each entry of specs[i].
 	stack []bool
-	sites []probeSite
-	seen  map[siteKey]bool
+	// returns[i] also probes the returns of specs[i]'s functions.
+	returns []bool
+	sites   []probeSite
+	seen    map[siteKey]bool
+	// probes are what uprobes returned: the site and kind of each.
+	probes []probeRef
 }
 
-// probeSite is one function of one file, probed at its entry and its
-// returns: [perf.Options.Uprobes] 2i and 2i+1 are sites[i]'s.
+// probeRef is one probe of uprobes: the entry or a return of a site.
+type probeRef struct {
+	site int
+	ret  bool
+}
+
+// addSpec adds a spec to find, probed on main threads only or on every
+// thread, with the user callchain at entry or not, at its returns too or
+// not.
+func (ps *probeSet) addSpec(s ProbeSpec, mainThread, stack, returns bool) {
+	ps.specs = append(ps.specs, s)
+	ps.mainThread = append(ps.mainThread, mainThread)
+	ps.stack = append(ps.stack, stack)
+	ps.returns = append(ps.returns, returns)
+}
+
+// probeSite is one function of one file, probed at its entry and, as its
+// spec says, its returns.
 type probeSite struct {
 	spec   int    // index in probeSet.specs
 	name   string // the function's name
@@ -214,25 +234,30 @@ func noFuncError(spec ProbeSpec, what string, files map[string]bool, errs []erro
 	return err
 }
 
-// uprobes returns the perf probes of the sites: entry, then return, for
-// each. Their paths name the held files (/proc/self/fd/N): the kernel
-// probes the inode read, in whatever mount namespace it is. They are
-// valid until close.
+// uprobes returns the perf probes of the sites: the entry of each, then
+// its returns when its spec asks. Their paths name the held files
+// (/proc/self/fd/N): the kernel probes the inode read, in whatever mount
+// namespace it is. They are valid until close.
 func (ps *probeSet) uprobes() []perf.Uprobe {
 	var us []perf.Uprobe
-	for _, s := range ps.sites {
+	ps.probes = ps.probes[:0]
+	for i, s := range ps.sites {
 		p := fmt.Sprintf("/proc/self/fd/%d", s.file.Fd())
-		us = append(us,
-			perf.Uprobe{Path: p, Offset: s.offset, Stack: ps.stack[s.spec], MainThread: ps.mainThread[s.spec]},
-			perf.Uprobe{Path: p, Offset: s.offset, Return: true, MainThread: ps.mainThread[s.spec]})
+		us = append(us, perf.Uprobe{Path: p, Offset: s.offset, Stack: ps.stack[s.spec], MainThread: ps.mainThread[s.spec]})
+		ps.probes = append(ps.probes, probeRef{site: i})
+		if ps.returns[s.spec] {
+			us = append(us, perf.Uprobe{Path: p, Offset: s.offset, Return: true, MainThread: ps.mainThread[s.spec]})
+			ps.probes = append(ps.probes, probeRef{site: i, ret: true})
+		}
 	}
 	return us
 }
 
-// site returns the site of probe i of uprobes and whether it is a
-// return.
-func (ps *probeSet) site(i int) (*probeSite, bool) {
-	return &ps.sites[i/2], i%2 == 1
+// site returns the index in sites of probe i of uprobes and whether it is
+// a return.
+func (ps *probeSet) site(i int) (int, bool) {
+	r := ps.probes[i]
+	return r.site, r.ret
 }
 
 // close closes the files held for the kernel; the probes, once open, do

@@ -60,7 +60,7 @@ func (sp *spans) handle(r *recorder, rec *perf.Record) bool {
 	s := &rec.Sample
 	site, ret := sp.probes.site(i)
 	tid, t := int32(s.TID), int64(s.Time)
-	if sp.probes.mainThread[site.spec] && s.PID != s.TID {
+	if sp.probes.mainThread[sp.probes.sites[site].spec] && s.PID != s.TID {
 		return true // a thread created by the main thread inherited it
 	}
 	stack := sp.threads[tid]
@@ -69,13 +69,13 @@ func (sp *spans) handle(r *recorder, rec *perf.Record) bool {
 			sp.deep++
 			return true
 		}
-		sp.threads[tid] = append(stack, openCall{site: i / 2, time: t, pid: int32(s.PID)})
+		sp.threads[tid] = append(stack, openCall{site: site, time: t, pid: int32(s.PID)})
 		return true
 	}
 	// The innermost open call of the same site; calls of other sites
 	// above it lost their returns.
 	for j := len(stack) - 1; j >= 0; j-- {
-		if stack[j].site != i/2 {
+		if stack[j].site != site {
 			continue
 		}
 		if t < stack[j].time {
@@ -162,13 +162,11 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 	ps := &probeSet{}
 	var groups []string
 	if o.MainLoop {
-		ps.specs = append(ps.specs, mainLoopSpec)
-		ps.mainThread, ps.stack = append(ps.mainThread, true), append(ps.stack, false)
+		ps.addSpec(mainLoopSpec, true, false, true)
 		groups = append(groups, capture.MainLoopGroup)
 	}
 	for _, s := range o.Spans {
-		ps.specs = append(ps.specs, s)
-		ps.mainThread, ps.stack = append(ps.mainThread, false), append(ps.stack, false)
+		ps.addSpec(s, false, false, true)
 		groups = append(groups, capture.SpanGroup)
 	}
 	var err error
@@ -176,10 +174,22 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 	case "command":
 		err = ps.resolveExec(o.Command, o.Env)
 	case "pids":
+		// A process that lacks a function is left unprobed, unless
+		// every one does.
+		failed := 0
 		for _, pid := range o.PIDs {
-			if err = ps.resolvePID(o.FS, pid); err != nil {
-				break
+			if perr := ps.resolvePID(o.FS, pid); perr != nil {
+				failed++
+				if err == nil {
+					err = perr
+				}
+				if len(o.PIDs) > 1 {
+					r.logf("%v; pid %d is not probed for it", perr, pid)
+				}
 			}
+		}
+		if failed < len(o.PIDs) {
+			err = nil
 		}
 	}
 	if err != nil {
