@@ -157,3 +157,21 @@ func (r *Reader) Uprobe(s *Sample) (int, bool) {
 	i, ok := r.res.uprobes[s.Identifier]
 	return i, ok
 }
+
+// ErrNoUprobePermission is returned by [UprobesUsable] to a process that
+// is not root: the uprobe PMU wants CAP_PERFMON.
+var ErrNoUprobePermission = errors.New("user probes need root or CAP_PERFMON")
+
+// UprobesUsable returns nil when this process can open [Uprobe]s: the
+// kernel has the uprobe PMU ([ErrNoUprobes]) and the process is root
+// (else [ErrNoUprobePermission]; a process given CAP_PERFMON alone is
+// taken for one without it).
+func UprobesUsable() error {
+	if _, err := lookupUprobePMU(); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return ErrNoUprobePermission
+	}
+	return nil
+}

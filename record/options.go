@@ -73,6 +73,10 @@ type Options struct {
 	// libglib-2.0, probed with uprobes): marks of group MainLoopGroup,
 	// as Sysprof's --speedtrack. It needs a command or PIDs.
 	MainLoop bool
+	// SpeedtrackPreload records MainLoop with the preload library (see
+	// FindSpeedtrackLib) even where user probes work: the fallback
+	// where they do not (no uprobe PMU, not root), chosen by itself.
+	SpeedtrackPreload bool
 	// Spans marks each call of the functions named, on every thread:
 	// marks of group capture.SpanGroup named after the function. They need a
 	// command or PIDs.

@@ -114,6 +114,9 @@ type recorder struct {
 	off        *offCPU   // with Options.OffCPU
 	block      *blocking // with Options.Blocking
 	spans      *spans    // with Options.MainLoop or Options.Spans
+	// mainLoopPreloaded says Options.MainLoop is recorded by the
+	// preload library (see mainLoopPreload), not by user probes.
+	mainLoopPreloaded bool
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -205,8 +208,19 @@ func (r *recorder) setup() error {
 		}
 		pass = append(pass, p)
 	}
+	traces := o.traceVars()
+	if o.MainLoop {
+		tv, ok, err := r.mainLoopPreload()
+		if err != nil {
+			return err
+		}
+		if ok {
+			traces = append(traces, tv)
+			r.mainLoopPreloaded = true
+		}
+	}
 	if len(o.Command) > 0 {
-		c, err := spawn(o.Command, o.Env, o.traceVars(), pass)
+		c, err := spawn(o.Command, o.Env, traces, pass)
 		if r.mp != nil {
 			r.mp.send.Close()
 		}
@@ -266,7 +280,7 @@ func (r *recorder) setup() error {
 			}
 			r.block.setup(&popts)
 		}
-		if o.MainLoop || len(o.Spans) > 0 {
+		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 {
 			ps, err := r.setupSpans(mode)
 			if err != nil {
 				return err

@@ -161,7 +161,7 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 	o := r.opts
 	ps := &probeSet{}
 	var groups []string
-	if o.MainLoop {
+	if o.MainLoop && !r.mainLoopPreloaded {
 		ps.addSpec(mainLoopSpec, true, false, true)
 		groups = append(groups, capture.MainLoopGroup)
 	}

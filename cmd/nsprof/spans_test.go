@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"nsprof/capture"
 	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
+	"nsprof/record"
 )
 
 // marksDoc is what the probe tests read of report --marks --json.
@@ -78,7 +80,38 @@ func TestSpeedtrack(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("record --speedtrack: status %d\n%s", status, stderr)
 	}
-	checkSpeedtrack(t, capPath, stderr)
+	if !strings.Contains(stderr, "spans: ") || strings.Contains(stderr, "not marked") {
+		t.Errorf("want the spans note and no unpaired calls:\n%s", stderr)
+	}
+	checkSpeedtrack(t, capPath, "g_main_context_dispatch")
+}
+
+// TestSpeedtrackPreload: the same with the LD_PRELOAD fallback
+// (--speedtrack-preload, as where user probes cannot be placed): marks
+// of the main loop's busy time between two polls, one per dispatching
+// iteration but the last, the slow one flagged with slow_callback in its
+// stack.
+func TestSpeedtrackPreload(t *testing.T) {
+	requireRoot(t)
+	bin := mainloopFixture(t)
+	gcc := testutils.LookPathOrSkip(t, "gcc")
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "preload", "speedtrack.c")
+	lib := filepath.Join(t.TempDir(), record.SpeedtrackLibName)
+	cmd := exec.Command(gcc, "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden", "-o", lib, src, "-ldl")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", src, err, b)
+	}
+	t.Setenv(record.SpeedtrackLibEnv, lib)
+	capPath := filepath.Join(t.TempDir(), "preload.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "-v", "--speedtrack", "--speedtrack-preload", "-o", capPath, "--", bin)
+	if status != 0 {
+		t.Fatalf("record --speedtrack --speedtrack-preload: status %d\n%s", status, stderr)
+	}
+	if !strings.Contains(stderr, "main-loop iterations are measured by "+lib) {
+		t.Errorf("want the fallback said:\n%s", stderr)
+	}
+	checkSpeedtrack(t, capPath, "busy between polls")
 }
 
 // mainloopFixture builds the GLib main-loop fixture.
@@ -87,18 +120,15 @@ func mainloopFixture(t *testing.T) string {
 }
 
 // checkSpeedtrack checks a --speedtrack capture of the main-loop fixture
-// (see TestSpeedtrack) and the log of its recording.
-func checkSpeedtrack(t *testing.T, capPath, stderr string) {
+// (see TestSpeedtrack), whose marks are named name.
+func checkSpeedtrack(t *testing.T, capPath, name string) {
 	t.Helper()
-	if !strings.Contains(stderr, "spans: ") || strings.Contains(stderr, "not marked") {
-		t.Errorf("want the spans note and no unpaired calls:\n%s", stderr)
-	}
 	var n int
 	for _, f := range readClean(t, capPath) {
 		if m, ok := f.(*capture.Mark); ok && m.Group == capture.MainLoopGroup {
 			n++
-			if m.Name != "g_main_context_dispatch" || m.Message != "" {
-				t.Errorf("mark %s:%s %q, want mainloop:g_main_context_dispatch without a message", m.Group, m.Name, m.Message)
+			if m.Name != name || m.Message != "" {
+				t.Errorf("mark %s:%s %q, want mainloop:%s without a message", m.Group, m.Name, m.Message, name)
 			}
 		}
 	}
@@ -114,8 +144,8 @@ func checkSpeedtrack(t *testing.T, capPath, stderr string) {
 		t.Fatalf("stalls over %d ns: %+v, want one of 100 ms or more: the slow iteration", doc.StallNs, doc.Stalls)
 	}
 	st := long[0]
-	if st.Name != "g_main_context_dispatch" || st.TID != st.PID {
-		t.Errorf("stall %+v: want g_main_context_dispatch on the main thread", st)
+	if st.Name != name || st.TID != st.PID {
+		t.Errorf("stall %+v: want %s on the main thread", st, name)
 	}
 	if !slices.Contains(st.Stack, "slow_callback") || st.StackSamples == 0 {
 		t.Errorf("stall stack %v (%d of %d samples): want slow_callback in it", st.Stack, st.StackSamples, st.Samples)
@@ -125,7 +155,7 @@ func checkSpeedtrack(t *testing.T, capPath, stderr string) {
 	}
 	text, _, _ := nsprof(t, nil, "report", "--marks", capPath)
 	if !strings.Contains(text, "Stalls: probed calls over 16.000ms") || !strings.Contains(text, "slow_callback") ||
-		!regexp.MustCompile(`mainloop:g_main_context_dispatch +\d+ +\d+ +\|[ .]*#+[ .#]*\|`).MatchString(text) {
+		!regexp.MustCompile(`mainloop:`+name+` +\d+ +\d+ +\|[ .]*#+[ .#]*\|`).MatchString(text) {
 		t.Errorf("report --marks text lacks the stall, on its timeline strip too:\n%s", text)
 	}
 	// Sysprof's own reader takes the capture, marks included.
@@ -135,7 +165,7 @@ func checkSpeedtrack(t *testing.T, capPath, stderr string) {
 	}
 	sysMarks := 0
 	for _, l := range lines {
-		if strings.Contains(l, " MARK ") && strings.Contains(l, `group="mainloop"`) && strings.Contains(l, "g_main_context_dispatch") {
+		if strings.Contains(l, " MARK ") && strings.Contains(l, `group="mainloop"`) && strings.Contains(l, `name="`+name+`"`) {
 			sysMarks++
 		}
 	}
@@ -162,7 +192,7 @@ func TestSpeedtrackPodmanRootless(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("record --speedtrack -p %d: status %d\n%s", pid, status, stderr)
 	}
-	checkSpeedtrack(t, capPath, stderr)
+	checkSpeedtrack(t, capPath, "g_main_context_dispatch")
 }
 
 // TestSpan: --span PROGRAM:fixture_work marks the 10 calls of the spans
