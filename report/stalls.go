@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/textsafe"
 )
 
@@ -42,6 +43,10 @@ func stallsText(w io.Writer, t *analyze.Timeline, sel selection, st []analyze.St
 		return
 	}
 	fmt.Fprintf(w, "\nStalls: probed calls over %s\n", fmtDuration(float64(o.stallThreshold())))
+	if n := t.Metadata[capture.MetaSpanUnpaired]; n != "" && n != "0" {
+		fmt.Fprintf(w, "warning: %s probed calls were not marked (their entry or return was lost, or they ran on when the recording stopped; %s)\n",
+			textsafe.Escape(n), capture.MetaSpanUnpaired)
+	}
 	nameW := len("Group:Name")
 	names := make([]string, len(counts))
 	for i, c := range counts {

@@ -24,7 +24,8 @@ func TestStallsText(t *testing.T) {
 		marks = append(marks, mark(i*10_000_000, 1_000_000))
 	}
 	marks = append(marks, mark(500_000_000, 250_000_000), mark(900_000_000, 20_000_000))
-	tl := &analyze.Timeline{Start: start, End: start + 1_000_000_000, Marks: marks}
+	tl := &analyze.Timeline{Start: start, End: start + 1_000_000_000, Marks: marks,
+		Metadata: map[string]string{capture.MetaSpanUnpaired: "3"}}
 	var b bytes.Buffer
 	if err := Generate(&b, Data{Timeline: tl}, Options{View: ViewMarks}); err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestStallsText(t *testing.T) {
 		"Stalls: probed calls over 16.000ms",
 		"mainloop:g_main_context_dispatch      12       2  |....                ###########     #   |",
 		"Longest stalls (2 of 2)",
+		"warning: 3 probed calls were not marked",
 		"   0.500s   250.000ms       42       42  mainloop:g_main_context_dispatch\n   0.900s",
 	} {
 		if !strings.Contains(out, want) {
