@@ -28,6 +28,11 @@ type spans struct {
 	probes  *probeSet
 	groups  []string // the mark group of each spec
 	threads map[int32][]openCall
+	// early are, per thread, the returns read before their entries: the
+	// rings are merged in time order per batch, and a thread that moved
+	// to another CPU between its entry and its return may have its return
+	// in one batch and its entry in the next. The last maxEarly are kept.
+	early map[int32][]openCall
 	// calls counts the marks written; unpaired the returns without an
 	// entry (entered before the recording, or an entry lost to a full
 	// ring); deep the entries past maxSpanDepth; open the calls still
@@ -46,7 +51,7 @@ type openCall struct {
 }
 
 func newSpans(ps *probeSet, groups []string) *spans {
-	return &spans{probes: ps, groups: groups, threads: make(map[int32][]openCall)}
+	return &spans{probes: ps, groups: groups, threads: make(map[int32][]openCall), early: make(map[int32][]openCall)}
 }
 
 // handle takes a sample of the perf rings and reports whether it was a
@@ -59,18 +64,36 @@ func (sp *spans) handle(r *recorder, rec *perf.Record) bool {
 	sp.hits++
 	s := &rec.Sample
 	site, ret := sp.probes.site(i)
-	tid, t := int32(s.TID), int64(s.Time)
 	if sp.probes.mainThread[sp.probes.sites[site].spec] && s.PID != s.TID {
 		return true // a thread created by the main thread inherited it
 	}
+	sp.hit(int32(s.PID), int32(s.TID), site, ret, int64(s.Time), func(c openCall, tid int32, d int64) {
+		sp.write(r, c, tid, d, "")
+	})
+	return true
+}
+
+// hit pairs an entry (ret false) or a return of site on thread tid at
+// time t with what the thread hit before, and calls done with each call
+// it completes: its entry, thread and duration.
+func (sp *spans) hit(pid, tid int32, site int, ret bool, t int64, done func(c openCall, tid int32, d int64)) {
 	stack := sp.threads[tid]
 	if !ret {
+		if e := sp.early[tid]; len(e) > 0 {
+			for j := range e {
+				if e[j].site == site && e[j].time >= t {
+					done(openCall{site: site, time: t, pid: pid}, tid, e[j].time-t)
+					sp.early[tid] = append(e[:j], e[j+1:]...)
+					return
+				}
+			}
+		}
 		if len(stack) >= maxSpanDepth {
 			sp.deep++
-			return true
+			return
 		}
-		sp.threads[tid] = append(stack, openCall{site: site, time: t, pid: int32(s.PID)})
-		return true
+		sp.threads[tid] = append(stack, openCall{site: site, time: t, pid: pid})
+		return
 	}
 	// The innermost open call of the same site; calls of other sites
 	// above it lost their returns.
@@ -82,13 +105,22 @@ func (sp *spans) handle(r *recorder, rec *perf.Record) bool {
 			break
 		}
 		sp.unpaired += uint64(len(stack) - 1 - j)
-		sp.write(r, stack[j], tid, t-stack[j].time, "")
+		done(stack[j], tid, t-stack[j].time)
 		sp.threads[tid] = stack[:j]
-		return true
+		return
 	}
-	sp.unpaired++
-	return true
+	// No entry yet: kept for an entry read later, or counted unpaired
+	// (at finish, or when pushed out).
+	e := sp.early[tid]
+	if len(e) == maxEarly {
+		sp.unpaired++
+		e = append(e[:0], e[1:]...)
+	}
+	sp.early[tid] = append(e, openCall{site: site, time: t, pid: pid})
 }
+
+// maxEarly bounds the returns kept per thread for an entry read later.
+const maxEarly = 4
 
 // write writes the mark of one call.
 func (sp *spans) write(r *recorder, c openCall, tid int32, d int64, note string) {
@@ -131,6 +163,9 @@ func (sp *spans) finish(r *recorder) {
 			sp.write(r, c, tid, end-c.time, "(still running when the recording stopped)")
 			sp.open++
 		}
+	}
+	for _, e := range sp.early {
+		sp.unpaired += uint64(len(e))
 	}
 	if r.writeErr != nil {
 		return
