@@ -35,9 +35,9 @@ type spans struct {
 	early map[int32][]openCall
 	// calls counts the marks written; unpaired the returns without an
 	// entry (entered before the recording, or an entry lost to a full
-	// ring); deep the entries past maxSpanDepth; open the calls still
-	// running at the end (written up to it); gone those of threads that
-	// ended inside (not written).
+	// ring) and the entries whose return was lost under a later call;
+	// deep the entries past maxSpanDepth; open the calls still running
+	// at the end (written up to it).
 	calls, unpaired, deep, open uint64
 	// hits counts the entries and returns read.
 	hits uint64
