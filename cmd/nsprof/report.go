@@ -97,7 +97,8 @@ stack; with --json, --tree, --bottom-up or --by it is a shorthand for
 Instead of samples, --marks prints per group:name mark counts and durations
 (min, max, mean, median, p95), the probed calls of record --speedtrack and
 --span over --stall (16ms, one frame at 60 Hz, by default) with the longest
-of them and the stack most of their thread's samples within share, and what
+of them and the stack most of their thread's samples within share (in JSON:
+"stall_threshold_ns", "stall_counts", "stalls"), and what
 the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
 with a sparkline, --processes process lifetimes, pids inside and outside
 their namespace, container and command line, with each thread under its
