@@ -46,10 +46,14 @@ build: preload
 # its own hooks.
 CC ?= cc
 PRELOAD_CFLAGS ?= -O2 -g -Wall -Wextra
-preload: bin/libnsprof-memprof.so
+preload: bin/libnsprof-memprof.so bin/libnsprof-speedtrack.so
 bin/libnsprof-memprof.so: preload/memprof.c preload/memprof.h
 	@mkdir -p bin
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -pthread -o $@ preload/memprof.c -ldl -lm
+# The --speedtrack fallback where user probes cannot be placed.
+bin/libnsprof-speedtrack.so: preload/speedtrack.c
+	@mkdir -p bin
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ preload/speedtrack.c -ldl
 
 # The demo runs the main job: `nsprof record` (as root) on a bundled Go
 # program that also adds its own marks, counters and logs through

@@ -61,6 +61,17 @@ const (
 	// MetaCollectorLostEstimate estimates the frames lost meanwhile, at
 	// the rate each thread filled its ring.
 	MetaCollectorLostEstimate = "nsprof.collector.lost-estimate"
+
+	// MetaSpanCalls counts the marks of probed calls (--speedtrack,
+	// --span) written.
+	MetaSpanCalls = "nsprof.spans.calls"
+	// MetaSpanUnpaired counts the probed calls not marked: returns
+	// without their entry, entries without their return, calls nested
+	// too deep.
+	MetaSpanUnpaired = "nsprof.spans.unpaired"
+	// MetaSpanOpen counts the probed calls still running when the
+	// recording stopped, marked up to its end.
+	MetaSpanOpen = "nsprof.spans.open"
 )
 
 // KallsymsFile is where nsprof record and Sysprof 45+ embed the kernel's

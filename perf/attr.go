@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"nsprof/internal/unix"
@@ -205,6 +206,10 @@ type Options struct {
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
 	ContextSwitch bool
+	// Uprobes are user probes recorded for the same tasks into the same
+	// rings, every hit; [Reader.Uprobe] tells their samples apart. They
+	// need the kernel's uprobe PMU ([ErrNoUprobes]) and CAP_PERFMON.
+	Uprobes []Uprobe
 }
 
 // settings is Options with defaults applied and checked against the host.
@@ -218,6 +223,8 @@ type settings struct {
 	tpNames  []string
 	// mainTP is the id of EventTracepoint, 0 without.
 	mainTP uint64
+	// uprobe is the uprobe PMU, with Uprobes.
+	uprobe uprobePMU
 }
 
 func (o Options) settings(pageSize int, goarch string) (settings, error) {
@@ -266,6 +273,18 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 		s.tpStack = append(s.tpStack, i >= len(o.Tracepoints))
 		s.tpUser = append(s.tpUser, i >= len(o.Tracepoints)+len(o.StackTracepoints))
 		s.tpNames = append(s.tpNames, name)
+	}
+	if len(o.Uprobes) > 0 {
+		pmu, err := lookupUprobePMU()
+		if err != nil {
+			return s, err
+		}
+		s.uprobe = pmu
+		for _, u := range o.Uprobes {
+			if u.Path == "" || strings.IndexByte(u.Path, 0) >= 0 {
+				return s, fmt.Errorf("%v: the path must be non-empty, without NUL", u)
+			}
+		}
 	}
 	size := s.RingPages * pageSize
 	if int(o.UserStack)*2 > size {

@@ -7,7 +7,8 @@
 // samples with callchains (and optionally user registers and stack bytes
 // for DWARF unwinding), MMAP2 with build IDs, COMM, FORK, EXIT and the
 // kernel's loss and throttling notices; [Options.Tracepoints] adds
-// tracepoint hits to the same rings. Timestamps use CLOCK_MONOTONIC.
+// tracepoint hits to the same rings, and [Options.Uprobes] the hits of
+// user probes (uprobes and uretprobes, told apart by [Reader.Uprobe]). Timestamps use CLOCK_MONOTONIC.
 // Records of one CPU are in time order; records of different CPUs are
 // not merged, so a consumer that needs a global order sorts by
 // [Record.Time] over a window.

@@ -101,6 +101,9 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 					return nil, fmt.Errorf("redirect tracepoint %s of pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
 				}
 			}
+			if err := s.openUprobes(res, pid, cpu, owner, target.isProcess(pid), systemWide, target.kind == targetExec); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(res.rings) == 0 {

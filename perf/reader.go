@@ -20,6 +20,9 @@ type resources struct {
 	fds   []int
 	rings []*ring
 	poll  poller
+	// uprobes maps the ids of the Uprobes events to their index in
+	// Options.Uprobes.
+	uprobes map[uint64]int
 }
 
 // close releases everything once; later calls do nothing.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,6 +57,17 @@ func (t Target) String() string {
 		return fmt.Sprintf("pids %v", t.ids)
 	}
 	return fmt.Sprintf("exec of pid %v", t.ids)
+}
+
+// isProcess reports whether task tid is the main thread of a process
+// the target names: a pid of [Processes] or [Exec]; every task of the
+// other targets.
+func (t Target) isProcess(tid int) bool {
+	switch t.kind {
+	case targetProcesses, targetExec:
+		return slices.Contains(t.ids, tid)
+	}
+	return true
 }
 
 // tids returns the tasks to open events for; nil means all (pid -1).

@@ -31,30 +31,37 @@ const memprofPoll = 2 * time.Millisecond
 // file $NSPROF_MEMPROF_LIB names, else libnsprof-memprof.so next to the
 // running executable or in ../lib/nsprof beside it.
 func FindMemprofLib() (string, error) {
-	if p := os.Getenv(MemprofLibEnv); p != "" {
+	return findPreloadLib(MemprofLibName, MemprofLibEnv)
+}
+
+// findPreloadLib returns the absolute path of the preload library name:
+// the file $env names, else name next to the running executable or in
+// ../lib/nsprof beside it.
+func findPreloadLib(name, env string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return "", err
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("%s: %w", MemprofLibEnv, err)
+			return "", fmt.Errorf("%s: %w", env, err)
 		}
 		return abs, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("find %s: %w", MemprofLibName, err)
+		return "", fmt.Errorf("find %s: %w", name, err)
 	}
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
 	dir := filepath.Dir(exe)
-	for _, p := range []string{filepath.Join(dir, MemprofLibName), filepath.Join(dir, "..", "lib", "nsprof", MemprofLibName)} {
+	for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, "..", "lib", "nsprof", name)} {
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s not found next to %s (build it with make, or set %s)", MemprofLibName, exe, MemprofLibEnv)
+	return "", fmt.Errorf("%s not found next to %s (build it with make, or set %s)", name, exe, env)
 }
 
 // memprof receives the rings of the processes the preload library is

@@ -68,6 +68,19 @@ type Options struct {
 	// group "syscall" with the thread's user stack at entry (see
 	// blocking). It needs the raw_syscalls tracepoints.
 	Blocking time.Duration
+	// MainLoop marks each dispatch of a GLib main context on the main
+	// thread of each recorded process (g_main_context_dispatch of its
+	// libglib-2.0, probed with uprobes): marks of group MainLoopGroup,
+	// as Sysprof's --speedtrack. It needs a command or PIDs.
+	MainLoop bool
+	// SpeedtrackPreload records MainLoop with the preload library (see
+	// FindSpeedtrackLib) even where user probes work: the fallback
+	// where they do not (no uprobe PMU, not root), chosen by itself.
+	SpeedtrackPreload bool
+	// Spans marks each call of the functions named, on every thread:
+	// marks of group capture.SpanGroup named after the function. They need a
+	// command or PIDs.
+	Spans []ProbeSpec
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -190,6 +203,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.OffCPU && o.Tracepoint == switchTracepoint {
 		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")
+	}
+	if (o.MainLoop || len(o.Spans) > 0) && (o.NoPerf || o.System || (len(o.Command) == 0 && len(o.PIDs) == 0)) {
+		return errors.New("main-loop and span probes need perf events and a command or pids (not the whole system)")
 	}
 	if o.Memprof && o.SysprofMemprof {
 		return errors.New("memprof and Sysprof's memprof cannot both be loaded")

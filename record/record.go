@@ -113,6 +113,10 @@ type recorder struct {
 	clonesTP   []*perf.Tracepoint
 	off        *offCPU   // with Options.OffCPU
 	block      *blocking // with Options.Blocking
+	spans      *spans    // with Options.MainLoop or Options.Spans
+	// mainLoopPreloaded says Options.MainLoop is recorded by the
+	// preload library (see mainLoopPreload), not by user probes.
+	mainLoopPreloaded bool
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -204,8 +208,19 @@ func (r *recorder) setup() error {
 		}
 		pass = append(pass, p)
 	}
+	traces := o.traceVars()
+	if o.MainLoop {
+		tv, ok, err := r.mainLoopPreload()
+		if err != nil {
+			return err
+		}
+		if ok {
+			traces = append(traces, tv)
+			r.mainLoopPreloaded = true
+		}
+	}
 	if len(o.Command) > 0 {
-		c, err := spawn(o.Command, o.Env, o.traceVars(), pass)
+		c, err := spawn(o.Command, o.Env, traces, pass)
 		if r.mp != nil {
 			r.mp.send.Close()
 		}
@@ -264,6 +279,23 @@ func (r *recorder) setup() error {
 				return err
 			}
 			r.block.setup(&popts)
+		}
+		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 {
+			ps, err := r.setupSpans(mode)
+			if err != nil {
+				return err
+			}
+			defer ps.close()
+			popts.Uprobes = ps.uprobes()
+			// Two records a call: a hot function fills the default
+			// rings as system calls do (see blockingRingPages).
+			if popts.RingPages == 0 {
+				popts.RingPages = perf.DefaultRingPages
+				if popts.UserStack > 0 {
+					popts.RingPages = perf.DefaultStackRingPages
+				}
+			}
+			popts.RingPages = max(popts.RingPages, blockingRingPages())
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -636,6 +668,9 @@ func (r *recorder) handle(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordSample:
 		s := &rec.Sample
+		if r.spans != nil && r.spans.handle(r, rec) {
+			return
+		}
 		if len(s.RawData) > 4 {
 			for _, tp := range r.clonesTP {
 				if tp.Matches(s.RawData) {
@@ -762,6 +797,9 @@ func (r *recorder) finish() {
 	}
 	if r.block != nil {
 		r.block.finish(r)
+	}
+	if r.spans != nil {
+		r.spans.finish(r)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)

@@ -3,11 +3,13 @@ package record
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 
+	"nsprof/capture"
 	"nsprof/internal/unix"
 )
 
@@ -28,6 +30,10 @@ type TraceVar struct {
 	Name string
 	// Extra environment set with it, such as GJS_ENABLE_PROFILER=1.
 	Extra []string
+	// Header has the recorder write the capture's file header before
+	// the command starts, so that the command's processes, which share
+	// the descriptor's offset, only append frames.
+	Header bool
 }
 
 // passFile is a descriptor handed to the command as variable name, with
@@ -91,6 +97,13 @@ func spawn(argv, env []string, traces []TraceVar, pass []passFile) (c *child, er
 		}
 		f := os.NewFile(uintptr(fd), tv.Name)
 		c.traces = append(c.traces, traceFD{name: tv.Name, file: f})
+		if tv.Header {
+			// A plain io.Writer: the Writer must not patch the header
+			// later, it is dropped unclosed.
+			if _, err := capture.NewWriter(struct{ io.Writer }{f}); err != nil {
+				return nil, fmt.Errorf("trace fd for %s: %w", tv.Name, err)
+			}
+		}
 		vars = append(vars, fmt.Sprintf("%s=%d", tv.Name, 3+len(extra)))
 		vars = append(vars, tv.Extra...)
 		extra = append(extra, f)

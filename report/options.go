@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"nsprof/analyze"
 )
@@ -102,6 +103,10 @@ type Options struct {
 	// Width cuts text lines to this many columns, as a terminal's width.
 	// Default 0: lines are not cut.
 	Width int
+	// Stall is the duration over which the marks view flags a probed
+	// call (a mark of --speedtrack or --span) as a stall. Default 0:
+	// [analyze.DefaultStall], one frame at 60 Hz.
+	Stall time.Duration
 	// Damage is the error that ended loading the data early, if any: the
 	// JSON document has it as capture.damage, and the memory view's text
 	// starts with it as a warning. Default nil.
@@ -114,7 +119,9 @@ type Data struct {
 	// and [ViewBottomUp], and of [ViewMemory], where it must weigh an
 	// allocation type (alloc_space, ...).
 	View *analyze.View
-	// Timeline is the timeline of the timeline views.
+	// Timeline is the timeline of the timeline views. The marks view
+	// also takes View, when set, for the stacks of the stalls (see
+	// [analyze.View.StallStacks]).
 	Timeline *analyze.Timeline
 }
 
@@ -128,7 +135,7 @@ func Generate(w io.Writer, d Data, o Options) error {
 		if d.Timeline == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.Timeline", o.View, errNoData)
 		}
-		return timelineView(w, d.Timeline, o)
+		return timelineView(w, d.Timeline, d.View, o)
 	case o.View == ViewMemory:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

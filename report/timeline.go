@@ -58,15 +58,17 @@ func countsText(samples int64, sampled, processes int) string {
 }
 
 // timelineView writes a timeline view of t.
-func timelineView(w io.Writer, t *analyze.Timeline, o Options) error {
+func timelineView(w io.Writer, t *analyze.Timeline, v *analyze.View, o Options) error {
 	sel := selectTimeline(t, o.Select.Filter)
 	if o.Format == JSON {
-		return timelineJSON(w, t, o, sel)
+		return timelineJSON(w, t, v, o, sel)
 	}
 	_, err := fmt.Fprintf(w, "%s: %s, %s\n", textsafe.Escape(o.File), seconds3(t.Duration()), countsText(int64(t.Samples), t.SampledProcesses(), len(t.Processes)))
 	switch o.View {
 	case ViewMarks:
 		marksText(w, analyze.MarkStats(sel.marks), o.Width)
+		st, counts := stalls(sel, v, o)
+		stallsText(w, t, sel, st, counts, v != nil, o)
 		collectorText(w, t)
 	case ViewCounters:
 		countersText(w, t, sel.since, sel.until, o.Width)

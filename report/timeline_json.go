@@ -10,14 +10,19 @@ import (
 // with the view's own field.
 type (
 	jsonTimeline struct {
-		Schema    string                       `json:"schema"`
-		Capture   jsonTimelineCapture          `json:"capture"`
-		View      string                       `json:"view"`
-		Marks     []analyze.MarkStat           `json:"marks,omitempty"`
-		Counters  []jsonCounter                `json:"counters,omitempty"`
-		Processes []jsonProcess                `json:"processes,omitempty"`
-		Logs      []jsonLog                    `json:"logs,omitempty"`
-		Frames    map[string]analyze.FrameStat `json:"frames,omitempty"`
+		Schema  string              `json:"schema"`
+		Capture jsonTimelineCapture `json:"capture"`
+		View    string              `json:"view"`
+		Marks   []analyze.MarkStat  `json:"marks,omitempty"`
+		// StallCounts and Stalls: the probed calls over the stall
+		// threshold (StallNs), with the marks view.
+		StallNs     int64                        `json:"stall_threshold_ns,omitempty"`
+		StallCounts []analyze.StallStats         `json:"stall_counts,omitempty"`
+		Stalls      []analyze.Stall              `json:"stalls,omitempty"`
+		Counters    []jsonCounter                `json:"counters,omitempty"`
+		Processes   []jsonProcess                `json:"processes,omitempty"`
+		Logs        []jsonLog                    `json:"logs,omitempty"`
+		Frames      map[string]analyze.FrameStat `json:"frames,omitempty"`
 	}
 	jsonTimelineCapture struct {
 		File        string            `json:"file"`
@@ -75,7 +80,7 @@ type (
 	}
 )
 
-func timelineJSON(w io.Writer, t *analyze.Timeline, o Options, sel selection) error {
+func timelineJSON(w io.Writer, t *analyze.Timeline, v *analyze.View, o Options, sel selection) error {
 	doc := jsonTimeline{
 		Schema: Schema,
 		Capture: jsonTimelineCapture{File: o.File, CaptureTime: t.Header.CaptureTime, Duration: float64(t.Duration()) / 1e9,
@@ -98,6 +103,10 @@ func timelineJSON(w io.Writer, t *analyze.Timeline, o Options, sel selection) er
 	switch o.View {
 	case ViewMarks:
 		doc.Marks = analyze.MarkStats(sel.marks)
+		doc.Stalls, doc.StallCounts = stalls(sel, v, o)
+		if len(doc.StallCounts) > 0 {
+			doc.StallNs = o.stallThreshold()
+		}
 	case ViewCounters:
 		for _, c := range t.Counters {
 			doc.Counters = append(doc.Counters, jsonCounter{c.Stats(sel.since, sel.until), c.Sparkline(max(sel.since, t.Start), min(sel.until, t.End), sparkWidth)})

@@ -8,7 +8,7 @@ set -euo pipefail
 # Packages, and the tests that need them.
 PACKAGES=(
 	gcc libc6-dev make pkg-config # capture/testdata/interop: build C programs against libsysprof-capture
-	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency; cmd/nsprof TestCollectorRingLossCounted: its collector
+	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency; cmd/nsprof TestCollectorRingLossCounted: its collector; cmd/nsprof TestSpeedtrack*: a GLib main loop (pkg-config glib-2.0)
 	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures; bench/controlfd-marks.sh
 	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip
 	debuginfod # symbol/: debuginfod client and server tests

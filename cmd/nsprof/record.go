@@ -29,6 +29,8 @@ type recordFlags struct {
 	// freq is -F: a rate in Hz or "max"; events are the -e values.
 	freq   string
 	events []string
+	// spans are the --span values, LIB:FUNCTION.
+	spans []string
 }
 
 // parseFreq parses -F: a rate in Hz, or "max" for the kernel's limit,
@@ -199,6 +201,16 @@ SIGTERM; the capture is complete in every case.`,
 				return usagef(cmd, "--redact-cmdlines: %v", err)
 			}
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
+			for _, s := range fl.spans {
+				spec, err := record.ParseProbeSpec(s)
+				if err != nil {
+					return usagef(cmd, "--span: %v", err)
+				}
+				opts.Spans = append(opts.Spans, spec)
+			}
+			if (opts.MainLoop || len(opts.Spans) > 0) && len(args) == 0 && len(opts.PIDs) == 0 {
+				return usagef(cmd, "--speedtrack and --span need a command or -p")
+			}
 			return runRecord(cmd, fl, opts)
 		},
 	}
@@ -214,6 +226,9 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print routine notes (counters not available, symbolization and unwinding statistics)")
 	f.BoolVar(&opts.NoPerf, "no-perf", false, "do not sample stacks")
 	f.DurationVar(&opts.Blocking, "blocking", 0, "also record the system calls that take at least `DURATION` (5ms, say) as marks of group syscall, with the caller's stack (raw_syscalls tracepoints); report --marks summarizes them, report --value blocking shows their stacks")
+	f.BoolVar(&opts.MainLoop, "speedtrack", false, "mark each GLib main-loop iteration (g_main_context_dispatch, probed with uprobes in the process's own libglib-2.0) on each process's main thread, as Sysprof's --speedtrack; report --marks flags the stalls")
+	f.BoolVar(&opts.SpeedtrackPreload, "speedtrack-preload", false, "with --speedtrack, measure main-loop iterations with the LD_PRELOAD fallback ("+record.SpeedtrackLibName+": time busy between GLib's polls) even where user probes work")
+	f.StringArrayVar(&fl.spans, "span", nil, "mark each call of `LIB:FUNCTION` on every thread (uprobes; LIB a path or a file name such as libfoo or prog; FUNCTION a name or glob; repeatable); report --marks flags the slow ones")
 	f.BoolVar(&opts.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in (sched:sched_switch); report --off-cpu or --wall shows it")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")

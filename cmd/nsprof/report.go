@@ -95,7 +95,11 @@ stack; with --json, --tree, --bottom-up or --by it is a shorthand for
 --value alloc_space.
 
 Instead of samples, --marks prints per group:name mark counts and durations
-(min, max, mean, median, p95) and what the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
+(min, max, mean, median, p95), the probed calls of record --speedtrack and
+--span over --stall (16ms, one frame at 60 Hz, by default) with the longest
+of them and the stack most of their thread's samples within share (in JSON:
+"stall_threshold_ns", "stall_counts", "stalls"), and what
+the SYSPROF_CONTROL_FD rings lost, --counters each counter's min, mean and max
 with a sparkline, --processes process lifetimes, pids inside and outside
 their namespace, container and command line, with each thread under its
 process ("thread_list" in JSON), --logs the log messages and --summary the
@@ -130,6 +134,7 @@ notice; --partial accepts it with a warning and status 0.`,
   nsprof report --json > report.json
   nsprof report --tree --hide-kernel --focus handle_request
   nsprof report --marks --since 2 --until 5
+  nsprof report --marks --stall 50ms
   nsprof report --counters --processes --summary`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -187,7 +192,8 @@ notice; --partial accepts it with a warning and status 0.`,
 	f.IntVarP(&opts.Report.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
-	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration")
+	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration; and the stalls of --speedtrack and --span")
+	f.DurationVar(&opts.Report.Stall, "stall", 0, "with --marks, flag probed calls (record --speedtrack, --span) longer than `DURATION` (default 16ms)")
 	f.BoolVar(views["counters"], "counters", false, "print each counter's min, mean and max with a sparkline")
 	f.BoolVar(views["processes"], "processes", false, "print the processes: lifetime, pid and namespace pid, container, command line")
 	f.BoolVar(views["logs"], "logs", false, "print the log messages")
@@ -290,8 +296,12 @@ func reportTimeline(opts reportOptions, ro nsreport.Options, stdout, stderr io.W
 	}
 	warn(stderr, opts.Input, t.Warnings)
 	ro.Damage = loadErr
+	d := nsreport.Data{Timeline: t}
+	if ro.View == nsreport.ViewMarks {
+		d.View = stallSamples(opts, ro, t, stderr)
+	}
 	bw := bufio.NewWriterSize(stdout, 64*1024)
-	err := nsreport.Generate(bw, nsreport.Data{Timeline: t}, ro)
+	err := nsreport.Generate(bw, d, ro)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -342,4 +352,28 @@ func warn(stderr io.Writer, input string, warnings []string) {
 // allocations out.
 func stackValue(value string) bool {
 	return value == "" || value == analyze.SamplesType.Type || value == analyze.CPUType.Type
+}
+
+// stallSamples loads the stack samples of the capture for the stacks of
+// the stalls the marks view lists, only when it has any: nil otherwise,
+// or when they cannot be loaded (said on stderr).
+func stallSamples(opts reportOptions, ro nsreport.Options, t *analyze.Timeline, stderr io.Writer) *analyze.View {
+	th := int64(ro.Stall)
+	if th <= 0 {
+		th = analyze.DefaultStall
+	}
+	if st, _ := analyze.Stalls(t.Marks, th); len(st) == 0 {
+		return nil
+	}
+	p, err := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: true, Addresses: opts.Addresses})
+	if p == nil {
+		fmt.Fprintf(stderr, "nsprof: warning: stacks of the stalls: %s\n", textsafe.Escape(err.Error()))
+		return nil
+	}
+	v, err := p.View(analyze.ViewOptions{})
+	if err != nil {
+		fmt.Fprintf(stderr, "nsprof: warning: stacks of the stalls: %s\n", textsafe.Escape(err.Error()))
+		return nil
+	}
+	return v
 }

@@ -3,6 +3,8 @@
 package unix
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -92,3 +94,15 @@ func Write(fd int, p []byte) (int, error) { return unix.Write(fd, p) }
 
 // SetNonblock sets or clears O_NONBLOCK on fd.
 func SetNonblock(fd int, nonblocking bool) error { return unix.SetNonblock(fd, nonblocking) }
+
+// PerfEventID returns the id the kernel gave perf event fd
+// (PERF_EVENT_IOC_ID): the PERF_SAMPLE_IDENTIFIER of its samples, and of
+// the samples of the events its children inherit.
+func PerfEventID(fd int) (uint64, error) {
+	var id uint64
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.PERF_EVENT_IOC_ID), uintptr(unsafe.Pointer(&id)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return id, nil
+}

@@ -136,3 +136,6 @@ func SetNonblock(fd int, nonblocking bool) error { return syscall.SetNonblock(fd
 
 // DropPages does nothing here.
 func DropPages(b []byte) error { return nil }
+
+// PerfEventID returns an error wrapping [ErrNotSupportedOnOS].
+func PerfEventID(fd int) (uint64, error) { return 0, errNonLinux("ioctl") }

@@ -159,6 +159,29 @@ func BuildRootfs(t testing.TB) *Rootfs {
 	return r
 }
 
+// ProgramPath is where [StartPodmanRootlessProgram] puts the program at
+// host path bin in its container: /opt/nsprof-ctr/bin/ and bin's name.
+func ProgramPath(bin string) string {
+	return filepath.Join(filepath.Dir(BinPath), filepath.Base(bin))
+}
+
+// programRootfs builds a root file system holding bin at ProgramPath and
+// the libraries it links, with /proc, /dev, /sys, /tmp mount points, and
+// returns it as a tar file.
+func programRootfs(t testing.TB, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"opt/nsprof-ctr/bin", "proc", "dev", "sys", "tmp", "etc", "run", "lib64", "lib/x86_64-linux-gnu"} {
+		mkdir(t, filepath.Join(root, d))
+	}
+	copyFile(t, bin, filepath.Join(root, ProgramPath(bin)), 0o755)
+	copyLibs(t, bin, root, "")
+	tarball := filepath.Join(dir, "rootfs.tar")
+	run(t, "tar", "-C", root, "-cf", tarball, ".")
+	return tarball
+}
+
 func makeLinks(t testing.TB, dir string) {
 	t.Helper()
 	for name, target := range map[string]string{

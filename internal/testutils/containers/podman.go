@@ -135,8 +135,16 @@ func StartPodman(t testing.TB, storage string) (pid int, id string) {
 
 func startPodman(t testing.TB, e *podmanEnv, tarball string) (int, string) {
 	t.Helper()
-	if _, err := e.run("image", "exists", PodmanImage); err != nil {
-		if _, err := e.run("import", "-q", tarball, PodmanImage); err != nil {
+	return startPodmanImage(t, e, tarball, PodmanImage, BinPath, targetSeconds)
+}
+
+// startPodmanImage imports tarball as image (once per storage) and runs
+// bin with args in a container of it, returning the host pid of bin
+// once it runs and the container's id.
+func startPodmanImage(t testing.TB, e *podmanEnv, tarball, image, bin string, args ...string) (int, string) {
+	t.Helper()
+	if _, err := e.run("image", "exists", image); err != nil {
+		if _, err := e.run("import", "-q", tarball, image); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,9 +152,9 @@ func startPodman(t testing.TB, e *podmanEnv, tarball string) (int, string) {
 	n := strconv.FormatUint(hardNofile(), 10)
 	// podman clamps its own RLIMIT_NPROC to 32768, and without
 	// CAP_SYS_RESOURCE the defaults (1048576) cannot be set.
-	id, err := e.run("run", "-d", "--name", name, "--network", "none",
-		"--ulimit", "nofile="+n+":"+n, "--ulimit", "nproc=32768:32768",
-		PodmanImage, BinPath, targetSeconds)
+	id, err := e.run(append([]string{"run", "-d", "--name", name, "--network", "none",
+		"--ulimit", "nofile=" + n + ":" + n, "--ulimit", "nproc=32768:32768",
+		image, bin}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +176,11 @@ func startPodman(t testing.TB, e *podmanEnv, tarball string) (int, string) {
 	// Wait until the container's init has exec'd the fixture.
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); l == BinPath {
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); l == bin {
 			return pid, id
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("container %s (pid %d) does not run %s", id, pid, BinPath)
+			t.Fatalf("container %s (pid %d) does not run %s", id, pid, bin)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -350,6 +358,32 @@ func StartPodmanRootless(t testing.TB, storage string) (pid int, id string) {
 	testutils.LookPathOrSkip(t, "runuser")
 	r := BuildRootfs(t)
 	InstallDecoy(t)
+	e, tarball := rootlessEnv(t, storage, r.Tarball)
+	return startPodman(t, e, tarball)
+}
+
+// StartPodmanRootlessProgram starts the program at host path bin with
+// args in a rootless podman container as [StartPodmanRootless] starts
+// the fixture: in a root file system holding bin at [ProgramPath] and the
+// libraries it links (copies of the host's, at the same paths). It
+// returns the program's host pid and the container id.
+func StartPodmanRootlessProgram(t testing.TB, storage, bin string, args ...string) (pid int, id string) {
+	t.Helper()
+	testutils.LookPathOrSkip(t, "podman")
+	testutils.LookPathOrSkip(t, "newuidmap")
+	testutils.LookPathOrSkip(t, "runuser")
+	requireRoot(t)
+	tarball := programRootfs(t, bin)
+	e, tarball := rootlessEnv(t, storage, tarball)
+	image := "localhost/nsprof-" + strings.ToLower(filepath.Base(ProgramPath(bin))) + ":latest"
+	return startPodmanImage(t, e, tarball, image, ProgramPath(bin), args...)
+}
+
+// rootlessEnv makes the storage, runtime directory and user of a
+// rootless podman, with a copy of tarball the user can read, and
+// registers their cleanup.
+func rootlessEnv(t testing.TB, storage, rootfsTar string) (*podmanEnv, string) {
+	t.Helper()
 	u := ensureUser(t)
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -363,7 +397,7 @@ func StartPodmanRootless(t testing.TB, storage string) (pid int, id string) {
 	os.Chown(rt, uid, gid)
 	os.Chmod(rt, 0o700)
 	tarball := filepath.Join(rt, "rootfs.tar")
-	copyFile(t, r.Tarball, tarball, 0o644)
+	copyFile(t, rootfsTar, tarball, 0o644)
 	os.Chown(tarball, uid, gid)
 	sub := "storage"
 	if storage == "fuse" {
@@ -387,5 +421,5 @@ func StartPodmanRootless(t testing.TB, storage string) (pid int, id string) {
 		unmountUnder(rt)
 		os.RemoveAll(rt)
 	})
-	return startPodman(t, e, tarball)
+	return e, tarball
 }

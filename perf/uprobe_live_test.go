@@ -1,0 +1,80 @@
+package perf
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/internal/testutils"
+	"nsprof/symbol"
+)
+
+// TestUprobeExec places a uprobe and a uretprobe on fixture_work of the
+// spans fixture, which calls it 10 times on its main thread, through the
+// fixture's [Exec] target: both probes hit exactly 10 times, in the
+// fixture's pid, returns after their entries, entries with a user
+// callchain and returns without; the probes share the ring with the CPU
+// samples, which Reader.Uprobe does not claim.
+func TestUprobeExec(t *testing.T) {
+	bin := testutils.BuildFixture(t, "spans")
+	f, err := symbol.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Funcs(func(n string) bool { return n == "fixture_work" })
+	if err != nil || len(syms) != 1 {
+		t.Fatalf("fixture_work: %v, %v", syms, err)
+	}
+	off, ok := f.FileOffset(syms[0].Addr)
+	f.Close()
+	if !ok {
+		t.Fatalf("no file offset for %#x", syms[0].Addr)
+	}
+	cmd, release := startBeforeExec(t, bin)
+	r, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Uprobes: []Uprobe{
+		{Path: bin, Offset: off, Stack: true},
+		{Path: bin, Offset: off, Return: true},
+	}})
+	requirePerf(t, err)
+	defer r.Close()
+	release()
+	pid := uint32(cmd.Process.Pid)
+	var hits [2]int
+	var last uint64
+	var samples, bad int
+	readAll(t, r, 10*time.Second, func(rec *Record) {
+		if rec.Type != RecordSample {
+			return
+		}
+		i, ok := r.Uprobe(&rec.Sample)
+		if !ok {
+			samples++
+			return
+		}
+		s := &rec.Sample
+		hits[i]++
+		if s.PID != pid || s.TID != pid || s.Time < last || (i == 0) != (len(s.Callchain) > 0) || (i == 1 && hits[1] > hits[0]) {
+			bad++
+			t.Logf("probe %d hit %+v", i, s)
+		}
+		last = s.Time
+	})
+	if hits != [2]int{10, 10} || bad > 0 {
+		t.Errorf("entries and returns %v (%d out of order or place), want 10 each", hits, bad)
+	}
+	t.Logf("%d CPU samples beside the probes", samples)
+}
+
+// TestUprobeBadPath: a probe on a file that does not exist fails at
+// open, naming the probe.
+func TestUprobeBadPath(t *testing.T) {
+	cmd, release := startBeforeExec(t, "/bin/true")
+	_, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Uprobes: []Uprobe{{Path: "/nonexistent/lib.so", Offset: 0x1000}}})
+	release()
+	if err == nil {
+		t.Fatal("probe on a missing file opened")
+	}
+	if want := "uprobe /nonexistent/lib.so+0x1000"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name %q", err, want)
+	}
+}
