@@ -35,4 +35,5 @@ __attribute__((noinline)) void fix_run(unsigned long nf)
 		fix_f(i);
 	fix_caller_a();
 	fix_caller_b();
+	fix_sink++; /* no tail call: -pg would see fix_run's caller call fix_caller_b */
 }
