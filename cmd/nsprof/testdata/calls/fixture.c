@@ -1,5 +1,5 @@
 /*
- * The call-count fixture of the --calls tests (record/calls_test.go),
+ * The call-count fixture of the --calls tests (cmd/nsprof/calls_test.go),
  * built in the test as a shared library, once with -pg and once with
  * -finstrument-functions. run() calls fix_f 1,000,000 times and fix_g
  * 1,000 times from two callers: 600 from fix_caller_a, 400 from

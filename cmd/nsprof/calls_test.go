@@ -1,0 +1,299 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/internal/testutils"
+)
+
+// callsBuild builds testdata/calls: fixture.c as libfixture.so with the
+// instrumentation flag (-pg or -finstrument-functions) and main.c as a
+// host program linked against it, itself instrumented with mainFlags.
+// It returns the program's path.
+func callsBuild(t *testing.T, flag string, mainFlags ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutils.RequireCI(t, "gcc not found (apt-get install gcc): %v", err)
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", "calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libfixture.so")
+	cmds := [][]string{
+		{"-O2", "-g", "-fPIC", "-shared", flag, "-o", lib, filepath.Join(src, "fixture.c")},
+		append(append([]string{"-O2", "-g"}, mainFlags...), "-o", filepath.Join(dir, "main"), filepath.Join(src, "main.c"), "-L"+dir, "-lfixture", "-Wl,-rpath,"+dir),
+	}
+	for _, args := range cmds {
+		if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	return filepath.Join(dir, "main")
+}
+
+// callsReport is what the tests read of `report --calls --json`.
+type callsReport struct {
+	Calls struct {
+		Timed          bool   `json:"timed"`
+		SelfTimeSource string `json:"self_time_source"`
+		Functions      []struct {
+			Function string `json:"function"`
+			Calls    int64  `json:"calls"`
+			Total    int64  `json:"total_ns"`
+			Self     int64  `json:"self_ns"`
+		} `json:"functions"`
+		Arcs []struct {
+			Caller string `json:"caller"`
+			Callee string `json:"callee"`
+			Calls  int64  `json:"calls"`
+		} `json:"arcs"`
+	} `json:"calls"`
+}
+
+// recordCalls records prog with --calls (and the CPU samples) and returns
+// the capture's path and its calls report.
+func recordCalls(t *testing.T, prog string) (string, callsReport) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "calls.nsprof")
+	_, stderr, status := nsprof(t, nil, "record", "--calls", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--", prog)
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	if strings.Contains(stderr, "lost") || strings.Contains(stderr, "not recorded") {
+		t.Errorf("calls lost:\n%s", stderr)
+	}
+	js, stderr, status := nsprof(t, nil, "report", "--calls", "--json", out)
+	if status != 0 {
+		t.Fatalf("report --calls --json: status %d\n%s", status, stderr)
+	}
+	var rep callsReport
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("report --calls --json: %v\n%s", err, js)
+	}
+	return out, rep
+}
+
+// fixtureArcs are the calls testdata/calls/fixture.c makes, by
+// "caller -> callee".
+var fixtureArcs = map[string]int64{
+	"fix_host -> fix_run":     1,
+	"fix_run -> fix_f":        1000000,
+	"fix_run -> fix_caller_a": 1,
+	"fix_run -> fix_caller_b": 1,
+	"fix_caller_a -> fix_g":   600,
+	"fix_caller_b -> fix_g":   400,
+}
+
+// checkFixtureArcs checks the arcs of the fixture's functions in rep
+// against fixtureArcs and extra, exactly: no arc missing, none more.
+func checkFixtureArcs(t *testing.T, rep callsReport, extra map[string]int64) {
+	t.Helper()
+	want := maps.Clone(fixtureArcs)
+	maps.Copy(want, extra)
+	got := map[string]int64{}
+	for _, a := range rep.Calls.Arcs {
+		if strings.HasPrefix(a.Callee, "fix_") {
+			got[a.Caller+" -> "+a.Callee] += a.Calls
+		}
+	}
+	for arc, n := range want {
+		if got[arc] != n {
+			t.Errorf("arc %s: %d calls, want %d", arc, got[arc], n)
+		}
+	}
+	for arc, n := range got {
+		if _, ok := want[arc]; !ok {
+			t.Errorf("unexpected arc %s (%d calls)", arc, n)
+		}
+	}
+}
+
+// TestCallsFixture records the fixture library, built once with -pg and
+// once with -finstrument-functions, loaded by a program that is not
+// instrumented, and checks every arc's exact count by name, the times
+// of the timed build, the text report and the pprof export.
+func TestCallsFixture(t *testing.T) {
+	memprofLib(t)
+	for _, flag := range []string{"-pg", "-finstrument-functions"} {
+		t.Run(flag, func(t *testing.T) {
+			out, rep := recordCalls(t, callsBuild(t, flag))
+			checkFixtureArcs(t, rep, nil)
+			timed := flag == "-finstrument-functions"
+			if rep.Calls.Timed != timed {
+				t.Errorf("timed %t, want %t", rep.Calls.Timed, timed)
+			}
+			for _, f := range rep.Calls.Functions {
+				if f.Function == "fix_f" || f.Function == "fix_run" {
+					if timed && (f.Total <= 0 || f.Self <= 0 || f.Self > f.Total) {
+						t.Errorf("%s: total %d ns, self %d ns", f.Function, f.Total, f.Self)
+					}
+					if !timed && (f.Total != 0 || f.Self != 0) {
+						t.Errorf("%s: -pg calls timed: total %d ns, self %d ns", f.Function, f.Total, f.Self)
+					}
+				}
+			}
+			text, stderr, status := nsprof(t, nil, "report", "--calls", "-n", "0", out)
+			if status != 0 {
+				t.Fatalf("report --calls: status %d\n%s", status, stderr)
+			}
+			for _, re := range []string{
+				`(?m)^ time   seconds   seconds    calls +\w+/call +\w+/call  name$`,
+				`(?m)^ *[\d.]+ +[\d.]+ +[\d.]+ +1000000 .* fix_f \(libfixture\.so\)$`,
+				`(?m)^[ \d.]+ 600/1000 +fix_caller_a \(libfixture\.so\) \[\d+\]\n[ \d.]+ 400/1000 +fix_caller_b \(libfixture\.so\) \[\d+\]\n\[\d+\] .* 1000  fix_g \(libfixture\.so\) \[\d+\]$`,
+			} {
+				if !regexp.MustCompile(re).MatchString(text) {
+					t.Errorf("report --calls does not match %s:\n%s", re, text)
+				}
+			}
+			checkCallsExport(t, out, timed)
+		})
+	}
+}
+
+// checkCallsExport checks the pprof export of the calls: its sample
+// types and fix_f's calls.
+func checkCallsExport(t *testing.T, capture string, timed bool) {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "calls.pb.gz")
+	if _, stderr, status := nsprof(t, nil, "export", "--format", "pprof", "--value", "calls", "-o", pb, capture); status != 0 {
+		t.Fatalf("export: status %d\n%s", status, stderr)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range p.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	want := "calls/count"
+	if timed {
+		want += " call_time/nanoseconds call_self_time/nanoseconds"
+	}
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("sample types %s, want %s", got, want)
+	}
+	var calls int64
+	for _, s := range p.Sample {
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function.Name == "fix_f" {
+			calls += s.Value[0]
+		}
+	}
+	if calls != 1000000 {
+		t.Errorf("pprof export: fix_f called %d times, want 1000000", calls)
+	}
+}
+
+// TestCallsPgExecutable records a program that is itself linked with -pg:
+// glibc's gcrt1 runs __monstartup and writes gmon.out at exit. The
+// preload counts the same arcs (and fix_host's), the program exits 0 and
+// gmon.out is still written, with the arc of fix_host that glibc's mcount
+// saw: the preload passes the calls on to it.
+func TestCallsPgExecutable(t *testing.T) {
+	memprofLib(t)
+	prog := callsBuild(t, "-pg", "-pg")
+	t.Chdir(filepath.Dir(prog))
+	_, rep := recordCalls(t, prog)
+	checkFixtureArcs(t, rep, map[string]int64{"main -> fix_host": 1})
+	st, err := os.Stat(filepath.Join(filepath.Dir(prog), "gmon.out"))
+	if err != nil {
+		t.Fatalf("gmon.out: %v", err)
+	}
+	if st.Size() < 100 {
+		t.Errorf("gmon.out of %d bytes", st.Size())
+	}
+	if gprof, err := exec.LookPath("gprof"); err == nil {
+		out, err := exec.Command(gprof, "-b", "-q", prog, "gmon.out").CombinedOutput()
+		if err != nil {
+			t.Fatalf("gprof: %v\n%s", err, out)
+		}
+		// The executable's own arc: fix_host called once by main.
+		if !regexp.MustCompile(`(?m)^\[\d+\].*\s1\s+fix_host \[\d+\]$`).Match(out) {
+			t.Errorf("gprof does not see fix_host called once:\n%s", out)
+		}
+	}
+}
+
+// uftraceCalls returns the calls per function uftrace counts for prog.
+func uftraceCalls(t *testing.T, uftrace, prog string) map[string]int64 {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "uftrace.data")
+	// --force: the host program has no mcount of its own; --no-libcall:
+	// its PLT call of fix_run is not a second call.
+	if out, err := exec.Command(uftrace, "record", "--force", "--no-libcall", "--no-event", "-d", dir, prog).CombinedOutput(); err != nil {
+		t.Fatalf("uftrace record: %v\n%s", err, out)
+	}
+	out, err := exec.Command(uftrace, "report", "--no-pager", "-f", "call", "-d", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("uftrace report: %v\n%s", err, out)
+	}
+	got := map[string]int64{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(\d+)\s+(\S+)\s*$`).FindAllStringSubmatch(string(out), -1) {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		got[m[2]] += n
+	}
+	if len(got) == 0 {
+		t.Fatalf("no counts in uftrace's report:\n%s", out)
+	}
+	return got
+}
+
+// TestCallsUftrace compares the calls counted by the preload with
+// uftrace's for the -pg build of the fixture: every function either
+// sees must have the same count in both.
+func TestCallsUftrace(t *testing.T) {
+	memprofLib(t)
+	uftrace := testutils.LookPathOrSkip(t, "uftrace")
+	prog := callsBuild(t, "-pg")
+	theirs := uftraceCalls(t, uftrace, prog)
+	_, rep := recordCalls(t, prog)
+	ours := map[string]int64{}
+	for _, f := range rep.Calls.Functions {
+		if f.Calls > 0 {
+			ours[f.Function] = f.Calls
+		}
+	}
+	for _, fn := range []string{"fix_f", "fix_g", "fix_caller_a", "fix_caller_b", "fix_run"} {
+		if theirs[fn] == 0 {
+			t.Errorf("uftrace did not count %s: %v", fn, theirs)
+		}
+	}
+	for fn, n := range theirs {
+		if ours[fn] != n {
+			t.Errorf("%s: %d calls, uftrace counts %d", fn, ours[fn], n)
+		}
+	}
+	for fn, n := range ours {
+		if theirs[fn] != n {
+			t.Errorf("%s: %d calls, uftrace counts %d", fn, n, theirs[fn])
+		}
+	}
+	t.Logf("uftrace: %v", fmt.Sprint(theirs))
+}
+
+// TestCallsUsage checks that --calls needs a command.
+func TestCallsUsage(t *testing.T) {
+	_, stderr, status := nsprof(t, nil, "record", "--calls", "-o", filepath.Join(t.TempDir(), "x.nsprof"))
+	if status != 2 || !strings.Contains(stderr, "--calls needs a command to run") {
+		t.Errorf("status %d, stderr:\n%s", status, stderr)
+	}
+}
