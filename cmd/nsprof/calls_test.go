@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 )
 
@@ -64,12 +66,13 @@ type callsReport struct {
 	} `json:"calls"`
 }
 
-// recordCalls records prog with --calls (and the CPU samples) and returns
-// the capture's path and its calls report.
-func recordCalls(t *testing.T, prog string) (string, callsReport) {
+// recordCalls records the command with --calls (and the CPU samples) and
+// returns the capture's path and its calls report.
+func recordCalls(t *testing.T, command ...string) (string, callsReport) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "calls.nsprof")
-	_, stderr, status := nsprof(t, nil, "record", "--calls", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--", prog)
+	args := append([]string{"record", "--calls", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--"}, command...)
+	_, stderr, status := nsprof(t, nil, args...)
 	if status != 0 {
 		t.Fatalf("record: status %d\n%s", status, stderr)
 	}
@@ -229,6 +232,49 @@ func TestCallsPgExecutable(t *testing.T) {
 		// The executable's own arc: fix_host called once by main.
 		if !regexp.MustCompile(`(?m)^\[\d+\].*\s1\s+fix_host \[\d+\]$`).Match(out) {
 			t.Errorf("gprof does not see fix_host called once:\n%s", out)
+		}
+	}
+}
+
+// TestCallsInPIDNamespace records the -finstrument-functions build run
+// as pid 1 of its own PID namespace: the counts are exact, and every arc
+// record carries the host's pid and tid of the program, as the rest of
+// the capture does, not 1.
+func TestCallsInPIDNamespace(t *testing.T) {
+	memprofLib(t)
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	out, rep := recordCalls(t, unshare, "--pid", "--fork", "--", callsBuild(t, "-finstrument-functions"))
+	checkFixtureArcs(t, rep, nil)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := capture.ReadFiles(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.Lookup(capture.CallsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := capture.DecodeCalls(b)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("%d call records: %v", len(recs), err)
+	}
+	pids := map[[2]int32]int{}
+	for _, r := range recs {
+		pids[[2]int32{r.PID, r.TID}]++
+	}
+	if len(pids) != 1 {
+		t.Errorf("call records of pid/tid %v, want one thread's", pids)
+	}
+	for id := range pids {
+		if id[0] <= 1 || id[1] != id[0] {
+			t.Errorf("call records of pid %d tid %d: not the program's host ids", id[0], id[1])
 		}
 	}
 }
