@@ -119,12 +119,16 @@ call tree, as --tree).
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
    "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
-   --value other than samples), "view" ("top", "tree" or "bottom-up"),
+   --value other than samples), "view" ("top", "tree", "bottom-up" or "calls"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
    "container", "container_id" (a Podman container's full id), "samples", "value"
    (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
-   "kernel", "self", "total", "children": [...]}}]}
+   "kernel", "self", "total", "children": [...]}}], "calls" (--calls: "groups" is
+   empty): {"timed", "self_time_source", "cpu_period_ns", "functions":
+   [{"function", "dso", "calls", "total_ns", "self_ns", "samples", "cpu_ns"}],
+   "arcs": [{"caller", "caller_dso", "callee", "callee_dso", "calls", "total_ns",
+   "self_ns"}]}}
 
 A damaged capture is reported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1 so that scripts
