@@ -17,6 +17,8 @@ import (
 
 	"nsprof/capture"
 	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
+	"nsprof/record"
 )
 
 // callsBuild builds testdata/calls: fixture.c as libfixture.so with the
@@ -245,6 +247,14 @@ func TestCallsInPIDNamespace(t *testing.T) {
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	out, rep := recordCalls(t, unshare, "--pid", "--fork", "--", callsBuild(t, "-finstrument-functions"))
 	checkFixtureArcs(t, rep, nil)
+	checkHostIDs(t, out)
+}
+
+// checkHostIDs checks that the call records of capture out are one
+// thread's, with host ids: a pid above 1 (the program is pid 1 of its
+// namespace) and the tid of its main thread.
+func checkHostIDs(t *testing.T, out string) {
+	t.Helper()
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +286,37 @@ func TestCallsInPIDNamespace(t *testing.T) {
 		if id[0] <= 1 || id[1] != id[0] {
 			t.Errorf("call records of pid %d tid %d: not the program's host ids", id[0], id[1])
 		}
+	}
+}
+
+// TestCallsInPodman records the -finstrument-functions build run in a
+// rootful Podman container, the preload and the fixture copied into its
+// root file system and the recorder's socket passed in as fd 3
+// (--preserve-fds): the counts are exact, the records carry host ids,
+// and the process is named as the container's.
+func TestCallsInPodman(t *testing.T) {
+	memprofLib(t)
+	prog := callsBuild(t, "-finstrument-functions")
+	lib := os.Getenv(record.MemprofLibEnv)
+	rootfs := containers.RootfsWith(t, prog, lib)
+	run := []string{"--preserve-fds", "1", "-e", "LD_PRELOAD=" + lib, "-e", "NSPROF_MEMPROF_FD=3",
+		"-e", "NSPROF_CALLS=1", "-e", "NSPROF_MEMPROF_ALLOCS=0"}
+	args, env := containers.PodmanRunArgs(t, rootfs, run, []string{prog})
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	sh := testutils.LookPathOrSkip(t, "sh")
+	// podman passes fds 3 and up: the recorder's socket goes to fd 3.
+	out, rep := recordCalls(t, append([]string{sh, "-c", `exec 3>&"$NSPROF_MEMPROF_FD" && exec "$@"`, "sh"}, args...)...)
+	checkFixtureArcs(t, rep, nil)
+	checkHostIDs(t, out)
+	procs, stderr, status := nsprof(t, nil, "report", "--processes", out)
+	if status != 0 {
+		t.Fatalf("report --processes: status %d\n%s", status, stderr)
+	}
+	if !regexp.MustCompile(`(?m)podman.*` + regexp.QuoteMeta(prog)).MatchString(procs) {
+		t.Errorf("the fixture is not shown in its podman container:\n%s", procs)
 	}
 }
 
