@@ -67,6 +67,7 @@ static __thread struct cstate cs __attribute__((tls_model("initial-exec")));
 __attribute__((used)) static int calls_on; /* NSPROF_CALLS=1 and a recorder listens */
 __attribute__((used)) static int gmon_on;  /* __monstartup ran: pass mcount calls on to glibc */
 __attribute__((used)) static void (*real_mcount)(void);
+__attribute__((used)) static void (*real_fentry)(void);
 static void (*real_monstartup)(unsigned long, unsigned long);
 
 /* Ticks: the TSC where there is one, else CLOCK_MONOTONIC ns. They are
@@ -91,7 +92,6 @@ static void calls_init(void)
 	const char *s = getenv("NSPROF_CALLS");
 	if (!s || strcmp(s, "1") != 0)
 		return;
-	real_mcount = (void (*)(void))dlsym(RTLD_NEXT, "mcount");
 	tick0 = ticks();
 	ns0 = now_ns();
 	calls_flush_ticks = CALLS_FLUSH_NS; /* ns; about 3x that in ticks at 3 GHz */
@@ -365,77 +365,81 @@ __attribute__((used)) static void pg_slow(uint64_t selfpc, uint64_t frompc)
 /*
  * mcount: called after the prologue, so (%rsp) is the return address
  * into the callee (selfpc) and 8(%rbp) the callee's return address into
- * its caller (frompc). __fentry__: called before the prologue, (%rsp)
- * and 8(%rsp). Every argument register is live: the stub saves the
- * general ones around pg_arc, and the vector ones too around pg_slow.
- * 136 bytes keep the stack 16-aligned for the calls.
+ * its caller (frompc); the stack is 16-aligned at the call, as at any.
+ * __fentry__: called before the prologue, (%rsp) and 8(%rsp), the stack
+ * 8 bytes off that alignment. Every argument register is live: the stub
+ * saves the general ones around pg_arc, and the vector ones too around
+ * pg_slow. FRAME (136 or 144 bytes) realigns the stack for the calls;
+ * the general registers are at 0..64(%rsp), selfpc and frompc at 72 and
+ * 80. TAIL returns, or passes the call on to glibc's (PG_TAIL_GMON).
  */
-#define PG_STUB(name, frompc_load, tail)                                    \
-	".globl " #name "\n"                                                \
-	".type " #name ",@function\n"                                       \
-	#name ":\n"                                                         \
-	"	cmpl $0, calls_on(%rip)\n"                                  \
-	"	je 3f\n"                                                    \
-	"	subq $136, %rsp\n"                                          \
-	"	movq %rax, 0(%rsp)\n"                                       \
-	"	movq %rcx, 8(%rsp)\n"                                       \
-	"	movq %rdx, 16(%rsp)\n"                                      \
-	"	movq %rsi, 24(%rsp)\n"                                      \
-	"	movq %rdi, 32(%rsp)\n"                                      \
-	"	movq %r8, 40(%rsp)\n"                                       \
-	"	movq %r9, 48(%rsp)\n"                                       \
-	"	movq %r10, 56(%rsp)\n"                                      \
-	"	movq %r11, 64(%rsp)\n"                                      \
-	"	movq 136(%rsp), %rdi\n"                                     \
-	"	" frompc_load "\n"                                          \
-	"	movq %rdi, 72(%rsp)\n"                                      \
-	"	movq %rsi, 80(%rsp)\n"                                      \
-	"	call pg_arc\n"                                              \
-	"	testl %eax, %eax\n"                                         \
-	"	jz 2f\n"                                                    \
-	"	subq $128, %rsp\n"                                          \
-	"	movdqu %xmm0, 0(%rsp)\n"                                    \
-	"	movdqu %xmm1, 16(%rsp)\n"                                   \
-	"	movdqu %xmm2, 32(%rsp)\n"                                   \
-	"	movdqu %xmm3, 48(%rsp)\n"                                   \
-	"	movdqu %xmm4, 64(%rsp)\n"                                   \
-	"	movdqu %xmm5, 80(%rsp)\n"                                   \
-	"	movdqu %xmm6, 96(%rsp)\n"                                   \
-	"	movdqu %xmm7, 112(%rsp)\n"                                  \
-	"	movq 200(%rsp), %rdi\n"                                     \
-	"	movq 208(%rsp), %rsi\n"                                     \
-	"	call pg_slow\n"                                             \
-	"	movdqu 0(%rsp), %xmm0\n"                                    \
-	"	movdqu 16(%rsp), %xmm1\n"                                   \
-	"	movdqu 32(%rsp), %xmm2\n"                                   \
-	"	movdqu 48(%rsp), %xmm3\n"                                   \
-	"	movdqu 64(%rsp), %xmm4\n"                                   \
-	"	movdqu 80(%rsp), %xmm5\n"                                   \
-	"	movdqu 96(%rsp), %xmm6\n"                                   \
-	"	movdqu 112(%rsp), %xmm7\n"                                  \
-	"	addq $128, %rsp\n"                                          \
-	"2:	movq 0(%rsp), %rax\n"                                       \
-	"	movq 8(%rsp), %rcx\n"                                       \
-	"	movq 16(%rsp), %rdx\n"                                      \
-	"	movq 24(%rsp), %rsi\n"                                      \
-	"	movq 32(%rsp), %rdi\n"                                      \
-	"	movq 40(%rsp), %r8\n"                                       \
-	"	movq 48(%rsp), %r9\n"                                       \
-	"	movq 56(%rsp), %r10\n"                                      \
-	"	movq 64(%rsp), %r11\n"                                      \
-	"	addq $136, %rsp\n"                                          \
-	"3:\n" tail                                                        \
+#define PG_STUB(name, FRAME, frompc_load, tail)                              \
+	".globl " #name "\n"                                                 \
+	".type " #name ",@function\n"                                        \
+	#name ":\n"                                                          \
+	"	cmpl $0, calls_on(%rip)\n"                                   \
+	"	je 3f\n"                                                     \
+	"	subq $" FRAME ", %rsp\n"                                     \
+	"	movq %rax, 0(%rsp)\n"                                        \
+	"	movq %rcx, 8(%rsp)\n"                                        \
+	"	movq %rdx, 16(%rsp)\n"                                       \
+	"	movq %rsi, 24(%rsp)\n"                                       \
+	"	movq %rdi, 32(%rsp)\n"                                       \
+	"	movq %r8, 40(%rsp)\n"                                        \
+	"	movq %r9, 48(%rsp)\n"                                        \
+	"	movq %r10, 56(%rsp)\n"                                       \
+	"	movq %r11, 64(%rsp)\n"                                       \
+	"	movq " FRAME "(%rsp), %rdi\n"                                \
+	"	" frompc_load "\n"                                           \
+	"	movq %rdi, 72(%rsp)\n"                                       \
+	"	movq %rsi, 80(%rsp)\n"                                       \
+	"	call pg_arc\n"                                               \
+	"	testl %eax, %eax\n"                                          \
+	"	jz 2f\n"                                                     \
+	"	subq $128, %rsp\n"                                           \
+	"	movdqu %xmm0, 0(%rsp)\n"                                     \
+	"	movdqu %xmm1, 16(%rsp)\n"                                    \
+	"	movdqu %xmm2, 32(%rsp)\n"                                    \
+	"	movdqu %xmm3, 48(%rsp)\n"                                    \
+	"	movdqu %xmm4, 64(%rsp)\n"                                    \
+	"	movdqu %xmm5, 80(%rsp)\n"                                    \
+	"	movdqu %xmm6, 96(%rsp)\n"                                    \
+	"	movdqu %xmm7, 112(%rsp)\n"                                   \
+	"	movq 200(%rsp), %rdi\n"                                      \
+	"	movq 208(%rsp), %rsi\n"                                      \
+	"	call pg_slow\n"                                              \
+	"	movdqu 0(%rsp), %xmm0\n"                                     \
+	"	movdqu 16(%rsp), %xmm1\n"                                    \
+	"	movdqu 32(%rsp), %xmm2\n"                                    \
+	"	movdqu 48(%rsp), %xmm3\n"                                    \
+	"	movdqu 64(%rsp), %xmm4\n"                                    \
+	"	movdqu 80(%rsp), %xmm5\n"                                    \
+	"	movdqu 96(%rsp), %xmm6\n"                                    \
+	"	movdqu 112(%rsp), %xmm7\n"                                   \
+	"	addq $128, %rsp\n"                                           \
+	"2:	movq 0(%rsp), %rax\n"                                        \
+	"	movq 8(%rsp), %rcx\n"                                        \
+	"	movq 16(%rsp), %rdx\n"                                       \
+	"	movq 24(%rsp), %rsi\n"                                       \
+	"	movq 32(%rsp), %rdi\n"                                       \
+	"	movq 40(%rsp), %r8\n"                                        \
+	"	movq 48(%rsp), %r9\n"                                        \
+	"	movq 56(%rsp), %r10\n"                                       \
+	"	movq 64(%rsp), %r11\n"                                       \
+	"	addq $" FRAME ", %rsp\n"                                     \
+	"3:\n" tail                                                         \
 	".size " #name ", .-" #name "\n"
-/* mcount passes the call on to glibc's when gmon.out is being made. */
-#define PG_TAIL_GMON                                                        \
-	"	cmpl $0, gmon_on(%rip)\n"                                   \
-	"	je 4f\n"                                                    \
-	"	jmp *real_mcount(%rip)\n"                                   \
+/* PG_TAIL_GMON passes the call on to glibc's when gmon.out is being
+ * made (real is where glibc's entry is kept). */
+#define PG_TAIL_GMON(real)                                                   \
+	"	cmpl $0, gmon_on(%rip)\n"                                    \
+	"	je 4f\n"                                                     \
+	"	jmp *" real "(%rip)\n"                                       \
 	"4:	ret\n"
 
 __asm__(".text\n"
-	PG_STUB(mcount, "movq 8(%rbp), %rsi", PG_TAIL_GMON)
-	PG_STUB(__fentry__, "movq 144(%rsp), %rsi", "	ret\n"));
+	PG_STUB(mcount, "136", "movq 8(%rbp), %rsi", PG_TAIL_GMON("real_mcount"))
+	PG_STUB(__fentry__, "144", "movq 152(%rsp), %rsi", PG_TAIL_GMON("real_fentry")));
 /* glibc's name for the same entry, which some objects call. */
 __asm__(".globl _mcount\n.set _mcount, mcount\n");
 #endif
@@ -448,8 +452,10 @@ EXPORT void __monstartup(unsigned long low, unsigned long high)
 		real_monstartup = (void (*)(unsigned long, unsigned long))dlsym(RTLD_NEXT, "__monstartup");
 	if (!real_mcount)
 		real_mcount = (void (*)(void))dlsym(RTLD_NEXT, "mcount");
+	if (!real_fentry)
+		real_fentry = (void (*)(void))dlsym(RTLD_NEXT, "__fentry__");
 	if (real_monstartup)
 		real_monstartup(low, high);
-	if (real_mcount)
+	if (real_mcount && real_fentry)
 		__atomic_store_n(&gmon_on, 1, __ATOMIC_RELEASE);
 }

@@ -24,6 +24,7 @@ import (
 // callsBuild builds testdata/calls: fixture.c as libfixture.so with the
 // instrumentation flag (-pg or -finstrument-functions) and main.c as a
 // host program linked against it, itself instrumented with mainFlags.
+// flag may be several words ("-pg -mfentry").
 // It returns the program's path.
 func callsBuild(t *testing.T, flag string, mainFlags ...string) string {
 	t.Helper()
@@ -38,7 +39,7 @@ func callsBuild(t *testing.T, flag string, mainFlags ...string) string {
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libfixture.so")
 	cmds := [][]string{
-		{"-O2", "-g", "-fPIC", "-shared", flag, "-o", lib, filepath.Join(src, "fixture.c")},
+		append(append([]string{"-O2", "-g", "-fPIC", "-shared"}, strings.Fields(flag)...), "-o", lib, filepath.Join(src, "fixture.c")),
 		append(append([]string{"-O2", "-g"}, mainFlags...), "-o", filepath.Join(dir, "main"), filepath.Join(src, "main.c"), "-L"+dir, "-lfixture", "-Wl,-rpath,"+dir),
 	}
 	for _, args := range cmds {
@@ -127,13 +128,13 @@ func checkFixtureArcs(t *testing.T, rep callsReport, extra map[string]int64) {
 	}
 }
 
-// TestCallsFixture records the fixture library, built once with -pg and
-// once with -finstrument-functions, loaded by a program that is not
+// TestCallsFixture records the fixture library, built with -pg (mcount),
+// -pg -mfentry (__fentry__) and -finstrument-functions, loaded by a program that is not
 // instrumented, and checks every arc's exact count by name, the times
 // of the timed build, the text report and the pprof export.
 func TestCallsFixture(t *testing.T) {
 	memprofLib(t)
-	for _, flag := range []string{"-pg", "-finstrument-functions"} {
+	for _, flag := range []string{"-pg", "-pg -mfentry", "-finstrument-functions"} {
 		t.Run(flag, func(t *testing.T) {
 			out, rep := recordCalls(t, callsBuild(t, flag))
 			checkFixtureArcs(t, rep, nil)
