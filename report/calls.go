@@ -98,9 +98,6 @@ func callsText(w io.Writer, v *analyze.View, o Options) error {
 	if o.Damage != nil {
 		fmt.Fprintf(w, "warning: %s; reporting the calls before the damage\n", textsafe.Escape(o.Damage.Error()))
 	}
-	for _, s := range v.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", textsafe.Escape(s))
-	}
 	g := v.CallGraph()
 	if recorded, _ := v.CallsRecorded(); !recorded {
 		_, err := fmt.Fprintf(w, "%s has no instrumented calls (record code built with -pg or -finstrument-functions with nsprof record --calls)\n", textsafe.Escape(o.File))

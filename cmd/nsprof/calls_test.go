@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,6 +167,15 @@ func TestCallsFixture(t *testing.T) {
 				}
 			}
 			checkCallsExport(t, out, timed)
+			// Sysprof's own reader reads the capture whole, the calls
+			// file as any other.
+			lines, end := testutils.SysprofReadAll(t, out)
+			if !strings.Contains(end, "ok=1") {
+				t.Errorf("Sysprof's reader stopped early: %s", end)
+			}
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, capture.CallsFile) }) {
+				t.Errorf("Sysprof's reader saw no chunk of %s", capture.CallsFile)
+			}
 		})
 	}
 }
