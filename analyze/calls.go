@@ -81,7 +81,7 @@ func (b *builder) callSamples() map[int32][3]int64 {
 		}
 	}
 	if s := b.callStats; s.lost > 0 || s.untimed > 0 {
-		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("calls: %d calls were not recorded (rings full, or signal handlers), %d counted without their time (nested too deep)", s.lost, s.untimed))
+		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("calls: %d calls were not recorded (threads still running at exit, rings full, signal handlers), %d counted without their time (nested too deep)", s.lost, s.untimed))
 	}
 	return out
 }

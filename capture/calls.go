@@ -20,8 +20,9 @@ const CallsFile = "__nsprof_calls__"
 
 // Metadata of a recording with --calls: MetaCalls is "1"; the others
 // count the arc records written, the calls the preload could not record
-// (rings full, signal handlers) and those it counted without their time
-// (nested deeper than its shadow stack).
+// (made by threads still running at exit, or after their thread's last
+// write, rings full, signal handlers) and those it counted without their
+// time (nested deeper than its shadow stack).
 const (
 	MetaCalls        = "nsprof.calls"
 	MetaCallsArcs    = "nsprof.calls.arcs"

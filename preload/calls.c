@@ -59,6 +59,7 @@ struct cstate {
 	int off;  /* the thread's calls are not recorded (init failed, or exiting) */
 	uint64_t lost, untimed; /* added to the ring header at the next flush */
 	uint64_t calls; /* -pg calls counted, for pg_arc's periodic slow path */
+	int flushed;    /* registered with the current ring (calls_register) */
 };
 
 static __thread struct cstate cs __attribute__((tls_model("initial-exec")));
@@ -117,16 +118,42 @@ static double ns_per_tick(void)
 #endif
 }
 
+/* calls_refused counts a call made once the thread's table is gone (in
+ * a destructor after the thread's or process's last write) as lost, in
+ * its ring while the ring is there. */
+static NOINLINE void calls_refused(struct cstate *c)
+{
+	struct memprof_ring_header *h = ts.ring;
+	if (c->off && h && ts.state == T_ACTIVE)
+		__atomic_fetch_add(&h->calls_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* calls_register notes c as the call table of the thread's ring. */
+static void calls_register(struct cstate *c)
+{
+	lock(&ring_lock);
+	for (int i = 0; i < MAX_RINGS; i++) {
+		if (rings[i].ring && rings[i].ring == ts.ring) {
+			rings[i].calls = c;
+			break;
+		}
+	}
+	unlock(&ring_lock);
+}
+
 static NOINLINE int calls_thread_init(struct cstate *c)
 {
-	if (c->off || !__atomic_load_n(&calls_on, __ATOMIC_ACQUIRE))
+	if (c->off) {
+		calls_refused(c);
+		return 0;
+	}
+	if (!__atomic_load_n(&calls_on, __ATOMIC_ACQUIRE))
 		return 0;
 	c->off = 1;
 	struct tstate *t = &ts;
 	if (t->state != T_ACTIVE && !thread_init(t, FP()))
 		return 0;
-	size_t n = CALLS_SLOTS * sizeof(struct call_arc) + CALLS_DEPTH * sizeof(struct call_frame);
-	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, CALLS_SLOTS * sizeof(struct call_arc) + CALLS_DEPTH * sizeof(struct call_frame), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 0;
 	c->stack = (struct call_frame *)((char *)m + CALLS_SLOTS * sizeof(struct call_arc));
@@ -134,8 +161,12 @@ static NOINLINE int calls_thread_init(struct cstate *c)
 	SIGNAL_FENCE();
 	c->arcs = m;
 	c->off = 0;
+	calls_register(c);
+	c->flushed = 1;
 	return 1;
 }
+
+#define CALLS_MAP_BYTES (CALLS_SLOTS * sizeof(struct call_arc) + CALLS_DEPTH * sizeof(struct call_frame))
 
 /* arc_slot returns the slot of arc (site, fn), taking a free one for a
  * new arc; NULL when the table is too full (the caller flushes). */
@@ -172,6 +203,11 @@ static NOINLINE void calls_flush(struct cstate *c)
 		c->used = 0;
 		c->off = 1;
 		return;
+	}
+	if (UNLIKELY(!c->flushed)) {
+		/* A fork child's first write, to its own ring. */
+		calls_register(c);
+		c->flushed = 1;
 	}
 	double k = ns_per_tick();
 	int64_t time = now_ns();
@@ -296,23 +332,60 @@ EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 	pop_frame(c, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, now);
 }
 
-/* calls_thread_done counts the calls still open, then writes the table:
- * at thread exit and process exit. */
+/* calls_thread_done counts the calls still open, then writes the table
+ * and frees it: at thread exit and process exit. Later calls of the
+ * thread (in later destructors) are counted lost (calls_refused). */
 static void calls_thread_done(struct cstate *c)
 {
 	if (!c->arcs || c->off)
 		return;
 	uint64_t now = ticks();
+	for (; c->depth > CALLS_DEPTH; c->depth--)
+		c->lost++; /* open calls whose function was not kept */
 	while (c->depth > 0)
-		pop_frame(c, c->depth <= CALLS_DEPTH ? c->stack[c->depth - 1].fn : 0, c->depth <= CALLS_DEPTH ? c->stack[c->depth - 1].site : 0, now);
+		pop_frame(c, c->stack[c->depth - 1].fn, c->stack[c->depth - 1].site, now);
 	if (c->used || c->lost || c->untimed)
 		calls_flush(c);
-	c->off = 1; /* calls during later destructors go unrecorded */
+	c->off = 1;
+	lock(&ring_lock);
+	for (int i = 0; i < MAX_RINGS; i++) {
+		if (rings[i].calls == c)
+			rings[i].calls = NULL;
+	}
+	unlock(&ring_lock);
+	void *m = c->arcs;
+	c->arcs = NULL;
+	c->stack = NULL;
+	SIGNAL_FENCE();
+	munmap(m, CALLS_MAP_BYTES);
 }
 
+/*
+ * At process exit the exiting thread writes its own table; the threads
+ * still running then are about to be killed with theirs. Their unwritten
+ * calls (their tables' counts, those open on their shadow stacks and
+ * those they counted lost) go into their rings' calls_lost: read while
+ * they may still be counting, so a few calls more or less.
+ */
 __attribute__((destructor)) static void calls_process_exit(void)
 {
 	calls_thread_done(&cs);
+	lock(&ring_lock);
+	for (int i = 0; i < MAX_RINGS; i++) {
+		struct cstate *c = rings[i].calls;
+		if (!c || !rings[i].ring)
+			continue;
+		rings[i].calls = NULL;
+		struct call_arc *arcs = __atomic_load_n(&c->arcs, __ATOMIC_RELAXED);
+		if (!arcs)
+			continue;
+		uint64_t n = c->lost + c->depth;
+		for (uint32_t j = 0; j < CALLS_SLOTS; j++)
+			n += __atomic_load_n(&arcs[j].count, __ATOMIC_RELAXED);
+		if (n)
+			__atomic_fetch_add(&rings[i].ring->calls_lost, n, __ATOMIC_RELAXED);
+	}
+	unlock(&ring_lock);
 }
 
 /* ---- -pg ---- */

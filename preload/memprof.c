@@ -185,11 +185,15 @@ struct tstate {
 
 static __thread struct tstate ts __attribute__((tls_model("initial-exec")));
 
-/* Every live ring mapping, so a fork child can unmap its parent's. */
+struct cstate;
+
+/* Every live ring mapping, so a fork child can unmap its parent's, and
+ * the exiting process can count the calls its other threads never wrote. */
 struct ringent {
 	struct memprof_ring_header *ring;
 	size_t len;
 	struct pend_rec *pend;
+	struct cstate *calls; /* the thread's call table (calls.c), or NULL */
 };
 #define MAX_RINGS 4096
 static struct ringent rings[MAX_RINGS];
@@ -211,6 +215,7 @@ static void rings_add(struct memprof_ring_header *r, size_t len, struct pend_rec
 			rings[i].ring = r;
 			rings[i].len = len;
 			rings[i].pend = pend;
+			rings[i].calls = NULL;
 			break;
 		}
 	}
@@ -223,6 +228,7 @@ static void rings_del(struct memprof_ring_header *r)
 	for (int i = 0; i < MAX_RINGS; i++) {
 		if (rings[i].ring == r) {
 			rings[i].ring = NULL;
+			rings[i].calls = NULL;
 			break;
 		}
 	}
@@ -1116,6 +1122,7 @@ static void after_fork_child(void)
 			munmap(rings[i].ring, rings[i].len);
 			munmap(rings[i].pend, PEND_BYTES);
 			rings[i].ring = NULL;
+			rings[i].calls = NULL;
 		}
 	}
 	unlock(&ring_lock);
@@ -1131,6 +1138,7 @@ static void after_fork_child(void)
 		memset(cs.arcs, 0, CALLS_SLOTS * sizeof(struct call_arc));
 		cs.used = 0;
 		cs.lost = cs.untimed = 0;
+		cs.flushed = 0; /* registered with the child's ring at its first write */
 	}
 }
 

@@ -77,7 +77,7 @@ func (m *memprof) finishCalls(r *recorder) {
 		}
 	}
 	if m.callsLost > 0 || m.untimed > 0 {
-		msg := fmt.Sprintf("calls: %d calls not recorded (rings full, or signal handlers interrupting their thread's count), %d counted without their time (nested too deep)", m.callsLost, m.untimed)
+		msg := fmt.Sprintf("calls: %d calls not recorded (threads still running at exit, rings full, signal handlers interrupting their thread's count), %d counted without their time (nested too deep)", m.callsLost, m.untimed)
 		r.logf("%s", msg)
 		if err := r.w.AddLog(r.now(), -1, capture.LogWarning, "nsprof", msg); err != nil {
 			r.writeErr = err

@@ -388,6 +388,34 @@ func TestCallsUftrace(t *testing.T) {
 	t.Logf("uftrace: %v", fmt.Sprint(theirs))
 }
 
+// TestCallsLostAtExit records a program whose thread is still calling
+// the fixture when the process exits (testdata/calls/running.c): the
+// calls its thread never wrote are counted as lost, in the summary, the
+// log and the report's warnings, not silently dropped.
+func TestCallsLostAtExit(t *testing.T) {
+	memprofLib(t)
+	gcc := testutils.LookPathOrSkip(t, "gcc")
+	prog := callsBuild(t, "-finstrument-functions")
+	running := filepath.Join(filepath.Dir(prog), "running")
+	if b, err := exec.Command(gcc, "-O2", "-pthread", "-o", running, filepath.Join("testdata", "calls", "running.c"),
+		"-L"+filepath.Dir(prog), "-lfixture", "-Wl,-rpath,"+filepath.Dir(prog)).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	out := filepath.Join(t.TempDir(), "calls.nsprof")
+	_, stderr, status := nsprof(t, nil, "record", "--calls", "--no-cpu", "--no-disk", "--no-network", "-o", out, "--", running)
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	m := regexp.MustCompile(`calls: (\d+) calls not recorded \(threads still running at exit`).FindStringSubmatch(stderr)
+	if m == nil || m[1] == "0" || !regexp.MustCompile(`\(\d+ calls lost\)`).MatchString(stderr) {
+		t.Errorf("no calls counted lost:\n%s", stderr)
+	}
+	_, stderr, status = nsprof(t, nil, "report", "--calls", out)
+	if status != 0 || !strings.Contains(stderr, "calls were not recorded") {
+		t.Errorf("report --calls: status %d, no warning of the lost calls:\n%s", status, stderr)
+	}
+}
+
 // TestCallsUsage checks that --calls needs a command.
 func TestCallsUsage(t *testing.T) {
 	_, stderr, status := nsprof(t, nil, "record", "--calls", "-o", filepath.Join(t.TempDir(), "x.nsprof"))
