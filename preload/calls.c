@@ -24,10 +24,13 @@
  * table to its ring as MEMPROF_REC_CALL records (memprof.h) when it is
  * half full, every CALLS_FLUSH_NS or so, when the thread exits and when
  * the process exits. Calls still on the shadow stack then are counted,
- * timed up to that moment. Calls whose record found the ring full, or
- * made by a signal handler that interrupted this thread's own table
- * update, are counted in the ring header (calls_lost); calls nested
- * deeper than CALLS_DEPTH are counted but not timed (calls_untimed).
+ * timed up to that moment. Calls whose record found the ring full, made
+ * by a signal handler that interrupted this thread's own table update,
+ * made after the thread's last write (in later destructors), or left
+ * unwritten by threads still running at process exit
+ * (calls_process_exit) are counted in the ring header (calls_lost);
+ * calls nested deeper than CALLS_DEPTH are counted but not timed
+ * (calls_untimed).
  *
  * An executable linked with -pg also calls glibc's __monstartup from
  * gcrt1: we interpose it to learn so, and then pass every mcount call on
