@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"nsprof/capture"
@@ -85,6 +86,15 @@ func (e *embeddedFiles) forget(paths ...string) {
 	for _, p := range paths {
 		e.fs.Forget(p)
 		e.fs.Forget(p + ".gz")
+	}
+}
+
+// forgetAllBut drops every file but the one at path (and at path+".gz").
+func (e *embeddedFiles) forgetAllBut(path string) {
+	for _, f := range e.fs.List() {
+		if strings.TrimSuffix(f.Path, ".gz") != path {
+			e.fs.Forget(f.Path)
+		}
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // TestHostGoBuildID: a Go binary linked without a GNU build-id is
 // recorded with its Go build-id (hex) on its MAP frames; the host
 // symbolizer takes the host's file with that Go build-id and names its
-// functions, as it does by GNU build-id.
+// functions, as it does by GNU build-id; but not in a capture whose
+// recorder says its bundle is complete.
 func TestHostGoBuildID(t *testing.T) {
 	goTool := testutils.LookPathOrSkip(t, "go")
 	dir := t.TempDir()
@@ -60,9 +61,16 @@ func TestHostGoBuildID(t *testing.T) {
 		t.Fatal("no main.main")
 	}
 	for _, tc := range []struct {
-		id   string
-		want bool
-	}{{hex.EncodeToString(goID), true}, {hex.EncodeToString([]byte("another/go/build/id")), false}} {
+		id string
+		// complete writes a bundle (naming another address) that the
+		// recorder says is complete: host files are then not read.
+		complete bool
+		want     bool
+	}{
+		{hex.EncodeToString(goID), false, true},
+		{hex.EncodeToString([]byte("another/go/build/id")), false, false},
+		{hex.EncodeToString(goID), true, false},
+	} {
 		var buf bytes.Buffer
 		w, err := capture.NewWriter(&buf)
 		if err != nil {
@@ -75,6 +83,18 @@ func TestHostGoBuildID(t *testing.T) {
 			&capture.Sample{FrameHeader: h, TID: 10, Addrs: []uint64{capture.ContextUser, mainAddr + 1}},
 		} {
 			if err := w.WriteFrame(fr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.complete {
+			b, err := capture.EncodeSymbols([]capture.Symbol{{PID: 10, Begin: 0x700000, End: 0x700010, Name: "elsewhere"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddMetadata(2, capture.MetaSymbolsComplete, "1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddSymbolsFile(capture.FrameHeader{PID: -1, CPU: -1, Time: 2}, b); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -91,7 +111,7 @@ func TestHostGoBuildID(t *testing.T) {
 		}
 		top := v.Top(v.Samples)
 		if got := len(top) > 0 && top[0].Name == "main.main"; got != tc.want {
-			t.Errorf("build-id %s: top %+v, want main.main named: %v", tc.id, top, tc.want)
+			t.Errorf("build-id %s, complete bundle %v: top %+v, want main.main named: %v", tc.id, tc.complete, top, tc.want)
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 type LoadOptions struct {
 	// Symbolizers are tried, in order, after the capture's own for
 	// addresses those do not name (for example a resolver reading the
-	// host's files). Default none.
+	// host's files), from several goroutines at once. Default none.
 	Symbolizers []Symbolizer
 	// NoSymbolize gives every frame only its fallback name (see
 	// [Profile.Symbolize]), for callers that symbolize later. Default
@@ -37,7 +37,9 @@ type LoadOptions struct {
 	Addresses bool
 	// NoHostFiles leaves out the last resort, a [HostSymbolizer] naming
 	// what nothing else did from this machine's files (only the very
-	// files that were mapped). Default false.
+	// files that were mapped). Default false; it is left out anyway
+	// for a capture whose recorder says its bundle is complete
+	// ([capture.MetaSymbolsComplete]).
 	NoHostFiles bool
 	// NoAllocations leaves the ALLOCATION frames out of the samples
 	// (Profile.Allocations still counts them), for a caller that shows
@@ -102,7 +104,7 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, false, nil, sizes{}, opts)
+	return load(cr, false, nil, sizes{}, nil, nil, opts)
 }
 
 // LoadBytes is [Load] over a capture held in memory, which it decodes in
@@ -119,34 +121,66 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, src == nil, src, countSamples(data), opts)
+	n, bundle := countSamples(data)
+	n.slots += n.addrs
+	pre := startBundle(bundle, n.slots)
+	var release func(upto int64)
+	if src != nil {
+		// A mapped file: the pages read are let go as the reading goes,
+		// so that the file does not stay resident on top of the
+		// profile made of it.
+		capture.DropMapped(data, 0, int64(len(data)))
+		done := int64(0)
+		release = func(upto int64) {
+			if upto-done >= dropStep {
+				capture.DropMapped(data, done, upto)
+				done = upto
+			}
+		}
+	}
+	return load(cr, src == nil, src, n, pre, release, opts)
 }
+
+// dropStep is how many bytes of a mapped capture are read between two
+// releases of their pages.
+const dropStep = 16 << 20
 
 // sizes are counts of a capture's frames found before loading it, so
 // that the tables that grow with them are allocated once.
 type sizes struct {
 	// samples counts the SAMPLE frames (those before any damage), and
-	// addrs bounds the addresses they hold.
-	samples, addrs int
+	// addrs bounds the addresses they hold, and slots those of all
+	// frames with addresses, for [capture.DecodeLinesMax].
+	samples, addrs, slots int
 	// bytes is the size of the capture.
 	bytes int64
 }
 
-// countSamples returns the sizes of the capture data.
-func countSamples(data []byte) sizes {
+// countSamples returns the sizes of the capture data, and the views of
+// the chunks of its bundle files (see [startBundle]).
+func countSamples(data []byte) (sizes, *capture.Files) {
 	n := sizes{bytes: int64(len(data))}
+	fs := &capture.Files{}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
-		return n
+		return n, fs
 	}
+	var c capture.FileChunk
 	for {
 		f, err := cr.NextRaw()
 		if err != nil {
-			return n
+			return n, fs
 		}
-		if f.Type == capture.TypeSample {
+		switch f.Type {
+		case capture.TypeSample:
 			n.samples++
 			n.addrs += len(f.Bytes) / 8
+		case capture.TypeTrace, capture.TypeAllocation:
+			n.slots += len(f.Bytes) / 8
+		case capture.TypeFileChunk:
+			if f.DecodeFileChunk(&c) == nil && isBundlePath(c.Path) {
+				fs.AddView(&c)
+			}
 		}
 	}
 }
@@ -154,12 +188,19 @@ func countSamples(data []byte) sizes {
 // load builds the profile of the frames of cr. inPlace says the frames cr
 // returns stay valid, so embedded files can be kept as views; else they
 // are copied, but for the kallsyms, whose place in src is kept when src is
-// set. n, when known, sizes the sample and stack tables.
-func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadOptions) (*Profile, error) {
+// set, and when src is set (cr reads src mapped, valid until load
+// returns) the others are views too. n, when known, sizes the sample and
+// stack tables. pre, when set, is decoding the bundle files already.
+// release, when set, is told every so often how far cr has read.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *earlyBundle, release func(upto int64), opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header(), n)
+	b.pre = pre
 	b.files.src = src
+	// A mapped capture stays mapped until loading ends: what finish
+	// reads of its files (all but the kallsyms, kept as an extent) is
+	// read from views of it, and the views are dropped then.
 	mode := chunkCopy
-	if inPlace {
+	if inPlace || src != nil {
 		mode = chunkView
 	}
 	var (
@@ -181,6 +222,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 	for frames := 0; readErr == nil; frames++ {
 		if frames&(1<<12-1) == 0 {
 			prog(stageRead, cr.Offset(), n.bytes)
+			if release != nil {
+				release(cr.Offset())
+			}
 		}
 		f, err := cr.NextRaw()
 		if err == io.EOF {
@@ -247,6 +291,8 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 					b.event = m.Value
 				case capture.MetaFrequency:
 					b.freq = m.Value
+				case capture.MetaSymbolsComplete:
+					b.symbolsComplete = m.Value == "1"
 				case capture.MetaMemprofSampleBytes:
 					b.sampleBytes, _ = strconv.ParseInt(m.Value, 10, 64)
 				case capture.MetaMemprofLost:
@@ -280,7 +326,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, opts LoadO
 		p.Symbolize(nil)
 	} else {
 		chain := append(Chain{p.CaptureSymbolizer()}, opts.Symbolizers...)
-		if !opts.NoHostFiles {
+		if !opts.NoHostFiles && !(b.symbolsComplete && p.Bundle != nil) {
 			chain = append(chain, NewHostSymbolizer(p, symbol.Loader{}))
 		}
 		p.symbolize(chain, func(done, total int) { prog("naming frames", int64(done), int64(total)) })
@@ -364,6 +410,11 @@ type builder struct {
 	// event and freq are the sampling event and frequency the recording
 	// says it used, for the CPU time of a sample.
 	event, freq string
+	// pre decodes the bundle files while frames are read, when set.
+	pre *earlyBundle
+	// symbolsComplete says the recording's symbol bundle names all it
+	// could (capture.MetaSymbolsComplete): host files are not read.
+	symbolsComplete bool
 	// offStats are the off-CPU counts the recording wrote.
 	offStats offCPUStats
 	// blockStats are the blocking calls' counts and marks.
@@ -680,6 +731,9 @@ func (b *builder) finish() *Profile {
 	}
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
 	p.trimJunk(foreign)
+	// Only the kallsyms is read later (see loadSymbols): the others may
+	// be views of a mapping that ends with loading.
+	b.files.forgetAllBut(kallsymsPath)
 	return p
 }
 
@@ -734,35 +788,19 @@ func (b *builder) loadProcessFile() {
 	}
 }
 
-// loadSymbols decodes the __symbols__ bundle and the source lines, and
-// prepares the embedded kallsyms. It returns the warnings about them.
+// loadSymbols decodes the __symbols__ bundle and the source lines (or
+// takes them from the goroutine that decoded them while the frames were
+// read), and prepares the embedded kallsyms. It returns the warnings
+// about them.
 func (b *builder) loadSymbols() []string {
-	var warnings []string
-	if data, err := b.files.lookup(capture.SymbolsFile); err == nil {
-		t, err := capture.DecodeSymbols(data)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
-		}
-		if t.Len() > 0 {
-			b.p.Bundle = t
-		}
-	} else if b.files.has(capture.SymbolsFile) {
-		warnings = append(warnings, err.Error())
+	var d *bundleFiles
+	if b.pre != nil {
+		d = b.pre.wait()
+	} else {
+		d = decodeBundle(&b.files.fs, int(b.addrSlots))
 	}
-	if b.files.has(capture.LinesFile) {
-		data, err := b.files.lookup(capture.LinesFile)
-		var t *capture.LineTable
-		if err != nil {
-			warnings = append(warnings, err.Error())
-		} else if t, err = capture.DecodeLinesMax(data, int(b.addrSlots)); err != nil && t.Len() > 0 {
-			warnings = append(warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
-		} else if err != nil {
-			warnings = append(warnings, err.Error())
-		}
-		if t.Len() > 0 {
-			b.p.Lines = t
-		}
-	}
+	b.p.Bundle, b.p.Lines = d.table, d.lines
+	warnings := d.warnings
 	b.files.forget(capture.SymbolsFile, capture.LinesFile)
 	if data, err := b.files.lookup(capture.KernelNotesFile); err == nil {
 		// The notes are 4-byte aligned in the recording machine's

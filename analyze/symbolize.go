@@ -3,12 +3,17 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"nsprof/capture"
 )
 
-// Symbolizer names the code at an address of a process.
+// Symbolizer names the code at an address of a process. Frames are named
+// from several goroutines at once: implementations must be safe for
+// concurrent use.
 type Symbolizer interface {
 	// Symbolize returns the location of addr in process pid; kernel says
 	// the address is a kernel one. It reports false when it cannot say.
@@ -244,16 +249,23 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		}
 	}
 	var again []int32
+	if later == nil {
+		// No symbolizer reads ahead: frames are named side by side.
+		parallelFrames(len(p.Frames), step, func(i int) {
+			f := &p.Frames[i]
+			loc, k := name(chain, f)
+			f.Loc, by[i] = loc, int16(k)
+		})
+	}
 	for i := range p.Frames {
+		if later == nil {
+			break
+		}
 		step(i)
 		f := &p.Frames[i]
-		c := chain
-		if later != nil {
-			c = first
-			later.hit = false
-		}
-		loc, k := name(c, f)
-		if later != nil && later.hit {
+		later.hit = false
+		loc, k := name(first, f)
+		if later.hit {
 			again = append(again, int32(i))
 			continue
 		}
@@ -292,6 +304,36 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
 	}
+}
+
+// parallelFrames calls do(i) for every i below n, from as many goroutines
+// as there are CPUs to run them, each taking the next block of indexes;
+// the calling goroutine, one of them, calls step(done) between its blocks.
+// Small counts are done on the calling goroutine alone.
+func parallelFrames(n int, step func(done int), do func(i int)) {
+	const block = 1 << 12
+	workers := min(runtime.GOMAXPROCS(0), 8, (n+block-1)/block)
+	var next atomic.Int64
+	work := func(main bool) {
+		for {
+			lo := int(next.Add(block)) - block
+			if lo >= n {
+				return
+			}
+			if main {
+				step(lo)
+			}
+			for i := lo; i < min(lo+block, n); i++ {
+				do(i)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(func() { work(false) })
+	}
+	work(true)
+	wg.Wait()
 }
 
 // preparer is a [Symbolizer] that is told beforehand the addresses it

@@ -292,7 +292,13 @@ func (b *timelineBuilder) add(f capture.Frame) {
 			}
 		}
 	case *capture.FileChunk:
-		b.files.Add(f)
+		// Only the files the timeline reads are kept: the others are
+		// listed by size (the builder of the profile keeps its own).
+		if p := strings.TrimSuffix(f.Path, ".gz"); p == capture.ProcessFile || isMountInfoFile(p) {
+			b.files.Add(f)
+		} else {
+			b.files.AddSize(f)
+		}
 	}
 }
 

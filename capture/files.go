@@ -44,11 +44,13 @@ type embedded struct {
 }
 
 // piece is the data of consecutive chunks: bytes held (owned, when Files
-// made them and may append to them), or extents of the capture file.
+// made them and may append to them), extents of the capture file, or
+// only their size (dropped).
 type piece struct {
-	data  []byte
-	owned bool
-	exts  []Extent
+	data    []byte
+	owned   bool
+	exts    []Extent
+	dropped int
 }
 
 // Add adds one chunk, copying its data.
@@ -82,6 +84,20 @@ func (fs *Files) AddExtent(c *FileChunk, off int64) {
 			e.pieces[n-1].exts = append(e.pieces[n-1].exts, x)
 		} else {
 			e.pieces = append(e.pieces, piece{exts: []Extent{x}})
+		}
+		e.size += len(c.Data)
+	}
+}
+
+// AddSize adds one chunk keeping only its size: [Files.List] counts it,
+// and reading the file fails. For a reader that lists embedded files
+// without reading them.
+func (fs *Files) AddSize(c *FileChunk) {
+	if e := fs.chunk(c); e != nil && len(c.Data) > 0 {
+		if n := len(e.pieces); n > 0 && e.pieces[n-1].dropped > 0 {
+			e.pieces[n-1].dropped += len(c.Data)
+		} else {
+			e.pieces = append(e.pieces, piece{dropped: len(c.Data)})
 		}
 		e.size += len(c.Data)
 	}
@@ -151,6 +167,11 @@ func (fs *Files) Read(path string) ([]byte, bool, error) {
 	e, ok := fs.files[path]
 	if !ok {
 		return nil, false, nil
+	}
+	for _, p := range e.pieces {
+		if p.dropped > 0 {
+			return nil, true, fmt.Errorf("embedded file %s: its data was not kept", path)
+		}
 	}
 	if len(e.pieces) == 1 && e.pieces[0].exts == nil {
 		return e.pieces[0].data, true, nil

@@ -89,3 +89,18 @@ func TestFilesForget(t *testing.T) {
 		t.Errorf("Lookup(/b) = %q, %v", b, err)
 	}
 }
+
+// A file kept by size only is listed with its size and cannot be read.
+func TestFilesAddSize(t *testing.T) {
+	var fs Files
+	fs.AddSize(&FileChunk{Path: "big", Data: []byte("abc")})
+	fs.AddSize(&FileChunk{Path: "big", Data: []byte("defg"), IsLast: true})
+	fs.AddSize(&FileChunk{Path: "big", Data: []byte("after the last")})
+	l := fs.List()
+	if len(l) != 1 || l[0].Path != "big" || l[0].Size != 7 || !l[0].Complete {
+		t.Fatalf("List = %+v, want big of 7 bytes, complete", l)
+	}
+	if b, ok, err := fs.Read("big"); !ok || err == nil || b != nil {
+		t.Errorf("Read = %q, %v, %v; want no data, found, an error", b, ok, err)
+	}
+}

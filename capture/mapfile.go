@@ -37,6 +37,22 @@ func MapFile(f *os.File) (data []byte, unmap func() error, info os.FileInfo, err
 	return data, func() error { return unix.Munmap(data) }, st, nil
 }
 
+// DropMapped lets the pages of data[from:to], where data is a mapping from
+// [MapFile], leave the process's resident set: a reader done with them
+// (the frames it decoded copied what they keep) does not hold the whole
+// file in memory. Reading them again reads them again from the page
+// cache. Only whole pages inside the range are dropped.
+func DropMapped(data []byte, from, to int64) {
+	page := int64(os.Getpagesize())
+	base := int64(uintptr(unsafe.Pointer(unsafe.SliceData(data))))
+	start := (base + from + page - 1) &^ (page - 1)
+	end := (base + to) &^ (page - 1)
+	if from < 0 || to > int64(len(data)) || end <= start {
+		return
+	}
+	unix.DropPages(data[start-base : end-base])
+}
+
 // ReadMapped calls read, which reads data (a mapping from [MapFile]), on
 // the calling goroutine, and turns a fault reading inside data into an
 // error wrapping [ErrFileShrank] instead of a crash. read must not read

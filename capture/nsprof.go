@@ -27,6 +27,13 @@ const (
 	// variables set for the command, comma-separated.
 	MetaEnvNames = "nsprof.env-names"
 
+	// MetaSymbolsComplete is "1" when the recorder named, in its
+	// symbol bundle, every sampled address of a file it could reach,
+	// in every image of each process (those an exec replaced too):
+	// reports then look at no file on the machine they run on, which
+	// could only name again what the recorder named or could not.
+	MetaSymbolsComplete = "nsprof.symbols.complete"
+
 	// MetaMemprof is "1" when allocations were recorded (nsprof record
 	// --memprof).
 	MetaMemprof = "nsprof.memprof"

@@ -98,7 +98,10 @@ type SymbolTable struct {
 // or by [EncodeSymbols]. A damaged file yields the records before the
 // damage and an error naming the offset.
 func DecodeSymbols(b []byte) (*SymbolTable, error) {
-	t := &SymbolTable{}
+	t := &SymbolTable{syms: make([]Symbol, 0, countSymbols(b))}
+	// Writers share a string among the records naming it (a library's
+	// functions in each process that maps it): one copy each.
+	strs := make(map[uint32]string)
 	str := func(off uint32, at int) (string, error) {
 		if off == 0 {
 			return "", nil
@@ -106,7 +109,12 @@ func DecodeSymbols(b []byte) (*SymbolTable, error) {
 		if int64(off) >= int64(len(b)) {
 			return "", &FormatError{Off: int64(at), Msg: "__symbols__ string offset past the end", Val: off}
 		}
-		return cstring(b[off:]), nil
+		s, ok := strs[off]
+		if !ok {
+			s = cstring(b[off:])
+			strs[off] = s
+		}
+		return s, nil
 	}
 	for off := 0; ; off += symbolRecordSize {
 		if off+symbolRecordSize > len(b) {
@@ -132,6 +140,20 @@ func DecodeSymbols(b []byte) (*SymbolTable, error) {
 		t.syms = append(t.syms, Symbol{PID: pid, Begin: begin, End: end, Name: name, Tag: tag})
 	}
 	return t.sorted(), nil
+}
+
+// countSymbols returns the number of records of a __symbols__ file before
+// its terminating record (or its end).
+func countSymbols(b []byte) int {
+	n := 0
+	for off := 0; off+symbolRecordSize <= len(b); off += symbolRecordSize {
+		r := b[off : off+symbolRecordSize]
+		if binary.NativeEndian.Uint64(r) == 0 && binary.NativeEndian.Uint64(r[8:]) == 0 && binary.NativeEndian.Uint32(r[16:]) == 0 && binary.NativeEndian.Uint32(r[20:]) == 0 {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // isTerminator reports whether s would encode as the record that ends the

@@ -307,7 +307,7 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 		}
 	}
 	th.addrs = addrs
-	addrs = r.checkedStack(int(th.pid), addrs)
+	addrs = r.checkedStack(int(th.pid), addrs, th.time)
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]
 	}

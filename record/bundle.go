@@ -30,6 +30,12 @@ func (r *recorder) writeSymbols() {
 		return
 	}
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
+	if err := r.w.AddMetadata(h.Time, capture.MetaSymbolsComplete, "1"); err != nil {
+		if r.writeErr == nil {
+			r.writeErr = err
+		}
+		return
+	}
 	if err := r.w.AddSymbolsFile(h, b); err != nil {
 		if r.writeErr == nil {
 			r.writeErr = err

@@ -7,7 +7,7 @@ import "nsprof/capture"
 // /proc/kallsyms the recording embedded, and returns the bundle records.
 func BundleKernel(kallsyms []byte, pid int, addrs []uint64) []capture.Symbol {
 	s := newSymbolizer()
-	s.sampled(pid, append([]uint64{capture.ContextKernel}, addrs...), false)
+	s.sampled(pid, append([]uint64{capture.ContextKernel}, addrs...), false, 0)
 	r := &recorder{kallsyms: kallsyms}
 	out, _ := s.bundle(r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
 	return out

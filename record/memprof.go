@@ -379,7 +379,7 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 		m.nAllocs++
 		if r.sym != nil && len(rec.Addrs) > 0 {
 			if !slices.Equal(rec.Addrs, g.last) {
-				m.symbolize(r, g, rec.Addrs)
+				m.symbolize(r, g, rec.Addrs, rec.Time)
 			}
 			rec.Addrs = rec.Addrs[:g.keep]
 		}
@@ -392,7 +392,7 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 // symbolize notes how much of a stack to keep (trimReturns) and hands
 // those addresses to the symbolizer the first time the process shows
 // them, so they are named in the symbol bundle.
-func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64) {
+func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64, t int64) {
 	g.last = append(g.last[:0], addrs...)
 	addrs = r.sym.trimReturns(int(g.pid), addrs)
 	g.keep = len(addrs)
@@ -412,7 +412,7 @@ func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64) {
 		return
 	}
 	g.stacks[h] = struct{}{}
-	r.sym.sampled(int(g.pid), addrs, true)
+	r.sym.sampled(int(g.pid), addrs, true, t)
 	if r.opts.NoPerf {
 		m.rescan[g.pid] = true
 	}

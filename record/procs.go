@@ -445,7 +445,7 @@ func (t *tracker) handle(rec *perf.Record) {
 		// the symbolizer must then reopen its view in the new root.
 		ps.maps, ps.have = ps.maps[:0], nil
 		if t.sym != nil {
-			t.sym.execed(pid)
+			t.sym.execed(pid, now)
 		}
 		info := inspect(t.fs, pid, now)
 		if info.midExec() {

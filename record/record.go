@@ -695,7 +695,7 @@ func (r *recorder) handle(rec *perf.Record) {
 // kernel gave no callchain. It is valid until the next call.
 func (r *recorder) stack(rec *perf.Record) []uint64 {
 	s := &rec.Sample
-	addrs := r.checkedStack(int(s.PID), r.unwound(rec))
+	addrs := r.checkedStack(int(s.PID), r.unwound(rec), int64(s.Time))
 	if len(addrs) == 0 {
 		ctxMark := capture.ContextUser
 		if rec.Misc&perf.MiscCPUModeMask == perf.MiscKernel {
@@ -725,11 +725,11 @@ func (r *recorder) unwound(rec *perf.Record) []uint64 {
 
 // checkedStack trims the callers of addrs, a stack of process pid, that
 // cannot be return addresses, and marks the rest for the symbol bundle.
-func (r *recorder) checkedStack(pid int, addrs []uint64) []uint64 {
+func (r *recorder) checkedStack(pid int, addrs []uint64, t int64) []uint64 {
 	if r.sym != nil {
 		addrs = r.sym.trimCallers(pid, addrs)
 		if !r.opts.NoDecode {
-			r.sym.sampled(pid, addrs, false)
+			r.sym.sampled(pid, addrs, false, t)
 		}
 	}
 	return addrs

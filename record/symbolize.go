@@ -2,12 +2,12 @@ package record
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"runtime"
@@ -57,34 +57,110 @@ type symbolizer struct {
 	// selfTried says it was.
 	self      *symObj
 	selfTried bool
+	// shadowed counts addresses sampled in an image exec replaced that
+	// a later image of the process maps too, left out of the bundle.
+	shadowed int
 	// vdsoFallbacks counts vdso mappings not read from their process
 	// (gone before its mapping was looked at), taken to be this
 	// process's by their size.
 	vdsoFallbacks int
 }
 
-// symProc is what the symbolizer knows of one process.
+// symProc is what the symbolizer knows of one process. Its embedded
+// symGen is its current image.
 type symProc struct {
 	cp      *container.Process // nil until opened, or if it could not be
 	tried   bool               // whether opening cp was attempted
 	openErr error
-	maps    []symMap
+	symGen
 	// other are the executable mappings of no file: anonymous memory
 	// (JIT code), deleted files, [vsyscall].
 	other  []span
-	user   map[uint64]struct{}
 	kernel map[uint64]struct{}
+	nspid  int
+	owns   bool // some object's debug search goes through cp
+	// stale says cp was opened before the process's last exec.
+	stale bool
+	// mapsTried says the unwinder looked its mappings up itself.
+	mapsTried bool
+	// prev are the images exec replaced, oldest first, with the
+	// addresses sampled in them: a child forked by a shell or by `go`
+	// runs its parent's image until it execs, and those samples are
+	// named from the files that were mapped then.
+	prev []symGen
+}
+
+// symGen is one image of a process: its mappings and the user addresses
+// sampled while it ran.
+type symGen struct {
+	maps []symMap
+	// user are the user addresses sampled, each with the latest time
+	// a stack first showing it was sampled: samples of one process come
+	// from several CPUs' rings, so an exec may be read after samples of
+	// the new image, or before samples of the old one.
+	user map[uint64]int64
 	// lines are the user addresses whose source frames are bundled:
 	// where threads were, and the calls (return address - 1) that
 	// reports name callers from. A return address itself is named
 	// (Sysprof looks it up as it is) but needs no frames.
 	lines map[uint64]struct{}
-	nspid int
-	owns  bool // some object's debug search goes through cp
-	// stale says cp was opened before the process's last exec.
-	stale bool
-	// mapsTried says the unwinder looked its mappings up itself.
-	mapsTried bool
+	// until is the time of the exec that replaced the image; 0 for the
+	// current one.
+	until int64
+}
+
+// find returns the mapping of g holding address a; later mappings of a
+// range replace earlier ones.
+func (g *symGen) find(a uint64) *symMap {
+	for i := len(g.maps) - 1; i >= 0; i-- {
+		if m := &g.maps[i]; a >= m.start && a < m.end {
+			return m
+		}
+	}
+	return nil
+}
+
+// note adds user address a, seen at time t, with its source frames
+// wanted when line is set.
+func (g *symGen) note(a uint64, t int64, line bool) {
+	if g.user == nil {
+		g.user = make(map[uint64]int64)
+	}
+	if old, ok := g.user[a]; !ok || t > old {
+		g.user[a] = t
+	}
+	if line {
+		if g.lines == nil {
+			g.lines = make(map[uint64]struct{})
+		}
+		g.lines[a] = struct{}{}
+	}
+}
+
+// genAt returns the image p ran at time t.
+func (p *symProc) genAt(t int64) *symGen {
+	for i := range p.prev {
+		if t < p.prev[i].until {
+			return &p.prev[i]
+		}
+	}
+	return &p.symGen
+}
+
+// shadowed says whether one of gens maps address a.
+func shadowed(gens []symGen, a uint64) bool {
+	for i := range gens {
+		if gens[i].find(a) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// gens returns p's images, the replaced ones first and the current one
+// last.
+func (p *symProc) gens() []symGen {
+	return append(p.prev[:len(p.prev):len(p.prev)], p.symGen)
 }
 
 type symMap struct {
@@ -378,7 +454,8 @@ func (s *symbolizer) forked(ppid, pid int) {
 	p.other = append(p.other[:0], pp.other...)
 }
 
-// execed forgets pid's mappings: exec replaced its image. It also marks
+// execed forgets pid's mappings: exec replaced its image at time at,
+// keeping those that addresses sampled before then need. It also marks
 // the view of the process's files stale, to be opened again for the new
 // image's mappings: a process may have changed its root before exec, as
 // `unshare --root`, bubblewrap and container runtimes do, and a view
@@ -386,10 +463,27 @@ func (s *symbolizer) forked(ppid, pid int) {
 // new image's debug files on the host. The old view is kept in case the
 // new one cannot be opened (the process already gone): files are checked
 // against their mappings' build-id or inode whichever view finds them.
-func (s *symbolizer) execed(pid int) {
+func (s *symbolizer) execed(pid int, at int64) {
 	p := s.procs[pid]
 	if p == nil {
 		return
+	}
+	// The old image's addresses are named from its own mappings at the
+	// end (their files stay open): those sampled before the exec.
+	old := symGen{maps: p.maps, until: at}
+	for a, t := range p.user {
+		if t < at {
+			_, line := p.lines[a]
+			old.note(a, t, line)
+			delete(p.user, a)
+			delete(p.lines, a)
+		}
+	}
+	if len(old.user) > 0 || len(old.maps) > 0 {
+		// Kept even without samples yet: those of the old image may
+		// still be read from other CPUs' rings.
+		p.prev = append(p.prev, old)
+		p.maps = nil
 	}
 	p.maps, p.other = p.maps[:0], p.other[:0]
 	if p.cp != nil {
@@ -417,8 +511,9 @@ func (s *symbolizer) exited(pid int) {
 // sampled notes the addresses of one callchain, which holds perf context
 // markers saying whether what follows is kernel or user code. The user
 // addresses after the first are return addresses, or all of them when
-// returns is set (allocation stacks).
-func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
+// returns is set (allocation stacks). t is the sample's time, which says
+// which image of the process the user addresses are in.
+func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 	if pid <= 0 {
 		return
 	}
@@ -440,31 +535,27 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool) {
 	}
 	s.seenStacks[h] = struct{}{}
 	p := s.proc(pid)
+	g := p.genAt(t)
 	kernel, first := false, !returns
 	for _, a := range addrs {
 		if capture.IsContext(a) {
 			kernel, first = a == capture.ContextKernel, !returns
 			continue
 		}
-		set := &p.user
-		if kernel {
-			set = &p.kernel
-		}
-		if *set == nil {
-			*set = make(map[uint64]struct{})
-		}
-		(*set)[a] = struct{}{}
-		if !kernel {
-			if p.lines == nil {
-				p.lines = make(map[uint64]struct{})
+		switch {
+		case kernel:
+			if p.kernel == nil {
+				p.kernel = make(map[uint64]struct{})
 			}
-			if first {
-				p.lines[a] = struct{}{}
-			} else if a > 0 {
-				// A return address: reports name it from the
-				// call's last byte (analyze.Frame.Caller).
-				(*set)[a-1] = struct{}{}
-				p.lines[a-1] = struct{}{}
+			p.kernel[a] = struct{}{}
+		case first:
+			g.note(a, t, true)
+		default:
+			// A return address: reports name it from the call's
+			// last byte (analyze.Frame.Caller).
+			g.note(a, t, false)
+			if a > 0 {
+				g.note(a-1, t, true)
 			}
 		}
 		first = false
@@ -501,15 +592,16 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	hit := make(map[*symObj][]uint64)
 	var objs []*symObj
 	for _, pid := range pids {
-		p := s.procs[pid]
-		for a := range p.user {
-			if m := p.find(a); m != nil {
-				if _, ok := hit[m.obj]; !ok {
-					objs = append(objs, m.obj)
-					hit[m.obj] = nil
-				}
-				if _, ok := p.lines[a]; ok {
-					hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
+		for _, g := range s.procs[pid].gens() {
+			for a := range g.user {
+				if m := g.find(a); m != nil {
+					if _, ok := hit[m.obj]; !ok {
+						objs = append(objs, m.obj)
+						hit[m.obj] = nil
+					}
+					if _, ok := g.lines[a]; ok {
+						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
+					}
 				}
 			}
 		}
@@ -529,39 +621,54 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		}
 		var jit *symbol.Table
 		jitTried := false
-		for _, a := range sortedKeys(p.user) {
-			m := p.find(a)
-			if m == nil {
-				if !jitTried {
-					jitTried = true
-					jit = s.jitMap(p, pid, nsPID)
-				}
-				if jit != nil {
-					if sym, ok := jit.Lookup(a); ok {
-						add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), "JIT")
+		gens := p.gens()
+		for gi, g := range gens {
+			for _, a := range sortedKeys(g.user) {
+				m := g.find(a)
+				if gi < len(gens)-1 {
+					if m == nil {
+						continue // JIT code is looked up in the current image only
+					}
+					if shadowed(gens[gi+1:], a) {
+						// A later image maps the address too: the
+						// bundle, keyed by pid and address, can name
+						// only one, the later.
+						s.shadowed++
+						continue
 					}
 				}
-				continue
-			}
-			o := m.obj
-			if o.syms == nil {
-				continue
-			}
-			va, ok := o.elf.Vaddr(a - m.start + m.off)
-			if !ok {
-				continue
-			}
-			sym, ok := o.syms.Lookup(va)
-			if !ok {
-				continue
-			}
-			begin := a - (va - sym.Addr)
-			add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
-			if _, ok := p.lines[a]; !ok {
-				continue
-			}
-			if fr := frames[o][va]; len(fr) > 0 {
-				lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
+				if m == nil {
+					if !jitTried {
+						jitTried = true
+						jit = s.jitMap(p, pid, nsPID)
+					}
+					if jit != nil {
+						if sym, ok := jit.Lookup(a); ok {
+							add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), "JIT")
+						}
+					}
+					continue
+				}
+				o := m.obj
+				if o.syms == nil {
+					continue
+				}
+				va, ok := o.elf.Vaddr(a - m.start + m.off)
+				if !ok {
+					continue
+				}
+				sym, ok := o.syms.Lookup(va)
+				if !ok {
+					continue
+				}
+				begin := a - (va - sym.Addr)
+				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
+				if _, ok := g.lines[a]; !ok {
+					continue
+				}
+				if fr := frames[o][va]; len(fr) > 0 {
+					lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
+				}
 			}
 		}
 		if len(p.kernel) > 0 && !kernTried {
@@ -657,12 +764,8 @@ func (o *symObj) resolve(offs []uint64, logf func(string, ...any)) map[uint64][]
 // find returns the mapping of p holding address a; later mappings of a
 // range replace earlier ones.
 func (p *symProc) find(a uint64) *symMap {
-	for i := len(p.maps) - 1; i >= 0; i-- {
-		if m := &p.maps[i]; a >= m.start && a < m.end {
-			return m
-		}
-	}
-	return nil
+	g := symGen{maps: p.maps}
+	return g.find(a)
 }
 
 // load reads o's symbols: its own tables, or debug files found inside
@@ -803,17 +906,15 @@ func (s *symbolizer) summary() string {
 	if failed > 0 {
 		fmt.Fprintf(&b, "; %d unreachable", failed)
 	}
+	if s.shadowed > 0 {
+		fmt.Fprintf(&b, "; %d addresses sampled before an exec left unnamed (the new image maps them too)", s.shadowed)
+	}
 	if s.vdsoFallbacks > 0 {
 		fmt.Fprintf(&b, "; %d [vdso] mappings of processes gone taken to be nsprof's own", s.vdsoFallbacks)
 	}
 	return b.String()
 }
 
-func sortedKeys(m map[uint64]struct{}) []uint64 {
-	ks := make([]uint64, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.SortFunc(ks, cmp.Compare[uint64])
-	return ks
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -76,7 +76,7 @@ func TestSymbolizerVDSO(t *testing.T) {
 				t.Errorf("%d fallbacks, want %d", s.vdsoFallbacks, 2*tc.fallbacks)
 			}
 			addr := base + clock.Addr + 3
-			s.sampled(42, []uint64{capture.ContextUser, addr}, false)
+			s.sampled(42, []uint64{capture.ContextUser, addr}, false, 0)
 			var logs []string
 			logf := func(format string, args ...any) { logs = append(logs, format) }
 			syms, _ := s.bundle(nil, func(int) int { return 0 }, nil, logf)

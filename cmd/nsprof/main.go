@@ -17,12 +17,17 @@ import (
 // itself, for finding where the profiler spends its own time.
 const cpuProfileEnv = "NSPROF_CPUPROFILE"
 
+// memProfileEnv names a file to which nsprof writes a pprof profile of its
+// own allocations when it ends (go tool pprof -sample_index=alloc_space).
+const memProfileEnv = "NSPROF_MEMPROFILE"
+
 func main() {
 	stopProfile := profileSelf(os.Getenv(cpuProfileEnv))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	stopProfile()
+	writeAllocs(os.Getenv(memProfileEnv))
 	os.Exit(exitStatus(err, os.Stderr))
 }
 
@@ -45,5 +50,24 @@ func profileSelf(path string) func() {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+	}
+}
+
+// writeAllocs writes the profile of the allocations made so far to path,
+// when path is set.
+func writeAllocs(path string) {
+	if path == "" {
+		return
+	}
+	f, err := outfile.Create(path, outfile.Options{Replace: true})
+	if err == nil {
+		if err = pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Discard()
+		} else {
+			err = f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nsprof: %s: %v\n", memProfileEnv, err)
 	}
 }

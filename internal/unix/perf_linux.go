@@ -59,6 +59,12 @@ func Mmap(fd, length, prot, flags int) ([]byte, error) {
 // Munmap unmaps a mapping returned by [Mmap].
 func Munmap(b []byte) error { return unix.Munmap(b) }
 
+// DropPages tells the kernel the pages of b, part of a read-only file
+// mapping, are not needed for now (madvise MADV_DONTNEED): they leave the
+// process's resident set, and are read again from the page cache if
+// touched. b must start on a page boundary.
+func DropPages(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }
+
 // IoctlSetInt calls ioctl(fd, req, value).
 func IoctlSetInt(fd int, req uint, value int) error { return unix.IoctlSetInt(fd, req, value) }
 

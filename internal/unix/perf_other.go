@@ -133,3 +133,6 @@ func Write(fd int, p []byte) (int, error) { return syscall.Write(fd, p) }
 
 // SetNonblock sets or clears O_NONBLOCK on fd.
 func SetNonblock(fd int, nonblocking bool) error { return syscall.SetNonblock(fd, nonblocking) }
+
+// DropPages does nothing here.
+func DropPages(b []byte) error { return nil }

@@ -1,0 +1,96 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+
+	"nsprof/capture"
+)
+
+// bundleFiles are the decoded symbol bundle and lines file of a capture,
+// with the warnings about them.
+type bundleFiles struct {
+	table    *capture.SymbolTable
+	lines    *capture.LineTable
+	warnings []string
+}
+
+// decodeBundle decodes the [capture.SymbolsFile] and [capture.LinesFile]
+// fs holds (either gzipped), the lines file refused beyond maxLines
+// records (see [capture.DecodeLinesMax]). Damage keeps the records before
+// it, with a warning.
+func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
+	d := &bundleFiles{}
+	has := func(path string) bool { return fs.Has(path) || fs.Has(path+".gz") }
+	if data, err := fs.Lookup(capture.SymbolsFile); err == nil {
+		t, err := capture.DecodeSymbols(data)
+		if err != nil {
+			d.warnings = append(d.warnings, fmt.Sprintf("%s: %v (using the %d records before the damage)", capture.SymbolsFile, err, t.Len()))
+		}
+		if t.Len() > 0 {
+			d.table = t
+		}
+	} else if has(capture.SymbolsFile) {
+		d.warnings = append(d.warnings, err.Error())
+	}
+	if has(capture.LinesFile) {
+		data, err := fs.Lookup(capture.LinesFile)
+		var t *capture.LineTable
+		if err != nil {
+			d.warnings = append(d.warnings, err.Error())
+		} else if t, err = capture.DecodeLinesMax(data, maxLines); err != nil && t.Len() > 0 {
+			d.warnings = append(d.warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
+		} else if err != nil {
+			d.warnings = append(d.warnings, err.Error())
+		}
+		if t.Len() > 0 {
+			d.lines = t
+		}
+	}
+	return d
+}
+
+// bundlePaths are the stored names of the files decodeBundle reads.
+var bundlePaths = []string{capture.SymbolsFile, capture.SymbolsFile + ".gz", capture.LinesFile, capture.LinesFile + ".gz"}
+
+// isBundlePath reports whether a FILE_CHUNK of path is one of bundlePaths.
+func isBundlePath(path string) bool {
+	for _, p := range bundlePaths {
+		if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// earlyBundle decodes a capture's bundle on a goroutine of its own while
+// the frames before it are read: the bundle is written last, but a
+// capture held in memory can be looked ahead in.
+type earlyBundle struct {
+	done chan struct{}
+	d    *bundleFiles
+}
+
+// startBundle copies the bundle files of fs, views of a capture held in
+// memory (which only the calling goroutine may read: see
+// [capture.ReadMapped]), and decodes the copies on a new goroutine.
+func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
+	own := &capture.Files{}
+	for _, p := range bundlePaths {
+		if b, ok, err := fs.Read(p); ok && err == nil {
+			own.AddView(&capture.FileChunk{Path: p, Data: bytes.Clone(b), IsLast: true})
+		}
+	}
+	e := &earlyBundle{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.d = decodeBundle(own, maxLines)
+	}()
+	return e
+}
+
+// wait returns what the goroutine decoded.
+func (e *earlyBundle) wait() *bundleFiles {
+	<-e.done
+	return e.d
+}
