@@ -25,7 +25,7 @@ func (m *memprof) writeCall(r *recorder, g *memRing, time int64, c *ringCall) {
 	m.arcs++
 	m.nCalls += c.Count
 	if r.sym != nil {
-		r.sym.sampled(int(g.pid), []uint64{c.Fn, c.Site}, false)
+		r.sym.sampled(int(g.pid), []uint64{c.Fn, c.Site}, false, time)
 		if r.opts.NoPerf {
 			m.rescan[g.pid] = true
 		}
