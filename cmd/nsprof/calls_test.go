@@ -416,10 +416,17 @@ func TestCallsLostAtExit(t *testing.T) {
 	}
 }
 
-// TestCallsUsage checks that --calls needs a command.
+// TestCallsUsage checks that record --calls needs a command and that
+// report --calls takes no other view, weighing or grouping.
 func TestCallsUsage(t *testing.T) {
 	_, stderr, status := nsprof(t, nil, "record", "--calls", "-o", filepath.Join(t.TempDir(), "x.nsprof"))
 	if status != 2 || !strings.Contains(stderr, "--calls needs a command to run") {
-		t.Errorf("status %d, stderr:\n%s", status, stderr)
+		t.Errorf("record --calls without a command: status %d, stderr:\n%s", status, stderr)
+	}
+	for _, extra := range [][]string{{"--tree"}, {"--memory"}, {"--value", "calls"}, {"--by", "thread"}, {"--marks"}} {
+		_, stderr, status := nsprof(t, nil, append(append([]string{"report", "--calls"}, extra...), "x.nsprof")...)
+		if status != 2 || !strings.Contains(stderr, "does not combine") {
+			t.Errorf("report --calls %v: status %d, stderr:\n%s", extra, status, stderr)
+		}
 	}
 }
