@@ -47,7 +47,7 @@ build: preload
 CC ?= cc
 PRELOAD_CFLAGS ?= -O2 -g -Wall -Wextra
 preload: bin/libnsprof-memprof.so bin/libnsprof-speedtrack.so
-bin/libnsprof-memprof.so: preload/memprof.c preload/memprof.h
+bin/libnsprof-memprof.so: preload/memprof.c preload/calls.c preload/memprof.h
 	@mkdir -p bin
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -pthread -o $@ preload/memprof.c -ldl -lm
 # The --speedtrack fallback where user probes cannot be placed.

@@ -42,6 +42,8 @@ func (b *builder) blockingMeta(id, value string) {
 		s.calls, _ = strconv.ParseInt(value, 10, 64)
 	case capture.MetaBlockingUnpaired:
 		s.unpaired, _ = strconv.ParseInt(value, 10, 64)
+	default:
+		b.callsMeta(id, value)
 	}
 }
 

@@ -429,6 +429,8 @@ type builder struct {
 	offStats offCPUStats
 	// blockStats are the blocking calls' counts and marks.
 	blockStats blockingStats
+	// callStats are the instrumented calls' counts.
+	callStats callStats
 }
 
 const sampleChunk = 1 << 16
@@ -520,7 +522,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.KernelNotesFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.CallsFile, capture.KernelNotesFile:
 		return true
 	}
 	return isMountInfoFile(p)
@@ -655,6 +657,7 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
+	calls := b.callSamples()
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {
@@ -689,7 +692,8 @@ func (b *builder) finish() *Profile {
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
-	p.offStats, p.blockStats = b.offStats, b.blockStats
+	p.fillCalls(calls, b.callStats.timed)
+	p.offStats, p.blockStats, p.callStats = b.offStats, b.blockStats, b.callStats
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))

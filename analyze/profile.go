@@ -103,6 +103,10 @@ type Profile struct {
 	unitSamples bool
 	stackValues []int64
 	allocCol    int
+	// callCol is the first column of instrumented calls, 0 when there
+	// is none; callStats what the recording says of them.
+	callCol   int
+	callStats callStats
 	// kinds are the kinds of measurement of the columns (kindStack...).
 	kinds []int
 	// allocs are the ALLOCATION frames in time order, sampleBytes the

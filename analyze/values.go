@@ -94,6 +94,7 @@ const (
 	kindWall
 	kindAlloc
 	kindBlocking
+	kindCalls
 )
 
 // kindOf returns the kind of measurement of column t.
@@ -273,6 +274,44 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		row := p.values[int(s)*n+a:]
 		row[2], row[3] = row[0], row[1]
 	}
+}
+
+// fillCalls adds the columns of instrumented calls to the value table:
+// calls, and call_time and call_self_time when timed, for the samples of
+// calls (by index in p.Samples, from callSamples), zero elsewhere; the
+// samples of calls get zero in every other column. Nothing when calls is
+// empty.
+func (p *Profile) fillCalls(calls map[int32][3]int64, timed bool) {
+	if len(calls) == 0 {
+		return
+	}
+	types := []ValueType{CallsType}
+	if timed {
+		types = append(types, CallTimeType, CallSelfTimeType)
+	}
+	old := len(p.SampleTypes)
+	n := old + len(types)
+	p.callCol = old
+	p.SampleTypes = append(p.SampleTypes, types...)
+	p.stackValues = append(p.stackValues, make([]int64, len(types))...)
+	for range types {
+		p.kinds = append(p.kinds, kindCalls)
+	}
+	p.unitSamples = false
+	values := make([]int64, len(p.Samples)*n)
+	for i := range p.Samples {
+		if v, ok := calls[int32(i)]; ok {
+			row := values[i*n+old : (i+1)*n]
+			copy(row, v[:len(types)])
+			continue
+		}
+		if p.values != nil {
+			copy(values[i*n:], p.values[i*old:(i+1)*old])
+		} else {
+			copy(values[i*n:], p.stackValues[:old])
+		}
+	}
+	p.values = values
 }
 
 // counted says the selected value is 1 for every sample: the number of

@@ -42,6 +42,10 @@ type ViewOptions struct {
 	// [Profile.Top], [Profile.Tree], [Profile.Group] and
 	// [View.StackCounts] sum it. Default 0: stack samples, counted.
 	Value int
+	// AllKinds keeps the samples of every kind of measurement, not only
+	// Value's: for [View.CallGraph], which reads the instrumented calls
+	// and the stack samples together. Default false.
+	AllKinds bool
 }
 
 // View is the samples and stacks one report or export shows.
@@ -74,7 +78,9 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		return nil, err
 	}
 	if len(p.SampleTypes) > 1 || o.Value != 0 {
-		samples = p.withValue(samples, p.Kind(o.Value))
+		if !o.AllKinds {
+			samples = p.withValue(samples, p.Kind(o.Value))
+		}
 		vp := *p // a shallow copy weighing by o.Value
 		vp.value = o.Value
 		p = &vp

@@ -41,7 +41,9 @@ type pprofBuilder struct {
 // "count" for stack samples, and cpu/nanoseconds when known;
 // alloc_objects, alloc_space, inuse_objects, inuse_space, temp_objects and
 // temp_space when the view weighs an allocation type, with the sampling
-// interval in bytes as Period; the type the view weighs is the default), locations leaf first with their mapping
+// interval in bytes as Period; calls, and call_time and call_self_time
+// when timed, when it weighs instrumented calls, with calls/count as
+// PeriodType; the type the view weighs is the default), locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms],
@@ -64,8 +66,12 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	if cols[0] != 0 {
 		period = &profile.ValueType{Type: "space", Unit: "bytes"}
 	}
+	calls := analyze.IsCallsType(types[0].Type)
+	if calls {
+		period = &profile.ValueType{Type: analyze.CallsType.Type, Unit: analyze.CallsType.Unit}
+	}
 	periodN := int64(1)
-	if cols[0] != 0 && v.SampleBytes() > 0 {
+	if cols[0] != 0 && !calls && v.SampleBytes() > 0 {
 		periodN = v.SampleBytes() // as a Go heap profile's MemProfileRate
 	}
 	if len(cols) > 1 && types[1].Type == analyze.CPUType.Type {

@@ -1,7 +1,9 @@
 /*
  * libnsprof-memprof.so: an LD_PRELOAD library that reports every heap
  * allocation and free of the process it is loaded into to `nsprof record
- * --memprof`, which writes them as Sysprof ALLOCATION frames.
+ * --memprof`, which writes them as Sysprof ALLOCATION frames; and the
+ * calls of code built with -pg or -finstrument-functions to `nsprof
+ * record --calls` (calls.c, included below).
  *
  * The recorder hands the process one end of a SOCK_SEQPACKET socket pair
  * in NSPROF_MEMPROF_FD. The first time a thread allocates, it creates a
@@ -128,6 +130,7 @@ static void resolve(void)
 /* ---- configuration, set once by the constructor ---- */
 
 static int enabled;       /* a recorder is listening */
+static int allocs_on = 1; /* record allocations (NSPROF_MEMPROF_ALLOCS=0: calls only) */
 static int control_fd = -1;
 static uint64_t ring_bytes = 4u << 20;
 static uint64_t sample_bytes; /* 0: record everything */
@@ -182,11 +185,15 @@ struct tstate {
 
 static __thread struct tstate ts __attribute__((tls_model("initial-exec")));
 
-/* Every live ring mapping, so a fork child can unmap its parent's. */
+struct cstate;
+
+/* Every live ring mapping, so a fork child can unmap its parent's, and
+ * the exiting process can count the calls its other threads never wrote. */
 struct ringent {
 	struct memprof_ring_header *ring;
 	size_t len;
 	struct pend_rec *pend;
+	struct cstate *calls; /* the thread's call table (calls.c), or NULL */
 };
 #define MAX_RINGS 4096
 static struct ringent rings[MAX_RINGS];
@@ -208,6 +215,7 @@ static void rings_add(struct memprof_ring_header *r, size_t len, struct pend_rec
 			rings[i].ring = r;
 			rings[i].len = len;
 			rings[i].pend = pend;
+			rings[i].calls = NULL;
 			break;
 		}
 	}
@@ -220,6 +228,7 @@ static void rings_del(struct memprof_ring_header *r)
 	for (int i = 0; i < MAX_RINGS; i++) {
 		if (rings[i].ring == r) {
 			rings[i].ring = NULL;
+			rings[i].calls = NULL;
 			break;
 		}
 	}
@@ -858,7 +867,7 @@ static inline void free_event(struct tstate *t, uintptr_t fp, void *p, int64_t t
 
 static inline int active(struct tstate *t)
 {
-	return __atomic_load_n(&enabled, __ATOMIC_RELAXED) && !t->busy && t->state != T_OFF;
+	return __atomic_load_n(&enabled, __ATOMIC_RELAXED) && allocs_on && !t->busy && t->state != T_OFF;
 }
 
 #define FP() ((uintptr_t)__builtin_frame_address(0))
@@ -1079,12 +1088,15 @@ EXPORT void *pvalloc(size_t size)
 	return p;
 }
 
+#include "calls.c"
+
 /* ---- thread exit and fork ---- */
 
 static void on_thread_exit(void *v)
 {
 	(void)v;
 	struct tstate *t = &ts;
+	calls_thread_done(&cs);
 	struct memprof_ring_header *h = t->ring;
 	t->state = T_OFF; /* allocations during later destructors go unrecorded */
 	if (!h)
@@ -1110,6 +1122,7 @@ static void after_fork_child(void)
 			munmap(rings[i].ring, rings[i].len);
 			munmap(rings[i].pend, PEND_BYTES);
 			rings[i].ring = NULL;
+			rings[i].calls = NULL;
 		}
 	}
 	unlock(&ring_lock);
@@ -1120,6 +1133,13 @@ static void after_fork_child(void)
 	ts.pend_w = ts.pend_r = 0;
 	ts.state = T_NONE;
 	ts.waited_out = 0;
+	/* The parent's calls are the parent's to write. */
+	if (cs.arcs) {
+		memset(cs.arcs, 0, CALLS_SLOTS * sizeof(struct call_arc));
+		cs.used = 0;
+		cs.lost = cs.untimed = 0;
+		cs.flushed = 0; /* registered with the child's ring at its first write */
+	}
 }
 
 static uint64_t env_u64(const char *name, uint64_t def)
@@ -1150,6 +1170,7 @@ __attribute__((constructor)) static void memprof_init(void)
 	if (rb >= 4096 && rb <= (1ull << 30) && (rb & (rb - 1)) == 0)
 		ring_bytes = rb;
 	sample_bytes = env_u64("NSPROF_MEMPROF_SAMPLE", 0);
+	allocs_on = env_u64("NSPROF_MEMPROF_ALLOCS", 1) != 0;
 	const char *u = getenv("NSPROF_MEMPROF_UNWIND");
 	use_backtrace = u && strcmp(u, "backtrace") == 0;
 	const char *ck = getenv("NSPROF_MEMPROF_CLOCK");
@@ -1175,4 +1196,5 @@ __attribute__((constructor)) static void memprof_init(void)
 		ts.busy = 0;
 	}
 	__atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+	calls_init();
 }

@@ -65,10 +65,18 @@ func findPreloadLib(name, env string) (string, error) {
 }
 
 // memprof receives the rings of the processes the preload library is
-// loaded into and turns their records into ALLOCATION frames.
+// loaded into and turns their records into ALLOCATION frames (--memprof)
+// and records of capture.CallsFile (--calls).
 type memprof struct {
 	lib    string
 	sample int64
+	// allocs and calls say what the preload records.
+	allocs, calls bool
+	// callFile holds the call records not yet written; arcs and
+	// nCalls count those written, callsLost and untimed what the rings
+	// counted as not recorded and as counted without their time.
+	callFile                         []byte
+	arcs, nCalls, callsLost, untimed uint64
 	// recv is the recorder's end of the registration socket; send is
 	// the command's, closed once it is spawned.
 	recv, send *os.File
@@ -82,7 +90,7 @@ type memprof struct {
 	// when perf does not report new mappings.
 	rescan map[int32]bool
 
-	allocs, frees, lost, untracked uint64
+	nAllocs, frees, lost, untracked uint64
 	// sigDropped counts the events of signal handlers that found
 	// their thread's side slots taken (preload/memprof.c, "signal
 	// handlers").
@@ -104,6 +112,8 @@ type memRing struct {
 	untrack  uint64
 	tsc      uint64
 	sigDrop  uint64
+	callLost uint64
+	untimed  uint64
 	// stacks is the process's set of stacks handed to the symbolizer;
 	// last is the stack this thread handed or found there last, which
 	// most allocations repeat, and keep how many of its addresses are
@@ -135,7 +145,7 @@ func newMemprof(o *Options) (*memprof, error) {
 		return nil, fmt.Errorf("memprof socket: %w", err)
 	}
 	return &memprof{
-		lib: lib, sample: o.MemprofSample, recv: recv, send: send,
+		lib: lib, sample: o.MemprofSample, recv: recv, send: send, allocs: o.Memprof, calls: o.Calls,
 		buf: make([]byte, 256), oob: make([]byte, unix.OOBSpace(4)),
 		stacks: make(map[int32]map[uint64]struct{}), rescan: make(map[int32]bool),
 	}, nil
@@ -149,15 +159,25 @@ func (m *memprof) pass() passFile {
 	if m.sample > 0 {
 		extra = append(extra, "NSPROF_MEMPROF_SAMPLE="+strconv.FormatInt(m.sample, 10))
 	}
+	if m.calls {
+		extra = append(extra, "NSPROF_CALLS=1")
+	}
+	if !m.allocs {
+		extra = append(extra, "NSPROF_MEMPROF_ALLOCS=0")
+	}
 	return passFile{name: "NSPROF_MEMPROF_FD", file: m.send, extra: extra}
 }
 
 // metadata describes the memprof settings for the capture.
 func (m *memprof) metadata() [][2]string {
-	return [][2]string{
-		{capture.MetaMemprof, "1"},
-		{capture.MetaMemprofSampleBytes, strconv.FormatInt(m.sample, 10)},
+	var md [][2]string
+	if m.allocs {
+		md = append(md, [2]string{capture.MetaMemprof, "1"}, [2]string{capture.MetaMemprofSampleBytes, strconv.FormatInt(m.sample, 10)})
 	}
+	if m.calls {
+		md = append(md, [2]string{capture.MetaCalls, "1"})
+	}
+	return md
 }
 
 // poll accepts new rings and drains every ring.
@@ -332,6 +352,14 @@ func (m *memprof) drain(r *recorder, g *memRing) bool {
 		m.sigDropped += n - g.sigDrop
 		g.sigDrop = n
 	}
+	if n := atomic.LoadUint64(g.word(ringOffCallsLost)); n > g.callLost {
+		m.callsLost += n - g.callLost
+		g.callLost = n
+	}
+	if n := atomic.LoadUint64(g.word(ringOffUntimed)); n > g.untimed {
+		m.untimed += n - g.untimed
+		g.untimed = n
+	}
 	if n := atomic.LoadUint64(g.word(ringOffTSCTimes)); n > g.tsc {
 		m.tscTimes += n - g.tsc
 		g.tsc = n
@@ -348,10 +376,14 @@ func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
 	if r.writeErr != nil {
 		return
 	}
+	if rec.Call != nil {
+		m.writeCall(r, g, rec.Time, rec.Call)
+		return
+	}
 	if rec.Free {
 		m.frees++
 	} else {
-		m.allocs++
+		m.nAllocs++
 		if r.sym != nil && len(rec.Addrs) > 0 {
 			if !slices.Equal(rec.Addrs, g.last) {
 				m.symbolize(r, g, rec.Addrs, rec.Time)
@@ -412,7 +444,8 @@ func (r *recorder) finishMemprof() {
 	// How many event times came from the TSC rather than the clock
 	// (preload/memprof.c, "event times"), and how many events were not
 	// recorded: zero counts too, so a report can say none were.
-	if r.writeErr == nil && (m.allocs+m.frees > 0 || m.lost+m.sigDropped > 0) {
+	m.finishCalls(r)
+	if r.writeErr == nil && (m.nAllocs+m.frees > 0 || m.lost+m.sigDropped > 0) {
 		for _, kv := range [][2]string{
 			{capture.MetaMemprofTSCTimes, strconv.FormatUint(m.tscTimes, 10)},
 			{capture.MetaMemprofLost, strconv.FormatUint(m.lost, 10)},

@@ -35,8 +35,9 @@ func TestRingLayout(t *testing.T) {
 int main(void)
 {
 	F(size); F(pid); F(tid); F(closed); F(head); F(tail); F(lost);
-	F(sampled_untracked); F(tsc_times); F(signal_dropped);
+	F(sampled_untracked); F(tsc_times); F(signal_dropped); F(calls_lost); F(calls_untimed);
 	printf("record %zu\nhello %zu\nversion %u\n", sizeof(struct memprof_record), sizeof(struct memprof_hello), MEMPROF_VERSION);
+	printf("call %zu kind %d\n", sizeof(struct memprof_call_record), MEMPROF_REC_CALL);
 	return 0;
 }
 `
@@ -47,9 +48,9 @@ int main(void)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("size %d\npid %d\ntid %d\nclosed %d\nhead %d\ntail %d\nlost %d\nsampled_untracked %d\ntsc_times %d\nsignal_dropped %d\nrecord %d\nhello %d\nversion %d\n",
+	want := fmt.Sprintf("size %d\npid %d\ntid %d\nclosed %d\nhead %d\ntail %d\nlost %d\nsampled_untracked %d\ntsc_times %d\nsignal_dropped %d\ncalls_lost %d\ncalls_untimed %d\nrecord %d\nhello %d\nversion %d\ncall %d kind %d\n",
 		ringOffSize, ringOffPID, ringOffTID, ringOffClosed, ringOffHead, ringOffTail, ringOffLost, ringOffUntracked, ringOffTSCTimes, ringOffSigDrop,
-		recHeaderSize, helloSize, ringVersion)
+		ringOffCallsLost, ringOffUntimed, recHeaderSize, helloSize, ringVersion, recCallSize, recCall)
 	if string(out) != want {
 		t.Errorf("memprof.h says\n%s\nrecord reads\n%s", out, want)
 	}

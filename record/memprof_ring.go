@@ -10,7 +10,7 @@ import (
 // in the machine's byte order: writer and reader share the memory.
 const (
 	ringMagic      = 0x6d70736e // "nspm"
-	ringVersion    = 2
+	ringVersion    = 3
 	ringHeaderSize = 4096
 
 	ringOffSize      = 8
@@ -23,26 +23,41 @@ const (
 	ringOffUntracked = 144
 	ringOffTSCTimes  = 152
 	ringOffSigDrop   = 160
+	ringOffCallsLost = 168
+	ringOffUntimed   = 176
 
 	recHeaderSize = 32
 	recAlloc      = 1
 	recFree       = 2
 	recPad        = 3
+	recCall       = 4
+	recCallSize   = 64
 
 	helloSize = 32
 )
 
 // memRecord is one decoded ring record: an allocation of Size bytes at
-// Addr (in sampling mode Size is the block's unbiased weight), or a free
-// of Addr (Size 0, no stack).
+// Addr (in sampling mode Size is the block's unbiased weight), a free
+// of Addr (Size 0, no stack), or the calls of an arc (Call).
 type memRecord struct {
 	Free bool
+	// Call, when set, is the calls of one arc (preload/calls.c); the
+	// other fields but Time are then unset.
+	Call *ringCall
 	Time int64
 	Addr uint64
 	Size int64
 	// Addrs are return addresses, innermost first; the slice is reused
 	// by the next record.
 	Addrs []uint64
+}
+
+// ringCall is a MEMPROF_REC_CALL record: Count calls of the function at
+// Fn from the call site Site, taking Ns nanoseconds of which SelfNs
+// outside instrumented callees (both 0 for -pg code).
+type ringCall struct {
+	Fn, Site          uint64
+	Count, Ns, SelfNs uint64
 }
 
 // RingError describes a malformed ring record: Off is its position in
@@ -79,6 +94,7 @@ func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRec
 	}
 	mask := size - 1
 	var rec memRecord
+	var call ringCall
 	for head < tail {
 		off := head & mask
 		ln := uint64(binary.NativeEndian.Uint32(data[off:]))
@@ -92,6 +108,19 @@ func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRec
 		}
 		if ln < recHeaderSize {
 			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d shorter than its header", ln)}
+		}
+		if kind == recCall {
+			if ln != recCallSize || binary.NativeEndian.Uint16(data[off+6:]) != 0 {
+				return head, &RingError{Off: head, Msg: fmt.Sprintf("call record of %d bytes", ln)}
+			}
+			b := data[off : off+ln]
+			call = ringCall{
+				Fn: binary.NativeEndian.Uint64(b[16:]), Site: binary.NativeEndian.Uint64(b[24:]),
+				Count: binary.NativeEndian.Uint64(b[32:]), Ns: binary.NativeEndian.Uint64(b[40:]), SelfNs: binary.NativeEndian.Uint64(b[48:]),
+			}
+			fn(&memRecord{Time: int64(binary.NativeEndian.Uint64(b[8:])), Call: &call})
+			head += ln
+			continue
 		}
 		n := uint64(binary.NativeEndian.Uint16(data[off+6:]))
 		if ln != recHeaderSize+8*n {

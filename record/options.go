@@ -102,6 +102,11 @@ type Options struct {
 	Memprof       bool
 	MemprofSample int64
 	MemprofLib    string
+	// Calls loads the same library into the command to count the calls
+	// of its code built with -pg or -finstrument-functions, per arc
+	// (call site, function), timed for -finstrument-functions, into
+	// capture.CallsFile. With Memprof too, one library does both.
+	Calls bool
 	// SysprofMemprof loads Sysprof's own allocation collector
 	// (libsysprof-memory-4.so, or SysprofMemprofLib) into the command
 	// and takes its ALLOCATION frames through SYSPROF_CONTROL_FD, which
@@ -216,8 +221,11 @@ func (o *Options) setDefaults() error {
 	if o.System && len(o.PIDs) > 0 {
 		return errors.New("the whole system and pids cannot both be recorded")
 	}
-	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || o.SysprofMemprof || len(o.Env) > 0) {
-		return errors.New("trace fds, memprof and environment need a command to spawn")
+	if o.Calls && o.SysprofMemprof {
+		return errors.New("calls and Sysprof's memprof cannot both be loaded")
+	}
+	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || o.Calls || o.SysprofMemprof || len(o.Env) > 0) {
+		return errors.New("trace fds, memprof, calls and environment need a command to spawn")
 	}
 	return nil
 }

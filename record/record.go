@@ -37,7 +37,7 @@ func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, e
 		// the symbolizer opens, so it tracks files even without the
 		// bundle.
 		cfi := (opts.DWARFStack > 0 || opts.LeafStack > 0) && !opts.NoPerf
-		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof)) || cfi {
+		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof || opts.Calls)) || cfi {
 			r.sym = newSymbolizer()
 			r.tr.sym = r.sym
 		}
@@ -136,7 +136,8 @@ func (r *recorder) stats() Stats {
 		Bytes:            r.w.BytesWritten(),
 	}
 	if r.mp != nil {
-		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.allocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
+		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.nAllocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
+		st.CallArcs, st.Calls, st.CallsLost, st.CallsUntimed = r.mp.arcs, r.mp.nCalls, r.mp.callsLost, r.mp.untimed
 	}
 	if r.cfd != nil {
 		st.CollectorFrames = r.cfd.frames
@@ -182,7 +183,7 @@ func (r *recorder) setup() error {
 		mode = "pids"
 	}
 	var pass []passFile
-	if o.Memprof {
+	if o.Memprof || o.Calls {
 		mp, err := newMemprof(o)
 		if err != nil {
 			return err

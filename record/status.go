@@ -24,6 +24,10 @@ type Stats struct {
 	// AllocLost the events its rings dropped when full, and
 	// AllocSignalDropped those of signal handlers that found no room.
 	Allocations, Frees, AllocLost, AllocSignalDropped uint64
+	// CallArcs and Calls count the arc records of --calls and the calls
+	// they sum; CallsLost the calls the preload could not record,
+	// CallsUntimed those it counted without their time.
+	CallArcs, Calls, CallsLost, CallsUntimed uint64
 	// CollectorFrames counts the frames copied from SYSPROF_CONTROL_FD
 	// rings; CollectorFull the times a ring was found too full for its
 	// thread's next frame, and CollectorLost the frames estimated lost
@@ -115,6 +119,12 @@ func (st Stats) Summary(path string) string {
 			mem += fmt.Sprintf(" (%d lost: %d with rings full, %d in signal handlers)", st.AllocLost+st.AllocSignalDropped, st.AllocLost, st.AllocSignalDropped)
 		case st.AllocLost > 0:
 			mem += fmt.Sprintf(" (%d lost)", st.AllocLost)
+		}
+	}
+	if st.CallArcs > 0 || st.CallsLost > 0 {
+		mem += fmt.Sprintf(", %d calls in %d arc records", st.Calls, st.CallArcs)
+		if st.CallsLost > 0 {
+			mem += fmt.Sprintf(" (%d calls lost)", st.CallsLost)
 		}
 	}
 	if st.CollectorFrames > 0 || st.CollectorFull > 0 {

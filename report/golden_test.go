@@ -135,6 +135,10 @@ func TestGoldenOptions(t *testing.T) {
 		// A Podman container shows its name and id prefix, an id prefix
 		// still selects it, and JSON has its full id.
 		{"cpu.top.by-container.container-abcdef01.json", cpu, analyze.ViewOptions{Filter: analyze.Filter{Container: "abcdef01"}}, Options{By: analyze.GroupContainer, Format: JSON}},
+		// Instrumented calls: gprof's flat profile and call graph.
+		{"calls.calls", testcaptures.Calls(t), analyze.ViewOptions{AllKinds: true}, Options{View: ViewCalls}},
+		{"calls.calls.json", testcaptures.Calls(t), analyze.ViewOptions{AllKinds: true}, Options{View: ViewCalls, Format: JSON}},
+		{"cpu.calls", cpu, analyze.ViewOptions{AllKinds: true}, Options{View: ViewCalls}},
 		{"timeline.processes.since-7ms", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{Since: 7 * time.Millisecond}}, Options{View: ViewProcesses}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,9 +42,12 @@ const (
 	ViewLogs
 	// ViewSummary are the capture's facts and its frames by type.
 	ViewSummary
+	// ViewCalls is the flat profile and call graph of the instrumented
+	// calls (record --calls), as gprof prints them.
+	ViewCalls
 )
 
-var viewNames = [...]string{"top", "tree", "bottom-up", "memory", "marks", "counters", "processes", "logs", "summary"}
+var viewNames = [...]string{"top", "tree", "bottom-up", "memory", "marks", "counters", "processes", "logs", "summary", "calls"}
 
 // String returns the view's name, as the JSON document's "view" field
 // has it.
@@ -116,7 +119,7 @@ type Options struct {
 // Data is what the views render; each view needs one of its fields.
 type Data struct {
 	// View holds the samples of the sample views: [ViewTop], [ViewTree]
-	// and [ViewBottomUp], and of [ViewMemory], where it must weigh an
+	// and [ViewBottomUp], of [ViewCalls], and of [ViewMemory], where it must weigh an
 	// allocation type (alloc_space, ...).
 	View *analyze.View
 	// Timeline is the timeline of the timeline views. The marks view
@@ -144,6 +147,14 @@ func Generate(w io.Writer, d Data, o Options) error {
 			return fmt.Errorf("report %v: the memory view is text only", o.View)
 		}
 		return memoryText(w, d.View, o)
+	case o.View == ViewCalls:
+		if d.View == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)
+		}
+		if o.Format == JSON {
+			return callsJSON(w, d.View, o)
+		}
+		return callsText(w, d.View, o)
 	case o.View >= ViewTop && o.View <= ViewBottomUp:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

@@ -20,6 +20,8 @@ type (
 		View       string             `json:"view"`
 		GroupBy    string             `json:"group_by"`
 		Groups     []jsonGroup        `json:"groups"`
+		// Calls is the calls view's flat profile and call graph.
+		Calls *jsonCalls `json:"calls,omitempty"`
 	}
 	jsonCapture struct {
 		File        string         `json:"file"`

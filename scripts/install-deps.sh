@@ -20,6 +20,7 @@ PACKAGES=(
 	util-linux # proc/ namespace tests: unshare, nsenter
 	linux-perf # perf/: compare with `perf record` / `perf script`
 	procps # proc/ tests: ps, pgrep, sysctl
+	uftrace # cmd/nsprof TestCallsUftrace, bench/calls.sh: uftrace counts and times calls of a -pg build, side by side with nsprof --calls
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
 	dbus polkitd # e2e TestSysprofCLIPodman, bench/*.sh: sysprof-cli records through sysprofd on the system bus, which asks polkitd
 	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless; TestSVGZoom: clicks a flame graph frame over the DevTools protocol

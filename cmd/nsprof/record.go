@@ -188,6 +188,9 @@ SIGTERM; the capture is complete in every case.`,
 			if opts.Memprof && len(args) == 0 {
 				return usagef(cmd, "--memprof needs a command to run")
 			}
+			if opts.Calls && len(args) == 0 {
+				return usagef(cmd, "--calls needs a command to run")
+			}
 			cg := fl.callGraph
 			if cg == "" {
 				cg = "fp"
@@ -243,6 +246,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.GJS, "gjs", false, "give the command GJS_TRACE_FD and GJS_ENABLE_PROFILER=1")
 	f.BoolVar(&opts.GTK, "gtk", false, "give the command SYSPROF_CONTROL_FD (what GTK 4 writes its marks to) and GTK_TRACE_FD (GTK 3 and GTK 4.0-4.4)")
 	f.BoolVar(&opts.Memprof, "memprof", false, "record the command's heap allocations and frees (LD_PRELOAD "+record.MemprofLibName+", found next to nsprof or in $"+record.MemprofLibEnv+")")
+	f.BoolVar(&opts.Calls, "calls", false, "count the calls of the command's code built with -pg or -finstrument-functions, per caller, timed for -finstrument-functions (LD_PRELOAD "+record.MemprofLibName+", as --memprof)")
 	f.BoolVar(&opts.SysprofMemprof, "sysprof-memprof", false, "record the command's allocations with Sysprof's own collector ("+record.SysprofMemprofLibName+" preloaded, frames taken through SYSPROF_CONTROL_FD)")
 	f.Int64Var(&opts.MemprofSample, "memprof-sample", 0, "with --memprof, record about one allocation per `BYTES` allocated, weighted so totals stay unbiased (0: every one)")
 	return cmd

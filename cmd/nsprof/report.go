@@ -31,6 +31,9 @@ type reportOptions struct {
 	// with any other view, grouping or selection flag than --pid it is
 	// a shorthand for Value "alloc_space".
 	Memory bool
+	// Calls prints the flat profile and call graph of the instrumented
+	// calls (record --calls) instead, as gprof does.
+	Calls bool
 	// Value names the sample type the sample views weigh by
 	// ([analyze.Profile.ValueIndex]); "" for the number of samples.
 	Value string
@@ -88,7 +91,13 @@ or of a --memprof capture alloc_space, alloc_objects, inuse_space or
 inuse_objects (bytes and blocks allocated, and those never freed),
 temp_space or temp_objects (freed by the allocating thread before its next
 allocation). --by state splits on-CPU samples from each task state's
-off-CPU time. --memory prints the heap profile of the allocations selected
+off-CPU time. --calls prints, for a record --calls capture, a gprof-style
+flat profile (% time, cumulative and self seconds, calls, self and total
+time per call, name) and call graph (each function's callers and callees
+with their calls); self time is the instrumentation's for
+-finstrument-functions code and the CPU samples' for -pg code, whose calls
+are counted but not timed; calls, call_time and call_self_time are --value
+types and export columns. --memory prints the heap profile of the allocations selected
 (every filter, --hide-kernel and --focus apply): totals, peak live bytes,
 functions by bytes and by count, the call tree, leaks and temporaries by
 stack; with --json, --tree, --bottom-up or --by it is a shorthand for
@@ -114,12 +123,16 @@ call tree, as --tree).
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
    "warnings", "damage"}, "selected", "sample_type" ({"type", "unit"}, with
-   --value other than samples), "view" ("top", "tree" or "bottom-up"),
+   --value other than samples), "view" ("top", "tree", "bottom-up" or "calls"),
    "group_by", "groups": [{"key", "pid", "tid", "comm", "cmdline", "nspid",
    "container", "container_id" (a Podman container's full id), "samples", "value"
    (with "sample_type"), "functions": [{"function", "dso", "kernel", "self",
    "total", "self_percent", "total_percent"}], "tree": {"function", "dso",
-   "kernel", "self", "total", "children": [...]}}]}
+   "kernel", "self", "total", "children": [...]}}], "calls" (--calls: "groups" is
+   empty): {"timed", "self_time_source", "cpu_period_ns", "functions":
+   [{"function", "dso", "calls", "total_ns", "self_ns", "samples", "cpu_ns"}],
+   "arcs": [{"caller", "caller_dso", "callee", "callee_dso", "calls", "total_ns",
+   "self_ns"}]}}
 
 A damaged capture is reported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1 so that scripts
@@ -168,6 +181,9 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Tree && opts.BottomUp {
 				return usagef(cmd, "--tree and --bottom-up cannot be combined")
 			}
+			if opts.Calls && (opts.Tree || opts.BottomUp || opts.Memory || opts.Timeline != "" || opts.Value != "" || opts.Report.By != analyze.GroupNone) {
+				return usagef(cmd, "--calls does not combine with --tree, --bottom-up, --memory, --value, --by or the timeline views")
+			}
 			if r := opts.Report; r.Depth < 0 || r.MinPercent < 0 || r.MinPercent > 100 {
 				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
 			}
@@ -191,6 +207,7 @@ notice; --partial accepts it with a warning and status 0.`,
 	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
 	f.IntVarP(&opts.Report.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
+	f.BoolVar(&opts.Calls, "calls", false, "print the flat profile (calls, self and total time, per call) and call graph of a --calls capture, as gprof does")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON document (schema nsprof-report/1) instead of text")
 	f.BoolVar(views["marks"], "marks", false, "print mark statistics per group:name: count, min, max, mean, median, p95 duration; and the stalls of --speedtrack and --span")
 	f.DurationVar(&opts.Report.Stall, "stall", 0, "with --marks, flag probed calls (record --speedtrack, --span) longer than `DURATION` (default 16ms)")
@@ -266,6 +283,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--value: %s: %w", opts.Input, err)
 	}
 	ro.Select.Value = opts.Report.Select.Value
+	opts.Report.Select.AllKinds = opts.Calls
 	prog.Report(progressView, 0, 0)
 	v, err := p.View(opts.Report.Select)
 	prog.Clear()
@@ -328,6 +346,8 @@ func (o *reportOptions) options() nsreport.Options {
 		ro.View = timelineViewOf(o.Timeline)
 	case o.Memory:
 		ro.View = nsreport.ViewMemory
+	case o.Calls:
+		ro.View = nsreport.ViewCalls
 	case o.Tree:
 		ro.View = nsreport.ViewTree
 	case o.BottomUp:

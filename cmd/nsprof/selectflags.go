@@ -37,7 +37,7 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
-	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, of a --off-cpu capture off_cpu and wall, of a --blocking capture blocking, or of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects")
+	f.StringVar(&s.value, "value", "", "weigh stacks by sample type `TYPE`: samples (default), cpu, of a --off-cpu capture off_cpu and wall, of a --blocking capture blocking, of a --memprof capture alloc_space, alloc_objects, inuse_space, inuse_objects, or of a --calls capture calls, call_time, call_self_time")
 	f.BoolVar(&s.offCPU, "off-cpu", false, "weigh stacks by the time threads spent off the CPU (a record --off-cpu capture): --value off_cpu")
 	f.BoolVar(&s.blocking, "blocking", false, "weigh the entry stacks of slow system calls by their durations (a record --blocking capture): --value blocking")
 	f.BoolVar(&s.wall, "wall", false, "weigh stacks by on-CPU and off-CPU time together, a wall-clock profile (a record --off-cpu capture): --value wall")

@@ -1,0 +1,60 @@
+package containers
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+// RootfsWith builds a root file system in a new temporary directory
+// holding the files at paths, at the same paths, and the shared
+// libraries and loader each needs (from ldd), with /proc, /dev, /sys,
+// /tmp, /etc and /run mount points; it returns the directory.
+func RootfsWith(t testing.TB, paths ...string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "rootfs")
+	for _, d := range []string{"proc", "dev", "sys", "tmp", "etc", "run"} {
+		mkdir(t, filepath.Join(root, d))
+	}
+	for _, p := range paths {
+		mkdir(t, filepath.Join(root, filepath.Dir(p)))
+		copyFile(t, p, filepath.Join(root, p), 0o755)
+		copyLibs(t, p, root, "")
+	}
+	return root
+}
+
+// PodmanRunArgs returns the command line that runs argv in a rootful
+// podman container on root file system rootfs (podman run --rm --rootfs),
+// with a private --root and --runroot under a temporary directory (the
+// host's storage is not touched), runtime runc and no network, plus
+// runFlags (-e, --preserve-fds, ...). The returned env must be set for
+// podman (CONTAINERS_CONF and CONTAINERS_STORAGE_CONF). Cleanup wipes
+// the storage.
+func PodmanRunArgs(t testing.TB, rootfs string, runFlags, argv []string) (args, env []string) {
+	t.Helper()
+	podman := testutils.LookPathOrSkip(t, "podman")
+	testutils.LookPathOrSkip(t, "runc")
+	requireRoot(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "containers.conf")
+	writeFile(t, conf, fmt.Sprintf("[engine]\nevents_logfile_path = %q\ntmp_dir = %q\n[network]\nnetwork_config_dir = %q\n",
+		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"), filepath.Join(dir, "networks")))
+	writeFile(t, filepath.Join(dir, "storage.conf"), fmt.Sprintf("[storage]\ndriver = \"overlay\"\nrunroot = %q\ngraphroot = %q\n",
+		filepath.Join(dir, "run"), filepath.Join(dir, "root")))
+	e := &podmanEnv{
+		root: filepath.Join(dir, "root"),
+		env:  []string{"CONTAINERS_CONF=" + conf, "CONTAINERS_STORAGE_CONF=" + filepath.Join(dir, "storage.conf")},
+	}
+	e.flags = append(append([]string{"--root", e.root, "--runroot", filepath.Join(dir, "run")}, storageFlags(t, "overlay")...), commonFlags...)
+	t.Cleanup(func() { e.reset(t) })
+	// As startPodman: rlimits runc can set without CAP_SYS_RESOURCE.
+	n := strconv.FormatUint(hardNofile(), 10)
+	args = append(append([]string{podman}, e.flags...), "run", "--rm", "--network", "none",
+		"--ulimit", "nofile="+n+":"+n, "--ulimit", "nproc=32768:32768")
+	args = append(append(append(args, runFlags...), "--rootfs", rootfs), argv...)
+	return args, e.env
+}
