@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"bytes"
 	"fmt"
 
 	"nsprof/capture"
@@ -34,11 +33,18 @@ func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
 		d.warnings = append(d.warnings, err.Error())
 	}
 	if has(capture.LinesFile) {
-		data, err := fs.Lookup(capture.LinesFile)
 		var t *capture.LineTable
-		if err != nil {
-			d.warnings = append(d.warnings, err.Error())
-		} else if t, err = capture.DecodeLinesMax(data, maxLines); err != nil && t.Len() > 0 {
+		data, err := fs.Lookup(capture.LinesFile + ".gz") // as stored
+		if !fs.Has(capture.LinesFile) && err == nil {
+			// Parsed as it is inflated: the text is as large as the table.
+			t, err = capture.DecodeLinesGzip(capture.LinesFile+".gz", data, maxLines)
+		} else {
+			data, err = fs.Lookup(capture.LinesFile)
+			if err == nil {
+				t, err = capture.DecodeLinesMax(data, maxLines)
+			}
+		}
+		if err != nil && t.Len() > 0 {
 			d.warnings = append(d.warnings, fmt.Sprintf("%v (using the %d addresses before the damage)", err, t.Len()))
 		} else if err != nil {
 			d.warnings = append(d.warnings, err.Error())
@@ -77,8 +83,8 @@ type earlyBundle struct {
 func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 	own := &capture.Files{}
 	for _, p := range bundlePaths {
-		if b, ok, err := fs.Read(p); ok && err == nil {
-			own.AddView(&capture.FileChunk{Path: p, Data: bytes.Clone(b), IsLast: true})
+		if b, ok, err := fs.ReadOwned(p); ok && err == nil {
+			own.AddView(&capture.FileChunk{Path: p, Data: b, IsLast: true})
 		}
 	}
 	e := &earlyBundle{done: make(chan struct{})}

@@ -87,7 +87,7 @@ func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
 		for _, in := range f.Loc.Inline {
 			id := internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel})
 			x.chains = append(x.chains, FrameID(len(x.frames)))
-			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: in, Func: id})
+			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: &in, Func: id})
 		}
 		x.chains = append(x.chains, FrameID(i))
 		last = i + 1

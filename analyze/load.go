@@ -658,6 +658,9 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 func (b *builder) finish() *Profile {
 	p := b.p
 	calls := b.callSamples()
+	// No stack is interned after the calls': the tables that intern
+	// them go before the frames and the bundle take their room.
+	b.frames, b.lastFrames, b.stacks = nil, nil, nil
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {
@@ -688,7 +691,7 @@ func (b *builder) finish() *Profile {
 	for i, k := range b.frameKeys {
 		p.Frames[i] = Frame{PID: k.pid, Addr: k.addr, Kernel: k.kernel, Caller: k.caller, Func: -1}
 	}
-	b.frameKeys, b.frames, b.lastFrames, b.stacks = nil, nil, nil, nil
+	b.frameKeys = nil
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
@@ -805,7 +808,7 @@ func (b *builder) loadProcessFile() {
 func (b *builder) loadSymbols() []string {
 	var d *bundleFiles
 	if b.pre != nil {
-		d = b.pre.wait()
+		d, b.pre = b.pre.wait(), nil
 	} else {
 		d = decodeBundle(&b.files.fs, int(b.addrSlots))
 	}
@@ -824,7 +827,9 @@ func (b *builder) loadSymbols() []string {
 	}
 	// The kallsyms text is joined and inflated only when a kernel address
 	// is left that the bundle does not name.
-	if files := &b.files; files.has(kallsymsPath) {
+	// The closure holds a copy of the files, not the builder, which
+	// is let go with what it still refers to.
+	if files := new(b.files); files.has(kallsymsPath) {
 		b.p.Kallsyms = newLazyKallsyms(func() ([]byte, error) {
 			return files.lookup(kallsymsPath)
 		})

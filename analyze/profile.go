@@ -274,8 +274,10 @@ type Frame struct {
 	// call, since the instruction after a call may belong to another
 	// line, inlined function or even function.
 	Caller bool
-	// Loc names the code; Func is the function it belongs to.
-	Loc  Location
+	// Loc names the code (never nil once the profile is loaded; frames
+	// naming the same place may share it: do not modify it); Func is the
+	// function it belongs to.
+	Loc  *Location
 	Func FuncID
 }
 

@@ -268,13 +268,18 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	}
 	var again []int32
 	if later == nil {
-		// No symbolizer reads ahead: frames are named side by side.
-		parallelFrames(len(p.Frames), step, func(i int) {
-			f := &p.Frames[i]
-			loc, k := name(chain, f)
-			f.Loc, by[i] = loc, int16(k)
+		// No symbolizer reads ahead: frames are named side by side,
+		// each goroutine sharing the locations it makes.
+		parallelFrames(len(p.Frames), step, func() func(i int) {
+			locs := locations{}
+			return func(i int) {
+				f := &p.Frames[i]
+				loc, k := name(chain, f)
+				f.Loc, by[i] = locs.of(loc), int16(k)
+			}
 		})
 	}
+	locs := locations{}
 	for i := range p.Frames {
 		if later == nil {
 			break
@@ -287,7 +292,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 			again = append(again, int32(i))
 			continue
 		}
-		f.Loc, by[i] = loc, int16(k)
+		f.Loc, by[i] = locs.of(loc), int16(k)
 	}
 	if later != nil && len(again) > 0 {
 		chain[len(first)-1].(preparer).prepare(later.qs)
@@ -295,7 +300,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		for _, i := range again {
 			f := &p.Frames[i]
 			loc, k := name(chain, f)
-			f.Loc, by[i] = loc, int16(k)
+			f.Loc, by[i] = locs.of(loc), int16(k)
 		}
 	}
 	p.Funcs = p.Funcs[:0]
@@ -307,7 +312,8 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		if k := by[i]; k >= 0 {
 			counts[k]++
 		} else {
-			f.Loc = p.fallback(f)
+			loc := p.fallback(f)
+			f.Loc = &loc
 			unresolved++
 			if !p.Addresses {
 				name = UnnamedFunction(f.Loc.DSO)
@@ -335,15 +341,42 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	}
 }
 
-// parallelFrames calls do(i) for every i below n, from as many goroutines
-// as there are CPUs to run them, each taking the next block of indexes;
-// the calling goroutine, one of them, calls step(done) between its blocks.
-// Small counts are done on the calling goroutine alone.
-func parallelFrames(n int, step func(done int), do func(i int)) {
+// locations shares the locations of frames that name the same code
+// without inlined calls: frames of one library in many processes, of
+// several addresses on one line. A [Frame] held its [Location] itself,
+// 80 bytes; a million frames name about a hundred thousand places.
+type locations map[locationKey]*Location
+
+type locationKey struct {
+	function, dso, file string
+	line                int
+}
+
+// of returns a location equal to loc, shared when it has no inlined calls.
+func (ls locations) of(loc Location) *Location {
+	if len(loc.Inline) > 0 {
+		return new(loc)
+	}
+	k := locationKey{loc.Function, loc.DSO, loc.File, loc.Line}
+	if l, ok := ls[k]; ok {
+		return l
+	}
+	l := new(loc) // a copy: loc itself stays on the stack
+	ls[k] = l
+	return l
+}
+
+// parallelFrames calls a worker's do(i) for every i below n, from as many
+// goroutines as there are CPUs to run them, each with a worker of its own
+// (from worker) taking the next block of indexes; the calling goroutine,
+// one of them, calls step(done) between its blocks. Small counts are done
+// on the calling goroutine alone.
+func parallelFrames(n int, step func(done int), worker func() func(i int)) {
 	const block = 1 << 12
 	workers := min(runtime.GOMAXPROCS(0), 8, (n+block-1)/block)
 	var next atomic.Int64
 	work := func(main bool) {
+		do := worker()
 		for {
 			lo := int(next.Add(block)) - block
 			if lo >= n {

@@ -194,6 +194,16 @@ func (fs *Files) Read(path string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
+// ReadOwned is [Files.Read] returning bytes of their own, never a view of
+// data added with [Files.AddView]: a file stored in one piece is copied.
+func (fs *Files) ReadOwned(path string) ([]byte, bool, error) {
+	e, ok := fs.files[path]
+	if ok && len(e.pieces) == 1 && e.pieces[0].exts == nil && e.pieces[0].dropped == 0 && !e.pieces[0].owned {
+		return bytes.Clone(e.pieces[0].data), true, nil
+	}
+	return fs.Read(path)
+}
+
 // Raw returns the stored bytes of the file at exactly path. A file whose
 // data cannot be read back (see [Files.Read]) is reported as absent.
 func (fs *Files) Raw(path string) ([]byte, bool) {

@@ -104,3 +104,18 @@ func TestFilesAddSize(t *testing.T) {
 		t.Errorf("Read = %q, %v, %v; want no data, found, an error", b, ok, err)
 	}
 }
+
+// ReadOwned copies a file kept as one view, so the view's memory may go.
+func TestFilesReadOwned(t *testing.T) {
+	var fs Files
+	data := []byte("kept as a view")
+	fs.AddView(&FileChunk{Path: "v", Data: data, IsLast: true})
+	b, ok, err := fs.ReadOwned("v")
+	if !ok || err != nil || string(b) != "kept as a view" {
+		t.Fatalf("ReadOwned = %q, %v, %v", b, ok, err)
+	}
+	copy(data, "CHANGED")
+	if string(b) != "kept as a view" {
+		t.Errorf("ReadOwned returned a view: %q after the data changed", b)
+	}
+}

@@ -1,9 +1,13 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
+	"compress/gzip"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,16 +93,13 @@ func DecodeLines(data []byte) (*LineTable, error) {
 // so this bounds the table's memory by about 13 times the size of those
 // frames rather than by what a small gzip of short lines inflates to.
 func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
-	t := &LineTable{}
 	nl := bytes.Count(data, []byte{'\n'})
 	if maxRecords >= 0 && nl > maxRecords+1 {
-		return t, fmt.Errorf("%s: %d records, more than the %d addresses of the capture's samples and allocations it can describe; not read", LinesFile, nl-1, maxRecords)
+		return &LineTable{}, tooManyLines(nl-1, maxRecords)
 	}
-	t.recs = make([]AddrLines, 0, nl)
-	d := linesDecoder{names: make(map[string]string)}
-	n := 0
+	p := newLinesParser(nl)
 	var err error
-	for rest := data; len(rest) > 0; {
+	for rest := data; len(rest) > 0 && err == nil; {
 		// Lines as bufio.ScanLines splits them: a last line without its
 		// newline counts, a carriage return before the newline does not.
 		line := rest
@@ -107,23 +108,131 @@ func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 		} else {
 			rest = nil
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		n++
-		if n == 1 {
-			if string(line) != linesMagic {
-				err = fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, line, linesMagic)
-				break
-			}
+		err = p.line(line)
+	}
+	return p.finish(err)
+}
+
+// DecodeLinesGzip is [DecodeLinesMax] over z, the gzip data of a LinesFile
+// stored at path (with its ".gz"), decompressed as it is parsed: the
+// file's text is never held whole, only the table. Decompression is
+// bounded as [Inflate] bounds it, with an [*InflateError].
+func DecodeLinesGzip(path string, z []byte, maxRecords int) (*LineTable, error) {
+	limit := MaxInflated(path, len(z))
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return &LineTable{}, fmt.Errorf("embedded file %s: %w", path, err)
+	}
+	br := bufio.NewReaderSize(io.LimitReader(zr, limit+1), 64<<10)
+	p := newLinesParser(0)
+	read := int64(0)
+	var long []byte // a line longer than br's buffer
+	for err == nil {
+		var chunk []byte
+		chunk, err = br.ReadSlice('\n')
+		read += int64(len(chunk))
+		if read > limit {
+			return &LineTable{}, &InflateError{Path: path, Stored: len(z), Limit: limit}
+		}
+		if err == bufio.ErrBufferFull {
+			long = append(long, chunk...)
+			err = nil
 			continue
 		}
-		var r AddrLines
-		if r, err = d.parse(line); err != nil {
-			err = fmt.Errorf("%s line %d: %w", LinesFile, n, err)
+		line := chunk
+		if len(long) > 0 {
+			line = append(long, chunk...)
+			long = long[:0]
+		}
+		if err == io.EOF && len(line) == 0 {
+			err = nil
 			break
 		}
-		t.recs = append(t.recs, r)
+		if err != nil && err != io.EOF {
+			err = fmt.Errorf("embedded file %s: %w", path, err)
+			break
+		}
+		eof := err == io.EOF
+		if err = p.line(bytes.TrimSuffix(line, []byte{'\n'})); err != nil {
+			break
+		}
+		if len(p.t.recs) == 1024 && len(z) >= 4 {
+			// Room for the records the text holds, as its first ones
+			// and the gzip trailer's size tell, so that the table is
+			// not copied as it grows.
+			size := int64(binary.LittleEndian.Uint32(z[len(z)-4:]))
+			n := min(size/max(read/1024, 1)*21/20, limit/9)
+			if maxRecords >= 0 {
+				n = min(n, int64(maxRecords))
+			}
+			p.t.recs = slices.Grow(p.t.recs, int(n)-len(p.t.recs))
+		}
+		if maxRecords >= 0 && len(p.t.recs) > maxRecords {
+			// Count the rest, for the message, within the bound.
+			n := len(p.t.recs)
+			for !eof {
+				chunk, rerr := br.ReadSlice('\n')
+				read += int64(len(chunk))
+				if read > limit {
+					return &LineTable{}, &InflateError{Path: path, Stored: len(z), Limit: limit}
+				}
+				if rerr == nil || (rerr == io.EOF && len(chunk) > 0) {
+					n++
+				}
+				if rerr != nil && rerr != bufio.ErrBufferFull {
+					break
+				}
+			}
+			return &LineTable{}, tooManyLines(n, maxRecords)
+		}
+		if eof {
+			break
+		}
 	}
-	if err == nil && n == 0 {
+	return p.finish(err)
+}
+
+// tooManyLines is the error of a LinesFile of n records when at most max
+// may be read.
+func tooManyLines(n, max int) error {
+	return fmt.Errorf("%s: %d records, more than the %d addresses of the capture's samples and allocations it can describe; not read", LinesFile, n, max)
+}
+
+// linesParser builds a LineTable line by line.
+type linesParser struct {
+	t *LineTable
+	d linesDecoder
+	n int // lines seen
+}
+
+// newLinesParser returns a parser for a file of about n lines.
+func newLinesParser(n int) *linesParser {
+	return &linesParser{t: &LineTable{recs: make([]AddrLines, 0, n)}, d: linesDecoder{names: make(map[string]string)}}
+}
+
+// line parses one line (without its newline).
+func (p *linesParser) line(line []byte) error {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	p.n++
+	if p.n == 1 {
+		if string(line) != linesMagic {
+			return fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, line, linesMagic)
+		}
+		return nil
+	}
+	r, err := p.d.parse(line)
+	if err != nil {
+		return fmt.Errorf("%s line %d: %w", LinesFile, p.n, err)
+	}
+	p.t.recs = append(p.t.recs, r)
+	return nil
+}
+
+// finish sorts and indexes the records parsed, and returns the table with
+// err, or the error of a file of no line.
+func (p *linesParser) finish(err error) (*LineTable, error) {
+	t := p.t
+	if err == nil && p.n == 0 {
 		err = fmt.Errorf("%s: empty", LinesFile)
 	}
 	byAddr := func(a, b AddrLines) int {

@@ -1,9 +1,14 @@
 package capture
 
 import (
+	"bytes"
+	"compress/gzip"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"nsprof/internal/testutils"
 )
 
 func TestLinesRoundTrip(t *testing.T) {
@@ -72,6 +77,77 @@ func FuzzDecodeLines(f *testing.F) {
 		}
 		if fmt.Sprint(again.recs) != fmt.Sprint(tab.recs) {
 			t.Fatalf("round trip changed the records:\n%v\n%v", tab.recs, again.recs)
+		}
+	})
+}
+
+// gzipOf returns data gzipped.
+func gzipOf(t testing.TB, data []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// DecodeLinesGzip, parsing as it inflates, gives what DecodeLinesMax
+// gives over the inflated text: records, damage, bounds.
+func TestDecodeLinesGzipAsWhole(t *testing.T) {
+	long := "1\t20" + strings.Repeat("\t"+strings.Repeat("n", 400)+"\tfile.c\t7", 200) // longer than the reader's buffer
+	good := "1\t10\tf\tfile.c\t3\n"
+	for _, tc := range []struct {
+		name, in string
+		max      int
+	}{
+		{"records", linesMagic + "\n" + good + long + "\n2\t5\tg\th.c\t1\n", -1},
+		{"no last newline", linesMagic + "\n" + good + "2\t5\tg\th.c\t1", -1},
+		{"carriage returns", linesMagic + "\r\n" + good + "2\t5\tg\th.c\t1\r\n", -1},
+		{"long last line", linesMagic + "\n" + long, -1},
+		{"damage", linesMagic + "\n" + good + "1\tzz\tf\tfile.c\t3\n" + good, -1},
+		{"empty", "", -1},
+		{"header", "nsprof-lines 2\n" + good, -1},
+		{"too many", linesMagic + "\n" + good + good + good, 2},
+		{"as many as allowed", linesMagic + "\n" + good + good, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, wantErr := DecodeLinesMax([]byte(tc.in), tc.max)
+			got, gotErr := DecodeLinesGzip(LinesFile+".gz", gzipOf(t, []byte(tc.in)), tc.max)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("error %v, want %v", gotErr, wantErr)
+			}
+			if fmt.Sprint(got.recs) != fmt.Sprint(want.recs) {
+				t.Errorf("records\n%v\nwant\n%v", got.recs, want.recs)
+			}
+		})
+	}
+}
+
+// A gzip bomb stops at the bound, with the error Inflate gives.
+func TestDecodeLinesGzipBomb(t *testing.T) {
+	z := testutils.GzipBomb([]byte(linesMagic+"\n"), []byte("1\t10\tf\tfile.c\t3\n"), 300<<20)
+	tab, err := DecodeLinesGzip(LinesFile+".gz", z, -1)
+	if _, ok := errors.AsType[*InflateError](err); !ok {
+		t.Fatalf("error %v, want an InflateError", err)
+	}
+	if tab.Len() != 0 {
+		t.Errorf("%d records kept from a bomb", tab.Len())
+	}
+}
+
+// FuzzDecodeLinesGzip: parsing while inflating agrees with parsing the
+// inflated text.
+func FuzzDecodeLinesGzip(f *testing.F) {
+	f.Add([]byte(linesMagic+"\n7\t401020\tinl_leaf\t/src/a.c\t26\tinl_outer\t/src/a.c\t38\n"), 5)
+	f.Add([]byte(linesMagic+"\r\n-1\t0\t\t\t0"), -1)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		want, wantErr := DecodeLinesMax(data, max)
+		got, gotErr := DecodeLinesGzip(LinesFile+".gz", gzipOf(t, data), max)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprint(got.recs) != fmt.Sprint(want.recs) {
+			t.Fatalf("DecodeLinesGzip = %v, %v; DecodeLinesMax = %v, %v", got.recs, gotErr, want.recs, wantErr)
 		}
 	})
 }
