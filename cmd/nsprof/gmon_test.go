@@ -12,10 +12,11 @@ import (
 	"nsprof/internal/testutils"
 )
 
-// gmonBuild builds testdata/gmon: gmonfix.c as libgmonfix.so (-pg) in
-// dir, and main.c as a -fPIE program linked against it. opt is the
-// library's optimization level.
-func gmonBuild(t *testing.T, dir, opt string) (lib, prog string) {
+// gmonBuild builds testdata/gmon: gmonfix.c as libgmonfix.so in dir,
+// instrumented with flag ("-pg", "-pg -mfentry" or
+// "-finstrument-functions"), and main.c as a -fPIE program linked
+// against it. opt is the library's optimization level.
+func gmonBuild(t *testing.T, dir, flag, opt string) (lib, prog string) {
 	t.Helper()
 	gcc := testutils.LookPathOrSkip(t, "gcc")
 	src, err := filepath.Abs(filepath.Join("testdata", "gmon"))
@@ -24,7 +25,7 @@ func gmonBuild(t *testing.T, dir, opt string) (lib, prog string) {
 	}
 	lib, prog = filepath.Join(dir, "libgmonfix.so"), filepath.Join(dir, "main")
 	for _, args := range [][]string{
-		{opt, "-g", "-fPIC", "-shared", "-pg", "-o", lib, filepath.Join(src, "gmonfix.c")},
+		append(append([]string{opt, "-g", "-fPIC", "-shared"}, strings.Fields(flag)...), "-o", lib, filepath.Join(src, "gmonfix.c")),
 		{"-O2", "-g", "-fPIE", "-pie", "-o", prog, filepath.Join(src, "main.c"), "-L" + dir, "-lgmonfix", "-Wl,-rpath," + dir},
 	} {
 		if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
@@ -50,8 +51,9 @@ func gprofFlat(t *testing.T, out, name string) (pct, self float64, calls int64) 
 	return pct, self, calls
 }
 
-// TestExportGmon records the fixture library, built with -pg and loaded
-// by a -fPIE program (both at a random base), with --calls at 999 Hz,
+// TestExportGmon records the fixture library, built with -pg, -pg
+// -mfentry or -finstrument-functions and loaded by a -fPIE program (both
+// at a random base), with --calls at 999 Hz,
 // exports gmon.out files of the library and of the program, and checks
 // what Debian's unpatched gprof prints of them: the exact call counts
 // (gm_f 1,000,000 times, gm_g 1,000 times, 600 from gm_caller_a and 400
@@ -61,8 +63,14 @@ func gprofFlat(t *testing.T, out, name string) (pct, self float64, calls int64) 
 func TestExportGmon(t *testing.T) {
 	memprofLib(t)
 	gprof := testutils.LookPathOrSkip(t, "gprof")
+	for _, flag := range []string{"-pg", "-pg -mfentry", "-finstrument-functions"} {
+		t.Run(flag, func(t *testing.T) { testExportGmon(t, gprof, flag) })
+	}
+}
+
+func testExportGmon(t *testing.T, gprof, flag string) {
 	dir := t.TempDir()
-	lib, prog := gmonBuild(t, dir, "-O2")
+	lib, prog := gmonBuild(t, dir, flag, "-O2")
 	capture := filepath.Join(dir, "calls.nsprof")
 	if _, stderr, status := nsprof(t, nil, "record", "--calls", "-F", "999", "--no-disk", "--no-network", "-o", capture, "--", prog); status != 0 {
 		t.Fatalf("record: status %d\n%s", status, stderr)
@@ -130,7 +138,7 @@ func TestExportGmon(t *testing.T) {
 	})
 
 	t.Run("build-id mismatch", func(t *testing.T) {
-		other, _ := gmonBuild(t, t.TempDir(), "-O1")
+		other, _ := gmonBuild(t, t.TempDir(), flag, "-O1")
 		_, stderr, status := nsprof(t, nil, "export", "--format", "gmon", "--dso", other, "-o", filepath.Join(t.TempDir(), "gmon.out"), capture)
 		if status != 1 || !strings.Contains(stderr, "build-id mismatch") || !strings.Contains(stderr, lib+" build-id ") {
 			t.Errorf("export of another libgmonfix.so: status %d, want 1 and the build-ids named:\n%s", status, stderr)
