@@ -30,7 +30,8 @@ type GmonOptions struct {
 	// target of the symbolic link Path is. A mapping with File's
 	// build-id is its mapping whatever its name.
 	Names []string
-	// BinBytes is the bytes of code a histogram bin counts. Default 4,
+	// BinBytes is the bytes of code a histogram bin counts, rounded up
+	// to a power of two. Default 4,
 	// glibc's (HISTFRACTION 2 with 2-byte bins), so that no bin spans
 	// two functions aligned to 4 bytes. It doubles until the bins of
 	// the file's code are at most MaxBins.
@@ -40,10 +41,16 @@ type GmonOptions struct {
 }
 
 func (o *GmonOptions) setDefaults() {
-	if o.BinBytes < 2 {
+	if o.BinBytes == 0 {
 		o.BinBytes = 4
 	}
-	o.BinBytes += o.BinBytes % 2 // gprof counts code in 2-byte units
+	// A power of two of at least 2: gprof counts code in 2-byte units,
+	// and bins start at a multiple of their size.
+	b := uint64(2)
+	for b < o.BinBytes && b < 1<<32 {
+		b *= 2
+	}
+	o.BinBytes = b
 	if o.MaxBins <= 0 {
 		o.MaxBins = 1 << 22
 	}

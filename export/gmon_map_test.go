@@ -146,6 +146,25 @@ func TestGmonAddresses(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 
+	// A histogram bounded to 8 bins: coarser bins, the same samples.
+	v, err := p.View(analyze.ViewOptions{AllKinds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var small bytes.Buffer
+	st, err = Gmon(&small, v, GmonOptions{File: f, Path: path, MaxBins: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist = decodeGmon(t, small.Bytes(), 8, f.ByteOrder()).hists[0]
+	sum := 0
+	for _, n := range hist.bins {
+		sum += int(n)
+	}
+	if hist.size > 8 || st.BinBytes <= 4 || st.BinBytes&(st.BinBytes-1) != 0 || uint64(hist.size)*st.BinBytes != hist.high-hist.low || sum != 4 {
+		t.Errorf("MaxBins 8: %d bins of %d bytes over %#x..%#x holding %d samples, want at most 8 bins of a power of two bytes holding 4", hist.size, st.BinBytes, hist.low, hist.high, sum)
+	}
+
 	// Process 20 alone maps only another build-id.
 	if _, _, err := gmon(t, 20); !errors.Is(err, ErrGmonBuildID) {
 		t.Errorf("pid 20 only: %v, want %v", err, ErrGmonBuildID)

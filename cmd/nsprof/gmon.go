@@ -52,8 +52,11 @@ func exportGmon(w io.Writer, v *analyze.View, opts exportOptions, stderr io.Writ
 		return fmt.Errorf("exporting %s as gmon.out of %s: %w", opts.Input, opts.Gmon, err)
 	}
 	name := textsafe.Escape(opts.Gmon)
-	fmt.Fprintf(stderr, "nsprof: gmon.out of %s: %d samples at %d Hz in %d bins of %d bytes over [%#x, %#x), %d arcs of %d calls, from %d processes\n",
+	fmt.Fprintf(stderr, "nsprof: gmon.out of %s: %d samples at %d Hz in %d bins of %d bytes over [%#x, %#x), %d arcs of %d calls; processes: %d\n",
 		name, st.Samples, st.Rate, st.Bins, st.BinBytes, st.Low, st.High, st.Arcs, st.Calls, st.Processes)
+	if v.Event != "" && v.Event != "cpu-clock" && v.Event != "task-clock" {
+		fmt.Fprintf(stderr, "nsprof: warning: the samples are of %s, not a clock: gprof's seconds are samples / %d, an estimate\n", textsafe.Escape(v.Event), st.Rate)
+	}
 	if st.Samples == 0 && st.Calls == 0 {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: no sample or call in %s\n", textsafe.Escape(opts.Input), name)
 	}
