@@ -697,6 +697,10 @@ func (b *builder) finish() *Profile {
 	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
 	p.fillCalls(calls, b.callStats.timed)
 	p.offStats, p.blockStats, p.callStats = b.offStats, b.blockStats, b.callStats
+	p.Event = b.event
+	if hz, err := strconv.ParseInt(b.freq, 10, 64); err == nil && hz > 0 {
+		p.Frequency = hz
+	}
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))

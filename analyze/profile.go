@@ -43,6 +43,11 @@ type Profile struct {
 	Frames []Frame
 	// Funcs are the distinct (name, DSO) pairs the frames resolve to.
 	Funcs []Function
+	// Event and Frequency are the sampling event and its frequency in
+	// Hz that the recording states (nsprof.event, nsprof.frequency):
+	// "" and 0 when it does not say.
+	Event     string
+	Frequency int64
 	// Lost is the last value of the "Lost Samples" counter; HasLost says
 	// whether the capture has that counter at all.
 	Lost    int64

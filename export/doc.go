@@ -2,7 +2,9 @@
 // other tools: pprof protocol buffers (go tool pprof, Pyroscope),
 // speedscope JSON, folded stacks (flamegraph.pl, inferno) and a standalone
 // SVG flame graph. [Generate] dispatches on a [Format] and writes to an
-// io.Writer. Allocations are exported the same way, by a view weighing an
+// io.Writer. [Gmon] writes glibc's gmon.out of one file, shared library
+// or executable, for GNU gprof: the CPU samples and the calls of record
+// --calls in that file's link-time addresses. Allocations are exported the same way, by a view weighing an
 // allocation type (alloc_space, inuse_space, ...).
 //
 // Every format counts samples exactly as the reports of the same view do:

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -23,9 +24,12 @@ const (
 	FormatFolded
 	// FormatSVG is a standalone flame graph with an inline search script.
 	FormatSVG
+	// FormatGmon is glibc's gmon.out for GNU gprof, of one file: written
+	// by [Gmon], not [Generate], since it needs the file.
+	FormatGmon
 )
 
-var formatNames = map[Format]string{FormatPprof: "pprof", FormatSpeedscope: "speedscope", FormatFolded: "folded", FormatSVG: "svg"}
+var formatNames = map[Format]string{FormatPprof: "pprof", FormatSpeedscope: "speedscope", FormatFolded: "folded", FormatSVG: "svg", FormatGmon: "gmon"}
 
 // String returns the format's name as [ParseFormat] accepts it.
 func (f Format) String() string {
@@ -35,14 +39,14 @@ func (f Format) String() string {
 	return fmt.Sprintf("Format(%d)", int(f))
 }
 
-// ParseFormat accepts "pprof", "speedscope", "folded" or "svg".
+// ParseFormat accepts "pprof", "speedscope", "folded", "svg" or "gmon".
 func ParseFormat(s string) (Format, error) {
 	for f, name := range formatNames {
 		if s == name {
 			return f, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown export format %q (want pprof, speedscope, folded or svg)", s)
+	return 0, fmt.Errorf("unknown export format %q (want pprof, speedscope, folded, svg or gmon)", s)
 }
 
 // Options configure [Generate]. The zero value is the default.
@@ -88,6 +92,8 @@ func Generate(w io.Writer, v *analyze.View, f Format, o Options) error {
 		return writeFolded(w, v, o)
 	case FormatSVG:
 		return writeSVG(w, v, o)
+	case FormatGmon:
+		return errors.New("export: gmon.out profiles one file: use Gmon")
 	}
 	return fmt.Errorf("export: %v", f)
 }

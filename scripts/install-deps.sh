@@ -10,7 +10,7 @@ PACKAGES=(
 	gcc libc6-dev make pkg-config # capture/testdata/interop: build C programs against libsysprof-capture
 	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency; cmd/nsprof TestCollectorRingLossCounted: its collector; cmd/nsprof TestSpeedtrack*: a GLib main loop (pkg-config glib-2.0)
 	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures; bench/controlfd-marks.sh
-	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip
+	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip; cmd/nsprof TestExportGmon: gprof reads the gmon.out export
 	debuginfod # symbol/: debuginfod client and server tests
 	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method
 	xz-utils # symbol/ TestMiniDebugInfo: xz compresses the .gnu_debugdata section as Fedora builds it

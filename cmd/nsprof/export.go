@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -32,6 +31,9 @@ type exportOptions struct {
 	// Addresses gives each unnamed address a function of its own
 	// ([analyze.LoadOptions.Addresses]).
 	Addresses bool
+	// Gmon is the file a gmon.out profiles (--dso PATH with --format
+	// gmon).
+	Gmon string
 }
 
 func newExportCmd() *cobra.Command {
@@ -44,8 +46,8 @@ func newExportCmd() *cobra.Command {
 		input    string
 	)
 	cmd := &cobra.Command{
-		Use:   "export [flags] FILE --format pprof|speedscope|folded|svg",
-		Short: "Write the samples of a capture for pprof, speedscope or flame graph tools",
+		Use:   "export [flags] FILE --format pprof|speedscope|folded|svg|gmon",
+		Short: "Write the samples of a capture for pprof, speedscope, flame graph tools or gprof",
 		Long: `Export writes the stack samples of a capture in another tool's format:
 
   pprof       gzipped profile.proto for go tool pprof and Pyroscope: mappings
@@ -57,6 +59,13 @@ func newExportCmd() *cobra.Command {
               flamegraph.pl and inferno
   svg         a standalone flame graph; click Search (or press /) to
               highlight functions by regular expression
+  gmon        glibc's gmon.out (version 1) of the file --dso PATH, shared
+              library or executable, for an unpatched gprof PATH gmon.out:
+              a histogram of the CPU samples in the file (4 bytes of code a
+              bin, prof_rate the recording's sampling frequency) and the
+              call arcs of record --calls, in PATH's link-time addresses
+              wherever it was loaded; PATH is read now, its build-id checked
+              against the capture's
 
 The output goes to standard output unless -o names a file (not overwritten
 without -f); pprof is never written to a terminal. The filters, --hide-kernel,
@@ -83,11 +92,19 @@ allocation type).
 
 A damaged capture is exported up to the damage, then nsprof names the file,
 the byte offset and what is damaged, and exits with status 1; --partial
-accepts it with a warning and status 0.`,
+accepts it with a warning and status 0.
+
+With --format gmon, --dso names the file to profile (not a name to
+match): the samples whose innermost user frame is in a mapping of PATH
+(by build-id, else by base name) make the histogram; the arcs whose callee
+and call site are both in it are written, others counted on standard
+error (gprof keeps no arc from outside the file: their callees show as
+<spontaneous>). Every process mapping the file adds to the gmon.out.`,
 		Example: `  nsprof export capture.syscap --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
   nsprof export capture.syscap --format speedscope -o profile.speedscope.json
   nsprof export capture.syscap --format folded --comm server | flamegraph.pl > server.svg
   nsprof export capture.syscap --format svg --hide-kernel --by process -o flame.svg
+  nsprof export calls.nsprof --format gmon --dso ./libfoo.so -o gmon.out && gprof -b ./libfoo.so gmon.out
   nsprof export mem.syscap --memory --format pprof -o heap.pb.gz && go tool pprof -sample_index=inuse_space -top heap.pb.gz
   nsprof export mem.syscap --memory --memory-value alloc_objects --format folded | flamegraph.pl > allocs.svg
   nsprof export mem.syscap --value inuse_space --by thread --format speedscope -o leaks.json`,
@@ -98,13 +115,19 @@ accepts it with a warning and status 0.`,
 				return err
 			}
 			if format == "" {
-				return usagef(cmd, "--format is required: pprof, speedscope, folded or svg")
+				return usagef(cmd, "--format is required: pprof, speedscope, folded, svg or gmon")
 			}
 			if opts.Format, err = export.ParseFormat(format); err != nil {
 				return usagef(cmd, "--format: %v", err)
 			}
 			if opts.View, opts.Export.By, err = sel.parse(cmd); err != nil {
 				return err
+			}
+			if opts.Format == export.FormatGmon {
+				if err := opts.gmonFlags(cmd, sel.value != "" || memory); err != nil {
+					return err
+				}
+				return exportCapture(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			if cmd.Flags().Changed("by") && opts.Export.By == analyze.GroupNone {
 				opts.Export.NoProcessRoot = true // --by none
@@ -133,7 +156,7 @@ accepts it with a warning and status 0.`,
 	}
 	f := cmd.Flags()
 	sel.add(f)
-	f.StringVar(&format, "format", "", "output `FORMAT`: pprof, speedscope, folded or svg (required)")
+	f.StringVar(&format, "format", "", "output `FORMAT`: pprof, speedscope, folded, svg or gmon (required)")
 	f.StringVarP(&input, "input", "i", "", "read the capture `FILE` (as perf report -i; or give FILE as the argument)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write to `OUT` instead of standard output")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite OUT if it exists")
@@ -181,8 +204,8 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	}
 	out := stdout
 	if opts.Output == "" || opts.Output == "-" {
-		if opts.Format == export.FormatPprof && isTerminal(stdout) {
-			return errors.New("refusing to write a pprof profile to a terminal: redirect standard output or use -o FILE")
+		if (opts.Format == export.FormatPprof || opts.Format == export.FormatGmon) && isTerminal(stdout) {
+			return fmt.Errorf("refusing to write a %v profile to a terminal: redirect standard output or use -o FILE", opts.Format)
 		}
 	} else {
 		f, oerr := createOutput(opts.Output, opts.Force, 0o644)
@@ -199,7 +222,11 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		out = f
 	}
 	bw := bufio.NewWriterSize(out, 256*1024)
-	if err := export.Generate(bw, v, opts.Format, opts.Export); err != nil {
+	if opts.Format == export.FormatGmon {
+		if err := exportGmon(bw, v, opts, stderr); err != nil {
+			return err
+		}
+	} else if err := export.Generate(bw, v, opts.Format, opts.Export); err != nil {
 		return fmt.Errorf("exporting %s as %v: %w", opts.Input, opts.Format, err)
 	}
 	if err := bw.Flush(); err != nil {
