@@ -101,17 +101,27 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		tid   int32
 	}
 	index := make(map[sampleKey]*profile.Sample)
+	// The labels of a thread's samples are the same: one pair of maps
+	// each, shared (the encoder only reads them).
+	type labels struct {
+		str map[string][]string
+		num map[string][]int64
+	}
+	threads := make(map[int32]labels)
 	for _, s := range v.Samples {
 		k := sampleKey{s.Stack, s.TID}
 		if ps := index[k]; ps != nil {
 			addValues(v, ps.Value, &s, cols)
 			continue
 		}
-		ps := &profile.Sample{Value: make([]int64, len(cols)), Label: map[string][]string{}, NumLabel: map[string][]int64{
-			"pid": {int64(s.PID)}, "tid": {int64(s.TID)},
-		}}
+		l, ok := threads[s.TID]
+		if !ok || l.num["pid"][0] != int64(s.PID) {
+			l = labels{map[string][]string{}, map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}}}
+			processLabels(&profile.Sample{Label: l.str, NumLabel: l.num}, v.Process(s.PID))
+			threads[s.TID] = l
+		}
+		ps := &profile.Sample{Value: make([]int64, len(cols)), Label: l.str, NumLabel: l.num}
 		addValues(v, ps.Value, &s, cols)
-		processLabels(ps, v.Process(s.PID))
 		for _, fr := range v.Stack(s.Stack) {
 			ps.Location = append(ps.Location, b.location(fr))
 		}
