@@ -459,7 +459,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.KernelNotesFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.StacksFile, capture.KernelNotesFile:
 		return true
 	}
 	return isMountInfoFile(p)
@@ -594,6 +594,7 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
+	b.loadStacks()
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {

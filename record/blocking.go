@@ -36,7 +36,7 @@ func blockingRingPages() int {
 // blocking turns system call entries and exits into the marks of the
 // calls that took at least the threshold (Options.Blocking): a MARK
 // frame (group capture.BlockingGroup, the call's name, its duration, the
-// file descriptor's path) and a SAMPLE frame with the thread's user
+// file descriptor's path) and a capture.StacksFile record with the thread's user
 // stack at entry behind a marker frame naming the call (see
 // capture.BlockingMarker). Entries are paired with the next exit of the
 // same thread; only the entry's stack is kept until then.
@@ -277,7 +277,7 @@ var fdCalls = map[string]bool{
 	"close": true, "shutdown": true, "io_getevents": true,
 }
 
-// write writes one blocking call: its SAMPLE frame and its MARK frame.
+// write writes one blocking call: its stack and its MARK frame.
 func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note string) {
 	if r.writeErr != nil {
 		return
@@ -308,14 +308,8 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	}
 	th.addrs = addrs
 	addrs = r.checkedStack(int(th.pid), addrs)
-	if len(addrs) > capture.MaxSampleAddrs {
-		addrs = addrs[:capture.MaxSampleAddrs]
-	}
 	r.tr.sampled(int(th.pid), th.time)
-	if err := r.w.AddSample(th.time, th.cpu, th.pid, tid, addrs); err != nil {
-		r.writeErr = err
-		return
-	}
+	r.addStack(th.time, th.cpu, th.pid, tid, addrs)
 	msg := ""
 	if fdCalls[name] && int32(th.arg0) >= 0 {
 		fd := int(int32(th.arg0))

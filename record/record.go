@@ -113,6 +113,8 @@ type recorder struct {
 	clonesTP   []*perf.Tracepoint
 	off        *offCPU   // with Options.OffCPU
 	block      *blocking // with Options.Blocking
+	// stackFile holds the stacks of off and block.
+	stackFile stackFile
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -254,7 +256,7 @@ func (r *recorder) setup() error {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
 		}
 		if o.OffCPU {
-			if r.off, err = newOffCPU(); err != nil {
+			if r.off, err = newOffCPU(o.OffCPUMarks); err != nil {
 				return err
 			}
 			r.setupOffCPU(&popts)
@@ -762,6 +764,9 @@ func (r *recorder) finish() {
 	}
 	if r.block != nil {
 		r.block.finish(r)
+	}
+	if r.off != nil || r.block != nil {
+		r.flushStacks(true)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)
