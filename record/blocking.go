@@ -20,12 +20,16 @@ const (
 	sysExitTracepoint  = "raw_syscalls:sys_exit"
 )
 
-// blockingRingPages returns the smallest ring per CPU with
-// Options.Blocking: every system call writes two records, one with a
-// stack, and a system-wide recording fills 4 MB rings in bursts (its
-// start, while it reads every process) at 50 k calls a second. Up to
-// 16 MB a CPU, 256 MB in all; at least 4 MB.
-func blockingRingPages() int {
+// tracingRingPages returns the smallest ring per CPU with
+// Options.Blocking or Options.OffCPU: every system call writes two
+// records, one with a stack, and a system-wide recording fills 4 MB
+// rings in bursts (its start, while it reads every process) at 50 k
+// calls a second; every context switch writes a record with a stack and
+// two SWITCH records, and two threads ping-ponging through a pipe filled
+// 4 MB rings while the recorder waited for a CPU of a loaded 2-CPU VM
+// (tens of thousands of records lost in most runs). Up to 16 MB a CPU,
+// 256 MB in all; at least 4 MB.
+func tracingRingPages() int {
 	pages := 1024
 	for pages < 4096 && 2*pages*os.Getpagesize()*runtime.NumCPU() <= 256<<20 {
 		pages *= 2
@@ -116,7 +120,8 @@ func (b *blocking) setup(popts *perf.Options) {
 			popts.RingPages = perf.DefaultStackRingPages
 		}
 	}
-	popts.RingPages = max(popts.RingPages, blockingRingPages())
+	popts.RingPages = max(popts.RingPages, tracingRingPages())
+	leafTracepointStack(popts)
 }
 
 // handle takes a sample of the perf rings and reports whether it was a

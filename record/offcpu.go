@@ -43,6 +43,9 @@ type offCPU struct {
 	// unmarked counts the shorter ones.
 	markNs   int64
 	unmarked uint64
+	// free are the stacks of intervals written, for reuse: a switch-heavy
+	// program allocated one a switch.
+	free [][]uint64
 }
 
 // switches are one thread's switch events not paired yet, in time
@@ -111,7 +114,13 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	if s.TID != 0 { // not the idle task
 		st, _ := o.tp.Int(s.RawData, "prev_state")
 		// Two slots in front for the marker frame (see write).
-		stack := append(make([]uint64, 2, len(addrs)+2), addrs...)
+		var stack []uint64
+		if n := len(o.free); n > 0 && cap(o.free[n-1]) >= len(addrs)+2 {
+			stack, o.free = o.free[n-1][:2], o.free[:n-1]
+		} else {
+			stack = make([]uint64, 2, len(addrs)+2+8)
+		}
+		stack = append(stack, addrs...)
 		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
 	}
 	o.sweep(r, false)
@@ -156,6 +165,9 @@ func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
 		e := ev[0]
 		if e.out && len(ev) > 1 && !ev[1].out {
 			o.write(r, tid, e, ev[1].time)
+			if len(o.free) < 64 {
+				o.free = append(o.free, e.addrs)
+			}
 			th.last = ev[1].time
 			ev = ev[2:]
 			continue
@@ -296,10 +308,6 @@ func (o *offCPU) finish(r *recorder) {
 	}
 }
 
-// offCPURingPages is the smallest ring per CPU with Options.OffCPU: a
-// switch-heavy program writes a record or three with a stack per switch.
-const offCPURingPages = 1024
-
 // setupOffCPU adds what Options.OffCPU needs to the perf options: the
 // sched_switch tracepoint with stacks, and the SWITCH records that say
 // when a thread comes back.
@@ -312,7 +320,8 @@ func (r *recorder) setupOffCPU(popts *perf.Options) {
 			popts.RingPages = perf.DefaultStackRingPages
 		}
 	}
-	popts.RingPages = max(popts.RingPages, offCPURingPages)
+	popts.RingPages = max(popts.RingPages, tracingRingPages())
+	leafTracepointStack(popts)
 }
 
 // marksNote says which intervals are marks.
