@@ -522,7 +522,7 @@ func (b *builder) add(f capture.Frame) {
 // wantFile reports whether the embedded file at p is one Load reads.
 func wantFile(p string) bool {
 	switch strings.TrimSuffix(p, ".gz") {
-	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.CallsFile, capture.KernelNotesFile:
+	case capture.SymbolsFile, capture.LinesFile, kallsymsPath, capture.ProcessFile, capture.OffCPUFile, capture.CallsFile, capture.StacksFile, capture.KernelNotesFile:
 		return true
 	}
 	return isMountInfoFile(p)
@@ -657,9 +657,10 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
+	b.loadStacks()
 	calls := b.callSamples()
-	// No stack is interned after the calls': the tables that intern
-	// them go before the frames and the bundle take their room.
+	// No stack is interned after these: the tables that intern them go
+	// before the frames and the bundle take their room.
 	b.frames, b.lastFrames, b.stacks = nil, nil, nil
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk

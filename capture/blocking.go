@@ -3,14 +3,17 @@ package capture
 import "strings"
 
 // Blocking system calls (nsprof record --blocking) are stored so that
-// Sysprof still reads the capture: each call that took longer than the
-// threshold is a MARK frame of group [BlockingGroup] named after the
-// system call, at the time the thread entered it, with its duration and
-// a message naming the file descriptor's path where the call has one;
-// and a SAMPLE frame of the same process and time holds the thread's
-// user stack at entry behind a leaf frame naming the call (a JIT
-// address, [BlockingMarker]: "[syscall: read]"). Sysprof shows the marks
-// and counts such a sample once; nsprof weighs it by the mark's duration.
+// Sysprof shows them without counting them as CPU time: each call that
+// took longer than the threshold is a MARK frame of group
+// [BlockingGroup] named after the system call, at the time the thread
+// entered it, with its duration and a message naming the file
+// descriptor's path where the call has one; and a record of the embedded
+// file [StacksFile] of the same process and time holds the thread's user
+// stack at entry behind a leaf frame naming the call (a JIT address,
+// [BlockingMarker]: "[syscall: read]"). Sysprof shows the marks; nsprof
+// weighs the stack by the mark's duration. Captures of earlier nsprof
+// versions hold the stacks as SAMPLE frames; nsprof reads those the same
+// way.
 
 // BlockingGroup is the group of the marks of blocking system calls.
 const BlockingGroup = "syscall"

@@ -3,17 +3,40 @@ package capture
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// Off-CPU time (nsprof record --off-cpu) is stored so that Sysprof still
-// reads the capture: each interval a thread spent off the CPU is a SAMPLE
-// frame at the time the thread left the CPU, with the thread's kernel
-// and user stack at that moment behind a leaf frame naming why it left
-// (a JIT address, [OffCPUMarker]: "[off-CPU: S sleeping]"), and its
-// duration is a record of the embedded file [OffCPUFile], keyed by the
-// frame's thread and time. Sysprof shows such samples as stacks of the
-// marker frame, each counting once; nsprof weighs them by duration.
+// Off-CPU time (nsprof record --off-cpu) is stored so that Sysprof
+// shows it without counting it as CPU time: each interval a thread spent
+// off the CPU is a record of the embedded file [StacksFile] at the time
+// the thread left the CPU, with the thread's kernel and user stack at
+// that moment behind a leaf frame naming why it left (a JIT address,
+// [OffCPUMarker]: "[off-CPU: S sleeping]"), and its duration is a record
+// of the embedded file [OffCPUFile], keyed by the thread and time. An
+// interval of at least the recording's mark threshold
+// ([MetaOffCPUMarkNs]) is also a MARK frame of group [OffCPUGroup], named
+// after the state ([OffCPUMarkName]), with its duration and the thread in
+// its message ([OffCPUMarkMessage]): Sysprof shows those in its timeline
+// and marks list. nsprof weighs the stacks by duration. Captures of
+// earlier nsprof versions hold the stacks as SAMPLE frames; nsprof reads
+// those the same way.
+
+// OffCPUGroup is the group of the marks of off-CPU intervals.
+const OffCPUGroup = "off-cpu"
+
+// OffCPUMarkName returns the name of the marks of intervals a thread
+// spent off the CPU in state: "S sleeping".
+func OffCPUMarkName(state byte) string {
+	if state < 0x21 || state > 0x7e {
+		state = '?'
+	}
+	return string(rune(state)) + " " + OffCPUStateName(state)
+}
+
+// OffCPUMarkMessage returns the message of an off-CPU mark of thread
+// tid: "tid 1234" (a MARK frame has a process, not a thread).
+func OffCPUMarkMessage(tid int32) string { return "tid " + strconv.Itoa(int(tid)) }
 
 // OffCPUFile is the embedded file holding the off-CPU intervals, as
 // [EncodeOffCPU] writes them: whole records in every chunk, so a file
@@ -27,6 +50,11 @@ const (
 	MetaOffCPUIntervals = "nsprof.offcpu.intervals"
 	MetaOffCPUUnpaired  = "nsprof.offcpu.unpaired"
 	MetaOffCPUOpen      = "nsprof.offcpu.open"
+	// MetaOffCPUMarkNs is the shortest interval written as a mark, in
+	// nanoseconds; MetaOffCPUUnmarked counts the intervals shorter than
+	// that (in StacksFile and OffCPUFile, not marks).
+	MetaOffCPUMarkNs   = "nsprof.offcpu.mark-ns"
+	MetaOffCPUUnmarked = "nsprof.offcpu.unmarked"
 )
 
 // OffCPURecordSize is the size of one encoded [OffCPU] record.

@@ -149,6 +149,13 @@ type Options struct {
 	// unwinding. It must be a multiple of 8 and at most MaxUserStack; perf
 	// uses 8192. Only amd64 and arm64 are supported. Default 0: off.
 	UserStack uint32
+	// TracepointStack, when non-zero and below UserStack, is the stack
+	// copy of the hits of StackTracepoints and UserStackTracepoints
+	// instead: a task at a tracepoint inside a system call is below a
+	// libc wrapper or two of small frames, and every byte is copied at
+	// every hit (a context switch, a system call). A multiple of 8.
+	// Default 0: UserStack.
+	TracepointStack uint32
 	// MaxCallchain limits the kernel's callchain depth (sample_max_stack).
 	// Default 0: kernel.perf_event_max_stack.
 	MaxCallchain uint16
@@ -254,6 +261,9 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 		if s.regs = userRegsMask(goarch); s.regs == 0 {
 			return s, fmt.Errorf("user stack sampling: registers of %s are unknown", goarch)
 		}
+	}
+	if o.TracepointStack%8 != 0 || o.TracepointStack > MaxUserStack {
+		return s, fmt.Errorf("tracepoint stack size %d is not a multiple of 8 up to %d", o.TracepointStack, MaxUserStack)
 	}
 	switch {
 	case o.RingPages == 0 && o.UserStack != 0:
@@ -389,6 +399,9 @@ func (s *settings) tracepointAttr(id uint64, stack, userOnly, systemWide, onExec
 	}
 	if userOnly {
 		a.Bits |= attrExcludeCallchainK
+	}
+	if stack && s.TracepointStack != 0 && s.TracepointStack < s.UserStack {
+		a.Sample_stack_user = s.TracepointStack
 	}
 	return a
 }

@@ -147,3 +147,30 @@ func TestParseEvent(t *testing.T) {
 		t.Errorf("unknown event: %v", err)
 	}
 }
+
+// TestTracepointStack: the hits of tracepoints with stacks copy
+// TracepointStack bytes of stack when it is below UserStack; the main
+// event copies UserStack.
+func TestTracepointStack(t *testing.T) {
+	for _, c := range []struct{ user, tp, main, hit uint32 }{
+		{512, 256, 512, 256},
+		{512, 0, 512, 512},
+		{128, 256, 128, 128},
+	} {
+		s, err := Options{UserStack: c.user, TracepointStack: c.tp}.settings(4096, "amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := s.attr(EventCPUClock, false, false); a.Sample_stack_user != c.main {
+			t.Errorf("UserStack %d TracepointStack %d: main event copies %d, want %d", c.user, c.tp, a.Sample_stack_user, c.main)
+		}
+		for _, user := range []bool{false, true} {
+			if a := s.tracepointAttr(1, true, user, false, false); a.Sample_stack_user != c.hit {
+				t.Errorf("UserStack %d TracepointStack %d: hit copies %d, want %d", c.user, c.tp, a.Sample_stack_user, c.hit)
+			}
+		}
+	}
+	if _, err := (Options{UserStack: 512, TracepointStack: 100}).settings(4096, "amd64"); err == nil {
+		t.Error("TracepointStack 100 accepted")
+	}
+}

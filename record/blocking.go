@@ -20,12 +20,16 @@ const (
 	sysExitTracepoint  = "raw_syscalls:sys_exit"
 )
 
-// blockingRingPages returns the smallest ring per CPU with
-// Options.Blocking: every system call writes two records, one with a
-// stack, and a system-wide recording fills 4 MB rings in bursts (its
-// start, while it reads every process) at 50 k calls a second. Up to
-// 16 MB a CPU, 256 MB in all; at least 4 MB.
-func blockingRingPages() int {
+// tracingRingPages returns the smallest ring per CPU with
+// Options.Blocking or Options.OffCPU: every system call writes two
+// records, one with a stack, and a system-wide recording fills 4 MB
+// rings in bursts (its start, while it reads every process) at 50 k
+// calls a second; every context switch writes a record with a stack and
+// two SWITCH records, and two threads ping-ponging through a pipe filled
+// 4 MB rings while the recorder waited for a CPU of a loaded 2-CPU VM
+// (tens of thousands of records lost in most runs). Up to 16 MB a CPU,
+// 256 MB in all; at least 4 MB.
+func tracingRingPages() int {
 	pages := 1024
 	for pages < 4096 && 2*pages*os.Getpagesize()*runtime.NumCPU() <= 256<<20 {
 		pages *= 2
@@ -36,7 +40,7 @@ func blockingRingPages() int {
 // blocking turns system call entries and exits into the marks of the
 // calls that took at least the threshold (Options.Blocking): a MARK
 // frame (group capture.BlockingGroup, the call's name, its duration, the
-// file descriptor's path) and a SAMPLE frame with the thread's user
+// file descriptor's path) and a capture.StacksFile record with the thread's user
 // stack at entry behind a marker frame naming the call (see
 // capture.BlockingMarker). Entries are paired with the next exit of the
 // same thread; only the entry's stack is kept until then.
@@ -116,7 +120,8 @@ func (b *blocking) setup(popts *perf.Options) {
 			popts.RingPages = perf.DefaultStackRingPages
 		}
 	}
-	popts.RingPages = max(popts.RingPages, blockingRingPages())
+	popts.RingPages = max(popts.RingPages, tracingRingPages())
+	leafTracepointStack(popts)
 }
 
 // handle takes a sample of the perf rings and reports whether it was a
@@ -277,7 +282,7 @@ var fdCalls = map[string]bool{
 	"close": true, "shutdown": true, "io_getevents": true,
 }
 
-// write writes one blocking call: its SAMPLE frame and its MARK frame.
+// write writes one blocking call: its stack and its MARK frame.
 func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note string) {
 	if r.writeErr != nil {
 		return
@@ -308,14 +313,8 @@ func (b *blocking) write(r *recorder, th *pendingCall, tid int32, d int64, note 
 	}
 	th.addrs = addrs
 	addrs = r.checkedStack(int(th.pid), addrs, th.time)
-	if len(addrs) > capture.MaxSampleAddrs {
-		addrs = addrs[:capture.MaxSampleAddrs]
-	}
 	r.tr.sampled(int(th.pid), th.time)
-	if err := r.w.AddSample(th.time, th.cpu, th.pid, tid, addrs); err != nil {
-		r.writeErr = err
-		return
-	}
+	r.addStack(th.time, th.cpu, th.pid, tid, addrs)
 	msg := ""
 	if fdCalls[name] && int32(th.arg0) >= 0 {
 		fd := int(int32(th.arg0))

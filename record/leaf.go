@@ -100,6 +100,25 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 	return l.buf
 }
 
+// leafTracepointMaxStack is the most stack the leaf step copies at a
+// tracepoint hit (a context switch of Options.OffCPU, a system call of
+// Options.Blocking): the task is in a system call, below libc wrappers
+// whose frames are small (the offcpu fixture's fixture_block, under
+// nanosleep and clock_nanosleep, needs 128 bytes). Half the default
+// copy, which was most of each record: on two threads ping-ponging
+// through a pipe the rings of a loaded 2-CPU VM overflowed with 512
+// bytes a switch (up to 166 k records lost in a run) and not with 256.
+const leafTracepointMaxStack = 256
+
+// leafTracepointStack sets the stack copy of the tracepoint hits with
+// stacks to at most leafTracepointMaxStack when popts copy stacks for
+// the leaf step (not to unwind whole stacks, which needs all of it).
+func leafTracepointStack(popts *perf.Options) {
+	if popts.UserStack > 0 && !popts.ExcludeUserCallchain {
+		popts.TracepointStack = min(popts.UserStack, leafTracepointMaxStack)
+	}
+}
+
 // leafSteps is the most frames of CFI unwinding leafCallers takes from
 // the sampled instruction.
 const leafSteps = 4

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/perf"
@@ -25,9 +26,10 @@ const offCPUHorizon = 100_000_000 // ns
 // not come from the tracepoint naming the thread as the next task: the
 // kernel drops some of the hits whose previous task is the idle task
 // (perf record -a -e sched:sched_switch misses them too), the very
-// switches that end a sleep on an idle CPU. Each interval is written as a SAMPLE frame with the stack under
-// a marker frame naming the state, and as a record of
-// capture.OffCPUFile with its duration.
+// switches that end a sleep on an idle CPU. Each interval is written as a
+// record of capture.StacksFile with the stack under a marker frame naming
+// the state, as a record of capture.OffCPUFile with its duration, and,
+// when at least markNs long, as a MARK frame (capture.OffCPUGroup).
 type offCPU struct {
 	tp                          *perf.Tracepoint
 	threads                     map[int32]*switches
@@ -37,6 +39,13 @@ type offCPU struct {
 	swept                       int64
 	intervals, unpaired, opened uint64
 	offNs                       int64
+	// markNs is the shortest interval written as a mark (-1: none);
+	// unmarked counts the shorter ones.
+	markNs   int64
+	unmarked uint64
+	// free are the stacks of intervals written, for reuse: a switch-heavy
+	// program allocated one a switch.
+	free [][]uint64
 }
 
 // switches are one thread's switch events not paired yet, in time
@@ -56,7 +65,11 @@ type switchEvent struct {
 	addrs []uint64 // the stack of a switch out, after 2 free slots
 }
 
-func newOffCPU() (*offCPU, error) {
+// DefaultOffCPUMarks is the shortest off-CPU interval written as a mark
+// by default (Options.OffCPUMarks).
+const DefaultOffCPUMarks = time.Millisecond
+
+func newOffCPU(marks time.Duration) (*offCPU, error) {
 	tp, err := perf.LookupTracepoint(switchTracepoint)
 	if err != nil {
 		return nil, fmt.Errorf("--off-cpu: %w", err)
@@ -66,7 +79,14 @@ func newOffCPU() (*offCPU, error) {
 			return nil, fmt.Errorf("--off-cpu: %s has no field %s", switchTracepoint, f)
 		}
 	}
-	return &offCPU{tp: tp, threads: make(map[int32]*switches), markers: make(map[byte]uint64)}, nil
+	o := &offCPU{tp: tp, threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: marks.Nanoseconds()}
+	switch {
+	case marks == 0:
+		o.markNs = DefaultOffCPUMarks.Nanoseconds()
+	case marks < 0:
+		o.markNs = -1
+	}
+	return o, nil
 }
 
 // taskState returns the letter of the state sched_switch reports in its
@@ -94,7 +114,13 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	if s.TID != 0 { // not the idle task
 		st, _ := o.tp.Int(s.RawData, "prev_state")
 		// Two slots in front for the marker frame (see write).
-		stack := append(make([]uint64, 2, len(addrs)+2), addrs...)
+		var stack []uint64
+		if n := len(o.free); n > 0 && cap(o.free[n-1]) >= len(addrs)+2 {
+			stack, o.free = o.free[n-1][:2], o.free[:n-1]
+		} else {
+			stack = make([]uint64, 2, len(addrs)+2+8)
+		}
+		stack = append(stack, addrs...)
 		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
 	}
 	o.sweep(r, false)
@@ -139,6 +165,9 @@ func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
 		e := ev[0]
 		if e.out && len(ev) > 1 && !ev[1].out {
 			o.write(r, tid, e, ev[1].time)
+			if len(o.free) < 64 {
+				o.free = append(o.free, e.addrs)
+			}
 			th.last = ev[1].time
 			ev = ev[2:]
 			continue
@@ -200,7 +229,8 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 	}
 }
 
-// write writes one interval: its SAMPLE frame and its record.
+// write writes one interval: its stack, its record, and its mark when it
+// is long enough.
 func (o *offCPU) write(r *recorder, tid int32, e switchEvent, in int64) {
 	if r.writeErr != nil {
 		return
@@ -216,12 +246,14 @@ func (o *offCPU) write(r *recorder, tid int32, e switchEvent, in int64) {
 	}
 	addrs := e.addrs
 	addrs[0], addrs[1] = capture.ContextUser, a
-	if len(addrs) > capture.MaxSampleAddrs {
-		addrs = addrs[:capture.MaxSampleAddrs]
-	}
-	if err := r.w.AddSample(e.time, e.cpu, e.pid, tid, addrs); err != nil {
-		r.writeErr = err
-		return
+	r.addStack(e.time, e.cpu, e.pid, tid, addrs)
+	if d := in - e.time; o.markNs >= 0 && d >= o.markNs {
+		if err := r.w.AddMark(e.time, e.pid, d, capture.OffCPUGroup, capture.OffCPUMarkName(e.state), capture.OffCPUMarkMessage(tid)); err != nil {
+			r.writeErr = err
+			return
+		}
+	} else {
+		o.unmarked++
 	}
 	o.intervals++
 	o.offNs += in - e.time
@@ -263,20 +295,18 @@ func (o *offCPU) finish(r *recorder) {
 		{capture.MetaOffCPUIntervals, strconv.FormatUint(o.intervals, 10)},
 		{capture.MetaOffCPUUnpaired, strconv.FormatUint(o.unpaired, 10)},
 		{capture.MetaOffCPUOpen, strconv.FormatUint(o.opened, 10)},
+		{capture.MetaOffCPUMarkNs, strconv.FormatInt(o.markNs, 10)},
+		{capture.MetaOffCPUUnmarked, strconv.FormatUint(o.unmarked, 10)},
 	}
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
 	}
-	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it)",
-		o.intervals, float64(o.offNs)/1e9, o.opened)
+	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
+		o.intervals, float64(o.offNs)/1e9, o.opened, o.marksNote())
 	if o.unpaired > 0 {
 		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", o.unpaired)
 	}
 }
-
-// offCPURingPages is the smallest ring per CPU with Options.OffCPU: a
-// switch-heavy program writes a record or three with a stack per switch.
-const offCPURingPages = 1024
 
 // setupOffCPU adds what Options.OffCPU needs to the perf options: the
 // sched_switch tracepoint with stacks, and the SWITCH records that say
@@ -290,5 +320,15 @@ func (r *recorder) setupOffCPU(popts *perf.Options) {
 			popts.RingPages = perf.DefaultStackRingPages
 		}
 	}
-	popts.RingPages = max(popts.RingPages, offCPURingPages)
+	popts.RingPages = max(popts.RingPages, tracingRingPages())
+	leafTracepointStack(popts)
+}
+
+// marksNote says which intervals are marks.
+func (o *offCPU) marksNote() string {
+	if o.markNs < 0 {
+		return "no marks (Sysprof shows none)"
+	}
+	return fmt.Sprintf("%d of at least %v written as marks of group %s (Sysprof's timeline shows those), %d shorter ones only as stacks",
+		o.intervals-o.unmarked, time.Duration(o.markNs), capture.OffCPUGroup, o.unmarked)
 }

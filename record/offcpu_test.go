@@ -2,7 +2,9 @@ package record
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"slices"
 	"testing"
 
 	"nsprof/capture"
@@ -37,7 +39,7 @@ func TestOffCPUPairing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64)}
+	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: 2 * ms}
 	out := func(tid int32, at int64, state byte) {
 		o.latest = max(o.latest, at)
 		o.add(r, tid, switchEvent{time: at, out: true, state: state, pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000}})
@@ -93,6 +95,7 @@ func TestOffCPUPairing(t *testing.T) {
 	openAt := b + 2*ms
 	o.sweep(r, true)
 	o.flush(r, true)
+	r.flushStacks(true)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +124,94 @@ func TestOffCPUPairing(t *testing.T) {
 	}
 	if open != 1 || int(o.intervals) != len(recs) {
 		t.Errorf("%d records (%d open), %d intervals counted", len(recs), open, o.intervals)
+	}
+	checkOffCPUFrames(t, buf.Bytes(), recs, 2*ms, o.unmarked)
+}
+
+// checkOffCPUFrames checks the frames of a capture with the off-CPU
+// intervals recs: no SAMPLE frame (Sysprof would count it as CPU time);
+// a capture.StacksFile record per interval, of its thread and time, under
+// its state's marker frame; a MARK frame of group capture.OffCPUGroup per
+// interval at least markNs long, and unmarked the others.
+func checkOffCPUFrames(t *testing.T, data []byte, recs []capture.OffCPU, markNs int64, unmarked uint64) {
+	t.Helper()
+	rd, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		tid  int32
+		time int64
+	}
+	marks := make(map[key]*capture.Mark)
+	var fs capture.Files
+	jit := make(map[uint64]string)
+	for {
+		f, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *capture.Sample:
+			t.Errorf("a SAMPLE frame of thread %d at %d: Sysprof counts it as a CPU sample", f.TID, f.Time)
+		case *capture.Mark:
+			var tid int32
+			if _, err := fmt.Sscanf(f.Message, "tid %d", &tid); err != nil || f.Group != capture.OffCPUGroup {
+				t.Errorf("mark %+v: want group %s and message \"tid N\"", f, capture.OffCPUGroup)
+			}
+			marks[key{tid, f.Time}] = f
+		case *capture.FileChunk:
+			fs.Add(f)
+		case *capture.JITMap:
+			for _, e := range f.Entries {
+				jit[e.Addr] = e.Name
+			}
+		}
+	}
+	b, err := fs.Lookup(capture.StacksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stacks []capture.StackRecord
+	err = capture.DecodeStacks(b, func(r *capture.StackRecord) {
+		c := *r
+		c.Addrs = slices.Clone(r.Addrs)
+		stacks = append(stacks, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stacks) != len(recs) {
+		t.Fatalf("%d stacks, %d intervals", len(stacks), len(recs))
+	}
+	var short uint64
+	for i, rc := range recs {
+		st := stacks[i]
+		if st.TID != rc.TID || st.Time != rc.Time || len(st.Addrs) < 2 || jit[st.Addrs[1]] != capture.OffCPUMarker(rc.State) {
+			t.Errorf("stack %d: %+v (%q), want thread %d at %d under %s", i, st, jit[st.Addrs[min(1, len(st.Addrs)-1)]], rc.TID, rc.Time, capture.OffCPUMarker(rc.State))
+		}
+		m := marks[key{rc.TID, rc.Time}]
+		switch {
+		case rc.Duration < markNs:
+			short++
+			if m != nil {
+				t.Errorf("interval %+v shorter than %d ns has a mark", rc, markNs)
+			}
+		case m == nil:
+			t.Errorf("interval %+v has no mark", rc)
+		case m.Duration != rc.Duration || m.Name != capture.OffCPUMarkName(rc.State) || m.PID != 1:
+			t.Errorf("interval %+v: mark %+v", rc, m)
+		}
+		delete(marks, key{rc.TID, rc.Time})
+	}
+	for _, m := range marks {
+		t.Errorf("mark %+v of no interval", m)
+	}
+	if short != unmarked {
+		t.Errorf("%d intervals shorter than %d ns, %d counted unmarked", short, markNs, unmarked)
 	}
 }
 

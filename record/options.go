@@ -63,6 +63,11 @@ type Options struct {
 	// the sched_switch tracepoint with callchains, and the switches back
 	// in. Needs tracefs and perf events.
 	OffCPU bool
+	// OffCPUMarks is the shortest off-CPU interval also written as a
+	// mark (group capture.OffCPUGroup), which Sysprof's timeline shows;
+	// the stacks of all intervals are kept either way. Zero:
+	// DefaultOffCPUMarks; negative: no marks.
+	OffCPUMarks time.Duration
 	// Blocking, when positive, also records the system calls of the
 	// recorded threads that take at least this long, each as a mark of
 	// group "syscall" with the thread's user stack at entry (see

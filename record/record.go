@@ -117,6 +117,8 @@ type recorder struct {
 	// mainLoopPreloaded says Options.MainLoop is recorded by the
 	// preload library (see mainLoopPreload), not by user probes.
 	mainLoopPreloaded bool
+	// stackFile holds the stacks of off and block.
+	stackFile stackFile
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
@@ -270,7 +272,7 @@ func (r *recorder) setup() error {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
 		}
 		if o.OffCPU {
-			if r.off, err = newOffCPU(); err != nil {
+			if r.off, err = newOffCPU(o.OffCPUMarks); err != nil {
 				return err
 			}
 			r.setupOffCPU(&popts)
@@ -289,14 +291,14 @@ func (r *recorder) setup() error {
 			defer ps.close()
 			popts.Uprobes = ps.uprobes()
 			// Two records a call: a hot function fills the default
-			// rings as system calls do (see blockingRingPages).
+			// rings as system calls do (see tracingRingPages).
 			if popts.RingPages == 0 {
 				popts.RingPages = perf.DefaultRingPages
 				if popts.UserStack > 0 {
 					popts.RingPages = perf.DefaultStackRingPages
 				}
 			}
-			popts.RingPages = max(popts.RingPages, blockingRingPages())
+			popts.RingPages = max(popts.RingPages, tracingRingPages())
 		}
 		rd, err := r.openPerf(target, popts)
 		if err != nil {
@@ -801,6 +803,9 @@ func (r *recorder) finish() {
 	}
 	if r.spans != nil {
 		r.spans.finish(r)
+	}
+	if r.off != nil || r.block != nil {
+		r.flushStacks(true)
 	}
 	if r.cfd != nil {
 		r.cfd.finish(r)

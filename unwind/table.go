@@ -61,18 +61,25 @@ func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
 	return 0, false
 }
 
-// find returns the row covering link-time address a, or nil.
+// find returns the row covering link-time address a, or nil. The
+// binary search is written out: through slices.BinarySearchFunc's
+// comparison closure it was most of a leaf step's time (an off-CPU
+// recording takes one per context switch).
 func (t *Table) find(a uint64) *row {
-	i, _ := slices.BinarySearchFunc(t.rows, a, func(r row, a uint64) int {
-		if r.addr <= a {
-			return -1
+	rows := t.rows
+	lo, hi := 0, len(rows) // rows[:lo] start at or before a, rows[hi:] after
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rows[m].addr <= a {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return 1
-	})
-	if i == 0 {
+	}
+	if lo == 0 {
 		return nil
 	}
-	r := &t.rows[i-1]
+	r := &rows[lo-1]
 	if r.cfa == cfaNone {
 		return nil
 	}

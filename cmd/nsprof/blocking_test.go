@@ -171,8 +171,9 @@ func TestBlockingFixture(t *testing.T) {
 			t.Errorf("the default view (CPU samples) has blocking-call frame %s", name)
 		}
 	}
-	// Sysprof reads every SAMPLE frame, the entry stacks under their
-	// marker included, and every mark of a blocking call.
+	// Sysprof reads the CPU samples only as SAMPLE frames (the entry
+	// stacks are not: its callgraph would count them as CPU time), and
+	// every mark of a blocking call.
 	sysprofReadsOffCPU(t, capPath)
 	lines, _ := testutils.SysprofReadAll(t, capPath)
 	sysprofMarks := 0

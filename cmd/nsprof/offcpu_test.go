@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
 )
@@ -82,7 +85,9 @@ func TestOffCPUFixture(t *testing.T) {
 	const iterations = 5
 	capPath, block, spin := offCPUFixture(t, iterations)
 	want := int64(iterations * 200e6)
-	sysprofReadsOffCPU(t, capPath)
+	if n := sysprofReadsOffCPU(t, capPath); n < iterations {
+		t.Errorf("Sysprof read %d off-CPU marks, want at least the %d sleeps of 200 ms", n, iterations)
+	}
 
 	off, typ := functionTotals(t, capPath, "--off-cpu")
 	if typ != "off_cpu" {
@@ -222,10 +227,16 @@ func TestOffCPUTargets(t *testing.T) {
 	}
 }
 
-// sysprofReadsOffCPU checks that Sysprof 3.46's reader reads the whole
-// capture and sees every SAMPLE frame nsprof dump does, off-CPU ones
-// (under their marker, a JIT address) included.
-func sysprofReadsOffCPU(t *testing.T, path string) {
+// sysprofReadsOffCPU checks what Sysprof 3.46's reader sees of a
+// capture with off-CPU time or blocking calls: the whole capture; the
+// SAMPLE frames nsprof dump shows, and as many as the CPU samples nsprof
+// reports (the off-CPU and blocking stacks are not SAMPLE frames, which
+// Sysprof's callgraph counts as CPU samples), none under a marker frame
+// (a JIT address); and, with off-CPU time, as MARK frames of group off-cpu, exactly the
+// intervals of the capture's __nsprof_offcpu__ at least the mark
+// threshold long, with their process, thread, time, duration and state.
+// It returns the off-CPU marks Sysprof read.
+func sysprofReadsOffCPU(t *testing.T, path string) (marks int) {
 	t.Helper()
 	lines, end := testutils.SysprofReadAll(t, path)
 	if !strings.HasSuffix(end, "ok=1") {
@@ -235,7 +246,7 @@ func sysprofReadsOffCPU(t *testing.T, path string) {
 	if status != 0 {
 		t.Fatal("dump failed")
 	}
-	var ours, theirs []string
+	var ours, theirs, theirMarks []string
 	for _, l := range strings.Split(strings.TrimSpace(dump), "\n") {
 		if strings.Contains(l, " SAMPLE ") {
 			ours = append(ours, l)
@@ -245,19 +256,121 @@ func sysprofReadsOffCPU(t *testing.T, path string) {
 	for _, l := range lines {
 		if strings.Contains(l, " SAMPLE ") {
 			theirs = append(theirs, l)
-			if strings.Contains(l, "addrs=[user],0xe0000000000000") {
+			if strings.Contains(l, ",0xe0000000000000") {
 				marked++
 			}
 		}
+		if strings.Contains(l, ` MARK `) && strings.Contains(l, ` group="off-cpu" `) {
+			theirMarks = append(theirMarks, l)
+		}
 	}
-	if len(ours) != len(theirs) || marked == 0 {
-		t.Fatalf("Sysprof read %d SAMPLE frames (%d off-CPU), nsprof %d", len(theirs), marked, len(ours))
+	out, stderr, status := nsprof(t, nil, "report", path, "--json")
+	if status != 0 {
+		t.Fatalf("report: status %d\n%s", status, stderr)
+	}
+	var r struct {
+		Capture struct {
+			Samples int64 `json:"samples"`
+		} `json:"capture"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if cpu := r.Capture.Samples; int64(len(theirs)) != cpu || marked != 0 {
+		t.Errorf("Sysprof read %d SAMPLE frames (%d under a marker frame: off-CPU or blocking stacks its callgraph counts as CPU samples); nsprof reports %d CPU samples", len(theirs), marked, cpu)
+	}
+	if len(ours) != len(theirs) {
+		t.Fatalf("Sysprof read %d SAMPLE frames, nsprof dumps %d", len(theirs), len(ours))
 	}
 	for i := range ours {
 		if ours[i] != theirs[i] {
 			t.Fatalf("frame %d: Sysprof reads\n%s\nnsprof dumps\n%s", i, theirs[i], ours[i])
 		}
 	}
+
+	// The marks: the intervals of at least the threshold.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files capture.Files
+	markNs := int64(-2)
+	intervals := map[string]capture.OffCPU{}
+	for {
+		f, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *capture.FileChunk:
+			files.Add(f)
+		case *capture.Metadata:
+			if f.ID == capture.MetaOffCPUMarkNs {
+				markNs, _ = strconv.ParseInt(f.Value, 10, 64)
+			}
+		}
+	}
+	if !files.Has(capture.OffCPUFile) {
+		if len(theirMarks) > 0 {
+			t.Errorf("Sysprof read %d off-CPU marks of a capture without off-CPU time", len(theirMarks))
+		}
+		return 0 // --blocking alone
+	}
+	recs, err := capture.DecodeOffCPU(mustLookup(t, &files, capture.OffCPUFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if markNs < -1 {
+		t.Fatalf("no %s metadata", capture.MetaOffCPUMarkNs)
+	}
+	start := cr.Header().StartTime
+	rel := func(ns int64) string {
+		sign := "+"
+		if ns < 0 {
+			sign, ns = "-", -ns
+		}
+		return fmt.Sprintf("%s%d.%09d", sign, ns/1e9, ns%1e9)
+	}
+	want := 0
+	for _, rec := range recs {
+		if markNs >= 0 && rec.Duration >= markNs {
+			intervals[fmt.Sprintf("%s duration=%s name=%q message=%q", rel(rec.Time-start), rel(rec.Duration),
+				capture.OffCPUMarkName(rec.State), capture.OffCPUMarkMessage(rec.TID))] = rec
+			want++
+		}
+	}
+	for _, l := range theirMarks {
+		// +0.046975531 cpu=-1 pid=9616 MARK duration=+0.200084515 group="off-cpu" name="S sleeping" message="tid 9616"
+		f := strings.Fields(l)
+		key := f[0] + " " + strings.Replace(l[strings.Index(l, "duration="):], ` group="off-cpu"`, "", 1)
+		if _, ok := intervals[key]; !ok {
+			t.Errorf("Sysprof read an off-CPU mark of no interval of %s: %s", capture.OffCPUFile, l)
+		}
+		delete(intervals, key)
+	}
+	for k := range intervals {
+		t.Errorf("Sysprof read no mark of the interval %s", k)
+	}
+	t.Logf("Sysprof read %d SAMPLE frames (%d CPU samples reported) and %d off-CPU marks (%d intervals of %d at least %dns)",
+		len(theirs), r.Capture.Samples, len(theirMarks), want, len(recs), markNs)
+	return len(theirMarks)
+}
+
+// mustLookup returns the embedded file at path.
+func mustLookup(t *testing.T, fs *capture.Files, path string) []byte {
+	t.Helper()
+	b, err := fs.Lookup(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // pprofTotal exports the capture as a pprof profile with args and
