@@ -15,6 +15,8 @@ var catMerged = map[string]bool{
 	LinesFile: true, LinesFile + ".gz": true,
 	ProcessFile: true, ProcessFile + ".gz": true,
 	OffCPUFile: true, OffCPUFile + ".gz": true,
+	StacksFile: true, StacksFile + ".gz": true,
+	CallsFile: true, CallsFile + ".gz": true,
 }
 
 // catMerge gathers the merged files of the inputs of [CatFiles], which
@@ -25,6 +27,10 @@ type catMerge struct {
 	lines   bytes.Buffer // records, without the header line
 	procs   bytes.Buffer // lines of the process files
 	offCPU  []byte
+	// stacks are chunks of StacksFile records, each within
+	// StacksFileChunkData; calls the records of CallsFile.
+	stacks  [][]byte
+	calls   []byte
 	present map[string]bool // the files some input had, by path without ".gz"
 }
 
@@ -107,6 +113,37 @@ func (m *catMerge) add(files *Files) error {
 			errs = append(errs, fmt.Errorf("%s: %w", OffCPUFile, err))
 		}
 	}
+	if has(StacksFile) {
+		b, err := files.Lookup(StacksFile)
+		if err == nil {
+			err = DecodeStacks(b, func(r *StackRecord) {
+				r.PID, r.TID = id(r.PID), id(r.TID)
+				n := len(m.stacks)
+				if n == 0 || len(m.stacks[n-1])+StackRecordSize(len(r.Addrs)) > StacksFileChunkData {
+					m.stacks = append(m.stacks, nil)
+					n++
+				}
+				m.stacks[n-1] = AppendStack(m.stacks[n-1], *r)
+			})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", StacksFile, err))
+		}
+	}
+	if has(CallsFile) {
+		b, err := files.Lookup(CallsFile)
+		if err == nil {
+			var cs []Call
+			cs, err = DecodeCalls(b)
+			for _, c := range cs {
+				c.PID, c.TID = id(c.PID), id(c.TID)
+				m.calls = AppendCall(m.calls, c)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", CallsFile, err))
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -184,6 +221,29 @@ func (m *catMerge) write(dst *Writer, h FrameHeader) error {
 		for b := m.offCPU; ; b = b[OffCPUFileChunkData:] {
 			n := min(len(b), OffCPUFileChunkData)
 			if err := dst.AddFileChunk(h, OffCPUFile, b[:n], n == len(b)); err != nil {
+				return err
+			}
+			if n == len(b) {
+				break
+			}
+		}
+	}
+	if m.present[StacksFile] {
+		for i, b := range m.stacks {
+			if err := dst.AddFileChunk(h, StacksFile, b, i == len(m.stacks)-1); err != nil {
+				return err
+			}
+		}
+		if len(m.stacks) == 0 {
+			if err := dst.AddFileChunk(h, StacksFile, nil, true); err != nil {
+				return err
+			}
+		}
+	}
+	if m.present[CallsFile] {
+		for b := m.calls; ; b = b[CallsFileChunkData:] {
+			n := min(len(b), CallsFileChunkData)
+			if err := dst.AddFileChunk(h, CallsFile, b[:n], n == len(b)); err != nil {
 				return err
 			}
 			if n == len(b) {

@@ -27,6 +27,8 @@ func nsprofInput(t testing.TB, pid int32, start int64) []byte {
 	}
 	must(w.WriteFrame(&Sample{FrameHeader: FrameHeader{PID: pid, Time: start + 10}, TID: pid, Addrs: []uint64{ContextUser, 0x401010}}))
 	must(w.AddFileChunk(h, OffCPUFile, AppendOffCPU(nil, OffCPU{TID: pid, State: 'S', Time: start + 20, Duration: 5}), true))
+	must(w.AddFileChunk(h, StacksFile, AppendStack(nil, StackRecord{Time: start + 20, PID: pid, TID: pid, Addrs: []uint64{ContextUser, 0x401010}}), true))
+	must(w.AddFileChunk(h, CallsFile, AppendCall(nil, Call{PID: pid, TID: pid, Time: start + 30, Callee: 0x401010, Site: 0x401080, Count: 7}), true))
 	p, err := EncodeProcessInfo(ProcessInfo{PID: int(pid), PPID: 1, Comm: fmt.Sprint("p", pid)})
 	must(err)
 	th, err := EncodeThreadInfo(ThreadInfo{TID: int(pid), PID: int(pid), Comm: "main"})
@@ -41,8 +43,8 @@ func nsprofInput(t testing.TB, pid int32, start int64) []byte {
 }
 
 // TestCatFilesMergesNsprofFiles merges two nsprof captures: the output
-// has one symbol bundle, source lines file, process file and off-CPU file
-// holding both inputs' records (their pids mapped), and the bundle comes
+// has one symbol bundle, source lines file, process file, off-CPU file,
+// stacks file and calls file holding both inputs' records (their pids mapped), and the bundle comes
 // right behind the one METADATA frame that announces it.
 func TestCatFilesMergesNsprofFiles(t *testing.T) {
 	a, b := nsprofInput(t, 10, 1000), nsprofInput(t, 20, 2000)
@@ -70,7 +72,7 @@ func TestCatFilesMergesNsprofFiles(t *testing.T) {
 	if follows != 1 || !bundleAfterGuard {
 		t.Errorf("%d %s frames, bundle right after: %v; want 1, true", follows, MetaSymbolsFollow, bundleAfterGuard)
 	}
-	for _, p := range []string{SymbolsFile, LinesFile + ".gz", ProcessFile, OffCPUFile} {
+	for _, p := range []string{SymbolsFile, LinesFile + ".gz", ProcessFile, OffCPUFile, StacksFile, CallsFile} {
 		n := 0
 		for _, f := range frames {
 			if c, ok := f.(*FileChunk); ok && c.Path == p && c.IsLast {
@@ -133,6 +135,28 @@ func TestCatFilesMergesNsprofFiles(t *testing.T) {
 	}
 	if len(rs) != 2 || rs[0].TID != 110 || rs[1].TID != 120 || rs[1].Time != 2020 {
 		t.Errorf("off-CPU records %+v, want tids 110 and 120", rs)
+	}
+	sk, err := files.Lookup(StacksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stacks []string
+	if err := DecodeStacks(sk, func(r *StackRecord) { stacks = append(stacks, fmt.Sprint(r.PID, r.TID, r.Time, r.Addrs)) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{fmt.Sprint(110, 110, 1020, []uint64{ContextUser, 0x401010}), fmt.Sprint(120, 120, 2020, []uint64{ContextUser, 0x401010})}; !slices.Equal(stacks, want) {
+		t.Errorf("stack records %q, want %q", stacks, want)
+	}
+	cb, err := files.Lookup(CallsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := DecodeCalls(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].PID != 110 || cs[1].TID != 120 || cs[1].Count != 7 {
+		t.Errorf("call records %+v, want pids 110 and 120", cs)
 	}
 }
 

@@ -32,7 +32,8 @@ func newCatCmd() *cobra.Command {
 		Long: `Cat merges captures into one, as sysprof-cat does: JIT addresses and counter
 ids are renumbered, and the header spans from the earliest start to the latest
 end of the inputs. The inputs' symbol bundles (__symbols__), source lines,
-process files and off-CPU records are merged into one of each, so that
+process files, off-CPU records, off-CPU and blocking stacks and call counts
+are merged into one of each, so that
 nsprof and Sysprof name the processes of every input; other embedded files
 are copied, and where two inputs have one at the same path (the kernel
 symbols of two boots) readers use the first input's. Every input is merged, a damaged one up to its damage (and
