@@ -22,11 +22,11 @@ var catMerged = map[string]bool{
 // catMerge gathers the merged files of the inputs of [CatFiles], which
 // writes them once, after every input's frames.
 type catMerge struct {
-	mapPID  func(int32) int32
-	syms    []Symbol
-	lines   bytes.Buffer // records, without the header line
-	procs   bytes.Buffer // lines of the process files
-	offCPU  []byte
+	mapPID func(int32) int32
+	syms   []Symbol
+	lines  bytes.Buffer // records, without the header line
+	procs  bytes.Buffer // lines of the process files
+	offCPU []byte
 	// stacks are chunks of StacksFile records, each within
 	// StacksFileChunkData; calls the records of CallsFile.
 	stacks  [][]byte
