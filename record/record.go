@@ -536,10 +536,10 @@ func (r *recorder) loop(ctx context.Context) {
 		now := time.Now()
 		wake := next
 		if r.mp != nil {
-			if now.Sub(r.mp.drained) >= memprofPoll {
+			if now.Sub(r.mp.drained) >= r.mp.every {
 				r.pollMemprof(now)
 			}
-			if soon := now.Add(memprofPoll); soon.Before(next) {
+			if soon := r.mp.drained.Add(r.mp.every); soon.Before(next) {
 				wake = soon
 			}
 		}
