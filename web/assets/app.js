@@ -1,0 +1,476 @@
+// nsprof web: the page of one capture. Every name from the capture goes
+// to the page through textContent or a canvas's fillText, never as markup.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  meta: null,
+  timeline: null,
+  value: 0,
+  since: 0, // ns from the capture's start
+  until: 0, // 0: the capture's end
+  invert: false,
+  flame: null,
+  zoom: null, // the flame graph node shown at full width
+  search: "",
+  busy: 0,
+};
+
+// shown makes a name printable: control characters become \xNN, so that
+// text cannot move the cursor or hide in a terminal-like rendering.
+function shown(s) {
+  return String(s).replace(/[\x00-\x1f\x7f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+function fmtNs(ns) {
+  const a = Math.abs(ns);
+  if (a >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+  if (a >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+  if (a >= 1e3) return (ns / 1e3).toFixed(1) + " µs";
+  return ns + " ns";
+}
+
+function fmtValue(v, unit) {
+  if (unit === "nanoseconds") return fmtNs(v);
+  if (unit === "bytes") {
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return (i ? v.toFixed(1) : v) + " " + u[i];
+  }
+  return String(v);
+}
+
+function unit() {
+  const t = state.meta && state.meta.sample_types[state.value];
+  return t ? t.unit : "count";
+}
+
+async function api(path, params) {
+  const q = new URLSearchParams(params);
+  state.busy++;
+  document.body.dataset.busy = state.busy;
+  try {
+    const r = await fetch("api/" + path + "?" + q.toString(), { credentials: "same-origin", cache: "no-store" });
+    const doc = await r.json();
+    if (!r.ok) throw new Error(doc.error || r.statusText);
+    return doc;
+  } finally {
+    state.busy--;
+    document.body.dataset.busy = state.busy;
+  }
+}
+
+function selParams() {
+  const p = { value: state.value };
+  if (state.since) p.since = state.since;
+  if (state.until) p.until = state.until;
+  return p;
+}
+
+function status(text) { $("status").textContent = text; }
+
+// ---- Timeline ----
+
+const LABEL_W = 230, ROW_H = 16, HEAD_H = 18, AXIS_H = 18, COUNTER_H = 40;
+
+// groupColour returns a colour for a mark group, the same on every load.
+function hashHue(s) {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return ((h % 360) + 360) % 360;
+}
+
+// layoutTimeline returns the rows of the timeline, top to bottom.
+function layoutTimeline() {
+  const rows = [];
+  let y = AXIS_H;
+  const lanes = new Map();
+  for (const l of state.timeline.lanes) lanes.set(l.pid + "/" + l.tid, l.density);
+  for (const c of state.meta.containers) {
+    const procs = c.processes.filter((p) => lanes.has(p.pid + "/0"));
+    if (!procs.length) continue;
+    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label });
+    y += HEAD_H;
+    for (const p of procs) {
+      rows.push({ kind: "lane", y, h: ROW_H, bold: true, label: p.comm + " [" + p.pid + "]", density: lanes.get(p.pid + "/0"), pid: p.pid });
+      y += ROW_H;
+      for (const t of p.threads) {
+        const d = lanes.get(p.pid + "/" + t.tid);
+        if (!d) continue;
+        rows.push({ kind: "lane", y, h: ROW_H, label: "  " + (t.comm || p.comm) + " (" + t.tid + ")", density: d, pid: p.pid, tid: t.tid });
+        y += ROW_H;
+      }
+    }
+  }
+  const groups = new Map();
+  for (const m of state.timeline.marks) {
+    const k = m.group + ":" + m.name;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(m);
+  }
+  if (groups.size) {
+    rows.push({ kind: "head", y, h: HEAD_H, label: "marks" + (state.timeline.marks_total > state.timeline.marks.length ? " (first " + state.timeline.marks.length + " of " + state.timeline.marks_total + ")" : "") });
+    y += HEAD_H;
+    for (const [k, marks] of groups) {
+      rows.push({ kind: "marks", y, h: ROW_H, label: k, marks, hue: hashHue(marks[0].group) });
+      y += ROW_H;
+    }
+  }
+  if (state.timeline.counters.length) {
+    rows.push({ kind: "head", y, h: HEAD_H, label: "counters" });
+    y += HEAD_H;
+    for (const c of state.timeline.counters) {
+      rows.push({ kind: "counter", y, h: COUNTER_H, label: c.category + " / " + c.name, counter: c });
+      y += COUNTER_H;
+    }
+  }
+  return { rows, height: y + 4 };
+}
+
+function plotW() { return $("tl").clientWidth - LABEL_W - 8; }
+function xOf(ns) { return LABEL_W + (ns / Math.max(1, state.meta.duration_ns)) * plotW(); }
+function nsOf(x) {
+  const f = Math.min(1, Math.max(0, (x - LABEL_W) / plotW()));
+  return Math.round(f * state.meta.duration_ns);
+}
+
+function drawTimeline() {
+  const cv = $("tl");
+  const lay = layoutTimeline();
+  state.layout = lay;
+  const dpr = window.devicePixelRatio || 1;
+  const w = cv.clientWidth;
+  cv.style.height = lay.height + "px";
+  cv.width = w * dpr;
+  cv.height = lay.height * dpr;
+  const g = cv.getContext("2d");
+  g.scale(dpr, dpr);
+  g.clearRect(0, 0, w, lay.height);
+  g.font = "11px system-ui, sans-serif";
+  g.textBaseline = "middle";
+  // Axis.
+  g.fillStyle = "#555";
+  const dur = state.meta.duration_ns;
+  for (let i = 0; i <= 10; i++) {
+    const x = LABEL_W + (i / 10) * plotW();
+    g.fillRect(x, AXIS_H - 4, 1, 4);
+    g.fillText(fmtNs((dur * i) / 10), Math.min(x + 2, w - 60), AXIS_H / 2);
+  }
+  const bucketW = plotW() / state.timeline.buckets;
+  for (const r of lay.rows) {
+    g.save();
+    g.beginPath();
+    g.rect(0, r.y, LABEL_W - 4, r.h);
+    g.clip();
+    g.fillStyle = r.kind === "head" ? "#2d3142" : "#333";
+    g.font = (r.kind === "head" || r.bold ? "bold " : "") + "11px system-ui, sans-serif";
+    g.fillText(shown(r.label), 4, r.y + r.h / 2);
+    g.restore();
+    if (r.kind === "head") {
+      g.fillStyle = "#e4e6ee";
+      g.fillRect(LABEL_W, r.y + r.h - 1, plotW(), 1);
+    } else if (r.kind === "lane") {
+      let peak = 1;
+      for (const v of r.density) peak = Math.max(peak, v);
+      g.fillStyle = r.tid ? "#5b8def" : "#2f5fc4";
+      for (let i = 0; i < r.density.length; i++) {
+        if (!r.density[i]) continue;
+        const h = Math.max(1, (r.density[i] / peak) * (r.h - 2));
+        g.fillRect(LABEL_W + i * bucketW, r.y + r.h - 1 - h, Math.max(1, bucketW), h);
+      }
+    } else if (r.kind === "marks") {
+      g.fillStyle = "hsl(" + r.hue + ",65%,55%)";
+      for (const m of r.marks) {
+        const x = xOf(m.start);
+        g.fillRect(x, r.y + 2, Math.max(1, xOf(m.start + m.dur) - x), r.h - 4);
+      }
+    } else if (r.kind === "counter") {
+      const pts = r.counter.points;
+      if (!pts.length) continue;
+      let lo = Infinity, hi = -Infinity;
+      for (const [, v] of pts) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      if (hi === lo) { hi = lo + 1; }
+      const yOf = (v) => r.y + r.h - 3 - ((v - lo) / (hi - lo)) * (r.h - 6);
+      g.strokeStyle = "#d0562b";
+      g.beginPath();
+      pts.forEach(([t, v], i) => {
+        const x = xOf(t), y = yOf(v);
+        if (i === 0) g.moveTo(x, y); else { g.lineTo(x, yOf(pts[i - 1][1])); g.lineTo(x, y); }
+      });
+      g.lineTo(xOf(dur), yOf(pts[pts.length - 1][1]));
+      g.stroke();
+      g.fillStyle = "#777";
+      g.fillText(String(+hi.toPrecision(6)), w - 60, r.y + 6);
+    }
+  }
+  showSelection();
+}
+
+function showSelection() {
+  const s = $("tl-sel"), lab = $("selection");
+  lab.dataset.since = state.since;
+  lab.dataset.until = state.until;
+  if (!state.since && !state.until) {
+    s.hidden = true;
+    lab.textContent = "Whole capture";
+    return;
+  }
+  const until = state.until || state.meta.duration_ns;
+  s.hidden = false;
+  s.style.left = xOf(state.since) + "px";
+  s.style.width = Math.max(1, xOf(until) - xOf(state.since)) + "px";
+  lab.textContent = "Selected " + fmtNs(state.since) + " – " + fmtNs(until) + " (" + fmtNs(until - state.since) + ")";
+}
+
+function rowAt(y) {
+  if (!state.layout) return null;
+  return state.layout.rows.find((r) => y >= r.y && y < r.y + r.h) || null;
+}
+
+function tip(e, lines) {
+  const t = $("tip");
+  if (!lines) { t.hidden = true; return; }
+  t.textContent = lines.map(shown).join("\n");
+  t.hidden = false;
+  t.style.left = Math.min(e.clientX + 12, window.innerWidth - 320) + "px";
+  t.style.top = e.clientY + 14 + "px";
+}
+
+function timelineHover(e, x, y) {
+  const r = rowAt(y);
+  if (!r || x < LABEL_W) { tip(e, r ? [r.label] : null); return; }
+  const t = nsOf(x);
+  if (r.kind === "marks") {
+    const slack = (3 / plotW()) * state.meta.duration_ns;
+    const m = r.marks.find((m) => t >= m.start - slack && t <= m.start + m.dur + slack);
+    if (m) { tip(e, [m.group + ":" + m.name, "duration " + fmtNs(m.dur), "at " + fmtNs(m.start) + ", pid " + m.pid].concat(m.message ? [m.message] : [])); return; }
+  } else if (r.kind === "lane") {
+    const b = Math.min(r.density.length - 1, Math.floor((t / state.meta.duration_ns) * r.density.length));
+    tip(e, [r.label.trim(), "at " + fmtNs(t) + ": " + fmtValue(r.density[b], unit())]);
+    return;
+  } else if (r.kind === "counter") {
+    let v = null;
+    for (const [pt, pv] of r.counter.points) { if (pt <= t) v = pv; else break; }
+    tip(e, [r.label, "at " + fmtNs(t) + ": " + (v === null ? "no value yet" : v)]);
+    return;
+  }
+  tip(e, null);
+}
+
+function initTimeline() {
+  const cv = $("tl");
+  let drag = null;
+  const pos = (e) => { const b = cv.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; };
+  cv.addEventListener("mousedown", (e) => {
+    const [x] = pos(e);
+    if (e.button !== 0 || x < LABEL_W) return;
+    drag = { x0: x, x1: x };
+    e.preventDefault();
+  });
+  window.addEventListener("mousemove", (e) => {
+    const [x, y] = pos(e);
+    if (drag) {
+      drag.x1 = x;
+      const s = $("tl-sel"), a = Math.max(LABEL_W, Math.min(drag.x0, x)), b = Math.min(LABEL_W + plotW(), Math.max(drag.x0, x));
+      s.hidden = false;
+      s.style.left = a + "px";
+      s.style.width = Math.max(1, b - a) + "px";
+      return;
+    }
+    if (e.target === cv) timelineHover(e, x, y); else if (!e.target.closest || !e.target.closest("#flame")) tip(e, null);
+  });
+  window.addEventListener("mouseup", (e) => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    if (Math.abs(d.x1 - d.x0) < 3) { showSelection(); return; }
+    const a = nsOf(Math.min(d.x0, d.x1)), b = nsOf(Math.max(d.x0, d.x1));
+    select(a, b >= state.meta.duration_ns ? 0 : b);
+  });
+  window.addEventListener("resize", () => { if (state.timeline) drawTimeline(); if (state.flame) drawFlame(); });
+}
+
+// select shows the range [since, until) (ns from the start; until 0 is the
+// end) in every view.
+function select(since, until) {
+  if (until && until <= since) return;
+  state.since = since;
+  state.until = until;
+  showSelection();
+  refresh();
+}
+
+// ---- Flame graph ----
+
+const FN_H = 18;
+
+function fnColour(n) {
+  if (n.kernel) return "hsl(" + (20 + (hashHue(n.function) % 20)) + ",75%,68%)";
+  return "hsl(" + (hashHue(n.function) % 50) + ",80%," + (58 + (hashHue(n.dso) % 14)) + "%)";
+}
+
+function pathTo(root, target) {
+  const path = [];
+  const walk = (n) => {
+    path.push(n);
+    if (n === target) return true;
+    for (const c of n.children || []) if (walk(c)) return true;
+    path.pop();
+    return false;
+  };
+  walk(root);
+  return path;
+}
+
+function drawFlame() {
+  const box = $("flame");
+  box.replaceChildren();
+  const f = state.flame;
+  $("flame-total").textContent = fmtValue(f.total, f.sample_type.unit);
+  $("flame-total").dataset.total = f.total;
+  $("flame-total").dataset.since = f.since_ns;
+  $("flame-total").dataset.until = f.until_ns;
+  $("flame-info").textContent = f.samples + " samples" + (f.hidden_nodes ? "; " + f.hidden_nodes + " nodes under " + fmtValue(f.min_total + 1, f.sample_type.unit) + " not shown" : "");
+  if (!f.total) { box.append(el("div", "No samples in the selection.")); box.style.height = "40px"; return; }
+  const W = box.clientWidth;
+  const zoom = state.zoom || f.root;
+  const chain = pathTo(f.root, zoom);
+  const q = state.search.toLowerCase();
+  let depthMax = 0;
+  const add = (n, depth, x, w, dim) => {
+    if (w < 1) return;
+    depthMax = Math.max(depthMax, depth);
+    const d = el("div", shown(n === f.root ? "all (" + fmtValue(n.total, f.sample_type.unit) + ")" : n.function), "fn");
+    d.style.left = x + "px";
+    d.style.width = w + "px";
+    d.style.top = depth * FN_H + "px";
+    d.style.background = n === f.root ? "#c8c8d0" : fnColour(n);
+    if (dim) d.classList.add("dim");
+    if (q && n !== f.root && n.function.toLowerCase().includes(q)) d.classList.add("match");
+    d.addEventListener("click", () => { state.zoom = n === f.root ? null : n; drawFlame(); });
+    d.addEventListener("mousemove", (e) => {
+      const pct = ((100 * n.total) / f.total).toFixed(2);
+      tip(e, [n === f.root ? "all" : n.function, n.dso ? "in " + n.dso : "", "total " + fmtValue(n.total, f.sample_type.unit) + " (" + pct + "%)", "self " + fmtValue(n.self, f.sample_type.unit)].filter(Boolean));
+    });
+    d.addEventListener("mouseleave", (e) => tip(e, null));
+    box.append(d);
+  };
+  chain.forEach((n, i) => { if (n !== zoom) add(n, i, 0, W, true); });
+  const base = chain.length - 1;
+  const scale = W / Math.max(1, zoom.total);
+  const walk = (n, depth, x) => {
+    add(n, depth, x, n.total * scale, false);
+    let cx = x;
+    for (const c of n.children || []) {
+      if (c.total * scale >= 1) walk(c, depth + 1, cx);
+      cx += c.total * scale;
+    }
+  };
+  walk(zoom, base, 0);
+  box.style.height = (depthMax + 1) * FN_H + 2 + "px";
+  if (q) {
+    let matched = 0;
+    const m = (n) => { if (n !== f.root && n.function.toLowerCase().includes(q)) { matched += n.total; return; } (n.children || []).forEach(m); };
+    m(f.root);
+    $("flame-info").textContent += "; search matches " + ((100 * matched) / f.total).toFixed(2) + "%";
+  }
+}
+
+// ---- Tables ----
+
+function drawTop(doc) {
+  const tb = $("top").tBodies[0];
+  tb.replaceChildren();
+  const u = doc.sample_type.unit;
+  for (const f of doc.functions) {
+    const tr = el("tr");
+    tr.append(el("td", fmtValue(f.self, u)), el("td", f.self_percent.toFixed(2)), el("td", fmtValue(f.total, u)), el("td", f.total_percent.toFixed(2)),
+      el("td", shown(f.function), "name"), el("td", shown(f.dso), "name"));
+    tb.append(tr);
+  }
+  $("top-info").textContent = doc.function_count > doc.functions.length ? "(first " + doc.functions.length + " of " + doc.function_count + ")" : "(" + doc.function_count + " functions)";
+}
+
+function drawProcs() {
+  const tb = $("procs").tBodies[0];
+  tb.replaceChildren();
+  for (const c of state.meta.containers) {
+    for (const p of c.processes) {
+      const tr = el("tr");
+      tr.append(el("td", shown(c.label), "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
+        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), el("td", String(p.samples)), el("td", fmtNs(p.start_ns)),
+        el("td", p.exited ? fmtNs(p.end_ns) : "–"));
+      tb.append(tr);
+    }
+  }
+}
+
+// ---- Loading ----
+
+let generation = 0;
+
+async function refresh() {
+  const gen = ++generation;
+  document.body.dataset.ready = "0";
+  status("Computing…");
+  const t0 = performance.now();
+  try {
+    const p = selParams();
+    const [fl, top] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p)]);
+    if (gen !== generation) return;
+    state.flame = fl;
+    state.zoom = null;
+    drawFlame();
+    drawTop(top);
+    status("Ready (" + Math.round(performance.now() - t0) + " ms)");
+    document.body.dataset.ready = "1";
+  } catch (err) {
+    if (gen === generation) status("Error: " + err.message);
+  }
+}
+
+async function loadTimeline() {
+  state.timeline = await api("timeline", { value: state.value, buckets: Math.max(100, Math.min(4000, Math.round(plotW()))) });
+  drawTimeline();
+}
+
+async function main() {
+  initTimeline();
+  try {
+    state.meta = await api("meta", {});
+  } catch (err) {
+    status("Error: " + err.message);
+    return;
+  }
+  const m = state.meta;
+  $("title").textContent = shown(m.file || "nsprof");
+  document.title = shown((m.file || "capture") + " – nsprof web");
+  const sel = $("value");
+  m.sample_types.forEach((t, i) => {
+    const o = el("option", t.type + " (" + fmtValue(t.total, t.unit) + ")");
+    o.value = String(i);
+    sel.append(o);
+  });
+  sel.addEventListener("change", async () => { state.value = +sel.value; await loadTimeline(); refresh(); });
+  $("invert").addEventListener("change", (e) => { state.invert = e.target.checked; refresh(); });
+  $("search").addEventListener("input", (e) => { state.search = e.target.value; if (state.flame) drawFlame(); });
+  $("unzoom").addEventListener("click", () => { state.zoom = null; if (state.flame) drawFlame(); });
+  $("clear").addEventListener("click", () => select(0, 0));
+  drawProcs();
+  await loadTimeline();
+  await refresh();
+}
+
+// The hooks a test or a user's console can call.
+window.nsprof = { select, state };
+
+main();
