@@ -237,7 +237,8 @@ var webStacks = func() []Stack {
 // "web" and of pid 20 (comm [Hostile][0], threads 20 and 21) in podman
 // container "db", with functions of hostile names; marks ("gtk:frame"
 // of pid 10 at 1, 4 and 7 ms, 500 µs each, and one of pid 20 whose
-// group, name and message are hostile), two counters (one with a hostile
+// group, name and message are hostile), the sample type cpu (a
+// cpu-clock recording at 1 kHz), two counters (one with a hostile
 // name) and a log.
 func Web(tb testing.TB) []byte {
 	tb.Helper()
@@ -245,6 +246,10 @@ func Web(tb testing.TB) []byte {
 {"kind":"process","time":0,"pid":20,"nspid":[20,1],"comm":"` + strings.ReplaceAll(Hostile[0], "/", `\/`) + `","uid":0,"container":{"kind":"podman","id":"0123456789abcdef","name":"db"}}
 `
 	return cpuCapture(tb, webStacks, false, procs, func(w *capture.Writer, must func(error)) {
+		// A cpu-clock recording at 1 kHz: each sample stands for 1 ms of
+		// CPU time, a second sample type.
+		must(w.AddMetadata(Start, capture.MetaEvent, "cpu-clock"))
+		must(w.AddMetadata(Start, capture.MetaFrequency, "1000"))
 		for _, ms := range []int64{1, 4, 7} {
 			must(w.AddMark(Start+ms*1e6, 10, 500_000, "gtk", "frame", "frame "+fmt.Sprint(ms)))
 		}

@@ -7,8 +7,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +28,16 @@ type DevTools struct {
 
 // Call sends a command and returns its result, skipping events.
 func (d *DevTools) Call(method string, params any) json.RawMessage {
+	d.t.Helper()
+	res, err := d.call(method, params)
+	if err != nil {
+		d.t.Fatalf("devtools %s: %v", method, err)
+	}
+	return res
+}
+
+// call is [DevTools.Call] returning the error Chromium answers with.
+func (d *DevTools) call(method string, params any) (json.RawMessage, error) {
 	d.t.Helper()
 	d.id++
 	msg := map[string]any{"id": d.id, "method": method, "params": params}
@@ -58,9 +70,9 @@ func (d *DevTools) Call(method string, params any) json.RawMessage {
 			continue // an event
 		}
 		if reply.Error != nil {
-			d.t.Fatalf("devtools %s: %s", method, reply.Error.Message)
+			return nil, errors.New(reply.Error.Message)
 		}
-		return reply.Result
+		return reply.Result, nil
 	}
 }
 
@@ -169,9 +181,20 @@ func OpenChromium(t *testing.T, chromium, url, ready string) *DevTools {
 	json.Unmarshal(d.Call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}), &attached)
 	d.session = attached.SessionID
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		var ok bool
-		d.Eval("!!("+ready+")", &ok)
-		if ok {
+		// While the page commits its navigation (in another renderer
+		// process when its headers ask for one, as
+		// Cross-Origin-Opener-Policy does) it has no context to
+		// evaluate in for a moment.
+		res, err := d.call("Runtime.evaluate", map[string]any{"expression": "!!(" + ready + ")", "returnByValue": true})
+		var v struct {
+			Result struct {
+				Value bool `json:"value"`
+			} `json:"result"`
+		}
+		if err != nil && !strings.Contains(err.Error(), "context") {
+			t.Fatalf("devtools Runtime.evaluate: %v", err)
+		}
+		if err == nil && json.Unmarshal(res, &v) == nil && v.Result.Value {
 			return d
 		}
 		if time.Now().After(deadline) {

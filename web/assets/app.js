@@ -163,7 +163,9 @@ function drawTimeline() {
   for (let i = 0; i <= 10; i++) {
     const x = LABEL_W + (i / 10) * plotW();
     g.fillRect(x, AXIS_H - 4, 1, 4);
-    g.fillText(fmtNs((dur * i) / 10), Math.min(x + 2, w - 60), AXIS_H / 2);
+    g.textAlign = i === 10 ? "right" : "left";
+    g.fillText(fmtNs((dur * i) / 10), i === 10 ? x - 2 : x + 2, AXIS_H / 2);
+    g.textAlign = "left";
   }
   const bucketW = plotW() / state.timeline.buckets;
   for (const r of lay.rows) {
@@ -190,8 +192,8 @@ function drawTimeline() {
     } else if (r.kind === "marks") {
       g.fillStyle = "hsl(" + r.hue + ",65%,55%)";
       for (const m of r.marks) {
-        const x = xOf(m.start);
-        g.fillRect(x, r.y + 2, Math.max(1, xOf(m.start + m.dur) - x), r.h - 4);
+        const x = xOf(m.start_ns);
+        g.fillRect(x, r.y + 2, Math.max(1, xOf(m.start_ns + m.dur_ns) - x), r.h - 4);
       }
     } else if (r.kind === "counter") {
       const pts = r.counter.points;
@@ -251,8 +253,8 @@ function timelineHover(e, x, y) {
   const t = nsOf(x);
   if (r.kind === "marks") {
     const slack = (3 / plotW()) * state.meta.duration_ns;
-    const m = r.marks.find((m) => t >= m.start - slack && t <= m.start + m.dur + slack);
-    if (m) { tip(e, [m.group + ":" + m.name, "duration " + fmtNs(m.dur), "at " + fmtNs(m.start) + ", pid " + m.pid].concat(m.message ? [m.message] : [])); return; }
+    const m = r.marks.find((m) => t >= m.start_ns - slack && t <= m.start_ns + m.dur_ns + slack);
+    if (m) { tip(e, [m.group + ":" + m.name, "duration " + fmtNs(m.dur_ns), "at " + fmtNs(m.start_ns) + ", pid " + m.pid].concat(m.message ? [m.message] : [])); return; }
   } else if (r.kind === "lane") {
     const b = Math.min(r.density.length - 1, Math.floor((t / state.meta.duration_ns) * r.density.length));
     tip(e, [r.label.trim(), "at " + fmtNs(t) + ": " + fmtValue(r.density[b], unit())]);
