@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"nsprof/analyze"
@@ -40,12 +39,11 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /{$}", static)
 	mux.Handle("GET /app.js", static)
 	mux.Handle("GET /style.css", static)
-	var mu sync.Mutex // one computation at a time: they are large, and the page is one user's
 	api := func(f func(r *http.Request) (any, error)) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
+			s.mu.Lock()
 			doc, err := f(r)
-			mu.Unlock()
+			s.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			if err != nil {
 				w.WriteHeader(http.StatusBadRequest)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"nsprof/analyze"
@@ -35,11 +36,18 @@ type Server struct {
 	port  string
 	srv   *http.Server
 	mux   *http.ServeMux
+	// mu lets one API request compute at a time: they are large, and
+	// the page is one user's. It guards indexes.
+	mu sync.Mutex
+	// indexes are the sample types' indexes, by sample type, built at
+	// their first use (the default type's by New).
+	indexes []*valueIndex
 }
 
 // New listens on o.Listen and returns a server of p, which must have been
-// loaded with [analyze.LoadOptions.Timeline]. Nothing is served before
-// [Server.Serve].
+// loaded with [analyze.LoadOptions.Timeline]. It computes what every
+// selection of the default sample type shares (the call trees of all the
+// stacks) first. Nothing is served before [Server.Serve].
 func New(p *analyze.Profile, o Options) (*Server, error) {
 	if p.Timeline == nil {
 		return nil, errors.New("web: the profile has no timeline (load it with LoadOptions.Timeline)")
@@ -58,6 +66,11 @@ func New(p *analyze.Profile, o Options) (*Server, error) {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	s := &Server{p: p, file: o.File, ln: ln, token: hex.EncodeToString(tok[:]), port: port}
+	s.indexes = make([]*valueIndex, max(1, len(p.SampleTypes)))
+	if _, err := s.index(0); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("web: %w", err)
+	}
 	s.mux = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,

@@ -243,36 +243,23 @@ func bucketMinMax(points []analyze.CounterPoint, start, width int64) [][2]float6
 }
 
 // flame returns the call tree of the selection (parameters since, until,
-// value, invert), without the nodes under flameMinShare of its total.
+// value, invert), without the nodes at most flameMinShare of its total.
 func (s *Server) flame(r *http.Request) (any, error) {
 	q, err := s.parseQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.p.View(q.view)
+	x, err := s.index(q.view.Value)
 	if err != nil {
 		return nil, err
 	}
-	root := v.Tree(v.Samples, analyze.TreeOptions{BottomUp: q.view.Invert})
+	samples := x.selectTime(q.view.Filter)
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
-		SampleType: s.sampleType(q.view.Value), Total: root.Total, Samples: len(v.Samples),
-		Root: root, Invert: q.view.Invert,
-		MinTotal: int(float64(root.Total) * flameMinShare),
+		SampleType: s.sampleType(q.view.Value), Samples: len(samples), Invert: q.view.Invert,
 	}
-	root.Walk(func(n *analyze.Node, _ int) bool {
-		kept := n.Children[:0]
-		for _, c := range n.Children {
-			if c.Total > doc.MinTotal {
-				kept = append(kept, c)
-				continue
-			}
-			c.Walk(func(*analyze.Node, int) bool { doc.Hidden++; return true })
-		}
-		clear(n.Children[len(kept):])
-		n.Children = kept
-		return true
-	})
+	doc.Root, doc.MinTotal, doc.Hidden = x.tree(samples, q.view.Invert, flameMinShare)
+	doc.Total = doc.Root.Total
 	return doc, nil
 }
 
@@ -283,14 +270,15 @@ func (s *Server) top(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.p.View(q.view)
+	x, err := s.index(q.view.Value)
 	if err != nil {
 		return nil, err
 	}
-	fs := v.Top(v.Samples)
+	samples := x.selectTime(q.view.Filter)
+	fs := x.v.Top(samples)
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
-		SampleType: s.sampleType(q.view.Value), Total: int(v.Weight(v.Samples)), Samples: len(v.Samples),
+		SampleType: s.sampleType(q.view.Value), Total: int(x.v.Weight(samples)), Samples: len(samples),
 		FuncCount: len(fs), Functions: fs[:min(len(fs), q.limit)],
 	}
 	if doc.Functions == nil {

@@ -419,6 +419,9 @@ function drawProcs() {
 // ---- Loading ----
 
 let generation = 0;
+// timings are what the page measured, in ms: firstReadyMs since the
+// navigation started, lastRefreshMs for the last selection's views.
+const timings = {};
 
 async function refresh() {
   const gen = ++generation;
@@ -433,7 +436,10 @@ async function refresh() {
     state.zoom = null;
     drawFlame();
     drawTop(top);
-    status("Ready (" + Math.round(performance.now() - t0) + " ms)");
+    const now = performance.now();
+    timings.lastRefreshMs = now - t0;
+    if (timings.firstReadyMs === undefined) timings.firstReadyMs = now;
+    status("Ready (" + Math.round(now - t0) + " ms)");
     document.body.dataset.ready = "1";
   } catch (err) {
     if (gen === generation) status("Error: " + err.message);
@@ -441,14 +447,20 @@ async function refresh() {
 }
 
 async function loadTimeline() {
+  const t0 = performance.now();
   state.timeline = await api("timeline", { value: state.value, buckets: Math.max(100, Math.min(4000, Math.round(plotW()))) });
+  const t1 = performance.now();
   drawTimeline();
+  timings.timelineFetchMs = t1 - t0;
+  timings.timelineDrawMs = performance.now() - t1;
 }
 
 async function main() {
   initTimeline();
+  timings.startMs = performance.now();
   try {
     state.meta = await api("meta", {});
+    timings.metaMs = performance.now();
   } catch (err) {
     status("Error: " + err.message);
     return;
@@ -473,6 +485,6 @@ async function main() {
 }
 
 // The hooks a test or a user's console can call.
-window.nsprof = { select, state };
+window.nsprof = { select, state, timings };
 
 main();
