@@ -22,7 +22,10 @@ func waitFor(t *testing.T, d *testutils.DevTools, cond string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var ok bool
-		d.Eval("!!("+cond+")", &ok)
+		err := d.TryEval("!!("+cond+")", &ok)
+		if err != nil && !strings.Contains(err.Error(), "context") {
+			t.Fatal(err)
+		}
 		if ok {
 			return
 		}

@@ -53,17 +53,21 @@ type (
 	timelineDoc struct {
 		Buckets  int   `json:"buckets"`
 		BucketNs int64 `json:"bucket_ns"`
-		// Lanes are the sampled threads' weights by bucket; PID's lane
-		// (TID 0) sums its threads'.
+		// Lanes are the sampled threads' weights by bucket; a PID's
+		// lane (TID 0) sums its threads'.
 		Lanes      []laneDoc    `json:"lanes"`
 		Marks      []markDoc    `json:"marks"`
 		MarksTotal int          `json:"marks_total"`
 		Counters   []counterDoc `json:"counters"`
 	}
 	laneDoc struct {
-		PID     int32   `json:"pid"`
-		TID     int32   `json:"tid"`
-		Density []int64 `json:"density"`
+		PID int32 `json:"pid"`
+		TID int32 `json:"tid"`
+		// At are the buckets with samples, W their weights; Peak is
+		// the largest weight.
+		At   []int32 `json:"at"`
+		W    []int64 `json:"w"`
+		Peak int64   `json:"peak"`
 	}
 	markDoc struct {
 		PID     int32  `json:"pid"`
@@ -188,7 +192,13 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 		add(key{sm.PID, 0}, b, w)
 	}
 	for k, d := range lanes {
-		doc.Lanes = append(doc.Lanes, laneDoc{PID: k.pid, TID: k.tid, Density: d})
+		l := laneDoc{PID: k.pid, TID: k.tid, At: []int32{}, W: []int64{}}
+		for b, w := range d {
+			if w != 0 {
+				l.At, l.W, l.Peak = append(l.At, int32(b)), append(l.W, w), max(l.Peak, w)
+			}
+		}
+		doc.Lanes = append(doc.Lanes, l)
 	}
 	slices.SortFunc(doc.Lanes, func(a, b laneDoc) int {
 		return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -80,21 +81,35 @@ func (d *DevTools) call(method string, params any) (json.RawMessage, error) {
 // value into v.
 func (d *DevTools) Eval(expr string, v any) {
 	d.t.Helper()
+	if err := d.TryEval(expr, v); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// TryEval is [DevTools.Eval] returning what went wrong, such as the
+// page having no context to evaluate in while it navigates.
+func (d *DevTools) TryEval(expr string, v any) error {
+	d.t.Helper()
 	var res struct {
 		Result struct {
 			Value json.RawMessage `json:"value"`
 		} `json:"result"`
 		ExceptionDetails any `json:"exceptionDetails"`
 	}
-	if err := json.Unmarshal(d.Call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}), &res); err != nil {
-		d.t.Fatal(err)
+	raw, err := d.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
+	if err != nil {
+		return fmt.Errorf("devtools Runtime.evaluate: %w", err)
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return err
 	}
 	if res.ExceptionDetails != nil {
-		d.t.Fatalf("%s: %v", expr, res.ExceptionDetails)
+		return fmt.Errorf("%s: %v", expr, res.ExceptionDetails)
 	}
 	if err := json.Unmarshal(res.Result.Value, v); err != nil {
-		d.t.Fatalf("%s: %v: %s", expr, err, res.Result.Value)
+		return fmt.Errorf("%s: %v: %s", expr, err, res.Result.Value)
 	}
+	return nil
 }
 
 // Click clicks the left mouse button at x, y, as a user does.
@@ -185,16 +200,12 @@ func OpenChromium(t *testing.T, chromium, url, ready string) *DevTools {
 		// process when its headers ask for one, as
 		// Cross-Origin-Opener-Policy does) it has no context to
 		// evaluate in for a moment.
-		res, err := d.call("Runtime.evaluate", map[string]any{"expression": "!!(" + ready + ")", "returnByValue": true})
-		var v struct {
-			Result struct {
-				Value bool `json:"value"`
-			} `json:"result"`
-		}
+		var ok bool
+		err := d.TryEval("!!("+ready+")", &ok)
 		if err != nil && !strings.Contains(err.Error(), "context") {
-			t.Fatalf("devtools Runtime.evaluate: %v", err)
+			t.Fatal(err)
 		}
-		if err == nil && json.Unmarshal(res, &v) == nil && v.Result.Value {
+		if err == nil && ok {
 			return d
 		}
 		if time.Now().After(deadline) {

@@ -89,28 +89,12 @@ function hashHue(s) {
   return ((h % 360) + 360) % 360;
 }
 
-// layoutTimeline returns the rows of the timeline, top to bottom.
+// layoutTimeline returns the rows of the timeline, top to bottom, below
+// the axis: marks by group and name, counters, then the processes with
+// samples by container, each with its threads when it has several.
 function layoutTimeline() {
   const rows = [];
   let y = AXIS_H;
-  const lanes = new Map();
-  for (const l of state.timeline.lanes) lanes.set(l.pid + "/" + l.tid, l.density);
-  for (const c of state.meta.containers) {
-    const procs = c.processes.filter((p) => lanes.has(p.pid + "/0"));
-    if (!procs.length) continue;
-    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label });
-    y += HEAD_H;
-    for (const p of procs) {
-      rows.push({ kind: "lane", y, h: ROW_H, bold: true, label: p.comm + " [" + p.pid + "]", density: lanes.get(p.pid + "/0"), pid: p.pid });
-      y += ROW_H;
-      for (const t of p.threads) {
-        const d = lanes.get(p.pid + "/" + t.tid);
-        if (!d) continue;
-        rows.push({ kind: "lane", y, h: ROW_H, label: "  " + (t.comm || p.comm) + " (" + t.tid + ")", density: d, pid: p.pid, tid: t.tid });
-        y += ROW_H;
-      }
-    }
-  }
   const groups = new Map();
   for (const m of state.timeline.marks) {
     const k = m.group + ":" + m.name;
@@ -133,6 +117,24 @@ function layoutTimeline() {
       y += COUNTER_H;
     }
   }
+  const lanes = new Map();
+  for (const l of state.timeline.lanes) lanes.set(l.pid + "/" + l.tid, l);
+  for (const c of state.meta.containers) {
+    const procs = c.processes.filter((p) => lanes.has(p.pid + "/0"));
+    if (!procs.length) continue;
+    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label });
+    y += HEAD_H;
+    for (const p of procs) {
+      rows.push({ kind: "lane", y, h: ROW_H, bold: true, label: p.comm + " [" + p.pid + "]", lane: lanes.get(p.pid + "/0"), pid: p.pid });
+      y += ROW_H;
+      const threads = p.threads.filter((t) => lanes.has(p.pid + "/" + t.tid));
+      if (threads.length < 2) continue;
+      for (const t of threads) {
+        rows.push({ kind: "lane", y, h: ROW_H, label: "  " + (t.comm || p.comm) + " (" + t.tid + ")", lane: lanes.get(p.pid + "/" + t.tid), pid: p.pid, tid: t.tid });
+        y += ROW_H;
+      }
+    }
+  }
   return { rows, height: y + 4 };
 }
 
@@ -143,76 +145,97 @@ function nsOf(x) {
   return Math.round(f * state.meta.duration_ns);
 }
 
+// TL_MAX_H is the height of the timeline's window; taller timelines
+// scroll in it, and only the rows in view are drawn.
+const TL_MAX_H = 480;
+
+function scrollTop() { return $("timeline").scrollTop; }
+
+function layoutAndDraw() {
+  state.layout = layoutTimeline();
+  const h = Math.min(TL_MAX_H, state.layout.height);
+  $("tl").style.height = h + "px";
+  $("tl-space").style.height = state.layout.height - h + "px";
+  drawTimeline();
+}
+
 function drawTimeline() {
   const cv = $("tl");
-  const lay = layoutTimeline();
-  state.layout = lay;
+  const lay = state.layout;
   const dpr = window.devicePixelRatio || 1;
-  const w = cv.clientWidth;
-  cv.style.height = lay.height + "px";
+  const w = cv.clientWidth, H = cv.clientHeight, top = scrollTop();
   cv.width = w * dpr;
-  cv.height = lay.height * dpr;
+  cv.height = H * dpr;
   const g = cv.getContext("2d");
   g.scale(dpr, dpr);
-  g.clearRect(0, 0, w, lay.height);
+  g.clearRect(0, 0, w, H);
   g.font = "11px system-ui, sans-serif";
   g.textBaseline = "middle";
-  // Axis.
-  g.fillStyle = "#555";
   const dur = state.meta.duration_ns;
-  for (let i = 0; i <= 10; i++) {
-    const x = LABEL_W + (i / 10) * plotW();
-    g.fillRect(x, AXIS_H - 4, 1, 4);
-    g.textAlign = i === 10 ? "right" : "left";
-    g.fillText(fmtNs((dur * i) / 10), i === 10 ? x - 2 : x + 2, AXIS_H / 2);
-    g.textAlign = "left";
-  }
   const bucketW = plotW() / state.timeline.buckets;
   for (const r of lay.rows) {
+    const y = r.y - top;
+    if (y + r.h <= AXIS_H || y >= H) continue;
     g.save();
     g.beginPath();
-    g.rect(0, r.y, LABEL_W - 4, r.h);
+    g.rect(0, Math.max(AXIS_H, y), w, r.h);
+    g.clip();
+    g.save();
+    g.beginPath();
+    g.rect(0, y, LABEL_W - 4, r.h);
     g.clip();
     g.fillStyle = r.kind === "head" ? "#2d3142" : "#333";
     g.font = (r.kind === "head" || r.bold ? "bold " : "") + "11px system-ui, sans-serif";
-    g.fillText(shown(r.label), 4, r.y + r.h / 2);
+    g.fillText(shown(r.label), 4, y + r.h / 2);
     g.restore();
     if (r.kind === "head") {
       g.fillStyle = "#e4e6ee";
-      g.fillRect(LABEL_W, r.y + r.h - 1, plotW(), 1);
+      g.fillRect(LABEL_W, y + r.h - 1, plotW(), 1);
     } else if (r.kind === "lane") {
-      let peak = 1;
-      for (const v of r.density) peak = Math.max(peak, v);
+      const l = r.lane, peak = Math.max(1, l.peak);
       g.fillStyle = r.tid ? "#5b8def" : "#2f5fc4";
-      for (let i = 0; i < r.density.length; i++) {
-        if (!r.density[i]) continue;
-        const h = Math.max(1, (r.density[i] / peak) * (r.h - 2));
-        g.fillRect(LABEL_W + i * bucketW, r.y + r.h - 1 - h, Math.max(1, bucketW), h);
+      for (let i = 0; i < l.at.length; i++) {
+        const bh = Math.max(1, (l.w[i] / peak) * (r.h - 2));
+        g.fillRect(LABEL_W + l.at[i] * bucketW, y + r.h - 1 - bh, Math.max(1, bucketW), bh);
       }
     } else if (r.kind === "marks") {
       g.fillStyle = "hsl(" + r.hue + ",65%,55%)";
       for (const m of r.marks) {
         const x = xOf(m.start_ns);
-        g.fillRect(x, r.y + 2, Math.max(1, xOf(m.start_ns + m.dur_ns) - x), r.h - 4);
+        g.fillRect(x, y + 2, Math.max(1, xOf(m.start_ns + m.dur_ns) - x), r.h - 4);
       }
     } else if (r.kind === "counter") {
       const pts = r.counter.points;
-      if (!pts.length) continue;
-      let lo = Infinity, hi = -Infinity;
-      for (const [, v] of pts) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-      if (hi === lo) { hi = lo + 1; }
-      const yOf = (v) => r.y + r.h - 3 - ((v - lo) / (hi - lo)) * (r.h - 6);
-      g.strokeStyle = "#d0562b";
-      g.beginPath();
-      pts.forEach(([t, v], i) => {
-        const x = xOf(t), y = yOf(v);
-        if (i === 0) g.moveTo(x, y); else { g.lineTo(x, yOf(pts[i - 1][1])); g.lineTo(x, y); }
-      });
-      g.lineTo(xOf(dur), yOf(pts[pts.length - 1][1]));
-      g.stroke();
-      g.fillStyle = "#777";
-      g.fillText(String(+hi.toPrecision(6)), w - 60, r.y + 6);
+      if (pts.length) {
+        let lo = Infinity, hi = -Infinity;
+        for (const [, v] of pts) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+        if (hi === lo) { hi = lo + 1; }
+        const yOf = (v) => y + r.h - 3 - ((v - lo) / (hi - lo)) * (r.h - 6);
+        g.strokeStyle = "#d0562b";
+        g.beginPath();
+        pts.forEach(([t, v], i) => {
+          const x = xOf(t), py = yOf(v);
+          if (i === 0) g.moveTo(x, py); else { g.lineTo(x, yOf(pts[i - 1][1])); g.lineTo(x, py); }
+        });
+        g.lineTo(xOf(dur), yOf(pts[pts.length - 1][1]));
+        g.stroke();
+        g.fillStyle = "#777";
+        g.fillText(String(+hi.toPrecision(6)), w - 60, y + 6);
+      }
     }
+    g.restore();
+  }
+  // The axis, over the rows scrolled under it.
+  g.fillStyle = "#fafafa";
+  g.fillRect(0, 0, w, AXIS_H);
+  g.fillStyle = "#555";
+  for (let i = 0; i <= 10; i++) {
+    const x = LABEL_W + (i / 10) * plotW();
+    g.fillRect(x, AXIS_H - 4, 1, 4);
+    if (i === 9) continue; // room for the last label, right-aligned
+    g.textAlign = i === 10 ? "right" : "left";
+    g.fillText(fmtNs((dur * i) / 10), i === 10 ? x - 2 : x + 2, AXIS_H / 2);
+    g.textAlign = "left";
   }
   showSelection();
 }
@@ -228,13 +251,17 @@ function showSelection() {
   }
   const until = state.until || state.meta.duration_ns;
   s.hidden = false;
+  s.style.top = scrollTop() + "px";
+  s.style.height = $("tl").clientHeight + "px";
   s.style.left = xOf(state.since) + "px";
   s.style.width = Math.max(1, xOf(until) - xOf(state.since)) + "px";
   lab.textContent = "Selected " + fmtNs(state.since) + " – " + fmtNs(until) + " (" + fmtNs(until - state.since) + ")";
 }
 
+// rowAt returns the row at y on the canvas.
 function rowAt(y) {
-  if (!state.layout) return null;
+  if (!state.layout || y < AXIS_H) return null;
+  y += scrollTop();
   return state.layout.rows.find((r) => y >= r.y && y < r.y + r.h) || null;
 }
 
@@ -256,8 +283,9 @@ function timelineHover(e, x, y) {
     const m = r.marks.find((m) => t >= m.start_ns - slack && t <= m.start_ns + m.dur_ns + slack);
     if (m) { tip(e, [m.group + ":" + m.name, "duration " + fmtNs(m.dur_ns), "at " + fmtNs(m.start_ns) + ", pid " + m.pid].concat(m.message ? [m.message] : [])); return; }
   } else if (r.kind === "lane") {
-    const b = Math.min(r.density.length - 1, Math.floor((t / state.meta.duration_ns) * r.density.length));
-    tip(e, [r.label.trim(), "at " + fmtNs(t) + ": " + fmtValue(r.density[b], unit())]);
+    const b = Math.min(state.timeline.buckets - 1, Math.floor((t / state.meta.duration_ns) * state.timeline.buckets));
+    const i = r.lane.at.indexOf(b);
+    tip(e, [r.label.trim(), "at " + fmtNs(t) + ": " + fmtValue(i < 0 ? 0 : r.lane.w[i], unit())]);
     return;
   } else if (r.kind === "counter") {
     let v = null;
@@ -284,6 +312,8 @@ function initTimeline() {
       drag.x1 = x;
       const s = $("tl-sel"), a = Math.max(LABEL_W, Math.min(drag.x0, x)), b = Math.min(LABEL_W + plotW(), Math.max(drag.x0, x));
       s.hidden = false;
+      s.style.top = scrollTop() + "px";
+      s.style.height = cv.clientHeight + "px";
       s.style.left = a + "px";
       s.style.width = Math.max(1, b - a) + "px";
       return;
@@ -299,6 +329,12 @@ function initTimeline() {
     select(a, b >= state.meta.duration_ns ? 0 : b);
   });
   window.addEventListener("resize", () => { if (state.timeline) drawTimeline(); if (state.flame) drawFlame(); });
+  let pending = false;
+  $("timeline").addEventListener("scroll", () => {
+    if (pending || !state.timeline) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; drawTimeline(); });
+  });
 }
 
 // select shows the range [since, until) (ns from the start; until 0 is the
@@ -450,7 +486,7 @@ async function loadTimeline() {
   const t0 = performance.now();
   state.timeline = await api("timeline", { value: state.value, buckets: Math.max(100, Math.min(4000, Math.round(plotW()))) });
   const t1 = performance.now();
-  drawTimeline();
+  layoutAndDraw();
   timings.timelineFetchMs = t1 - t0;
   timings.timelineDrawMs = performance.now() - t1;
 }
