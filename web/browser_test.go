@@ -202,4 +202,28 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, d, dir, "flame-view")
 	screenshot(t, d, dir, "top-view")
+
+	// The URL keeps the view: reloaded, the page shows the same range
+	// and sample type.
+	var hash string
+	d.Eval(`location.hash`, &hash)
+	if want := fmt.Sprintf("#since=%d&until=%d&value=%d", since, until, cpu); hash != want {
+		t.Errorf("URL fragment %q, want %q", hash, want)
+	}
+	d.Eval(`window.oldPage = true; location.reload(); true`, new(bool))
+	waitFor(t, d, `!window.oldPage && document.body && document.body.dataset.ready === "1"`)
+	d.Eval(`(function () { var f = document.getElementById("flame-total").dataset; return [+f.since, +f.until, +f.total]; })()`, &sel)
+	if want := int64(reportTotal(t, p, since, until, cpu)); sel[0] != since || sel[1] != until || sel[2] != want {
+		t.Errorf("reopened %s: [%d, %d) total %d, want [%d, %d) total %d", hash, sel[0], sel[1], sel[2], since, until, want)
+	}
+
+	// Escape selects the whole capture again.
+	for _, typ := range []string{"keyDown", "keyUp"} {
+		d.Call("Input.dispatchKeyEvent", map[string]any{"type": typ, "key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27})
+	}
+	waitFor(t, d, `document.body.dataset.ready === "1" && document.getElementById("flame-total").dataset.since === "0"`)
+	d.Eval(`+document.getElementById("flame-total").dataset.total`, &total)
+	if want := reportTotal(t, p, 0, 0, cpu); total != want {
+		t.Errorf("after Escape: total %d, want the whole capture's %d", total, want)
+	}
 }

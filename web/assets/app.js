@@ -347,6 +347,29 @@ function select(since, until) {
   refresh();
 }
 
+// saveURL keeps the selection, sample type and inversion in the URL's
+// fragment, so that the link (token included) reopens the same view.
+function saveURL() {
+  const p = new URLSearchParams();
+  if (state.since) p.set("since", state.since);
+  if (state.until) p.set("until", state.until);
+  if (state.value) p.set("value", state.value);
+  if (state.invert) p.set("invert", "1");
+  history.replaceState(null, "", p.toString() ? "#" + p.toString() : location.pathname);
+}
+
+// loadURL reads what saveURL wrote, ignoring values out of range.
+function loadURL() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const int = (k) => { const v = Number(p.get(k) || 0); return Number.isSafeInteger(v) && v >= 0 ? v : 0; };
+  const dur = state.meta.duration_ns;
+  const since = int("since"), until = int("until");
+  if (since < dur && (!until || until > since)) { state.since = since; state.until = until >= dur ? 0 : until; }
+  const v = int("value");
+  if (v < state.meta.sample_types.length) state.value = v;
+  state.invert = p.get("invert") === "1";
+}
+
 // ---- Flame graph ----
 
 const FN_H = 18;
@@ -461,6 +484,7 @@ const timings = {};
 
 async function refresh() {
   const gen = ++generation;
+  saveURL();
   document.body.dataset.ready = "0";
   status("Computing…");
   const t0 = performance.now();
@@ -515,6 +539,20 @@ async function main() {
   $("search").addEventListener("input", (e) => { state.search = e.target.value; if (state.flame) drawFlame(); });
   $("unzoom").addEventListener("click", () => { state.zoom = null; if (state.flame) drawFlame(); });
   $("clear").addEventListener("click", () => select(0, 0));
+  // Keys: Escape selects the whole capture (or leaves the search box),
+  // "/" goes to the search box, "i" inverts the flame graph.
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target === $("search")) {
+      if (e.key === "Escape") $("search").blur();
+      return;
+    }
+    if (e.target.tagName === "SELECT" || e.target.tagName === "INPUT" && e.target.type !== "checkbox") return;
+    if (e.key === "Escape") { state.zoom = null; select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
+  });
+  loadURL();
+  sel.value = String(state.value);
+  $("invert").checked = state.invert;
   drawProcs();
   await loadTimeline();
   await refresh();
