@@ -104,9 +104,14 @@ func TestRefusals(t *testing.T) {
 		if c.want == 403 && bytes.Contains(body, []byte("server")) {
 			t.Errorf("%s: a refusal tells of the profile: %.200s", c.name, body)
 		}
-		for k, v := range securityHeaders {
-			if got := resp.Header.Get(k); got != v {
-				t.Errorf("%s: header %s: %q, want %q", c.name, k, got, v)
+		for k, v := range map[string]string{
+			"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self';",
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"X-Frame-Options":         "DENY",
+		} {
+			if got := resp.Header.Get(k); !strings.HasPrefix(got, v) || strings.Contains(got, "unsafe") {
+				t.Errorf("%s: header %s: %q, want %q...", c.name, k, got, v)
 			}
 		}
 	}
