@@ -101,7 +101,7 @@ func TestBrowser(t *testing.T) {
 	chromium := testutils.LookPathOrSkip(t, "chromium")
 	s, p := startServer(t, testcaptures.Web(t), Options{})
 	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
-	dir := t.ArtifactDir()
+	shots := t.ArtifactDir()
 
 	// The whole capture.
 	var total int
@@ -118,7 +118,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("timeline rows lack %q:\n%s", want, got)
 		}
 	}
-	screenshot(t, d, dir, "procs-view")
+	screenshot(t, d, shots, "procs-view")
 
 	// Hover the second gtk:frame mark (4 ms, 500 µs).
 	var at []float64
@@ -159,7 +159,7 @@ func TestBrowser(t *testing.T) {
 	if since < dur*28/100 || since > dur*32/100 || until < dur*63/100 || until > dur*67/100 {
 		t.Errorf("dragging over 30%%-65%% of %d ns selected [%d, %d)", dur, since, until)
 	}
-	screenshot(t, d, dir, "timeline-view") // with the selection
+	screenshot(t, d, shots, "timeline-view") // with the selection
 	want := reportTotal(t, p, since, until, 0)
 	if int(sel[2]) != want {
 		t.Errorf("range [%d, %d): the flame graph's total is %d, nsprof report --since %dns --until %dns says %d", since, until, sel[2], since, until, want)
@@ -171,6 +171,23 @@ func TestBrowser(t *testing.T) {
 	d.Eval(`nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)`, &topSum)
 	if topSum != want {
 		t.Errorf("the flame graph's roots sum to %d, want %d", topSum, want)
+	}
+
+	// The call tree, top-down then bottom-up: its first level sums to the
+	// total, and the hostile names are there as text.
+	for _, dir := range []string{"0", "1"} {
+		d.Eval(fmt.Sprintf(`(function () { var s = document.getElementById("tree-dir"); s.value = %q; s.dispatchEvent(new Event("change")); return true; })()`, dir), new(bool))
+		waitFor(t, d, fmt.Sprintf(`document.body.dataset.ready === "1" && nsprof.state.ctree.invert === %v`, dir == "1"))
+		var first int
+		d.Eval(`nsprof.state.ctree.root.children.reduce((a, c) => a + c.total, 0)`, &first)
+		var rows []string
+		d.Eval(`Array.from(document.querySelectorAll("#calltree .ct-row:not(.ct-head)")).map(r => r.textContent)`, &rows)
+		if first != want || len(rows) == 0 {
+			t.Errorf("call tree (inverted %s): first level sums to %d, want %d; %d rows", dir, first, want, len(rows))
+		}
+		if dir == "1" {
+			screenshot(t, d, shots, "tree-view")
+		}
 	}
 
 	// Another sample type, same range.
@@ -188,7 +205,7 @@ func TestBrowser(t *testing.T) {
 	// Hostile names are text: the cells hold them as printed, the page
 	// holds no element but its own.
 	var cells []string
-	d.Eval(`Array.from(document.querySelectorAll("#top td.name, #procs td.name, #flame .fn")).map(e => e.textContent)`, &cells)
+	d.Eval(`Array.from(document.querySelectorAll("#top td.name, #procs td.name, #flame .fn, #calltree .fname")).map(e => e.textContent)`, &cells)
 	all := strings.Join(cells, "\n")
 	for _, want := range []string{testcaptures.Hostile[0], `ctl\x01\x1b[31m`, `new\x0aline`} {
 		if !strings.Contains(all, want) {
@@ -200,8 +217,8 @@ func TestBrowser(t *testing.T) {
 	if elems[0] != 1 || elems[1] != 0 {
 		t.Errorf("the page has %d scripts and %d text/img/iframe/object elements: a name became markup", elems[0], elems[1])
 	}
-	screenshot(t, d, dir, "flame-view")
-	screenshot(t, d, dir, "top-view")
+	screenshot(t, d, shots, "flame-view")
+	screenshot(t, d, shots, "top-view")
 
 	// The URL keeps the view: reloaded, the page shows the same range
 	// and sample type.

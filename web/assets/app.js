@@ -13,6 +13,8 @@ const state = {
   invert: false,
   flame: null,
   zoom: null, // the flame graph node shown at full width
+  ctree: null, // the call tree's document (an api/flame answer)
+  expanded: new Set(), // its expanded nodes
   search: "",
   busy: 0,
 };
@@ -446,6 +448,60 @@ function drawFlame() {
   }
 }
 
+// ---- Call tree ----
+
+// drawCallTree lists the call tree's nodes whose ancestors are all
+// expanded, each indented by its depth.
+function drawCallTree() {
+  const box = $("calltree");
+  box.replaceChildren();
+  const f = state.ctree;
+  if (!f) return;
+  const u = f.sample_type.unit;
+  let rows = 0;
+  const LIMIT = 3000;
+  const add = (n, depth) => {
+    if (rows++ >= LIMIT) return;
+    const open = state.expanded.has(n);
+    const kids = n.children || [];
+    const r = el("div", undefined, "ct-row");
+    r.setAttribute("role", "treeitem");
+    r.style.paddingLeft = 4 + depth * 14 + "px";
+    r.append(el("span", kids.length ? (open ? "▾" : "▸") : " ", "tog"), el("span", fmtValue(n.total, u), "num"),
+      el("span", ((100 * n.total) / Math.max(1, f.total)).toFixed(2) + "%", "pct"), el("span", fmtValue(n.self, u), "num"),
+      el("span", shown(n.function), "fname"), el("span", shown(n.dso), "dso"));
+    r.addEventListener("click", () => {
+      if (!kids.length) return;
+      if (open) state.expanded.delete(n); else state.expanded.add(n);
+      drawCallTree();
+    });
+    box.append(r);
+    if (open) for (const c of kids) add(c, depth + 1);
+  };
+  const head = el("div", undefined, "ct-row ct-head");
+  head.append(el("span", " ", "tog"), el("span", "Total", "num"), el("span", "%", "pct"), el("span", f.invert ? "Outermost" : "Self", "num"), el("span", "Function", "fname"), el("span", "DSO", "dso"));
+  box.append(head);
+  for (const c of f.root.children || []) add(c, 0);
+  $("tree-info").textContent = (f.invert ? "callers of each function" : "callees from each root") + "; total " + fmtValue(f.total, u) +
+    (rows > LIMIT ? "; first " + LIMIT + " rows" : "") + (f.hidden_nodes ? "; " + f.hidden_nodes + " small nodes not shown" : "");
+}
+
+// setCallTree shows tree f, its heaviest path expanded while a node has
+// one child or its first child holds most of its total.
+function setCallTree(f) {
+  state.ctree = f;
+  state.expanded = new Set();
+  let n = f.root.children && f.root.children[0];
+  for (let i = 0; n && i < 30; i++) {
+    const kids = n.children || [];
+    if (!kids.length) break;
+    state.expanded.add(n);
+    if (kids[0].total * 2 < n.total) break;
+    n = kids[0];
+  }
+  drawCallTree();
+}
+
 // ---- Tables ----
 
 function drawTop(doc) {
@@ -490,12 +546,15 @@ async function refresh() {
   const t0 = performance.now();
   try {
     const p = selParams();
-    const [fl, top] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p)]);
+    const treeInvert = $("tree-dir").value === "1";
+    const [fl, top, ct] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
+      treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p))]);
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
     drawFlame();
     drawTop(top);
+    setCallTree(ct || fl);
     const now = performance.now();
     timings.lastRefreshMs = now - t0;
     if (timings.firstReadyMs === undefined) timings.firstReadyMs = now;
@@ -539,6 +598,7 @@ async function main() {
   $("search").addEventListener("input", (e) => { state.search = e.target.value; if (state.flame) drawFlame(); });
   $("unzoom").addEventListener("click", () => { state.zoom = null; if (state.flame) drawFlame(); });
   $("clear").addEventListener("click", () => select(0, 0));
+  $("tree-dir").addEventListener("change", refresh);
   // Keys: Escape selects the whole capture (or leaves the search box),
   // "/" goes to the search box, "i" inverts the flame graph.
   document.addEventListener("keydown", (e) => {
