@@ -57,6 +57,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/timeline", api(s.timeline))
 	mux.Handle("GET /api/flame", api(s.flame))
 	mux.Handle("GET /api/top", api(s.top))
+	mux.Handle("GET /api/logs", api(s.logs))
 	return mux
 }
 

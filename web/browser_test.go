@@ -205,7 +205,7 @@ func TestBrowser(t *testing.T) {
 	// Hostile names are text: the cells hold them as printed, the page
 	// holds no element but its own.
 	var cells []string
-	d.Eval(`Array.from(document.querySelectorAll("#top td.name, #procs td.name, #flame .fn, #calltree .fname")).map(e => e.textContent)`, &cells)
+	d.Eval(`Array.from(document.querySelectorAll("#top td.name, #procs td.name, #flame .fn, #calltree .fname, #logs td.name")).map(e => e.textContent)`, &cells)
 	all := strings.Join(cells, "\n")
 	for _, want := range []string{testcaptures.Hostile[0], `ctl\x01\x1b[31m`, `new\x0aline`} {
 		if !strings.Contains(all, want) {
@@ -217,6 +217,13 @@ func TestBrowser(t *testing.T) {
 	if elems[0] != 1 || elems[1] != 0 {
 		t.Errorf("the page has %d scripts and %d text/img/iframe/object elements: a name became markup", elems[0], elems[1])
 	}
+	var logs string
+	d.Eval(`document.getElementById("logs").tBodies[0].textContent + " " + document.getElementById("logs-info").textContent`, &logs)
+	// The domain is cut to 32 bytes.
+	if want := `WARNING</text><script>alert(1)</script` + `new\x0aline (1 in the range)`; !strings.HasSuffix(logs, want) {
+		t.Errorf("logs of the range: %q, want ...%q", logs, want)
+	}
+	screenshot(t, d, shots, "logs-view")
 	screenshot(t, d, shots, "flame-view")
 	screenshot(t, d, shots, "top-view")
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"nsprof/analyze"
+	"nsprof/report"
 )
 
 // The API's JSON documents. Times are nanoseconds from the capture's
@@ -84,6 +85,19 @@ type (
 		// twice the buckets, each bucket's smallest and largest value.
 		Points      [][2]float64 `json:"points"`
 		PointsTotal int          `json:"points_total"`
+	}
+	logsDoc struct {
+		// Total counts the logs in the range; Logs are the first of
+		// them, up to the limit.
+		Total int      `json:"total"`
+		Logs  []logDoc `json:"logs"`
+	}
+	logDoc struct {
+		Time     int64  `json:"time_ns"`
+		PID      int32  `json:"pid"`
+		Severity string `json:"severity"`
+		Domain   string `json:"domain"`
+		Message  string `json:"message"`
 	}
 	flameDoc struct {
 		Since      int64              `json:"since_ns"`
@@ -293,6 +307,31 @@ func (s *Server) top(r *http.Request) (any, error) {
 	}
 	if doc.Functions == nil {
 		doc.Functions = []analyze.FuncStat{}
+	}
+	return doc, nil
+}
+
+// logs returns the logs of the range (parameters since, until, limit),
+// in file order.
+func (s *Server) logs(r *http.Request) (any, error) {
+	q, err := s.parseQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	p := s.p
+	since, until := p.Start+int64(q.view.Filter.Since), int64(1<<63-1)
+	if q.view.Filter.Until > 0 {
+		until = p.Start + int64(q.view.Filter.Until)
+	}
+	doc := logsDoc{Logs: []logDoc{}}
+	for _, l := range p.Timeline.Logs {
+		if l.Time < since || l.Time >= until {
+			continue
+		}
+		doc.Total++
+		if len(doc.Logs) < q.limit {
+			doc.Logs = append(doc.Logs, logDoc{Time: l.Time - p.Start, PID: l.PID, Severity: report.SeverityName(l.Severity), Domain: l.Domain, Message: l.Message})
+		}
 	}
 	return doc, nil
 }

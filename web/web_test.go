@@ -126,7 +126,7 @@ func TestRefusals(t *testing.T) {
 // reads as markup, and that the page has no inline script.
 func TestHostileNames(t *testing.T) {
 	s, _ := startServer(t, testcaptures.Web(t), Options{})
-	for _, path := range []string{"api/meta", "api/timeline", "api/flame", "api/top", "api/flame?invert=1"} {
+	for _, path := range []string{"api/meta", "api/timeline", "api/flame", "api/top", "api/flame?invert=1", "api/logs"} {
 		resp, body := get(t, "GET", s.URL()+path, "")
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
@@ -144,7 +144,7 @@ func TestHostileNames(t *testing.T) {
 		// Marks and counters cut names (to 24 and 32 bytes): the markup
 		// is in the first bytes.
 		for _, h := range []string{"</text><script>", testcaptures.Hostile[1], testcaptures.Hostile[4]} {
-			if path != "api/meta" && !strings.Contains(fmt.Sprint(doc), h) {
+			if path != "api/meta" && !(path == "api/logs" && h == testcaptures.Hostile[1]) && !strings.Contains(fmt.Sprint(doc), h) {
 				t.Errorf("%s: hostile name %q missing", path, h)
 			}
 		}

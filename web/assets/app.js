@@ -517,6 +517,17 @@ function drawTop(doc) {
   $("top-info").textContent = doc.function_count > doc.functions.length ? "(first " + doc.functions.length + " of " + doc.function_count + ")" : "(" + doc.function_count + " functions)";
 }
 
+function drawLogs(doc) {
+  const tb = $("logs").tBodies[0];
+  tb.replaceChildren();
+  for (const l of doc.logs) {
+    const tr = el("tr");
+    tr.append(el("td", fmtNs(l.time_ns)), el("td", String(l.pid)), el("td", l.severity, "name"), el("td", shown(l.domain), "name"), el("td", shown(l.message), "name"));
+    tb.append(tr);
+  }
+  $("logs-info").textContent = doc.total > doc.logs.length ? "(first " + doc.logs.length + " of " + doc.total + " in the range)" : "(" + doc.total + " in the range)";
+}
+
 function drawProcs() {
   const tb = $("procs").tBodies[0];
   tb.replaceChildren();
@@ -547,14 +558,16 @@ async function refresh() {
   try {
     const p = selParams();
     const treeInvert = $("tree-dir").value === "1";
-    const [fl, top, ct] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
-      treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p))]);
+    const [fl, top, ct, logs] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
+      treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p)),
+      state.meta.logs ? api("logs", Object.assign({ limit: 1000 }, p)) : { total: 0, logs: [] }]);
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
     drawFlame();
     drawTop(top);
     setCallTree(ct || fl);
+    drawLogs(logs);
     const now = performance.now();
     timings.lastRefreshMs = now - t0;
     if (timings.firstReadyMs === undefined) timings.firstReadyMs = now;
