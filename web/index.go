@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"nsprof/analyze"
 )
@@ -16,6 +17,9 @@ type valueIndex struct {
 	v        *analyze.View
 	down, up *trie // up is built at the first inverted selection
 	counts   []int64
+	// file is the source file of each function, from the first of its
+	// frames that has one; "" when none has.
+	file []string
 }
 
 // trie is the call tree of every stack of a view, the nodes of a path
@@ -68,7 +72,12 @@ func (s *Server) index(vi int) (*valueIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &valueIndex{v: v, down: newTrie(v, false), counts: make([]int64, v.NumStacks())}
+	x := &valueIndex{v: v, down: newTrie(v, false), counts: make([]int64, v.NumStacks()), file: make([]string, len(v.Funcs))}
+	for i := range v.Frames {
+		if f := &v.Frames[i]; f.Loc.File != "" && x.file[f.Func] == "" {
+			x.file[f.Func] = f.Loc.File
+		}
+	}
 	s.indexes[vi] = x
 	return x, nil
 }
@@ -144,4 +153,48 @@ func (x *valueIndex) tree(samples []analyze.Sample, bottomUp bool, share float64
 		}
 	}
 	return nodes[0], minTotal, hidden
+}
+
+// sources returns where each function of fs spent its self value: the
+// file:line of its frames with the most of it, or its file when it has
+// none (or no line is known).
+func (x *valueIndex) sources(samples []analyze.Sample, fs []analyze.FuncStat) []string {
+	type key struct {
+		fn   analyze.FuncID
+		file string
+		line int
+	}
+	want := make(map[analyze.FuncID]bool, len(fs))
+	for _, f := range fs {
+		want[f.Func] = f.Self > 0
+	}
+	self := map[key]int64{}
+	vi := x.v.Selected()
+	for i := range samples {
+		st := x.v.Stack(samples[i].Stack)
+		if len(st) == 0 {
+			continue
+		}
+		fr := &x.v.Frames[st[0]]
+		if want[fr.Func] && fr.Loc.File != "" {
+			self[key{fr.Func, fr.Loc.File, fr.Loc.Line}] += x.v.Value(&samples[i], vi)
+		}
+	}
+	best := map[analyze.FuncID]key{}
+	bestW := map[analyze.FuncID]int64{}
+	for k, w := range self {
+		b, ok := best[k.fn]
+		if !ok || w > bestW[k.fn] || w == bestW[k.fn] && (k.file < b.file || k.file == b.file && k.line < b.line) {
+			best[k.fn], bestW[k.fn] = k, w
+		}
+	}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		if b, ok := best[f.Func]; ok && b.line > 0 {
+			out[i] = b.file + ":" + strconv.Itoa(b.line)
+		} else {
+			out[i] = x.file[f.Func]
+		}
+	}
+	return out
 }

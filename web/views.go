@@ -86,6 +86,12 @@ type (
 		Points      [][2]float64 `json:"points"`
 		PointsTotal int          `json:"points_total"`
 	}
+	// funcRow is a function table's row: its FuncStat and where in the
+	// source it spent its self value (file:line), or its file.
+	funcRow struct {
+		analyze.FuncStat
+		Source string `json:"source,omitempty"`
+	}
 	logsDoc struct {
 		// Total counts the logs in the range; Logs are the first of
 		// them, up to the limit.
@@ -100,17 +106,17 @@ type (
 		Message  string `json:"message"`
 	}
 	flameDoc struct {
-		Since      int64              `json:"since_ns"`
-		Until      int64              `json:"until_ns"`
-		SampleType analyze.ValueType  `json:"sample_type"`
-		Total      int                `json:"total"`
-		Samples    int                `json:"samples"`
-		Root       *analyze.Node      `json:"root"`
-		Hidden     int                `json:"hidden_nodes"`
-		MinTotal   int                `json:"min_total"`
-		Invert     bool               `json:"invert"`
-		Functions  []analyze.FuncStat `json:"functions,omitempty"`
-		FuncCount  int                `json:"function_count,omitempty"`
+		Since      int64             `json:"since_ns"`
+		Until      int64             `json:"until_ns"`
+		SampleType analyze.ValueType `json:"sample_type"`
+		Total      int               `json:"total"`
+		Samples    int               `json:"samples"`
+		Root       *analyze.Node     `json:"root"`
+		Hidden     int               `json:"hidden_nodes"`
+		MinTotal   int               `json:"min_total"`
+		Invert     bool              `json:"invert"`
+		Functions  []funcRow         `json:"functions,omitempty"`
+		FuncCount  int               `json:"function_count,omitempty"`
 	}
 )
 
@@ -303,10 +309,11 @@ func (s *Server) top(r *http.Request) (any, error) {
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
 		SampleType: s.sampleType(q.view.Value), Total: int(x.v.Weight(samples)), Samples: len(samples),
-		FuncCount: len(fs), Functions: fs[:min(len(fs), q.limit)],
+		FuncCount: len(fs), Functions: []funcRow{},
 	}
-	if doc.Functions == nil {
-		doc.Functions = []analyze.FuncStat{}
+	fs = fs[:min(len(fs), q.limit)]
+	for i, src := range x.sources(samples, fs) {
+		doc.Functions = append(doc.Functions, funcRow{fs[i], src})
 	}
 	return doc, nil
 }

@@ -243,3 +243,50 @@ func TestListenWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceLines checks that the function table says where a function
+// spent its time (file:line) and that the flame graph shows the calls
+// the recording found inlined as frames.
+func TestSourceLines(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	_, body := get(t, "GET", s.URL()+"api/top", "")
+	var top struct {
+		Functions []struct {
+			Function string `json:"function"`
+			Self     int    `json:"self"`
+			Source   string `json:"source"`
+		} `json:"functions"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"step": "/src/server/step.h:12", "hot": "/src/server/hot.c", "work": ""}
+	for _, f := range top.Functions {
+		if w, ok := want[f.Function]; ok {
+			if f.Source != w {
+				t.Errorf("%s: source %q, want %q", f.Function, f.Source, w)
+			}
+			delete(want, f.Function)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("functions missing from the table: %v", want)
+	}
+	_, body = get(t, "GET", s.URL()+"api/flame", "")
+	var flame struct {
+		Root *analyze.Node `json:"root"`
+	}
+	if err := json.Unmarshal(body, &flame); err != nil {
+		t.Fatal(err)
+	}
+	var path []string
+	flame.Root.Walk(func(n *analyze.Node, depth int) bool {
+		if n.Name == "hot" && len(n.Children) == 1 {
+			path = append(path, n.Name, n.Children[0].Name)
+		}
+		return true
+	})
+	if strings.Join(path, " ") != "hot step" {
+		t.Errorf("the flame graph's hot calls %v, want step, inlined", path)
+	}
+}

@@ -239,7 +239,8 @@ var webStacks = func() []Stack {
 // of pid 10 at 1, 4 and 7 ms, 500 µs each, and one of pid 20 whose
 // group, name and message are hostile), the sample type cpu (a
 // cpu-clock recording at 1 kHz), two counters (one with a hostile
-// name) and a log.
+// name), a log, and source lines for "hot": "step" (step.h:12) is
+// inlined in it at hot.c:42.
 func Web(tb testing.TB) []byte {
 	tb.Helper()
 	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
@@ -266,6 +267,11 @@ func Web(tb testing.TB) []byte {
 			}))
 		}
 		must(w.AddLog(Start+5e6, 20, capture.LogWarning, Hostile[0], Hostile[4]))
+		// "hot", the first function named (0x401010), has "step"
+		// inlined where it was sampled.
+		must(w.AddFileGzip(h(9), capture.LinesFile, capture.EncodeLines([]capture.AddrLines{{PID: 10, Addr: 0x401010, Frames: []capture.SourceFrame{
+			{Function: "step", File: "/src/server/step.h", Line: 12}, {Function: "hot", File: "/src/server/hot.c", Line: 42},
+		}}})))
 	})
 }
 

@@ -511,7 +511,7 @@ function drawTop(doc) {
   for (const f of doc.functions) {
     const tr = el("tr");
     tr.append(el("td", fmtValue(f.self, u)), el("td", f.self_percent.toFixed(2)), el("td", fmtValue(f.total, u)), el("td", f.total_percent.toFixed(2)),
-      el("td", shown(f.function), "name"), el("td", shown(f.dso), "name"));
+      el("td", shown(f.function), "name"), el("td", shown(f.dso), "name"), el("td", shown(f.source || ""), "name src"));
     tb.append(tr);
   }
   $("top-info").textContent = doc.function_count > doc.functions.length ? "(first " + doc.functions.length + " of " + doc.function_count + ")" : "(" + doc.function_count + " functions)";
