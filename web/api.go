@@ -58,6 +58,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/flame", api(s.flame))
 	mux.Handle("GET /api/top", api(s.top))
 	mux.Handle("GET /api/logs", api(s.logs))
+	mux.HandleFunc("GET /pprof/", s.servePprof)
 	return mux
 }
 

@@ -241,6 +241,24 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("reopened %s: [%d, %d) total %d, want [%d, %d) total %d", hash, sel[0], sel[1], sel[2], since, until, want)
 	}
 
+	// The pprof views of the range: google/pprof's own page, with its
+	// inline scripts allowed, shows the functions.
+	var link string
+	d.Eval(`document.getElementById("pprof-link").href`, &link)
+	if !strings.HasSuffix(link, fmt.Sprintf("/pprof/%d-%d-%d/", since, until, cpu)) {
+		t.Errorf("pprof link %q", link)
+	}
+	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, link+"top"), new(bool))
+	waitFor(t, d, `!window.oldPage && document.querySelectorAll("#toptable tbody tr").length > 0`)
+	var rowsText string
+	d.Eval(`document.getElementById("toptable").textContent`, &rowsText)
+	if !strings.Contains(rowsText, testcaptures.Hostile[0]) || !strings.Contains(rowsText, "hot") {
+		t.Errorf("pprof's top table: %q", rowsText)
+	}
+	screenshot(t, d, shots, "toptable")
+	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, s.URL()+"#"+strings.TrimPrefix(hash, "#")), new(bool))
+	waitFor(t, d, `!window.oldPage && document.body && document.body.dataset.ready === "1"`)
+
 	// Escape selects the whole capture again.
 	for _, typ := range []string{"keyDown", "keyUp"} {
 		d.Call("Input.dispatchKeyEvent", map[string]any{"type": typ, "key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27})

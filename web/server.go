@@ -42,6 +42,9 @@ type Server struct {
 	// indexes are the sample types' indexes, by sample type, built at
 	// their first use (the default type's by New).
 	indexes []*valueIndex
+	// pprofUIs are the last selections' pprof web UIs, oldest first;
+	// guarded by mu.
+	pprofUIs []*pprofUI
 }
 
 // New listens on o.Listen and returns a server of p, which must have been

@@ -290,3 +290,40 @@ func TestSourceLines(t *testing.T) {
 		t.Errorf("the flame graph's hot calls %v, want step, inlined", path)
 	}
 }
+
+// TestPprofUI checks that google/pprof's web UI serves a selection under
+// the token: its function table holds the selection's functions, the
+// hostile names escaped, and a bad selection is refused.
+func TestPprofUI(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	resp, body := get(t, "GET", s.URL()+"pprof/2500000-7000001-0/top", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("pprof top: %d %s", resp.StatusCode, body)
+	}
+	// pprof's page holds the names as JSON in a script, escaped by
+	// html/template.
+	for _, want := range []string{`"hot"`, `"\u003c/text\u003e\u003cscript\u003ealert(1)\u003c/script\u003e"`} {
+		if !bytes.Contains(body, []byte(want)) {
+			i := bytes.Index(body, []byte("alert"))
+			t.Errorf("pprof top lacks %q: %.300s", want, body[max(0, i-100):])
+		}
+	}
+	if bytes.Contains(body, []byte("<script>alert")) {
+		t.Error("pprof top holds a hostile name as markup")
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") {
+		t.Errorf("pprof top: CSP %q", csp)
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"pprof/2500000-7000001-0/flamegraph", 200}, {"pprof/5-2-0/top", 400}, {"pprof/0-0-99/top", 400}, {"pprof/x/top", 400}, {"pprof/0-0-0/nothing", 404}} {
+		if resp, body := get(t, "GET", s.URL()+c.path, ""); resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d: %.200s", c.path, resp.StatusCode, c.want, body)
+		}
+	}
+	root := strings.TrimSuffix(s.URL(), s.token+"/")
+	if resp, _ := get(t, "GET", root+"pprof/0-0-0/top", ""); resp.StatusCode != 403 {
+		t.Errorf("pprof without the token: %d", resp.StatusCode)
+	}
+}

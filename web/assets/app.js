@@ -564,6 +564,7 @@ async function refresh() {
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
+    $("pprof-link").href = "pprof/" + state.since + "-" + state.until + "-" + state.value + "/";
     drawFlame();
     drawTop(top);
     setCallTree(ct || fl);
