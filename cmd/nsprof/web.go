@@ -19,8 +19,10 @@ func newWebCmd() *cobra.Command {
 		Long: `web loads the capture FILE once and serves a page of it to a browser on this
 machine: a timeline with a lane per process and thread (grouped by
 container), marks as spans and counters as plots; dragging over it selects
-a range that the flame graph and the top-functions table then show, for the
-sample type chosen (samples, CPU time, off-CPU time, allocations...).
+a range that the flame graph, the call tree, the top-functions table and
+the logs then show, for the sample type chosen (samples, CPU time, off-CPU
+time, allocations...), and that google/pprof's web UI (graph, source,
+peek) opens on. The URL keeps the selection.
 
 It prints the page's URL and serves until interrupted; it opens no browser
 and the page loads nothing from elsewhere. The server listens on a random
