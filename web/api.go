@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,10 @@ const (
 	flameMinShare = 1.0 / 2000
 	// topLimit is the default number of functions the table sends.
 	topLimit = 500
+	// maxCacheEntries and maxCached bound the cache of recent answers:
+	// their number, and the size of one (about 60 MiB at most).
+	maxCacheEntries = 64
+	maxCached       = 1 << 20
 )
 
 // routes returns the handlers of the paths below the token.
@@ -39,27 +44,79 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /{$}", static)
 	mux.Handle("GET /app.js", static)
 	mux.Handle("GET /style.css", static)
-	api := func(f func(r *http.Request) (any, error)) http.Handler {
+	api := func(name string, f apiFunc) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.mu.Lock()
-			doc, err := f(r)
-			s.mu.Unlock()
+			body, status := s.answer(name, f, r)
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			if err != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				doc = map[string]string{"error": err.Error()}
-			}
-			// Encoder escapes <, > and & too: no answer reads as markup.
-			json.NewEncoder(textsafe.JSONWriter(w)).Encode(doc)
+			w.WriteHeader(status)
+			w.Write(body)
 		})
 	}
-	mux.Handle("GET /api/meta", api(s.meta))
-	mux.Handle("GET /api/timeline", api(s.timeline))
-	mux.Handle("GET /api/flame", api(s.flame))
-	mux.Handle("GET /api/top", api(s.top))
-	mux.Handle("GET /api/logs", api(s.logs))
+	mux.Handle("GET /api/meta", api("meta", s.meta))
+	mux.Handle("GET /api/timeline", api("timeline", s.timeline))
+	mux.Handle("GET /api/flame", api("flame", s.flame))
+	mux.Handle("GET /api/top", api("top", s.top))
+	mux.Handle("GET /api/logs", api("logs", s.logs))
 	mux.HandleFunc("GET /pprof/", s.servePprof)
 	return mux
+}
+
+// apiFunc computes one answer of the API from its request.
+type apiFunc func(r *http.Request) (any, error)
+
+// answer returns the JSON answer of API function name to r and its
+// status: from the cache of recent answers, or computed by f and cached.
+// A failure is a JSON {"error": ...} with status 400.
+func (s *Server) answer(name string, f apiFunc, r *http.Request) ([]byte, int) {
+	key := name + "?" + r.URL.Query().Encode()
+	s.cacheMu.Lock()
+	body, ok := s.cache[key]
+	s.cacheMu.Unlock()
+	if ok {
+		return body, http.StatusOK
+	}
+	doc, err := f(r)
+	status := http.StatusOK
+	if err != nil {
+		status = http.StatusBadRequest
+		doc = map[string]string{"error": err.Error()}
+	}
+	var buf bytes.Buffer
+	// Encoder escapes <, > and & too: no answer reads as markup.
+	if err := json.NewEncoder(textsafe.JSONWriter(&buf)).Encode(doc); err != nil {
+		return []byte(`{"error":"encoding the answer failed"}`), http.StatusInternalServerError
+	}
+	if status == http.StatusOK && buf.Len() <= maxCached {
+		s.cacheMu.Lock()
+		if _, ok := s.cache[key]; !ok {
+			if len(s.cacheKeys) == maxCacheEntries {
+				delete(s.cache, s.cacheKeys[0])
+				s.cacheKeys = s.cacheKeys[1:]
+			}
+			s.cache[key] = buf.Bytes()
+			s.cacheKeys = append(s.cacheKeys, key)
+		}
+		s.cacheMu.Unlock()
+	}
+	return buf.Bytes(), status
+}
+
+// warm computes the answers a first page asks for, of the whole capture
+// and the default sample type, into the cache.
+func (s *Server) warm() {
+	for _, q := range []struct {
+		name string
+		f    apiFunc
+		url  string
+	}{
+		{"meta", s.meta, "/api/meta"}, {"flame", s.flame, "/api/flame?invert=0&value=0"}, {"top", s.top, "/api/top?value=0"},
+		{"logs", s.logs, "/api/logs?limit=1000&value=0"},
+	} {
+		r, err := http.NewRequest(http.MethodGet, q.url, nil)
+		if err == nil {
+			s.answer(q.name, q.f, r)
+		}
+	}
 }
 
 // query is the selection a request names: since and until in ns from the

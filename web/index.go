@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"sync"
 
 	"nsprof/analyze"
 )
@@ -14,9 +15,11 @@ import (
 // tree costs a pass over its samples and the trees' nodes rather than
 // over every frame of every stack, as [analyze.Profile.Tree] does.
 type valueIndex struct {
-	v        *analyze.View
-	down, up *trie // up is built at the first inverted selection
-	counts   []int64
+	v    *analyze.View
+	down *trie
+	// up is built at the first inverted selection.
+	up     *trie
+	upOnce sync.Once
 	// file is the source file of each function, from the first of its
 	// frames that has one; "" when none has.
 	file []string
@@ -63,8 +66,16 @@ func newTrie(v *analyze.View, bottomUp bool) *trie {
 	return t
 }
 
-// index returns the index of sample type vi.
+// index returns the index of sample type vi, built at its first use.
 func (s *Server) index(vi int) (*valueIndex, error) {
+	s.mu.RLock()
+	x := s.indexes[vi]
+	s.mu.RUnlock()
+	if x != nil {
+		return x, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if x := s.indexes[vi]; x != nil {
 		return x, nil
 	}
@@ -72,7 +83,7 @@ func (s *Server) index(vi int) (*valueIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &valueIndex{v: v, down: newTrie(v, false), counts: make([]int64, v.NumStacks()), file: make([]string, len(v.Funcs))}
+	x = &valueIndex{v: v, down: newTrie(v, false), file: make([]string, len(v.Funcs))}
 	for i := range v.Frames {
 		if f := &v.Frames[i]; f.Loc.File != "" && x.file[f.Func] == "" {
 			x.file[f.Func] = f.Loc.File
@@ -108,18 +119,16 @@ func (x *valueIndex) selectTime(f analyze.Filter) []analyze.Sample {
 func (x *valueIndex) tree(samples []analyze.Sample, bottomUp bool, share float64) (root *analyze.Node, minTotal, hidden int) {
 	t := x.down
 	if bottomUp {
-		if x.up == nil {
-			x.up = newTrie(x.v, true)
-		}
+		x.upOnce.Do(func() { x.up = newTrie(x.v, true) })
 		t = x.up
 	}
-	clear(x.counts)
+	counts := make([]int64, x.v.NumStacks())
 	vi := x.v.Selected()
 	for i := range samples {
-		x.counts[samples[i].Stack] += x.v.Value(&samples[i], vi)
+		counts[samples[i].Stack] += x.v.Value(&samples[i], vi)
 	}
 	self := make([]int64, len(t.parent))
-	for id, c := range x.counts {
+	for id, c := range counts {
 		if c != 0 {
 			self[t.leaf[id]] += c
 		}

@@ -52,6 +52,9 @@ func TestLargeCapture(t *testing.T) {
 		t.Logf("%s: %d bytes in %v", api, len(body), time.Since(t0).Round(time.Millisecond))
 	}
 	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	var cold string
+	d.Eval(`JSON.stringify(nsprof.timings)`, &cold)
+	t.Logf("first load, the browser starting (ms): %s", cold)
 	// Again in the browser now running, as a user reloads or opens a
 	// second tab.
 	d.Eval(`window.oldPage = true; location.reload(); true`, new(bool))

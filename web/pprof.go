@@ -61,8 +61,8 @@ func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 // ns from the capture's start and a sample type's index), built at its
 // first use.
 func (s *Server) pprofUI(key string) (*pprofUI, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.pprofMu.Lock()
+	defer s.pprofMu.Unlock()
 	for _, ui := range s.pprofUIs {
 		if ui.key == key {
 			return ui, nil

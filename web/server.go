@@ -36,21 +36,26 @@ type Server struct {
 	port  string
 	srv   *http.Server
 	mux   *http.ServeMux
-	// mu lets one API request compute at a time: they are large, and
-	// the page is one user's. It guards indexes.
-	mu sync.Mutex
-	// indexes are the sample types' indexes, by sample type, built at
-	// their first use (the default type's by New).
+	// mu guards indexes, the sample types' indexes, built at their
+	// first use (the default type's by New).
+	mu      sync.RWMutex
 	indexes []*valueIndex
-	// pprofUIs are the last selections' pprof web UIs, oldest first;
-	// guarded by mu.
+	// pprofMu guards pprofUIs, the last selections' pprof web UIs,
+	// oldest first.
+	pprofMu  sync.Mutex
 	pprofUIs []*pprofUI
+	// cacheMu guards cache, recent API answers by name and query, and
+	// cacheKeys, their keys oldest first.
+	cacheMu   sync.Mutex
+	cache     map[string][]byte
+	cacheKeys []string
 }
 
 // New listens on o.Listen and returns a server of p, which must have been
 // loaded with [analyze.LoadOptions.Timeline]. It computes what every
 // selection of the default sample type shares (the call trees of all the
-// stacks) first. Nothing is served before [Server.Serve].
+// stacks) and the whole capture's views first. Nothing is served before
+// [Server.Serve]. Requests are answered concurrently.
 func New(p *analyze.Profile, o Options) (*Server, error) {
 	if p.Timeline == nil {
 		return nil, errors.New("web: the profile has no timeline (load it with LoadOptions.Timeline)")
@@ -68,12 +73,13 @@ func New(p *analyze.Profile, o Options) (*Server, error) {
 		return nil, fmt.Errorf("web: listen on %s: %w", addr, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	s := &Server{p: p, file: o.File, ln: ln, token: hex.EncodeToString(tok[:]), port: port}
+	s := &Server{p: p, file: o.File, ln: ln, token: hex.EncodeToString(tok[:]), port: port, cache: map[string][]byte{}}
 	s.indexes = make([]*valueIndex, max(1, len(p.SampleTypes)))
 	if _, err := s.index(0); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("web: %w", err)
 	}
+	s.warm()
 	s.mux = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,

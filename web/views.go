@@ -185,11 +185,11 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 	dur := max(1, p.End-p.Start)
 	width := (dur + int64(n) - 1) / int64(n)
 	bucket := func(ts int64) int { return min(n-1, max(0, int((ts-p.Start)/width))) }
-	q.view.Filter = analyze.Filter{}
-	v, err := p.View(q.view)
+	x, err := s.index(q.view.Value)
 	if err != nil {
 		return nil, err
 	}
+	v := x.v // the whole capture's samples of the sample type
 	doc := timelineDoc{Buckets: n, BucketNs: width, MarksTotal: len(t.Marks), Lanes: []laneDoc{}, Marks: []markDoc{}, Counters: []counterDoc{}}
 	type key struct{ pid, tid int32 }
 	lanes := map[key][]int64{}
@@ -203,7 +203,7 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 	}
 	for i := range v.Samples {
 		sm := &v.Samples[i]
-		w := p.Value(sm, q.view.Value)
+		w := v.Value(sm, q.view.Value)
 		if w == 0 {
 			continue
 		}
