@@ -33,7 +33,7 @@ func screenshot(t *testing.T, chromium, url string) image.Image {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--no-first-run", "--user-data-dir="+chromiumProfile(t), "--window-size=1200,800", "--virtual-time-budget=10000",
+		"--no-first-run", "--user-data-dir="+testutils.ChromiumProfile(t), "--window-size=1200,800", "--virtual-time-budget=10000",
 		"--screenshot="+png1, url)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
@@ -125,9 +125,9 @@ func TestSpeedscopeTimeRenders(t *testing.T) {
 	profile := generate(t, cpuClockView(t), FormatSpeedscope, Options{Title: "time"})
 	chromium, base := serveSpeedscope(t, profile)
 	page := base + "/index.html#profileURL=" + url.QueryEscape(base+"/profile.json") + "&view=sandwich"
-	d := openChromium(t, chromium, page, `document.body && document.body.innerText.indexOf("Self") >= 0`)
+	d := testutils.OpenChromium(t, chromium, page, `document.body && document.body.innerText.indexOf("Self") >= 0`)
 	var text string
-	d.eval(`document.body.innerText`, &text)
+	d.Eval(`document.body.innerText`, &text)
 	for _, want := range []string{"server [pid 10 tid 13]", "750.00µs (100%)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("speedscope's page has no %q:\n%s", want, text)

@@ -43,7 +43,7 @@ func TestFormatters(t *testing.T) {
 		{fmtDuration(812), "812ns"}, {fmtDuration(3250), "3.250µs"}, {fmtDuration(2.5e6), "2.500ms"}, {fmtDuration(1.2e9), "1.200s"},
 		{fmtBytes(1023), "1023 B"}, {fmtBytes(1536), "1.50 KiB"}, {fmtBytes(3 << 20), "3.00 MiB"}, {fmtBytes(5 << 30), "5.00 GiB"},
 		{fmtValue(7), "7"}, {fmtValue(58.333), "58.33"}, {seconds3(8_250_000), "0.008s"},
-		{severityName(0), "LEVEL0"}, {ViewBottomUp.String(), "bottom-up"},
+		{SeverityName(0), "LEVEL0"}, {ViewBottomUp.String(), "bottom-up"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -202,8 +202,9 @@ func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpa
 	}
 }
 
-// severityName names a log severity (GLib's log level bits).
-func severityName(s uint16) string {
+// SeverityName names a log severity (GLib's log level bits) as the logs
+// view prints it: "ERROR", "WARNING"..., "LEVEL<n>" for none of them.
+func SeverityName(s uint16) string {
 	switch {
 	case s&capture.LogError != 0:
 		return "ERROR"
@@ -229,7 +230,7 @@ func logsText(w io.Writer, t *analyze.Timeline, logs []capture.Log, width int) {
 	for _, l := range logs {
 		// A multi-line message keeps its lines, indented.
 		msg := textsafe.Lines(strings.TrimRight(l.Message, "\n"), "\n    ")
-		line := fmt.Sprintf("+%.6fs %-8s %7d  %s: %s", float64(l.Time-t.Start)/1e9, severityName(l.Severity), l.PID, textsafe.Name(l.Domain, 0), msg)
+		line := fmt.Sprintf("+%.6fs %-8s %7d  %s: %s", float64(l.Time-t.Start)/1e9, SeverityName(l.Severity), l.PID, textsafe.Name(l.Domain, 0), msg)
 		if !strings.Contains(line, "\n") {
 			line = textsafe.Cut(line, width)
 		}

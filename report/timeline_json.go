@@ -118,7 +118,7 @@ func timelineJSON(w io.Writer, t *analyze.Timeline, v *analyze.View, o Options, 
 		}
 	case ViewLogs:
 		for _, l := range sel.logs {
-			doc.Logs = append(doc.Logs, jsonLog{Time: sec(l.Time), PID: l.PID, Severity: severityName(l.Severity), Domain: l.Domain, Message: l.Message})
+			doc.Logs = append(doc.Logs, jsonLog{Time: sec(l.Time), PID: l.PID, Severity: SeverityName(l.Severity), Domain: l.Domain, Message: l.Message})
 		}
 	case ViewSummary:
 		doc.Frames = make(map[string]analyze.FrameStat)

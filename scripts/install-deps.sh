@@ -23,7 +23,7 @@ PACKAGES=(
 	uftrace # cmd/nsprof TestCallsUftrace, bench/calls.sh: uftrace counts and times calls of a -pg build, side by side with nsprof --calls
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
 	dbus polkitd # e2e TestSysprofCLIPodman, bench/*.sh: sysprof-cli records through sysprofd on the system bus, which asks polkitd
-	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless; TestSVGZoom: clicks a flame graph frame over the DevTools protocol
+	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless; TestSVGZoom: clicks a flame graph frame over the DevTools protocol; web/ TestBrowser: drives nsprof web's page
 	libgtk-4-dev libgtk-4-bin # cmd/nsprof TestRecordGTKMarks: a GTK 4 program built in the test, run under gtk4-broadwayd
 )
 

@@ -34,15 +34,15 @@ type rule struct {
 // relative to the module; golang.org/x/sys/unix is kept as it is.
 var rules = []rule{
 	{
-		From:       []string{"analyze", "export", "report"},
+		From:       []string{"analyze", "export", "report", "web"},
 		Forbidden:  []string{"record", "perf", "proc", "container"},
 		Transitive: true,
-		Why:        "analyze, export and report read captures only through capture",
+		Why:        "analyze, export, report and web read captures only through capture",
 	},
 	{
-		From:      []string{"analyze", "export", "report"},
+		From:      []string{"analyze", "export", "report", "web"},
 		Forbidden: []string{"internal/unix"},
-		Why:       "analyze, export and report make no system calls of their own (capture maps the file)",
+		Why:       "analyze, export, report and web make no system calls of their own (capture maps the file)",
 	},
 	{
 		From:         []string{"record"},

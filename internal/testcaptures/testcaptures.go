@@ -140,6 +140,19 @@ func CPUWithNotes(tb testing.TB, stacks []Stack) []byte {
 
 func cpuOf(tb testing.TB, stacks []Stack, notes bool) []byte {
 	tb.Helper()
+	return cpuCapture(tb, stacks, notes, cpuProcs, nil)
+}
+
+// cpuProcs is the process file of [CPU]: server in podman container
+// "web", evil on the host.
+const cpuProcs = `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
+{"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
+`
+
+// cpuCapture writes the capture [CPUOf] describes with the process file
+// procs, and calls extra, if not nil, to add frames before the end.
+func cpuCapture(tb testing.TB, stacks []Stack, notes bool, procs string, extra func(w *capture.Writer, must func(error))) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
 	w, must := newWriter(tb, &buf), mustf(tb)
 	h := func(pid int32, ms int64) capture.FrameHeader {
@@ -192,12 +205,74 @@ func cpuOf(tb testing.TB, stacks []Stack, notes bool) []byte {
 	if notes {
 		must(w.AddFileBytes(h(-1, 9), capture.KernelNotesFile, KernelNotes()))
 	}
-	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
-{"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
-`
 	must(w.AddFileBytes(h(-1, 9), capture.ProcessFile, []byte(procs)))
+	if extra != nil {
+		extra(w, must)
+	}
 	must(w.Close())
 	return buf.Bytes()
+}
+
+// webStacks are [Web]'s stacks: samples in every millisecond, so that a
+// range holds some of them.
+var webStacks = func() []Stack {
+	var out []Stack
+	for ms := range int64(10) {
+		out = append(out, Stack{10, 10, ms, []string{"hot", "work", "main"}, 3})
+		if ms%3 == 2 {
+			out = append(out, Stack{10, 11, ms, []string{"k_read", "k_entry", "read", "work", "main"}, 2})
+		}
+		if ms%3 == 1 {
+			out = append(out, Stack{20, 20, ms, []string{Hostile[0], Hostile[1], "main"}, 2})
+		}
+		if ms%3 == 0 {
+			out = append(out, Stack{20, 21, ms, []string{Hostile[4], Hostile[2], "main"}, 1})
+		}
+	}
+	return out
+}()
+
+// Web returns a capture for nsprof web's views: stack samples in each of
+// its 10 ms of pid 10 ("server", threads 10 and 11) in podman container
+// "web" and of pid 20 (comm [Hostile][0], threads 20 and 21) in podman
+// container "db", with functions of hostile names; marks ("gtk:frame"
+// of pid 10 at 1, 4 and 7 ms, 500 µs each, and one of pid 20 whose
+// group, name and message are hostile), the sample type cpu (a
+// cpu-clock recording at 1 kHz), two counters (one with a hostile
+// name), a log, and source lines for "hot": "step" (step.h:12) is
+// inlined in it at hot.c:42.
+func Web(tb testing.TB) []byte {
+	tb.Helper()
+	procs := `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"server","uid":0,"container":{"kind":"podman","id":"abcdef0123456789","name":"web"}}
+{"kind":"process","time":0,"pid":20,"nspid":[20,1],"comm":"` + strings.ReplaceAll(Hostile[0], "/", `\/`) + `","uid":0,"container":{"kind":"podman","id":"0123456789abcdef","name":"db"}}
+`
+	return cpuCapture(tb, webStacks, false, procs, func(w *capture.Writer, must func(error)) {
+		// A cpu-clock recording at 1 kHz: each sample stands for 1 ms of
+		// CPU time, a second sample type.
+		must(w.AddMetadata(Start, capture.MetaEvent, "cpu-clock"))
+		must(w.AddMetadata(Start, capture.MetaFrequency, "1000"))
+		for _, ms := range []int64{1, 4, 7} {
+			must(w.AddMark(Start+ms*1e6, 10, 500_000, "gtk", "frame", "frame "+fmt.Sprint(ms)))
+		}
+		must(w.AddMark(Start+2e6, 20, 3_000_000, Hostile[0], Hostile[4], Hostile[1]))
+		h := func(ms int64) capture.FrameHeader { return capture.FrameHeader{CPU: -1, PID: -1, Time: Start + ms*1e6} }
+		must(w.DefineCounters(h(0), []capture.Counter{
+			{Category: "CPU Percent", Name: "Total", ID: 1, Type: capture.CounterDouble, Value: capture.DoubleValue(0)},
+			{Category: Hostile[0], Name: Hostile[1], ID: 2, Type: capture.CounterInt64, Value: capture.IntValue(0)},
+		}))
+		for ms := range int64(10) {
+			must(w.SetCounters(h(ms), []capture.CounterUpdate{
+				{ID: 1, Value: capture.DoubleValue(float64(10 * (ms%4 + 1)))},
+				{ID: 2, Value: capture.IntValue(ms * ms)},
+			}))
+		}
+		must(w.AddLog(Start+5e6, 20, capture.LogWarning, Hostile[0], Hostile[4]))
+		// "hot", the first function named (0x401010), has "step"
+		// inlined where it was sampled.
+		must(w.AddFileGzip(h(9), capture.LinesFile, capture.EncodeLines([]capture.AddrLines{{PID: 10, Addr: 0x401010, Frames: []capture.SourceFrame{
+			{Function: "step", File: "/src/server/step.h", Line: 12}, {Function: "hot", File: "/src/server/hot.c", Line: 42},
+		}}})))
+	})
 }
 
 // Alloc is N allocations of Size bytes by process PID from the functions

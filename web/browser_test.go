@@ -1,0 +1,271 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/internal/testcaptures"
+	"nsprof/internal/testutils"
+)
+
+// waitFor polls the page until the JavaScript expression cond is true.
+func waitFor(t *testing.T, d *testutils.DevTools, cond string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var ok bool
+		err := d.TryEval("!!("+cond+")", &ok)
+		if err != nil && !strings.Contains(err.Error(), "context") {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var status string
+			d.Eval(`document.getElementById("status").textContent`, &status)
+			t.Fatalf("not %s after 30 s (status %q)", cond, status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mouse dispatches mouse events of the left button at x, y.
+func mouse(d *testutils.DevTools, typ string, x, y float64) {
+	d.Call("Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1})
+}
+
+// screenshot saves the page's element id as a PNG in dir and checks that
+// it is an image of more than one colour.
+func screenshot(t *testing.T, d *testutils.DevTools, dir, id string) {
+	t.Helper()
+	var r []float64
+	d.Eval(fmt.Sprintf(`(function () { var b = document.getElementById(%q).getBoundingClientRect(); return [b.x + scrollX, b.y + scrollY, b.width, b.height]; })()`, id), &r)
+	var res struct {
+		Data string `json:"data"`
+	}
+	raw := d.Call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": r[0], "y": r[1], "width": r[2], "height": r[3], "scale": 1}})
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	b, err := base64.StdEncoding.DecodeString(res.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot of #%s: %v", id, err)
+	}
+	if colours(img) < 3 {
+		t.Errorf("screenshot of #%s (%v) has %d colours: blank", id, img.Bounds(), colours(img))
+	}
+	path := filepath.Join(dir, id+".png")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("#%s: %s (%dx%d)", id, path, img.Bounds().Dx(), img.Bounds().Dy())
+}
+
+// colours counts the distinct colours of img, up to 100.
+func colours(img image.Image) int {
+	seen := map[[4]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			seen[[4]uint32{r, g, bl, a}] = true
+			if len(seen) >= 100 {
+				return len(seen)
+			}
+		}
+	}
+	return len(seen)
+}
+
+// TestBrowser opens the page of a capture with marks, counters and two
+// processes in two containers in headless Chromium, drags over the
+// timeline as a user does, and checks that the flame graph and function
+// table then show the range nsprof report shows for the same
+// --since/--until, that hovering a mark tells its duration, that hostile
+// names are text, and saves a screenshot of each view.
+func TestBrowser(t *testing.T) {
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	shots := t.ArtifactDir()
+
+	// The whole capture.
+	var total int
+	d.Eval(`+document.getElementById("flame-total").dataset.total`, &total)
+	if want := reportTotal(t, p, 0, 0, 0); total != want {
+		t.Errorf("whole capture: the flame graph's total is %d, report's %d", total, want)
+	}
+	var lanes []string
+	d.Eval(`nsprof.state.layout.rows.map(r => r.kind + " " + r.label.trim())`, &lanes)
+	got := strings.Join(lanes, "\n")
+	for _, want := range []string{"head container podman:web (abcdef012345)", "head container podman:db (0123456789ab)", "lane server [10]", "lane server (11)",
+		"lane " + testcaptures.Hostile[0] + " [20]", "marks gtk:frame", "counter CPU Percent / Total"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timeline rows lack %q:\n%s", want, got)
+		}
+	}
+	screenshot(t, d, shots, "procs-view")
+
+	// Hover the second gtk:frame mark (4 ms, 500 µs).
+	var at []float64
+	d.Eval(`(function () {
+		var r = nsprof.state.layout.rows.find(r => r.kind === "marks" && r.label === "gtk:frame"), m = r.marks[1];
+		var b = document.getElementById("tl").getBoundingClientRect();
+		var x = 230 + (m.start_ns + m.dur_ns / 2) / nsprof.state.meta.duration_ns * (b.width - 238);
+		return [b.x + x, b.y + r.y + r.h / 2];
+	})()`, &at)
+	d.Call("Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": at[0], "y": at[1]})
+	var tip string
+	d.Eval(`document.getElementById("tip").textContent`, &tip)
+
+	if !strings.Contains(tip, "gtk:frame") || !strings.Contains(tip, "duration 500.0 µs") || !strings.Contains(tip, "frame 4") {
+		t.Errorf("hovering the mark at 4 ms shows %q", tip)
+	}
+
+	// Drag over the timeline from 30% to 65% of the capture.
+	var box []float64
+	d.Eval(`(function () { var b = document.getElementById("tl").getBoundingClientRect(); return [b.x, b.y, b.width]; })()`, &box)
+	plot := box[2] - 238
+	x0, x1, y := box[0]+230+0.30*plot, box[0]+230+0.65*plot, box[1]+40
+	mouse(d, "mouseMoved", x0, y)
+	mouse(d, "mousePressed", x0, y)
+	for i := 1; i <= 5; i++ {
+		mouse(d, "mouseMoved", x0+(x1-x0)*float64(i)/5, y)
+	}
+	mouse(d, "mouseReleased", x1, y)
+	waitFor(t, d, `document.body.dataset.ready === "1" && document.getElementById("flame-total").dataset.since !== "0"`)
+	var sel []int64
+	d.Eval(`(function () { var f = document.getElementById("flame-total").dataset, s = document.getElementById("selection").dataset;
+		return [+f.since, +f.until, +f.total, +s.since, +s.until]; })()`, &sel)
+	since, until := sel[0], sel[1]
+	if since != sel[3] || until != sel[4] {
+		t.Errorf("the flame graph shows [%d, %d), the selection is [%d, %d)", since, until, sel[3], sel[4])
+	}
+	dur := p.End - p.Start
+	if since < dur*28/100 || since > dur*32/100 || until < dur*63/100 || until > dur*67/100 {
+		t.Errorf("dragging over 30%%-65%% of %d ns selected [%d, %d)", dur, since, until)
+	}
+	screenshot(t, d, shots, "timeline-view") // with the selection
+	want := reportTotal(t, p, since, until, 0)
+	if int(sel[2]) != want {
+		t.Errorf("range [%d, %d): the flame graph's total is %d, nsprof report --since %dns --until %dns says %d", since, until, sel[2], since, until, want)
+	}
+	if want == total || want == 0 {
+		t.Errorf("range [%d, %d) has %d of %d samples: not a test of the filter", since, until, want, total)
+	}
+	var topSum int
+	d.Eval(`nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)`, &topSum)
+	if topSum != want {
+		t.Errorf("the flame graph's roots sum to %d, want %d", topSum, want)
+	}
+
+	// The call tree, top-down then bottom-up: its first level sums to the
+	// total, and the hostile names are there as text.
+	for _, dir := range []string{"0", "1"} {
+		d.Eval(fmt.Sprintf(`(function () { var s = document.getElementById("tree-dir"); s.value = %q; s.dispatchEvent(new Event("change")); return true; })()`, dir), new(bool))
+		waitFor(t, d, fmt.Sprintf(`document.body.dataset.ready === "1" && nsprof.state.ctree.invert === %v`, dir == "1"))
+		var first int
+		d.Eval(`nsprof.state.ctree.root.children.reduce((a, c) => a + c.total, 0)`, &first)
+		var rows []string
+		d.Eval(`Array.from(document.querySelectorAll("#calltree .ct-row:not(.ct-head)")).map(r => r.textContent)`, &rows)
+		if first != want || len(rows) == 0 {
+			t.Errorf("call tree (inverted %s): first level sums to %d, want %d; %d rows", dir, first, want, len(rows))
+		}
+		if dir == "1" {
+			screenshot(t, d, shots, "tree-view")
+		}
+	}
+
+	// Another sample type, same range.
+	cpu, err := p.ValueIndex("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Eval(fmt.Sprintf(`(function () { var s = document.getElementById("value"); s.value = "%d"; s.dispatchEvent(new Event("change")); return true; })()`, cpu), new(bool))
+	waitFor(t, d, fmt.Sprintf(`document.body.dataset.ready === "1" && nsprof.state.flame.sample_type.type === "cpu"`))
+	d.Eval(`+document.getElementById("flame-total").dataset.total`, &total)
+	if want := reportTotal(t, p, since, until, cpu); total != want || want == 0 {
+		t.Errorf("cpu, range [%d, %d): the flame graph's total is %d, report's %d", since, until, total, want)
+	}
+
+	// Hostile names are text: the cells hold them as printed, the page
+	// holds no element but its own.
+	var cells []string
+	d.Eval(`Array.from(document.querySelectorAll("#top td.name, #procs td.name, #flame .fn, #calltree .fname, #logs td.name")).map(e => e.textContent)`, &cells)
+	all := strings.Join(cells, "\n")
+	for _, want := range []string{testcaptures.Hostile[0], `ctl\x01\x1b[31m`, `new\x0aline`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no cell shows %q; cells:\n%s", want, all)
+		}
+	}
+	var elems []int
+	d.Eval(`[document.scripts.length, document.querySelectorAll("text, img, iframe, object").length]`, &elems)
+	if elems[0] != 1 || elems[1] != 0 {
+		t.Errorf("the page has %d scripts and %d text/img/iframe/object elements: a name became markup", elems[0], elems[1])
+	}
+	var logs string
+	d.Eval(`document.getElementById("logs").tBodies[0].textContent + " " + document.getElementById("logs-info").textContent`, &logs)
+	// The domain is cut to 32 bytes.
+	if want := `WARNING</text><script>alert(1)</script` + `new\x0aline (1 in the range)`; !strings.HasSuffix(logs, want) {
+		t.Errorf("logs of the range: %q, want ...%q", logs, want)
+	}
+	screenshot(t, d, shots, "logs-view")
+	screenshot(t, d, shots, "flame-view")
+	screenshot(t, d, shots, "top-view")
+
+	// The URL keeps the view: reloaded, the page shows the same range
+	// and sample type.
+	var hash string
+	d.Eval(`location.hash`, &hash)
+	if want := fmt.Sprintf("#since=%d&until=%d&value=%d", since, until, cpu); hash != want {
+		t.Errorf("URL fragment %q, want %q", hash, want)
+	}
+	d.Eval(`window.oldPage = true; location.reload(); true`, new(bool))
+	waitFor(t, d, `!window.oldPage && document.body && document.body.dataset.ready === "1"`)
+	d.Eval(`(function () { var f = document.getElementById("flame-total").dataset; return [+f.since, +f.until, +f.total]; })()`, &sel)
+	if want := int64(reportTotal(t, p, since, until, cpu)); sel[0] != since || sel[1] != until || sel[2] != want {
+		t.Errorf("reopened %s: [%d, %d) total %d, want [%d, %d) total %d", hash, sel[0], sel[1], sel[2], since, until, want)
+	}
+
+	// The pprof views of the range: google/pprof's own page, with its
+	// inline scripts allowed, shows the functions.
+	var link string
+	d.Eval(`document.getElementById("pprof-link").href`, &link)
+	if !strings.HasSuffix(link, fmt.Sprintf("/pprof/%d-%d-%d/", since, until, cpu)) {
+		t.Errorf("pprof link %q", link)
+	}
+	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, link+"top"), new(bool))
+	waitFor(t, d, `!window.oldPage && document.querySelectorAll("#toptable tbody tr").length > 0`)
+	var rowsText string
+	d.Eval(`document.getElementById("toptable").textContent`, &rowsText)
+	if !strings.Contains(rowsText, testcaptures.Hostile[0]) || !strings.Contains(rowsText, "hot") {
+		t.Errorf("pprof's top table: %q", rowsText)
+	}
+	screenshot(t, d, shots, "toptable")
+	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, s.URL()+"#"+strings.TrimPrefix(hash, "#")), new(bool))
+	waitFor(t, d, `!window.oldPage && document.body && document.body.dataset.ready === "1"`)
+
+	// Escape selects the whole capture again.
+	for _, typ := range []string{"keyDown", "keyUp"} {
+		d.Call("Input.dispatchKeyEvent", map[string]any{"type": typ, "key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27})
+	}
+	waitFor(t, d, `document.body.dataset.ready === "1" && document.getElementById("flame-total").dataset.since === "0"`)
+	d.Eval(`+document.getElementById("flame-total").dataset.total`, &total)
+	if want := reportTotal(t, p, 0, 0, cpu); total != want {
+		t.Errorf("after Escape: total %d, want the whole capture's %d", total, want)
+	}
+}

@@ -1,0 +1,329 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/analyze"
+	"nsprof/internal/testcaptures"
+	"nsprof/report"
+)
+
+// startServer loads data with its timeline and serves it on loopback
+// until the test ends.
+func startServer(t *testing.T, data []byte, o Options) (*Server, *analyze.Profile) {
+	t.Helper()
+	p, err := analyze.LoadBytes(data, analyze.LoadOptions{Timeline: true, NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.File == "" {
+		o.File = testcaptures.Hostile[0] + ".syscap"
+	}
+	s, err := New(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context()) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s, p
+}
+
+// get requests url with Host host ("" for the URL's) and returns the
+// answer and its body.
+func get(t *testing.T, method, url, host string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// TestRefusals checks that only requests with the token, an IP or
+// localhost Host on the server's port, and GET or HEAD get an answer.
+func TestRefusals(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	base := s.URL()
+	root := strings.TrimSuffix(base, s.token+"/")
+	_, port, _ := net.SplitHostPort(s.Addr().String())
+	other := strings.Repeat("0", len(s.token))
+	for _, c := range []struct {
+		name, method, url, host string
+		want                    int
+	}{
+		{"page", "GET", base, "", 200},
+		{"api", "GET", base + "api/meta", "", 200},
+		{"HEAD", "HEAD", base + "app.js", "", 200},
+		{"localhost", "GET", base + "api/meta", "localhost:" + port, 200},
+		{"no token", "GET", root, "", 403},
+		{"no token api", "GET", root + "api/meta", "", 403},
+		{"asset without token", "GET", root + "app.js", "", 403},
+		{"wrong token", "GET", root + other + "/api/meta", "", 403},
+		{"token prefix", "GET", root + s.token[:len(s.token)-1] + "/api/meta", "", 403},
+		{"token and more", "GET", root + s.token + "0/api/meta", "", 403},
+		{"token in query", "GET", root + "api/meta?token=" + s.token, "", 403},
+		{"rebound name", "GET", base + "api/meta", "attacker.example:" + port, 403},
+		{"other port", "GET", base + "api/meta", "127.0.0.1:1", 403},
+		{"no port", "GET", base + "api/meta", "127.0.0.1", 403},
+		{"POST", "POST", base + "api/meta", "", 405},
+		{"unknown path", "GET", base + "api/nothing", "", 404},
+		{"bad range", "GET", base + "api/flame?since=5&until=2", "", 400},
+		{"bad value", "GET", base + "api/flame?value=99", "", 400},
+	} {
+		resp, body := get(t, c.method, c.url, c.host)
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %s %s (Host %q): status %d, want %d: %.200s", c.name, c.method, c.url, c.host, resp.StatusCode, c.want, body)
+		}
+		if c.want == 403 && bytes.Contains(body, []byte("server")) {
+			t.Errorf("%s: a refusal tells of the profile: %.200s", c.name, body)
+		}
+		for k, v := range map[string]string{
+			"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self';",
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"X-Frame-Options":         "DENY",
+		} {
+			if got := resp.Header.Get(k); !strings.HasPrefix(got, v) || strings.Contains(got, "unsafe") {
+				t.Errorf("%s: header %s: %q, want %q...", c.name, k, got, v)
+			}
+		}
+	}
+	resp, _ := get(t, "GET", base+"app.js", "")
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") {
+		t.Errorf("app.js: Content-Type %q", ct)
+	}
+}
+
+// TestHostileNames checks that the API's answers hold the capture's
+// hostile names intact as JSON strings, with no character that HTML
+// reads as markup, and that the page has no inline script.
+func TestHostileNames(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	for _, path := range []string{"api/meta", "api/timeline", "api/flame", "api/top", "api/flame?invert=1", "api/logs"} {
+		resp, body := get(t, "GET", s.URL()+path, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Errorf("%s: Content-Type %q", path, ct)
+		}
+		if i := bytes.IndexAny(body, "<>&\x01\x1b"); i >= 0 {
+			t.Errorf("%s: raw %q in the JSON at %d: %.80s", path, body[i], i, body[max(0, i-40):])
+		}
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// Marks and counters cut names (to 24 and 32 bytes): the markup
+		// is in the first bytes.
+		for _, h := range []string{"</text><script>", testcaptures.Hostile[1], testcaptures.Hostile[4]} {
+			if path != "api/meta" && !(path == "api/logs" && h == testcaptures.Hostile[1]) && !strings.Contains(fmt.Sprint(doc), h) {
+				t.Errorf("%s: hostile name %q missing", path, h)
+			}
+		}
+	}
+	_, page := get(t, "GET", s.URL(), "")
+	if bytes.Contains(page, []byte("<script>")) || bytes.Contains(page, []byte("onclick")) || bytes.Contains(page, []byte("onload")) {
+		t.Errorf("the page has inline script")
+	}
+}
+
+// reportTotal returns the total of the call tree `nsprof report --since
+// --until --tree --format json [--value]` prints for [since, until) of p,
+// weighed by sample type value.
+func reportTotal(t *testing.T, p *analyze.Profile, since, until int64, value int) int {
+	t.Helper()
+	vo := analyze.ViewOptions{Filter: analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}, Value: value}
+	v, err := p.View(vo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := report.Generate(&buf, report.Data{View: v}, report.Options{View: report.ViewTree, Format: report.JSON, Select: vo}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Tree struct {
+				Total int `json:"total"`
+			} `json:"tree"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Groups) != 1 {
+		t.Fatalf("report: %d groups", len(doc.Groups))
+	}
+	return doc.Groups[0].Tree.Total
+}
+
+// TestFlameTotals checks the flame graph's and the function table's
+// totals for ranges and sample types against nsprof report's.
+func TestFlameTotals(t *testing.T) {
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	for value := range p.SampleTypes {
+		for _, r := range [][2]int64{{0, 0}, {0, 3e6}, {2_500_000, 7_000_001}, {9e6, 0}, {9_900_000, 9_950_000}} {
+			want := reportTotal(t, p, r[0], r[1], value)
+			q := fmt.Sprintf("?value=%d&since=%d&until=%d", value, r[0], r[1])
+			for _, path := range []string{"api/flame", "api/flame?invert=1&", "api/top"} {
+				url := s.URL() + path + q
+				if strings.HasSuffix(path, "&") {
+					url = s.URL() + path + q[1:]
+				}
+				_, body := get(t, "GET", url, "")
+				var doc struct {
+					Total int `json:"total"`
+				}
+				if err := json.Unmarshal(body, &doc); err != nil {
+					t.Fatalf("%s: %v: %s", url, err, body)
+				}
+				if doc.Total != want {
+					t.Errorf("%s: total %d, report says %d", url, doc.Total, want)
+				}
+			}
+		}
+	}
+	if reportTotal(t, p, 2_500_000, 7_000_001, 0) == reportTotal(t, p, 0, 0, 0) {
+		t.Error("the range selects every sample: the test cannot tell a filter from none")
+	}
+}
+
+// TestListenWarning checks that a server on a non-loopback address warns
+// and that one on loopback does not.
+func TestListenWarning(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		warn   bool
+	}{{"", false}, {"127.0.0.1:0", false}, {"[::1]:0", false}, {"0.0.0.0:0", true}, {"[::]:0", true}} {
+		p, err := analyze.LoadBytes(testcaptures.Web(t), analyze.LoadOptions{Timeline: true, NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(p, Options{Listen: c.listen})
+		if err != nil {
+			if strings.Contains(c.listen, "::") {
+				t.Logf("%s: %v (no IPv6 here)", c.listen, err)
+				continue
+			}
+			t.Fatal(err)
+		}
+		w := s.Warning()
+		s.Close()
+		s.ln.Close()
+		if (w != "") != c.warn {
+			t.Errorf("--listen %q: warning %q, want one: %v", c.listen, w, c.warn)
+		}
+	}
+}
+
+// TestSourceLines checks that the function table says where a function
+// spent its time (file:line) and that the flame graph shows the calls
+// the recording found inlined as frames.
+func TestSourceLines(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	_, body := get(t, "GET", s.URL()+"api/top", "")
+	var top struct {
+		Functions []struct {
+			Function string `json:"function"`
+			Self     int    `json:"self"`
+			Source   string `json:"source"`
+		} `json:"functions"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"step": "/src/server/step.h:12", "hot": "/src/server/hot.c", "work": ""}
+	for _, f := range top.Functions {
+		if w, ok := want[f.Function]; ok {
+			if f.Source != w {
+				t.Errorf("%s: source %q, want %q", f.Function, f.Source, w)
+			}
+			delete(want, f.Function)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("functions missing from the table: %v", want)
+	}
+	_, body = get(t, "GET", s.URL()+"api/flame", "")
+	var flame struct {
+		Root *analyze.Node `json:"root"`
+	}
+	if err := json.Unmarshal(body, &flame); err != nil {
+		t.Fatal(err)
+	}
+	var path []string
+	flame.Root.Walk(func(n *analyze.Node, depth int) bool {
+		if n.Name == "hot" && len(n.Children) == 1 {
+			path = append(path, n.Name, n.Children[0].Name)
+		}
+		return true
+	})
+	if strings.Join(path, " ") != "hot step" {
+		t.Errorf("the flame graph's hot calls %v, want step, inlined", path)
+	}
+}
+
+// TestPprofUI checks that google/pprof's web UI serves a selection under
+// the token: its function table holds the selection's functions, the
+// hostile names escaped, and a bad selection is refused.
+func TestPprofUI(t *testing.T) {
+	s, _ := startServer(t, testcaptures.Web(t), Options{})
+	resp, body := get(t, "GET", s.URL()+"pprof/2500000-7000001-0/top", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("pprof top: %d %s", resp.StatusCode, body)
+	}
+	// pprof's page holds the names as JSON in a script, escaped by
+	// html/template.
+	for _, want := range []string{`"hot"`, `"\u003c/text\u003e\u003cscript\u003ealert(1)\u003c/script\u003e"`} {
+		if !bytes.Contains(body, []byte(want)) {
+			i := bytes.Index(body, []byte("alert"))
+			t.Errorf("pprof top lacks %q: %.300s", want, body[max(0, i-100):])
+		}
+	}
+	if bytes.Contains(body, []byte("<script>alert")) {
+		t.Error("pprof top holds a hostile name as markup")
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") {
+		t.Errorf("pprof top: CSP %q", csp)
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"pprof/2500000-7000001-0/flamegraph", 200}, {"pprof/5-2-0/top", 400}, {"pprof/0-0-99/top", 400}, {"pprof/x/top", 400}, {"pprof/0-0-0/nothing", 404}} {
+		if resp, body := get(t, "GET", s.URL()+c.path, ""); resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d: %.200s", c.path, resp.StatusCode, c.want, body)
+		}
+	}
+	root := strings.TrimSuffix(s.URL(), s.token+"/")
+	if resp, _ := get(t, "GET", root+"pprof/0-0-0/top", ""); resp.StatusCode != 403 {
+		t.Errorf("pprof without the token: %d", resp.StatusCode)
+	}
+}
