@@ -18,7 +18,7 @@ import (
 )
 
 // waitFor polls the page until the JavaScript expression cond is true.
-func waitFor(t *testing.T, d *testutils.DevTools, cond string) {
+func waitFor(t testing.TB, d *testutils.DevTools, cond string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var ok bool

@@ -12,15 +12,23 @@ import (
 	"nsprof/internal/testutils"
 )
 
-// TestLargeCapture measures the page on the capture NSPROF_WEB_CAPTURE
-// names (bench/web.sh records one): the time to the first complete
-// page, to the views of a dragged range, and the server's memory. It is
-// a measurement, not run without the variable.
-func TestLargeCapture(t *testing.T) {
+// BenchmarkLargeCapture measures the page on the capture
+// NSPROF_WEB_CAPTURE names (bench/web.sh records one): the time to the
+// first complete page, to the views of a dragged range, and the server's
+// memory, logged once (b.N is not used: each figure is one whole-page
+// measurement). It is a measurement, run only with the variable:
+// go test -run '^$' -bench LargeCapture -benchtime 1x -v ./web
+func BenchmarkLargeCapture(b *testing.B) {
 	path := os.Getenv("NSPROF_WEB_CAPTURE")
 	if path == "" {
-		t.Skip("NSPROF_WEB_CAPTURE names no capture to measure (bench/web.sh)")
+		b.Skip("NSPROF_WEB_CAPTURE names no capture to measure (bench/web.sh)")
 	}
+	for b.Loop() {
+		measureLargeCapture(b, path)
+	}
+}
+
+func measureLargeCapture(t *testing.B, path string) {
 	chromium := testutils.LookPathOrSkip(t, "chromium")
 	fi, err := os.Stat(path)
 	if err != nil {

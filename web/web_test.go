@@ -44,7 +44,7 @@ func startServer(t *testing.T, data []byte, o Options) (*Server, *analyze.Profil
 
 // get requests url with Host host ("" for the URL's) and returns the
 // answer and its body.
-func get(t *testing.T, method, url, host string) (*http.Response, []byte) {
+func get(t testing.TB, method, url, host string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {

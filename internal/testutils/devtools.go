@@ -20,7 +20,7 @@ import (
 // (--remote-debugging-pipe: commands on fd 3, replies and events on fd
 // 4, each message ended by a NUL byte).
 type DevTools struct {
-	t       *testing.T
+	t       testing.TB
 	w       *os.File
 	r       *bufio.Reader
 	id      int
@@ -125,7 +125,7 @@ func (d *DevTools) Click(x, y float64) {
 // write into it for a moment after the browser exits, so the removal is
 // retried for up to 10 s rather than failing the test as t.TempDir's
 // does (one run in four here).
-func ChromiumProfile(t *testing.T) string {
+func ChromiumProfile(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nsprof-chromium-")
 	if err != nil {
@@ -147,7 +147,7 @@ func ChromiumProfile(t *testing.T) string {
 // OpenChromium starts headless Chromium (a 1200x800 window) on url and
 // returns a session attached to its page, once the JavaScript expression
 // ready is true. The browser is closed when the test ends.
-func OpenChromium(t *testing.T, chromium, url, ready string) *DevTools {
+func OpenChromium(t testing.TB, chromium, url, ready string) *DevTools {
 	t.Helper()
 	toChrome, ourW, err := os.Pipe()
 	if err != nil {
