@@ -41,6 +41,13 @@ type Uprobe struct {
 	Return bool
 	// Stack records the user part of the callchain with each hit.
 	Stack bool
+	// CallSite copies the 8 bytes at the user stack pointer with each
+	// hit into [Sample.Stack]: at a function's entry, its return address,
+	// the call site. The kernel's callchain cannot give it: its
+	// frame-pointer walk starts at the caller's frame, whose return
+	// address is the caller's caller. It needs a sample layout with user
+	// stacks ([Options.UserStack] > 0).
+	CallSite bool
 	// MainThread opens the probe on the main threads (tid == pid) of a
 	// [Processes] target only; threads those create inherit it. Other
 	// targets open it on every task, as the main event.
@@ -112,6 +119,13 @@ func (s *settings) uprobeAttr(u Uprobe, path []byte, systemWide, onExec bool) un
 	if u.Return {
 		a.Config = s.uprobe.retBit
 	}
+	// The sample layout has PERF_SAMPLE_STACK_USER when the main event
+	// copies stacks, but a probe's hit copies at most the call site:
+	// a whole stack would cost each call hundreds of bytes.
+	a.Sample_stack_user = 0
+	if u.CallSite {
+		a.Sample_stack_user = 8
+	}
 	a.Ext1 = uint64(uintptr(unsafe.Pointer(&path[0])))
 	a.Ext2 = u.Offset
 	return a
@@ -124,6 +138,9 @@ func (s *settings) openUprobes(res *resources, pid, cpu, owner int, isMain, syst
 	for i, u := range s.Uprobes {
 		if u.MainThread && !isMain {
 			continue
+		}
+		if u.CallSite && s.UserStack == 0 {
+			return fmt.Errorf("%v: a call site needs a sample layout with user stacks (Options.UserStack)", u)
 		}
 		path := append([]byte(u.Path), 0)
 		attr := s.uprobeAttr(u, path, systemWide, onExec)

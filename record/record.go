@@ -281,13 +281,19 @@ func (r *recorder) setup() error {
 			}
 			r.block.setup(&popts)
 		}
-		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 {
+		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 || len(o.Probes) > 0 {
 			ps, err := r.setupSpans(mode)
 			if err != nil {
 				return err
 			}
 			defer ps.close()
 			popts.Uprobes = ps.uprobes()
+			if o.ProbeCallers && popts.UserStack == 0 {
+				// The call sites are copied from the user stack, which
+				// needs the layout with user stacks (fp,0 has none): 8
+				// bytes, which the CPU samples copy too.
+				popts.UserStack = 8
+			}
 			// Two records a call: a hot function fills the default
 			// rings as system calls do (see blockingRingPages).
 			if popts.RingPages == 0 {
@@ -322,7 +328,7 @@ func (r *recorder) setup() error {
 			if a, err := r.w.AddJITMap(truncatedName); err == nil {
 				r.dwarf.truncated = a
 			}
-		} else if popts.UserStack > 0 {
+		} else if o.LeafStack > 0 && popts.UserStack > 0 {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
 	}
