@@ -243,4 +243,3 @@ func TestProbeUsage(t *testing.T) {
 		}
 	}
 }
-
