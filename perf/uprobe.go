@@ -27,7 +27,8 @@ var ErrNoUprobes = errors.New("the kernel has no uprobe PMU (CONFIG_UPROBE_EVENT
 // into the task's ring (a uprobe), or does so when the function that
 // starts there returns (a uretprobe). A probe is placed on the file's
 // inode, so it hits whatever mapping of the file the recorded tasks run,
-// in any mount namespace.
+// in any mount namespace. A probe hits the tasks it is opened for, not
+// the tasks they create after (see uprobeAttr).
 type Uprobe struct {
 	// Path is the file as this process opens it. Use the process's own
 	// view of a file it maps (/proc/self/fd/N of the opened file, or
@@ -116,6 +117,11 @@ func parseConfigBit(s string) (uint, error) {
 func (s *settings) uprobeAttr(u Uprobe, path []byte, systemWide, onExec bool) unix.PerfEventAttr {
 	a := s.tracepointAttr(0, u.Stack, true, systemWide, onExec)
 	a.Type, a.Config = s.uprobe.typ, 0
+	// Not inherited: the kernel sets up a child's copy of a uprobe PMU
+	// event by reading the path at Ext1 again, in the task that forks or
+	// creates a thread, where the pointer means nothing; the fork or
+	// pthread_create then fails with EFAULT.
+	a.Bits &^= attrInherit
 	if u.Return {
 		a.Config = s.uprobe.retBit
 	}

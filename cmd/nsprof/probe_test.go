@@ -225,6 +225,38 @@ func TestProbePodmanRootless(t *testing.T) {
 	checkProbeCounts(t, rep, probeFixtureCalls)
 }
 
+// TestProbeThreads: a probed command can still create threads and fork
+// (the kernel cannot copy a uprobe PMU event into a new task: it reads
+// the event's path pointer again in the forking task, and the fork
+// failed with EFAULT while the probes were inherited), and its main
+// thread's calls are counted exactly.
+func TestProbeThreads(t *testing.T) {
+	requireRoot(t)
+	prog := callsBuild(t, "")
+	dir := filepath.Dir(prog)
+	src, err := filepath.Abs(filepath.Join("testdata", "calls", "threads.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "threads")
+	args := []string{"-O2", "-g", "-o", bin, src, "-L" + dir, "-lfixture", "-Wl,-rpath," + dir, "-lpthread"}
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	_, rep := recordProbe(t, "--probe", "libfixture.so:fix_f", "--", bin)
+	var calls int64
+	for _, f := range rep.Calls.Functions {
+		if f.Function == "fix_f" {
+			calls = f.Calls
+		}
+	}
+	// The worker thread's 100 calls are counted too once new tasks are
+	// probed; the main thread's 10 are counted now.
+	if calls != 10 && calls != 110 {
+		t.Errorf("fix_f: %d calls, want the main thread's 10 (or 110 with the worker's)", calls)
+	}
+}
+
 // TestProbeUsage: --probe needs a command or -p, refuses --calls and a
 // spec without a function; --probe-marks needs --probe.
 func TestProbeUsage(t *testing.T) {
