@@ -288,12 +288,6 @@ func (r *recorder) setup() error {
 			}
 			defer ps.close()
 			popts.Uprobes = ps.uprobes()
-			if o.ProbeCallers && popts.UserStack == 0 {
-				// The call sites are copied from the user stack, which
-				// needs the layout with user stacks (fp,0 has none): 8
-				// bytes, which the CPU samples copy too.
-				popts.UserStack = 8
-			}
 			// Two records a call: a hot function fills the default
 			// rings as system calls do (see blockingRingPages).
 			if popts.RingPages == 0 {
@@ -328,7 +322,7 @@ func (r *recorder) setup() error {
 			if a, err := r.w.AddJITMap(truncatedName); err == nil {
 				r.dwarf.truncated = a
 			}
-		} else if o.LeafStack > 0 && popts.UserStack > 0 {
+		} else if popts.UserStack > 0 {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
 	}
