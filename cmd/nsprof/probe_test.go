@@ -215,14 +215,15 @@ func TestProbePID(t *testing.T) {
 // TestProbePodmanRootless: the fixture run in a rootless podman
 // container (native overlay: its libfixture.so is the container's copy,
 // another inode than the host's), recorded with -p --probe by the
-// library's name, gives the same exact counts: the probes are placed on
-// the file the process maps.
+// library's name, gives the same exact counts and callers: the probes
+// are placed on the file the process maps.
 func TestProbePodmanRootless(t *testing.T) {
 	requireRoot(t)
 	bin := delayedFixture(t)
 	pid, _ := containers.StartPodmanRootlessProgram(t, "overlay", bin, "3000")
-	_, rep := recordProbe(t, "-v", "--probe", "libfixture:fix_*", "-p", strconv.Itoa(pid))
+	_, rep := recordProbe(t, "-v", "--probe", "libfixture:fix_*", "-g", "-p", strconv.Itoa(pid))
 	checkProbeCounts(t, rep, probeFixtureCalls)
+	checkFixtureArcs(t, rep.callsReport, nil)
 }
 
 // TestProbeThreads: a probed command can still create threads and fork
