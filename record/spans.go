@@ -264,11 +264,9 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 		ps.addSpec(s, false, false, true)
 		groups = append(groups, capture.SpanGroup)
 	}
-	var probed []bool
+	// probed[i] says spec i is one of Options.Probes: they come last.
+	probed := make([]bool, len(ps.specs), len(ps.specs)+len(o.Probes))
 	for _, s := range o.Probes {
-		for len(probed) < len(ps.specs) {
-			probed = append(probed, false)
-		}
 		ps.addSpec(s, false, o.ProbeCallers, true)
 		probed = append(probed, true)
 		g := ""

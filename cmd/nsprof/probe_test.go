@@ -158,23 +158,26 @@ func TestProbeCommand(t *testing.T) {
 	})
 }
 
-// delayedFixture builds testdata/calls/delayed.c against the fixture
-// library: it calls fix_run once, after the milliseconds it is given.
-func delayedFixture(t *testing.T) string {
+// fixtureHost builds the host program testdata/calls/NAME.c against the
+// fixture library built without instrumentation, and returns its path.
+func fixtureHost(t *testing.T, name string, flags ...string) string {
 	t.Helper()
-	prog := callsBuild(t, "")
-	dir := filepath.Dir(prog)
-	src, err := filepath.Abs(filepath.Join("testdata", "calls", "delayed.c"))
+	dir := filepath.Dir(callsBuild(t, ""))
+	src, err := filepath.Abs(filepath.Join("testdata", "calls", name+".c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "delayed")
-	args := []string{"-O2", "-g", "-o", bin, src, "-L" + dir, "-lfixture", "-Wl,-rpath," + dir}
+	bin := filepath.Join(dir, name)
+	args := append([]string{"-O2", "-g", "-o", bin, src, "-L" + dir, "-lfixture", "-Wl,-rpath," + dir}, flags...)
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
 	return bin
 }
+
+// delayedFixture builds testdata/calls/delayed.c: it calls fix_run once,
+// after the milliseconds it is given.
+func delayedFixture(t *testing.T) string { return fixtureHost(t, "delayed") }
 
 // TestProbePID: -p on the running fixture (which starts its calls 1.5 s
 // later): the same exact counts and callers; --probe-marks also marks
@@ -233,17 +236,7 @@ func TestProbePodmanRootless(t *testing.T) {
 // thread's calls are counted exactly.
 func TestProbeThreads(t *testing.T) {
 	requireRoot(t)
-	prog := callsBuild(t, "")
-	dir := filepath.Dir(prog)
-	src, err := filepath.Abs(filepath.Join("testdata", "calls", "threads.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "threads")
-	args := []string{"-O2", "-g", "-o", bin, src, "-L" + dir, "-lfixture", "-Wl,-rpath," + dir, "-lpthread"}
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
-	}
+	bin := fixtureHost(t, "threads", "-lpthread")
 	_, rep := recordProbe(t, "--probe", "libfixture.so:fix_f", "--", bin)
 	var calls int64
 	for _, f := range rep.Calls.Functions {
