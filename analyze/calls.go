@@ -34,6 +34,10 @@ type callStats struct {
 	arcs, lost, untimed int64
 	// timed says some arc has its time measured.
 	timed bool
+	// probes are the ranges of the functions of record --probe;
+	// lostRecords the perf records the rings lost under it.
+	probes      []capture.ProbeRange
+	lostRecords int64
 }
 
 // callsMeta takes the METADATA frames of a --calls recording.
@@ -48,6 +52,15 @@ func (b *builder) callsMeta(id, value string) {
 		s.lost, _ = strconv.ParseInt(value, 10, 64)
 	case capture.MetaCallsUntimed:
 		s.untimed, _ = strconv.ParseInt(value, 10, 64)
+	case capture.MetaProbeLostRecords:
+		s.lostRecords, _ = strconv.ParseInt(value, 10, 64)
+	case capture.MetaProbeRange:
+		r, err := capture.ParseProbeRange(value)
+		if err != nil {
+			b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("probes: %v", err))
+			return
+		}
+		s.probes = append(s.probes, r)
 	}
 }
 
@@ -80,7 +93,12 @@ func (b *builder) callSamples() map[int32][3]int64 {
 			b.callStats.timed = true
 		}
 	}
-	if s := b.callStats; s.lost > 0 || s.untimed > 0 {
+	if s := b.callStats; s.lostRecords > 0 {
+		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("probes: the perf rings lost %d records: the calls they held are missing from the counts", s.lostRecords))
+	}
+	if s := b.callStats; len(s.probes) > 0 && s.lost > 0 {
+		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("probes: %d probed calls not counted (an entry or a return without the other: entered before the recording, nested too deep, lost, or still running at the end)", s.lost))
+	} else if s.lost > 0 || s.untimed > 0 {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("calls: %d calls were not recorded (threads still running at exit, rings full, signal handlers), %d counted without their time (nested too deep)", s.lost, s.untimed))
 	}
 	return out
@@ -90,4 +108,12 @@ func (b *builder) callSamples() map[int32][3]int64 {
 // whether some calls have their time measured (-finstrument-functions).
 func (p *Profile) CallsRecorded() (recorded, timed bool) {
 	return p.callStats.recorded || p.callCol > 0, p.callStats.timed
+}
+
+// ProbeRanges returns what record --probe counted of each probed
+// function over its threads and callers (calls, total, shortest and
+// longest call), sorted by name; nil for other captures. Per-thread and
+// per-caller counts are the calls columns' samples.
+func (p *Profile) ProbeRanges() []capture.ProbeRange {
+	return p.callStats.probes
 }

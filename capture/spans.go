@@ -11,4 +11,7 @@ const (
 	// SpanGroup is the group of the calls of functions named with
 	// --span.
 	SpanGroup = "span"
+	// ProbeGroup is the group of the calls of functions named with
+	// --probe, with --probe-marks.
+	ProbeGroup = "probe"
 )

@@ -101,9 +101,18 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 					return nil, fmt.Errorf("redirect tracepoint %s of pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
 				}
 			}
-			if err := s.openUprobes(res, pid, cpu, owner, target.isProcess(pid), systemWide, target.kind == targetExec); err != nil {
-				return nil, err
-			}
+		}
+	}
+	for _, pid := range pids {
+		if len(s.Uprobes) == 0 || systemWide {
+			break
+		}
+		err := s.openUprobes(res, pid, pageSize, len(pids), target.isProcess(pid), target.kind == targetExec)
+		if errors.Is(err, unix.ESRCH) && canSkipTask {
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if len(res.rings) == 0 {

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +22,12 @@ type resources struct {
 	rings []*ring
 	poll  poller
 	// uprobes maps the ids of the Uprobes events to their index in
-	// Options.Uprobes.
-	uprobes map[uint64]int
+	// Options.Uprobes; their samples have the layout uprobeFormat.
+	uprobes      map[uint64]int
+	uprobeFormat Format
+	// taskRings counts the rings of rings that are a task's (its
+	// probes'), not a CPU's.
+	taskRings int
 }
 
 // close releases everything once; later calls do nothing.
@@ -75,7 +80,7 @@ func newReader(res *resources, f Format, ev Event, perTask bool) *Reader {
 		scratch: make([]byte, maxRecord),
 		next:    make([]nextRecord, len(res.rings)),
 		perTask: perTask,
-		cpus:    len(res.rings),
+		cpus:    len(res.rings) - res.taskRings,
 	}
 	r.cleanup = runtime.AddCleanup(r, func(res *resources) { res.close() }, res)
 	return r
@@ -161,7 +166,7 @@ func (r *Reader) ReadInto(rec *Record) error {
 				raw, off, ferr := rg.peek(r.scratch)
 				r.next[i].known = false
 				if ferr == nil && raw != nil {
-					ferr = decode(rec, raw, r.format)
+					ferr = decode(rec, raw, r.formatOf(raw))
 					rg.consume(uint64(len(raw)))
 					if ferr == nil {
 						rec.CPU = rg.cpu
@@ -200,6 +205,19 @@ func (r *Reader) ReadInto(rec *Record) error {
 }
 
 func (r *Reader) hup(int) { r.hungUp++ }
+
+// formatOf returns the layout of record raw: that of the user probes for
+// their samples (see Uprobe), the main event's for every other.
+func (r *Reader) formatOf(raw []byte) Format {
+	if len(r.res.uprobes) == 0 || len(raw) < headerSize+8 || RecordType(binary.NativeEndian.Uint32(raw)) != RecordSample {
+		return r.format
+	}
+	// PERF_SAMPLE_IDENTIFIER comes first in a sample.
+	if _, ok := r.res.uprobes[binary.NativeEndian.Uint64(raw[headerSize:])]; ok {
+		return r.res.uprobeFormat
+	}
+	return r.format
+}
 
 // loadHeads snapshots every ring's head and restarts draining. It
 // reports whether any ring holds records.

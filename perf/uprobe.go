@@ -27,7 +27,8 @@ var ErrNoUprobes = errors.New("the kernel has no uprobe PMU (CONFIG_UPROBE_EVENT
 // into the task's ring (a uprobe), or does so when the function that
 // starts there returns (a uretprobe). A probe is placed on the file's
 // inode, so it hits whatever mapping of the file the recorded tasks run,
-// in any mount namespace.
+// in any mount namespace. A probe hits the tasks it is opened for, not
+// the tasks they create after (see uprobeAttr).
 type Uprobe struct {
 	// Path is the file as this process opens it. Use the process's own
 	// view of a file it maps (/proc/self/fd/N of the opened file, or
@@ -41,6 +42,13 @@ type Uprobe struct {
 	Return bool
 	// Stack records the user part of the callchain with each hit.
 	Stack bool
+	// CallSite copies the 8 bytes at the user stack pointer with each
+	// hit into [Sample.Stack]: at a function's entry, its return address,
+	// the call site. The kernel's callchain cannot give it: its
+	// frame-pointer walk starts at the caller's frame, whose return
+	// address is the caller's caller. A probe's samples have no
+	// registers ([Sample.Regs] is empty).
+	CallSite bool
 	// MainThread opens the probe on the main threads (tid == pid) of a
 	// [Processes] target only; threads those create inherit it. Other
 	// targets open it on every task, as the main event.
@@ -102,46 +110,103 @@ func parseConfigBit(s string) (uint, error) {
 	return uint(n), nil
 }
 
-// uprobeAttr builds the attributes of probe u, sharing the main event's
-// ring and sample layout as a tracepoint does (see tracepointAttr). path
-// must stay alive until perf_event_open returns: the attributes point at
-// it.
-func (s *settings) uprobeAttr(u Uprobe, path []byte, systemWide, onExec bool) unix.PerfEventAttr {
-	a := s.tracepointAttr(0, u.Stack, true, systemWide, onExec)
+// uprobeAttr builds the attributes of probe u, with the main event's
+// sample layout as a tracepoint has it (see tracepointAttr), for one task
+// on any CPU, waking the reader once wakeup bytes are pending. path must
+// stay alive until perf_event_open returns: the attributes point at it.
+func (s *settings) uprobeAttr(u Uprobe, path []byte, onExec bool, wakeup int) unix.PerfEventAttr {
+	a := s.tracepointAttr(0, u.Stack, true, false, onExec)
 	a.Type, a.Config = s.uprobe.typ, 0
+	// Not inherited: the kernel sets up a child's copy of a uprobe PMU
+	// event by reading the path at Ext1 again, in the task that forks or
+	// creates a thread, where the pointer means nothing; the fork or
+	// pthread_create then fails with EFAULT.
+	a.Bits &^= attrInherit
+	a.Bits |= attrWatermark
+	a.Wakeup = uint32(wakeup)
 	if u.Return {
 		a.Config = s.uprobe.retBit
+	}
+	// A layout of its own (see uprobeFormat): no registers, and at most
+	// the call site of the stack.
+	f := s.uprobeFormat()
+	a.Sample_type, a.Sample_regs_user = f.SampleType, 0
+	a.Sample_stack_user = 0
+	if u.CallSite {
+		a.Sample_stack_user = 8
 	}
 	a.Ext1 = uint64(uintptr(unsafe.Pointer(&path[0])))
 	a.Ext2 = u.Offset
 	return a
 }
 
-// openUprobes opens every probe of s for task pid on cpu (isMain: pid is
-// a process's main thread) into the ring of event owner, and records
-// their ids in res.
-func (s *settings) openUprobes(res *resources, pid, cpu, owner int, isMain, systemWide, onExec bool) error {
+// uprobeFormat is the layout of the probes' samples: the main event's
+// without its registers, and with a user stack (of 0 bytes, or the 8 of
+// a call site) whether the main event copies stacks or not. Copying the
+// 17 registers of x86-64 cost each hit a microsecond, a fifth of the
+// hit, on a VM (perf's own probes take no registers).
+func (s *settings) uprobeFormat() Format {
+	f := s.format()
+	f.SampleType &^= sampleRegsUser | sampleRaw
+	f.SampleType |= sampleStackUser
+	f.RegsUser = 0
+	return f
+}
+
+// uprobeRingPages returns the size of the ring of one task's probes when
+// tasks tasks are probed: the main rings' size, divided among the tasks
+// down to 64 pages (256 KiB).
+func (s *settings) uprobeRingPages(tasks int) int {
+	pages := s.RingPages
+	for pages > 64 && pages*tasks > 4*s.RingPages {
+		pages /= 2
+	}
+	return pages
+}
+
+// openUprobes opens every probe of s for task pid (isMain: pid is a
+// process's main thread; tasks: how many tasks are probed) on any CPU,
+// into a ring of the task's own, and records their ids in res.
+//
+// A probe is a consumer of the kernel's uprobe of its own: each hit runs
+// every consumer of the probed address, which filters on the process.
+// One event per task, rather than one per task and CPU as the sampling
+// events are opened, keeps that to one consumer a task, however many
+// CPUs there are; such an event cannot share a CPU's ring, so the task's
+// probes share a ring of their own.
+func (s *settings) openUprobes(res *resources, pid, pageSize, tasks int, isMain, onExec bool) error {
+	owner := -1
+	pages := s.uprobeRingPages(tasks)
 	for i, u := range s.Uprobes {
 		if u.MainThread && !isMain {
 			continue
 		}
 		path := append([]byte(u.Path), 0)
-		attr := s.uprobeAttr(u, path, systemWide, onExec)
-		fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		attr := s.uprobeAttr(u, path, onExec, pages*pageSize/4)
+		fd, err := unix.PerfEventOpen(&attr, pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		runtime.KeepAlive(path)
 		switch {
 		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-			return fmt.Errorf("open %v for pid %d on cpu %d (user probes need root or CAP_PERFMON): %w", u, pid, cpu, err)
+			return fmt.Errorf("open %v for pid %d (user probes need root or CAP_PERFMON): %w", u, pid, err)
 		case err != nil:
-			return fmt.Errorf("open %v for pid %d on cpu %d: %w", u, pid, cpu, err)
+			return fmt.Errorf("open %v for pid %d: %w", u, pid, err)
 		}
 		res.fds = append(res.fds, fd)
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
-			return fmt.Errorf("redirect %v of pid %d on cpu %d: %w", u, pid, cpu, err)
+		if owner < 0 {
+			rg, err := mapRing(-1, fd, pageSize, pages)
+			if err != nil {
+				return fmt.Errorf("ring of the probes of pid %d: %w", pid, err)
+			}
+			res.rings = append(res.rings, rg)
+			res.taskRings++
+			res.uprobeFormat = s.uprobeFormat()
+			owner = fd
+		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
+			return fmt.Errorf("redirect %v of pid %d: %w", u, pid, err)
 		}
 		id, err := unix.PerfEventID(fd)
 		if err != nil {
-			return fmt.Errorf("id of %v of pid %d on cpu %d: %w", u, pid, cpu, err)
+			return fmt.Errorf("id of %v of pid %d: %w", u, pid, err)
 		}
 		if res.uprobes == nil {
 			res.uprobes = make(map[uint64]int)

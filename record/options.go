@@ -86,6 +86,14 @@ type Options struct {
 	// marks of group capture.SpanGroup named after the function. They need a
 	// command or PIDs.
 	Spans []ProbeSpec
+	// Probes counts and times each call of the functions named, on every
+	// thread (a uprobe at entry, a uretprobe at return): per thread and,
+	// with ProbeCallers, per call site, written as the call arcs --calls
+	// writes (capture.CallsFile). ProbeMarks also marks each call (group
+	// capture.ProbeGroup). They need a command or PIDs, and exclude Calls.
+	Probes       []ProbeSpec
+	ProbeCallers bool
+	ProbeMarks   bool
 	// Counter sources to leave out, and RAPL energy to add.
 	NoCPU, NoMemory, NoDisk, NoNetwork bool
 	RAPL                               bool
@@ -214,8 +222,14 @@ func (o *Options) setDefaults() error {
 	if o.OffCPU && o.Tracepoint == switchTracepoint {
 		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")
 	}
-	if (o.MainLoop || len(o.Spans) > 0) && (o.NoPerf || o.System || (len(o.Command) == 0 && len(o.PIDs) == 0)) {
-		return errors.New("main-loop and span probes need perf events and a command or pids (not the whole system)")
+	if len(o.Probes) > 0 && o.Calls {
+		return errors.New("probes and calls both write the call arcs: record one or the other")
+	}
+	if (o.ProbeCallers || o.ProbeMarks) && len(o.Probes) == 0 {
+		return errors.New("probe callers and marks need probes")
+	}
+	if (o.MainLoop || len(o.Spans) > 0 || len(o.Probes) > 0) && (o.NoPerf || o.System || (len(o.Command) == 0 && len(o.PIDs) == 0)) {
+		return errors.New("main-loop, span and function probes need perf events and a command or pids (not the whole system)")
 	}
 	if o.Memprof && o.SysprofMemprof {
 		return errors.New("memprof and Sysprof's memprof cannot both be loaded")

@@ -25,7 +25,8 @@ type probeSet struct {
 	specs []ProbeSpec
 	// mainThread[i] probes specs[i] on main threads only.
 	mainThread []bool
-	// stack[i] records the user callchain with each entry of specs[i].
+	// stack[i] records the call site (the return address at the stack
+	// pointer) with each entry of specs[i].
 	stack []bool
 	// returns[i] also probes the returns of specs[i]'s functions.
 	returns []bool
@@ -42,8 +43,7 @@ type probeRef struct {
 }
 
 // addSpec adds a spec to find, probed on main threads only or on every
-// thread, with the user callchain at entry or not, at its returns too or
-// not.
+// thread, with the call site at entry or not, at its returns too or not.
 func (ps *probeSet) addSpec(s ProbeSpec, mainThread, stack, returns bool) {
 	ps.specs = append(ps.specs, s)
 	ps.mainThread = append(ps.mainThread, mainThread)
@@ -243,7 +243,9 @@ func (ps *probeSet) uprobes() []perf.Uprobe {
 	ps.probes = ps.probes[:0]
 	for i, s := range ps.sites {
 		p := fmt.Sprintf("/proc/self/fd/%d", s.file.Fd())
-		us = append(us, perf.Uprobe{Path: p, Offset: s.offset, Stack: ps.stack[s.spec], MainThread: ps.mainThread[s.spec]})
+		u := perf.Uprobe{Path: p, Offset: s.offset, MainThread: ps.mainThread[s.spec]}
+		u.CallSite = ps.stack[s.spec]
+		us = append(us, u)
 		ps.probes = append(ps.probes, probeRef{site: i})
 		if ps.returns[s.spec] {
 			us = append(us, perf.Uprobe{Path: p, Offset: s.offset, Return: true, MainThread: ps.mainThread[s.spec]})

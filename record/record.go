@@ -283,7 +283,7 @@ func (r *recorder) setup() error {
 			}
 			r.block.setup(&popts)
 		}
-		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 {
+		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 || len(o.Probes) > 0 {
 			ps, err := r.setupSpans(mode)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"strconv"
 
 	"nsprof/capture"
@@ -41,6 +42,8 @@ type spans struct {
 	calls, unpaired, deep, open uint64
 	// hits counts the entries and returns read.
 	hits uint64
+	// agg sums the calls of the --probe functions (nil without).
+	agg *probeCalls
 }
 
 // openCall is an entered call.
@@ -48,6 +51,11 @@ type openCall struct {
 	site int
 	time int64
 	pid  int32
+	// ip is the probed address in the process and caller the return
+	// address at entry (0 unless its spec records callers); child sums
+	// the durations of the probed calls it made (for self time).
+	ip, caller uint64
+	child      int64
 }
 
 func newSpans(ps *probeSet, groups []string) *spans {
@@ -67,23 +75,41 @@ func (sp *spans) handle(r *recorder, rec *perf.Record) bool {
 	if sp.probes.mainThread[sp.probes.sites[site].spec] && s.PID != s.TID {
 		return true // a thread created by the main thread inherited it
 	}
-	sp.hit(int32(s.PID), int32(s.TID), site, ret, int64(s.Time), func(c openCall, tid int32, d int64) {
-		sp.write(r, c, tid, d, "")
+	spec := sp.probes.sites[site].spec
+	c := openCall{site: site, time: int64(s.Time), pid: int32(s.PID)}
+	if !ret {
+		c.ip = s.IP
+		if sp.probes.stack[spec] {
+			c.caller = callSite(s.Stack)
+		}
+	}
+	sp.hit(int32(s.TID), c, ret, func(c openCall, tid int32, d int64) {
+		if sp.agg != nil && sp.agg.probed[sp.probes.sites[c.site].spec] {
+			sp.agg.add(c, tid, d)
+		}
+		if sp.groups[sp.probes.sites[c.site].spec] != "" {
+			sp.write(r, c, tid, d, "")
+		}
 	})
 	return true
 }
 
-// hit pairs an entry (ret false) or a return of site on thread tid at
-// time t with what the thread hit before, and calls done with each call
-// it completes: its entry, thread and duration.
-func (sp *spans) hit(pid, tid int32, site int, ret bool, t int64, done func(c openCall, tid int32, d int64)) {
+// hit pairs an entry (ret false) or a return of call c's site on thread
+// tid at c's time with what the thread hit before, and calls done with
+// each call it completes: its entry, thread and duration. A completed
+// call's duration is added to the child time of the call it ran in.
+func (sp *spans) hit(tid int32, c openCall, ret bool, done func(c openCall, tid int32, d int64)) {
 	stack := sp.threads[tid]
 	if !ret {
 		if e := sp.early[tid]; len(e) > 0 {
 			for j := range e {
-				if e[j].site == site && e[j].time >= t {
-					done(openCall{site: site, time: t, pid: pid}, tid, e[j].time-t)
+				if e[j].site == c.site && e[j].time >= c.time {
+					d := e[j].time - c.time
 					sp.early[tid] = append(e[:j], e[j+1:]...)
+					if len(stack) > 0 {
+						stack[len(stack)-1].child += d
+					}
+					done(c, tid, d)
 					return
 				}
 			}
@@ -92,21 +118,26 @@ func (sp *spans) hit(pid, tid int32, site int, ret bool, t int64, done func(c op
 			sp.deep++
 			return
 		}
-		sp.threads[tid] = append(stack, openCall{site: site, time: t, pid: pid})
+		c.child = 0
+		sp.threads[tid] = append(stack, c)
 		return
 	}
 	// The innermost open call of the same site; calls of other sites
 	// above it lost their returns.
 	for j := len(stack) - 1; j >= 0; j-- {
-		if stack[j].site != site {
+		if stack[j].site != c.site {
 			continue
 		}
-		if t < stack[j].time {
+		if c.time < stack[j].time {
 			break
 		}
 		sp.unpaired += uint64(len(stack) - 1 - j)
-		done(stack[j], tid, t-stack[j].time)
+		d := c.time - stack[j].time
+		if j > 0 {
+			stack[j-1].child += d
+		}
 		sp.threads[tid] = stack[:j]
+		done(stack[j], tid, d)
 		return
 	}
 	// No entry yet: kept for an entry read later, or counted unpaired
@@ -116,7 +147,16 @@ func (sp *spans) hit(pid, tid int32, site int, ret bool, t int64, done func(c op
 		sp.unpaired++
 		e = append(e[:0], e[1:]...)
 	}
-	sp.early[tid] = append(e, openCall{site: site, time: t, pid: pid})
+	sp.early[tid] = append(e, openCall{site: c.site, time: c.time, pid: c.pid})
+}
+
+// callSite returns the return address a probe's hit at a function's
+// entry copied from the stack pointer, or 0 when the copy failed.
+func callSite(stack []byte) uint64 {
+	if len(stack) < 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(stack)
 }
 
 // maxEarly bounds the returns kept per thread for an entry read later.
@@ -152,6 +192,13 @@ func (sp *spans) finish(r *recorder) {
 	var gone, doubt uint64
 	for tid, stack := range sp.threads {
 		for _, c := range stack {
+			spec := sp.probes.sites[c.site].spec
+			if sp.agg != nil && sp.agg.probed[spec] {
+				sp.agg.open++ // not among the --probe counts
+			}
+			if sp.groups[spec] == "" {
+				continue
+			}
 			if !r.opts.FS.TaskExists(int(c.pid), int(tid)) {
 				gone++ // ended inside the call: its end is unknown
 				continue
@@ -167,7 +214,10 @@ func (sp *spans) finish(r *recorder) {
 	for _, e := range sp.early {
 		sp.unpaired += uint64(len(e))
 	}
-	if r.writeErr != nil {
+	if sp.agg != nil {
+		sp.agg.finish(r, sp.unpaired+sp.deep)
+	}
+	if r.writeErr != nil || !sp.marks() {
 		return
 	}
 	md := [][2]string{
@@ -189,6 +239,16 @@ func (sp *spans) finish(r *recorder) {
 	}
 }
 
+// marks reports whether some spec has its calls marked.
+func (sp *spans) marks() bool {
+	for _, g := range sp.groups {
+		if g != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // setupSpans finds the functions of Options.MainLoop and Options.Spans in
 // the recorded command or processes and returns their probes; the caller
 // closes them once the perf events are open.
@@ -203,6 +263,17 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 	for _, s := range o.Spans {
 		ps.addSpec(s, false, false, true)
 		groups = append(groups, capture.SpanGroup)
+	}
+	// probed[i] says spec i is one of Options.Probes: they come last.
+	probed := make([]bool, len(ps.specs), len(ps.specs)+len(o.Probes))
+	for _, s := range o.Probes {
+		ps.addSpec(s, false, o.ProbeCallers, true)
+		probed = append(probed, true)
+		g := ""
+		if o.ProbeMarks {
+			g = capture.ProbeGroup
+		}
+		groups = append(groups, g)
 	}
 	var err error
 	switch mode {
@@ -232,5 +303,8 @@ func (r *recorder) setupSpans(mode string) (*probeSet, error) {
 		return nil, err
 	}
 	r.spans = newSpans(ps, groups)
+	if len(o.Probes) > 0 {
+		r.spans.agg = newProbeCalls(ps, probed)
+	}
 	return ps, nil
 }

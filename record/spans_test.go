@@ -38,7 +38,7 @@ func TestSpansPairing(t *testing.T) {
 			sp := newSpans(&probeSet{}, nil)
 			var got []string
 			for _, h := range tc.hits {
-				sp.hit(7, 7, h.site, h.ret, h.t, func(c openCall, tid int32, d int64) {
+				sp.hit(7, openCall{site: h.site, time: h.t, pid: 7}, h.ret, func(c openCall, tid int32, d int64) {
 					if tid != 7 || c.pid != 7 {
 						t.Errorf("call of tid %d pid %d", tid, c.pid)
 					}

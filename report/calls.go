@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/textsafe"
 )
 
@@ -19,10 +20,35 @@ type jsonCalls struct {
 	CPUPeriod      int64              `json:"cpu_period_ns"`
 	Functions      []analyze.CallStat `json:"functions"`
 	Arcs           []analyze.CallArc  `json:"arcs"`
+	// Probes are the functions of record --probe over their threads and
+	// callers: calls, total, shortest and longest call.
+	Probes []jsonProbe `json:"probes,omitempty"`
+}
+
+// jsonProbe is one probed function of record --probe.
+type jsonProbe struct {
+	Function string `json:"function"`
+	Calls    int64  `json:"calls"`
+	Total    int64  `json:"total_ns"`
+	Mean     int64  `json:"mean_ns"`
+	Min      int64  `json:"min_ns"`
+	Max      int64  `json:"max_ns"`
+}
+
+// probesJSON returns the probed functions' ranges.
+func probesJSON(p *analyze.Profile) []jsonProbe {
+	var out []jsonProbe
+	for _, r := range p.ProbeRanges() {
+		out = append(out, jsonProbe{Function: r.Func, Calls: r.Calls, Total: r.Total, Mean: r.Total / max(r.Calls, 1), Min: r.Min, Max: r.Max})
+	}
+	return out
 }
 
 // selfSource says where the flat profile's self time comes from.
-func selfSource(g *analyze.CallGraph) string {
+func selfSource(g *analyze.CallGraph, p *analyze.Profile) string {
+	if g.Timed && len(p.ProbeRanges()) > 0 {
+		return "probes"
+	}
 	if g.Timed {
 		return "instrumented"
 	}
@@ -43,8 +69,8 @@ func callsJSON(w io.Writer, v *analyze.View, o Options) error {
 		GroupBy:  analyze.GroupNone.String(),
 		Groups:   []jsonGroup{},
 		Calls: &jsonCalls{
-			Timed: g.Timed, SelfTimeSource: selfSource(g), CPUPeriod: g.CPUPeriod,
-			Functions: g.Funcs, Arcs: g.Arcs,
+			Timed: g.Timed, SelfTimeSource: selfSource(g, p), CPUPeriod: g.CPUPeriod,
+			Functions: g.Funcs, Arcs: g.Arcs, Probes: probesJSON(p),
 		},
 	}
 	if doc.Calls.Functions == nil {
@@ -105,7 +131,10 @@ func callsText(w io.Writer, v *analyze.View, o Options) error {
 	}
 	unit, div := perCallUnit(g)
 	fmt.Fprintf(w, "Flat profile:\n\n")
-	if g.Timed {
+	probes := v.ProbeRanges()
+	if g.Timed && len(probes) > 0 {
+		fmt.Fprintf(w, "Self and total times are measured by user probes (record --probe): self is outside the\nprobed functions it calls; functions not probed take their self time from the CPU samples.\n")
+	} else if g.Timed {
 		fmt.Fprintf(w, "Self and total times are measured by the instrumentation (-finstrument-functions);\nfunctions with untimed calls (-pg) or none take their self time from the CPU samples.\n")
 	} else if g.CPUPeriod > 0 {
 		fmt.Fprintf(w, "Calls are counted, not timed (-pg): self time comes from the CPU samples,\neach counting as %.6f seconds; total time per call is not known.\n", float64(g.CPUPeriod)/1e9)
@@ -141,7 +170,30 @@ func callsText(w io.Writer, v *analyze.View, o Options) error {
 		}
 		fmt.Fprintf(w, "%6.2f %9.4f %9.4f %8s %8s %8s  %s\n", pct, float64(cum)/1e9, float64(self)/1e9, calls, selfPer, totalPer, funcLabel(f.Name, f.DSO))
 	}
+	if err := probesText(w, probes); err != nil {
+		return err
+	}
 	return callGraphText(w, g)
+}
+
+// probesText prints the probed functions' calls and the mean, shortest
+// and longest call of each, over their threads and callers.
+func probesText(w io.Writer, probes []capture.ProbeRange) error {
+	if len(probes) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nProbed functions (record --probe), per call:\n\n")
+	fmt.Fprintf(w, "%12s %12s %12s %12s %12s  %s\n", "calls", "total ms", "mean us", "min us", "max us", "function")
+	for _, r := range probes {
+		mean := 0.0
+		if r.Calls > 0 {
+			mean = float64(r.Total) / float64(r.Calls) / 1e3
+		}
+		if _, err := fmt.Fprintf(w, "%12d %12.3f %12.3f %12.3f %12.3f  %s\n", r.Calls, float64(r.Total)/1e6, mean, float64(r.Min)/1e3, float64(r.Max)/1e3, textsafe.Escape(r.Func)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // callGraphText prints the call graph: for each called function, its

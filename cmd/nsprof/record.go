@@ -24,6 +24,7 @@ type recordFlags struct {
 	duration  float64
 	all       bool
 	callGraph string
+	probes    []string
 	fp        bool
 	redact    string
 	// freq is -F: a rate in Hz or "max"; events are the -e values.
@@ -211,6 +212,24 @@ SIGTERM; the capture is complete in every case.`,
 				}
 				opts.Spans = append(opts.Spans, spec)
 			}
+			for _, s := range fl.probes {
+				spec, err := record.ParseProbeSpec(s)
+				if err != nil {
+					return usagef(cmd, "--probe: %v", err)
+				}
+				opts.Probes = append(opts.Probes, spec)
+			}
+			if len(opts.Probes) > 0 {
+				if len(args) == 0 && len(opts.PIDs) == 0 {
+					return usagef(cmd, "--probe needs a command or -p")
+				}
+				if opts.Calls {
+					return usagef(cmd, "--probe and --calls both record call arcs: use one")
+				}
+				opts.ProbeCallers = fl.callGraph != "" || fl.fp
+			} else if opts.ProbeMarks {
+				return usagef(cmd, "--probe-marks needs --probe")
+			}
 			if (opts.MainLoop || len(opts.Spans) > 0) && len(args) == 0 && len(opts.PIDs) == 0 {
 				return usagef(cmd, "--speedtrack and --span need a command or -p")
 			}
@@ -231,7 +250,9 @@ SIGTERM; the capture is complete in every case.`,
 	f.DurationVar(&opts.Blocking, "blocking", 0, "also record the system calls that take at least `DURATION` (5ms, say) as marks of group syscall, with the caller's stack (raw_syscalls tracepoints); report --marks summarizes them, report --value blocking shows their stacks")
 	f.BoolVar(&opts.MainLoop, "speedtrack", false, "mark each GLib main-loop iteration (g_main_context_dispatch, probed with uprobes in the process's own libglib-2.0) on each process's main thread, as Sysprof's --speedtrack; report --marks flags the stalls")
 	f.BoolVar(&opts.SpeedtrackPreload, "speedtrack-preload", false, "with --speedtrack, measure main-loop iterations with the LD_PRELOAD fallback ("+record.SpeedtrackLibName+": time busy between GLib's polls) even where user probes work")
-	f.StringArrayVar(&fl.spans, "span", nil, "mark each call of `LIB:FUNCTION` on every thread (uprobes; LIB a path or a file name such as libfoo or prog; FUNCTION a name or glob; repeatable); report --marks flags the slow ones")
+	f.StringArrayVar(&fl.spans, "span", nil, "mark each call of `LIB:FUNCTION` on the recorded threads (uprobes; not the threads started later; LIB a path or a file name such as libfoo or prog; FUNCTION a name or glob; repeatable); report --marks flags the slow ones")
+	f.StringArrayVar(&fl.probes, "probe", nil, "count and time each call of `LIB:FUNCTION` on the recorded threads (threads started later are not probed; uprobe and uretprobe placed by file offset in the file the process maps; LIB and FUNCTION as for --span; repeatable): calls, total, self, shortest, longest per function and thread, for report --calls; with --call-graph or -g also per caller")
+	f.BoolVar(&opts.ProbeMarks, "probe-marks", false, "with --probe, also mark each call (group probe) for the timeline")
 	f.BoolVar(&opts.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in (sched:sched_switch); report --off-cpu or --wall shows it")
 	f.DurationVar(&opts.OffCPUMarks, "off-cpu-marks", record.DefaultOffCPUMarks, "with --off-cpu, also write the off-CPU intervals of at least `DURATION` as marks of group off-cpu, which Sysprof's timeline shows (negative: none); all intervals' stacks are kept either way")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
