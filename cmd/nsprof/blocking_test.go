@@ -89,8 +89,10 @@ func TestBlockingFixture(t *testing.T) {
 			if m.Duration < 5e6 {
 				t.Errorf("%s mark of %d ns: under the 5 ms threshold", name, m.Duration)
 			}
-			if name == "read" && m.Message != "fd 6: anon_inode:[timerfd]" {
-				t.Errorf("read mark message %q, want %q", m.Message, "fd 6: anon_inode:[timerfd]")
+			// The slow reads are of the timerfd; a fast read of
+			// /dev/zero preempted past 5 ms is a mark too.
+			if name == "read" && m.Message != "fd 6: anon_inode:[timerfd]" && m.Message != "fd 5: /dev/zero" {
+				t.Errorf("read mark message %q, want %q (or fd 5: /dev/zero)", m.Message, "fd 6: anon_inode:[timerfd]")
 			}
 		}
 		if slow != n {
@@ -268,6 +270,9 @@ func TestBlockingTargets(t *testing.T) {
 					t.Errorf("a mark of the recorder itself: %s %d ns", m.Name, m.Duration)
 				case m.PID != int32(pid):
 					continue
+				case m.Name == "read" && m.Message == "fd 5: /dev/zero":
+					// A fast read of /dev/zero preempted on a loaded
+					// machine: named right, not one of the slow reads.
 				case m.Duration >= 19e6 && m.Duration < 100e6:
 					counts[m.Name]++
 					if m.Name == "read" && m.Message != "fd 6: anon_inode:[timerfd]" {
