@@ -68,6 +68,8 @@ type symbolizer struct {
 	// cache, when set, keeps objects' symbols and source frames across
 	// recordings (see symObj.resolve).
 	cache *symcache.Cache
+	// cacheUses counts the objects resolved by their use of the cache.
+	cacheUses [3]int
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -713,9 +715,10 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for o := range work {
-				fr := o.resolve(hit[o], s.cache, locked)
+				fr, use := o.resolve(hit[o], s.cache, locked)
 				mu.Lock()
 				out[o] = fr
+				s.cacheUses[use]++
 				done++
 				if prog != nil {
 					prog(done, len(objs), o.path)
@@ -859,7 +862,8 @@ func (s *symbolizer) summary() string {
 	}
 	if s.cache != nil {
 		st := s.cache.Stats()
-		fmt.Fprintf(&b, "; symbol cache %s: %d objects read, %d not there, %d written", s.cache.Dir(), st.Hits, st.Misses, st.Written)
+		fmt.Fprintf(&b, "; symbol cache %s: %d objects wholly from it, %d partly (their files read for new addresses), %d not in it; %d entries written",
+			s.cache.Dir(), s.cacheUses[cacheAll], s.cacheUses[cachePart], st.Misses, st.Written)
 		if st.Corrupt > 0 {
 			fmt.Fprintf(&b, ", %d unusable entries ignored", st.Corrupt)
 		}

@@ -20,16 +20,17 @@ const maxCachedAddrs = 1 << 20
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
 // to it.
-func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) map[uint64][]capture.SourceFrame {
+// The use it made of the cache is returned.
+func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
 	if o.loaded {
 		if o.syms == nil {
-			return nil
+			return nil, cacheNone
 		}
-		return o.frames(o.vaddrs(offs), logf)
+		return o.frames(o.vaddrs(offs), logf), cacheNone
 	}
 	o.loaded = true
 	if !o.openELF(logf) {
-		return nil
+		return nil, cacheNone
 	}
 	vas := o.vaddrs(offs)
 	key := ""
@@ -55,16 +56,20 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 			}
 		}
 		if len(missing) == 0 {
-			return out
+			return out, cacheAll
 		}
 	}
 	cached := o.syms
 	if !o.loadSymbols(logf) {
 		if cached == nil {
-			return nil
+			return nil, cacheNone
 		}
 		o.syms = cached // the file's tables fail now: names from the cache, no more frames
-		return out
+		return out, cachePart
+	}
+	use := cachePart
+	if e == nil {
+		use = cacheNone
 	}
 	if e != nil && o.syms.Source() != e.Source {
 		// Other symbols than the entry's (a debug file installed since):
@@ -78,7 +83,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	fresh := o.frames(missing, logf)
 	maps.Copy(out, fresh)
 	if key == "" {
-		return out
+		return out, use
 	}
 	next := &symcache.Entry{Source: o.syms.Source(), Symbols: o.syms.Table().All(), Frames: make(map[uint64][]symbol.Frame)}
 	if e != nil {
@@ -93,8 +98,17 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if err := c.Put(key, next); err != nil {
 		logf("%s: %v", o.path, err)
 	}
-	return out
+	return out, use
 }
+
+// cacheUse says what resolving an object took from the symbol cache.
+type cacheUse int
+
+const (
+	cacheNone cacheUse = iota // nothing: the file was read
+	cachePart                 // its symbols and some frames; the file was read for the others
+	cacheAll                  // all it needed: the file was not read
+)
 
 // vaddrs returns the link-time addresses of the file offsets offs that
 // o's segments map.
