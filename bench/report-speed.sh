@@ -84,7 +84,7 @@ time_reports() {
 	done
 	echo
 	echo "   top of nsprof report:"; sed -n 1,12p "$tmp/n.out" | sed 's/^/     /'
-	echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/pf.out" | grep -v '^$' | head -6 | sed 's/^/     /'
+	echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/pf.out" | grep -v '^$' | sed -n '1,6s/^/     /p'
 	awk -v label="$label" -v runs="$runs" '
 	function median(list,   a, k, i, j, v) {
 		k = split(list, a, " ")
