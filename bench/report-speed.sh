@@ -67,6 +67,20 @@ echo "   symbolization per new DSO (bench/symbolize-dso, open + find symbols + t
 		   printf "     %-28s %7s %-22s %8.2f ms first %8.2f ms median\n", v["dsos"] " DSOs", "", "", v["first_ms_total"], v["median_ms_total"]; next }
 	{ print "     " $0 }'
 
+# time1 NAME COMMAND... runs COMMAND alone, its output to NAME.out, and
+# appends its wall, user and system seconds to the results; a failure
+# stops the bench with the command's errors.
+time1() {
+	local name=$1
+	shift
+	if ! { time "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; } 2>"$tmp/time"; then
+		echo "report-speed: $name failed: $*" >&2
+		tail -5 "$tmp/$name.err" >&2
+		exit 1
+	fi
+	echo "$name $(cat "$tmp/time")" >>"$tmp/results"
+}
+
 # time_reports LABEL NSPROF_CAPTURE PERF_DATA times the three reports, each
 # alone, RUNS times in turn, and prints their medians.
 time_reports() {
@@ -75,16 +89,13 @@ time_reports() {
 	: >"$tmp/results"
 	for r in $(seq "$runs"); do
 		wait
-		t=$({ time "$tmp/nsprof" report "$n" >"$tmp/n.out"; } 2>&1)
-		echo "nsprof $t" >>"$tmp/results"
-		t=$({ time "$perf" report --stdio -i "$p" >"$tmp/p.out" 2>/dev/null; } 2>&1)
-		echo "perf $t" >>"$tmp/results"
-		t=$({ time "$perf" report --stdio --no-children -g none -i "$p" >"$tmp/pf.out" 2>/dev/null; } 2>&1)
-		echo "perf-flat $t" >>"$tmp/results"
+		time1 nsprof "$tmp/nsprof" report "$n"
+		time1 perf "$perf" report --stdio -i "$p"
+		time1 perf-flat "$perf" report --stdio --no-children -g none -i "$p"
 	done
 	echo
-	echo "   top of nsprof report:"; sed -n 1,12p "$tmp/n.out" | sed 's/^/     /'
-	echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/pf.out" | grep -v '^$' | sed -n '1,6s/^/     /p'
+	echo "   top of nsprof report:"; sed -n 1,12p "$tmp/nsprof.out" | sed 's/^/     /'
+	echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/perf-flat.out" | grep -v '^$' | sed -n '1,6s/^/     /p'
 	awk -v label="$label" -v runs="$runs" '
 	function median(list,   a, k, i, j, v) {
 		k = split(list, a, " ")
