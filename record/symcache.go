@@ -2,11 +2,17 @@ package record
 
 import (
 	"maps"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
+
+// noLinesTrust is how long an entry of symbols without source lines
+// answers addresses new to it without the file being read: a debug file
+// installed since is found when it is read again.
+const noLinesTrust = 24 * time.Hour
 
 // maxCachedAddrs bounds the addresses whose frames one cache entry keeps;
 // beyond it, addresses are resolved each recording.
@@ -19,7 +25,8 @@ const maxCachedAddrs = 1 << 20
 // its symbol table, and the frames of the addresses earlier recordings
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
-// to it.
+// to it; an entry of symbols without source lines (a stripped library)
+// answers new addresses too, for a day after the file was read.
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
 	if o.loaded {
@@ -58,6 +65,14 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		if len(missing) == 0 {
 			return out, cacheAll
 		}
+		if e.NoLines && time.Since(time.Unix(e.LoadedAt, 0)) < noLinesTrust {
+			// Symbols without source lines give no address frames:
+			// the file need not be read to learn that again.
+			for _, va := range missing {
+				out[va] = nil
+			}
+			return out, cacheAll
+		}
 	}
 	cached := o.syms
 	if !o.loadSymbols(logf) {
@@ -85,7 +100,13 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if key == "" {
 		return out, use
 	}
-	next := &symcache.Entry{Source: o.syms.Source(), Symbols: o.syms.Table().All(), Frames: make(map[uint64][]symbol.Frame)}
+	next := &symcache.Entry{
+		Source:   o.syms.Source(),
+		NoLines:  !o.syms.HasLines(),
+		LoadedAt: time.Now().Unix(),
+		Symbols:  o.syms.Table().All(),
+		Frames:   make(map[uint64][]symbol.Frame),
+	}
 	if e != nil {
 		next.Frames = e.Frames
 	}

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -165,5 +166,46 @@ func TestSymbolCacheCorruptEntry(t *testing.T) {
 	}
 	if len(logged) == 0 {
 		t.Error("the corrupt entry was not logged")
+	}
+}
+
+// A file without source lines (debug information stripped) needs reading
+// once: addresses new to its entry have no frames either, and are named
+// from the entry's table.
+func TestSymbolCacheNoLines(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	stripped := filepath.Join(t.TempDir(), "stripped")
+	objcopy := testutils.LookPathOrSkip(t, "objcopy")
+	if out, err := exec.Command(objcopy, "--strip-debug", path, stripped).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v: %s", err, out)
+	}
+	const pid, base = 42, 0x7f0000000000
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: stripped, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		return syms, lines, s.cacheUses
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, uses := run(c, offs[:2]); uses != [3]int{cacheNone: 1} {
+		t.Fatalf("first bundle: uses %v", uses)
+	}
+	wantSyms, wantLines, _ := run(nil, offs)
+	syms, lines, uses := run(c, offs)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("bundle of new addresses: uses %v, want all from the cache", uses)
+	}
+	if len(wantSyms) == 0 || !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("bundle from the cache differs from one without it:\n%v %v\nwant\n%v %v", syms, lines, wantSyms, wantLines)
 	}
 }

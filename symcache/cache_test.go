@@ -16,7 +16,8 @@ const testKey = "0123456789abcdef0123456789abcdef01234567"
 
 func testEntry() *Entry {
 	return &Entry{
-		Source: "symtab",
+		Source:   "symtab",
+		LoadedAt: 1764115200,
 		Symbols: []symbol.Symbol{
 			{Name: "_start", Addr: 0x1000, Size: 0x20},
 			{Name: "main", Addr: 0x1020, Size: 0x100},
@@ -299,6 +300,7 @@ func TestTrimEvictsOldest(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(testKey, testEntry()))
 	f.Add(encode(testKey, &Entry{}))
+	f.Add(encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}))
 	f.Add([]byte(magic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decode(testKey, b)

@@ -14,6 +14,12 @@ import (
 type Entry struct {
 	// Source says where the symbols came from ([symbol.Symbols.Source]).
 	Source string
+	// NoLines says the symbols had no source lines at all
+	// ([symbol.Symbols.HasLines]): every address has no frames.
+	NoLines bool
+	// LoadedAt is when the object's own files were last read, in Unix
+	// seconds.
+	LoadedAt int64
 	// Symbols is the object's symbol table, sorted by address, no two at
 	// one address, each of non-zero size (as [symbol.Table.All] gives it).
 	Symbols []symbol.Symbol
@@ -28,6 +34,9 @@ const (
 	magic   = "nsprofSC"
 	version = 1
 )
+
+// flagNoLines marks an Entry.NoLines.
+const flagNoLines = 1
 
 // headerSize is magic, version (u32), payload length (u64), CRC-32C (u32).
 const headerSize = len(magic) + 4 + 8 + 4
@@ -71,7 +80,7 @@ func encode(key string, e *Entry) []byte {
 		prev = s.Addr
 		body = binary.AppendUvarint(body, d)
 		body = binary.AppendUvarint(body, s.Size)
-		body = binary.AppendUvarint(body, intern(s.Name))
+		body = appendString(body, s.Name) // names are seldom repeated
 	}
 	vas := make([]uint64, 0, len(e.Frames))
 	for va := range e.Frames {
@@ -98,6 +107,12 @@ func encode(key string, e *Entry) []byte {
 	var p []byte
 	p = appendString(p, key)
 	p = appendString(p, e.Source)
+	flags := uint64(0)
+	if e.NoLines {
+		flags |= flagNoLines
+	}
+	p = binary.AppendUvarint(p, flags)
+	p = binary.AppendUvarint(p, uint64(e.LoadedAt))
 	p = binary.AppendUvarint(p, uint64(len(table)))
 	for _, s := range table {
 		p = appendString(p, s)
@@ -142,6 +157,12 @@ func decode(key string, b []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: entry of build-id %q under %q", ErrCorrupt, id, key)
 	}
 	e := &Entry{Source: d.str()}
+	flags := d.uvarint()
+	if flags&^flagNoLines != 0 {
+		d.fail("unknown flags %#x", flags)
+	}
+	e.NoLines = flags&flagNoLines != 0
+	e.LoadedAt = int64(d.uvarint())
 	nstr := d.count(1)
 	table := make([]string, 0, nstr)
 	for range nstr {
@@ -157,7 +178,7 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		return table[i]
 	}
-	nsym := d.count(3)
+	nsym := d.count(3) // address, size, name length
 	e.Symbols = make([]symbol.Symbol, 0, nsym)
 	var addr uint64
 	for i := range nsym {
@@ -169,7 +190,7 @@ func decode(key string, b []byte) (*Entry, error) {
 			d.fail("symbol %d: address overflows", i)
 		}
 		addr += delta
-		s := symbol.Symbol{Addr: addr, Size: d.uvarint(), Name: str()}
+		s := symbol.Symbol{Addr: addr, Size: d.uvarint(), Name: d.str()}
 		if d.err == nil && s.Size == 0 {
 			d.fail("symbol %d: size 0", i)
 		}
