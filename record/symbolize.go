@@ -70,6 +70,9 @@ type symbolizer struct {
 	cache *symcache.Cache
 	// cacheUses counts the objects resolved by their use of the cache.
 	cacheUses [3]int
+	// cacheUntrusted counts the objects not written to the cache: files
+	// others than root and the recording user could write.
+	cacheUntrusted int
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -718,6 +721,10 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 				fr, use := o.resolve(hit[o], s.cache, locked)
 				mu.Lock()
 				out[o] = fr
+				if use&cacheUntrusted != 0 {
+					s.cacheUntrusted++
+					use &^= cacheUntrusted
+				}
 				s.cacheUses[use]++
 				done++
 				if prog != nil {
@@ -869,6 +876,9 @@ func (s *symbolizer) summary() string {
 		}
 		if st.Failed > 0 {
 			fmt.Fprintf(&b, ", %d not written", st.Failed)
+		}
+		if s.cacheUntrusted > 0 {
+			fmt.Fprintf(&b, ", %d files not cached (others could write them, or their debug files)", s.cacheUntrusted)
 		}
 	}
 	return b.String()

@@ -1,10 +1,15 @@
 package record
 
 import (
+	"fmt"
 	"maps"
+	"os"
+	"strings"
 	"time"
 
 	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/internal/unix"
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
@@ -100,6 +105,13 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if key == "" {
 		return out, use
 	}
+	if why := o.untrusted(); why != "" {
+		// What a user could have written is not kept for the
+		// recordings of others: a file forging the build-id of a
+		// library would name that library's code.
+		logf("%s: symbols not cached: %s", o.path, why)
+		return out, use | cacheUntrusted
+	}
 	next := &symcache.Entry{
 		Source:   o.syms.Source(),
 		NoLines:  !o.syms.HasLines(),
@@ -129,7 +141,43 @@ const (
 	cacheNone cacheUse = iota // nothing: the file was read
 	cachePart                 // its symbols and some frames; the file was read for the others
 	cacheAll                  // all it needed: the file was not read
+
+	// cacheUntrusted, or'ed in, says what was read was not written to
+	// the cache (see symObj.untrusted).
+	cacheUntrusted cacheUse = 4
 )
+
+// untrusted says why o's symbols are not to be cached, "" when they may
+// be: they must come from a file only root or the recording user can
+// write (or the vdso, which the kernel gives), and debug files found
+// inside a process's own root only when that root is the host's.
+func (o *symObj) untrusted() string {
+	if o.vdso {
+		return ""
+	}
+	if o.f == nil {
+		return "no file"
+	}
+	st, err := o.f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	owner, ok := unix.StatOwner(st)
+	switch {
+	case !ok || !st.Mode().IsRegular():
+		return "not a regular file"
+	case owner != 0 && owner != uint32(os.Geteuid()):
+		return fmt.Sprintf("owned by uid %d", owner)
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())
+	}
+	src := o.syms.Source()
+	fromDebugFile := strings.HasPrefix(src, "build-id:") || strings.HasPrefix(src, "debuglink:")
+	if fromDebugFile && o.root != nil && o.root.Identity().Kind != container.KindHost {
+		return "debug file found inside a " + o.root.Identity().Kind + " root"
+	}
+	return ""
+}
 
 // vaddrs returns the link-time addresses of the file offsets offs that
 // o's segments map.

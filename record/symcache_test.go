@@ -209,3 +209,59 @@ func TestSymbolCacheNoLines(t *testing.T) {
 		t.Errorf("bundle from the cache differs from one without it:\n%v %v\nwant\n%v %v", syms, lines, wantSyms, wantLines)
 	}
 }
+
+// A file another user could have written (which could forge a library's
+// build-id) is symbolized but not cached: neither one owned by another
+// user nor one writable by others.
+func TestSymbolCacheUntrustedFile(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pid, base = 42, 0x7f0000000000
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, p string)
+	}{
+		{"world-writable", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"other owner", func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				testutils.RequireCI(t, "needs root to give a file away")
+			}
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "copy")
+			if err := os.WriteFile(p, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, p)
+			c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s := newSymbolizer()
+			s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+			s.cache = c
+			defer s.close()
+			s.mapped(pid, container.Mapping{Path: p, Start: base, End: base + 1<<20, BuildID: id})
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[0]}, false, 10)
+			syms, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+			if len(syms) == 0 {
+				t.Fatal("address not named")
+			}
+			if st := c.Stats(); st.Written != 0 || s.cacheUntrusted != 1 {
+				t.Errorf("cache stats %+v, %d untrusted: want nothing written, 1 untrusted", st, s.cacheUntrusted)
+			}
+		})
+	}
+}
