@@ -12,8 +12,12 @@
 #   nsprof report X          (text, top functions; symbols from the bundle)
 #   perf report --stdio -i Y (default view: children, call graphs)
 #   perf report --stdio --no-children -g none -i Y (flat, as nsprof's default)
-# and prints the median wall time of each and the ratios perf/nsprof
-# (> 1: nsprof is faster). Both reports write to a file, so both print
+# and prints the median wall and CPU time of each and the ratios perf/nsprof
+# (> 1: nsprof is faster). The same is then done on a multi-process
+# capture, where the reports have many processes and DSOs to name: each
+# tool records the whole system (-a, ALL_SECONDS) while a loop compiles
+# work.c over and over (the cc driver, cc1, as and collect2/ld: hundreds
+# of short processes). Each report is timed alone, one at a time. Both reports write to a file, so both print
 # every function. The symbol bundling nsprof does at the end of `record`
 # is shown from its log line, and timed per DSO by bench/symbolize-dso
 # (open the mapped file, find its symbols, build the table: the cost of
@@ -21,7 +25,8 @@
 #
 #   bench/report-speed.sh [SECONDS]
 #
-# Environment: THREADS (2), FREQ (1000), RUNS (5), BENCH_DIR (/dev/shm),
+# Environment: THREADS (2), FREQ (1000), RUNS (5), ALL_SECONDS (10),
+# BENCH_DIR (/dev/shm),
 # PERF (perf), CC (gcc), KEEP (set to keep the captures and binaries in
 # BENCH_DIR, e.g. for profiling nsprof report with NSPROF_CPUPROFILE).
 set -euo pipefail
@@ -30,6 +35,7 @@ secs=${1:-10}
 threads=${THREADS:-2}
 freq=${FREQ:-1000}
 runs=${RUNS:-5}
+all_secs=${ALL_SECONDS:-10}
 cc=${CC:-gcc}
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
@@ -61,32 +67,80 @@ echo "   symbolization per new DSO (bench/symbolize-dso, open + find symbols + t
 		   printf "     %-28s %7s %-22s %8.2f ms first %8.2f ms median\n", v["dsos"] " DSOs", "", "", v["first_ms_total"], v["median_ms_total"]; next }
 	{ print "     " $0 }'
 
-TIMEFORMAT=%3R
-: >"$tmp/results"
-for r in $(seq "$runs"); do
-	t=$({ time "$tmp/nsprof" report "$tmp/n.syscap" >"$tmp/n.out"; } 2>&1)
-	echo "nsprof $t" >>"$tmp/results"
-	t=$({ time "$perf" report --stdio -i "$tmp/p.data" >"$tmp/p.out" 2>/dev/null; } 2>&1)
-	echo "perf $t" >>"$tmp/results"
-	t=$({ time "$perf" report --stdio --no-children -g none -i "$tmp/p.data" >"$tmp/pf.out" 2>/dev/null; } 2>&1)
-	echo "perf-flat $t" >>"$tmp/results"
-done
-echo
-echo "   top of nsprof report:"; sed -n 1,12p "$tmp/n.out" | sed 's/^/     /'
-echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/pf.out" | grep -v '^$' | head -6 | sed 's/^/     /'
-[ -n "${KEEP:-}" ] && echo "   kept: $tmp"
-awk '
-function median(list,   a, k, i, j, v) {
-	k = split(list, a, " ")
-	for (i = 2; i <= k; i++) { v = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
-	return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+# time1 NAME COMMAND... runs COMMAND alone, its output to NAME.out, and
+# appends its wall, user and system seconds to the results; a failure
+# stops the bench with the command's errors.
+time1() {
+	local name=$1
+	shift
+	if ! { time "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; } 2>"$tmp/time"; then
+		echo "report-speed: $name failed: $*" >&2
+		tail -5 "$tmp/$name.err" >&2
+		exit 1
+	fi
+	echo "$name $(cat "$tmp/time")" >>"$tmp/results"
 }
-{ t[$1] = t[$1] " " $2 }
-END {
-	n = median(t["nsprof"]); p = median(t["perf"]); f = median(t["perf-flat"])
-	print ""
-	printf "   %-40s %8s %10s\n", "median wall time of '"$runs"' runs", "seconds", "perf/nsprof"
-	printf "   %-40s %8.3f %10s\n", "nsprof report", n, "-"
-	printf "   %-40s %8.3f %9.1fx\n", "perf report --stdio", p, p / n
-	printf "   %-40s %8.3f %9.1fx\n", "perf report --stdio --no-children -g none", f, f / n
-}' "$tmp/results"
+
+# time_reports LABEL NSPROF_CAPTURE PERF_DATA times the three reports, each
+# alone, RUNS times in turn, and prints their medians.
+time_reports() {
+	local label=$1 n=$2 p=$3
+	TIMEFORMAT='%3R %3U %3S'
+	: >"$tmp/results"
+	for r in $(seq "$runs"); do
+		wait
+		time1 nsprof "$tmp/nsprof" report "$n"
+		time1 perf "$perf" report --stdio -i "$p"
+		time1 perf-flat "$perf" report --stdio --no-children -g none -i "$p"
+	done
+	echo
+	echo "   top of nsprof report:"; sed -n 1,12p "$tmp/nsprof.out" | sed 's/^/     /'
+	echo "   top of perf report --no-children -g none:"; grep -v '^#' "$tmp/perf-flat.out" | grep -v '^$' | sed -n '1,6s/^/     /p'
+	awk -v label="$label" -v runs="$runs" '
+	function median(list,   a, k, i, j, v) {
+		k = split(list, a, " ")
+		for (i = 2; i <= k; i++) { v = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
+		return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+	}
+	{ w[$1] = w[$1] " " $2; c[$1] = c[$1] " " ($3 + $4) }
+	END {
+		n = median(w["nsprof"]); p = median(w["perf"]); f = median(w["perf-flat"])
+		nc = median(c["nsprof"]); pc = median(c["perf"]); fc = median(c["perf-flat"])
+		print ""
+		printf "   %-44s %8s %10s %8s %10s\n", label ": median of " runs " runs", "wall s", "perf/nsprof", "CPU s", "perf/nsprof"
+		printf "   %-44s %8.3f %10s %8.3f %10s\n", "nsprof report", n, "-", nc, "-"
+		printf "   %-44s %8.3f %9.1fx %8.3f %9.1fx\n", "perf report --stdio", p, p / n, pc, pc / nc
+		printf "   %-44s %8.3f %9.1fx %8.3f %9.1fx\n", "perf report --stdio --no-children -g none", f, f / n, fc, fc / nc
+	}' "$tmp/results"
+}
+
+echo
+echo "== 1. single process: work"
+time_reports "single process" "$tmp/n.syscap" "$tmp/p.data"
+
+# compile_loop SECONDS compiles work.c again and again for SECONDS.
+compile_loop() {
+	local end=$(($(date +%s) + $1))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		"$cc" -O1 -g -pthread -o "$tmp/loop.out" "$root/bench/record-overhead/work.c" || true
+	done
+}
+
+echo
+echo "== 2. multi-process: -a for ${all_secs}s during a loop of $cc compiles"
+compile_loop $((all_secs + 2)) &
+loop=$!
+sleep 1
+"$tmp/nsprof" record -a -F "$freq" --no-cpu --no-memory --no-disk --no-network --duration "$all_secs" -v -o "$tmp/na.syscap" -f >/dev/null 2>"$tmp/nsprof-all.log"
+wait "$loop"
+compile_loop $((all_secs + 2)) &
+loop=$!
+sleep 1
+"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$tmp/pa.data" -- sleep "$all_secs" >/dev/null 2>"$tmp/perf-all.log"
+wait "$loop"
+echo "   nsprof capture: $(stat -c %s "$tmp/na.syscap") bytes, $("$tmp/nsprof" dump --summary "$tmp/na.syscap" | awk '$1 == "SAMPLE" {print $2}') samples;" \
+	"perf.data: $(stat -c %s "$tmp/pa.data") bytes, $("$perf" report --stats -i "$tmp/pa.data" 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}') samples"
+grep -h "bundled" "$tmp/nsprof-all.log" | sed 's/^nsprof: /   nsprof record: /' || true
+time_reports "multi-process" "$tmp/na.syscap" "$tmp/pa.data"
+[ -n "${KEEP:-}" ] && echo "   kept: $tmp"
+true

@@ -15,7 +15,8 @@
 # user+sys from getrusage of children, minus the workload's), samples and
 # lost samples. nsprof unwinds while recording; perf leaves the unwinding
 # to `perf report`, so the CPU time of `perf report --stdio` on the same
-# file is shown too, and the sum.
+# file is shown too, and the sum. Each command is timed alone: the sample
+# and lost-sample counts (perf report -D) are taken before, and waited for.
 #
 # Part 2, lost samples: with every CPU busy (one omitfp per CPU), ALL_RUNS
 # times each, nsprof record -a and perf record -a, both -F FREQ
@@ -82,6 +83,7 @@ run1() {
 	perf) cmd=("$perf" record -e cpu-clock -F "$freq" --call-graph "dwarf,$size" -o "$tmp/out.perf" -- "$tmp/omitfp" "$seconds" "$threads") ;;
 	esac
 	rm -f "$tmp/out.syscap" "$tmp/out.perf"
+	wait # no child of an earlier step is reaped into this timing
 	{ time "${cmd[@]}" >"$tmp/stdout" 2>"$tmp/stderr"; } 2>"$tmp/time" || {
 		echo "unwind-overhead: $mode run $rep failed:" >&2
 		cat "$tmp/stderr" >&2
@@ -89,9 +91,18 @@ run1() {
 	}
 	local samples=0 lost=0 rep_cpu=0
 	case $mode in
-	nsprof) read -r samples lost < <(nsprof_stats "$tmp/out.syscap" "$tmp/stderr") ;;
+	nsprof)
+		nsprof_stats "$tmp/out.syscap" "$tmp/stderr" >"$tmp/stats"
+		read -r samples lost <"$tmp/stats"
+		;;
 	perf)
-		read -r samples lost < <(perf_stats "$tmp/out.perf")
+		# The counts first, each command waited for: bash's time takes
+		# the CPU of every child reaped while it runs, and a process
+		# substitution (perf report -D, seconds of CPU) is reaped late,
+		# into the timed perf report. The report is timed alone.
+		perf_stats "$tmp/out.perf" >"$tmp/stats"
+		read -r samples lost <"$tmp/stats"
+		wait
 		{ time "$perf" report --stdio -i "$tmp/out.perf" >/dev/null 2>&1; } 2>"$tmp/rtime"
 		rep_cpu=$(awk '{for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "cmd_user_s" || kv[1] == "cmd_sys_s") c += kv[2] } } END { print c }' "$tmp/rtime")
 		;;
@@ -162,10 +173,12 @@ for rep in $(seq "$all_runs"); do
 		start_busy
 		if [ "$mode" = nsprof ]; then
 			"$nsprof" record -a -F "$freq" --call-graph "dwarf,$size" --no-cpu --no-memory --no-disk --no-network --duration "$all_seconds" -o "$tmp/all.syscap" -f 2>"$tmp/all.err" >/dev/null
-			read -r samples lost < <(nsprof_stats "$tmp/all.syscap" "$tmp/all.err")
+			nsprof_stats "$tmp/all.syscap" "$tmp/all.err" >"$tmp/stats"
+			read -r samples lost <"$tmp/stats"
 		else
 			"$perf" record -a -e cpu-clock -F "$freq" --call-graph "dwarf,$size" -o "$tmp/all.perf" -- sleep "$all_seconds" 2>"$tmp/all.err" >/dev/null
-			read -r samples lost < <(perf_stats "$tmp/all.perf")
+			perf_stats "$tmp/all.perf" >"$tmp/stats"
+			read -r samples lost <"$tmp/stats"
 		fi
 		stop_busy
 		awk -v m="$mode" -v r="$rep" -v s="$samples" -v l="$lost" -v n="$ncpu" -v d="$all_seconds" -v f="$freq" 'BEGIN {

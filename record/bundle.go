@@ -7,6 +7,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/symbol"
+	"nsprof/symcache"
 )
 
 // writeSymbols resolves the sampled addresses and embeds the names as
@@ -21,6 +22,23 @@ func (r *recorder) writeSymbols() {
 		defer r.status.clear()
 		prog = func(done, total int, name string) {
 			r.status.text(fmt.Sprintf("symbolizing %d/%d %s", done, total, name))
+		}
+	}
+	if r.opts.SymbolCache != "" {
+		c, err := symcache.Open(r.opts.SymbolCache, symcache.Options{MaxBytes: r.opts.SymbolCacheMaxBytes})
+		if err != nil {
+			r.logf("symbols not cached: %v", err)
+		} else {
+			r.sym.cache = c
+			defer func() {
+				if n, err := c.Trim(); err != nil {
+					r.logf("symbols cached, but the cache not trimmed: %v", err)
+				} else if n > 0 {
+					r.notef("symbol cache %s: %d least recently used entries removed to keep it under its size bound", c.Dir(), n)
+				}
+				c.Close()
+				r.sym.cache = nil
+			}()
 		}
 	}
 	syms, lines := r.sym.bundle(r.kernelTable, r.tr.nsPID, prog, r.notef)

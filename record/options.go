@@ -101,6 +101,18 @@ type Options struct {
 	// reporting, which works only while the recorded files still exist at
 	// the same paths (Sysprof's --no-decode).
 	NoDecode bool
+	// SymbolCache is a directory keeping, across recordings, the symbol
+	// tables of the files samples hit and the source frames of their
+	// addresses, by build-id (package symcache; symcache.DefaultDir is
+	// the usual one): a second recording of the same binaries reads them
+	// instead of parsing the files again. Empty: no cache. A directory
+	// that is unsafe (a symbolic link, another user's, writable by
+	// others) is refused with a warning, and the recording goes on
+	// without it.
+	SymbolCache string
+	// SymbolCacheMaxBytes bounds the cache's size; the least recently
+	// used entries are removed beyond it. Zero: symcache.DefaultMaxBytes.
+	SymbolCacheMaxBytes int64
 	// TraceFD, GJS and GTK hand the command SYSPROF_TRACE_FD, GJS_TRACE_FD
 	// (with GJS_ENABLE_PROFILER=1) and GTK_TRACE_FD; what it writes there is
 	// merged into the capture at the end. TraceFD and GTK also give it

@@ -20,6 +20,7 @@ import (
 	"nsprof/capture"
 	"nsprof/container"
 	"nsprof/symbol"
+	"nsprof/symcache"
 	"nsprof/unwind"
 )
 
@@ -64,6 +65,14 @@ type symbolizer struct {
 	// (gone before its mapping was looked at), taken to be this
 	// process's by their size.
 	vdsoFallbacks int
+	// cache, when set, keeps objects' symbols and source frames across
+	// recordings (see symObj.resolve).
+	cache *symcache.Cache
+	// cacheUses counts the objects resolved by their use of the cache.
+	cacheUses [3]int
+	// cacheUntrusted counts the objects not written to the cache: files
+	// others than root and the recording user could write.
+	cacheUntrusted int
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -709,9 +718,14 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for o := range work {
-				fr := o.resolve(hit[o], locked)
+				fr, use := o.resolve(hit[o], s.cache, locked)
 				mu.Lock()
 				out[o] = fr
+				if use&cacheUntrusted != 0 {
+					s.cacheUntrusted++
+					use &^= cacheUntrusted
+				}
+				s.cacheUses[use]++
 				done++
 				if prog != nil {
 					prog(done, len(objs), o.path)
@@ -728,77 +742,11 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 	return out
 }
 
-// resolve loads o and returns the source frames of the file offsets offs,
-// by link-time address; nil when o has no symbols.
-func (o *symObj) resolve(offs []uint64, logf func(string, ...any)) map[uint64][]capture.SourceFrame {
-	if !o.loaded {
-		o.load(logf)
-	}
-	if o.syms == nil {
-		return nil
-	}
-	vas := make([]uint64, 0, len(offs))
-	for _, off := range offs {
-		if va, ok := o.elf.Vaddr(off); ok {
-			vas = append(vas, va)
-		}
-	}
-	o.syms.PrepareFrames(vas)
-	out := make(map[uint64][]capture.SourceFrame)
-	unnamed := 0
-	for _, va := range vas {
-		if _, ok := out[va]; ok {
-			continue
-		}
-		var sf []capture.SourceFrame
-		if fr := o.syms.Frames(va); len(fr) > 0 {
-			sf = make([]capture.SourceFrame, len(fr))
-			for i, f := range fr {
-				sf[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
-				if f.Function == "" && i < len(fr)-1 {
-					unnamed++
-				}
-			}
-		}
-		out[va] = sf
-	}
-	if unnamed > 0 {
-		logf("%s: %d inlined calls at sampled addresses have no function name in its DWARF (%s); reports charge them to the function they are inlined in", o.path, unnamed, o.syms.Source())
-	}
-	return out
-}
-
 // find returns the mapping of p holding address a; later mappings of a
 // range replace earlier ones.
 func (p *symProc) find(a uint64) *symMap {
 	g := symGen{maps: p.maps}
 	return g.find(a)
-}
-
-// load reads o's symbols: its own tables, or debug files found inside
-// the owning process's root first, then on the host, then debuginfod.
-func (o *symObj) load(logf func(string, ...any)) {
-	o.loaded = true
-	r := o.reader()
-	if r == nil {
-		if o.err != nil {
-			logf("%s: not symbolized: %v", o.path, o.err)
-		}
-		return
-	}
-	elf, err := symbol.NewFile(r)
-	if err != nil {
-		logf("%s: %v", o.path, err)
-		return
-	}
-	l := o.loader()
-	l.Debuginfod = symbol.DebuginfodFromEnv()
-	syms, err := l.Load(elf, o.path)
-	if err != nil {
-		logf("%s: no symbols: %v", o.path, err)
-		return
-	}
-	o.elf, o.syms = elf, syms
 }
 
 // loader returns a symbol loader searching debug files inside the root of
@@ -918,6 +866,20 @@ func (s *symbolizer) summary() string {
 	}
 	if s.vdsoFallbacks > 0 {
 		fmt.Fprintf(&b, "; %d [vdso] mappings of processes gone taken to be nsprof's own", s.vdsoFallbacks)
+	}
+	if s.cache != nil {
+		st := s.cache.Stats()
+		fmt.Fprintf(&b, "; symbol cache %s: %d objects wholly from it, %d partly (their files read for new addresses), %d not in it; %d entries written",
+			s.cache.Dir(), s.cacheUses[cacheAll], s.cacheUses[cachePart], st.Misses, st.Written)
+		if st.Corrupt > 0 {
+			fmt.Fprintf(&b, ", %d unusable entries ignored", st.Corrupt)
+		}
+		if st.Failed > 0 {
+			fmt.Fprintf(&b, ", %d not written", st.Failed)
+		}
+		if s.cacheUntrusted > 0 {
+			fmt.Fprintf(&b, ", %d files not cached (others could write them, or their debug files)", s.cacheUntrusted)
+		}
 	}
 	return b.String()
 }

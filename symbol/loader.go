@@ -75,6 +75,19 @@ type Symbols struct {
 	golines *goLineTable
 }
 
+// SymbolsOf returns the Symbols of a table loaded before (kept in a
+// cache), with the Source the load gave. They name addresses but have no
+// source lines: Frames and Line find none.
+func SymbolsOf(t *Table, source string) *Symbols {
+	return &Symbols{table: t, source: source}
+}
+
+// HasLines says whether s has source lines to give: DWARF, or a Go line
+// table. Without them, Frames and Line find nothing at any address.
+func (s *Symbols) HasLines() bool {
+	return s != nil && (s.lines != nil || s.golines != nil)
+}
+
 // Lookup returns the symbol covering the link-time address vaddr.
 func (s *Symbols) Lookup(vaddr uint64) (Symbol, bool) {
 	if s == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"nsprof/internal/unix"
 	"nsprof/perf"
 	"nsprof/record"
+	"nsprof/symcache"
 )
 
 // recordFlags are the command-line settings of `nsprof record` that are
@@ -32,6 +34,23 @@ type recordFlags struct {
 	events []string
 	// spans are the --span values, LIB:FUNCTION.
 	spans []string
+	// symbolCache is --symbol-cache; noSymbolCache --no-symbol-cache.
+	symbolCache   string
+	noSymbolCache bool
+}
+
+// symbolCacheDir returns the symbol cache directory the flags ask for: the
+// default one unless --no-symbol-cache, "" for none.
+func symbolCacheDir(fl recordFlags) (string, error) {
+	switch {
+	case fl.noSymbolCache && fl.symbolCache != "":
+		return "", errors.New("--symbol-cache and --no-symbol-cache exclude each other")
+	case fl.noSymbolCache:
+		return "", nil
+	case fl.symbolCache != "":
+		return fl.symbolCache, nil
+	}
+	return symcache.DefaultDir()
 }
 
 // parseFreq parses -F: a rate in Hz, or "max" for the kernel's limit,
@@ -205,6 +224,9 @@ SIGTERM; the capture is complete in every case.`,
 				return usagef(cmd, "--redact-cmdlines: %v", err)
 			}
 			opts.Duration = time.Duration(fl.duration * float64(time.Second))
+			if opts.SymbolCache, err = symbolCacheDir(fl); err != nil {
+				return usagef(cmd, "%v", err)
+			}
 			for _, s := range fl.spans {
 				spec, err := record.ParseProbeSpec(s)
 				if err != nil {
@@ -258,6 +280,8 @@ SIGTERM; the capture is complete in every case.`,
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.StringVar(&fl.redact, "redact-cmdlines", "others", "cut command lines to the program's name: `WHOSE` others (the default: processes of users other than you, SUDO_UID when run through sudo, and the user nsprof runs as), all, or none")
+	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id, for later recordings of the same binaries (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols); DIR must be the user's and writable by no one else")
+	f.BoolVar(&fl.noSymbolCache, "no-symbol-cache", false, "neither read nor write the symbol cache")
 	f.BoolVar(&opts.NoDecode, "no-decode", false, "do not bundle symbol names (reports then need the recorded files at the same paths)")
 	f.BoolVar(&opts.NoCPU, "no-cpu", false, "do not record CPU usage and frequency")
 	f.BoolVar(&opts.NoMemory, "no-memory", false, "do not record memory usage")

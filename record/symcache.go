@@ -1,0 +1,274 @@
+package record
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"strings"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/internal/unix"
+	"nsprof/symbol"
+	"nsprof/symcache"
+)
+
+// noLinesTrust is how long an entry of symbols without source lines
+// answers addresses new to it without the file being read: a debug file
+// installed since is found when it is read again.
+const noLinesTrust = 24 * time.Hour
+
+// maxCachedAddrs bounds the addresses whose frames one cache entry keeps;
+// beyond it, addresses are resolved each recording.
+const maxCachedAddrs = 1 << 20
+
+// resolve loads o and returns the source frames of the file offsets offs,
+// by link-time address; nil when o has no symbols.
+//
+// With a cache, an object known by its build-id is read from it first:
+// its symbol table, and the frames of the addresses earlier recordings
+// resolved. The object's own tables and DWARF are read only when the
+// entry is missing or lacks some of the addresses, which are then added
+// to it; an entry of symbols without source lines (a stripped library)
+// answers new addresses too, for a day after the file was read.
+// The use it made of the cache is returned.
+func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
+	if o.loaded {
+		if o.syms == nil {
+			return nil, cacheNone
+		}
+		return o.frames(o.vaddrs(offs), logf), cacheNone
+	}
+	o.loaded = true
+	if !o.openELF(logf) {
+		return nil, cacheNone
+	}
+	vas := o.vaddrs(offs)
+	key := ""
+	var e *symcache.Entry
+	if c != nil {
+		key = symcache.Key(o.elf.BuildID(), o.elf.GoBuildID())
+	}
+	if key != "" {
+		var err error
+		if e, err = c.Get(key); err != nil {
+			logf("%s: %v (ignored)", o.path, err)
+		}
+	}
+	out := make(map[uint64][]capture.SourceFrame, len(vas))
+	var missing []uint64
+	if e != nil {
+		o.syms = symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source)
+		for _, va := range vas {
+			if fr, ok := e.Frames[va]; ok {
+				out[va] = sourceFrames(fr)
+			} else {
+				missing = append(missing, va)
+			}
+		}
+		if len(missing) == 0 {
+			return out, cacheAll
+		}
+		if e.NoLines && time.Since(time.Unix(e.LoadedAt, 0)) < noLinesTrust {
+			// Symbols without source lines give no address frames:
+			// the file need not be read to learn that again.
+			for _, va := range missing {
+				out[va] = nil
+			}
+			return out, cacheAll
+		}
+	}
+	cached := o.syms
+	if !o.loadSymbols(logf) {
+		if cached == nil {
+			return nil, cacheNone
+		}
+		o.syms = cached // the file's tables fail now: names from the cache, no more frames
+		return out, cachePart
+	}
+	use := cachePart
+	if e == nil {
+		use = cacheNone
+	}
+	if e != nil && o.syms.Source() != e.Source {
+		// Other symbols than the entry's (a debug file installed since):
+		// its frames may be stale too.
+		e, missing = nil, nil
+		clear(out)
+	}
+	if e == nil {
+		missing = vas
+	}
+	fresh := o.frames(missing, logf)
+	maps.Copy(out, fresh)
+	if key == "" {
+		return out, use
+	}
+	if why := o.untrusted(); why != "" {
+		// What a user could have written is not kept for the
+		// recordings of others: a file forging the build-id of a
+		// library would name that library's code.
+		logf("%s: symbols not cached: %s", o.path, why)
+		return out, use | cacheUntrusted
+	}
+	next := &symcache.Entry{
+		Source:   o.syms.Source(),
+		NoLines:  !o.syms.HasLines(),
+		LoadedAt: time.Now().Unix(),
+		Symbols:  o.syms.Table().All(),
+		Frames:   make(map[uint64][]symbol.Frame),
+	}
+	if e != nil {
+		next.Frames = e.Frames
+	}
+	for va, fr := range fresh {
+		if len(next.Frames) >= maxCachedAddrs {
+			break
+		}
+		next.Frames[va] = symbolFrames(fr)
+	}
+	if err := c.Put(key, next); err != nil {
+		logf("%s: %v", o.path, err)
+	}
+	return out, use
+}
+
+// cacheUse says what resolving an object took from the symbol cache.
+type cacheUse int
+
+const (
+	cacheNone cacheUse = iota // nothing: the file was read
+	cachePart                 // its symbols and some frames; the file was read for the others
+	cacheAll                  // all it needed: the file was not read
+
+	// cacheUntrusted, or'ed in, says what was read was not written to
+	// the cache (see symObj.untrusted).
+	cacheUntrusted cacheUse = 4
+)
+
+// untrusted says why o's symbols are not to be cached, "" when they may
+// be: they must come from a file only root or the recording user can
+// write (or the vdso, which the kernel gives), and debug files found
+// inside a process's own root only when that root is the host's.
+func (o *symObj) untrusted() string {
+	if o.vdso {
+		return ""
+	}
+	if o.f == nil {
+		return "no file"
+	}
+	st, err := o.f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	owner, ok := unix.StatOwner(st)
+	switch {
+	case !ok || !st.Mode().IsRegular():
+		return "not a regular file"
+	case owner != 0 && owner != uint32(os.Geteuid()):
+		return fmt.Sprintf("owned by uid %d", owner)
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())
+	}
+	src := o.syms.Source()
+	fromDebugFile := strings.HasPrefix(src, "build-id:") || strings.HasPrefix(src, "debuglink:")
+	if fromDebugFile && o.root != nil && o.root.Identity().Kind != container.KindHost {
+		return "debug file found inside a " + o.root.Identity().Kind + " root"
+	}
+	return ""
+}
+
+// vaddrs returns the link-time addresses of the file offsets offs that
+// o's segments map.
+func (o *symObj) vaddrs(offs []uint64) []uint64 {
+	vas := make([]uint64, 0, len(offs))
+	for _, off := range offs {
+		if va, ok := o.elf.Vaddr(off); ok {
+			vas = append(vas, va)
+		}
+	}
+	return vas
+}
+
+// frames returns the source frames of the link-time addresses vas, from
+// o's DWARF; an address without any maps to nil.
+func (o *symObj) frames(vas []uint64, logf func(string, ...any)) map[uint64][]capture.SourceFrame {
+	o.syms.PrepareFrames(vas)
+	out := make(map[uint64][]capture.SourceFrame, len(vas))
+	unnamed := 0
+	for _, va := range vas {
+		if _, ok := out[va]; ok {
+			continue
+		}
+		var sf []capture.SourceFrame
+		if fr := o.syms.Frames(va); len(fr) > 0 {
+			sf = make([]capture.SourceFrame, len(fr))
+			for i, f := range fr {
+				sf[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
+				if f.Function == "" && i < len(fr)-1 {
+					unnamed++
+				}
+			}
+		}
+		out[va] = sf
+	}
+	if unnamed > 0 {
+		logf("%s: %d inlined calls at sampled addresses have no function name in its DWARF (%s); reports charge them to the function they are inlined in", o.path, unnamed, o.syms.Source())
+	}
+	return out
+}
+
+func sourceFrames(fr []symbol.Frame) []capture.SourceFrame {
+	if len(fr) == 0 {
+		return nil
+	}
+	out := make([]capture.SourceFrame, len(fr))
+	for i, f := range fr {
+		out[i] = capture.SourceFrame{Function: f.Function, File: f.File, Line: f.Line}
+	}
+	return out
+}
+
+func symbolFrames(fr []capture.SourceFrame) []symbol.Frame {
+	out := make([]symbol.Frame, len(fr))
+	for i, f := range fr {
+		out[i] = symbol.Frame{Function: f.Function, File: f.File, Line: f.Line}
+	}
+	return out
+}
+
+// openELF parses the headers of o's file, which map file offsets to
+// link-time addresses and give its build-id; false when it has no file or
+// they cannot be read.
+func (o *symObj) openELF(logf func(string, ...any)) bool {
+	r := o.reader()
+	if r == nil {
+		if o.err != nil {
+			logf("%s: not symbolized: %v", o.path, o.err)
+		}
+		return false
+	}
+	elf, err := symbol.NewFile(r)
+	if err != nil {
+		logf("%s: %v", o.path, err)
+		return false
+	}
+	o.elf = elf
+	return true
+}
+
+// loadSymbols reads o's symbols: its own tables, or debug files found
+// inside the owning process's root first, then on the host, then
+// debuginfod.
+func (o *symObj) loadSymbols(logf func(string, ...any)) bool {
+	l := o.loader()
+	l.Debuginfod = symbol.DebuginfodFromEnv()
+	syms, err := l.Load(o.elf, o.path)
+	if err != nil {
+		logf("%s: no symbols: %v", o.path, err)
+		return false
+	}
+	o.syms = syms
+	return true
+}

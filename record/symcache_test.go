@@ -1,0 +1,267 @@
+package record
+
+import (
+	"debug/elf"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/internal/testutils"
+	"nsprof/symbol"
+	"nsprof/symcache"
+)
+
+// cachedImage builds a C program with DWARF and an inlined call, and
+// returns its path, build-id and the file offsets of its functions.
+func cachedImage(t *testing.T) (path string, id []byte, offs []uint64) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "cached.c")
+	code := `static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + (x >> 3); }
+__attribute__((noinline)) int leaf_fn(int x) { for (int i = 0; i < x; i++) x ^= twice(i); return x; }
+__attribute__((noinline)) int mid_fn(int x) { return leaf_fn(x) + twice(x); }
+int main(int c, char **v) { return mid_fn(c); }
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path = testutils.BuildC(t, src, "-g", "-O1", "-Wl,--build-id")
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name != "leaf_fn" && s.Name != "mid_fn" && s.Name != "main" {
+			continue
+		}
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Memsz {
+				for d := uint64(0); d < s.Size; d += 3 {
+					offs = append(offs, s.Value-p.Vaddr+p.Off+d)
+				}
+			}
+		}
+	}
+	if len(offs) < 6 {
+		t.Fatalf("%s: %d offsets in its functions", path, len(offs))
+	}
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if len(f.BuildID()) == 0 {
+		t.Fatalf("%s: no build-id", path)
+	}
+	return path, f.BuildID(), offs
+}
+
+// TestSymbolCacheSecondBundle bundles the same samples of one file
+// without a cache, then twice with one: the first fills the cache, the
+// second reads everything from it, and all three give the same symbols and
+// source lines. Addresses new to the entry are added to it.
+func TestSymbolCacheSecondBundle(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 42, 0x7f0000000000
+	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = gone
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		return syms, lines, s.cacheUses
+	}
+	first := offs[:len(offs)/2]
+	wantSyms, wantLines, _ := run(nil, first)
+	if len(wantSyms) == 0 || len(wantLines) == 0 {
+		t.Fatalf("no cache: %d symbols, %d lines", len(wantSyms), len(wantLines))
+	}
+	inlined := false
+	for _, l := range wantLines {
+		inlined = inlined || len(l.Frames) > 1
+	}
+	if !inlined {
+		t.Fatal("no inline frames among the lines: the test does not check them")
+	}
+
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, want := range [][3]int{{cacheNone: 1}, {cacheAll: 1}} {
+		syms, lines, uses := run(c, first)
+		if uses != want {
+			t.Errorf("bundle %d with the cache: uses %v, want %v", i+1, uses, want)
+		}
+		if !reflect.DeepEqual(syms, wantSyms) {
+			t.Errorf("bundle %d with the cache: symbols\n%v\nwant\n%v", i+1, syms, wantSyms)
+		}
+		if !reflect.DeepEqual(lines, wantLines) {
+			t.Errorf("bundle %d with the cache: lines\n%v\nwant\n%v", i+1, lines, wantLines)
+		}
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Written != 1 {
+		t.Errorf("cache stats %+v, want 1 hit and 1 write", st)
+	}
+
+	// Addresses the entry lacks: the file is read for them, and they join
+	// the entry, so that a third bundle needs the file no more.
+	wantSyms, wantLines, _ = run(nil, offs)
+	for i, want := range [][3]int{{cachePart: 1}, {cacheAll: 1}} {
+		syms, lines, uses := run(c, offs)
+		if uses != want {
+			t.Errorf("bundle %d of more addresses: uses %v, want %v", i+1, uses, want)
+		}
+		if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+			t.Errorf("bundle %d of more addresses differs from one without the cache", i+1)
+		}
+	}
+}
+
+// A corrupt entry is ignored, counted, and replaced.
+func TestSymbolCacheCorruptEntry(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 42, 0x7f0000000000
+	dir := filepath.Join(t.TempDir(), "symbols")
+	c, err := symcache.Open(dir, symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	key := symcache.Key(id, nil)
+	if err := os.WriteFile(filepath.Join(dir, key), []byte("nsprofSC garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	s.cache = c
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	s.sampled(pid, []uint64{capture.ContextUser, base + offs[0]}, false, 10)
+	syms, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { logged = append(logged, f) })
+	if len(syms) == 0 {
+		t.Fatal("a corrupt cache entry left the address unnamed")
+	}
+	if st := c.Stats(); st.Corrupt != 1 || st.Written != 1 {
+		t.Errorf("cache stats %+v, want the corrupt entry counted and replaced", st)
+	}
+	if e, err := c.Get(key); e == nil || err != nil {
+		t.Errorf("entry after the bundle: %v, %v", e, err)
+	}
+	if len(logged) == 0 {
+		t.Error("the corrupt entry was not logged")
+	}
+}
+
+// A file without source lines (debug information stripped) needs reading
+// once: addresses new to its entry have no frames either, and are named
+// from the entry's table.
+func TestSymbolCacheNoLines(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	stripped := filepath.Join(t.TempDir(), "stripped")
+	objcopy := testutils.LookPathOrSkip(t, "objcopy")
+	if out, err := exec.Command(objcopy, "--strip-debug", path, stripped).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v: %s", err, out)
+	}
+	const pid, base = 42, 0x7f0000000000
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: stripped, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		return syms, lines, s.cacheUses
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, uses := run(c, offs[:2]); uses != [3]int{cacheNone: 1} {
+		t.Fatalf("first bundle: uses %v", uses)
+	}
+	wantSyms, wantLines, _ := run(nil, offs)
+	syms, lines, uses := run(c, offs)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("bundle of new addresses: uses %v, want all from the cache", uses)
+	}
+	if len(wantSyms) == 0 || !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("bundle from the cache differs from one without it:\n%v %v\nwant\n%v %v", syms, lines, wantSyms, wantLines)
+	}
+}
+
+// A file another user could have written (which could forge a library's
+// build-id) is symbolized but not cached: neither one owned by another
+// user nor one writable by others.
+func TestSymbolCacheUntrustedFile(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pid, base = 42, 0x7f0000000000
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, p string)
+	}{
+		{"world-writable", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"other owner", func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				testutils.RequireCI(t, "needs root to give a file away")
+			}
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "copy")
+			if err := os.WriteFile(p, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, p)
+			c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s := newSymbolizer()
+			s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+			s.cache = c
+			defer s.close()
+			s.mapped(pid, container.Mapping{Path: p, Start: base, End: base + 1<<20, BuildID: id})
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[0]}, false, 10)
+			syms, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+			if len(syms) == 0 {
+				t.Fatal("address not named")
+			}
+			if st := c.Stats(); st.Written != 0 || s.cacheUntrusted != 1 {
+				t.Errorf("cache stats %+v, %d untrusted: want nothing written, 1 untrusted", st, s.cacheUntrusted)
+			}
+		})
+	}
+}

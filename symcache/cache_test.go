@@ -1,0 +1,322 @@
+package symcache
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/symbol"
+)
+
+const testKey = "0123456789abcdef0123456789abcdef01234567"
+
+func testEntry() *Entry {
+	return &Entry{
+		Source:   "symtab",
+		LoadedAt: 1764115200,
+		Symbols: []symbol.Symbol{
+			{Name: "_start", Addr: 0x1000, Size: 0x20},
+			{Name: "main", Addr: 0x1020, Size: 0x100},
+			{Name: "_ZN3foo3barEv", Addr: 0x2000, Size: 1},
+		},
+		Frames: map[uint64][]symbol.Frame{
+			0x1030: {{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
+			0x1040: {},
+			0x2000: {{Function: "", File: "/src/b.cc", Line: 7}},
+		},
+	}
+}
+
+func openTest(t *testing.T, opts Options) *Cache {
+	t.Helper()
+	c, err := Open(filepath.Join(t.TempDir(), "symbols"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestRoundTrip(t *testing.T) {
+	c := openTest(t, Options{})
+	if e, err := c.Get(testKey); e != nil || err != nil {
+		t.Fatalf("Get of an empty cache = %v, %v", e, err)
+	}
+	want := testEntry()
+	if err := c.Put(testKey, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Get = %+v, want %+v", got, want)
+	}
+	st, err := os.Stat(c.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("cache directory mode %v, want 0700", st.Mode().Perm())
+	}
+	if s := c.Stats(); s != (Stats{Hits: 1, Misses: 1, Written: 1}) {
+		t.Errorf("Stats = %+v", s)
+	}
+}
+
+func TestKey(t *testing.T) {
+	if k := Key(nil, nil); k != "" {
+		t.Errorf("Key without build-id = %q, want none", k)
+	}
+	gnu := []byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	if k := Key(gnu, []byte("x")); k != "deadbeef0102030405060708090a0b0c0d0e0f10" {
+		t.Errorf("Key(GNU) = %q", k)
+	}
+	if k := Key(nil, []byte("abc/def")); !validKey.MatchString(k) {
+		t.Errorf("Key(Go) = %q, not a valid name", k)
+	}
+}
+
+func TestInvalidKey(t *testing.T) {
+	c := openTest(t, Options{})
+	for _, k := range []string{"../../etc/passwd", "ABCDEF0123456789", "0123", ""} {
+		if err := c.Put(k, testEntry()); err == nil {
+			t.Errorf("Put(%q) succeeded", k)
+		}
+		if _, err := c.Get(k); err == nil {
+			t.Errorf("Get(%q) succeeded", k)
+		}
+	}
+}
+
+func TestRefusesSymlinkDir(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "elsewhere")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "symbols")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(link, Options{})
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Open of a symbolic link = %v, want refused", err)
+	}
+}
+
+func TestRefusesWritableDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "symbols")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("Open of a world-writable directory = %v, want refused", err)
+	}
+}
+
+func TestRefusesWritableParent(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "p")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(filepath.Join(parent, "symbols"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "parent") {
+		t.Fatalf("Open under a world-writable parent = %v, want refused", err)
+	}
+	// With the sticky bit (as /tmp), others cannot rename the directory.
+	if err := os.Chmod(parent, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(filepath.Join(parent, "symbols"), Options{})
+	if err != nil {
+		t.Fatalf("Open under a sticky parent: %v", err)
+	}
+	c.Close()
+}
+
+func TestRefusesOtherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory away")
+	}
+	dir := filepath.Join(t.TempDir(), "symbols")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Fatalf("Open of another user's directory = %v, want refused", err)
+	}
+}
+
+// TestPlantedEntries checks that entries that are not what Put writes are
+// ignored and counted: a symbolic link to a valid entry, another user's
+// file, a truncated or altered entry, another build-id's entry.
+func TestPlantedEntries(t *testing.T) {
+	c := openTest(t, Options{})
+	other := "fedcba9876543210fedcba9876543210fedcba98"
+	if err := c.Put(other, testEntry()); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(c.Dir(), other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.Dir(), testKey)
+	plant := func(t *testing.T, b []byte) {
+		os.Remove(path)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		plant func(t *testing.T)
+	}{
+		{"symlink", func(t *testing.T) {
+			os.Remove(path)
+			if err := os.Symlink(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"other build-id", func(t *testing.T) { plant(t, good) }},
+		{"truncated", func(t *testing.T) { plant(t, good[:len(good)-3]) }},
+		{"flipped byte", func(t *testing.T) {
+			b := append([]byte(nil), good...)
+			b[len(b)-2] ^= 0x40
+			plant(t, b)
+		}},
+		{"empty", func(t *testing.T) { plant(t, nil) }},
+		{"directory", func(t *testing.T) {
+			os.Remove(path)
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(path) })
+		}},
+	}
+	if os.Geteuid() == 0 {
+		cases = append(cases, struct {
+			name  string
+			plant func(t *testing.T)
+		}{"other owner", func(t *testing.T) {
+			plant(t, encode(testKey, testEntry()))
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.plant(t)
+			e, err := c.Get(testKey)
+			if e != nil || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Get = %v, %v; want ignored as corrupt", e, err)
+			}
+			if n := c.Stats().Corrupt; n != i+1 {
+				t.Errorf("Stats.Corrupt = %d, want %d", n, i+1)
+			}
+		})
+	}
+	// A Put replaces a planted entry rather than writing through it.
+	os.Remove(path)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(testKey, testEntry()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("Put wrote through a planted symbolic link: %q", b)
+	}
+	if e, err := c.Get(testKey); e == nil || err != nil {
+		t.Fatalf("Get after Put = %v, %v", e, err)
+	}
+}
+
+func TestTrimEvictsOldest(t *testing.T) {
+	one := int64(len(encode(testKey, testEntry())))
+	c := openTest(t, Options{MaxBytes: 2*one + one/2})
+	keys := []string{
+		"1111111111111111111111111111111111111111",
+		"2222222222222222222222222222222222222222",
+		"3333333333333333333333333333333333333333",
+	}
+	now := time.Now()
+	for i, k := range keys {
+		e := testEntry()
+		if err := c.Put(k, e); err != nil {
+			t.Fatal(err)
+		}
+		mt := now.Add(time.Duration(i-10) * time.Minute)
+		if err := os.Chtimes(filepath.Join(c.Dir(), k), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reading the oldest makes it the most recently used.
+	if e, _ := c.Get(keys[0]); e == nil {
+		t.Fatal("entry missing")
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir(), "README"), make([]byte, 4*one), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Trim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("Trim removed %d entries, want 1", n)
+	}
+	for i, k := range keys {
+		_, err := os.Stat(filepath.Join(c.Dir(), k))
+		if gone := err != nil; gone != (i == 1) {
+			t.Errorf("entry %d: removed = %v", i, gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir(), "README")); err != nil {
+		t.Errorf("Trim removed a file that is no entry: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(encode(testKey, testEntry()))
+	f.Add(encode(testKey, &Entry{}))
+	f.Add(encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}))
+	f.Add([]byte(magic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decode(testKey, b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		// What decodes encodes back to what decodes the same.
+		e2, err := decode(testKey, encode(testKey, e))
+		if err != nil || !reflect.DeepEqual(e, e2) {
+			t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, e)
+		}
+		if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
+			t.Fatal("decoded symbols are not a table")
+		}
+	})
+}

@@ -1,0 +1,295 @@
+package symcache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+
+	"nsprof/symbol"
+)
+
+// Entry is what the cache holds for one object.
+type Entry struct {
+	// Source says where the symbols came from ([symbol.Symbols.Source]).
+	Source string
+	// NoLines says the symbols had no source lines at all
+	// ([symbol.Symbols.HasLines]): every address has no frames.
+	NoLines bool
+	// LoadedAt is when the object's own files were last read, in Unix
+	// seconds.
+	LoadedAt int64
+	// Symbols is the object's symbol table, sorted by address, no two at
+	// one address, each of non-zero size (as [symbol.Table.All] gives it).
+	Symbols []symbol.Symbol
+	// Frames are the source frames of the link-time addresses resolved
+	// so far, innermost first; an address without any maps to an empty
+	// slice, so that it is not resolved again.
+	Frames map[uint64][]symbol.Frame
+}
+
+// magic starts every entry file; version is the format's.
+const (
+	magic   = "nsprofSC"
+	version = 1
+)
+
+// flagNoLines marks an Entry.NoLines.
+const flagNoLines = 1
+
+// headerSize is magic, version (u32), payload length (u64), CRC-32C (u32).
+const headerSize = len(magic) + 4 + 8 + 4
+
+// Limits on what an entry may make a reader hold.
+const (
+	// MaxEntrySize bounds an entry file.
+	MaxEntrySize = 256 << 20
+	// maxFramesPerAddr bounds the inline depth at one address.
+	maxFramesPerAddr = 1024
+	// maxLine bounds a line number.
+	maxLine = 1<<31 - 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is wrapped by the errors of entries that cannot be decoded.
+var ErrCorrupt = errors.New("corrupt symbol cache entry")
+
+// encode returns the file contents of e for the object of build-id key.
+func encode(key string, e *Entry) []byte {
+	strs := make(map[string]uint64)
+	var table []string
+	intern := func(s string) uint64 {
+		i, ok := strs[s]
+		if !ok {
+			i = uint64(len(table))
+			strs[s] = i
+			table = append(table, s)
+		}
+		return i
+	}
+	var body []byte
+	var prev uint64
+	body = binary.AppendUvarint(body, uint64(len(e.Symbols)))
+	for i, s := range e.Symbols {
+		d := s.Addr - prev
+		if i == 0 {
+			d = s.Addr
+		}
+		prev = s.Addr
+		body = binary.AppendUvarint(body, d)
+		body = binary.AppendUvarint(body, s.Size)
+		body = appendString(body, s.Name) // names are seldom repeated
+	}
+	vas := make([]uint64, 0, len(e.Frames))
+	for va := range e.Frames {
+		vas = append(vas, va)
+	}
+	slices.Sort(vas)
+	body = binary.AppendUvarint(body, uint64(len(vas)))
+	prev = 0
+	for i, va := range vas {
+		d := va - prev
+		if i == 0 {
+			d = va
+		}
+		prev = va
+		fr := e.Frames[va]
+		body = binary.AppendUvarint(body, d)
+		body = binary.AppendUvarint(body, uint64(len(fr)))
+		for _, f := range fr {
+			body = binary.AppendUvarint(body, intern(f.Function))
+			body = binary.AppendUvarint(body, intern(f.File))
+			body = binary.AppendUvarint(body, uint64(f.Line))
+		}
+	}
+	var p []byte
+	p = appendString(p, key)
+	p = appendString(p, e.Source)
+	flags := uint64(0)
+	if e.NoLines {
+		flags |= flagNoLines
+	}
+	p = binary.AppendUvarint(p, flags)
+	p = binary.AppendUvarint(p, uint64(e.LoadedAt))
+	p = binary.AppendUvarint(p, uint64(len(table)))
+	for _, s := range table {
+		p = appendString(p, s)
+	}
+	p = append(p, body...)
+
+	out := make([]byte, 0, headerSize+len(p))
+	out = append(out, magic...)
+	out = binary.LittleEndian.AppendUint32(out, version)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(p)))
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(p, castagnoli))
+	return append(out, p...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decode parses the file contents b of the entry of build-id key. Every
+// count and length is checked against what is left of b, so that a hostile
+// entry costs no more memory than its size.
+func decode(key string, b []byte) (*Entry, error) {
+	if len(b) < headerSize || string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
+	}
+	h := b[len(magic):]
+	if v := binary.LittleEndian.Uint32(h); v != version {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, version)
+	}
+	n := binary.LittleEndian.Uint64(h[4:])
+	sum := binary.LittleEndian.Uint32(h[12:])
+	p := b[headerSize:]
+	if n != uint64(len(p)) {
+		return nil, fmt.Errorf("%w: payload of %d bytes, header says %d", ErrCorrupt, len(p), n)
+	}
+	if crc32.Checksum(p, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	d := decoder{b: p}
+	if id := d.str(); d.err == nil && id != key {
+		return nil, fmt.Errorf("%w: entry of build-id %q under %q", ErrCorrupt, id, key)
+	}
+	e := &Entry{Source: d.str()}
+	flags := d.uvarint()
+	if flags&^flagNoLines != 0 {
+		d.fail("unknown flags %#x", flags)
+	}
+	e.NoLines = flags&flagNoLines != 0
+	e.LoadedAt = int64(d.uvarint())
+	nstr := d.count(1)
+	table := make([]string, 0, nstr)
+	for range nstr {
+		table = append(table, d.str())
+	}
+	str := func() string {
+		i := d.uvarint()
+		if d.err == nil && i >= uint64(len(table)) {
+			d.fail("string %d of %d", i, len(table))
+		}
+		if d.err != nil {
+			return ""
+		}
+		return table[i]
+	}
+	nsym := d.count(3) // address, size, name length
+	e.Symbols = make([]symbol.Symbol, 0, nsym)
+	var addr uint64
+	for i := range nsym {
+		delta := d.uvarint()
+		if i > 0 && delta == 0 {
+			d.fail("symbol %d at the address of the one before", i)
+		}
+		if addr+delta < addr {
+			d.fail("symbol %d: address overflows", i)
+		}
+		addr += delta
+		s := symbol.Symbol{Addr: addr, Size: d.uvarint(), Name: d.str()}
+		if d.err == nil && s.Size == 0 {
+			d.fail("symbol %d: size 0", i)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		e.Symbols = append(e.Symbols, s)
+	}
+	nva := d.count(2)
+	e.Frames = make(map[uint64][]symbol.Frame, nva)
+	var va uint64
+	for i := range nva {
+		delta := d.uvarint()
+		if i > 0 && delta == 0 {
+			d.fail("address %d repeats the one before", i)
+		}
+		if va+delta < va {
+			d.fail("address %d overflows", i)
+		}
+		va += delta
+		nf := d.count(3)
+		if nf > maxFramesPerAddr {
+			d.fail("address %#x: %d frames", va, nf)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		fr := make([]symbol.Frame, 0, nf)
+		for range nf {
+			f := symbol.Frame{Function: str(), File: str()}
+			line := d.uvarint()
+			if line > maxLine {
+				d.fail("address %#x: line %d", va, line)
+			}
+			f.Line = int(line)
+			fr = append(fr, f)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		e.Frames[va] = fr
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after the last address", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}
+
+// decoder reads varints and strings from b; the first error sticks.
+type decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: at byte %d: %s", ErrCorrupt, d.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b, d.off = d.b[n:], d.off+n
+	return v
+}
+
+// count reads a number of items of at least size bytes each, bounded by
+// the bytes left.
+func (d *decoder) count(size int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/size) {
+		d.fail("%d items in %d bytes", n, len(d.b))
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail("string of %d bytes in %d", n, len(d.b))
+	}
+	if d.err != nil {
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b, d.off = d.b[n:], d.off+int(n)
+	return s
+}
