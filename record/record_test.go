@@ -146,7 +146,9 @@ func TestRecordKernelFrames(t *testing.T) {
 			withKernel++
 		}
 	}
-	if len(c.samples) < 100 || withKernel < len(c.samples)/4 {
+	// At least 50 samples (the fixture's half second gives about 100 on
+	// a quiet machine, fewer under load), a quarter with kernel frames.
+	if len(c.samples) < 50 || withKernel < len(c.samples)/4 {
 		t.Errorf("%d of %d samples have kernel frames", withKernel, len(c.samples))
 	}
 }

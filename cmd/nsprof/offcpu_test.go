@@ -96,8 +96,10 @@ func TestOffCPUFixture(t *testing.T) {
 	got := off["fixture_block"]
 	t.Logf("off_cpu: fixture_block %.3fs (%d x 200ms = %.3fs; the fixture measured %.3fs); [off-CPU: S sleeping] %.3fs",
 		float64(got)/1e9, iterations, float64(want)/1e9, float64(block)/1e9, float64(off["[off-CPU: S sleeping]"])/1e9)
-	if math.Abs(float64(got-want)) > 0.05*float64(want) {
-		t.Errorf("off_cpu of fixture_block: %d ns, want %d ns within 5%%", got, want)
+	// Against what the fixture measured it blocked: on a loaded machine
+	// its 200 ms sleeps overrun, and the overrun is off-CPU time too.
+	if math.Abs(float64(got-block)) > 0.05*float64(block) || block < want {
+		t.Errorf("off_cpu of fixture_block: %d ns, want the fixture's %d ns (at least %d) within 5%%", got, block, want)
 	}
 	if s := off["[off-CPU: S sleeping]"]; s < got*95/100 {
 		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
