@@ -31,7 +31,7 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # concurrency. record, perf, container, cmd/nsprof and e2e need root
 # throughout.
 RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
-	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./unwind
+	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./symcache ./unwind ./web
 RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 
 .PHONY: all build preload demo test deps vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
