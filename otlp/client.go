@@ -87,7 +87,7 @@ func (c *Client) Export(ctx context.Context, p pprofile.Profiles) error {
 	req.Header.Set(pprofileotlp.DevelopmentVersionHeader, pprofileotlp.DevelopmentVersion)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("sending profiles to %s: %w", c.URL, err)
+		return &SendError{URL: c.URL, Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -145,14 +145,26 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("%s rejected %d profiles: %s", e.URL, e.Rejected, e.Message)
 }
 
-// Retryable reports whether err, from [Client.Export], may pass when
-// tried again: a request that did not reach the receiver, or a status the
-// OTLP specification says to retry. Rejected profiles are not retried.
+// SendError is a request that got no answer: the receiver is away or
+// unreachable.
+type SendError struct {
+	URL string
+	Err error
+}
+
+func (e *SendError) Error() string { return fmt.Sprintf("sending profiles to %s: %v", e.URL, e.Err) }
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Retryable reports whether err, from [Client.Export] or [Push], may pass
+// when tried again: a request that got no answer ([*SendError]), or a
+// status the OTLP specification says to retry. Rejected profiles, bad
+// captures and other answers are not retried.
 func Retryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.Retryable()
 	}
-	var re *RejectedError
-	return !errors.As(err, &re)
+	var sendErr *SendError
+	return errors.As(err, &sendErr)
 }

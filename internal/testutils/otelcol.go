@@ -26,7 +26,9 @@ type Otelcol struct {
 	// exporter writes there).
 	Log *bytes.Buffer
 
-	cmd *exec.Cmd
+	bin, config string
+	cmd         *exec.Cmd
+	exited      chan error
 }
 
 var otelcolBuild struct {
@@ -95,38 +97,55 @@ service:
       receivers: [otlp]
       exporters: [debug, file]
 `, grpcAddr, httpAddr, c.Out)
-	cfg := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+	c.bin, c.config = bin, filepath.Join(dir, "collector.yaml")
+	if err := os.WriteFile(c.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command(bin, "--config="+cfg, "--feature-gates=service.profilesSupport")
+	t.Cleanup(c.Stop)
+	c.Start(t)
+	return c
+}
+
+// Start starts the collector again after [Otelcol.Stop], on the same
+// ports and output file, and waits until it is ready.
+func (c *Otelcol) Start(t testing.TB) {
+	t.Helper()
+	c.cmd = exec.Command(c.bin, "--config="+c.config, "--feature-gates=service.profilesSupport")
 	c.cmd.Stdout, c.cmd.Stderr = c.Log, c.Log
 	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
+		t.Fatalf("starting %s: %v", c.bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.cmd.Wait() }()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-exited
-	})
+	c.exited = make(chan error, 1)
+	go func() { c.exited <- c.cmd.Wait() }()
+	httpAddr := strings.TrimPrefix(c.HTTP, "http://")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			exited <- err
+		case err := <-c.exited:
+			c.exited <- err
 			t.Fatalf("the collector exited before it was ready: %v\n%s", err, tail(c.Log.String(), 4000))
 		default:
 		}
 		if conn, err := net.DialTimeout("tcp", httpAddr, time.Second); err == nil {
 			conn.Close()
-			return c
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the collector did not listen on %s within 30s\n%s", httpAddr, tail(c.Log.String(), 4000))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Stop kills the collector and waits for it to exit; a stopped collector
+// is left alone.
+func (c *Otelcol) Stop() {
+	if c.cmd == nil {
+		return
+	}
+	c.cmd.Process.Kill()
+	<-c.exited
+	c.cmd = nil
 }
 
 // Lines waits until the file exporter has written n lines (one per
