@@ -34,7 +34,7 @@ RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile
 	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./symcache ./unwind ./web
 RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 
-.PHONY: all build preload demo test deps vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
+.PHONY: all build preload demo test deps otelcol vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
 
 all: build
 
@@ -91,15 +91,22 @@ demo: build
 	@echo '== nsprof dump --summary $(BUILD)/demo-merged.syscap'
 	@bin/nsprof dump --summary $(BUILD)/demo-merged.syscap
 
-# deps, then vet, the gofmt and go.mod checks, every test, the race
+# deps and the tests' collector, then vet, the gofmt and go.mod checks, every test, the race
 # detector and a fuzz smoke run, in that order.
-test: deps
+test: deps otelcol
 	$(GO) vet ./...
 	@$(FMT_CHECK)
 	@$(TIDY_CHECK)
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 	@FUZZTIME=$(SMOKE_FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) GO=$(GO) bash scripts/fuzz.sh
+
+# Builds the OpenTelemetry Collector the OTLP tests push profiles to, once:
+# cached under ~/.cache/nsprof by its config's hash (cold about 5 min on 2
+# loaded cores, then instant). Building it here keeps that out of go
+# test's timeout; the tests build it themselves when it is missing.
+otelcol:
+	@GO=$(GO) bash scripts/build-otelcol.sh >/dev/null
 
 # Installs the Debian packages the tests need (only those missing).
 deps:

@@ -298,6 +298,8 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *early
 					b.event = m.Value
 				case capture.MetaFrequency:
 					b.freq = m.Value
+				case capture.MetaHostname:
+					b.p.Hostname = m.Value
 				case capture.MetaSymbolsComplete:
 					b.symbolsComplete = m.Value == "1"
 				case capture.MetaMemprofSampleBytes:

@@ -48,6 +48,9 @@ type Profile struct {
 	// "" and 0 when it does not say.
 	Event     string
 	Frequency int64
+	// Hostname is the recording machine's host name
+	// ([capture.MetaHostname]), or "" when the capture does not say.
+	Hostname string
 	// Lost is the last value of the "Lost Samples" counter; HasLost says
 	// whether the capture has that counter at all.
 	Lost    int64

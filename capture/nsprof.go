@@ -26,6 +26,9 @@ const (
 	// MetaEnvNames are the names (never the values) of the environment
 	// variables set for the command, comma-separated.
 	MetaEnvNames = "nsprof.env-names"
+	// MetaHostname is the recording machine's host name (uname's
+	// nodename).
+	MetaHostname = "hostname"
 
 	// MetaSymbolsComplete is "1" when the recorder named, in its
 	// symbol bundle, every sampled address of a file it could reach,

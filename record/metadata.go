@@ -59,7 +59,7 @@ func metadata(opts *Options, mode, event string) [][2]string {
 			[2]string{"uname.release", u.Release},
 			[2]string{"uname.version", u.Version},
 			[2]string{"uname.machine", u.Machine},
-			[2]string{"hostname", u.Nodename})
+			[2]string{capture.MetaHostname, u.Nodename})
 	}
 	return md
 }

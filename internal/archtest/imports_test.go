@@ -34,19 +34,19 @@ type rule struct {
 // relative to the module; golang.org/x/sys/unix is kept as it is.
 var rules = []rule{
 	{
-		From:       []string{"analyze", "export", "report", "web"},
+		From:       []string{"analyze", "export", "report", "web", "otlp"},
 		Forbidden:  []string{"record", "perf", "proc", "container"},
 		Transitive: true,
-		Why:        "analyze, export, report and web read captures only through capture",
+		Why:        "analyze, export, report, web and otlp read captures only through capture",
 	},
 	{
-		From:      []string{"analyze", "export", "report", "web"},
+		From:      []string{"analyze", "export", "report", "web", "otlp"},
 		Forbidden: []string{"internal/unix"},
-		Why:       "analyze, export, report and web make no system calls of their own (capture maps the file)",
+		Why:       "analyze, export, report, web and otlp make no system calls of their own (capture maps the file)",
 	},
 	{
 		From:         []string{"record"},
-		Forbidden:    []string{"analyze", "export", "report"},
+		Forbidden:    []string{"analyze", "export", "report", "otlp"},
 		Transitive:   true,
 		XTestAllowed: true,
 		Why:          "data flows one way: the recorder writes captures, the reports read them",

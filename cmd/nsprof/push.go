@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"nsprof/internal/textsafe"
+	"nsprof/otlp"
+)
+
+func newPushCmd() *cobra.Command {
+	var (
+		endpoint string
+		headers  []string
+		insecure bool
+		period   time.Duration
+		partial  bool
+		input    string
+	)
+	cmd := &cobra.Command{
+		Use:   "push [flags] FILE --otlp-endpoint URL",
+		Short: "Send the CPU samples of a capture to an OpenTelemetry Collector (OTLP profiles)",
+		Long: `Push sends the stack samples of a capture as OpenTelemetry profiles
+(OTLP profiles v1development, protobuf over HTTP) to the receiver at
+--otlp-endpoint, such as an OpenTelemetry Collector started with
+--feature-gates=service.profilesSupport. The endpoint is a base URL
+("http://collector:4318", to which /v1development/profiles is added) or the
+full URL of the profiles path.
+
+Each request holds one profile per process, under a resource with
+host.name, process.pid, process.executable.name, process.command_line,
+nsprof.process.nspid (the pid in the process's namespace),
+nsprof.container.kind, and container.id, container.name and
+container.runtime.name for a podman container; samples carry thread.id,
+mappings their GNU build id, locations their source lines with inlined
+functions.
+
+--period cuts the capture into requests of that length from its start, in
+time order (default: the whole capture in one request). Push stops at the
+first request the receiver does not take, saying which period it was.`,
+		Example: `  nsprof push capture.syscap --otlp-endpoint http://127.0.0.1:4318
+  nsprof push capture.syscap --otlp-endpoint https://otel.example:4318 --header Authorization="Bearer $TOKEN" --period 10s`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := captureArg(cmd, args, input, "")
+			if err != nil {
+				return err
+			}
+			if endpoint == "" {
+				return usagef(cmd, "--otlp-endpoint is required")
+			}
+			if period < 0 {
+				return usagef(cmd, "--period %v: must not be negative", period)
+			}
+			h := http.Header{}
+			for _, kv := range headers {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return usagef(cmd, "--header %q: want KEY=VALUE", kv)
+				}
+				h.Add(strings.TrimSpace(k), v)
+			}
+			c, err := otlp.NewClient(endpoint, otlp.ClientOptions{Header: h, Insecure: insecure})
+			if err != nil {
+				return usagef(cmd, "--otlp-endpoint: %v", err)
+			}
+			res, err := otlp.Push(cmd.Context(), c, path, otlp.PushOptions{Period: period, Partial: partial})
+			stderr := cmd.ErrOrStderr()
+			for _, w := range res.Warnings {
+				fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(path), textsafe.Escape(w))
+			}
+			fmt.Fprintf(stderr, "nsprof: pushed %d samples in %d requests (%d periods) to %s", res.Samples, res.Requests, res.Periods, c.URL)
+			if res.Skipped > 0 {
+				fmt.Fprintf(stderr, "; left out %d samples that are not CPU samples (off-CPU, allocations)", res.Skipped)
+			}
+			fmt.Fprintln(stderr)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&input, "input", "i", "", "read the capture `FILE` (or give FILE as the argument)")
+	f.StringVar(&endpoint, "otlp-endpoint", "", "send to the OTLP/HTTP receiver at `URL` (required)")
+	f.StringArrayVar(&headers, "header", nil, "add the HTTP header `KEY=VALUE` to every request (repeatable)")
+	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate of an https endpoint")
+	f.DurationVar(&period, "period", 0, "send one request per `DURATION` of the capture (default: the whole capture)")
+	f.BoolVar(&partial, "partial", false, "push the samples before the damage of a damaged capture, with a warning")
+	return cmd
+}

@@ -1,0 +1,87 @@
+package otlp
+
+import (
+	"bytes"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"nsprof/analyze"
+	"nsprof/internal/testcaptures"
+)
+
+// TestEncodeDictionary encodes the two-process test capture, sends the
+// request through protobuf and back, and checks the dictionary: the zero
+// entry first in every table, the build ids of the server's executable
+// and of the kernel, host.name and thread.id.
+func TestEncodeDictionary(t *testing.T) {
+	p, err := analyze.Load(bytes.NewReader(testcaptures.CPUWithNotes(t, []testcaptures.Stack{
+		{PID: 10, TID: 11, MS: 1, Frames: []string{"k_read", "read", "main"}, N: 2},
+		{PID: 20, TID: 20, MS: 2, Frames: []string{"main"}, N: 1},
+	})), analyze.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hostname = "node-1"
+	v, err := p.View(analyze.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profs, st, err := Encode(v, Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Samples != 3 || st.Processes != 2 || st.Skipped != 0 {
+		t.Errorf("stats %+v, want 3 samples of 2 processes", st)
+	}
+	data, err := pprofileotlp.NewExportRequestFromProfiles(profs).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pprofileotlp.NewExportRequest()
+	if err := req.UnmarshalProto(data); err != nil {
+		t.Fatal(err)
+	}
+	got := req.Profiles()
+	d := got.Dictionary()
+	strs := d.StringTable()
+	if strs.At(0) != "" || d.MappingTable().At(0).FilenameStrindex() != 0 || d.FunctionTable().At(0).NameStrindex() != 0 ||
+		d.LocationTable().At(0).Lines().Len() != 0 || d.StackTable().At(0).LocationIndices().Len() != 0 || d.AttributeTable().At(0).KeyStrindex() != 0 {
+		t.Errorf("a dictionary table does not start with its zero value")
+	}
+	ids := map[string]string{}
+	for _, m := range d.MappingTable().All() {
+		attrs, err := pprofile.FromAttributeIndices(d.AttributeTable(), m, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, ok := attrs.Get(AttrBuildID); ok {
+			ids[strs.At(int(m.FilenameStrindex()))] = id.Str()
+		}
+	}
+	if ids["/usr/bin/server"] != "0123abcd" || ids[kernelFile] != testcaptures.KernelBuildID {
+		t.Errorf("build ids by mapping file: %v", ids)
+	}
+	tids := map[int64]int64{}
+	for _, rp := range got.ResourceProfiles().All() {
+		if h, _ := rp.Resource().Attributes().Get("host.name"); h.Str() != "node-1" {
+			t.Errorf("host.name %q, want node-1", h.Str())
+		}
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, prof := range sp.Profiles().All() {
+				for _, s := range prof.Samples().All() {
+					attrs, err := pprofile.FromAttributeIndices(d.AttributeTable(), s, d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tid, _ := attrs.Get("thread.id")
+					tids[tid.Int()] += s.Values().At(0)
+				}
+			}
+		}
+	}
+	if tids[11] != 2 || tids[20] != 1 || len(tids) != 2 {
+		t.Errorf("samples by thread.id: %v, want 11:2 20:1", tids)
+	}
+}

@@ -1,0 +1,88 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"nsprof/analyze"
+)
+
+// PushOptions configure [Push].
+type PushOptions struct {
+	// Period cuts the capture into requests of this length from its
+	// start; 0 sends the whole capture in one request.
+	Period time.Duration
+	// Partial sends the samples before the damage of a damaged capture
+	// (the damage is then in PushResult.Warnings); by default a damaged
+	// capture is an error and nothing is sent.
+	Partial bool
+}
+
+// PushResult says what [Push] sent.
+type PushResult struct {
+	// Requests is the number of requests sent; Periods the number of
+	// periods the capture was cut into (periods without samples are not
+	// sent).
+	Requests, Periods int
+	// Samples is the number of stack samples sent, Skipped those of
+	// other kinds left out ([Stats.Skipped]).
+	Samples, Skipped int64
+	// Warnings say what of the capture could not be used.
+	Warnings []string
+}
+
+// Push sends the stack samples of the capture at path to c, one request
+// per period in time order. It stops at the first request that fails,
+// returning what was sent before it.
+func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResult, error) {
+	var res PushResult
+	p, err := analyze.LoadFile(path, analyze.LoadOptions{NoAllocations: true})
+	if p == nil || err != nil && !o.Partial {
+		return res, err
+	}
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	res.Warnings = append(res.Warnings, p.Warnings...)
+	periods := cut(time.Duration(p.End-p.Start), o.Period)
+	res.Periods = len(periods)
+	for i, per := range periods {
+		v, err := p.View(analyze.ViewOptions{Filter: analyze.Filter{Since: per.Since, Until: per.Until}})
+		if err != nil {
+			return res, fmt.Errorf("%s: period %d: %w", path, i+1, err)
+		}
+		profs, st, err := Encode(v, per)
+		if err != nil {
+			return res, fmt.Errorf("%s: period %d: %w", path, i+1, err)
+		}
+		res.Skipped += st.Skipped
+		if st.Processes == 0 {
+			continue
+		}
+		if err := c.Export(ctx, profs); err != nil {
+			return res, fmt.Errorf("%s: period %d of %d (%v from the start): %w", path, i+1, len(periods), per.Since, err)
+		}
+		res.Requests++
+		res.Samples += st.Samples
+	}
+	return res, nil
+}
+
+// cut returns the periods of length every that cover a capture of length
+// total (the last one until the end), or one period when every is 0 or
+// not shorter than total.
+func cut(total, every time.Duration) []Period {
+	if every <= 0 || every >= total {
+		return []Period{{}}
+	}
+	var out []Period
+	for since := time.Duration(0); since < total; since += every {
+		until := since + every
+		if until >= total {
+			until = 0
+		}
+		out = append(out, Period{Since: since, Until: until})
+	}
+	return out
+}
