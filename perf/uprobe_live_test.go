@@ -13,7 +13,7 @@ import (
 // spans fixture, which calls it 10 times on its main thread, through the
 // fixture's [Exec] target: both probes hit exactly 10 times, in the
 // fixture's pid, returns after their entries, entries with a user
-// callchain and returns without; the probes share the ring with the CPU
+// callchain and returns without; the probes write beside the CPU
 // samples, which Reader.Uprobe does not claim.
 func TestUprobeExec(t *testing.T) {
 	bin := testutils.BuildFixture(t, "spans")
