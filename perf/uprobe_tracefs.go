@@ -146,7 +146,8 @@ func removeStaleUprobes(file string, ns uint64) error {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !errors.Is(err, os.ErrNotExist) {
 			continue // alive, or unknown
 		}
-		if err := appendLine(file, "-:"+ev); err != nil {
+		// ENOENT: another recorder removed it first.
+		if err := appendLine(file, "-:"+ev); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove stale user probe %s from %s: %w", ev, file, err))
 		}
 	}
