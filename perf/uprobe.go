@@ -15,8 +15,8 @@ var ErrNoUprobes = errors.New("no uprobe_events in tracefs (CONFIG_UPROBE_EVENTS
 
 // Uprobe is a user probe: the kernel stops each recorded task that runs
 // the instruction at Offset in the file Path and writes a sample of it
-// into the task's ring (a uprobe), or does so when the function that
-// starts there returns (a uretprobe). A probe is placed on the file's
+// into its CPU's ring of probes (a uprobe), or does so when the function
+// that starts there returns (a uretprobe). A probe is placed on the file's
 // inode, so it hits whatever mapping of the file the recorded tasks run,
 // in any mount namespace. A probe hits the tasks it is opened for and
 // the threads and processes they create after (see uprobeDefs).
