@@ -213,9 +213,11 @@ type Options struct {
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
 	ContextSwitch bool
-	// Uprobes are user probes recorded for the same tasks into the same
-	// rings, every hit; [Reader.Uprobe] tells their samples apart. They
-	// need the kernel's uprobe PMU ([ErrNoUprobes]) and CAP_PERFMON.
+	// Uprobes are user probes recorded for the same tasks, every hit,
+	// and in the tasks those create, into rings of their own, one per
+	// CPU; [Reader.Uprobe]
+	// tells their samples apart. They are defined in tracefs's
+	// uprobe_events ([ErrNoUprobes]) and need root.
 	Uprobes []Uprobe
 }
 
@@ -230,8 +232,6 @@ type settings struct {
 	tpNames  []string
 	// mainTP is the id of EventTracepoint, 0 without.
 	mainTP uint64
-	// uprobe is the uprobe PMU, with Uprobes.
-	uprobe uprobePMU
 }
 
 func (o Options) settings(pageSize int, goarch string) (settings, error) {
@@ -285,11 +285,9 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 		s.tpNames = append(s.tpNames, name)
 	}
 	if len(o.Uprobes) > 0 {
-		pmu, err := lookupUprobePMU()
-		if err != nil {
+		if _, err := uprobeEventsFile(); err != nil {
 			return s, err
 		}
-		s.uprobe = pmu
 		for _, u := range o.Uprobes {
 			if u.Path == "" || strings.IndexByte(u.Path, 0) >= 0 {
 				return s, fmt.Errorf("%v: the path must be non-empty, without NUL", u)

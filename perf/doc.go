@@ -8,7 +8,9 @@
 // for DWARF unwinding), MMAP2 with build IDs, COMM, FORK, EXIT and the
 // kernel's loss and throttling notices; [Options.Tracepoints] adds
 // tracepoint hits to the same rings, and [Options.Uprobes] the hits of
-// user probes (uprobes and uretprobes, told apart by [Reader.Uprobe]). Timestamps use CLOCK_MONOTONIC.
+// user probes (uprobes and uretprobes, defined in tracefs, told apart by
+// [Reader.Uprobe]) in a ring of probes per CPU. Timestamps use
+// CLOCK_MONOTONIC.
 // Records of one CPU are in time order; records of different CPUs are
 // not merged, so a consumer that needs a global order sorts by
 // [Record.Time] over a window.

@@ -103,15 +103,11 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 		}
 	}
-	for _, pid := range pids {
-		if len(s.Uprobes) == 0 || systemWide {
-			break
+	if len(s.Uprobes) > 0 && !systemWide {
+		if res.uprobeDefs, err = defineUprobes(s.Uprobes); err != nil {
+			return nil, err
 		}
-		err := s.openUprobes(res, pid, pageSize, len(pids), target.isProcess(pid), target.kind == targetExec)
-		if errors.Is(err, unix.ESRCH) && canSkipTask {
-			continue
-		}
-		if err != nil {
+		if err := s.openUprobes(res, res.uprobeDefs, pids, cpus, pageSize, target.isProcess, canSkipTask, target.kind == targetExec); err != nil {
 			return nil, err
 		}
 	}

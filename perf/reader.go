@@ -25,9 +25,12 @@ type resources struct {
 	// Options.Uprobes; their samples have the layout uprobeFormat.
 	uprobes      map[uint64]int
 	uprobeFormat Format
-	// taskRings counts the rings of rings that are a task's (its
-	// probes'), not a CPU's.
-	taskRings int
+	// probeRings counts the rings of rings that are a CPU's probes',
+	// not its samples'.
+	probeRings int
+	// uprobeDefs are the probes' definitions in tracefs, removed once
+	// their events are closed.
+	uprobeDefs *uprobeDefs
 }
 
 // close releases everything once; later calls do nothing.
@@ -38,6 +41,10 @@ func (res *resources) close() error {
 	}
 	for _, fd := range res.fds {
 		errs = append(errs, unix.Close(fd))
+	}
+	if res.uprobeDefs != nil {
+		errs = append(errs, res.uprobeDefs.remove())
+		res.uprobeDefs = nil
 	}
 	if res.poll != nil {
 		errs = append(errs, res.poll.close())
@@ -80,7 +87,7 @@ func newReader(res *resources, f Format, ev Event, perTask bool) *Reader {
 		scratch: make([]byte, maxRecord),
 		next:    make([]nextRecord, len(res.rings)),
 		perTask: perTask,
-		cpus:    len(res.rings) - res.taskRings,
+		cpus:    len(res.rings) - res.probeRings,
 	}
 	r.cleanup = runtime.AddCleanup(r, func(res *resources) { res.close() }, res)
 	return r

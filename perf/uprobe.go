@@ -4,31 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
-	"sync"
-	"unsafe"
 
 	"nsprof/internal/unix"
 )
 
-// UprobePMUDir is the sysfs directory of the kernel's uprobe PMU, which
-// perf_event_open uses to place user probes without tracefs.
-var UprobePMUDir = "/sys/bus/event_source/devices/uprobe"
-
-// ErrNoUprobes is returned, wrapped, when the kernel has no uprobe PMU
-// (CONFIG_UPROBE_EVENTS off, or a kernel older than 4.17).
-var ErrNoUprobes = errors.New("the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS, Linux 4.17)")
+// ErrNoUprobes is returned, wrapped, when no tracefs with uprobe_events
+// is mounted at [TracefsDirs] (CONFIG_UPROBE_EVENTS off, or tracefs not
+// mounted).
+var ErrNoUprobes = errors.New("no uprobe_events in tracefs (CONFIG_UPROBE_EVENTS; mount -t tracefs nodev /sys/kernel/tracing)")
 
 // Uprobe is a user probe: the kernel stops each recorded task that runs
 // the instruction at Offset in the file Path and writes a sample of it
-// into the task's ring (a uprobe), or does so when the function that
-// starts there returns (a uretprobe). A probe is placed on the file's
+// into its CPU's ring of probes (a uprobe), or does so when the function
+// that starts there returns (a uretprobe). A probe is placed on the file's
 // inode, so it hits whatever mapping of the file the recorded tasks run,
-// in any mount namespace. A probe hits the tasks it is opened for, not
-// the tasks they create after (see uprobeAttr).
+// in any mount namespace. A probe hits the tasks it is opened for and
+// the threads and processes they create after (see uprobeDefs).
 type Uprobe struct {
 	// Path is the file as this process opens it. Use the process's own
 	// view of a file it maps (/proc/self/fd/N of the opened file, or
@@ -50,7 +41,7 @@ type Uprobe struct {
 	// registers ([Sample.Regs] is empty).
 	CallSite bool
 	// MainThread opens the probe on the main threads (tid == pid) of a
-	// [Processes] target only; threads those create inherit it. Other
+	// [Processes] target only; tasks those create inherit it. Other
 	// targets open it on every task, as the main event.
 	MainThread bool
 }
@@ -64,69 +55,14 @@ func (u Uprobe) String() string {
 	return fmt.Sprintf("%s %s+%#x", kind, u.Path, u.Offset)
 }
 
-// uprobePMU is the uprobe PMU's perf type and the config bit that makes a
-// probe a return probe.
-type uprobePMU struct {
-	typ    uint32
-	retBit uint64
-}
-
-// lookupUprobePMU reads the uprobe PMU's type and the "retprobe" format
-// bit (format/retprobe: "config:N") from sysfs, once.
-var lookupUprobePMU = sync.OnceValues(func() (uprobePMU, error) {
-	b, err := os.ReadFile(filepath.Join(UprobePMUDir, "type"))
-	if errors.Is(err, os.ErrNotExist) {
-		return uprobePMU{}, ErrNoUprobes
-	}
-	if err != nil {
-		return uprobePMU{}, fmt.Errorf("uprobe PMU: %w", err)
-	}
-	typ, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return uprobePMU{}, fmt.Errorf("uprobe PMU type %q: %w", strings.TrimSpace(string(b)), err)
-	}
-	f := filepath.Join(UprobePMUDir, "format", "retprobe")
-	b, err = os.ReadFile(f)
-	if err != nil {
-		return uprobePMU{}, fmt.Errorf("uprobe PMU: %w", err)
-	}
-	bit, err := parseConfigBit(string(b))
-	if err != nil {
-		return uprobePMU{}, fmt.Errorf("%s: %w", f, err)
-	}
-	return uprobePMU{typ: uint32(typ), retBit: 1 << bit}, nil
-})
-
-// parseConfigBit parses a one-bit PMU format field, "config:N".
-func parseConfigBit(s string) (uint, error) {
-	v, ok := strings.CutPrefix(strings.TrimSpace(s), "config:")
-	if !ok {
-		return 0, fmt.Errorf("format %q is not config:N", strings.TrimSpace(s))
-	}
-	n, err := strconv.ParseUint(v, 10, 6)
-	if err != nil {
-		return 0, fmt.Errorf("format %q is not config:N", strings.TrimSpace(s))
-	}
-	return uint(n), nil
-}
-
-// uprobeAttr builds the attributes of probe u, with the main event's
-// sample layout as a tracepoint has it (see tracepointAttr), for one task
-// on any CPU, waking the reader once wakeup bytes are pending. path must
-// stay alive until perf_event_open returns: the attributes point at it.
-func (s *settings) uprobeAttr(u Uprobe, path []byte, onExec bool, wakeup int) unix.PerfEventAttr {
-	a := s.tracepointAttr(0, u.Stack, true, false, onExec)
-	a.Type, a.Config = s.uprobe.typ, 0
-	// Not inherited: the kernel sets up a child's copy of a uprobe PMU
-	// event by reading the path at Ext1 again, in the task that forks or
-	// creates a thread, where the pointer means nothing; the fork or
-	// pthread_create then fails with EFAULT.
-	a.Bits &^= attrInherit
+// uprobeAttr builds the attributes of probe u, defined in tracefs as
+// tracepoint id, with the main event's sample layout as a tracepoint has
+// it (see tracepointAttr), inherited, for one task on one CPU, waking the
+// reader once wakeup bytes are pending.
+func (s *settings) uprobeAttr(u Uprobe, id uint64, onExec bool, wakeup int) unix.PerfEventAttr {
+	a := s.tracepointAttr(id, u.Stack, true, false, onExec)
 	a.Bits |= attrWatermark
 	a.Wakeup = uint32(wakeup)
-	if u.Return {
-		a.Config = s.uprobe.retBit
-	}
 	// A layout of its own (see uprobeFormat): no registers, and at most
 	// the call site of the stack.
 	f := s.uprobeFormat()
@@ -135,8 +71,6 @@ func (s *settings) uprobeAttr(u Uprobe, path []byte, onExec bool, wakeup int) un
 	if u.CallSite {
 		a.Sample_stack_user = 8
 	}
-	a.Ext1 = uint64(uintptr(unsafe.Pointer(&path[0])))
-	a.Ext2 = u.Offset
 	return a
 }
 
@@ -153,65 +87,61 @@ func (s *settings) uprobeFormat() Format {
 	return f
 }
 
-// uprobeRingPages returns the size of the ring of one task's probes when
-// tasks tasks are probed: the main rings' size, divided among the tasks
-// down to 64 pages (256 KiB).
-func (s *settings) uprobeRingPages(tasks int) int {
-	pages := s.RingPages
-	for pages > 64 && pages*tasks > 4*s.RingPages {
-		pages /= 2
-	}
-	return pages
-}
-
-// openUprobes opens every probe of s for task pid (isMain: pid is a
-// process's main thread; tasks: how many tasks are probed) on any CPU,
-// into a ring of the task's own, and records their ids in res.
+// openUprobes opens every probe of s (defined in tracefs as defs) for
+// each task of pids (isMain tells a process's main thread) on each CPU of
+// cpus, inherited, and records their ids in res. A CPU's probes share a
+// ring of their own, of the main rings' size, apart from the samples'
+// ring: a hot function's hits do not crowd out the samples.
 //
-// A probe is a consumer of the kernel's uprobe of its own: each hit runs
-// every consumer of the probed address, which filters on the process.
-// One event per task, rather than one per task and CPU as the sampling
-// events are opened, keeps that to one consumer a task, however many
-// CPUs there are; such an event cannot share a CPU's ring, so the task's
-// probes share a ring of their own.
-func (s *settings) openUprobes(res *resources, pid, pageSize, tasks int, isMain, onExec bool) error {
-	owner := -1
-	pages := s.uprobeRingPages(tasks)
-	for i, u := range s.Uprobes {
-		if u.MainThread && !isMain {
-			continue
-		}
-		path := append([]byte(u.Path), 0)
-		attr := s.uprobeAttr(u, path, onExec, pages*pageSize/4)
-		fd, err := unix.PerfEventOpen(&attr, pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		runtime.KeepAlive(path)
-		switch {
-		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-			return fmt.Errorf("open %v for pid %d (user probes need root or CAP_PERFMON): %w", u, pid, err)
-		case err != nil:
-			return fmt.Errorf("open %v for pid %d: %w", u, pid, err)
-		}
-		res.fds = append(res.fds, fd)
-		if owner < 0 {
-			rg, err := mapRing(-1, fd, pageSize, pages)
-			if err != nil {
-				return fmt.Errorf("ring of the probes of pid %d: %w", pid, err)
+// The kernel runs one consumer per defined probe, which filters on the
+// tasks of its events, however many events (tasks and CPUs) it has.
+func (s *settings) openUprobes(res *resources, defs *uprobeDefs, pids, cpus []int, pageSize int, isMain func(int) bool, canSkipTask, onExec bool) error {
+	pages := s.RingPages
+	gone := make(map[int]bool) // tasks that exited before their probes were opened
+cpus:
+	for _, cpu := range cpus {
+		owner := -1
+		for _, pid := range pids {
+			for i, u := range s.Uprobes {
+				if gone[pid] || u.MainThread && !isMain(pid) {
+					continue
+				}
+				attr := s.uprobeAttr(u, defs.ids[i], onExec, pages*pageSize/4)
+				fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				switch {
+				case errors.Is(err, unix.ENODEV) && owner < 0:
+					continue cpus // CPU went offline
+				case errors.Is(err, unix.ESRCH) && canSkipTask:
+					gone[pid] = true
+					continue
+				case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+					return fmt.Errorf("open %v for pid %d on cpu %d (user probes need root or CAP_PERFMON): %w", u, pid, cpu, err)
+				case err != nil:
+					return fmt.Errorf("open %v for pid %d on cpu %d: %w", u, pid, cpu, err)
+				}
+				res.fds = append(res.fds, fd)
+				if owner < 0 {
+					rg, err := mapRing(cpu, fd, pageSize, pages)
+					if err != nil {
+						return fmt.Errorf("ring of the probes on cpu %d: %w", cpu, err)
+					}
+					res.rings = append(res.rings, rg)
+					res.probeRings++
+					res.uprobeFormat = s.uprobeFormat()
+					owner = fd
+				} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
+					return fmt.Errorf("redirect %v of pid %d on cpu %d: %w", u, pid, cpu, err)
+				}
+				id, err := unix.PerfEventID(fd)
+				if err != nil {
+					return fmt.Errorf("id of %v of pid %d on cpu %d: %w", u, pid, cpu, err)
+				}
+				if res.uprobes == nil {
+					res.uprobes = make(map[uint64]int)
+				}
+				res.uprobes[id] = i
 			}
-			res.rings = append(res.rings, rg)
-			res.taskRings++
-			res.uprobeFormat = s.uprobeFormat()
-			owner = fd
-		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
-			return fmt.Errorf("redirect %v of pid %d: %w", u, pid, err)
 		}
-		id, err := unix.PerfEventID(fd)
-		if err != nil {
-			return fmt.Errorf("id of %v of pid %d: %w", u, pid, err)
-		}
-		if res.uprobes == nil {
-			res.uprobes = make(map[uint64]int)
-		}
-		res.uprobes[id] = i
 	}
 	return nil
 }
@@ -224,15 +154,14 @@ func (r *Reader) Uprobe(s *Sample) (int, bool) {
 }
 
 // ErrNoUprobePermission is returned by [UprobesUsable] to a process that
-// is not root: the uprobe PMU wants CAP_PERFMON.
-var ErrNoUprobePermission = errors.New("user probes need root or CAP_PERFMON")
+// is not root: defining probes in tracefs and opening them wants root.
+var ErrNoUprobePermission = errors.New("user probes need root")
 
-// UprobesUsable returns nil when this process can open [Uprobe]s: the
-// kernel has the uprobe PMU ([ErrNoUprobes]) and the process is root
-// (else [ErrNoUprobePermission]; a process given CAP_PERFMON alone is
-// taken for one without it).
+// UprobesUsable returns nil when this process can open [Uprobe]s: a
+// tracefs with uprobe_events is mounted ([ErrNoUprobes]) and the process
+// is root (else [ErrNoUprobePermission]).
 func UprobesUsable() error {
-	if _, err := lookupUprobePMU(); err != nil {
+	if _, err := uprobeEventsFile(); err != nil {
 		return err
 	}
 	if os.Geteuid() != 0 {

@@ -1,6 +1,9 @@
 package perf
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,7 @@ import (
 // spans fixture, which calls it 10 times on its main thread, through the
 // fixture's [Exec] target: both probes hit exactly 10 times, in the
 // fixture's pid, returns after their entries, entries with a user
-// callchain and returns without; the probes share the ring with the CPU
+// callchain and returns without; the probes write beside the CPU
 // samples, which Reader.Uprobe does not claim.
 func TestUprobeExec(t *testing.T) {
 	bin := testutils.BuildFixture(t, "spans")
@@ -76,5 +79,83 @@ func TestUprobeBadPath(t *testing.T) {
 	}
 	if want := "uprobe /nonexistent/lib.so+0x1000"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name %q", err, want)
+	}
+}
+
+// ourUprobeGroups returns the lines of uprobe_events that name a probe
+// of this process's groups.
+func ourUprobeGroups(t *testing.T) []string {
+	t.Helper()
+	file, err := uprobeEventsFile()
+	if err != nil {
+		testutils.RequireCI(t, "%v", err)
+		t.Fatal(err)
+	}
+	ns, err := pidNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf(":%s%d_%d_", uprobeGroupPrefix, ns, os.Getpid())
+	var ours []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, prefix) {
+			ours = append(ours, l)
+		}
+	}
+	return ours
+}
+
+// TestUprobeDefinitions: opening probes defines them in tracefs, first
+// removing those a recorder of this PID namespace that is gone left
+// (a group named for an exited process's pid), but not those of a live
+// one (this process's, under a sequence number it has not used); Close
+// removes its own.
+func TestUprobeDefinitions(t *testing.T) {
+	file, err := uprobeEventsFile()
+	if err != nil {
+		testutils.RequireCI(t, "%v", err)
+		t.Fatal(err)
+	}
+	ns, err := pidNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := fmt.Sprintf("%s%d_%d_1/p0", uprobeGroupPrefix, ns, dead.Process.Pid)
+	live := fmt.Sprintf("%s%d_%d_999999/p0", uprobeGroupPrefix, ns, os.Getpid())
+	for _, g := range []string{stale, live} {
+		if err := appendLine(file, "p:"+g+" /bin/true:0x1000"); err != nil {
+			t.Fatalf("define %s: %v", g, err)
+		}
+	}
+	defer appendLine(file, "-:"+stale)
+	defer appendLine(file, "-:"+live)
+
+	cmd, release := startBeforeExec(t, "/bin/true")
+	r, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Uprobes: []Uprobe{{Path: "/bin/true", Offset: 0x1000}, {Path: "/bin/true", Offset: 0x1000, Return: true}}})
+	release()
+	requirePerf(t, err)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), stale) || !strings.Contains(string(b), live) {
+		t.Errorf("uprobe_events after open, want %s removed and %s kept:\n%s", stale, live, b)
+	}
+	if ours := ourUprobeGroups(t); len(ours) != 3 {
+		t.Errorf("this process's probes while open: %q, want the 2 opened and %s", ours, live)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ours := ourUprobeGroups(t); len(ours) != 1 {
+		t.Errorf("this process's probes after Close: %q, want %s alone", ours, live)
 	}
 }

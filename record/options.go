@@ -80,7 +80,7 @@ type Options struct {
 	MainLoop bool
 	// SpeedtrackPreload records MainLoop with the preload library (see
 	// FindSpeedtrackLib) even where user probes work: the fallback
-	// where they do not (no uprobe PMU, not root), chosen by itself.
+	// where they do not (no uprobe_events in tracefs, not root), chosen by itself.
 	SpeedtrackPreload bool
 	// Spans marks each call of the functions named, on every thread:
 	// marks of group capture.SpanGroup named after the function. They need a

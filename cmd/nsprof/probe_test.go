@@ -232,23 +232,25 @@ func TestProbePodmanRootless(t *testing.T) {
 // TestProbeThreads: a probed command can still create threads and fork
 // (the kernel cannot copy a uprobe PMU event into a new task: it reads
 // the event's path pointer again in the forking task, and the fork
-// failed with EFAULT while the probes were inherited), and its main
-// thread's calls are counted exactly.
+// failed with EFAULT while such probes were inherited), and the calls of
+// its main thread (10) and its worker thread (100) are all counted.
 func TestProbeThreads(t *testing.T) {
 	requireRoot(t)
 	bin := fixtureHost(t, "threads", "-lpthread")
 	_, rep := recordProbe(t, "--probe", "libfixture.so:fix_f", "--", bin)
-	var calls int64
-	for _, f := range rep.Calls.Functions {
-		if f.Function == "fix_f" {
-			calls = f.Calls
-		}
-	}
-	// The worker thread's 100 calls are counted too once new tasks are
-	// probed; the main thread's 10 are counted now.
-	if calls != 10 && calls != 110 {
-		t.Errorf("fix_f: %d calls, want the main thread's 10 (or 110 with the worker's)", calls)
-	}
+	checkProbeCounts(t, rep, map[string]int64{"fix_f": 110})
+}
+
+// TestProbeInherit: the probes of a command hit the tasks it creates
+// after they are placed: testdata/calls/inherit.c calls fix_run from its
+// main thread (10 calls of fix_f), 3 threads (100, 200, 300), a forked
+// child (1000) and the child's thread (5); every call is counted, with
+// -g too (the calls of fix_f are the sums of its arcs from fix_run).
+func TestProbeInherit(t *testing.T) {
+	requireRoot(t)
+	bin := fixtureHost(t, "inherit", "-lpthread")
+	_, rep := recordProbe(t, "-g", "--probe", "libfixture.so:fix_f", "--probe", "libfixture.so:fix_run", "--", bin)
+	checkProbeCounts(t, rep, map[string]int64{"fix_f": 1615, "fix_run": 6})
 }
 
 // TestProbeUsage: --probe needs a command or -p, refuses --calls and a

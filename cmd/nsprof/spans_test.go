@@ -259,6 +259,41 @@ func TestSpan(t *testing.T) {
 	})
 }
 
+// TestSpanThreads: --span on fix_run of testdata/calls/inherit.c marks
+// every call, those of the threads and the forked child the command
+// creates after the probes are placed too: 6 marks, one on each process's
+// main thread (no message) and 4 on the other threads ("tid N", 4
+// different tids).
+func TestSpanThreads(t *testing.T) {
+	requireRoot(t)
+	bin := fixtureHost(t, "inherit", "-lpthread")
+	capPath := filepath.Join(t.TempDir(), "spans.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "--no-cpu", "--span", "libfixture.so:fix_run", "-o", capPath, "--", bin)
+	if status != 0 {
+		t.Fatalf("record --span: status %d\n%s", status, stderr)
+	}
+	main, tids := 0, map[string]bool{}
+	for _, f := range readClean(t, capPath) {
+		m, ok := f.(*capture.Mark)
+		if !ok || m.Group != capture.SpanGroup {
+			continue
+		}
+		switch {
+		case m.Name != "fix_run":
+			t.Errorf("mark %s:%s, want span:fix_run", m.Group, m.Name)
+		case m.Message == "":
+			main++
+		case strings.HasPrefix(m.Message, "tid "):
+			tids[m.Message] = true
+		default:
+			t.Errorf("mark %s:%s message %q, want none or tid N", m.Group, m.Name, m.Message)
+		}
+	}
+	if main != 2 || len(tids) != 4 {
+		t.Errorf("%d marks of main threads and %d of other threads (%v), want 2 and 4", main, len(tids), tids)
+	}
+}
+
 // TestSpanErrors: a spec without a function, a library no process maps
 // and a function the file lacks are refused, naming what is missing;
 // --speedtrack without a command or -p too.
