@@ -127,7 +127,10 @@ func recordChroot(t *testing.T, root string, env ...string) string {
 	t.Helper()
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	out := filepath.Join(t.TempDir(), "capture.syscap")
+	// A symbol cache of its own: the fixtures are cached builds, and a
+	// shared cache would name them without the debug files tested here.
 	cmd := exec.Command(nsprofBin, "record", "-o", out, "--no-cpu", "--no-memory", "--no-disk", "--no-network",
+		"--symbol-cache", filepath.Join(t.TempDir(), "symbols"),
 		"--", unshare, "--root", root, "/bin/hot", "2")
 	cmd.Env = append(os.Environ(), env...)
 	b, err := cmd.CombinedOutput()
@@ -254,6 +257,7 @@ func TestDebugLinkInRootAfterExec(t *testing.T) {
 	// the recorder to open its view; then the same pid becomes unshare,
 	// which chroots and execs /bin/hot.
 	cmd := exec.Command(nsprofBin, "record", "-o", out, "--no-cpu", "--no-memory", "--no-disk", "--no-network",
+		"--symbol-cache", filepath.Join(t.TempDir(), "symbols"),
 		"--", "/bin/sh", "-c", `sleep 0.5; exec "$0" --root "$1" /bin/hot 2`, unshare, root)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
