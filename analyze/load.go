@@ -176,12 +176,16 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 		}
 		switch f.Type {
 		case capture.TypeSample:
-			// Stopping at a damaged sample, as loading does.
-			if f.DecodeSample(&s) != nil {
-				return n, fs
+			k, ok := f.SampleLen()
+			if !ok {
+				// Stopping at a damaged sample, as loading does.
+				if f.DecodeSample(&s) != nil {
+					return n, fs
+				}
+				k = len(s.Addrs)
 			}
 			n.samples++
-			n.addrs += len(s.Addrs)
+			n.addrs += k
 		case capture.TypeTrace, capture.TypeAllocation:
 			n.slots += len(f.Bytes) / 8
 		case capture.TypeFileChunk:

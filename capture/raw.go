@@ -43,6 +43,18 @@ func (f *RawFrame) Decode() (Frame, error) {
 	return decodeFrame(f.o, f.Bytes, f.Off, f.allowUnknown)
 }
 
+// SampleLen returns the number of addresses [RawFrame.DecodeSample]
+// would decode from f, without decoding them; false when f is not a
+// SAMPLE frame whose addresses fit in it (DecodeSample then says why).
+func (f *RawFrame) SampleLen() (int, bool) {
+	b := f.Bytes
+	if f.Type != TypeSample || len(b) < sampleFixed {
+		return 0, false
+	}
+	n := int(f.o.bits(f.o.u32(b[24:]), 0, 16))
+	return n, sampleFixed+8*n <= len(b)
+}
+
 // DecodeSample decodes a SAMPLE frame into s without allocating, reusing
 // the capacity of s.Addrs (which holds nil when the frame has no address,
 // as with Decode). It returns the [*FormatError] Decode would for a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -32,8 +33,15 @@ func readRaw(b []byte, opts ReaderOptions) (FileHeader, []Frame, error) {
 		}
 		switch f.Type {
 		case TypeSample:
+			n, ok := f.SampleLen()
 			if err := f.DecodeSample(&s); err != nil {
+				if ok {
+					return r.Header(), out, fmt.Errorf("SampleLen says %d addresses of a sample that does not decode: %w", n, err)
+				}
 				return r.Header(), out, err
+			}
+			if !ok || n != len(s.Addrs) {
+				return r.Header(), out, fmt.Errorf("SampleLen = %d, %v; DecodeSample decoded %d addresses", n, ok, len(s.Addrs))
 			}
 			cp := s
 			cp.Addrs = bytes2addrs(s.Addrs)
