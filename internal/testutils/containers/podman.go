@@ -118,6 +118,14 @@ func StartPodman(t testing.TB, storage string) (pid int, id string) {
 	testutils.LookPathOrSkip(t, "runc")
 	r := BuildRootfs(t)
 	InstallDecoy(t)
+	return startPodman(t, privatePodman(t, storage), r.Tarball)
+}
+
+// privatePodman returns the environment and flags of a podman whose
+// configuration, storage (of kind storage, see storageFlags) and run
+// directory are under a temporary directory; Cleanup wipes the storage.
+func privatePodman(t testing.TB, storage string) *podmanEnv {
+	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "containers.conf")
 	writeFile(t, conf, fmt.Sprintf("[engine]\nevents_logfile_path = %q\ntmp_dir = %q\n[network]\nnetwork_config_dir = %q\n",
@@ -130,7 +138,7 @@ func StartPodman(t testing.TB, storage string) (pid int, id string) {
 	}
 	e.flags = append(append([]string{"--root", e.root, "--runroot", filepath.Join(dir, "run")}, storageFlags(t, storage)...), commonFlags...)
 	t.Cleanup(func() { e.reset(t) })
-	return startPodman(t, e, r.Tarball)
+	return e
 }
 
 func startPodman(t testing.TB, e *podmanEnv, tarball string) (int, string) {

@@ -1,7 +1,6 @@
 package containers
 
 import (
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -39,18 +38,7 @@ func PodmanRunArgs(t testing.TB, rootfs string, runFlags, argv []string) (args, 
 	podman := testutils.LookPathOrSkip(t, "podman")
 	testutils.LookPathOrSkip(t, "runc")
 	requireRoot(t)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "containers.conf")
-	writeFile(t, conf, fmt.Sprintf("[engine]\nevents_logfile_path = %q\ntmp_dir = %q\n[network]\nnetwork_config_dir = %q\n",
-		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"), filepath.Join(dir, "networks")))
-	writeFile(t, filepath.Join(dir, "storage.conf"), fmt.Sprintf("[storage]\ndriver = \"overlay\"\nrunroot = %q\ngraphroot = %q\n",
-		filepath.Join(dir, "run"), filepath.Join(dir, "root")))
-	e := &podmanEnv{
-		root: filepath.Join(dir, "root"),
-		env:  []string{"CONTAINERS_CONF=" + conf, "CONTAINERS_STORAGE_CONF=" + filepath.Join(dir, "storage.conf")},
-	}
-	e.flags = append(append([]string{"--root", e.root, "--runroot", filepath.Join(dir, "run")}, storageFlags(t, "overlay")...), commonFlags...)
-	t.Cleanup(func() { e.reset(t) })
+	e := privatePodman(t, "overlay")
 	// As startPodman: rlimits runc can set without CAP_SYS_RESOURCE.
 	n := strconv.FormatUint(hardNofile(), 10)
 	args = append(append([]string{podman}, e.flags...), "run", "--rm", "--network", "none",
