@@ -1,9 +1,7 @@
 package export
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -210,25 +208,6 @@ func (b *pprofBuilder) mainFirstOf(pr *analyze.Process) {
 			return
 		}
 	}
-}
-
-// writePprof writes the gzipped pprof profile of v, compressed at
-// gzip's fastest level: profile.Write's default level took longer than
-// building the profile on a large capture (2.7 s of 7.9 s for 800k
-// locations), for a file about a fifth larger.
-func writePprof(w io.Writer, v *analyze.View, o Options) error {
-	p, err := Pprof(v, o)
-	if err != nil {
-		return err
-	}
-	gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return err
-	}
-	if err := p.WriteUncompressed(gz); err != nil {
-		return err
-	}
-	return gz.Close()
 }
 
 func (b *pprofBuilder) location(id analyze.FrameID) *profile.Location {

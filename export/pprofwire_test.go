@@ -1,0 +1,87 @@
+package export
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"nsprof/analyze"
+	"nsprof/internal/testcaptures"
+)
+
+// TestPprofWriterMatchesBuilder checks that the profile `nsprof export
+// --format pprof` encodes itself is, parsed by google/pprof, the profile
+// [Pprof] builds with google/pprof's model: for captures of CPU samples
+// (with kernel frames and inlined calls), allocations, instrumented calls
+// and Sysprof's own, under every sample type and view option that
+// changes stacks.
+func TestPprofWriterMatchesBuilder(t *testing.T) {
+	views := []analyze.ViewOptions{{}, {HideKernel: true}, {Inline: true}, {Invert: true}}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"cpu", testcaptures.CPU(t)},
+		{"web", testcaptures.Web(t)},
+		{"memprof", testcaptures.Memory(t)},
+		{"nsprof-memprof", testcaptures.Memprof(t)},
+		{"sysprof-cli", testcaptures.Sysprof(t)},
+		{"calls", testcaptures.Calls(t)},
+		// The most sampled process's file is not the first mapping
+		// used: pprof's main mapping is moved first.
+		{"main-later", testcaptures.CPUOf(t, []testcaptures.Stack{
+			{PID: 20, TID: 20, MS: 1, Frames: []string{"evil_f", "main"}, N: 1},
+			{PID: 10, TID: 10, MS: 2, Frames: []string{"k_read", "hot", "main"}, N: 3},
+			// Samples of no thread (tid -1) in two processes.
+			{PID: 20, TID: -1, MS: 3, Frames: []string{"k_idle"}, N: 1},
+			{PID: 10, TID: -1, MS: 4, Frames: []string{"k_read"}, N: 1},
+			{PID: 20, TID: -1, MS: 5, Frames: []string{"k_idle"}, N: 1},
+		})},
+	} {
+		p, err := analyze.Load(bytes.NewReader(c.data), analyze.LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		types := max(1, len(p.SampleTypes))
+		for value := range types {
+			for _, vo := range views {
+				vo.Value = value
+				v, err := p.View(vo)
+				if err != nil {
+					t.Fatalf("%s %+v: %v", c.name, vo, err)
+				}
+				want, err := Pprof(v, Options{Title: c.name})
+				if err != nil {
+					t.Fatalf("%s %+v: %v", c.name, vo, err)
+				}
+				var buf bytes.Buffer
+				if err := Generate(&buf, v, FormatPprof, Options{Title: c.name}); err != nil {
+					t.Fatalf("%s %+v: %v", c.name, vo, err)
+				}
+				got, err := profile.Parse(&buf)
+				if err != nil {
+					t.Fatalf("%s %+v: parsing the export: %v", c.name, vo, err)
+				}
+				if err := got.CheckValid(); err != nil {
+					t.Fatalf("%s %+v: %v", c.name, vo, err)
+				}
+				if len(want.Sample) == 0 {
+					continue
+				}
+				// The builder's model, through google/pprof's encoder
+				// and parser, as ours went through its parser.
+				var wb bytes.Buffer
+				if err := want.Write(&wb); err != nil {
+					t.Fatal(err)
+				}
+				if want, err = profile.Parse(&wb); err != nil {
+					t.Fatal(err)
+				}
+				if g, w := got.String(), want.String(); g != w {
+					t.Errorf("%s, value %d %+v: the export differs from the builder's profile:\n%s\nwant:\n%s", c.name, value, vo, g, w)
+				}
+			}
+		}
+	}
+}
