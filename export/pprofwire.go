@@ -146,14 +146,65 @@ func writePprof(w io.Writer, v *analyze.View, o Options) error {
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(gz, 1<<16)
-	if err := ww.write(bw, o); err != nil {
-		return err
+	// Compressing takes about as long as encoding: it is done on a
+	// goroutine of its own, a buffer behind.
+	aw := newAsyncWriter(gz)
+	bw := bufio.NewWriterSize(aw, 1<<16)
+	err = ww.write(bw, o)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := bw.Flush(); err != nil {
+	if cerr := aw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	return gz.Close()
+}
+
+// asyncWriter writes to w from a goroutine of its own: Write hands over a
+// copy of its bytes and returns, unless two writes are still pending.
+type asyncWriter struct {
+	ch   chan []byte
+	free chan []byte
+	done chan error
+}
+
+func newAsyncWriter(w io.Writer) *asyncWriter {
+	a := &asyncWriter{ch: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for b := range a.ch {
+			if err == nil {
+				_, err = w.Write(b)
+			}
+			select {
+			case a.free <- b[:0]:
+			default:
+			}
+		}
+		a.done <- err
+	}()
+	return a
+}
+
+// Write queues a copy of p. An error of an earlier write is returned by
+// Close.
+func (a *asyncWriter) Write(p []byte) (int, error) {
+	var b []byte
+	select {
+	case b = <-a.free:
+	default:
+	}
+	a.ch <- append(b, p...)
+	return len(p), nil
+}
+
+// Close waits for the queued writes and returns the first error.
+func (a *asyncWriter) Close() error {
+	close(a.ch)
+	return <-a.done
 }
 
 func newWireWriter(v *analyze.View) *wireWriter {

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -83,5 +84,37 @@ func TestPprofWriterMatchesBuilder(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// slowWriter is a writer that takes its time, so that writes queue up.
+type slowWriter struct{ bytes.Buffer }
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	return w.Buffer.Write(p)
+}
+
+// TestAsyncWriter writes more buffers than asyncWriter keeps, faster than
+// they are written, and checks every byte arrives in order.
+func TestAsyncWriter(t *testing.T) {
+	var sw slowWriter
+	a := newAsyncWriter(&sw)
+	var want bytes.Buffer
+	chunk := make([]byte, 1<<16)
+	for i := range 50 {
+		for j := range chunk {
+			chunk[j] = byte(i + j)
+		}
+		want.Write(chunk)
+		if _, err := a.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sw.Bytes(), want.Bytes()) {
+		t.Fatalf("wrote %d bytes, differing from the %d written", sw.Len(), want.Len())
 	}
 }
