@@ -305,22 +305,33 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	}
 	p.Funcs = p.Funcs[:0]
 	funcs := make(map[Function]FuncID)
+	// Named frames share their locations: the function of a location is
+	// looked up once (by pointer, for user and kernel frames apart),
+	// not hashed by name for every frame.
+	var ofLoc [2]map[*Location]FuncID
+	for i := range ofLoc {
+		ofLoc[i] = make(map[*Location]FuncID)
+	}
 	unresolved := 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		name := ""
 		if k := by[i]; k >= 0 {
 			counts[k]++
-		} else {
-			loc := p.fallback(f)
-			f.Loc = &loc
-			unresolved++
-			if !p.Addresses {
-				name = UnnamedFunction(f.Loc.DSO)
+			m := ofLoc[b2i(f.Kernel)]
+			id, ok := m[f.Loc]
+			if !ok {
+				id = internFunc(funcs, &p.Funcs, Function{Name: f.Loc.Function, DSO: f.Loc.DSO, Kernel: f.Kernel})
+				m[f.Loc] = id
 			}
+			f.Func = id
+			continue
 		}
-		if name == "" {
-			name = f.Loc.Function
+		loc := p.fallback(f)
+		f.Loc = &loc
+		unresolved++
+		name := f.Loc.Function
+		if !p.Addresses {
+			name = UnnamedFunction(f.Loc.DSO)
 		}
 		f.Func = internFunc(funcs, &p.Funcs, Function{Name: name, DSO: f.Loc.DSO, Kernel: f.Kernel})
 	}
@@ -466,6 +477,14 @@ func nameReturn(sym func(uint64) (Location, int), addr uint64) (Location, int) {
 // amd64 and on other architectures).
 func goRestorer(fn string) bool {
 	return fn == "runtime.sigreturn__sigaction" || fn == "runtime.sigreturn"
+}
+
+// b2i returns 1 for true, else 0.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // internFunc returns the id of fn in list, indexed by ids, appending it
