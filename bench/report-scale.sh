@@ -7,8 +7,8 @@
 # The workload is Go builds from an empty cache, over and over (the go
 # command, compile, asm, link and cgo in many short processes, as the
 # capture of a build is), plus bench/record-overhead/work.c in THREADS
-# threads. For each duration of SECONDS, nsprof and perf record it side
-# by side, for the same time:
+# threads. For each duration of SECONDS, nsprof and then perf record it
+# for that time:
 #   nsprof record -a -F FREQ --duration S -o X
 #   perf record -a -g -F FREQ -o Y -- sleep S
 # Then, RUNS times each, alternating, with GNU time's wall clock and peak
@@ -83,10 +83,13 @@ for s in "${sizes[@]}"; do
 	workload &
 	work_pid=$!
 	sleep 2 # the builds under way
-	"$ns" record -a -F "$freq" --duration "$s" -o "$x" -f >/dev/null 2>"$tmp/nsprof-record.log" &
-	rec=$!
+	# One after the other, not side by side: while an event asking for
+	# build-ids in MMAP2 records (nsprof's) is open, kernel 6.18 sets
+	# the build-id flag on the MMAP2 records of the other events too,
+	# and perf 6.1 then aborts ("assertion failed at
+	# util/build-id.c:1010") reading its own capture.
+	"$ns" record -a -F "$freq" --duration "$s" -o "$x" -f >/dev/null 2>"$tmp/nsprof-record.log"
 	"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$y" -- sleep "$s" >/dev/null 2>"$tmp/perf-record.log"
-	wait "$rec"
 	kill "$work_pid"
 	wait "$work_pid" 2>/dev/null || true
 	work_pid=
