@@ -260,6 +260,7 @@ func (r *recorder) setup() error {
 			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
 		} else if o.LeafStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.LeafStack)
+			popts.FrameRegs = true // the leaf step's unwinding needs no more
 			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
 		var err error
