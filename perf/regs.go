@@ -39,21 +39,25 @@ const (
 
 // userRegsMask returns the sample_regs_user mask that a DWARF unwinder
 // needs on goarch: the general-purpose registers, stack pointer and
-// instruction pointer. It is zero where nsprof does not know the layout.
-func userRegsMask(goarch string) uint64 {
-	switch goarch {
-	case "amd64":
+// instruction pointer; with frame on amd64, the instruction, stack and
+// frame pointers only ([Options.FrameRegs]). It is zero where nsprof does
+// not know the layout.
+func userRegsMask(goarch string, frame bool) uint64 {
+	switch {
+	case goarch == "amd64" && frame:
+		return 1<<RegX86IP | 1<<RegX86SP | 1<<RegX86BP
+	case goarch == "amd64":
 		// AX..SP, IP, R8..R15. FLAGS, CS and SS are useless for unwinding
 		// and DS..GS are rejected on x86-64.
 		return 1<<(RegX86IP+1) - 1 | (1<<(RegX86R15+1)-1)&^(1<<RegX86R8-1)
-	case "arm64":
+	case goarch == "arm64":
 		return 1<<(RegARM64PC+1) - 1
 	}
 	return 0
 }
 
 // hostRegsMask is the mask used for the running architecture.
-var hostRegsMask = userRegsMask(runtime.GOARCH)
+var hostRegsMask = userRegsMask(runtime.GOARCH, false)
 
 // UserReg returns register reg (a RegX86* or RegARM64* number) of sample s,
 // whose registers were recorded with the mask f.RegsUser. It reports false

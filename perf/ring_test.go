@@ -196,13 +196,16 @@ func TestReaderDrainsAllRings(t *testing.T) {
 }
 
 func TestUserRegsMask(t *testing.T) {
-	if got := userRegsMask("amd64"); got != 0xff01ff {
+	if got := userRegsMask("amd64", false); got != 0xff01ff {
 		t.Errorf("amd64 mask %#x", got)
 	}
-	if got := userRegsMask("arm64"); got != 1<<33-1 {
+	if got := userRegsMask("amd64", true); got != 1<<RegX86BP|1<<RegX86SP|1<<RegX86IP {
+		t.Errorf("amd64 frame mask %#x", got)
+	}
+	if got := userRegsMask("arm64", false); got != 1<<33-1 {
 		t.Errorf("arm64 mask %#x", got)
 	}
-	if got := userRegsMask("mips"); got != 0 {
+	if got := userRegsMask("mips", false); got != 0 {
 		t.Errorf("mips mask %#x", got)
 	}
 }

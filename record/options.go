@@ -255,6 +255,9 @@ func (o *Options) setDefaults() error {
 	if o.Calls && o.SysprofMemprof {
 		return errors.New("calls and Sysprof's memprof cannot both be loaded")
 	}
+	if len(o.Command) == 0 && (o.Memprof || o.Calls) {
+		return fmt.Errorf("memprof, calls: %w", ErrPreloadNeedsCommand)
+	}
 	if len(o.Command) == 0 && (o.TraceFD || o.GJS || o.GTK || o.Memprof || o.Calls || o.SysprofMemprof || len(o.Env) > 0) {
 		return errors.New("trace fds, memprof, calls and environment need a command to spawn")
 	}

@@ -185,13 +185,25 @@ func (r *recorder) setup() error {
 		mode = "pids"
 	}
 	var pass []passFile
+	command := o.Command
+	var preload *os.File // the library handed to a podman container
 	if o.Memprof || o.Calls {
 		mp, err := newMemprof(o)
 		if err != nil {
 			return err
 		}
 		r.mp = mp
-		pass = append(pass, mp.pass())
+		cmd, pp, ok, err := podmanPreload(o.Command, mp)
+		if err != nil {
+			return err
+		}
+		if ok {
+			command, preload = cmd, pp[1].file
+			pass = append(pass, pp...)
+			r.notef("memprof: loading %s into the process podman starts in its container (LD_PRELOAD=/proc/self/fd/4, --preserve-fds=2), not into podman", mp.lib)
+		} else {
+			pass = append(pass, mp.pass())
+		}
 	}
 	if len(o.Command) > 0 && (o.TraceFD || o.GTK || o.SysprofMemprof) {
 		cfd, err := newControlFD()
@@ -223,9 +235,12 @@ func (r *recorder) setup() error {
 		}
 	}
 	if len(o.Command) > 0 {
-		c, err := spawn(o.Command, o.Env, traces, pass)
+		c, err := spawn(command, o.Env, traces, pass)
 		if r.mp != nil {
 			r.mp.send.Close()
+		}
+		if preload != nil {
+			preload.Close()
 		}
 		if r.cfd != nil {
 			r.cfd.theirs.Close() // the command holds it now
@@ -260,6 +275,7 @@ func (r *recorder) setup() error {
 			popts.RingPages = dwarfRingPages(o.Frequency, o.DWARFStack)
 		} else if o.LeafStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.LeafStack)
+			popts.FrameRegs = true // the leaf step's unwinding needs no more
 			popts.RingPages = dwarfRingPages(o.Frequency, o.LeafStack)
 		}
 		var err error

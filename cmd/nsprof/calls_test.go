@@ -19,7 +19,6 @@ import (
 	"nsprof/capture"
 	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
-	"nsprof/record"
 )
 
 // callsBuild builds testdata/calls: fixture.c as libfixture.so with the
@@ -301,25 +300,23 @@ func checkHostIDs(t *testing.T, out string) {
 }
 
 // TestCallsInPodman records the -finstrument-functions build run in a
-// rootful Podman container, the preload and the fixture copied into its
-// root file system and the recorder's socket passed in as fd 3
-// (--preserve-fds): the counts are exact, the records carry host ids,
-// and the process is named as the container's.
+// rootful Podman container by `record --calls -- podman run ...`, whose
+// root file system holds the fixture only: the recorder hands the
+// container's process the preload and its socket itself. The counts are
+// exact, the records carry host ids, and the process is named as the
+// container's.
 func TestCallsInPodman(t *testing.T) {
 	memprofLib(t)
-	prog := callsBuild(t, "-finstrument-functions")
-	lib := os.Getenv(record.MemprofLibEnv)
-	rootfs := containers.RootfsWith(t, prog, lib)
-	run := []string{"--preserve-fds", "1", "-e", "LD_PRELOAD=" + lib, "-e", "NSPROF_MEMPROF_FD=3",
-		"-e", "NSPROF_CALLS=1", "-e", "NSPROF_MEMPROF_ALLOCS=0"}
-	args, env := containers.PodmanRunArgs(t, rootfs, run, []string{prog})
+	// The preload needs libm, as in any image with glibc: the fixture
+	// links it, so the root file system has it.
+	prog := callsBuild(t, "-finstrument-functions", "-Wl,--no-as-needed", "-lm")
+	rootfs := containers.RootfsWith(t, prog)
+	args, env := containers.PodmanRunArgs(t, rootfs, nil, []string{prog})
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	sh := testutils.LookPathOrSkip(t, "sh")
-	// podman passes fds 3 and up: the recorder's socket goes to fd 3.
-	out, rep := recordCalls(t, append([]string{sh, "-c", `exec 3>&"$NSPROF_MEMPROF_FD" && exec "$@"`, "sh"}, args...)...)
+	out, rep := recordCalls(t, args...)
 	checkFixtureArcs(t, rep, nil)
 	checkHostIDs(t, out)
 	procs, stderr, status := nsprof(t, nil, "report", "--processes", out)
@@ -329,6 +326,23 @@ func TestCallsInPodman(t *testing.T) {
 	if !regexp.MustCompile(`(?m)podman.*` + regexp.QuoteMeta(prog)).MatchString(procs) {
 		t.Errorf("the fixture is not shown in its podman container:\n%s", procs)
 	}
+}
+
+// TestCallsInPodmanRootless records the -finstrument-functions build
+// run by `record --calls -- runuser -u USER -- podman run ...` in a
+// rootless container, whose user can reach no file of the recorder's
+// (the preload is built in a directory of mode 0700) and whose image
+// holds the fixture only, and the libraries it links: the counts are
+// exact and the records carry host ids.
+func TestCallsInPodmanRootless(t *testing.T) {
+	memprofLib(t)
+	// The preload needs libm, as in any image with glibc: the fixture
+	// links it, so the image has it.
+	prog := callsBuild(t, "-finstrument-functions", "-Wl,--no-as-needed", "-lm")
+	args := containers.PodmanRunRootlessArgs(t, prog, nil)
+	out, rep := recordCalls(t, args...)
+	checkFixtureArcs(t, rep, nil)
+	checkHostIDs(t, out)
 }
 
 // uftraceCalls returns the calls per function uftrace counts for prog.
@@ -416,12 +430,17 @@ func TestCallsLostAtExit(t *testing.T) {
 	}
 }
 
-// TestCallsUsage checks that record --calls needs a command and that
+// TestCallsUsage checks that record --calls needs a command, and says
+// why and what works for a container or a running process, and that
 // report --calls takes no other view, weighing or grouping.
 func TestCallsUsage(t *testing.T) {
-	_, stderr, status := nsprof(t, nil, "record", "--calls", "-o", filepath.Join(t.TempDir(), "x.nsprof"))
-	if status != 2 || !strings.Contains(stderr, "--calls needs a command to run") {
-		t.Errorf("record --calls without a command: status %d, stderr:\n%s", status, stderr)
+	for _, args := range [][]string{{"--calls"}, {"--calls", "-p", "1"}, {"--memprof", "-p", "1"}} {
+		_, stderr, status := nsprof(t, nil, append([]string{"record", "-o", filepath.Join(t.TempDir(), "x.nsprof")}, args...)...)
+		for _, want := range []string{args[0] + ": the library is loaded with LD_PRELOAD", "-- podman run", "not a running process (-p)", "--probe"} {
+			if status != 2 || !strings.Contains(stderr, want) {
+				t.Errorf("record %v: status %d, want %q in stderr:\n%s", args, status, want, stderr)
+			}
+		}
 	}
 	for _, extra := range [][]string{{"--tree"}, {"--memory"}, {"--value", "calls"}, {"--by", "thread"}, {"--marks"}} {
 		_, stderr, status := nsprof(t, nil, append(append([]string{"report", "--calls"}, extra...), "x.nsprof")...)

@@ -206,10 +206,10 @@ SIGTERM; the capture is complete in every case.`,
 				return usagef(cmd, "--memprof-sample needs --memprof")
 			}
 			if opts.Memprof && len(args) == 0 {
-				return usagef(cmd, "--memprof needs a command to run")
+				return usagef(cmd, "--memprof: %v", record.ErrPreloadNeedsCommand)
 			}
 			if opts.Calls && len(args) == 0 {
-				return usagef(cmd, "--calls needs a command to run")
+				return usagef(cmd, "--calls: %v", record.ErrPreloadNeedsCommand)
 			}
 			cg := fl.callGraph
 			if cg == "" {

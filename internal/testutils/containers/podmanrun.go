@@ -1,8 +1,10 @@
 package containers
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
@@ -45,4 +47,30 @@ func PodmanRunArgs(t testing.TB, rootfs string, runFlags, argv []string) (args, 
 		"--ulimit", "nofile="+n+":"+n, "--ulimit", "nproc=32768:32768")
 	args = append(append(append(args, runFlags...), "--rootfs", rootfs), argv...)
 	return args, e.env
+}
+
+// PodmanRunRootlessArgs returns the command line that runs the program at
+// host path bin with args in a rootless podman container (podman run
+// --rm, no network), started as [RootlessUser] through runuser from /,
+// on an image holding bin at [ProgramPath] and the libraries it links,
+// imported into a private storage as [StartPodmanRootlessProgram]'s;
+// runFlags go after run. Cleanup removes the storage, the runtime
+// directory and the pause process.
+func PodmanRunRootlessArgs(t testing.TB, bin string, runFlags []string, args ...string) []string {
+	t.Helper()
+	testutils.LookPathOrSkip(t, "podman")
+	testutils.LookPathOrSkip(t, "newuidmap")
+	testutils.LookPathOrSkip(t, "runuser")
+	env := testutils.LookPathOrSkip(t, "env")
+	requireRoot(t)
+	e, tarball := rootlessEnv(t, "overlay", programRootfs(t, bin))
+	image := "localhost/nsprof-run-" + strings.ToLower(filepath.Base(ProgramPath(bin))) + ":latest"
+	if _, err := e.run("import", "-q", tarball, image); err != nil {
+		t.Fatal(err)
+	}
+	n := strconv.FormatUint(hardNofile(), 10)
+	run := append([]string{"run", "--rm", "--network", "none", "--ulimit", "nofile=" + n + ":" + n, "--ulimit", "nproc=32768:32768"}, runFlags...)
+	c := e.cmd(context.Background(), append(append(run, image, ProgramPath(bin)), args...)...)
+	// The user cannot enter the caller's working directory, maybe.
+	return append([]string{env, "-C", "/", c.Path}, c.Args[1:]...)
 }
