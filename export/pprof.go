@@ -41,7 +41,9 @@ type pprofBuilder struct {
 // temp_space when the view weighs an allocation type, with the sampling
 // interval in bytes as Period; calls, and call_time and call_self_time
 // when timed, when it weighs instrumented calls, with calls/count as
-// PeriodType; the type the view weighs is the default), locations leaf first with their mapping
+// PeriodType; off_cpu, wall or blocking nanoseconds, each its own
+// PeriodType with Period 1; the type the view weighs is the default),
+// locations leaf first with their mapping
 // (file, offset, build-id) and function (name, source file and line when
 // known), and labels pid, tid and nspid (numbers), comm and container
 // (strings). Kernel addresses share one mapping named [kernel.kallsyms],
@@ -52,30 +54,13 @@ type pprofBuilder struct {
 func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	o.setDefaults()
 	cols := pprofColumns(v)
+	h := newPprofHeader(v, cols)
 	types := make([]*profile.ValueType, len(cols))
-	for i, c := range cols {
-		t := analyze.SamplesType
-		if len(v.SampleTypes) > 0 {
-			t = v.SampleTypes[c]
-		}
+	for i, t := range h.types {
 		types[i] = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
-	period := &profile.ValueType{Type: "samples", Unit: "count"}
-	if cols[0] != 0 {
-		period = &profile.ValueType{Type: "space", Unit: "bytes"}
-	}
-	calls := analyze.IsCallsType(types[0].Type)
-	if calls {
-		period = &profile.ValueType{Type: analyze.CallsType.Type, Unit: analyze.CallsType.Unit}
-	}
-	periodN := int64(1)
-	if cols[0] != 0 && !calls && v.SampleBytes() > 0 {
-		periodN = v.SampleBytes() // as a Go heap profile's MemProfileRate
-	}
-	if len(cols) > 1 && types[1].Type == analyze.CPUType.Type {
-		// As a Go CPU profile: a sample every Period ns of CPU time.
-		period = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
-	}
+	period := &profile.ValueType{Type: h.period.Type, Unit: h.period.Unit}
+	periodN := h.periodN
 	b := &pprofBuilder{
 		v: v,
 		p: &profile.Profile{
@@ -126,16 +111,68 @@ func Pprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		index[k] = ps
 		b.p.Sample = append(b.p.Sample, ps)
 	}
-	if b.p.PeriodType.Type == "cpu" && len(b.p.Sample) > 0 {
-		if v := b.p.Sample[0].Value; v[0] > 0 {
-			b.p.Period = v[1] / v[0]
-		}
+	if h.cpu && len(b.p.Sample) > 0 {
+		b.p.Period = h.cpuPeriod(b.p.Sample[0].Value)
 	}
 	b.mainFirst()
 	if err := b.p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("building pprof profile: %w", err)
 	}
 	return b.p, nil
+}
+
+// pprofHeader is what describes the values of a pprof profile of a view.
+type pprofHeader struct {
+	// types are the sample types of the columns.
+	types []analyze.ValueType
+	// period and periodN are the period type and the period.
+	period  analyze.ValueType
+	periodN int64
+	// cpu says the period is CPU time, periodN to be set from the
+	// first sample's values by cpuPeriod.
+	cpu bool
+}
+
+// newPprofHeader returns the header of a pprof profile of v with columns
+// cols: a sample of stacks ("samples"/"count", period 1), or of CPU time
+// as a Go CPU profile when the second column is cpu (a sample every
+// Period ns); the sampling interval in bytes of allocations
+// ("space"/"bytes", as a Go heap profile's MemProfileRate); one call of
+// instrumented calls; and one nanosecond of the off-CPU, wall and
+// blocking times.
+func newPprofHeader(v *analyze.View, cols []int) pprofHeader {
+	h := pprofHeader{types: make([]analyze.ValueType, len(cols)), period: analyze.SamplesType, periodN: 1}
+	for i, c := range cols {
+		h.types[i] = analyze.SamplesType
+		if len(v.SampleTypes) > 0 {
+			h.types[i] = v.SampleTypes[c]
+		}
+	}
+	switch first := h.types[0].Type; {
+	case analyze.IsAllocType(first):
+		h.period = analyze.ValueType{Type: "space", Unit: "bytes"}
+		if v.SampleBytes() > 0 {
+			h.periodN = v.SampleBytes()
+		}
+	case analyze.IsCallsType(first):
+		h.period = analyze.CallsType
+	case cols[0] != 0:
+		h.period = analyze.ValueType{Type: first, Unit: h.types[0].Unit}
+	}
+	if len(cols) > 1 && h.types[1].Type == analyze.CPUType.Type {
+		h.period, h.cpu = analyze.CPUType, true
+	}
+	return h
+}
+
+// cpuPeriod returns the nanoseconds of CPU time a sample stands for,
+// from the values of a sample (count, then cpu), or 1 when they do not
+// tell.
+func (h pprofHeader) cpuPeriod(first []int64) int64 {
+	if first[0] > 0 {
+		return first[1] / first[0]
+	}
+	return 1
 }
 
 // pprofColumns returns the sample types (indexes in v.SampleTypes) a

@@ -416,49 +416,28 @@ func (w *wireWriter) write(out io.Writer, o Options) error {
 		return err
 	}
 	// The header, as [Pprof] describes it.
-	types := make([][2]string, len(w.cols))
-	for i, c := range w.cols {
-		t := analyze.SamplesType
-		if len(v.SampleTypes) > 0 {
-			t = v.SampleTypes[c]
-		}
-		types[i] = [2]string{t.Type, t.Unit}
+	h := newPprofHeader(v, w.cols)
+	periodN := h.periodN
+	if h.cpu && len(w.samples) > 0 {
+		periodN = h.cpuPeriod(w.values[:len(w.cols)])
 	}
-	period := [2]string{"samples", "count"}
-	if w.cols[0] != 0 {
-		period = [2]string{"space", "bytes"}
-	}
-	calls := analyze.IsCallsType(types[0][0])
-	if calls {
-		period = [2]string{analyze.CallsType.Type, analyze.CallsType.Unit}
-	}
-	periodN := int64(1)
-	if w.cols[0] != 0 && !calls && v.SampleBytes() > 0 {
-		periodN = v.SampleBytes()
-	}
-	if len(w.cols) > 1 && types[1][0] == analyze.CPUType.Type {
-		period = [2]string{"cpu", "nanoseconds"}
-		if len(w.samples) > 0 && w.values[0] > 0 {
-			periodN = w.values[1] / w.values[0]
-		}
-	}
-	valueType := func(field protowire.Number, t [2]string) {
+	valueType := func(field protowire.Number, t analyze.ValueType) {
 		m = m[:0]
-		m = appendInt(m, valueTypeType, w.str(t[0]))
-		m = appendInt(m, valueTypeUnit, w.str(t[1]))
+		m = appendInt(m, valueTypeType, w.str(t.Type))
+		m = appendInt(m, valueTypeUnit, w.str(t.Unit))
 		b = appendBytes(b, field, m)
 	}
-	for _, t := range types {
+	for _, t := range h.types {
 		valueType(profSampleType, t)
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v.Header.CaptureTime); err == nil {
 		b = appendInt(b, profTimeNanos, t.UnixNano())
 	}
 	b = appendInt(b, profDurationNanos, v.Duration())
-	valueType(profPeriodType, period)
+	valueType(profPeriodType, h.period)
 	b = appendInt(b, profPeriod, periodN)
 	b = appendInt(b, profComment, w.str(o.Title))
-	b = appendInt(b, profDefaultSampleType, w.str(types[slices.Index(w.cols, v.Selected())][0]))
+	b = appendInt(b, profDefaultSampleType, w.str(h.types[slices.Index(w.cols, v.Selected())].Type))
 
 	// Samples, a few thousand at a time.
 	n := len(w.cols)

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func TestPprofWriterMatchesBuilder(t *testing.T) {
 		{"nsprof-memprof", testcaptures.Memprof(t)},
 		{"sysprof-cli", testcaptures.Sysprof(t)},
 		{"calls", testcaptures.Calls(t)},
+		{"offcpu", testcaptures.OffCPU(t)},
 		// The most sampled process's file is not the first mapping
 		// used: pprof's main mapping is moved first.
 		{"main-later", testcaptures.CPUOf(t, []testcaptures.Stack{
@@ -116,5 +118,45 @@ func TestAsyncWriter(t *testing.T) {
 	}
 	if !bytes.Equal(sw.Bytes(), want.Bytes()) {
 		t.Fatalf("wrote %d bytes, differing from the %d written", sw.Len(), want.Len())
+	}
+}
+
+// TestPprofPeriodTypes checks the period type and period of the pprof
+// export of each sample type of a capture of CPU samples, off-CPU time
+// and blocking calls: off-CPU, wall and blocking profiles are periods of
+// one nanosecond of their own type (they were "space bytes", the
+// allocations' period type).
+func TestPprofPeriodTypes(t *testing.T) {
+	p, err := analyze.Load(bytes.NewReader(testcaptures.OffCPU(t)), analyze.LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"samples": "cpu nanoseconds 1000000", "cpu": "cpu nanoseconds 1000000",
+		"off_cpu": "off_cpu nanoseconds 1", "wall": "wall nanoseconds 1", "blocking": "blocking nanoseconds 1",
+	}
+	for i, ty := range p.SampleTypes {
+		v, err := p.View(analyze.ViewOptions{Value: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Generate(&buf, v, FormatPprof, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		pp, err := profile.Parse(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("%s %s %d", pp.PeriodType.Type, pp.PeriodType.Unit, pp.Period)
+		if got != want[ty.Type] {
+			t.Errorf("%s: period %q, want %q", ty.Type, got, want[ty.Type])
+		}
+		if len(pp.Sample) == 0 {
+			t.Errorf("%s: no sample", ty.Type)
+		}
+	}
+	if len(p.SampleTypes) != len(want) {
+		t.Errorf("sample types %v, want %d", p.SampleTypes, len(want))
 	}
 }
