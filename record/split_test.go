@@ -1,0 +1,119 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"nsprof/analyze"
+	"nsprof/internal/testutils"
+)
+
+// TestRecordSplit records the whole system for 4.5 s cut into captures of
+// a second while a CPU-bound fixture runs throughout. Every sample and
+// every lost sample is in exactly one capture: the captures' SAMPLE frames
+// and "Lost Samples" counters sum to what the recording counted, as
+// SplitFile says them. The cuts leave no gap: the fixture's samples run
+// on from one capture to the next. And every capture stands alone: it
+// names the fixture (a process described in the first only, before the
+// cut) and its functions from its own symbol bundle.
+func TestRecordSplit(t *testing.T) {
+	requirePerf(t)
+	bin := testutils.BuildFixture(t, "callchain")
+	cmd := exec.Command(bin, "8", "1", "nofork")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	pid := int32(cmd.Process.Pid)
+
+	dir := t.TempDir()
+	var files []SplitFile
+	opts := quiet
+	opts.Duration = 4500 * time.Millisecond
+	opts.Frequency = 99
+	opts.Log = testWriter{t}
+	res, err := RecordSplit(context.Background(), opts, Split{
+		Every: time.Second,
+		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
+		Done: func(f SplitFile) error {
+			if f.N != len(files)+1 {
+				return fmt.Errorf("capture %d handed over after %d", f.N, len(files))
+			}
+			t.Logf("capture %d: %d samples, %d lost, %v long, handed over at %v", f.N, f.Samples, f.Lost, time.Duration(f.End-f.Start), time.Now().Format("15:04:05.000"))
+			files = append(files, f)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	// 4 whole seconds and the last half; a cut that takes long (the
+	// first one symbolizes every file sampled) on a loaded machine
+	// lengthens its successor.
+	if len(files) < 3 {
+		t.Fatalf("%d captures, want 3 to 5", len(files))
+	}
+	for i := 1; i < len(files); i++ {
+		if files[i].Start != files[i-1].End {
+			t.Errorf("capture %d starts %v after capture %d ends", files[i].N, time.Duration(files[i].Start-files[i-1].End), files[i-1].N)
+		}
+	}
+	var samples, lost uint64
+	var fixtureTimes [][]int64
+	for _, f := range files {
+		samples += f.Samples
+		lost += f.Lost
+		p, err := analyze.LoadFile(f.Path, analyze.LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		if uint64(len(p.Samples)) != f.Samples || uint64(p.Lost) != f.Lost {
+			t.Errorf("capture %d holds %d samples and %d lost, its SplitFile says %d and %d", f.N, len(p.Samples), p.Lost, f.Samples, f.Lost)
+		}
+		proc := p.Process(pid)
+		if proc == nil || !strings.HasPrefix(proc.Cmdline, bin) {
+			t.Errorf("capture %d does not name the fixture %d: %+v", f.N, pid, proc)
+			continue
+		}
+		var times []int64
+		named := 0
+		for _, s := range p.Samples {
+			if s.PID != pid {
+				continue
+			}
+			times = append(times, s.Time)
+			if slices.ContainsFunc(p.Stack(s.Stack), func(id analyze.FrameID) bool {
+				return p.Funcs[p.Frames[id].Func].Name == "fixture_leaf"
+			}) {
+				named++
+			}
+		}
+		if len(times) < 10 || named < len(times)/2 {
+			t.Errorf("capture %d: %d samples of the fixture, %d through fixture_leaf", f.N, len(times), named)
+		}
+		slices.Sort(times)
+		fixtureTimes = append(fixtureTimes, times)
+	}
+	if samples != res.Samples || lost != res.Lost {
+		t.Errorf("captures hold %d samples and %d lost; the recording counted %d and %d", samples, lost, res.Samples, res.Lost)
+	}
+	t.Logf("%d samples, %d lost in %d captures", res.Samples, res.Lost, len(files))
+	for i := 1; i < len(fixtureTimes); i++ {
+		a, b := fixtureTimes[i-1], fixtureTimes[i]
+		if len(a) == 0 || len(b) == 0 {
+			continue
+		}
+		// 10 ms between samples of a busy thread at 99 Hz; a cut that
+		// closed and reopened the recording would leave a gap of the
+		// set-up and symbolization time.
+		if gap := time.Duration(b[0] - a[len(a)-1]); gap > 300*time.Millisecond {
+			t.Errorf("the fixture's samples stop for %v at cut %d", gap, i)
+		}
+	}
+}
