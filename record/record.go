@@ -698,6 +698,9 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 		return "duration"
 	}
 	if r.split != nil && !now.Before(r.split.next) {
+		if r.split.n == r.split.Captures {
+			return "duration"
+		}
 		r.cut(now)
 		if r.writeErr != nil {
 			return "write error"

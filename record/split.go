@@ -26,6 +26,9 @@ type Split struct {
 	// one (cut short by the end of the recording) too. An error from Done
 	// stops the recording and is returned by [RecordSplit].
 	Done func(SplitFile) error
+	// Captures stops the recording at the end of capture Captures, as a
+	// Duration would; 0: when the Duration passes or the context ends.
+	Captures int
 	// Writer configures each capture's writer.
 	Writer capture.WriterOptions
 }

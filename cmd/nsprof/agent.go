@@ -26,13 +26,19 @@ func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent --otlp-endpoint URL [flags]",
 		Short: "Profile the whole system continuously and push each period to an OpenTelemetry Collector",
-		Long: `Agent records the whole system in periods of --period at -F Hz per CPU and
-pushes each period as nsprof push does (OTLP profiles over HTTP protobuf),
-in order. A period is first written to the spool directory; it leaves it
-once the receiver took it. While the receiver is away, pushes are retried
-with a backoff doubling from 1 s to 1 min and periods wait in the spool;
-past --spool-max the oldest are dropped, each drop logged and counted.
-Periods spooled by an earlier run are sent first.`,
+		Long: `Agent records the whole system at -F Hz per CPU, one recording cut into
+periods of --period (as perf record --switch-output does: no sample falls
+between two periods), and pushes each period as nsprof push does (OTLP
+profiles), in order. A period is first written to the spool directory; it
+leaves it once the receiver took it. While the receiver is away, pushes are
+retried with a backoff doubling from 1 s to 1 min and periods wait in the
+spool; past --spool-max the oldest are dropped, each drop logged and counted.
+Periods spooled by an earlier run are sent first.
+
+Losses are reported in the pushes, as resource attributes:
+nsprof.lost_samples (samples the kernel dropped in the period),
+nsprof.dropped_periods and nsprof.dropped_samples (periods dropped from the
+full spool or refused by the receiver since the push before).`,
 		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,8 +76,8 @@ Periods spooled by an earlier run are sent first.`,
 			o.Log = cmd.ErrOrStderr()
 			o.Record.Version = versionString()
 			st, err := agent.Run(cmd.Context(), o)
-			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples), %d dropped, %d retries\n",
-				st.Recorded, st.Sent, st.Samples, st.Dropped, st.Retries)
+			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples), %d dropped, %d refused (%d samples), %d retries; the kernel lost %d samples\n",
+				st.Recorded, st.Sent, st.Samples, st.Dropped, st.Refused, st.DroppedSamples, st.Retries, st.Lost)
 			return err
 		},
 	}
