@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,15 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"nsprof/agent"
-	"nsprof/otlp"
 )
 
 func newAgentCmd() *cobra.Command {
 	var (
 		o        agent.Options
-		endpoint string
-		headers  []string
-		insecure bool
+		of       otlpFlags
 		spoolMax string
 	)
 	cmd := &cobra.Command{
@@ -39,33 +35,24 @@ Losses are reported in the pushes, as resource attributes:
 nsprof.lost_samples (samples the kernel dropped in the period),
 nsprof.dropped_periods and nsprof.dropped_samples (periods dropped from the
 full spool or refused by the receiver since the push before).`,
-		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19`,
-		Args:    usageArgs(cobra.NoArgs),
+		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19
+  nsprof agent --protocol grpc --otlp-endpoint otel.example:4317 --tls-ca ca.pem --header Authorization="Bearer $TOKEN"`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if endpoint == "" {
-				return usagef(cmd, "--otlp-endpoint is required")
-			}
 			if o.Period <= 0 {
 				return usagef(cmd, "--period %v: must be positive", o.Period)
 			}
 			if o.Record.Frequency <= 0 {
 				return usagef(cmd, "-F %d: must be positive", o.Record.Frequency)
 			}
-			h := http.Header{}
-			for _, kv := range headers {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return usagef(cmd, "--header %q: want KEY=VALUE", kv)
-				}
-				h.Add(strings.TrimSpace(k), v)
-			}
 			var err error
 			if o.SpoolMax, err = parseBytes(spoolMax); err != nil {
 				return usagef(cmd, "--spool-max: %v", err)
 			}
-			if o.Client, err = otlp.NewClient(endpoint, otlp.ClientOptions{Header: h, Insecure: insecure}); err != nil {
-				return usagef(cmd, "--otlp-endpoint: %v", err)
+			if o.Client, err = of.client(cmd); err != nil {
+				return err
 			}
+			defer o.Client.Close()
 			if o.Spool == "" {
 				dir, err := os.UserCacheDir()
 				if err != nil {
@@ -81,10 +68,8 @@ full spool or refused by the receiver since the push before).`,
 			return err
 		},
 	}
+	of.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&endpoint, "otlp-endpoint", "", "send to the OTLP/HTTP receiver at `URL` (required)")
-	f.StringArrayVar(&headers, "header", nil, "add the HTTP header `KEY=VALUE` to every request (repeatable)")
-	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate of an https endpoint")
 	f.DurationVar(&o.Period, "period", 10*time.Second, "record and send periods of `DURATION`")
 	f.IntVarP(&o.Record.Frequency, "freq", "F", 19, "sample at `HZ` per CPU")
 	f.IntVar(&o.Periods, "periods", 0, "stop after `N` periods, once they are sent (default: run until interrupted)")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +146,67 @@ func TestPushToCollector(t *testing.T) {
 	}
 	if server.total["hot"] != 5 || server.total["main"] != 10 || evil.total["hot"] != 0 {
 		t.Errorf("server's samples of hot, main: %d, %d (want 5, 10); evil's of hot: %d (want 0)", server.total["hot"], server.total["main"], evil.total["hot"])
+	}
+}
+
+// TestPushProtocols pushes a capture to a real collector over OTLP/HTTP
+// and OTLP/gRPC, in plain text and over TLS with a certificate authority
+// made by the test: each push arrives whole (every sample, the header as
+// metadata not refused). Without the authority, TLS fails on the unknown
+// certificate and nothing arrives.
+func TestPushProtocols(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.syscap")
+	if err := os.WriteFile(path, testcaptures.CPU(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, _, _ := reportByName(t, path)
+	plain := testutils.StartOtelcol(t)
+	files := testutils.NewTLSFiles(t)
+	secure := testutils.StartOtelcolWithOptions(t, testutils.OtelcolOptions{TLSCert: files.Cert, TLSKey: files.Key})
+	for _, tc := range []struct {
+		name string
+		col  *testutils.Otelcol
+		args []string
+		fail string // in stderr, when the push must fail
+	}{
+		{"http", plain, []string{"--otlp-endpoint", plain.HTTP}, ""},
+		{"grpc", plain, []string{"--protocol", "grpc", "--otlp-endpoint", plain.GRPC, "--insecure"}, ""},
+		{"grpc-url", plain, []string{"--protocol", "grpc", "--otlp-endpoint", "http://" + plain.GRPC}, ""},
+		{"https", secure, []string{"--otlp-endpoint", secure.HTTP, "--tls-ca", files.CA}, ""},
+		{"grpc-tls", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC, "--tls-ca", files.CA}, ""},
+		{"https-unknown-ca", secure, []string{"--otlp-endpoint", secure.HTTP}, "certificate"},
+		{"grpc-tls-unknown-ca", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC}, "certificate"},
+		{"grpc-plain-to-tls", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC, "--insecure"}, "grpc://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(tc.col.Lines(t, 0, 0))
+			args := append([]string{"push", path, "--header", "X-Tenant=test"}, tc.args...)
+			_, stderr, status := nsprof(t, nil, args...)
+			if tc.fail != "" {
+				if status == 0 || !strings.Contains(stderr, tc.fail) {
+					t.Errorf("push: status %d, want a failure naming %q: %s", status, tc.fail, stderr)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if got := len(tc.col.Lines(t, 0, 0)); got != before {
+					t.Errorf("the collector wrote %d requests of a push that failed", got-before)
+				}
+				return
+			}
+			if status != 0 {
+				t.Fatalf("push: status %d: %s\ncollector:\n%s", status, stderr, tc.col.Log)
+			}
+			lines := tc.col.Lines(t, before+1, 10*time.Second)
+			if len(lines) != before+1 {
+				t.Fatalf("the collector wrote %d requests, want 1\n%s", len(lines)-before, stderr)
+			}
+			procs, _ := readCollected(t, lines[before:])
+			var sent int64
+			for _, cp := range procs {
+				sent += cp.samples
+			}
+			if sent != int64(n) {
+				t.Errorf("the collector got %d samples, nsprof report counts %d", sent, n)
+			}
+		})
 	}
 }
