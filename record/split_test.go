@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 )
 
@@ -69,27 +69,36 @@ func TestRecordSplit(t *testing.T) {
 	for _, f := range files {
 		samples += f.Samples
 		lost += f.Lost
-		p, err := analyze.LoadFile(f.Path, analyze.LoadOptions{NoHostFiles: true})
+		c := load(t, f.Path)
+		if got := capturedLost(c); uint64(len(c.samples)) != f.Samples || got != f.Lost {
+			t.Errorf("capture %d holds %d samples and %d lost, its SplitFile says %d and %d", f.N, len(c.samples), got, f.Samples, f.Lost)
+		}
+		if names := c.processes[pid]; len(names) == 0 || !strings.HasPrefix(names[len(names)-1], bin) {
+			t.Errorf("capture %d does not name the fixture %d: %q", f.N, pid, names)
+		}
+		if infos, _, err := capture.ReadProcessFile(&c.files); err != nil || !slices.ContainsFunc(infos, func(p capture.ProcessInfo) bool {
+			return p.PID == int(pid) && len(p.Cmdline) > 0 && p.Cmdline[0] == bin
+		}) {
+			t.Errorf("capture %d: the fixture is not in its process table (%v)", f.N, err)
+		}
+		b, err := c.files.Lookup(capture.SymbolsFile)
 		if err != nil {
 			t.Fatalf("capture %d: %v", f.N, err)
 		}
-		if uint64(len(p.Samples)) != f.Samples || uint64(p.Lost) != f.Lost {
-			t.Errorf("capture %d holds %d samples and %d lost, its SplitFile says %d and %d", f.N, len(p.Samples), p.Lost, f.Samples, f.Lost)
-		}
-		proc := p.Process(pid)
-		if proc == nil || !strings.HasPrefix(proc.Cmdline, bin) {
-			t.Errorf("capture %d does not name the fixture %d: %+v", f.N, pid, proc)
-			continue
+		syms, err := capture.DecodeSymbols(b)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
 		}
 		var times []int64
 		named := 0
-		for _, s := range p.Samples {
+		for _, s := range c.samples {
 			if s.PID != pid {
 				continue
 			}
 			times = append(times, s.Time)
-			if slices.ContainsFunc(p.Stack(s.Stack), func(id analyze.FrameID) bool {
-				return p.Funcs[p.Frames[id].Func].Name == "fixture_leaf"
+			if slices.ContainsFunc(s.Addrs, func(a uint64) bool {
+				sym, ok := syms.Lookup(pid, a)
+				return ok && sym.Name == "fixture_leaf"
 			}) {
 				named++
 			}
@@ -116,4 +125,27 @@ func TestRecordSplit(t *testing.T) {
 			t.Errorf("the fixture's samples stop for %v at cut %d", gap, i)
 		}
 	}
+}
+
+// capturedLost returns the last value of c's "Lost Samples" counter.
+func capturedLost(c *captured) uint64 {
+	var id uint32
+	var lost int64
+	for _, f := range c.frames {
+		switch f := f.(type) {
+		case *capture.CounterDefine:
+			for _, d := range f.Counters {
+				if d.Category == capture.LostSamplesCategory && d.Name == capture.LostSamplesName {
+					id = d.ID
+				}
+			}
+		case *capture.CounterSet:
+			for _, u := range f.Updates {
+				if id != 0 && u.ID == id {
+					lost = max(lost, u.Value.Int64())
+				}
+			}
+		}
+	}
+	return uint64(lost)
 }
