@@ -65,13 +65,13 @@ func TestAgentCollectorAway(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("the collector wrote %d requests, want 3 (one per period)\nagent:\n%s", len(lines), stderr)
 	}
-	procs, times := readCollected(t, lines)
+	procs, times := testutils.ReadCollected(t, lines)
 	starts := slices.Compact(slices.Clone(times))
 	if !slices.IsSortedFunc(starts, time.Time.Compare) || len(starts) != 3 {
 		t.Errorf("period start times %v: want 3 distinct, in order", starts)
 	}
 	cp := procs[int64(busy.Process.Pid)]
-	if cp == nil || cp.total["fixture_leaf"] == 0 {
+	if cp == nil || cp.Total["fixture_leaf"] == 0 {
 		t.Errorf("no samples of the fixture's fixture_leaf (pid %d) at the collector", busy.Process.Pid)
 	}
 }
