@@ -103,7 +103,12 @@ func (m *pidMap) prune(live func(pid int) bool) {
 
 // nextCapture forgets the addresses sampled for the capture that ended,
 // and the processes live says are gone with the files only they mapped.
-func (s *symbolizer) nextCapture(live func(pid int) bool) {
+// With unload, it also drops the symbol tables and debug information read
+// for the files still mapped (their files stay open): the next capture
+// reads them again, from the symbol cache when it has them, so that what
+// the recorder holds is bounded by the files one capture samples, not by
+// every file sampled since the recording began.
+func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 	s.seenStacks = nil
 	s.shadowed = 0
 	used := map[*symObj]bool{}
@@ -124,6 +129,10 @@ func (s *symbolizer) nextCapture(live func(pid int) bool) {
 		if used[o] {
 			if o.root != nil {
 				roots[o.root] = true
+			}
+			if unload && o.loaded {
+				o.elf.Close()
+				o.loaded, o.elf, o.syms, o.afterCall = false, nil, nil, nil
 			}
 			continue
 		}

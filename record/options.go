@@ -110,6 +110,9 @@ type Options struct {
 	// others) is refused with a warning, and the recording goes on
 	// without it.
 	SymbolCache string
+	// A split recording ([RecordSplit]) with a cache drops the tables it
+	// read at each cut and reads them from the cache for the next
+	// capture: its memory is bounded by the files one capture samples.
 	// SymbolCacheMaxBytes bounds the cache's size; the least recently
 	// used entries are removed beyond it. Zero: symcache.DefaultMaxBytes.
 	SymbolCacheMaxBytes int64

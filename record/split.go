@@ -153,7 +153,7 @@ func (r *recorder) cut(now time.Time) {
 	}
 	r.tr.nextCapture()
 	if r.sym != nil {
-		r.sym.nextCapture(r.tr.live)
+		r.sym.nextCapture(r.tr.live, r.opts.SymbolCache != "")
 	}
 	if err := r.beginCapture(); err != nil && r.writeErr == nil {
 		r.writeErr = err

@@ -13,18 +13,19 @@ import (
 	"nsprof/internal/testutils"
 )
 
-// TestRecordSplit records the whole system for 4.5 s cut into captures of
+// TestRecordSplit records the whole system for 6 s cut into captures of
 // a second while a CPU-bound fixture runs throughout. Every sample and
 // every lost sample is in exactly one capture: the captures' SAMPLE frames
 // and "Lost Samples" counters sum to what the recording counted, as
 // SplitFile says them. The cuts leave no gap: the fixture's samples run
 // on from one capture to the next. And every capture stands alone: it
 // names the fixture (a process described in the first only, before the
-// cut) and its functions from its own symbol bundle.
+// cut) and its functions from its own symbol bundle, the symbol tables
+// read again (from the symbol cache) after each cut.
 func TestRecordSplit(t *testing.T) {
 	requirePerf(t)
 	bin := testutils.BuildFixture(t, "callchain")
-	cmd := exec.Command(bin, "8", "1", "nofork")
+	cmd := exec.Command(bin, "10", "1", "nofork")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +36,12 @@ func TestRecordSplit(t *testing.T) {
 	dir := t.TempDir()
 	var files []SplitFile
 	opts := quiet
-	opts.Duration = 4500 * time.Millisecond
+	opts.Duration = 6 * time.Second
 	opts.Frequency = 99
 	opts.Log = testWriter{t}
+	// With a cache, each cut drops the tables read: later captures are
+	// named from the cache.
+	opts.SymbolCache = t.TempDir()
 	res, err := RecordSplit(context.Background(), opts, Split{
 		Every: time.Second,
 		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
@@ -53,11 +57,11 @@ func TestRecordSplit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record: %v", err)
 	}
-	// 4 whole seconds and the last half; a cut that takes long (the
+	// 6 seconds; a cut that takes long (the
 	// first one symbolizes every file sampled) on a loaded machine
 	// lengthens its successor.
 	if len(files) < 3 {
-		t.Fatalf("%d captures, want 3 to 5", len(files))
+		t.Fatalf("%d captures, want 3 to 6", len(files))
 	}
 	for i := 1; i < len(files); i++ {
 		if files[i].Start != files[i-1].End {
