@@ -138,7 +138,7 @@ func (r *recorder) cut(now time.Time) {
 	// It starts where the last one stopped: the records read from now
 	// on, those sampled while the last one was finished included.
 	wo := sp.Writer
-	wo.StartTime = r.stopAt
+	wo.StartTime, wo.CaptureTime = r.stopAt, r.stoppedAt
 	w, err := capture.CreateWithOptions(sp.path, wo)
 	if err != nil {
 		r.writeErr = fmt.Errorf("capture %d of the split recording: %w", sp.n, err)

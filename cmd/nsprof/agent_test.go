@@ -173,3 +173,39 @@ func TestAgentReportsDrops(t *testing.T) {
 		t.Errorf("the log names %d dropped periods, want %d", got, dropped)
 	}
 }
+
+// TestAgentPeriodsAbut runs nsprof agent for three periods: each period's
+// profiles start where the last one's end, on the wall clock, since the
+// periods are cuts of one recording (perf record --switch-output), not
+// recordings of their own with the set-up and symbolization of one
+// between them.
+func TestAgentPeriodsAbut(t *testing.T) {
+	requireRoot(t)
+	col := testutils.StartOtelcol(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	var errb strings.Builder
+	if err := runIO(ctx, []string{"agent", "--otlp-endpoint", col.HTTP, "--period", "1s", "-F", "99", "--periods", "3",
+		"--spool", t.TempDir()}, nil, io.Discard, &errb); err != nil {
+		t.Fatalf("agent: %v\n%s", err, errb.String())
+	}
+	lines := col.Lines(t, 3, 10*time.Second)
+	if len(lines) != 3 {
+		t.Fatalf("the collector wrote %d requests, want 3\n%s", len(lines), errb.String())
+	}
+	var start, end []time.Time
+	for i, line := range lines {
+		ps, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles([]byte(line))
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		prof := ps.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().At(0)
+		start = append(start, prof.Time().AsTime())
+		end = append(end, prof.Time().AsTime().Add(time.Duration(prof.DurationNano())))
+	}
+	for i := 1; i < len(start); i++ {
+		if gap := start[i].Sub(end[i-1]); gap < -time.Millisecond || gap > time.Millisecond {
+			t.Errorf("period %d starts %v after period %d ends (%v to %v, then %v)", i+1, gap, i, start[i-1], end[i-1], start[i])
+		}
+	}
+}
