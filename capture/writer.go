@@ -393,8 +393,9 @@ func (w *Writer) lastBoundary(base int64, n int) int64 {
 	return base + int64(off)
 }
 
-// captureTimeLayout is the header's ISO-8601 time: to the microsecond, as
-// GLib's g_date_time_format_iso8601 writes it (Sysprof), without a
-// fraction for a whole second. The captures of a split recording abut:
-// one starts the microsecond the last one ends.
+// captureTimeLayout is the header's ISO-8601 time: to the microsecond,
+// without a fraction for a whole second, which is all libsysprof-capture
+// writes (ISO-8601 readers, GLib's included, take the fraction). The
+// captures of a split recording abut: one starts the microsecond the last
+// one ends.
 const captureTimeLayout = "2006-01-02T15:04:05.999999Z"
