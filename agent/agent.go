@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,6 +195,11 @@ func (a *agent) record(ctx context.Context) error {
 			a.st.Lost += int64(f.Lost)
 			a.samples[a.seq+f.N] = int64(f.Samples)
 			a.mu.Unlock()
+			// What finishing the period read (symbol tables, debug
+			// information) is garbage now: hand it back, so that the
+			// agent's resident memory follows what it holds, not the
+			// peak of each cut.
+			debug.FreeOSMemory()
 			if f.Lost > 0 {
 				fmt.Fprintf(a.o.Log, "nsprof agent: period %d: the kernel lost %d samples (reported with the period)\n", a.seq+f.N, f.Lost)
 			}
