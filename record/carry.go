@@ -104,17 +104,27 @@ func (m *pidMap) prune(live func(pid int) bool) {
 // nextCapture forgets the addresses sampled for the capture that ended,
 // and the processes live says are gone with the files only they mapped.
 // With unload, it also drops the symbol tables and debug information read
-// for the files still mapped (their files stay open): the next capture
-// reads them again, from the symbol cache when it has them, so that what
-// the recorder holds is bounded by the files one capture samples, not by
-// every file sampled since the recording began.
+// for the files still mapped that the ending capture did not sample (their
+// files stay open): a capture that samples one again reads them again,
+// from the symbol cache when it has them, so that what the recorder holds
+// is bounded by the files one capture samples, not by every file sampled
+// since the recording began, and the files sampled capture after capture
+// are read once.
 func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 	s.seenStacks = nil
 	s.shadowed = 0
 	used := map[*symObj]bool{}
+	hot := map[*symObj]bool{}
 	for pid, p := range s.procs {
 		if !live(pid) {
 			continue
+		}
+		for _, g := range p.gens() {
+			for a := range g.user {
+				if m := g.find(a); m != nil {
+					hot[m.obj] = true
+				}
+			}
 		}
 		p.user, p.lines, p.kernel, p.prev = nil, nil, nil, nil
 		for _, m := range p.maps {
@@ -130,7 +140,7 @@ func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 			if o.root != nil {
 				roots[o.root] = true
 			}
-			if unload && o.loaded {
+			if unload && o.loaded && !hot[o] {
 				o.elf.Close()
 				o.loaded, o.elf, o.syms, o.afterCall = false, nil, nil, nil
 			}

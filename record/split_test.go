@@ -20,8 +20,8 @@ import (
 // SplitFile says them. The cuts leave no gap: the fixture's samples run
 // on from one capture to the next. And every capture stands alone: it
 // names the fixture (a process described in the first only, before the
-// cut) and its functions from its own symbol bundle, the symbol tables
-// read again (from the symbol cache) after each cut.
+// cut) and its functions from its own symbol bundle (recorded with a
+// symbol cache, as the agent records).
 func TestRecordSplit(t *testing.T) {
 	requirePerf(t)
 	bin := testutils.BuildFixture(t, "callchain")
@@ -39,8 +39,8 @@ func TestRecordSplit(t *testing.T) {
 	opts.Duration = 6 * time.Second
 	opts.Frequency = 99
 	opts.Log = testWriter{t}
-	// With a cache, each cut drops the tables read: later captures are
-	// named from the cache.
+	// With a cache, each cut drops the tables read of the files the
+	// capture did not sample.
 	opts.SymbolCache = t.TempDir()
 	res, err := RecordSplit(context.Background(), opts, Split{
 		Every: time.Second,
