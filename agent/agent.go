@@ -36,7 +36,7 @@ type Options struct {
 	Periods int
 	// Record configures the recording, one for the whole run cut into
 	// periods (record.RecordSplit). The zero value records the whole
-	// system.
+	// system. Counters are left out: they are not pushed.
 	Record record.Options
 	// Spool is the directory of the periods not sent yet; SpoolMax
 	// bounds the bytes kept there (default 256 MiB).
@@ -176,6 +176,8 @@ func (a *agent) record(ctx context.Context) error {
 	if opts.Log == nil {
 		opts.Log = a.o.Log
 	}
+	// Counters are not pushed: polling them would cost for nothing.
+	opts.NoCPU, opts.NoMemory, opts.NoDisk, opts.NoNetwork, opts.RAPL = true, true, true, true, false
 	name := func(n int) string {
 		return filepath.Join(a.o.Spool, fmt.Sprintf("period-%09d%s", a.seq+n, spoolExt))
 	}
