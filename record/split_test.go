@@ -94,8 +94,11 @@ func TestRecordSplit(t *testing.T) {
 			t.Fatalf("capture %d: %v", f.N, err)
 		}
 		var times []int64
-		named := 0
+		named, outside := 0, 0
 		for _, s := range c.samples {
+			if s.Time < f.Start || s.Time > f.End {
+				outside++
+			}
 			if s.PID != pid {
 				continue
 			}
@@ -106,6 +109,9 @@ func TestRecordSplit(t *testing.T) {
 			}) {
 				named++
 			}
+		}
+		if outside > 0 {
+			t.Errorf("capture %d: %d of its %d samples are outside its time range", f.N, outside, len(c.samples))
 		}
 		if len(times) < 10 || named < len(times)/2 {
 			t.Errorf("capture %d: %d samples of the fixture, %d through fixture_leaf", f.N, len(times), named)
