@@ -78,7 +78,7 @@ full spool or refused by the receiver since the push before).`,
 	f.IntVarP(&o.Record.Frequency, "freq", "F", 19, "sample at `HZ` per CPU")
 	f.IntVar(&o.Periods, "periods", 0, "stop after `N` periods, once they are sent (default: run until interrupted)")
 	f.StringVar(&o.Spool, "spool", "", "keep unsent periods in `DIR` (default $XDG_CACHE_HOME/nsprof/spool)")
-	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id, and read them from there at each period (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols)")
+	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id; a period that samples a file the one before did not reads them from there (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols)")
 	f.BoolVar(&fl.noSymbolCache, "no-symbol-cache", false, "neither read nor write the symbol cache: each file's tables are kept in memory while it is mapped")
 	f.StringVar(&spoolMax, "spool-max", "256MB", "keep at most `SIZE` of unsent periods (KB, MB, GB: powers of 1024), dropping the oldest")
 	return cmd
