@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,13 +28,15 @@ import (
 type Options struct {
 	// Client sends the periods.
 	Client *otlp.Client
-	// Period is the length of each recording (default 10 s).
+	// Period is the length of each capture the recording is cut into
+	// (default 10 s).
 	Period time.Duration
 	// Periods stops after recording this many periods and sending them
 	// (0: until the context ends).
 	Periods int
-	// Record configures each period's recording; its Duration is set to
-	// Period. The zero value records the whole system.
+	// Record configures the recording, one for the whole run cut into
+	// periods (record.RecordSplit). The zero value records the whole
+	// system. Counters are left out: they are not pushed.
 	Record record.Options
 	// Spool is the directory of the periods not sent yet; SpoolMax
 	// bounds the bytes kept there (default 256 MiB).
@@ -42,25 +45,45 @@ type Options struct {
 	// Backoff is the first wait after a failed push, doubled after each
 	// failure up to MaxBackoff (defaults 1 s and 1 min).
 	Backoff, MaxBackoff time.Duration
-	// Log receives one line per failure, retry and dropped period.
+	// Log receives one line per failure, retry, dropped period and
+	// period with samples the kernel lost.
 	Log io.Writer
 }
 
 // Stats count the periods of a run.
 type Stats struct {
 	// Recorded periods; Sent of them; Dropped: removed from the full
-	// spool or refused by the receiver, never sent; Retries: failed
-	// pushes tried again.
-	Recorded, Sent, Dropped, Retries int
-	// Samples is the number of samples sent.
-	Samples int64
+	// spool, never sent; Refused: refused by the receiver, never sent;
+	// Retries: failed pushes tried again.
+	Recorded, Sent, Dropped, Refused, Retries int
+	// Samples is the number of samples sent; Lost the number the kernel
+	// dropped while recording; DroppedSamples those of the periods
+	// dropped or refused (of the periods this run recorded).
+	Samples, Lost, DroppedSamples int64
 }
+
+// Attributes the agent adds to the resources of a push, for what was lost
+// since the push before it (see [Run]).
+const (
+	// AttrDroppedPeriods counts the periods dropped from the full spool
+	// or refused by the receiver since the last push.
+	AttrDroppedPeriods = "nsprof.dropped_periods"
+	// AttrDroppedSamples counts the samples of those periods, where
+	// known (periods spooled by an earlier run are not counted).
+	AttrDroppedSamples = "nsprof.dropped_samples"
+)
 
 const spoolExt = ".syscap"
 
 // Run records and pushes until ctx ends or, with o.Periods, until that
 // many periods are recorded and the spool is empty. Periods spooled by an
 // earlier run are sent first.
+//
+// The whole run is one recording cut into periods: no sample falls
+// between two. Each push carries, as resource attributes, what was lost:
+// the samples the kernel dropped while recording its period
+// ([otlp.AttrLostSamples]), and the periods dropped or refused since the
+// push before it ([AttrDroppedPeriods], [AttrDroppedSamples]).
 func Run(ctx context.Context, o Options) (Stats, error) {
 	if o.Period <= 0 {
 		o.Period = 10 * time.Second
@@ -80,7 +103,7 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	if err := os.MkdirAll(o.Spool, 0o700); err != nil {
 		return Stats{}, fmt.Errorf("spool: %w", err)
 	}
-	a := &agent{o: o, wake: make(chan struct{}, 1)}
+	a := &agent{o: o, wake: make(chan struct{}, 1), samples: map[int]int64{}}
 	files, err := a.spooled()
 	if err != nil {
 		return Stats{}, err
@@ -93,7 +116,7 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	recDone := make(chan struct{})
 	wg.Go(func() {
 		defer close(recDone)
-		recErr = a.recordLoop(ctx)
+		recErr = a.record(ctx)
 	})
 	sendErr := a.sendLoop(ctx, recDone)
 	wg.Wait()
@@ -105,9 +128,16 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 type agent struct {
 	o    Options
 	wake chan struct{}
-	mu   sync.Mutex // guards st and the spool's files
-	st   Stats
-	seq  int
+	seq  int // of the last period spooled before this run
+	mu   sync.Mutex
+	// Guarded by mu: the counts, the spool's files, the period being
+	// sent (0: none), the samples of the periods spooled and the losses
+	// not yet reported in a push.
+	st                Stats
+	sending           int
+	samples           map[int]int64
+	unreported        int
+	unreportedSamples int64
 }
 
 type spoolFile struct {
@@ -139,61 +169,56 @@ func (a *agent) spooled() ([]spoolFile, error) {
 	return out, nil
 }
 
-// recordLoop records the periods into the spool.
-func (a *agent) recordLoop(ctx context.Context) error {
-	for n := 0; a.o.Periods == 0 || n < a.o.Periods; n++ {
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.seq++
-		path := filepath.Join(a.o.Spool, fmt.Sprintf("period-%09d%s", a.seq, spoolExt))
-		if err := a.recordPeriod(ctx, path); err != nil {
-			return err
-		}
-		a.mu.Lock()
-		a.st.Recorded++
-		a.mu.Unlock()
-		if err := a.bound(); err != nil {
-			return err
-		}
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-// recordPeriod records one period into path, through a temporary name so
-// that the sender never sees a capture being written.
-func (a *agent) recordPeriod(ctx context.Context, path string) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	defer os.Remove(tmp)
-	w, err := capture.NewWriterWithOptions(f, capture.WriterOptions{BufferSize: 1 << 20})
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", tmp, err)
-	}
+// record records the periods into the spool, one recording cut into
+// periods.
+func (a *agent) record(ctx context.Context) error {
 	opts := a.o.Record
-	opts.Duration = a.o.Period
 	if opts.Log == nil {
 		opts.Log = a.o.Log
 	}
-	_, recErr := record.Record(ctx, w, opts)
-	if err := w.Close(); recErr == nil {
-		recErr = err
+	// Counters are not pushed: polling them would cost for nothing.
+	opts.NoCPU, opts.NoMemory, opts.NoDisk, opts.NoNetwork, opts.RAPL = true, true, true, true, false
+	name := func(n int) string {
+		return filepath.Join(a.o.Spool, fmt.Sprintf("period-%09d%s", a.seq+n, spoolExt))
 	}
-	if err := f.Close(); recErr == nil {
-		recErr = err
+	_, err := record.RecordSplit(ctx, opts, record.Split{
+		Every:    a.o.Period,
+		Captures: a.o.Periods,
+		Path:     func(n int) string { return name(n) + ".tmp" },
+		Writer:   capture.WriterOptions{BufferSize: 1 << 20},
+		Done: func(f record.SplitFile) error {
+			// The sender never sees a period being written: it looks
+			// for the final name only.
+			if err := os.Rename(f.Path, name(f.N)); err != nil {
+				return fmt.Errorf("spool: %w", err)
+			}
+			a.mu.Lock()
+			a.st.Recorded++
+			a.st.Lost += int64(f.Lost)
+			a.samples[a.seq+f.N] = int64(f.Samples)
+			a.mu.Unlock()
+			// What finishing the period read (symbol tables, debug
+			// information) is garbage now: hand it back, so that the
+			// agent's resident memory follows what it holds, not the
+			// peak of each cut.
+			debug.FreeOSMemory()
+			if f.Lost > 0 {
+				fmt.Fprintf(a.o.Log, "nsprof agent: period %d: the kernel lost %d samples (reported with the period)\n", a.seq+f.N, f.Lost)
+			}
+			if err := a.bound(); err != nil {
+				return err
+			}
+			select {
+			case a.wake <- struct{}{}:
+			default:
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("recording: %w", err)
 	}
-	if recErr != nil {
-		return fmt.Errorf("recording period %d into %s: %w", a.seq, tmp, recErr)
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // bound removes the oldest periods while the spool holds more than
@@ -209,16 +234,33 @@ func (a *agent) bound() error {
 	for _, f := range files {
 		total += f.size
 	}
-	for len(files) > 1 && total > a.o.SpoolMax {
-		if err := os.Remove(files[0].path); err != nil {
+	// The newest period stays, and the one being sent: removing it
+	// would lose it after the receiver took it, or lose it twice.
+	for i := 0; i < len(files)-1 && total > a.o.SpoolMax; i++ {
+		f := files[i]
+		if f.seq == a.sending {
+			continue
+		}
+		if err := os.Remove(f.path); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-		total -= files[0].size
+		total -= f.size
 		a.st.Dropped++
-		fmt.Fprintf(a.o.Log, "nsprof agent: spool over %d bytes: dropped period %d unsent (%d dropped so far)\n", a.o.SpoolMax, files[0].seq, a.st.Dropped)
-		files = files[1:]
+		n := a.samples[f.seq]
+		a.lose(f.seq)
+		fmt.Fprintf(a.o.Log, "nsprof agent: spool over %d bytes: dropped period %d unsent (%d samples; %d periods dropped so far, reported in the next push)\n", a.o.SpoolMax, f.seq, n, a.st.Dropped)
 	}
 	return nil
+}
+
+// lose counts period seq as lost, to be reported in the next push. The
+// caller holds mu.
+func (a *agent) lose(seq int) {
+	n := a.samples[seq]
+	delete(a.samples, seq)
+	a.st.DroppedSamples += n
+	a.unreported++
+	a.unreportedSamples += n
 }
 
 // sendLoop pushes the spooled periods in order, oldest first.
@@ -227,6 +269,9 @@ func (a *agent) sendLoop(ctx context.Context, recDone <-chan struct{}) error {
 	for {
 		a.mu.Lock()
 		files, err := a.spooled()
+		if len(files) > 0 {
+			a.sending = files[0].seq // from now on bound leaves it
+		}
 		a.mu.Unlock()
 		if err != nil {
 			return err
@@ -246,12 +291,28 @@ func (a *agent) sendLoop(ctx context.Context, recDone <-chan struct{}) error {
 			}
 		}
 		f := files[0]
-		res, err := otlp.Push(ctx, a.o.Client, f.path, otlp.PushOptions{Partial: true})
+		a.mu.Lock()
+		dropped, droppedSamples := a.unreported, a.unreportedSamples
+		a.mu.Unlock()
+		var attrs []otlp.Attribute
+		if dropped > 0 {
+			attrs = []otlp.Attribute{{Key: AttrDroppedPeriods, Value: int64(dropped)}, {Key: AttrDroppedSamples, Value: droppedSamples}}
+		}
+		res, err := otlp.Push(ctx, a.o.Client, f.path, otlp.PushOptions{Partial: true, Attributes: attrs})
+		a.mu.Lock()
+		a.sending = 0
+		a.mu.Unlock()
 		switch {
 		case err == nil:
 			a.mu.Lock()
 			a.st.Sent++
 			a.st.Samples += res.Samples
+			delete(a.samples, f.seq)
+			if res.Requests > 0 {
+				// Reported; losses counted meanwhile wait for the next.
+				a.unreported -= dropped
+				a.unreportedSamples -= droppedSamples
+			}
 			os.Remove(f.path)
 			a.mu.Unlock()
 			wait = a.o.Backoff
@@ -270,10 +331,11 @@ func (a *agent) sendLoop(ctx context.Context, recDone <-chan struct{}) error {
 			wait = min(2*wait, a.o.MaxBackoff)
 		default:
 			a.mu.Lock()
-			a.st.Dropped++
+			a.st.Refused++
+			a.lose(f.seq)
 			os.Remove(f.path)
 			a.mu.Unlock()
-			fmt.Fprintf(a.o.Log, "nsprof agent: period %d refused, dropped: %v\n", f.seq, err)
+			fmt.Fprintf(a.o.Log, "nsprof agent: period %d refused, dropped (reported in the next push): %v\n", f.seq, err)
 		}
 	}
 }

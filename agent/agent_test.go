@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 func TestSpoolBound(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
-	a := &agent{o: Options{Spool: dir, SpoolMax: 2500, Log: &log}}
+	a := &agent{o: Options{Spool: dir, SpoolMax: 2500, Log: &log}, samples: map[int]int64{}}
 	for seq := 1; seq <= 5; seq++ {
 		name := filepath.Join(dir, fmt.Sprintf("period-%09d%s", seq, spoolExt))
 		if err := os.WriteFile(name, make([]byte, 1000), 0o600); err != nil {
@@ -39,5 +40,39 @@ func TestSpoolBound(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "dropped period"); n != 3 {
 		t.Errorf("log names %d dropped periods, want 3:\n%s", n, log.String())
+	}
+}
+
+// TestSpoolBoundKeepsSending: the period being sent stays in the full
+// spool, the oldest others go, and each one dropped waits to be reported
+// in the next push with its samples.
+func TestSpoolBoundKeepsSending(t *testing.T) {
+	dir := t.TempDir()
+	a := &agent{o: Options{Spool: dir, SpoolMax: 2500, Log: io.Discard}, samples: map[int]int64{}}
+	for seq := 1; seq <= 5; seq++ {
+		name := filepath.Join(dir, fmt.Sprintf("period-%09d%s", seq, spoolExt))
+		if err := os.WriteFile(name, make([]byte, 1000), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a.samples[seq] = int64(10 * seq)
+	}
+	a.sending = 1
+	if err := a.bound(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := a.spooled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, f := range files {
+		seqs = append(seqs, f.seq)
+	}
+	if fmt.Sprint(seqs) != "[1 5]" {
+		t.Errorf("spool keeps periods %v while period 1 is sent; want [1 5]", seqs)
+	}
+	if a.st.Dropped != 3 || a.unreported != 3 || a.unreportedSamples != 20+30+40 || a.st.DroppedSamples != 90 {
+		t.Errorf("dropped %d periods, %d unreported with %d samples (%d in all); want 3, 3, 90, 90",
+			a.st.Dropped, a.unreported, a.unreportedSamples, a.st.DroppedSamples)
 	}
 }

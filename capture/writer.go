@@ -183,7 +183,7 @@ func (w *Writer) appendHeader(b []byte) []byte {
 	h := make([]byte, HeaderSize)
 	binary.LittleEndian.PutUint32(h[0:], Magic)
 	w.o.put32(h[4:], w.o.pack(Version, 0, 8)|w.o.pack(boolBit(!w.o.big), 8, 1))
-	putFixed(h[8:8+captureTimeLen], w.opts.CaptureTime.UTC().Format("2006-01-02T15:04:05Z"))
+	putFixed(h[8:8+captureTimeLen], w.opts.CaptureTime.UTC().Format(captureTimeLayout))
 	w.o.put64(h[72:], uint64(w.start))
 	w.o.put64(h[80:], uint64(w.opts.EndTime))
 	return append(b, h...)
@@ -392,3 +392,10 @@ func (w *Writer) lastBoundary(base int64, n int) int64 {
 	}
 	return base + int64(off)
 }
+
+// captureTimeLayout is the header's ISO-8601 time: to the microsecond,
+// without a fraction for a whole second, which is all libsysprof-capture
+// writes (ISO-8601 readers, GLib's included, take the fraction). The
+// captures of a split recording abut: one starts the microsecond the last
+// one ends.
+const captureTimeLayout = "2006-01-02T15:04:05.999999Z"

@@ -1,7 +1,7 @@
 // Package otlp turns nsprof's profiles into OpenTelemetry profiles (the
 // OTLP profiles signal, v1development, in the collector's own pdata
 // model) and sends them to an OTLP receiver such as the OpenTelemetry
-// Collector, over OTLP/HTTP protobuf.
+// Collector, over OTLP/HTTP protobuf or OTLP/gRPC, in plain text or TLS.
 //
 // A request holds one profile per process, each under a resource that
 // names the process (host.name, process.pid, process.executable.name,

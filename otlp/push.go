@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"nsprof/analyze"
@@ -17,7 +18,21 @@ type PushOptions struct {
 	// (the damage is then in PushResult.Warnings); by default a damaged
 	// capture is an error and nothing is sent.
 	Partial bool
+	// Attributes are added to every resource of the first request, with
+	// the capture's lost samples ([AttrLostSamples]).
+	Attributes []Attribute
 }
+
+// Attribute is an integer resource attribute.
+type Attribute struct {
+	Key   string
+	Value int64
+}
+
+// AttrLostSamples is the resource attribute, on every resource of the
+// first request of a capture, of the samples the kernel dropped while
+// recording it (its "Lost Samples" counter), when it counted them.
+const AttrLostSamples = "nsprof.lost_samples"
 
 // PushResult says what [Push] sent.
 type PushResult struct {
@@ -47,6 +62,10 @@ func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResul
 	res.Warnings = append(res.Warnings, p.Warnings...)
 	periods := cut(time.Duration(p.End-p.Start), o.Period)
 	res.Periods = len(periods)
+	attrs := o.Attributes
+	if p.HasLost {
+		attrs = append(slices.Clip(attrs), Attribute{AttrLostSamples, p.Lost})
+	}
 	for i, per := range periods {
 		v, err := p.View(analyze.ViewOptions{Filter: analyze.Filter{Since: per.Since, Until: per.Until}})
 		if err != nil {
@@ -59,6 +78,13 @@ func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResul
 		res.Skipped += st.Skipped
 		if st.Processes == 0 {
 			continue
+		}
+		if res.Requests == 0 {
+			for _, rp := range profs.ResourceProfiles().All() {
+				for _, a := range attrs {
+					rp.Resource().Attributes().PutInt(a.Key, a.Value)
+				}
+			}
 		}
 		if err := c.Export(ctx, profs); err != nil {
 			return res, fmt.Errorf("%s: period %d of %d (%v from the start): %w", path, i+1, len(periods), per.Since, err)

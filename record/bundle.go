@@ -79,9 +79,15 @@ func (r *recorder) kernelTable() (kernelTable, error) {
 	if r.kallsyms == nil {
 		return nil, errors.New("/proc/kallsyms was not recorded")
 	}
+	if r.kern != nil {
+		return r.kern, nil
+	}
 	k, err := symbol.NewKallsyms(r.kallsyms)
 	if err != nil {
 		return nil, err // not a typed nil in the interface
+	}
+	if r.split != nil {
+		r.kern = k // one index for every capture
 	}
 	return k, nil
 }

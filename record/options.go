@@ -110,6 +110,10 @@ type Options struct {
 	// others) is refused with a warning, and the recording goes on
 	// without it.
 	SymbolCache string
+	// A split recording ([RecordSplit]) with a cache drops at each cut
+	// the tables it read of the files the ending capture did not sample,
+	// and reads them from the cache when a later capture does: its memory
+	// is bounded by the files one capture samples.
 	// SymbolCacheMaxBytes bounds the cache's size; the least recently
 	// used entries are removed beyond it. Zero: symcache.DefaultMaxBytes.
 	SymbolCacheMaxBytes int64

@@ -38,6 +38,9 @@ type tracker struct {
 	// samples.
 	seen        int
 	withSamples map[int]struct{}
+	// sampledGone counts the pids with samples forgotten since (see
+	// nextCapture).
+	sampledGone int
 	clones      clonePairs
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
@@ -59,9 +62,12 @@ type procState struct {
 	// program's name, so no paths of its open files either.
 	private bool
 	name    string
-	maps    []capture.Map
-	have    map[mapKey]string // build-id written for the mapping
-	pidns   uint64
+	// info is the process-table line written for it, which a split
+	// recording writes again in each capture (see describeLive).
+	info  capture.ProcessInfo
+	maps  []capture.Map
+	have  map[mapKey]string // build-id written for the mapping
+	pidns uint64
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
@@ -307,6 +313,7 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		info.Container = t.identify(pid, now)
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
+	ps.info = info.ProcessInfo
 	if t.err == nil {
 		t.err = t.w.AddProcessInfo(info.ProcessInfo)
 	}

@@ -24,10 +24,15 @@ import (
 // the recording and is returned; what was flushed before it stays
 // readable.
 func Record(ctx context.Context, w *capture.Writer, opts Options) (res Result, err error) {
+	return record(ctx, w, opts, nil)
+}
+
+// record is [Record], split into captures with sp (see [RecordSplit]).
+func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState) (res Result, err error) {
 	if err := opts.setDefaults(); err != nil {
 		return res, err
 	}
-	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now()}
+	r := &recorder{w: w, opts: &opts, tr: newTracker(w, opts.FS), started: time.Now(), split: sp}
 	r.tr.redact = &redactor{mode: opts.RedactCmdlines, users: opts.Users}
 	r.flushed = r.started
 	if opts.FS.Root == proc.DefaultFS.Root {
@@ -122,6 +127,12 @@ type recorder struct {
 	// userOnly is set when perf events sample user space only (see
 	// openPerf).
 	userOnly bool
+	// split cuts the recording into captures (RecordSplit); nil for one.
+	split *splitState
+	// kallsymsGz is kallsyms compressed, and kern its index, kept
+	// across the captures of a split recording.
+	kallsymsGz []byte
+	kern       kernelTable
 }
 
 func (r *recorder) stats() Stats {
@@ -134,7 +145,7 @@ func (r *recorder) stats() Stats {
 		Samples:          r.samples,
 		Lost:             r.lost,
 		Processes:        r.tr.seen,
-		SampledProcesses: len(r.tr.withSamples),
+		SampledProcesses: len(r.tr.withSamples) + r.tr.sampledGone,
 		Bytes:            r.w.BytesWritten(),
 	}
 	if r.mp != nil {
@@ -344,6 +355,10 @@ func (r *recorder) setup() error {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
 	}
+	if r.split != nil {
+		r.split.mode, r.split.event = mode, event
+		r.split.next = time.Now().Add(r.split.Every)
+	}
 	if err := writeMetadata(r.w, metadata(o, mode, event)); err != nil {
 		return err
 	}
@@ -405,6 +420,14 @@ func (r *recorder) embedHostFiles() {
 // and more) is streamed through gzip in small buffers: fresh memory is
 // expensive to fault in on some VMs, and a large buffer also wakes the GC.
 func (r *recorder) embedKallsyms() {
+	if r.kallsymsGz != nil {
+		// A later capture of a split recording: the same kernel.
+		h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
+		if err := r.w.AddFileBytes(h, capture.KallsymsFile+".gz", r.kallsymsGz); err != nil && r.writeErr == nil {
+			r.writeErr = err
+		}
+		return
+	}
 	f, err := os.Open(r.opts.FS.Root + "/kallsyms")
 	if err != nil {
 		r.logf("kernel symbols not recorded: %v", err)
@@ -421,6 +444,16 @@ func (r *recorder) embedKallsyms() {
 	r.kallsyms = data
 	if bytes.HasPrefix(data, []byte("0000000000000000 ")) {
 		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
+	}
+	if r.split != nil {
+		// Kept compressed for every capture of the recording.
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		zw.Write(data)
+		zw.Close()
+		r.kallsymsGz = buf.Bytes()
+		r.embedKallsyms()
+		return
 	}
 	pr, pw := io.Pipe()
 	go func() {
@@ -516,6 +549,12 @@ func (r *recorder) setupCounters() error {
 		}
 	}
 	r.cs.sources = sources
+	return r.defineCounters()
+}
+
+// defineCounters writes the definitions of the counters, the lost samples
+// one included.
+func (r *recorder) defineCounters() error {
 	if err := r.cs.define(r.w, capture.Now()); err != nil {
 		return err
 	}
@@ -674,6 +713,15 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 	if !deadline.IsZero() && !now.Before(deadline) {
 		return "duration"
 	}
+	if r.split != nil && !now.Before(r.split.next) {
+		if r.split.n == r.split.Captures {
+			return "duration"
+		}
+		r.cut(now)
+		if r.writeErr != nil {
+			return "write error"
+		}
+	}
 	return ""
 }
 
@@ -730,7 +778,11 @@ func (r *recorder) handle(rec *perf.Record) {
 			t = capture.Now()
 		}
 		h := capture.FrameHeader{CPU: int16(rec.CPU), PID: -1, Time: t}
-		r.w.SetCounters(h, []capture.CounterUpdate{{ID: r.lostID, Value: capture.IntValue(int64(r.lost))}})
+		lost := r.lost
+		if r.split != nil {
+			lost -= r.split.lost // this capture's
+		}
+		r.w.SetCounters(h, []capture.CounterUpdate{{ID: r.lostID, Value: capture.IntValue(int64(lost))}})
 		if err := r.w.AddLog(t, -1, capture.LogWarning, "nsprof", fmt.Sprintf("Lost %d samples on CPU %d", n, rec.CPU)); err != nil {
 			r.writeErr = err
 		}
@@ -826,23 +878,30 @@ func (r *recorder) finish() {
 	if r.cfd != nil {
 		r.cfd.finish(r)
 	}
-	r.tr.flushPending(true)
-	if n := r.tr.redact.cut; n > 0 {
-		r.notef("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
-	}
-	r.cs.tick(r.w, time.Now().Add(time.Hour), r.stopAt)
 	if r.child != nil {
 		r.mergeTraceFDs()
-	}
-	if r.rd != nil {
-		r.embedKallsyms()
-		r.embedKernelNotes()
 	}
 	if r.leaf != nil {
 		r.notef("%s", r.leaf.summary(r.opts.LeafStack))
 	}
 	if r.dwarf != nil {
 		r.notef("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+	}
+	r.endCapture()
+	if n := r.tr.redact.cut; n > 0 {
+		r.notef("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
+	}
+}
+
+// endCapture writes what ends a capture: the processes still undescribed,
+// the counters' last values, the kernel's symbols and build-id, the
+// symbol bundle of what the capture sampled and the process table.
+func (r *recorder) endCapture() {
+	r.tr.flushPending(true)
+	r.cs.tick(r.w, time.Now().Add(time.Hour), r.stopAt)
+	if r.rd != nil {
+		r.embedKallsyms()
+		r.embedKernelNotes()
 	}
 	if r.sym != nil && !r.opts.NoDecode {
 		r.writeSymbols()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,54 +11,52 @@ import (
 	"github.com/spf13/cobra"
 
 	"nsprof/agent"
-	"nsprof/otlp"
 )
 
 func newAgentCmd() *cobra.Command {
 	var (
 		o        agent.Options
-		endpoint string
-		headers  []string
-		insecure bool
+		of       otlpFlags
+		fl       recordFlags
 		spoolMax string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --otlp-endpoint URL [flags]",
 		Short: "Profile the whole system continuously and push each period to an OpenTelemetry Collector",
-		Long: `Agent records the whole system in periods of --period at -F Hz per CPU and
-pushes each period as nsprof push does (OTLP profiles over HTTP protobuf),
-in order. A period is first written to the spool directory; it leaves it
-once the receiver took it. While the receiver is away, pushes are retried
-with a backoff doubling from 1 s to 1 min and periods wait in the spool;
-past --spool-max the oldest are dropped, each drop logged and counted.
-Periods spooled by an earlier run are sent first.`,
-		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19`,
-		Args:    usageArgs(cobra.NoArgs),
+		Long: `Agent records the whole system at -F Hz per CPU, one recording cut into
+periods of --period (as perf record --switch-output does: no sample falls
+between two periods), and pushes each period as nsprof push does (OTLP
+profiles), in order. A period is first written to the spool directory; it
+leaves it once the receiver took it. While the receiver is away, pushes are
+retried with a backoff doubling from 1 s to 1 min and periods wait in the
+spool; past --spool-max the oldest are dropped, each drop logged and counted.
+Periods spooled by an earlier run are sent first.
+
+Losses are reported in the pushes, as resource attributes:
+nsprof.lost_samples (samples the kernel dropped in the period),
+nsprof.dropped_periods and nsprof.dropped_samples (periods dropped from the
+full spool or refused by the receiver since the push before).`,
+		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19
+  nsprof agent --protocol grpc --otlp-endpoint otel.example:4317 --tls-ca ca.pem --header Authorization="Bearer $TOKEN"`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if endpoint == "" {
-				return usagef(cmd, "--otlp-endpoint is required")
-			}
 			if o.Period <= 0 {
 				return usagef(cmd, "--period %v: must be positive", o.Period)
 			}
 			if o.Record.Frequency <= 0 {
 				return usagef(cmd, "-F %d: must be positive", o.Record.Frequency)
 			}
-			h := http.Header{}
-			for _, kv := range headers {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return usagef(cmd, "--header %q: want KEY=VALUE", kv)
-				}
-				h.Add(strings.TrimSpace(k), v)
-			}
 			var err error
 			if o.SpoolMax, err = parseBytes(spoolMax); err != nil {
 				return usagef(cmd, "--spool-max: %v", err)
 			}
-			if o.Client, err = otlp.NewClient(endpoint, otlp.ClientOptions{Header: h, Insecure: insecure}); err != nil {
-				return usagef(cmd, "--otlp-endpoint: %v", err)
+			if o.Record.SymbolCache, err = symbolCacheDir(fl); err != nil {
+				return usagef(cmd, "%v", err)
 			}
+			if o.Client, err = of.client(cmd); err != nil {
+				return err
+			}
+			defer o.Client.Close()
 			if o.Spool == "" {
 				dir, err := os.UserCacheDir()
 				if err != nil {
@@ -70,19 +67,19 @@ Periods spooled by an earlier run are sent first.`,
 			o.Log = cmd.ErrOrStderr()
 			o.Record.Version = versionString()
 			st, err := agent.Run(cmd.Context(), o)
-			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples), %d dropped, %d retries\n",
-				st.Recorded, st.Sent, st.Samples, st.Dropped, st.Retries)
+			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples), %d dropped, %d refused (%d samples), %d retries; the kernel lost %d samples\n",
+				st.Recorded, st.Sent, st.Samples, st.Dropped, st.Refused, st.DroppedSamples, st.Retries, st.Lost)
 			return err
 		},
 	}
+	of.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&endpoint, "otlp-endpoint", "", "send to the OTLP/HTTP receiver at `URL` (required)")
-	f.StringArrayVar(&headers, "header", nil, "add the HTTP header `KEY=VALUE` to every request (repeatable)")
-	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate of an https endpoint")
 	f.DurationVar(&o.Period, "period", 10*time.Second, "record and send periods of `DURATION`")
 	f.IntVarP(&o.Record.Frequency, "freq", "F", 19, "sample at `HZ` per CPU")
 	f.IntVar(&o.Periods, "periods", 0, "stop after `N` periods, once they are sent (default: run until interrupted)")
 	f.StringVar(&o.Spool, "spool", "", "keep unsent periods in `DIR` (default $XDG_CACHE_HOME/nsprof/spool)")
+	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id; a period that samples a file the one before did not reads them from there (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols)")
+	f.BoolVar(&fl.noSymbolCache, "no-symbol-cache", false, "neither read nor write the symbol cache: each file's tables are kept in memory while it is mapped")
 	f.StringVar(&spoolMax, "spool-max", "256MB", "keep at most `SIZE` of unsent periods (KB, MB, GB: powers of 1024), dropping the oldest")
 	return cmd
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,22 +12,23 @@ import (
 
 func newPushCmd() *cobra.Command {
 	var (
-		endpoint string
-		headers  []string
-		insecure bool
-		period   time.Duration
-		partial  bool
-		input    string
+		of      otlpFlags
+		period  time.Duration
+		partial bool
+		input   string
 	)
 	cmd := &cobra.Command{
 		Use:   "push [flags] FILE --otlp-endpoint URL",
 		Short: "Send the CPU samples of a capture to an OpenTelemetry Collector (OTLP profiles)",
 		Long: `Push sends the stack samples of a capture as OpenTelemetry profiles
-(OTLP profiles v1development, protobuf over HTTP) to the receiver at
---otlp-endpoint, such as an OpenTelemetry Collector started with
---feature-gates=service.profilesSupport. The endpoint is a base URL
-("http://collector:4318", to which /v1development/profiles is added) or the
-full URL of the profiles path.
+(OTLP profiles v1development, protobuf over HTTP, or gRPC with --protocol
+grpc) to the receiver at --otlp-endpoint, such as an OpenTelemetry Collector
+started with --feature-gates=service.profilesSupport. For OTLP/HTTP the
+endpoint is a base URL ("http://collector:4318", to which
+/v1development/profiles is added) or the full URL of the profiles path; for
+gRPC it is HOST:PORT (TLS, or plain text with --insecure) or a URL whose
+scheme says (http:// plain text, https:// TLS). --tls-ca checks the
+receiver's certificate against the given authorities.
 
 Each request holds one profile per process, under a resource with
 host.name, process.pid, process.executable.name, process.command_line,
@@ -50,24 +49,14 @@ first request the receiver does not take, saying which period it was.`,
 			if err != nil {
 				return err
 			}
-			if endpoint == "" {
-				return usagef(cmd, "--otlp-endpoint is required")
-			}
 			if period < 0 {
 				return usagef(cmd, "--period %v: must not be negative", period)
 			}
-			h := http.Header{}
-			for _, kv := range headers {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return usagef(cmd, "--header %q: want KEY=VALUE", kv)
-				}
-				h.Add(strings.TrimSpace(k), v)
-			}
-			c, err := otlp.NewClient(endpoint, otlp.ClientOptions{Header: h, Insecure: insecure})
+			c, err := of.client(cmd)
 			if err != nil {
-				return usagef(cmd, "--otlp-endpoint: %v", err)
+				return err
 			}
+			defer c.Close()
 			res, err := otlp.Push(cmd.Context(), c, path, otlp.PushOptions{Period: period, Partial: partial})
 			stderr := cmd.ErrOrStderr()
 			for _, w := range res.Warnings {
@@ -83,9 +72,7 @@ first request the receiver does not take, saying which period it was.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "", "read the capture `FILE` (or give FILE as the argument)")
-	f.StringVar(&endpoint, "otlp-endpoint", "", "send to the OTLP/HTTP receiver at `URL` (required)")
-	f.StringArrayVar(&headers, "header", nil, "add the HTTP header `KEY=VALUE` to every request (repeatable)")
-	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate of an https endpoint")
+	of.register(cmd)
 	f.DurationVar(&period, "period", 0, "send one request per `DURATION` of the capture (default: the whole capture)")
 	f.BoolVar(&partial, "partial", false, "push the samples before the damage of a damaged capture, with a warning")
 	return cmd

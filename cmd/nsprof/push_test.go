@@ -5,76 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
-
-	"go.opentelemetry.io/collector/pdata/pprofile"
 
 	"nsprof/internal/testcaptures"
 	"nsprof/internal/testutils"
 )
-
-// collectedProcess is what a real collector received for one process,
-// summed over every request.
-type collectedProcess struct {
-	attrs   map[string]any
-	samples int64
-	// total counts the samples of each function name once per stack.
-	total map[string]int
-}
-
-// readCollected decodes the file exporter's JSON lines (one request each)
-// and sums the samples by process and function; it returns the profiles'
-// start times in the order the requests arrived.
-func readCollected(t *testing.T, lines []string) (map[int64]*collectedProcess, []time.Time) {
-	t.Helper()
-	procs := map[int64]*collectedProcess{}
-	var times []time.Time
-	for i, line := range lines {
-		ps, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles([]byte(line))
-		if err != nil {
-			t.Fatalf("line %d of the file exporter: %v", i+1, err)
-		}
-		dict := ps.Dictionary()
-		strs := dict.StringTable()
-		for _, rp := range ps.ResourceProfiles().All() {
-			attrs := rp.Resource().Attributes().AsRaw()
-			pid, _ := attrs["process.pid"].(int64)
-			cp := procs[pid]
-			if cp == nil {
-				cp = &collectedProcess{attrs: attrs, total: map[string]int{}}
-				procs[pid] = cp
-			}
-			for _, sp := range rp.ScopeProfiles().All() {
-				for _, prof := range sp.Profiles().All() {
-					if tp := strs.At(int(prof.SampleType().TypeStrindex())); tp != "samples" {
-						t.Errorf("pid %d: sample type %q, want samples", pid, tp)
-					}
-					times = append(times, prof.Time().AsTime())
-					for _, s := range prof.Samples().All() {
-						n := int64(0)
-						for _, v := range s.Values().All() {
-							n += v
-						}
-						cp.samples += n
-						seen := map[string]bool{}
-						st := dict.StackTable().At(int(s.StackIndex()))
-						for _, li := range st.LocationIndices().All() {
-							for _, ln := range dict.LocationTable().At(int(li)).Lines().All() {
-								name := strs.At(int(dict.FunctionTable().At(int(ln.FunctionIndex())).NameStrindex()))
-								if !seen[name] {
-									seen[name] = true
-									cp.total[name] += int(n)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return procs, times
-}
 
 // TestPushToCollector pushes a capture of two processes, one in a podman
 // container, to a real OpenTelemetry Collector in three periods and checks
@@ -97,7 +34,7 @@ func TestPushToCollector(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("the collector wrote %d requests, want 3 (push said %q)\n%s", len(lines), stderr, col.Log)
 	}
-	procs, times := readCollected(t, lines)
+	procs, times := testutils.ReadCollected(t, lines)
 	if !slices.IsSortedFunc(times, time.Time.Compare) {
 		t.Errorf("profile times not in order: %v", times)
 	}
@@ -105,14 +42,14 @@ func TestPushToCollector(t *testing.T) {
 	n, _, total := reportByName(t, path)
 	var sent int64
 	for _, cp := range procs {
-		sent += cp.samples
+		sent += cp.Samples
 	}
 	if sent != int64(n) {
 		t.Errorf("the collector got %d samples, nsprof report counts %d", sent, n)
 	}
 	got := map[string]int{}
 	for _, cp := range procs {
-		for name, c := range cp.total {
+		for name, c := range cp.Total {
 			got[name] += c
 		}
 	}
@@ -129,21 +66,83 @@ func TestPushToCollector(t *testing.T) {
 		"container.id": "abcdef0123456789", "container.name": "web", "container.runtime.name": "podman",
 		"nsprof.container.kind": "podman",
 	} {
-		if got := server.attrs[k]; got != want {
+		if got := server.Attrs[k]; got != want {
 			t.Errorf("server: resource attribute %s = %v (%T), want %v", k, got, got, want)
 		}
 	}
 	for k, want := range map[string]any{"process.pid": int64(20), "process.executable.name": "evil", "nsprof.container.kind": "host"} {
-		if got := evil.attrs[k]; got != want {
+		if got := evil.Attrs[k]; got != want {
 			t.Errorf("evil: resource attribute %s = %v, want %v", k, got, want)
 		}
 	}
 	for _, k := range []string{"container.id", "container.name", "nsprof.process.nspid"} {
-		if v, ok := evil.attrs[k]; ok {
+		if v, ok := evil.Attrs[k]; ok {
 			t.Errorf("evil, on the host: resource attribute %s = %v, want none", k, v)
 		}
 	}
-	if server.total["hot"] != 5 || server.total["main"] != 10 || evil.total["hot"] != 0 {
-		t.Errorf("server's samples of hot, main: %d, %d (want 5, 10); evil's of hot: %d (want 0)", server.total["hot"], server.total["main"], evil.total["hot"])
+	if server.Total["hot"] != 5 || server.Total["main"] != 10 || evil.Total["hot"] != 0 {
+		t.Errorf("server's samples of hot, main: %d, %d (want 5, 10); evil's of hot: %d (want 0)", server.Total["hot"], server.Total["main"], evil.Total["hot"])
+	}
+}
+
+// TestPushProtocols pushes a capture to a real collector over OTLP/HTTP
+// and OTLP/gRPC, in plain text and over TLS with a certificate authority
+// made by the test: each push arrives whole (every sample, the header as
+// metadata not refused). Without the authority, TLS fails on the unknown
+// certificate and nothing arrives.
+func TestPushProtocols(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.syscap")
+	if err := os.WriteFile(path, testcaptures.CPU(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, _, _ := reportByName(t, path)
+	plain := testutils.StartOtelcol(t)
+	files := testutils.NewTLSFiles(t)
+	secure := testutils.StartOtelcolWithOptions(t, testutils.OtelcolOptions{TLSCert: files.Cert, TLSKey: files.Key})
+	for _, tc := range []struct {
+		name string
+		col  *testutils.Otelcol
+		args []string
+		fail string // in stderr, when the push must fail
+	}{
+		{"http", plain, []string{"--otlp-endpoint", plain.HTTP}, ""},
+		{"grpc", plain, []string{"--protocol", "grpc", "--otlp-endpoint", plain.GRPC, "--insecure"}, ""},
+		{"grpc-url", plain, []string{"--protocol", "grpc", "--otlp-endpoint", "http://" + plain.GRPC}, ""},
+		{"https", secure, []string{"--otlp-endpoint", secure.HTTP, "--tls-ca", files.CA}, ""},
+		{"grpc-tls", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC, "--tls-ca", files.CA}, ""},
+		{"https-unknown-ca", secure, []string{"--otlp-endpoint", secure.HTTP}, "certificate"},
+		{"grpc-tls-unknown-ca", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC}, "certificate"},
+		{"grpc-plain-to-tls", secure, []string{"--protocol", "grpc", "--otlp-endpoint", secure.GRPC, "--insecure"}, "grpc://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(tc.col.Lines(t, 0, 0))
+			args := append([]string{"push", path, "--header", "X-Tenant=test"}, tc.args...)
+			_, stderr, status := nsprof(t, nil, args...)
+			if tc.fail != "" {
+				if status == 0 || !strings.Contains(stderr, tc.fail) {
+					t.Errorf("push: status %d, want a failure naming %q: %s", status, tc.fail, stderr)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if got := len(tc.col.Lines(t, 0, 0)); got != before {
+					t.Errorf("the collector wrote %d requests of a push that failed", got-before)
+				}
+				return
+			}
+			if status != 0 {
+				t.Fatalf("push: status %d: %s\ncollector:\n%s", status, stderr, tc.col.Log)
+			}
+			lines := tc.col.Lines(t, before+1, 10*time.Second)
+			if len(lines) != before+1 {
+				t.Fatalf("the collector wrote %d requests, want 1\n%s", len(lines)-before, stderr)
+			}
+			procs, _ := testutils.ReadCollected(t, lines[before:])
+			var sent int64
+			for _, cp := range procs {
+				sent += cp.Samples
+			}
+			if sent != int64(n) {
+				t.Errorf("the collector got %d samples, nsprof report counts %d", sent, n)
+			}
+		})
 	}
 }

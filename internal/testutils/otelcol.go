@@ -69,18 +69,36 @@ func OtelcolBinary(t testing.TB) string {
 // test.
 func StartOtelcol(t testing.TB) *Otelcol {
 	t.Helper()
+	return StartOtelcolWithOptions(t, OtelcolOptions{})
+}
+
+// OtelcolOptions configure [StartOtelcolWithOptions].
+type OtelcolOptions struct {
+	// TLSCert and TLSKey, PEM files, make both receivers take TLS only
+	// (HTTP is then "https://127.0.0.1:PORT").
+	TLSCert, TLSKey string
+}
+
+// StartOtelcolWithOptions is [StartOtelcol] with options.
+func StartOtelcolWithOptions(t testing.TB, o OtelcolOptions) *Otelcol {
+	t.Helper()
 	bin := OtelcolBinary(t)
 	dir := t.TempDir()
 	c := &Otelcol{Out: filepath.Join(dir, "profiles.jsonl"), Log: new(bytes.Buffer)}
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	c.HTTP, c.GRPC = "http://"+httpAddr, grpcAddr
+	tls := ""
+	if o.TLSCert != "" {
+		c.HTTP = "https://" + httpAddr
+		tls = fmt.Sprintf("\n        tls:\n          cert_file: %q\n          key_file: %q", o.TLSCert, o.TLSKey)
+	}
 	config := fmt.Sprintf(`receivers:
   otlp:
     protocols:
       grpc:
-        endpoint: %q
+        endpoint: %q%s
       http:
-        endpoint: %q
+        endpoint: %q%s
 exporters:
   debug:
     verbosity: detailed
@@ -96,7 +114,7 @@ service:
     profiles:
       receivers: [otlp]
       exporters: [debug, file]
-`, grpcAddr, httpAddr, c.Out)
+`, grpcAddr, tls, httpAddr, tls, c.Out)
 	c.bin, c.config = bin, filepath.Join(dir, "collector.yaml")
 	if err := os.WriteFile(c.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -117,7 +135,7 @@ func (c *Otelcol) Start(t testing.TB) {
 	}
 	c.exited = make(chan error, 1)
 	go func() { c.exited <- c.cmd.Wait() }()
-	httpAddr := strings.TrimPrefix(c.HTTP, "http://")
+	httpAddr := c.HTTP[strings.Index(c.HTTP, "//")+2:]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {

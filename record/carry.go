@@ -1,0 +1,197 @@
+package record
+
+import (
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+
+	"nsprof/capture"
+	"nsprof/container"
+)
+
+// This file carries a split recording's knowledge of processes from one
+// capture to the next (see [Split]): the processes alive are described
+// again in the new capture, and those gone are forgotten, so that memory
+// stays bounded over months of recording with processes coming and going.
+
+// live reports whether the tracker still follows process pid.
+func (t *tracker) live(pid int) bool {
+	_, ok := t.procs[pid]
+	return ok
+}
+
+// nextCapture forgets the processes that exited, or are gone from /proc
+// though no EXIT record said so (lost records), before the next capture
+// begins.
+func (t *tracker) nextCapture() {
+	for pid, ps := range t.procs {
+		if !ps.described {
+			continue // pending: described at the next tick
+		}
+		if !ps.exited {
+			if _, err := os.Stat(t.fs.Root + "/" + strconv.Itoa(pid)); err == nil {
+				continue
+			}
+		}
+		delete(t.procs, pid)
+		delete(t.pending, pid)
+		if _, ok := t.withSamples[pid]; ok {
+			delete(t.withSamples, pid)
+			t.sampledGone++
+		}
+	}
+	t.pm.prune(t.live)
+}
+
+// describeLive describes the processes followed in the capture t.w now
+// writes, at time now: their process-table lines, PROCESS frames,
+// mountinfo, container files, mappings and the namespace ids of their
+// threads, as the capture they were first described in has them.
+func (t *tracker) describeLive(now int64) {
+	for _, pid := range slices.Sorted(maps.Keys(t.procs)) {
+		ps := t.procs[pid]
+		if !ps.described {
+			continue
+		}
+		info := ps.info
+		info.Time = now
+		if c := info.Container; c != nil && c.Kind != container.KindHost && t.identify != nil {
+			// Writes the container's layers and files again.
+			if again := t.identify(pid, now); again != nil {
+				info.Container = again
+			}
+		}
+		if t.err == nil {
+			t.err = t.w.AddProcessInfo(info)
+		}
+		h := capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}
+		t.write(&capture.Process{FrameHeader: h, Cmdline: ps.name})
+		if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
+			t.err = t.w.AddFileBytes(h, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
+		}
+		for _, m := range ps.maps {
+			m.FrameHeader = h
+			t.write(&m)
+		}
+		t.threads(pid, ps, now)
+	}
+}
+
+// prune forgets the processes live says are gone, and the ids of PID
+// namespaces no process followed is in any more.
+func (m *pidMap) prune(live func(pid int) bool) {
+	inUse := map[uint64]bool{}
+	for pid, ns := range m.nsOf {
+		if live(pid) {
+			inUse[ns] = true
+		} else {
+			delete(m.nsOf, pid)
+		}
+	}
+	for pid := range m.parent {
+		if !live(pid) {
+			delete(m.parent, pid)
+		}
+	}
+	for ns := range m.inner {
+		if !inUse[ns] {
+			delete(m.inner, ns)
+		}
+	}
+}
+
+// nextCapture forgets the addresses sampled for the capture that ended,
+// and the processes live says are gone with the files only they mapped.
+// With unload, it also drops the symbol tables and debug information read
+// for the files still mapped that the ending capture did not sample (their
+// files stay open): a capture that samples one again reads them again,
+// from the symbol cache when it has them, so that what the recorder holds
+// is bounded by the files one capture samples, not by every file sampled
+// since the recording began, and the files sampled capture after capture
+// are read once.
+func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
+	s.seenStacks = nil
+	s.shadowed = 0
+	used := map[*symObj]bool{}
+	hot := map[*symObj]bool{}
+	for pid, p := range s.procs {
+		if !live(pid) {
+			continue
+		}
+		for _, g := range p.gens() {
+			for a := range g.user {
+				if m := g.find(a); m != nil {
+					hot[m.obj] = true
+				}
+			}
+		}
+		p.user, p.lines, p.kernel, p.prev = nil, nil, nil, nil
+		for _, m := range p.maps {
+			used[m.obj] = true
+		}
+	}
+	if s.self != nil {
+		used[s.self] = true
+	}
+	roots := map[*container.Process]bool{}
+	for k, o := range s.objs {
+		if used[o] {
+			if o.root != nil {
+				roots[o.root] = true
+			}
+			if unload && o.loaded && !hot[o] {
+				o.elf.Close()
+				o.loaded, o.elf, o.syms, o.afterCall = false, nil, nil, nil
+			}
+			continue
+		}
+		if o.f != nil {
+			o.f.Close()
+			s.opened--
+		}
+		if o.elf != nil {
+			o.elf.Close()
+		}
+		delete(s.objs, k)
+	}
+	for pid, p := range s.procs {
+		if live(pid) {
+			continue
+		}
+		if p.cp != nil && !roots[p.cp] {
+			p.cp.Close()
+		} else if p.cp != nil {
+			s.pinned = append(s.pinned, p.cp) // its files' debug search
+		}
+		delete(s.procs, pid)
+	}
+	pinned := s.pinned[:0]
+	seen := map[*container.Process]bool{}
+	for _, cp := range s.pinned {
+		switch {
+		case seen[cp]:
+		case roots[cp]:
+			seen[cp] = true
+			pinned = append(pinned, cp)
+		default:
+			seen[cp] = true
+			if !isProcView(s, cp) {
+				cp.Close()
+			}
+		}
+	}
+	clear(s.pinned[len(pinned):])
+	s.pinned = pinned
+}
+
+// isProcView reports whether cp is the current view of a process still
+// followed (closed with it, not as a pinned view).
+func isProcView(s *symbolizer, cp *container.Process) bool {
+	for _, p := range s.procs {
+		if p.cp == cp {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+package record
+
+import (
+	"slices"
+	"testing"
+
+	"nsprof/capture"
+)
+
+// TestSymbolizerNextCapture: at a cut, a process gone takes the files only
+// it mapped with it; the tables of a file still mapped stay when the
+// ending capture sampled it and go when it did not; the sampled addresses
+// are forgotten.
+func TestSymbolizerNextCapture(t *testing.T) {
+	s := newSymbolizer()
+	defer s.close()
+	hot := &symObj{path: "/hot", loaded: true}
+	cold := &symObj{path: "/cold", loaded: true}
+	gone := &symObj{path: "/gone", loaded: true}
+	s.objs[objKey{path: "/hot"}] = hot
+	s.objs[objKey{path: "/cold"}] = cold
+	s.objs[objKey{path: "/gone"}] = gone
+	live := s.proc(1)
+	live.maps = []symMap{{start: 0x1000, end: 0x2000, obj: hot}, {start: 0x3000, end: 0x4000, obj: cold}}
+	live.note(0x1100, 5, true)
+	dead := s.proc(2)
+	dead.maps = []symMap{{start: 0x1000, end: 0x2000, obj: gone}}
+	dead.note(0x1100, 5, true)
+
+	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
+	if _, ok := s.procs[2]; ok {
+		t.Error("process 2, gone, is still followed")
+	}
+	if _, ok := s.objs[objKey{path: "/gone"}]; ok {
+		t.Error("the file only process 2 mapped is still held")
+	}
+	if !hot.loaded || cold.loaded {
+		t.Errorf("tables kept: sampled file %v, unsampled file %v; want true, false", hot.loaded, cold.loaded)
+	}
+	if len(s.procs[1].user) != 0 {
+		t.Errorf("process 1 keeps %d sampled addresses into the next capture", len(s.procs[1].user))
+	}
+	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
+	if hot.loaded {
+		t.Error("a file no capture sampled since keeps its tables")
+	}
+}
+
+// TestTrackerNextCapture: at a cut the tracker forgets the processes that
+// exited (by an EXIT record, or gone from /proc without one) and keeps
+// the live ones and those not described yet; the next capture describes
+// the live ones again, with their mappings.
+func TestTrackerNextCapture(t *testing.T) {
+	root := t.TempDir()
+	maps := "00400000-00401000 r-xp 00000000 08:01 42 /bin/live\n"
+	fakeProcess(t, root, 10, "live", "/bin/live\x00", maps)
+	fakeProcess(t, root, 11, "exited", "/bin/exited\x00", maps)
+	tr := fakeTracker(t, root)
+	for _, pid := range []int{10, 11, 12} {
+		tr.get(pid).described = true
+		tr.withSamples[pid] = struct{}{}
+	}
+	tr.procs[10].maps = []capture.Map{{Start: 0x400000, End: 0x401000, Filename: "/bin/live"}}
+	tr.procs[10].info = capture.ProcessInfo{PID: 10, Cmdline: []string{"/bin/live"}}
+	tr.procs[11].exited = true // 11 by its EXIT record; 12 gone from /proc
+	tr.get(13)                 // seen in a sample, not described yet
+	tr.nextCapture()
+	var kept []int
+	for pid := range tr.procs {
+		kept = append(kept, pid)
+	}
+	slices.Sort(kept)
+	if !slices.Equal(kept, []int{10, 13}) {
+		t.Errorf("processes followed after the cut: %v, want [10 13]", kept)
+	}
+	if n := len(tr.withSamples) + tr.sampledGone; n != 3 {
+		t.Errorf("%d sampled processes counted, want 3", n)
+	}
+	tr.describeLive(100)
+	infos := trackerInfos(t, tr)
+	if len(infos) != 1 || infos[0].PID != 10 || infos[0].Time != 100 {
+		t.Errorf("process table after the cut: %+v, want process 10 at time 100", infos)
+	}
+}

@@ -1,0 +1,186 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/perf"
+)
+
+// Split cuts one recording into captures of a period each, as perf record
+// --switch-output=TIME does: the perf events stay open across the cuts,
+// so no sample falls between two captures, and each capture is complete
+// on its own (the processes alive at its start with their names,
+// mappings and containers; its symbol bundle, kernel symbols, process
+// table and lost-sample count).
+type Split struct {
+	// Every is the length of each capture.
+	Every time.Duration
+	// Path names capture n (1, 2, …); the capture is created there
+	// (capture.Create) and closed before Done gets it.
+	Path func(n int) string
+	// Done receives each capture once it is closed, in order, the last
+	// one (cut short by the end of the recording) too. An error from Done
+	// stops the recording and is returned by [RecordSplit].
+	Done func(SplitFile) error
+	// Captures stops the recording at the end of capture Captures, as a
+	// Duration would; 0: when the Duration passes or the context ends.
+	Captures int
+	// Writer configures each capture's writer.
+	Writer capture.WriterOptions
+}
+
+// SplitFile is one finished capture of a split recording.
+type SplitFile struct {
+	// N numbers the captures from 1; Path is where capture N is.
+	N    int
+	Path string
+	// Samples were written to it; Lost were dropped by the kernel while
+	// it was the current capture (its "Lost Samples" counter).
+	Samples, Lost uint64
+	// Start and End are its time range on the capture clock.
+	Start, End int64
+}
+
+// splitState is what a split recording keeps across its cuts.
+type splitState struct {
+	Split
+	n             int
+	path          string
+	w             *capture.Writer // the current capture's
+	next          time.Time       // when the current capture ends
+	mode          string
+	event         string
+	samples, lost uint64 // totals when the current capture began
+	start         int64
+}
+
+// RecordSplit records as [Record] does, into one capture per s.Every,
+// handing each finished one to s.Done. Only sampling with perf events
+// of the whole system or of PIDs can be split: options that spawn a
+// command or keep state that spans the whole recording (off-CPU time,
+// blocking calls, probes, memprof, calls, trace fds) are refused.
+func RecordSplit(ctx context.Context, opts Options, s Split) (res Result, err error) {
+	switch {
+	case s.Every <= 0:
+		return res, fmt.Errorf("split period %v: must be positive", s.Every)
+	case s.Path == nil || s.Done == nil:
+		return res, errors.New("split recording: Path and Done are required")
+	case len(opts.Command) > 0:
+		return res, errors.New("a split recording records the whole system or pids, not a command")
+	case opts.NoPerf || opts.OffCPU || opts.Blocking > 0 || opts.MainLoop || len(opts.Spans) > 0 || len(opts.Probes) > 0:
+		return res, errors.New("a split recording samples with perf events only: no off-CPU time, blocking calls or probes")
+	}
+	sp := &splitState{Split: s, n: 1, path: s.Path(1)}
+	w, err := capture.CreateWithOptions(sp.path, s.Writer)
+	if err != nil {
+		return res, fmt.Errorf("capture 1 of the split recording: %w", err)
+	}
+	sp.w, sp.start = w, w.StartTime()
+	res, err = record(ctx, w, opts, sp)
+	if cerr := sp.w.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing %s: %w", sp.path, cerr)
+	}
+	if err != nil || !res.Started {
+		return res, err
+	}
+	return res, sp.Done(sp.file(sp.w, res.Samples, res.Lost))
+}
+
+// file describes the current capture, written by w, given the recording's
+// totals so far.
+func (sp *splitState) file(w *capture.Writer, samples, lost uint64) SplitFile {
+	return SplitFile{N: sp.n, Path: sp.path, Samples: samples - sp.samples, Lost: lost - sp.lost, Start: sp.start, End: w.EndTime()}
+}
+
+// cut ends the current capture of a split recording and starts the next:
+// the records the kernel holds now go to the ending one, which gets what
+// the end of a recording writes; the next one starts with what the start
+// of one writes and the processes alive now.
+func (r *recorder) cut(now time.Time) {
+	sp := r.split
+	r.rd.SetDeadline(now)
+	var rec perf.Record
+	for range 1 << 16 {
+		if err := r.rd.ReadInto(&rec); err != nil {
+			var fe *perf.FormatError
+			if errors.As(err, &fe) {
+				r.malformed++
+				continue
+			}
+			break
+		}
+		r.handle(&rec)
+		if r.writeErr != nil {
+			return
+		}
+	}
+	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
+	r.w.StopClock(r.stopAt)
+	r.endCapture()
+	old := r.w
+	done := sp.file(old, r.samples, r.lost)
+	if err := old.Close(); err != nil && r.writeErr == nil {
+		r.writeErr = fmt.Errorf("closing %s: %w", sp.path, err)
+	}
+	if r.writeErr != nil {
+		return
+	}
+	if err := sp.Done(done); err != nil {
+		r.writeErr = err
+		return
+	}
+	sp.n++
+	sp.path = sp.Path(sp.n)
+	// It starts where the last one stopped: the records read from now
+	// on, those sampled while the last one was finished included.
+	wo := sp.Writer
+	wo.StartTime, wo.CaptureTime = r.stopAt, r.stoppedAt
+	w, err := capture.CreateWithOptions(sp.path, wo)
+	if err != nil {
+		r.writeErr = fmt.Errorf("capture %d of the split recording: %w", sp.n, err)
+		return
+	}
+	r.w, r.tr.w, sp.w = w, w, w
+	r.stopAt, r.stoppedAt = 0, time.Time{}
+	sp.samples, sp.lost, sp.start = r.samples, r.lost, w.StartTime()
+	sp.next = sp.next.Add(sp.Every)
+	if next := time.Now(); sp.next.Before(next) {
+		sp.next = next.Add(sp.Every) // a cut took longer than a period
+	}
+	r.tr.nextCapture()
+	if r.sym != nil {
+		r.sym.nextCapture(r.tr.live, r.opts.SymbolCache != "")
+	}
+	if err := r.beginCapture(); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+}
+
+// beginCapture writes what starts a capture of a split recording after
+// the first: the metadata, the host's files, the processes alive and the
+// counter definitions.
+func (r *recorder) beginCapture() error {
+	sp := r.split
+	if err := writeMetadata(r.w, metadata(r.opts, sp.mode, sp.event)); err != nil {
+		return err
+	}
+	r.embedHostFiles()
+	r.tr.describeLive(capture.Now())
+	if r.tr.err != nil {
+		return r.tr.err
+	}
+	r.cs.ids, r.cs.next = nil, nil
+	if err := r.defineCounters(); err != nil {
+		return err
+	}
+	if r.dwarf != nil {
+		if a, err := r.w.AddJITMap(truncatedName); err == nil {
+			r.dwarf.truncated = a
+		}
+	}
+	return nil
+}
