@@ -34,7 +34,7 @@ const (
 const CallRecordSize = 64
 
 // CallsFileChunkData is the most data one chunk of a [CallsFile] holds:
-// whole records filling a 32 KiB frame.
+// whole records filling a 16 KiB frame.
 const CallsFileChunkData = fileChunkSize / CallRecordSize * CallRecordSize
 
 // Call is the calls of one arc by one thread over a stretch of time.

@@ -100,9 +100,13 @@ func (w *Writer) AddMetadata(time int64, id, value string) error {
 	return w.writeMetadata(&Metadata{FrameHeader: FrameHeader{CPU: -1, PID: -1, Time: time}, ID: id, Value: value})
 }
 
-// fileChunkSize is the data size of each FILE_CHUNK: 32 KiB frames, as
-// Sysprof 45+ writes them.
-const fileChunkSize = 32*1024 - fileChunkFixed
+// fileChunkSize is the data size of each FILE_CHUNK: 16 KiB frames, as
+// Sysprof 3.46 writes them (sysprof_capture_writer_add_file_fd). Its
+// `sysprof-cli --merge` aborts on a FILE_CHUNK frame of more than 16 KiB
+// (malloc's heap checks, or an assertion in
+// sysprof_capture_reader_peek_frame): the 32 KiB frames of Sysprof 45
+// made every capture of nsprof's unmergeable.
+const fileChunkSize = 16*1024 - fileChunkFixed
 
 // AddFile embeds the contents of r in the capture as FILE_CHUNK frames at
 // path; the last data chunk has IsLast set, and an empty file is one empty

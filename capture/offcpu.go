@@ -139,12 +139,12 @@ func OffCPUMarker(state byte) string {
 func IsOffCPUMarker(name string) bool { return strings.HasPrefix(name, offCPUMarkerPrefix) }
 
 // OffCPUFileChunkData is the most data one chunk of an [OffCPUFile]
-// holds: whole records filling a 32 KiB frame.
+// holds: whole records filling a 16 KiB frame.
 const OffCPUFileChunkData = fileChunkSize / OffCPURecordSize * OffCPURecordSize
 
 // AddFileChunk writes one FILE_CHUNK of the file at path, the last one
 // when last is set: for a file written while recording, piece by piece.
-// data must fit one frame (32 KiB less the chunk's header).
+// data must fit one frame (16 KiB less the chunk's header).
 func (w *Writer) AddFileChunk(h FrameHeader, path string, data []byte, last bool) error {
 	if len(data) > fileChunkSize {
 		return fmt.Errorf("file chunk of %s: %d bytes, at most %d: %w", path, len(data), fileChunkSize, ErrFrameTooLarge)
