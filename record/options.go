@@ -42,6 +42,14 @@ type Options struct {
 	Tracepoint string
 	// NoPerf disables CPU sampling (counters and trace fds only).
 	NoPerf bool
+	// NoMmapBuildIDs asks the kernel for device and inode numbers in
+	// MMAP2 records instead of build-ids; files are then identified by
+	// the build-ids read from them. While events asking for build-ids are
+	// open, the kernel (6.18 at least) flags other sessions' MMAP2
+	// records as carrying build-ids too, and perf 6.1 beside nsprof
+	// aborts on its own data. Default false: build-ids, as a file that
+	// is gone before nsprof reads it still has one.
+	NoMmapBuildIDs bool
 	// DWARFStack, when non-zero, copies that many bytes of user stack
 	// (and the user registers) with each sample and unwinds the user part
 	// of its callchain from the call frame information of the mapped

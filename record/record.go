@@ -278,7 +278,7 @@ func (r *recorder) setup() error {
 		default:
 			target = perf.AllTasks()
 		}
-		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency)}
+		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency), NoBuildID: o.NoMmapBuildIDs}
 		// Unwinding needs the symbolizer's files (only with the live /proc).
 		if o.DWARFStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.DWARFStack)

@@ -80,6 +80,7 @@ full spool or refused by the receiver since the push before).`,
 	f.StringVar(&o.Spool, "spool", "", "keep unsent periods in `DIR` (default $XDG_CACHE_HOME/nsprof/spool)")
 	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id; a period that samples a file the one before did not reads them from there (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols)")
 	f.BoolVar(&fl.noSymbolCache, "no-symbol-cache", false, "neither read nor write the symbol cache: each file's tables are kept in memory while it is mapped")
+	f.BoolVar(&o.Record.NoMmapBuildIDs, "no-mmap-build-ids", false, "have the kernel give device and inode numbers of mapped files, not their build-ids, so that perf recording at the same time is not disturbed (see README, Compatibility); build-ids are then read from the files")
 	f.StringVar(&spoolMax, "spool-max", "256MB", "keep at most `SIZE` of unsent periods (KB, MB, GB: powers of 1024), dropping the oldest")
 	return cmd
 }
