@@ -2,7 +2,8 @@
 # What nsprof agent costs, against a real OpenTelemetry Collector on this
 # machine (scripts/build-otelcol.sh).
 #
-#   bench/agent-cost.sh cpu [SECONDS]   agent -F 19 system-wide and
+#   bench/agent-cost.sh cpu [SECONDS]   agent -F 19 system-wide
+#       (--no-mmap-build-ids, see README: Compatibility) and
 #       perf record -a -g -F 19 side by side over the same SECONDS (60):
 #       each one's user+system CPU time (/usr/bin/time) and the ratio.
 #   bench/agent-cost.sh mem [MINUTES]   agent -F 19 --period 10s for
@@ -60,7 +61,10 @@ agent=("$tmp/nsprof" agent --otlp-endpoint "http://127.0.0.1:$port" -F 19 --peri
 case $mode in
 cpu)
 	secs=${2:-60}
-	timeout -s INT "$secs" /usr/bin/time -f "%U %S %M" -o "$tmp/agent.time" "${agent[@]}" 2>"$tmp/agent.log" &
+	# Side by side with perf, the agent asks for no build-ids in MMAP2
+	# records: with them, the kernel flags perf's MMAP2 records too and
+	# perf aborts at its end, before the build-id work it would do.
+	timeout -s INT "$secs" /usr/bin/time -f "%U %S %M" -o "$tmp/agent.time" "${agent[@]}" --no-mmap-build-ids 2>"$tmp/agent.log" &
 	a=$!
 	timeout -s INT "$secs" /usr/bin/time -f "%U %S %M" -o "$tmp/perf.time" perf record -a -g -F 19 -o "$tmp/x.data" >"$tmp/perf.log" 2>&1 &
 	p=$!
