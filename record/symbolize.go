@@ -104,18 +104,24 @@ type symProc struct {
 type symGen struct {
 	maps []symMap
 	// user are the user addresses sampled, each with the latest time
-	// a stack first showing it was sampled: samples of one process come
+	// a stack first showing it was sampled (samples of one process come
 	// from several CPUs' rings, so an exec may be read after samples of
-	// the new image, or before samples of the old one.
-	user map[uint64]int64
-	// lines are the user addresses whose source frames are bundled:
-	// where threads were, and the calls (return address - 1) that
-	// reports name callers from. A return address itself is named
-	// (Sysprof looks it up as it is) but needs no frames.
-	lines map[uint64]struct{}
+	// the new image, or before samples of the old one), and whether its
+	// source frames are bundled: those of where threads were, and of
+	// the calls (return address - 1) that reports name callers from. A
+	// return address itself is named (Sysprof looks it up as it is) but
+	// needs no frames. One map, so that noting an address is one lookup.
+	user map[uint64]userAddr
 	// until is the time of the exec that replaced the image; 0 for the
 	// current one.
 	until int64
+}
+
+// userAddr is what is known of a sampled user address: when it was last
+// first seen in a stack, and whether its source frames are wanted.
+type userAddr struct {
+	t    int64
+	line bool
 }
 
 // find returns the mapping of g holding address a; later mappings of a
@@ -133,16 +139,11 @@ func (g *symGen) find(a uint64) *symMap {
 // wanted when line is set.
 func (g *symGen) note(a uint64, t int64, line bool) {
 	if g.user == nil {
-		g.user = make(map[uint64]int64)
+		g.user = make(map[uint64]userAddr)
 	}
-	if old, ok := g.user[a]; !ok || t > old {
-		g.user[a] = t
-	}
-	if line {
-		if g.lines == nil {
-			g.lines = make(map[uint64]struct{})
-		}
-		g.lines[a] = struct{}{}
+	u, ok := g.user[a]
+	if !ok || t > u.t || (line && !u.line) {
+		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line}
 	}
 }
 
@@ -480,12 +481,10 @@ func (s *symbolizer) execed(pid int, at int64) {
 	// The old image's addresses are named from its own mappings at the
 	// end (their files stay open): those sampled before the exec.
 	old := symGen{maps: p.maps, until: at}
-	for a, t := range p.user {
-		if t < at {
-			_, line := p.lines[a]
-			old.note(a, t, line)
+	for a, u := range p.user {
+		if u.t < at {
+			old.note(a, u.t, u.line)
 			delete(p.user, a)
-			delete(p.lines, a)
 		}
 	}
 	if len(old.user) > 0 || len(old.maps) > 0 {
@@ -602,13 +601,13 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	var objs []*symObj
 	for _, pid := range pids {
 		for _, g := range s.procs[pid].gens() {
-			for a := range g.user {
+			for a, u := range g.user {
 				if m := g.find(a); m != nil {
 					if _, ok := hit[m.obj]; !ok {
 						objs = append(objs, m.obj)
 						hit[m.obj] = nil
 					}
-					if _, ok := g.lines[a]; ok {
+					if u.line {
 						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
 					}
 				}
@@ -672,7 +671,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 				}
 				begin := a - (va - sym.Addr)
 				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
-				if _, ok := g.lines[a]; !ok {
+				if !g.user[a].line {
 					continue
 				}
 				if fr := frames[o][va]; len(fr) > 0 {
