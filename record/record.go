@@ -827,6 +827,10 @@ func (r *recorder) finish() {
 	}
 	if r.dwarf != nil {
 		r.notef("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+		r.dwarf.release()
+	}
+	if r.leaf != nil {
+		r.leaf.u.release()
 	}
 	if r.sym != nil && !r.opts.NoDecode {
 		r.writeSymbols()

@@ -215,6 +215,8 @@ type symObj struct {
 	loaded bool
 	elf    *symbol.File
 	syms   *symbol.Symbols
+	// linesDropped says syms keeps only the symbol table (dropLines).
+	linesDropped bool
 
 	// key names the object in the unwinder's table cache; vdso says it
 	// is the vdso, whose image (nil if it could not be read) stands for
@@ -718,6 +720,7 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 		wg.Go(func() {
 			for o := range work {
 				fr, use := o.resolve(hit[o], s.cache, locked)
+				o.dropLines()
 				mu.Lock()
 				out[o] = fr
 				if use&cacheUntrusted != 0 {

@@ -265,3 +265,31 @@ func TestSymbolCacheUntrustedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleDropsLineTables: once an object's source frames are resolved,
+// its line tables are let go (only the symbol table stays, for naming),
+// and resolving it again reads them anew, with the same frames.
+func TestBundleDropsLineTables(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4242, 0x400000
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	for _, off := range offs {
+		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+	}
+	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	if len(syms) == 0 || len(lines) == 0 {
+		t.Fatalf("%d symbols, %d lines", len(syms), len(lines))
+	}
+	for _, o := range s.objs {
+		if o.syms != nil && o.syms.HasLines() {
+			t.Errorf("%s: line tables still held after the bundle", o.path)
+		}
+	}
+	again, lines2 := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	if !reflect.DeepEqual(again, syms) || !reflect.DeepEqual(lines2, lines) {
+		t.Errorf("a second bundle differs: %d symbols, %d lines; want %d, %d", len(again), len(lines2), len(syms), len(lines))
+	}
+}
