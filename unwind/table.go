@@ -39,14 +39,20 @@ type Table struct {
 	segs []segment
 	// fdes counts the FDEs the rows came from.
 	fdes int
+	// gofuncs answers, for a Go binary, where the rows do not: from its
+	// pclntab (goBytes long), a function decoded when first looked up.
+	gofuncs *goFuncs
+	goBytes int
 }
 
-// Len returns the number of rows.
+// Len returns the number of rows from CFI: a Go binary's functions the
+// pclntab describes are not counted.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Size returns the memory the table holds, in bytes.
+// Size returns the memory the table holds, in bytes: its rows, and a Go
+// binary's pclntab (the functions decoded from it are not counted).
 func (t *Table) Size() int {
-	return int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t))
+	return int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t)) + t.goBytes
 }
 
 // Bias returns what to subtract from an address in a mapping that starts
@@ -66,7 +72,15 @@ func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
 // comparison closure it was most of a leaf step's time (an off-CPU
 // recording takes one per context switch).
 func (t *Table) find(a uint64) *row {
-	rows := t.rows
+	if r := findRow(t.rows, a); r != nil || t.gofuncs == nil {
+		return r
+	}
+	return t.gofuncs.find(a)
+}
+
+// findRow returns the row of rows (sorted by address) covering a, or nil;
+// a terminator row covers nothing.
+func findRow(rows []row, a uint64) *row {
 	lo, hi := 0, len(rows) // rows[:lo] start at or before a, rows[hi:] after
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
