@@ -118,10 +118,15 @@ type symGen struct {
 }
 
 // userAddr is what is known of a sampled user address: when it was last
-// first seen in a stack, and whether its source frames are wanted.
+// first seen in a stack, whether its source frames are wanted, and
+// whether it is a return address whose call (the address before it) is
+// wanted with its frames too. The call is noted with its return address
+// while recording, one map entry for both, and given its own entry by
+// expand when the recording ends.
 type userAddr struct {
 	t    int64
 	line bool
+	call bool
 }
 
 // find returns the mapping of g holding address a; later mappings of a
@@ -136,14 +141,31 @@ func (g *symGen) find(a uint64) *symMap {
 }
 
 // note adds user address a, seen at time t, with its source frames
-// wanted when line is set.
-func (g *symGen) note(a uint64, t int64, line bool) {
+// wanted when line is set, and its call's (a-1) when call is.
+func (g *symGen) note(a uint64, t int64, line, call bool) {
 	if g.user == nil {
 		g.user = make(map[uint64]userAddr)
 	}
 	u, ok := g.user[a]
-	if !ok || t > u.t || (line && !u.line) {
-		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line}
+	if !ok || t > u.t || (line && !u.line) || (call && !u.call) {
+		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line, call: call || u.call}
+	}
+}
+
+// expand gives the calls noted with their return addresses entries of
+// their own, with their frames wanted.
+func (g *symGen) expand() {
+	var calls []uint64
+	for a, u := range g.user {
+		if u.call {
+			calls = append(calls, a)
+		}
+	}
+	for _, a := range calls {
+		u := g.user[a]
+		u.call = false
+		g.user[a] = u
+		g.note(a-1, u.t, true, false)
 	}
 }
 
@@ -165,6 +187,15 @@ func shadowed(gens []symGen, a uint64) bool {
 		}
 	}
 	return false
+}
+
+// expand gives the calls noted in each of p's images entries of their own
+// (symGen.expand).
+func (p *symProc) expand() {
+	p.symGen.expand()
+	for i := range p.prev {
+		p.prev[i].expand()
+	}
 }
 
 // gens returns p's images, the replaced ones first and the current one
@@ -485,7 +516,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 	old := symGen{maps: p.maps, until: at}
 	for a, u := range p.user {
 		if u.t < at {
-			old.note(a, u.t, u.line)
+			old.note(a, u.t, u.line, u.call)
 			delete(p.user, a)
 		}
 	}
@@ -559,14 +590,11 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 			}
 			p.kernel[a] = struct{}{}
 		case first:
-			g.note(a, t, true)
+			g.note(a, t, true, false)
 		default:
 			// A return address: reports name it from the call's
 			// last byte (analyze.Frame.Caller).
-			g.note(a, t, false)
-			if a > 0 {
-				g.note(a-1, t, true)
-			}
+			g.note(a, t, false, a > 0)
 		}
 		first = false
 	}
@@ -602,7 +630,9 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	hit := make(map[*symObj][]uint64)
 	var objs []*symObj
 	for _, pid := range pids {
-		for _, g := range s.procs[pid].gens() {
+		p := s.procs[pid]
+		p.expand()
+		for _, g := range p.gens() {
 			for a, u := range g.user {
 				if m := g.find(a); m != nil {
 					if _, ok := hit[m.obj]; !ok {

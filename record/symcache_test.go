@@ -293,3 +293,50 @@ func TestBundleDropsLineTables(t *testing.T) {
 		t.Errorf("a second bundle differs: %d symbols, %d lines; want %d, %d", len(again), len(lines2), len(syms), len(lines))
 	}
 }
+
+// TestBundleReturnAddresses: a return address is named, and its call (the
+// byte before it) is named and gets source frames, whether the call was
+// noted with its return address or sampled itself; the return address
+// itself gets no frames.
+func TestBundleReturnAddresses(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4243, 0x400000
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	ip, ret1, ret2 := base+offs[1], base+offs[len(offs)/2], base+offs[len(offs)-2]
+	s.sampled(pid, []uint64{capture.ContextUser, ip, ret1, ret2}, false, 10)
+	s.sampled(pid, []uint64{capture.ContextUser, ret2 - 1}, false, 20) // the call sampled itself too
+	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	named := func(a uint64) bool {
+		for _, sym := range syms {
+			if a >= sym.Begin && a <= sym.End {
+				return true
+			}
+		}
+		return false
+	}
+	framed := map[uint64]bool{}
+	for _, l := range lines {
+		framed[l.Addr] = true
+	}
+	for _, a := range []uint64{ip, ret1, ret2, ret1 - 1, ret2 - 1} {
+		if !named(a) {
+			t.Errorf("%#x not named", a)
+		}
+	}
+	for _, a := range []uint64{ip, ret1 - 1, ret2 - 1} {
+		if !framed[a] {
+			t.Errorf("%#x: no source frames", a)
+		}
+	}
+	for _, a := range []uint64{ret1, ret2} {
+		if framed[a] {
+			t.Errorf("return address %#x has source frames of its own", a)
+		}
+	}
+	if len(lines) != 3 {
+		t.Errorf("%d addresses with frames, want 3", len(lines))
+	}
+}
