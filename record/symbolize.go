@@ -39,7 +39,8 @@ import (
 type symbolizer struct {
 	procs map[int]*symProc
 	objs  map[objKey]*symObj
-	// seenStacks holds hashes of the stacks sampled already.
+	// seenStacks holds hashes of the stacks sampled already, at most
+	// maxSeenStacks: then it starts again.
 	seenStacks map[uint64]struct{}
 	// open opens a process's file view; container.Open outside tests.
 	open func(pid int) (*container.Process, error)
@@ -571,7 +572,7 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 	if _, ok := s.seenStacks[h]; ok {
 		return
 	}
-	if s.seenStacks == nil || len(s.seenStacks) >= 1<<20 {
+	if s.seenStacks == nil || len(s.seenStacks) >= maxSeenStacks {
 		s.seenStacks = make(map[uint64]struct{})
 	}
 	s.seenStacks[h] = struct{}{}
@@ -599,6 +600,13 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 		first = false
 	}
 }
+
+// maxSeenStacks bounds the stacks symbolizer.sampled remembers. A stack
+// forgotten is noted again when next sampled, at no more than the cost of
+// a new one; a million (some 30 MB) missed the processor's caches on
+// every lookup, when the stacks that repeat (a busy loop's, off-CPU
+// waits) are a few thousand.
+const maxSeenStacks = 1 << 16
 
 // stackSeed hashes stacks for symbolizer.sampled.
 var stackSeed = maphash.MakeSeed()
