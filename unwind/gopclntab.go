@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"nsprof/internal/gopclntab"
 )
@@ -36,7 +37,7 @@ type goFuncs struct {
 	// recent holds functions looked up lately, by address: samples come
 	// back to the same few, and the search of the function table (320 kB
 	// for the Go compiler) missed the processor's caches each time.
-	recent [256]goRecent
+	recent [256]atomic.Pointer[goRecent]
 }
 
 // goRecent is a function looked up lately: its rows for addresses from
@@ -106,13 +107,9 @@ func (g *goFuncs) find(a uint64) *row {
 		return nil
 	}
 	slot := &g.recent[(a>>6)%uint64(len(g.recent))]
-	g.mu.Lock()
-	if a >= slot.start && a < slot.end {
-		rows := slot.rows
-		g.mu.Unlock()
-		return findLive(rows, a)
+	if r := slot.Load(); r != nil && a >= r.start && a < r.end {
+		return findLive(r.rows, a)
 	}
-	g.mu.Unlock()
 	off := a - g.text
 	// The last function whose entry is at off or below.
 	lo, hi := 0, g.nfunc
@@ -137,10 +134,10 @@ func (g *goFuncs) find(a uint64) *row {
 		}
 		g.funcs[i] = rows
 	}
-	if a < end {
-		*slot = goRecent{start: start, end: end, rows: rows}
-	}
 	g.mu.Unlock()
+	if a < end {
+		slot.Store(&goRecent{start: start, end: end, rows: rows})
+	}
 	return findLive(rows, a)
 }
 
