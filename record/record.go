@@ -643,6 +643,9 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 			return "write error"
 		}
 	}
+	if r.sym != nil {
+		r.sym.packExited(now)
+	}
 	if r.live {
 		r.status.update(r.stats())
 	}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"nsprof/capture"
@@ -74,6 +76,9 @@ type symbolizer struct {
 	// cacheUntrusted counts the objects not written to the cache: files
 	// others than root and the recording user could write.
 	cacheUntrusted int
+	// exits are the processes exited whose addresses are to be packed,
+	// oldest first (packExited).
+	exits []exitedProc
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -113,6 +118,12 @@ type symGen struct {
 	// return address itself is named (Sysprof looks it up as it is) but
 	// needs no frames. One map, so that noting an address is one lookup.
 	user map[uint64]userAddr
+	// packed and flags hold the user addresses instead of user once the
+	// process has exited (pack): sorted, with their line and call flags
+	// (packLine, packCall) and without times, 9 bytes an address rather
+	// than the map's 40 or so. Noting an address unpacks them.
+	packed []uint64
+	flags  []uint8
 	// until is the time of the exec that replaced the image; 0 for the
 	// current one.
 	until int64
@@ -144,6 +155,7 @@ func (g *symGen) find(a uint64) *symMap {
 // note adds user address a, seen at time t, with its source frames
 // wanted when line is set, and its call's (a-1) when call is.
 func (g *symGen) note(a uint64, t int64, line, call bool) {
+	g.unpack()
 	if g.user == nil {
 		g.user = make(map[uint64]userAddr)
 	}
@@ -151,6 +163,78 @@ func (g *symGen) note(a uint64, t int64, line, call bool) {
 	if !ok || t > u.t || (line && !u.line) || (call && !u.call) {
 		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line, call: call || u.call}
 	}
+}
+
+// Flags of a packed address.
+const (
+	packLine uint8 = 1 << iota
+	packCall
+)
+
+// pack moves the user addresses from the map into the sorted slices.
+func (g *symGen) pack() {
+	if len(g.user) == 0 {
+		g.user = nil
+		return
+	}
+	n := len(g.packed)
+	for a := range g.user {
+		g.packed = append(g.packed, a)
+	}
+	slices.Sort(g.packed[n:])
+	g.flags = slices.Grow(g.flags, len(g.user))
+	for _, a := range g.packed[n:] {
+		u := g.user[a]
+		var f uint8
+		if u.line {
+			f |= packLine
+		}
+		if u.call {
+			f |= packCall
+		}
+		g.flags = append(g.flags, f)
+	}
+	g.user = nil
+	if n > 0 {
+		g.sortPacked()
+	}
+}
+
+// sortPacked sorts the packed addresses, merging the flags of repeats.
+func (g *symGen) sortPacked() {
+	idx := make([]int, len(g.packed))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(g.packed[a], g.packed[b]) })
+	addrs := make([]uint64, 0, len(idx))
+	flags := make([]uint8, 0, len(idx))
+	for _, i := range idx {
+		if k := len(addrs) - 1; k >= 0 && addrs[k] == g.packed[i] {
+			flags[k] |= g.flags[i]
+			continue
+		}
+		addrs, flags = append(addrs, g.packed[i]), append(flags, g.flags[i])
+	}
+	g.packed, g.flags = addrs, flags
+}
+
+// unpack moves packed addresses back into the map, as noted at time 0
+// (before anything a later exec can follow: the process had exited).
+func (g *symGen) unpack() {
+	if g.packed == nil {
+		return
+	}
+	if g.user == nil {
+		g.user = make(map[uint64]userAddr, len(g.packed))
+	}
+	for i, a := range g.packed {
+		u := g.user[a]
+		u.line = u.line || g.flags[i]&packLine != 0
+		u.call = u.call || g.flags[i]&packCall != 0
+		g.user[a] = u
+	}
+	g.packed, g.flags = nil, nil
 }
 
 // expand gives the calls noted with their return addresses entries of
@@ -191,12 +275,29 @@ func shadowed(gens []symGen, a uint64) bool {
 }
 
 // expand gives the calls noted in each of p's images entries of their own
-// (symGen.expand).
+// (symGen.expand), and packs their addresses.
 func (p *symProc) expand() {
-	p.symGen.expand()
-	for i := range p.prev {
-		p.prev[i].expand()
+	for _, g := range p.gensRef() {
+		g.unpack()
+		g.expand()
+		g.pack()
 	}
+}
+
+// pack packs the addresses of each of p's images (symGen.pack).
+func (p *symProc) pack() {
+	for _, g := range p.gensRef() {
+		g.pack()
+	}
+}
+
+// gensRef returns pointers to p's images, the replaced ones first.
+func (p *symProc) gensRef() []*symGen {
+	out := make([]*symGen, 0, len(p.prev)+1)
+	for i := range p.prev {
+		out = append(out, &p.prev[i])
+	}
+	return append(out, &p.symGen)
 }
 
 // gens returns p's images, the replaced ones first and the current one
@@ -514,6 +615,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 	}
 	// The old image's addresses are named from its own mappings at the
 	// end (their files stay open): those sampled before the exec.
+	p.unpack()
 	old := symGen{maps: p.maps, until: at}
 	for a, u := range p.user {
 		if u.t < at {
@@ -542,12 +644,39 @@ func (s *symbolizer) exited(pid int) {
 	if p == nil {
 		return
 	}
+	s.exits = append(s.exits, exitedProc{pid: pid, at: time.Now()})
 	// A later process reusing the pid is someone else.
 	p.tried, p.stale = true, false
 	if p.cp != nil && !p.owns {
 		p.cp.Close()
 		p.cp = nil
 	}
+}
+
+// exitedProc is a process whose exit was read at a time.
+type exitedProc struct {
+	pid int
+	at  time.Time
+}
+
+// packGrace is how long after its exit was read a process's addresses
+// are packed: samples of its last moments may still be read from other
+// CPUs' rings (one would unpack them again).
+const packGrace = time.Second
+
+// packExited packs the sampled addresses of the processes that exited
+// packGrace before now or earlier, so that what a recording holds for
+// processes come and gone is 9 bytes an address they sampled and their
+// mappings, not maps built for noting.
+func (s *symbolizer) packExited(now time.Time) {
+	n := 0
+	for n < len(s.exits) && now.Sub(s.exits[n].at) >= packGrace {
+		if p := s.procs[s.exits[n].pid]; p != nil {
+			p.pack()
+		}
+		n++
+	}
+	s.exits = append(s.exits[:0], s.exits[n:]...)
 }
 
 // sampled notes the addresses of one callchain, which holds perf context
@@ -641,13 +770,13 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		p := s.procs[pid]
 		p.expand()
 		for _, g := range p.gens() {
-			for a, u := range g.user {
+			for i, a := range g.packed {
 				if m := g.find(a); m != nil {
 					if _, ok := hit[m.obj]; !ok {
 						objs = append(objs, m.obj)
 						hit[m.obj] = nil
 					}
-					if u.line {
+					if g.flags[i]&packLine != 0 {
 						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
 					}
 				}
@@ -671,7 +800,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		jitTried := false
 		gens := p.gens()
 		for gi, g := range gens {
-			for _, a := range sortedKeys(g.user) {
+			for ai, a := range g.packed {
 				m := g.find(a)
 				if gi < len(gens)-1 {
 					if m == nil {
@@ -711,7 +840,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 				}
 				begin := a - (va - sym.Addr)
 				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
-				if !g.user[a].line {
+				if g.flags[ai]&packLine == 0 {
 					continue
 				}
 				if fr := frames[o][va]; len(fr) > 0 {

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -338,5 +340,53 @@ func TestBundleReturnAddresses(t *testing.T) {
 	}
 	if len(lines) != 3 {
 		t.Errorf("%d addresses with frames, want 3", len(lines))
+	}
+}
+
+// TestBundlePackedExited: the addresses of a process that exited are
+// packed a grace period after its exit was read, and bundle as those of a
+// process still running do; a sample read late unpacks them.
+func TestBundlePackedExited(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4244, 0x400000
+	run := func(exit, late bool) ([]capture.Symbol, []capture.AddrLines) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for i := 0; i+2 < len(offs); i += 3 {
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[i], base + offs[i+2], base + offs[len(offs)-1-i]}, false, int64(10+i))
+		}
+		if exit {
+			s.exited(pid)
+			start := time.Now()
+			s.packExited(start) // within the grace: not packed yet
+			if g := &s.procs[pid].symGen; g.packed != nil {
+				t.Error("packed within the grace period")
+			}
+			s.packExited(start.Add(packGrace))
+			g := &s.procs[pid].symGen
+			if g.user != nil || len(g.packed) == 0 || !slices.IsSorted(g.packed) || len(g.flags) != len(g.packed) {
+				t.Fatalf("after the grace: %d in the map, %d packed (sorted %v), %d flags", len(g.user), len(g.packed), slices.IsSorted(g.packed), len(g.flags))
+			}
+			if len(s.exits) != 0 {
+				t.Errorf("%d exits still queued", len(s.exits))
+			}
+		}
+		if late {
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[1]}, false, 5)
+		}
+		return s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	}
+	wantSyms, wantLines := run(false, false)
+	if len(wantSyms) == 0 || len(wantLines) == 0 {
+		t.Fatalf("%d symbols, %d lines", len(wantSyms), len(wantLines))
+	}
+	if syms, lines := run(true, false); !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("packed: %d symbols, %d lines; want %d, %d", len(syms), len(lines), len(wantSyms), len(wantLines))
+	}
+	lateSyms, lateLines := run(false, true)
+	if syms, lines := run(true, true); !reflect.DeepEqual(syms, lateSyms) || !reflect.DeepEqual(lines, lateLines) {
+		t.Errorf("packed, then a late sample: %d symbols, %d lines; want %d, %d", len(syms), len(lines), len(lateSyms), len(lateLines))
 	}
 }
