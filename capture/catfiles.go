@@ -162,9 +162,13 @@ func (m *catMerge) addLines(files *Files, id func(int32) int32) error {
 		return fmt.Errorf("%s: %w", LinesFile, err)
 	}
 	head, rest, _ := bytes.Cut(b, []byte{'\n'})
-	if string(bytes.TrimSuffix(head, []byte{'\r'})) != linesMagic {
+	if !isLinesMagic(bytes.TrimSuffix(head, []byte{'\r'})) {
 		return fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, head, linesMagic)
 	}
+	// Records are copied in order, so a reference to an earlier record
+	// (see EncodeLines) still counts back to the same one; it must not
+	// reach before this input's first.
+	recs := 0
 	for n := 2; len(rest) > 0; n++ {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
@@ -176,6 +180,12 @@ func (m *catMerge) addLines(files *Files, id func(int32) int32) error {
 		if !ok || err != nil {
 			return fmt.Errorf("%s line %d: bad pid %.20q", LinesFile, n, pid)
 		}
+		if _, ref, ok := bytes.Cut(tail, []byte{'\t'}); ok && bytes.HasPrefix(ref, []byte{'^'}) {
+			if k, err := strconv.Atoi(string(bytes.TrimSuffix(ref[1:], []byte{'\r'}))); err != nil || k < 1 || k > recs {
+				return fmt.Errorf("%s line %d: reference %.20q: not one of the %d records before", LinesFile, n, ref, recs)
+			}
+		}
+		recs++
 		m.lines.WriteString(strconv.FormatInt(int64(id(int32(v))), 10))
 		m.lines.WriteByte('\t')
 		m.lines.Write(tail)

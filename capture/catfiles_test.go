@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +35,9 @@ func nsprofInput(t testing.TB, pid int32, start int64) []byte {
 	th, err := EncodeThreadInfo(ThreadInfo{TID: int(pid), PID: int(pid), Comm: "main"})
 	must(err)
 	must(w.AddFileBytes(h, ProcessFile, append(p, th...)))
-	must(w.AddFileGzip(h, LinesFile, EncodeLines([]AddrLines{{PID: pid, Addr: 0x401010, Frames: []SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "hot", File: "a.c", Line: 9}}}})))
+	fr := []SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "hot", File: "a.c", Line: 9}}
+	// The second record refers back to the first's frames.
+	must(w.AddFileGzip(h, LinesFile, EncodeLines([]AddrLines{{PID: pid, Addr: 0x401010, Frames: fr}, {PID: pid, Addr: 0x401020, Frames: fr}})))
 	b, err := EncodeSymbols([]Symbol{{PID: pid, Begin: 0x401000, End: 0x4010ff, Name: fmt.Sprint("hot", pid), Tag: "app"}})
 	must(err)
 	must(w.AddSymbolsFile(h, b))
@@ -106,8 +109,10 @@ func TestCatFilesMergesNsprofFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range []int32{110, 120} {
-		if fr, ok := lt.Lookup(pid, 0x401010); !ok || len(fr) != 2 || fr[0].Function != "leaf" {
-			t.Errorf("lines of pid %d at 0x401010 = %+v, %v", pid, fr, ok)
+		for _, a := range []uint64{0x401010, 0x401020} {
+			if fr, ok := lt.Lookup(pid, a); !ok || len(fr) != 2 || fr[0].Function != "leaf" {
+				t.Errorf("lines of pid %d at %#x = %+v, %v", pid, a, fr, ok)
+			}
 		}
 	}
 	ps, ts, err := ReadProcessFile(&files)
@@ -196,5 +201,28 @@ func TestCatFilesNamesDamagedBundle(t *testing.T) {
 	}
 	if st, err := DecodeSymbols(sb); err != nil || st.Len() != 1 {
 		t.Errorf("merged bundle: %v, %v; want a.syscap's one symbol", st, err)
+	}
+}
+
+// TestCatFilesRefusesLinesReferenceOutside: a source-lines record of an
+// input referring back past that input's first record would take another
+// input's frames once merged; the input is named and its lines refused.
+func TestCatFilesRefusesLinesReferenceOutside(t *testing.T) {
+	a := nsprofInput(t, 10, 1000)
+	var bad bytes.Buffer
+	w, err := NewWriterWithOptions(&bad, WriterOptions{StartTime: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(FrameHeader{PID: -1, Time: 1600}, LinesFile, []byte(linesMagic+"\n20\t401010\tf\ta.c\t1\n20\t401020\t^2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = CatFiles(&out, []io.ReadSeeker{bytes.NewReader(a), bytes.NewReader(bad.Bytes())}, []string{"a.syscap", "bad.syscap"}, CatOptions{})
+	if err == nil || !strings.Contains(err.Error(), "bad.syscap") || !strings.Contains(err.Error(), `line 3: reference "^2": not one of the 1 records before`) {
+		t.Fatalf("err = %v, want bad.syscap's line 3 named", err)
 	}
 }

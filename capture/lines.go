@@ -21,8 +21,19 @@ import (
 // as LinesFile + ".gz". Other readers ignore it.
 const LinesFile = "__nsprof_lines__"
 
-// linesMagic is the first line of a LinesFile.
-const linesMagic = "nsprof-lines 1"
+// linesMagic is the first line of a LinesFile as [EncodeLines] writes
+// it; linesMagicV1 that of files written before records could refer to
+// an earlier record's frames, which are read all the same.
+const (
+	linesMagic   = "nsprof-lines 2"
+	linesMagicV1 = "nsprof-lines 1"
+)
+
+// isLinesMagic reports whether line is the header of a LinesFile of
+// either version.
+func isLinesMagic(line []byte) bool {
+	return string(line) == linesMagic || string(line) == linesMagicV1
+}
 
 // maxSourceFrames bounds the inline chain of one address.
 const maxSourceFrames = 256
@@ -48,10 +59,23 @@ type AddrLines struct {
 // EncodeLines returns the contents of a LinesFile: a header line, then a
 // line per address: pid, address in hex, and a function, file and line
 // per frame, tab-separated. Tabs and newlines in names become spaces.
+//
+// A record whose Frames is the very slice (same first element and length)
+// of an earlier record's is written as pid, address and "^N", N counting
+// records back to the one that spells the frames out: the recorder gives
+// every process mapping a file the same frames for the same address, and
+// a system-wide recording of short-lived processes running the same
+// binaries would otherwise write each chain once per process.
 func EncodeLines(recs []AddrLines) []byte {
 	var b bytes.Buffer
 	b.WriteString(linesMagic + "\n")
 	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+	type chain struct {
+		first *SourceFrame
+		n     int
+	}
+	written := make(map[chain]int) // record number spelling each chain out
+	n := 0
 	for _, r := range recs {
 		if len(r.Frames) == 0 {
 			continue
@@ -59,7 +83,17 @@ func EncodeLines(recs []AddrLines) []byte {
 		b.WriteString(strconv.FormatInt(int64(r.PID), 10))
 		b.WriteByte('\t')
 		b.WriteString(strconv.FormatUint(r.Addr, 16))
-		for _, f := range r.Frames[:min(len(r.Frames), maxSourceFrames)] {
+		k := chain{&r.Frames[0], min(len(r.Frames), maxSourceFrames)}
+		if at, ok := written[k]; ok {
+			b.WriteString("\t^")
+			b.WriteString(strconv.Itoa(n - at))
+			b.WriteByte('\n')
+			n++
+			continue
+		}
+		written[k] = n
+		n++
+		for _, f := range r.Frames[:k.n] {
 			b.WriteByte('\t')
 			b.WriteString(clean.Replace(f.Function))
 			b.WriteByte('\t')
@@ -203,6 +237,9 @@ type linesParser struct {
 	t *LineTable
 	d linesDecoder
 	n int // lines seen
+	// v1 says the header is linesMagicV1, whose records all spell out
+	// their frames.
+	v1 bool
 }
 
 // newLinesParser returns a parser for a file of about n lines.
@@ -215,12 +252,13 @@ func (p *linesParser) line(line []byte) error {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	p.n++
 	if p.n == 1 {
-		if string(line) != linesMagic {
+		if !isLinesMagic(line) {
 			return fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, line, linesMagic)
 		}
+		p.v1 = string(line) == linesMagicV1
 		return nil
 	}
-	r, err := p.d.parse(line)
+	r, err := p.d.parse(line, p.t.recs, p.v1)
 	if err != nil {
 		return fmt.Errorf("%s line %d: %w", LinesFile, p.n, err)
 	}
@@ -268,9 +306,13 @@ func (d *linesDecoder) name(b []byte) string {
 	return s
 }
 
-// parse parses one record line.
-func (d *linesDecoder) parse(line []byte) (AddrLines, error) {
+// parse parses one record line; prev are the records before it, which a
+// line of a version 2 file may refer to for its frames.
+func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines, error) {
 	nf := bytes.Count(line, []byte{'\t'}) + 1
+	if nf == 3 && !v1 {
+		return parseLinesRef(line, prev)
+	}
 	if nf < 5 || (nf-2)%3 != 0 {
 		return AddrLines{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", nf)
 	}
@@ -307,6 +349,29 @@ func (d *linesDecoder) parse(line []byte) (AddrLines, error) {
 	}
 	d.frames = d.frames[k:]
 	return AddrLines{PID: int32(pid), Addr: addr, Frames: frames}, nil
+}
+
+// parseLinesRef parses a record line "pid, address, ^N" whose frames are
+// those of the record N before it, the last of prev being 1 before.
+func parseLinesRef(line []byte, prev []AddrLines) (AddrLines, error) {
+	f := bytes.SplitN(line, []byte{'\t'}, 3)
+	pid, err := strconv.ParseInt(string(f[0]), 10, 32)
+	if err != nil {
+		return AddrLines{}, fmt.Errorf("pid %.20q", f[0])
+	}
+	addr, err := strconv.ParseUint(string(f[1]), 16, 64)
+	if err != nil {
+		return AddrLines{}, fmt.Errorf("address %.20q", f[1])
+	}
+	ref, ok := bytes.CutPrefix(f[2], []byte{'^'})
+	if !ok {
+		return AddrLines{}, fmt.Errorf("3 fields, want pid, address and 3 per frame, or a reference ^N to an earlier record")
+	}
+	n, err := strconv.Atoi(string(ref))
+	if err != nil || n < 1 || n > len(prev) {
+		return AddrLines{}, fmt.Errorf("reference %.20q: not one of the %d records before", f[2], len(prev))
+	}
+	return AddrLines{PID: int32(pid), Addr: addr, Frames: prev[len(prev)-n].Frames}, nil
 }
 
 // InlineFrames returns the number of inlined calls the table describes:

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,11 +44,48 @@ func TestLinesRoundTrip(t *testing.T) {
 	}
 }
 
+// Processes mapping the same file share the frames of its addresses: the
+// file spells each chain out once and refers back to it, and decodes to
+// the same frames for every process.
+func TestLinesSharedFrames(t *testing.T) {
+	shared := []SourceFrame{{"inl_leaf", "/src/a.c", 26}, {"outer", "/src/a.c", 38}}
+	other := []SourceFrame{{"main", "/src/a.c", 45}}
+	var recs []AddrLines
+	for pid := int32(100); pid < 200; pid++ {
+		recs = append(recs, AddrLines{PID: pid, Addr: 0x401020, Frames: shared}, AddrLines{PID: pid, Addr: 0x401000, Frames: other})
+	}
+	recs = append(recs, AddrLines{PID: 5, Addr: 0x401020, Frames: slices.Clone(shared)}) // equal, not shared: spelled out
+	b := EncodeLines(recs)
+	if n := bytes.Count(b, []byte("inl_leaf")); n != 2 {
+		t.Errorf("the shared chain is spelled out %d times, want 2 (once shared, once a copy):\n%.300s", n, b)
+	}
+	tab, err := DecodeLines(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != len(recs) {
+		t.Fatalf("%d records, want %d", tab.Len(), len(recs))
+	}
+	for _, r := range recs {
+		got, ok := tab.Lookup(r.PID, r.Addr)
+		if !ok || fmt.Sprint(got) != fmt.Sprint(r.Frames) {
+			t.Errorf("Lookup(%d, %#x) = %v, %v; want %v", r.PID, r.Addr, got, ok, r.Frames)
+		}
+	}
+	if got, want := tab.InlineFrames(), 101; got != want {
+		t.Errorf("InlineFrames = %d, want %d", got, want)
+	}
+}
+
 func TestDecodeLinesErrors(t *testing.T) {
 	good := "1\t10\tf\tfile.c\t3\n"
 	for _, tc := range []struct{ in, want string }{
 		{"", "empty"},
-		{"nsprof-lines 2\n", "line 1: header"},
+		{"nsprof-lines 3\n", "line 1: header"},
+		{linesMagic + "\n" + good + "1\t11\t^2\n", "line 3: reference \"^2\": not one of the 1 records before"},
+		{linesMagic + "\n" + good + "1\t11\t^0\n", "line 3: reference"},
+		{linesMagic + "\n" + good + "1\t11\tf\n", "line 3: 3 fields"},
+		{linesMagicV1 + "\n" + good + "1\t11\t^1\n", "line 3: 3 fields"},
 		{linesMagic + "\n" + good + "1\t10\tf\tfile.c\n", "line 3: 4 fields"},
 		{linesMagic + "\n" + good + "x\t10\tf\tfile.c\t3\n", "line 3: pid"},
 		{linesMagic + "\n" + good + "1\tzz\tf\tfile.c\t3\n", "line 3: address"},
@@ -109,7 +147,9 @@ func TestDecodeLinesGzipAsWhole(t *testing.T) {
 		{"long last line", linesMagic + "\n" + long, -1},
 		{"damage", linesMagic + "\n" + good + "1\tzz\tf\tfile.c\t3\n" + good, -1},
 		{"empty", "", -1},
-		{"header", "nsprof-lines 2\n" + good, -1},
+		{"header", "nsprof-lines 3\n" + good, -1},
+		{"references", linesMagic + "\n" + good + long + "\n2\t10\t^2\n3\t20\t^2\n", -1},
+		{"version 1", linesMagicV1 + "\n" + good + "2\t5\tg\th.c\t1\n", -1},
 		{"too many", linesMagic + "\n" + good + good + good, 2},
 		{"as many as allowed", linesMagic + "\n" + good + good, 2},
 	} {

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"time"
@@ -62,7 +63,7 @@ func (r *recorder) writeSymbols() {
 	}
 	r.symbolized = len(syms)
 	if len(lines) > 0 {
-		if err := r.w.AddFileGzip(h, capture.LinesFile, capture.EncodeLines(lines)); err != nil {
+		if err := r.w.AddFileGzipLevel(h, capture.LinesFile, capture.EncodeLines(lines), gzip.BestSpeed); err != nil {
 			if r.writeErr == nil {
 				r.writeErr = err
 			}

@@ -698,6 +698,9 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 			return "write error"
 		}
 	}
+	if r.sym != nil {
+		r.sym.packExited(now)
+	}
 	if r.live {
 		r.status.update(r.stats())
 	}
@@ -886,6 +889,10 @@ func (r *recorder) finish() {
 	}
 	if r.dwarf != nil {
 		r.notef("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+		r.dwarf.release()
+	}
+	if r.leaf != nil {
+		r.leaf.u.release()
 	}
 	r.endCapture()
 	if n := r.tr.redact.cut; n > 0 {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"nsprof/capture"
@@ -39,7 +41,8 @@ import (
 type symbolizer struct {
 	procs map[int]*symProc
 	objs  map[objKey]*symObj
-	// seenStacks holds hashes of the stacks sampled already.
+	// seenStacks holds hashes of the stacks sampled already, at most
+	// maxSeenStacks: then it starts again.
 	seenStacks map[uint64]struct{}
 	// open opens a process's file view; container.Open outside tests.
 	open func(pid int) (*container.Process, error)
@@ -73,6 +76,9 @@ type symbolizer struct {
 	// cacheUntrusted counts the objects not written to the cache: files
 	// others than root and the recording user could write.
 	cacheUntrusted int
+	// exits are the processes exited whose addresses are to be packed,
+	// oldest first (packExited).
+	exits []exitedProc
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -104,18 +110,35 @@ type symProc struct {
 type symGen struct {
 	maps []symMap
 	// user are the user addresses sampled, each with the latest time
-	// a stack first showing it was sampled: samples of one process come
+	// a stack first showing it was sampled (samples of one process come
 	// from several CPUs' rings, so an exec may be read after samples of
-	// the new image, or before samples of the old one.
-	user map[uint64]int64
-	// lines are the user addresses whose source frames are bundled:
-	// where threads were, and the calls (return address - 1) that
-	// reports name callers from. A return address itself is named
-	// (Sysprof looks it up as it is) but needs no frames.
-	lines map[uint64]struct{}
+	// the new image, or before samples of the old one), and whether its
+	// source frames are bundled: those of where threads were, and of
+	// the calls (return address - 1) that reports name callers from. A
+	// return address itself is named (Sysprof looks it up as it is) but
+	// needs no frames. One map, so that noting an address is one lookup.
+	user map[uint64]userAddr
+	// packed and flags hold the user addresses instead of user once the
+	// process has exited (pack): sorted, with their line and call flags
+	// (packLine, packCall) and without times, 9 bytes an address rather
+	// than the map's 40 or so. Noting an address unpacks them.
+	packed []uint64
+	flags  []uint8
 	// until is the time of the exec that replaced the image; 0 for the
 	// current one.
 	until int64
+}
+
+// userAddr is what is known of a sampled user address: when it was last
+// first seen in a stack, whether its source frames are wanted, and
+// whether it is a return address whose call (the address before it) is
+// wanted with its frames too. The call is noted with its return address
+// while recording, one map entry for both, and given its own entry by
+// expand when the recording ends.
+type userAddr struct {
+	t    int64
+	line bool
+	call bool
 }
 
 // find returns the mapping of g holding address a; later mappings of a
@@ -130,19 +153,104 @@ func (g *symGen) find(a uint64) *symMap {
 }
 
 // note adds user address a, seen at time t, with its source frames
-// wanted when line is set.
-func (g *symGen) note(a uint64, t int64, line bool) {
+// wanted when line is set, and its call's (a-1) when call is.
+func (g *symGen) note(a uint64, t int64, line, call bool) {
+	g.unpack()
 	if g.user == nil {
-		g.user = make(map[uint64]int64)
+		g.user = make(map[uint64]userAddr)
 	}
-	if old, ok := g.user[a]; !ok || t > old {
-		g.user[a] = t
+	u, ok := g.user[a]
+	if !ok || t > u.t || (line && !u.line) || (call && !u.call) {
+		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line, call: call || u.call}
 	}
-	if line {
-		if g.lines == nil {
-			g.lines = make(map[uint64]struct{})
+}
+
+// Flags of a packed address.
+const (
+	packLine uint8 = 1 << iota
+	packCall
+)
+
+// pack moves the user addresses from the map into the sorted slices.
+func (g *symGen) pack() {
+	if len(g.user) == 0 {
+		g.user = nil
+		return
+	}
+	n := len(g.packed)
+	for a := range g.user {
+		g.packed = append(g.packed, a)
+	}
+	slices.Sort(g.packed[n:])
+	g.flags = slices.Grow(g.flags, len(g.user))
+	for _, a := range g.packed[n:] {
+		u := g.user[a]
+		var f uint8
+		if u.line {
+			f |= packLine
 		}
-		g.lines[a] = struct{}{}
+		if u.call {
+			f |= packCall
+		}
+		g.flags = append(g.flags, f)
+	}
+	g.user = nil
+	if n > 0 {
+		g.sortPacked()
+	}
+}
+
+// sortPacked sorts the packed addresses, merging the flags of repeats.
+func (g *symGen) sortPacked() {
+	idx := make([]int, len(g.packed))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(g.packed[a], g.packed[b]) })
+	addrs := make([]uint64, 0, len(idx))
+	flags := make([]uint8, 0, len(idx))
+	for _, i := range idx {
+		if k := len(addrs) - 1; k >= 0 && addrs[k] == g.packed[i] {
+			flags[k] |= g.flags[i]
+			continue
+		}
+		addrs, flags = append(addrs, g.packed[i]), append(flags, g.flags[i])
+	}
+	g.packed, g.flags = addrs, flags
+}
+
+// unpack moves packed addresses back into the map, as noted at time 0
+// (before anything a later exec can follow: the process had exited).
+func (g *symGen) unpack() {
+	if g.packed == nil {
+		return
+	}
+	if g.user == nil {
+		g.user = make(map[uint64]userAddr, len(g.packed))
+	}
+	for i, a := range g.packed {
+		u := g.user[a]
+		u.line = u.line || g.flags[i]&packLine != 0
+		u.call = u.call || g.flags[i]&packCall != 0
+		g.user[a] = u
+	}
+	g.packed, g.flags = nil, nil
+}
+
+// expand gives the calls noted with their return addresses entries of
+// their own, with their frames wanted.
+func (g *symGen) expand() {
+	var calls []uint64
+	for a, u := range g.user {
+		if u.call {
+			calls = append(calls, a)
+		}
+	}
+	for _, a := range calls {
+		u := g.user[a]
+		u.call = false
+		g.user[a] = u
+		g.note(a-1, u.t, true, false)
 	}
 }
 
@@ -164,6 +272,32 @@ func shadowed(gens []symGen, a uint64) bool {
 		}
 	}
 	return false
+}
+
+// expand gives the calls noted in each of p's images entries of their own
+// (symGen.expand), and packs their addresses.
+func (p *symProc) expand() {
+	for _, g := range p.gensRef() {
+		g.unpack()
+		g.expand()
+		g.pack()
+	}
+}
+
+// pack packs the addresses of each of p's images (symGen.pack).
+func (p *symProc) pack() {
+	for _, g := range p.gensRef() {
+		g.pack()
+	}
+}
+
+// gensRef returns pointers to p's images, the replaced ones first.
+func (p *symProc) gensRef() []*symGen {
+	out := make([]*symGen, 0, len(p.prev)+1)
+	for i := range p.prev {
+		out = append(out, &p.prev[i])
+	}
+	return append(out, &p.symGen)
 }
 
 // gens returns p's images, the replaced ones first and the current one
@@ -214,6 +348,8 @@ type symObj struct {
 	loaded bool
 	elf    *symbol.File
 	syms   *symbol.Symbols
+	// linesDropped says syms keeps only the symbol table (dropLines).
+	linesDropped bool
 
 	// key names the object in the unwinder's table cache; vdso says it
 	// is the vdso, whose image (nil if it could not be read) stands for
@@ -479,13 +615,12 @@ func (s *symbolizer) execed(pid int, at int64) {
 	}
 	// The old image's addresses are named from its own mappings at the
 	// end (their files stay open): those sampled before the exec.
+	p.unpack()
 	old := symGen{maps: p.maps, until: at}
-	for a, t := range p.user {
-		if t < at {
-			_, line := p.lines[a]
-			old.note(a, t, line)
+	for a, u := range p.user {
+		if u.t < at {
+			old.note(a, u.t, u.line, u.call)
 			delete(p.user, a)
-			delete(p.lines, a)
 		}
 	}
 	if len(old.user) > 0 || len(old.maps) > 0 {
@@ -509,12 +644,39 @@ func (s *symbolizer) exited(pid int) {
 	if p == nil {
 		return
 	}
+	s.exits = append(s.exits, exitedProc{pid: pid, at: time.Now()})
 	// A later process reusing the pid is someone else.
 	p.tried, p.stale = true, false
 	if p.cp != nil && !p.owns {
 		p.cp.Close()
 		p.cp = nil
 	}
+}
+
+// exitedProc is a process whose exit was read at a time.
+type exitedProc struct {
+	pid int
+	at  time.Time
+}
+
+// packGrace is how long after its exit was read a process's addresses
+// are packed: samples of its last moments may still be read from other
+// CPUs' rings (one would unpack them again).
+const packGrace = time.Second
+
+// packExited packs the sampled addresses of the processes that exited
+// packGrace before now or earlier, so that what a recording holds for
+// processes come and gone is 9 bytes an address they sampled and their
+// mappings, not maps built for noting.
+func (s *symbolizer) packExited(now time.Time) {
+	n := 0
+	for n < len(s.exits) && now.Sub(s.exits[n].at) >= packGrace {
+		if p := s.procs[s.exits[n].pid]; p != nil {
+			p.pack()
+		}
+		n++
+	}
+	s.exits = append(s.exits[:0], s.exits[n:]...)
 }
 
 // sampled notes the addresses of one callchain, which holds perf context
@@ -539,7 +701,7 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 	if _, ok := s.seenStacks[h]; ok {
 		return
 	}
-	if s.seenStacks == nil || len(s.seenStacks) >= 1<<20 {
+	if s.seenStacks == nil || len(s.seenStacks) >= maxSeenStacks {
 		s.seenStacks = make(map[uint64]struct{})
 	}
 	s.seenStacks[h] = struct{}{}
@@ -558,18 +720,22 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 			}
 			p.kernel[a] = struct{}{}
 		case first:
-			g.note(a, t, true)
+			g.note(a, t, true, false)
 		default:
 			// A return address: reports name it from the call's
 			// last byte (analyze.Frame.Caller).
-			g.note(a, t, false)
-			if a > 0 {
-				g.note(a-1, t, true)
-			}
+			g.note(a, t, false, a > 0)
 		}
 		first = false
 	}
 }
+
+// maxSeenStacks bounds the stacks symbolizer.sampled remembers. A stack
+// forgotten is noted again when next sampled, at no more than the cost of
+// a new one; a million (some 30 MB) missed the processor's caches on
+// every lookup, when the stacks that repeat (a busy loop's, off-CPU
+// waits) are a few thousand.
+const maxSeenStacks = 1 << 16
 
 // stackSeed hashes stacks for symbolizer.sampled.
 var stackSeed = maphash.MakeSeed()
@@ -601,14 +767,16 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	hit := make(map[*symObj][]uint64)
 	var objs []*symObj
 	for _, pid := range pids {
-		for _, g := range s.procs[pid].gens() {
-			for a := range g.user {
+		p := s.procs[pid]
+		p.expand()
+		for _, g := range p.gens() {
+			for i, a := range g.packed {
 				if m := g.find(a); m != nil {
 					if _, ok := hit[m.obj]; !ok {
 						objs = append(objs, m.obj)
 						hit[m.obj] = nil
 					}
-					if _, ok := g.lines[a]; ok {
+					if g.flags[i]&packLine != 0 {
 						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
 					}
 				}
@@ -632,7 +800,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		jitTried := false
 		gens := p.gens()
 		for gi, g := range gens {
-			for _, a := range sortedKeys(g.user) {
+			for ai, a := range g.packed {
 				m := g.find(a)
 				if gi < len(gens)-1 {
 					if m == nil {
@@ -672,7 +840,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 				}
 				begin := a - (va - sym.Addr)
 				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
-				if _, ok := g.lines[a]; !ok {
+				if g.flags[ai]&packLine == 0 {
 					continue
 				}
 				if fr := frames[o][va]; len(fr) > 0 {
@@ -719,6 +887,7 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 		wg.Go(func() {
 			for o := range work {
 				fr, use := o.resolve(hit[o], s.cache, locked)
+				o.dropLines()
 				mu.Lock()
 				out[o] = fr
 				if use&cacheUntrusted != 0 {

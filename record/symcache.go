@@ -34,6 +34,11 @@ const maxCachedAddrs = 1 << 20
 // answers new addresses too, for a day after the file was read.
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
+	if o.loaded && o.linesDropped {
+		// Resolved before, its line tables let go since: read again.
+		o.elf.Close()
+		o.loaded, o.linesDropped, o.elf, o.syms = false, false, nil, nil
+	}
 	if o.loaded {
 		if o.syms == nil {
 			return nil, cacheNone
@@ -132,6 +137,20 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		logf("%s: %v", o.path, err)
 	}
 	return out, use
+}
+
+// dropLines lets go of o's line tables (a Go binary's pclntab, DWARF
+// units), keeping its symbol table: the bundle names addresses from the
+// symbol table after every object is resolved, but needs no more source
+// frames than those resolve returned. Done as each object is resolved, it
+// keeps a recording of many large binaries from holding all their line
+// tables at once.
+func (o *symObj) dropLines() {
+	if o.syms == nil || !o.syms.HasLines() {
+		return
+	}
+	o.syms = symbol.SymbolsOf(o.syms.Table(), o.syms.Source())
+	o.linesDropped = true
 }
 
 // cacheUse says what resolving an object took from the symbol cache.

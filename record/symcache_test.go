@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -263,5 +265,128 @@ func TestSymbolCacheUntrustedFile(t *testing.T) {
 				t.Errorf("cache stats %+v, %d untrusted: want nothing written, 1 untrusted", st, s.cacheUntrusted)
 			}
 		})
+	}
+}
+
+// TestBundleDropsLineTables: once an object's source frames are resolved,
+// its line tables are let go (only the symbol table stays, for naming),
+// and resolving it again reads them anew, with the same frames.
+func TestBundleDropsLineTables(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4242, 0x400000
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	for _, off := range offs {
+		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+	}
+	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	if len(syms) == 0 || len(lines) == 0 {
+		t.Fatalf("%d symbols, %d lines", len(syms), len(lines))
+	}
+	for _, o := range s.objs {
+		if o.syms != nil && o.syms.HasLines() {
+			t.Errorf("%s: line tables still held after the bundle", o.path)
+		}
+	}
+	again, lines2 := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	if !reflect.DeepEqual(again, syms) || !reflect.DeepEqual(lines2, lines) {
+		t.Errorf("a second bundle differs: %d symbols, %d lines; want %d, %d", len(again), len(lines2), len(syms), len(lines))
+	}
+}
+
+// TestBundleReturnAddresses: a return address is named, and its call (the
+// byte before it) is named and gets source frames, whether the call was
+// noted with its return address or sampled itself; the return address
+// itself gets no frames.
+func TestBundleReturnAddresses(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4243, 0x400000
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	ip, ret1, ret2 := base+offs[1], base+offs[len(offs)/2], base+offs[len(offs)-2]
+	s.sampled(pid, []uint64{capture.ContextUser, ip, ret1, ret2}, false, 10)
+	s.sampled(pid, []uint64{capture.ContextUser, ret2 - 1}, false, 20) // the call sampled itself too
+	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	named := func(a uint64) bool {
+		for _, sym := range syms {
+			if a >= sym.Begin && a <= sym.End {
+				return true
+			}
+		}
+		return false
+	}
+	framed := map[uint64]bool{}
+	for _, l := range lines {
+		framed[l.Addr] = true
+	}
+	for _, a := range []uint64{ip, ret1, ret2, ret1 - 1, ret2 - 1} {
+		if !named(a) {
+			t.Errorf("%#x not named", a)
+		}
+	}
+	for _, a := range []uint64{ip, ret1 - 1, ret2 - 1} {
+		if !framed[a] {
+			t.Errorf("%#x: no source frames", a)
+		}
+	}
+	for _, a := range []uint64{ret1, ret2} {
+		if framed[a] {
+			t.Errorf("return address %#x has source frames of its own", a)
+		}
+	}
+	if len(lines) != 3 {
+		t.Errorf("%d addresses with frames, want 3", len(lines))
+	}
+}
+
+// TestBundlePackedExited: the addresses of a process that exited are
+// packed a grace period after its exit was read, and bundle as those of a
+// process still running do; a sample read late unpacks them.
+func TestBundlePackedExited(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const pid, base = 4244, 0x400000
+	run := func(exit, late bool) ([]capture.Symbol, []capture.AddrLines) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for i := 0; i+2 < len(offs); i += 3 {
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[i], base + offs[i+2], base + offs[len(offs)-1-i]}, false, int64(10+i))
+		}
+		if exit {
+			s.exited(pid)
+			start := time.Now()
+			s.packExited(start) // within the grace: not packed yet
+			if g := &s.procs[pid].symGen; g.packed != nil {
+				t.Error("packed within the grace period")
+			}
+			s.packExited(start.Add(packGrace))
+			g := &s.procs[pid].symGen
+			if g.user != nil || len(g.packed) == 0 || !slices.IsSorted(g.packed) || len(g.flags) != len(g.packed) {
+				t.Fatalf("after the grace: %d in the map, %d packed (sorted %v), %d flags", len(g.user), len(g.packed), slices.IsSorted(g.packed), len(g.flags))
+			}
+			if len(s.exits) != 0 {
+				t.Errorf("%d exits still queued", len(s.exits))
+			}
+		}
+		if late {
+			s.sampled(pid, []uint64{capture.ContextUser, base + offs[1]}, false, 5)
+		}
+		return s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	}
+	wantSyms, wantLines := run(false, false)
+	if len(wantSyms) == 0 || len(wantLines) == 0 {
+		t.Fatalf("%d symbols, %d lines", len(wantSyms), len(wantLines))
+	}
+	if syms, lines := run(true, false); !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("packed: %d symbols, %d lines; want %d, %d", len(syms), len(lines), len(wantSyms), len(wantLines))
+	}
+	lateSyms, lateLines := run(false, true)
+	if syms, lines := run(true, true); !reflect.DeepEqual(syms, lateSyms) || !reflect.DeepEqual(lines, lateLines) {
+		t.Errorf("packed, then a late sample: %d symbols, %d lines; want %d, %d", len(syms), len(lines), len(lateSyms), len(lateLines))
 	}
 }

@@ -250,4 +250,14 @@ func debugFrameFile(o *symObj) *os.File {
 	return f
 }
 
+// release drops the CFI tables read so far: once the recording has
+// stopped no sample is left to unwind, and symbol bundling, which reads
+// the same files' symbol tables, need not find the tables still in the
+// heap (tens of megabytes for the Go toolchain's binaries). A later call
+// reads them again.
+func (u *dwarfUnwinder) release() {
+	u.cache = unwind.NewCache(unwindCacheBytes)
+	u.mapper = unwindMapper{u: u}
+}
+
 func (u *dwarfUnwinder) timeLoad(start time.Time) { u.loading += time.Since(start) }

@@ -78,7 +78,7 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 		}
 	}
 	t.addGoRows(f, limit)
-	if len(t.rows) == 0 {
+	if len(t.rows) == 0 && t.gofuncs == nil {
 		return nil, errors.Join(append([]error{ErrNoCFI}, errs...)...)
 	}
 	return t, errors.Join(errs...)

@@ -35,7 +35,12 @@ func FuzzCFI(f *testing.F) {
 			tab.find(f.end - 1)
 		}
 		parseHdr(data, 0x1000)
-		goRows(data, 0x1000)
+		if g := newGoFuncs(data, 0x1000); g != nil {
+			for i := range min(g.nfunc, 1000) {
+				g.decode(i)
+				g.find(g.text + g.entry(i))
+			}
+		}
 		// Unwinding over the table, with the data as the stack.
 		Unwind(nil, Regs{IP: 0x1000, SP: 0x8000, BP: 0x8010}, data, oneModule{tab}, 64)
 	})

@@ -1,9 +1,11 @@
 package unwind
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,19 +31,81 @@ func buildGo(t *testing.T, ldflags string) string {
 	return out
 }
 
+// allRows returns t's rows with every Go function's decoded, sorted.
+func allRows(t *Table) []row {
+	out := slices.Clone(t.rows)
+	if g := t.gofuncs; g != nil {
+		for i := range g.nfunc {
+			if !g.covered(g.text + g.entry(i)) {
+				out = append(out, g.decode(i)...)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b row) int { return cmp.Compare(a.addr, b.addr) })
+	return out
+}
+
+// TestGoRowsDecodedOnUse: a Go binary's table decodes no function when
+// loaded, one when an address in it is looked up, and gives at every
+// address the row the whole pclntab decoded at once gives.
+func TestGoRowsDecodedOnUse(t *testing.T) {
+	tab := loadFile(t, buildGo(t, "-s -w"))
+	g := tab.gofuncs
+	if g == nil {
+		t.Fatal("no Go functions in the table of a Go binary")
+	}
+	if n := len(g.funcs); n != 0 {
+		t.Errorf("%d functions decoded at load, want 0", n)
+	}
+	var want []row
+	for i := range g.nfunc {
+		want = append(want, g.decode(i)...)
+	}
+	if len(want) < 1000 {
+		t.Fatalf("%d rows", len(want))
+	}
+	if r := tab.find(want[0].addr); r == nil || *r != want[0] {
+		t.Fatalf("find(%#x) = %+v, want %+v", want[0].addr, r, want[0])
+	}
+	if n := len(g.funcs); n != 1 {
+		t.Errorf("%d functions decoded after one lookup, want 1", n)
+	}
+	bad := 0
+	for i, w := range want {
+		if w.cfa == cfaNone {
+			continue
+		}
+		end := w.addr + 1
+		if i+1 < len(want) {
+			end = want[i+1].addr
+		}
+		for _, a := range []uint64{w.addr, (w.addr + end) / 2, end - 1} {
+			if r := tab.find(a); r == nil || *r != w {
+				if bad++; bad <= 5 {
+					t.Errorf("find(%#x) = %+v, want %+v", a, r, w)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d lookups differ from the whole table's", bad)
+	}
+}
+
 // A stripped Go binary has no CFI; its .gopclntab's pcsp tables give
 // rows as .debug_frame does for an unstripped one.
 func TestGoPclntab(t *testing.T) {
 	full := loadFile(t, buildGo(t, ""))
 	stripped := loadFile(t, buildGo(t, "-s -w"))
-	t.Logf("full: %d rows, stripped: %d rows", full.Len(), stripped.Len())
-	if stripped.Len() < 1000 {
-		t.Fatalf("stripped Go binary: %d rows", stripped.Len())
+	rows := allRows(stripped)
+	t.Logf("full: %d rows, stripped: %d rows", len(allRows(full)), len(rows))
+	if len(rows) < 1000 {
+		t.Fatalf("stripped Go binary: %d rows", len(rows))
 	}
 	// The Go linker writes .debug_frame from the same pcsp tables: the
 	// CFA and return address agree at every row.
 	bad, n := 0, 0
-	for _, r := range stripped.rows {
+	for _, r := range rows {
 		if r.cfa == cfaNone {
 			continue
 		}
@@ -94,7 +158,7 @@ func TestGoPclntabFoundAsSymbolFindsIt(t *testing.T) {
 	for _, s := range syms.All() {
 		leaf = leaf || s.Name == "main.leaf"
 		if strings.HasPrefix(s.Name, "runtime.call") && len(s.Name) > len("runtime.call16777") {
-			continue // reflectcall frames of 16 MiB and more: beyond goRows' bound
+			continue // reflectcall frames of 16 MiB and more: beyond goFuncs' bound
 		}
 		if strings.HasPrefix(s.Name, "go:") {
 			continue // linker markers (go:textfipsstart), no code
