@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"nsprof/analyze"
 	"nsprof/internal/testcaptures"
 	"nsprof/internal/testutils"
 )
@@ -172,6 +173,58 @@ func TestBrowser(t *testing.T) {
 	if topSum != want {
 		t.Errorf("the flame graph's roots sum to %d, want %d", topSum, want)
 	}
+
+	// Click process server's lane label: every view but the timeline
+	// keeps its samples, in the range, as report --pid 10 does.
+	d.Eval(`(function () {
+		var r = nsprof.state.layout.rows.find(r => r.kind === "lane" && r.pid === 10 && !r.tid);
+		var b = document.getElementById("tl").getBoundingClientRect();
+		return [b.x + 40, b.y + r.y - document.getElementById("timeline").scrollTop + r.h / 2];
+	})()`, &at)
+	mouse(d, "mouseMoved", at[0], at[1])
+	mouse(d, "mousePressed", at[0], at[1])
+	mouse(d, "mouseReleased", at[0], at[1])
+	checkFilter := func(what string, f analyze.Filter) {
+		t.Helper()
+		var got []int
+		d.Eval(`[+document.getElementById("flame-total").dataset.total, nsprof.state.ctree.root.children.reduce((a, c) => a + c.total, 0),
+			nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)]`, &got)
+		f.Since, f.Until = time.Duration(since), time.Duration(until)
+		want := reportFiltered(t, p, f, 0)
+		if got[0] != want || got[1] != want || got[2] != want || want == 0 || want == reportTotal(t, p, since, until, 0) {
+			t.Errorf("%s, range [%d, %d): flame total %d, call tree %d, flame roots %d; report says %d", what, since, until, got[0], got[1], got[2], want)
+		}
+	}
+	waitFor(t, d, `document.body.dataset.ready === "1" && (nsprof.state.flame.filter.pids || []).join() === "10"`)
+	checkFilter("lane server [10]", analyze.Filter{PIDs: []int32{10}})
+	var fragment, label string
+	d.Eval(`location.hash`, &fragment)
+	d.Eval(`document.getElementById("filter").textContent`, &label)
+	if !strings.Contains(fragment, "&pid=10") || label != "Only server [10]" {
+		t.Errorf("filtered to pid 10: URL fragment %q, header %q", fragment, label)
+	}
+	screenshot(t, d, shots, "timeline-view") // the lane marked
+
+	// Click container db's row in the processes table.
+	d.Eval(`(function () {
+		var r = document.querySelector('#procs tr.container[data-container="podman:db (0123456789ab)"]');
+		r.scrollIntoView({block: "center"});
+		var b = r.getBoundingClientRect();
+		return [b.x + 20, b.y + b.height / 2];
+	})()`, &at)
+	mouse(d, "mouseMoved", at[0], at[1])
+	mouse(d, "mousePressed", at[0], at[1])
+	mouse(d, "mouseReleased", at[0], at[1])
+	waitFor(t, d, `document.body.dataset.ready === "1" && nsprof.state.flame.filter.container === "podman:db (0123456789ab)"`)
+	checkFilter("container podman:db", analyze.Filter{Container: "podman:db (0123456789ab)"})
+	var procRows []string
+	d.Eval(`Array.from(document.querySelectorAll("#procs thead th, #procs tr.sel td")).map(e => e.textContent)`, &procRows)
+	if got := strings.Join(procRows, "|"); !strings.Contains(got, "|samples|cpu|") || !strings.Contains(got, "podman:db (0123456789ab)|") {
+		t.Errorf("processes table: header and selected row %q, want sample type columns and db's row", got)
+	}
+	screenshot(t, d, shots, "procs-view")
+	d.Eval(`document.getElementById("clear-filter").click(); true`, new(bool))
+	waitFor(t, d, `document.body.dataset.ready === "1" && !nsprof.state.flame.filter.container && !nsprof.state.flame.filter.pids`)
 
 	// The call tree, top-down then bottom-up: its first level sums to the
 	// total, and the hostile names are there as text.

@@ -93,24 +93,10 @@ func (s *Server) index(vi int) (*valueIndex, error) {
 	return x, nil
 }
 
-// selectTime returns the samples of x's view in [since, until) ns from
-// the capture's start (until 0: the end), as [analyze.Filter] selects
-// them.
-func (x *valueIndex) selectTime(f analyze.Filter) []analyze.Sample {
-	if f.Since == 0 && f.Until == 0 {
-		return x.v.Samples
-	}
-	since, until := x.v.Start+int64(f.Since), int64(1<<63-1)
-	if f.Until > 0 {
-		until = x.v.Start + int64(f.Until)
-	}
-	var out []analyze.Sample
-	for _, sm := range x.v.Samples {
-		if sm.Time >= since && sm.Time < until {
-			out = append(out, sm)
-		}
-	}
-	return out
+// selectSamples returns the samples of x's view f keeps, as
+// [analyze.Profile.Select] selects them.
+func (x *valueIndex) selectSamples(f analyze.Filter) ([]analyze.Sample, error) {
+	return x.v.SelectFrom(x.v.Samples, f)
 }
 
 // tree returns the call tree of samples of x's view, as

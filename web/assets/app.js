@@ -10,6 +10,11 @@ const state = {
   value: 0,
   since: 0, // ns from the capture's start
   until: 0, // 0: the capture's end
+  // The filter other than time: a process, a thread (tid, with its
+  // pid) or a container's label; 0 and "" for none.
+  pid: 0,
+  tid: 0,
+  container: "",
   invert: false,
   flame: null,
   zoom: null, // the flame graph node shown at full width
@@ -75,7 +80,66 @@ function selParams() {
   const p = { value: state.value };
   if (state.since) p.since = state.since;
   if (state.until) p.until = state.until;
+  return Object.assign(p, filterParams());
+}
+
+// filterParams returns the API's parameters of the filter other than
+// time.
+function filterParams() {
+  const p = {};
+  if (state.pid) p.pid = state.pid;
+  if (state.tid) p.tid = state.tid;
+  if (state.container) p.container = state.container;
   return p;
+}
+
+// filterText says what the filter keeps, "" for everything.
+function filterText() {
+  if (state.container) return "container " + state.container;
+  const p = state.pid && procOf(state.pid);
+  const name = p ? p.comm + " [" + p.pid + "]" : "process " + state.pid;
+  if (state.tid) return "thread " + state.tid + " of " + name;
+  if (state.pid) return name;
+  return "";
+}
+
+function procOf(pid) {
+  for (const c of state.meta.containers) for (const p of c.processes) if (p.pid === pid) return p;
+  return null;
+}
+
+// setFilter keeps only the samples of f ({pid, tid, container}; {} for
+// all) in every view but the timeline, with the range.
+function setFilter(f) {
+  state.pid = f.pid || 0;
+  state.tid = f.tid || 0;
+  state.container = f.container || "";
+  showFilter();
+  drawTimeline();
+  drawProcs();
+  refresh();
+}
+
+// toggleFilter sets filter f, or clears it when it is the one set.
+function toggleFilter(f) {
+  if ((f.pid || 0) === state.pid && (f.tid || 0) === state.tid && (f.container || "") === state.container) setFilter({});
+  else setFilter(f);
+}
+
+function showFilter() {
+  const t = filterText(), lab = $("filter");
+  lab.textContent = t ? "Only " + shown(t) : "All processes";
+  lab.dataset.pid = state.pid;
+  lab.dataset.tid = state.tid;
+  lab.dataset.container = state.container;
+  $("clear-filter").hidden = !t;
+}
+
+// isFiltered says whether timeline row r is what the filter keeps.
+function isFiltered(r) {
+  if (r.kind === "head") return !!state.container && r.container === state.container;
+  if (r.kind !== "lane") return false;
+  return state.tid ? r.tid === state.tid : !!state.pid && !r.tid && r.pid === state.pid;
 }
 
 function status(text) { $("status").textContent = text; }
@@ -124,7 +188,7 @@ function layoutTimeline() {
   for (const c of state.meta.containers) {
     const procs = c.processes.filter((p) => lanes.has(p.pid + "/0"));
     if (!procs.length) continue;
-    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label });
+    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label, container: c.label });
     y += HEAD_H;
     for (const p of procs) {
       rows.push({ kind: "lane", y, h: ROW_H, bold: true, label: p.comm + " [" + p.pid + "]", lane: lanes.get(p.pid + "/0"), pid: p.pid });
@@ -186,6 +250,10 @@ function drawTimeline() {
     g.beginPath();
     g.rect(0, y, LABEL_W - 4, r.h);
     g.clip();
+    if (isFiltered(r)) {
+      g.fillStyle = "#ffe08a";
+      g.fillRect(0, y, LABEL_W - 4, r.h);
+    }
     g.fillStyle = r.kind === "head" ? "#2d3142" : "#333";
     g.font = (r.kind === "head" || r.bold ? "bold " : "") + "11px system-ui, sans-serif";
     g.fillText(shown(r.label), 4, y + r.h / 2);
@@ -278,7 +346,11 @@ function tip(e, lines) {
 
 function timelineHover(e, x, y) {
   const r = rowAt(y);
-  if (!r || x < LABEL_W) { tip(e, r ? [r.label] : null); return; }
+  if (!r || x < LABEL_W) {
+    const click = r && (r.kind === "lane" || r.container) ? (isFiltered(r) ? "click: all processes" : "click: only this one in the views") : "";
+    tip(e, r ? [r.label.trim()].concat(click ? [click] : []) : null);
+    return;
+  }
   const t = nsOf(x);
   if (r.kind === "marks") {
     const slack = (3 / plotW()) * state.meta.duration_ns;
@@ -303,8 +375,15 @@ function initTimeline() {
   let drag = null;
   const pos = (e) => { const b = cv.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; };
   cv.addEventListener("mousedown", (e) => {
-    const [x] = pos(e);
-    if (e.button !== 0 || x < LABEL_W) return;
+    const [x, y] = pos(e);
+    if (e.button !== 0) return;
+    if (x < LABEL_W) {
+      // A label: a process, thread or container filters the views.
+      const r = rowAt(y);
+      if (r && r.kind === "lane") toggleFilter(r.tid ? { pid: r.pid, tid: r.tid } : { pid: r.pid });
+      else if (r && r.container) toggleFilter({ container: r.container });
+      return;
+    }
     drag = { x0: x, x1: x };
     e.preventDefault();
   });
@@ -357,6 +436,9 @@ function saveURL() {
   if (state.until) p.set("until", state.until);
   if (state.value) p.set("value", state.value);
   if (state.invert) p.set("invert", "1");
+  if (state.pid) p.set("pid", state.pid);
+  if (state.tid) p.set("tid", state.tid);
+  if (state.container) p.set("container", state.container);
   history.replaceState(null, "", p.toString() ? "#" + p.toString() : location.pathname);
 }
 
@@ -370,6 +452,9 @@ function loadURL() {
   const v = int("value");
   if (v < state.meta.sample_types.length) state.value = v;
   state.invert = p.get("invert") === "1";
+  state.pid = int("pid");
+  state.tid = int("tid");
+  state.container = (p.get("container") || "").slice(0, 256);
 }
 
 // ---- Flame graph ----
@@ -528,16 +613,35 @@ function drawLogs(doc) {
   $("logs-info").textContent = doc.total > doc.logs.length ? "(first " + doc.logs.length + " of " + doc.total + " in the range)" : "(" + doc.total + " in the range)";
 }
 
+// drawProcs lists the containers, each with its processes, and their
+// totals by sample type; a click on a row filters the views to it.
 function drawProcs() {
+  const types = state.meta.sample_types;
+  const hr = $("procs").tHead.rows[0];
+  hr.replaceChildren(...["Container", "PID", "NS PID", "Comm", "Command line", "Threads"].map((h) => el("th", h)),
+    ...types.map((t) => el("th", t.type)), el("th", "Start"), el("th", "End"));
   const tb = $("procs").tBodies[0];
   tb.replaceChildren();
+  const vals = (v) => types.map((t, i) => el("td", fmtValue(v ? v[i] : 0, t.unit)));
+  const row = (tr, f) => {
+    const on = f.container ? state.container === f.container && !state.pid : state.pid === f.pid && !state.tid && !state.container;
+    if (on) tr.classList.add("sel");
+    tr.addEventListener("click", () => toggleFilter(f));
+    tb.append(tr);
+  };
   for (const c of state.meta.containers) {
+    const tr = el("tr", undefined, "container");
+    tr.dataset.container = c.label;
+    tr.append(el("td", shown(c.label), "name"), el("td", ""), el("td", ""), el("td", c.processes.length + (c.processes.length === 1 ? " process" : " processes"), "name"), el("td", "", "name"),
+      el("td", ""), ...vals(c.values), el("td", ""), el("td", ""));
+    row(tr, { container: c.label });
     for (const p of c.processes) {
       const tr = el("tr");
-      tr.append(el("td", shown(c.label), "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
-        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), el("td", String(p.samples)), el("td", fmtNs(p.start_ns)),
+      tr.dataset.pid = p.pid;
+      tr.append(el("td", "", "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
+        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), ...vals(p.values), el("td", fmtNs(p.start_ns)),
         el("td", p.exited ? fmtNs(p.end_ns) : "–"));
-      tb.append(tr);
+      row(tr, { pid: p.pid });
     }
   }
 }
@@ -564,7 +668,7 @@ async function refresh() {
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
-    $("pprof-link").href = "pprof/" + state.since + "-" + state.until + "-" + state.value + "/";
+    $("pprof-link").href = "pprof/" + state.since + "-" + state.until + "-" + state.value + pprofFilter() + "/";
     drawFlame();
     drawTop(top);
     setCallTree(ct || fl);
@@ -577,6 +681,16 @@ async function refresh() {
   } catch (err) {
     if (gen === generation) status("Error: " + err.message);
   }
+}
+
+// pprofFilter returns the pprof selection's filter part: "-" and the
+// filter's query in base64url, "" for none.
+function pprofFilter() {
+  const q = new URLSearchParams(filterParams()).toString();
+  if (!q) return "";
+  let bin = "";
+  for (const b of new TextEncoder().encode(q)) bin += String.fromCharCode(b);
+  return "-" + btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 async function loadTimeline() {
@@ -612,9 +726,11 @@ async function main() {
   $("search").addEventListener("input", (e) => { state.search = e.target.value; if (state.flame) drawFlame(); });
   $("unzoom").addEventListener("click", () => { state.zoom = null; if (state.flame) drawFlame(); });
   $("clear").addEventListener("click", () => select(0, 0));
+  $("clear-filter").addEventListener("click", () => setFilter({}));
   $("tree-dir").addEventListener("change", refresh);
-  // Keys: Escape selects the whole capture (or leaves the search box),
-  // "/" goes to the search box, "i" inverts the flame graph.
+  // Keys: Escape selects the whole capture and every process (or leaves
+  // the search box), "/" goes to the search box, "i" inverts the flame
+  // graph.
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.target === $("search")) {
@@ -622,17 +738,18 @@ async function main() {
       return;
     }
     if (e.target.tagName === "SELECT" || e.target.tagName === "INPUT" && e.target.type !== "checkbox") return;
-    if (e.key === "Escape") { state.zoom = null; select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
+    if (e.key === "Escape") { state.zoom = null; state.pid = state.tid = 0; state.container = ""; showFilter(); drawProcs(); select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
   });
   loadURL();
   sel.value = String(state.value);
   $("invert").checked = state.invert;
+  showFilter();
   drawProcs();
   await loadTimeline();
   await refresh();
 }
 
 // The hooks a test or a user's console can call.
-window.nsprof = { select, state, timings };
+window.nsprof = { select, setFilter, state, timings };
 
 main();
