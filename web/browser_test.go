@@ -121,8 +121,37 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, d, shots, "procs-view")
 
-	// Hover the second gtk:frame mark (4 ms, 500 µs).
+	var tip string
 	var at []float64
+	// Hover step in the flame graph, then its row in the call tree: both
+	// say it was inlined in hot and where (the Web capture's lines).
+	for _, sel := range []string{"#flame .fn", "#calltree .ct-row"} {
+		d.Eval(fmt.Sprintf(`(function () {
+			var e = Array.from(document.querySelectorAll(%q)).find(e => e.textContent.startsWith("step") || (e.querySelector(".fname") || {}).textContent === "step");
+			if (!e) return [];
+			e.scrollIntoView({block: "center"});
+			var b = e.getBoundingClientRect();
+			return [b.x + Math.min(5, b.width / 2), b.y + b.height / 2];
+		})()`, sel), &at)
+		if len(at) != 2 {
+			t.Errorf("%s: no node of step", sel)
+			continue
+		}
+		mouse(d, "mouseMoved", at[0], at[1])
+		d.Eval(`document.getElementById("tip").hidden ? "" : document.getElementById("tip").textContent`, &tip)
+		if !strings.HasPrefix(tip, "step\n") || !strings.Contains(tip, "\ninlined in its caller\nat /src/server/step.h:12") {
+			t.Errorf("hovering step in %s shows %q, want it inlined at step.h:12", sel, tip)
+		}
+	}
+	var hotRow string
+	d.Eval(`Array.from(document.querySelectorAll("#calltree .ct-row")).map(r => r.textContent).find(t => t.includes("hot")) || ""`, &hotRow)
+	if !strings.Contains(hotRow, "/src/server/hot.c:42") {
+		t.Errorf("the call tree's row of hot: %q, want its source line hot.c:42", hotRow)
+	}
+	screenshot(t, d, shots, "tree-view")
+	d.Eval(`window.scrollTo(0, 0); true`, new(bool))
+
+	// Hover the second gtk:frame mark (4 ms, 500 µs).
 	d.Eval(`(function () {
 		var r = nsprof.state.layout.rows.find(r => r.kind === "marks" && r.label === "gtk:frame"), m = r.marks[1];
 		var b = document.getElementById("tl").getBoundingClientRect();
@@ -130,7 +159,6 @@ func TestBrowser(t *testing.T) {
 		return [b.x + x, b.y + r.y + r.h / 2];
 	})()`, &at)
 	d.Call("Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": at[0], "y": at[1]})
-	var tip string
 	d.Eval(`document.getElementById("tip").textContent`, &tip)
 
 	if !strings.Contains(tip, "gtk:frame") || !strings.Contains(tip, "duration 500.0 µs") || !strings.Contains(tip, "frame 4") {

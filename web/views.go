@@ -115,7 +115,7 @@ type (
 		SampleType analyze.ValueType `json:"sample_type"`
 		Total      int               `json:"total"`
 		Samples    int               `json:"samples"`
-		Root       *analyze.Node     `json:"root"`
+		Root       *flameNode        `json:"root"`
 		Hidden     int               `json:"hidden_nodes"`
 		MinTotal   int               `json:"min_total"`
 		Invert     bool              `json:"invert"`

@@ -349,22 +349,46 @@ func TestSourceLines(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("functions missing from the table: %v", want)
 	}
-	_, body = get(t, "GET", s.URL()+"api/flame", "")
-	var flame struct {
-		Root *analyze.Node `json:"root"`
+	// The flame graph and call trees: hot's time went through hot.c:42,
+	// where step, inlined, was at step.h:12; in the callers tree, step
+	// is a root, inlined, with hot its caller.
+	type node struct {
+		Name     string  `json:"function"`
+		Source   string  `json:"source"`
+		Inlined  bool    `json:"inlined"`
+		Children []*node `json:"children"`
 	}
-	if err := json.Unmarshal(body, &flame); err != nil {
-		t.Fatal(err)
-	}
-	var path []string
-	flame.Root.Walk(func(n *analyze.Node, depth int) bool {
-		if n.Name == "hot" && len(n.Children) == 1 {
-			path = append(path, n.Name, n.Children[0].Name)
+	for _, c := range []struct {
+		query string
+		path  []string
+	}{
+		{"", []string{"main", "work", "hot /src/server/hot.c:42", "step /src/server/step.h:12 inlined"}},
+		{"?invert=1", []string{"step /src/server/step.h:12 inlined", "hot /src/server/hot.c:42", "work", "main"}},
+	} {
+		_, body = get(t, "GET", s.URL()+"api/flame"+c.query, "")
+		var flame struct {
+			Root *node `json:"root"`
 		}
-		return true
-	})
-	if strings.Join(path, " ") != "hot step" {
-		t.Errorf("the flame graph's hot calls %v, want step, inlined", path)
+		if err := json.Unmarshal(body, &flame); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var walk func(n *node)
+		walk = func(n *node) {
+			for _, ch := range n.Children {
+				if ch.Name == c.path[len(got)][:strings.IndexByte(c.path[len(got)]+" ", ' ')] {
+					got = append(got, strings.TrimSpace(strings.Join([]string{ch.Name, ch.Source, map[bool]string{true: "inlined"}[ch.Inlined]}, " ")))
+					if len(got) < len(c.path) {
+						walk(ch)
+					}
+					return
+				}
+			}
+		}
+		walk(flame.Root)
+		if strings.Join(got, " / ") != strings.Join(c.path, " / ") {
+			t.Errorf("api/flame%s: the path to hot is %q, want %q", c.query, got, c.path)
+		}
 	}
 }
 

@@ -129,6 +129,7 @@ function toggleFilter(f) {
 function showFilter() {
   const t = filterText(), lab = $("filter");
   lab.textContent = t ? "Only " + shown(t) : "All processes";
+  lab.hidden = !t;
   lab.dataset.pid = state.pid;
   lab.dataset.tid = state.tid;
   lab.dataset.container = state.container;
@@ -399,7 +400,7 @@ function initTimeline() {
       s.style.width = Math.max(1, b - a) + "px";
       return;
     }
-    if (e.target === cv) timelineHover(e, x, y); else if (!e.target.closest || !e.target.closest("#flame")) tip(e, null);
+    if (e.target === cv) timelineHover(e, x, y); else if (!e.target.closest || !e.target.closest("#flame, #calltree")) tip(e, null);
   });
   window.addEventListener("mouseup", (e) => {
     if (!drag) return;
@@ -503,11 +504,13 @@ function drawFlame() {
     d.style.top = depth * FN_H + "px";
     d.style.background = n === f.root ? "#c8c8d0" : fnColour(n);
     if (dim) d.classList.add("dim");
+    if (n.inlined) d.classList.add("inl");
     if (q && n !== f.root && n.function.toLowerCase().includes(q)) d.classList.add("match");
     d.addEventListener("click", () => { state.zoom = n === f.root ? null : n; drawFlame(); });
     d.addEventListener("mousemove", (e) => {
       const pct = ((100 * n.total) / f.total).toFixed(2);
-      tip(e, [n === f.root ? "all" : n.function, n.dso ? "in " + n.dso : "", "total " + fmtValue(n.total, f.sample_type.unit) + " (" + pct + "%)", "self " + fmtValue(n.self, f.sample_type.unit)].filter(Boolean));
+      tip(e, [n === f.root ? "all" : n.function, n.dso ? "in " + n.dso : "", inlinedText(n, f.invert), sourceText(n),
+        "total " + fmtValue(n.total, f.sample_type.unit) + " (" + pct + "%)", "self " + fmtValue(n.self, f.sample_type.unit)].filter(Boolean));
     });
     d.addEventListener("mouseleave", (e) => tip(e, null));
     box.append(d);
@@ -533,6 +536,19 @@ function drawFlame() {
   }
 }
 
+// sourceText says where node n's time went in the source, "" when no
+// file is known.
+function sourceText(n) {
+  if (!n.source) return "";
+  return "at " + n.source + (n.lines > 1 ? " (most of it; " + n.lines + " lines)" : "");
+}
+
+// inlinedText says that node n was an inlined call, "" when it was not.
+function inlinedText(n, invert) {
+  if (!n.inlined) return "";
+  return invert ? "inlined: its callee above was inlined in it" : "inlined in its caller";
+}
+
 // ---- Call tree ----
 
 // drawCallTree lists the call tree's nodes whose ancestors are all
@@ -554,7 +570,9 @@ function drawCallTree() {
     r.style.paddingLeft = 4 + depth * 14 + "px";
     r.append(el("span", kids.length ? (open ? "▾" : "▸") : " ", "tog"), el("span", fmtValue(n.total, u), "num"),
       el("span", ((100 * n.total) / Math.max(1, f.total)).toFixed(2) + "%", "pct"), el("span", fmtValue(n.self, u), "num"),
-      el("span", shown(n.function), "fname"), el("span", shown(n.dso), "dso"));
+      el("span", shown(n.function), "fname"), el("span", n.inlined ? "inlined" : "", "inl"), el("span", shown(n.source || ""), "src"), el("span", shown(n.dso), "dso"));
+    r.addEventListener("mousemove", (e) => tip(e, [n.function, inlinedText(n, f.invert), sourceText(n)].filter(Boolean)));
+    r.addEventListener("mouseleave", (e) => tip(e, null));
     r.addEventListener("click", () => {
       if (!kids.length) return;
       if (open) state.expanded.delete(n); else state.expanded.add(n);
@@ -564,7 +582,7 @@ function drawCallTree() {
     if (open) for (const c of kids) add(c, depth + 1);
   };
   const head = el("div", undefined, "ct-row ct-head");
-  head.append(el("span", " ", "tog"), el("span", "Total", "num"), el("span", "%", "pct"), el("span", f.invert ? "Outermost" : "Self", "num"), el("span", "Function", "fname"), el("span", "DSO", "dso"));
+  head.append(el("span", " ", "tog"), el("span", "Total", "num"), el("span", "%", "pct"), el("span", f.invert ? "Outermost" : "Self", "num"), el("span", "Function", "fname"), el("span", "", "inl"), el("span", "Source", "src"), el("span", "DSO", "dso"));
   box.append(head);
   for (const c of f.root.children || []) add(c, 0);
   $("tree-info").textContent = (f.invert ? "callers of each function" : "callees from each root") + "; total " + fmtValue(f.total, u) +
