@@ -31,6 +31,17 @@ type valueIndex struct {
 	// inlined is the first frame of v that is a call inlined at another
 	// ([analyze.ViewOptions.Inline] adds them after the profile's).
 	inlined analyze.FrameID
+	// class is each frame's class: its function, whether it is an
+	// inlined call and its loc, which are classes[class].
+	class   []uint32
+	classes []frameClass
+}
+
+// frameClass is what a trie tells frames apart by.
+type frameClass struct {
+	fn      analyze.FuncID
+	inlined bool
+	loc     int32
 }
 
 // trie is the call tree of every stack of a view, the nodes of a path
@@ -56,19 +67,10 @@ func newTrie(x *valueIndex, bottomUp bool) *trie {
 	v := x.v
 	t := &trie{parent: []int32{-1}, fn: []analyze.FuncID{-1}, inlined: []bool{false},
 		lparent: []int32{-1}, lnode: []int32{0}, lloc: []int32{0}, leaf: make([]int32, v.NumStacks())}
-	type key struct {
-		parent int32
-		fn     analyze.FuncID
-		inl    bool
-	}
-	type lineKey struct {
-		parent int32
-		fn     analyze.FuncID
-		inl    bool
-		loc    int32
-	}
-	index := make(map[key]int32)
-	lines := make(map[lineKey]int32)
+	// Keys of 8 bytes: a line node and a frame class, a node and a
+	// function with the inlined bit (maps of such keys are the fastest).
+	index := make(map[uint64]int32, v.NumStacks())
+	lines := make(map[uint64]int32, v.NumStacks())
 	for id := range t.leaf {
 		st := v.Stack(analyze.StackID(id))
 		cur := int32(0) // a line node
@@ -77,23 +79,28 @@ func newTrie(x *valueIndex, bottomUp bool) *trie {
 			if bottomUp {
 				fr = st[i]
 			}
-			lk := lineKey{cur, v.Frames[fr].Func, fr >= x.inlined, x.loc[fr]}
+			c := x.class[fr]
+			lk := uint64(cur)<<32 | uint64(c)
 			n, ok := lines[lk]
 			if !ok {
-				k := key{t.lnode[cur], lk.fn, lk.inl}
+				fc := &x.classes[c]
+				k := uint64(t.lnode[cur])<<32 | uint64(fc.fn)<<1
+				if fc.inlined {
+					k |= 1
+				}
 				node, ok := index[k]
 				if !ok {
 					node = int32(len(t.parent))
 					index[k] = node
-					t.parent = append(t.parent, k.parent)
-					t.fn = append(t.fn, k.fn)
-					t.inlined = append(t.inlined, k.inl)
+					t.parent = append(t.parent, t.lnode[cur])
+					t.fn = append(t.fn, fc.fn)
+					t.inlined = append(t.inlined, fc.inlined)
 				}
 				n = int32(len(t.lparent))
 				lines[lk] = n
 				t.lparent = append(t.lparent, cur)
 				t.lnode = append(t.lnode, node)
-				t.lloc = append(t.lloc, lk.loc)
+				t.lloc = append(t.lloc, fc.loc)
 			}
 			cur = n
 		}
@@ -141,27 +148,40 @@ func (s *Server) index(vi int) (*valueIndex, error) {
 		return nil, err
 	}
 	x = &valueIndex{v: v, file: make([]string, len(v.Funcs)), locs: []string{""}, loc: make([]int32, len(v.Frames)),
-		inlined: analyze.FrameID(len(s.p.Frames))}
-	locs := map[string]int32{"": 0}
+		inlined: analyze.FrameID(len(s.p.Frames)), class: make([]uint32, len(v.Frames))}
+	type fileLine struct {
+		file string
+		line int
+	}
+	locs := map[fileLine]int32{}
+	classes := map[frameClass]uint32{}
 	for i := range v.Frames {
 		f := &v.Frames[i]
-		if f.Loc == nil || f.Loc.File == "" {
-			continue
+		if f.Loc != nil && f.Loc.File != "" {
+			if x.file[f.Func] == "" {
+				x.file[f.Func] = f.Loc.File
+			}
+			fl := fileLine{f.Loc.File, max(0, f.Loc.Line)}
+			id, ok := locs[fl]
+			if !ok {
+				id = int32(len(x.locs))
+				locs[fl] = id
+				src := fl.file
+				if fl.line > 0 {
+					src += ":" + strconv.Itoa(fl.line)
+				}
+				x.locs = append(x.locs, src)
+			}
+			x.loc[i] = id
 		}
-		if x.file[f.Func] == "" {
-			x.file[f.Func] = f.Loc.File
-		}
-		src := f.Loc.File
-		if f.Loc.Line > 0 {
-			src += ":" + strconv.Itoa(f.Loc.Line)
-		}
-		id, ok := locs[src]
+		fc := frameClass{f.Func, analyze.FrameID(i) >= x.inlined, x.loc[i]}
+		c, ok := classes[fc]
 		if !ok {
-			id = int32(len(x.locs))
-			locs[src] = id
-			x.locs = append(x.locs, src)
+			c = uint32(len(x.classes))
+			classes[fc] = c
+			x.classes = append(x.classes, fc)
 		}
-		x.loc[i] = id
+		x.class[i] = c
 	}
 	x.down = newTrie(x, false)
 	s.indexes[vi] = x
