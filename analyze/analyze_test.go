@@ -463,6 +463,25 @@ func TestSelect(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTop(t, p, got, tc.keep)
+			// SelectFrom among the second half keeps the same
+			// samples of it.
+			half := p.Samples[len(p.Samples)/2:]
+			from, err := p.SelectFrom(half, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, rows []int32
+			for _, s := range got {
+				if s.Row >= half[0].Row {
+					want = append(want, s.Row)
+				}
+			}
+			for _, s := range from {
+				rows = append(rows, s.Row)
+			}
+			if !slices.Equal(rows, want) {
+				t.Errorf("SelectFrom the second half: rows %v, want %v", rows, want)
+			}
 		})
 	}
 	if _, err := p.Select(Filter{Comm: "("}); err == nil {

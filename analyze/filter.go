@@ -37,17 +37,25 @@ func (f *Filter) IsZero() bool {
 // nothing with p.Samples when f is not zero. It fails only on a bad Comm
 // expression.
 func (p *Profile) Select(f Filter) ([]Sample, error) {
+	return p.SelectFrom(p.Samples, f)
+}
+
+// SelectFrom returns the samples of samples f keeps, in their order:
+// samples itself when f is zero. They must be p's (or, for a [View], the
+// view's: their Stack indexes its stacks). It fails only on a bad Comm
+// expression.
+func (p *Profile) SelectFrom(samples []Sample, f Filter) ([]Sample, error) {
 	if f.IsZero() {
-		return p.Samples, nil
+		return samples, nil
 	}
 	keep, err := p.matcher(f)
 	if err != nil {
 		return nil, err
 	}
 	var out []Sample
-	for i := range p.Samples {
-		if keep(&p.Samples[i]) {
-			out = append(out, p.Samples[i])
+	for i := range samples {
+		if keep(&samples[i]) {
+			out = append(out, samples[i])
 		}
 	}
 	return out, nil

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"nsprof/analyze"
@@ -126,7 +129,62 @@ type query struct {
 	limit int
 }
 
-// parseQuery reads the parameters since, until, value, invert and limit.
+// maxFilterText and maxFilterIDs bound the filter parameters: the
+// length of container and comm, the number of pids and tids.
+const (
+	maxFilterText = 256
+	maxFilterIDs  = 64
+)
+
+// ids parses parameter name's list of process or thread ids, s: decimal
+// numbers separated by commas, nil for "".
+func ids(s, name string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := strings.Split(s, ",")
+	if len(f) > maxFilterIDs {
+		return nil, fmt.Errorf("parameter %s: more than %d ids", name, maxFilterIDs)
+	}
+	out := make([]int32, len(f))
+	for i, str := range f {
+		n, err := strconv.ParseInt(str, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("parameter %s: %q is not a %s", name, str, name)
+		}
+		out[i] = int32(n)
+	}
+	return out, nil
+}
+
+// parseFilter reads the filter's parameters pid and tid (lists,
+// comma-separated), container and comm, as nsprof report's --pid, --tid,
+// --container and --comm read them.
+func parseFilter(v url.Values) (analyze.Filter, error) {
+	var f analyze.Filter
+	var err error
+	if f.PIDs, err = ids(v.Get("pid"), "pid"); err != nil {
+		return f, err
+	}
+	if f.TIDs, err = ids(v.Get("tid"), "tid"); err != nil {
+		return f, err
+	}
+	for _, name := range []string{"container", "comm"} {
+		if len(v.Get(name)) > maxFilterText {
+			return f, fmt.Errorf("parameter %s: longer than %d bytes", name, maxFilterText)
+		}
+	}
+	f.Container, f.Comm = v.Get("container"), v.Get("comm")
+	if f.Comm != "" {
+		if _, err := regexp.Compile(f.Comm); err != nil {
+			return f, fmt.Errorf("parameter comm: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// parseQuery reads the parameters since, until, value, invert and limit,
+// and the filter's ([parseFilter]).
 func (s *Server) parseQuery(r *http.Request) (query, error) {
 	var q query
 	v := r.URL.Query()
@@ -163,8 +221,13 @@ func (s *Server) parseQuery(r *http.Request) (query, error) {
 	if err != nil {
 		return q, err
 	}
+	f, err := parseFilter(v)
+	if err != nil {
+		return q, err
+	}
+	f.Since, f.Until = time.Duration(since), time.Duration(until)
 	q.view = analyze.ViewOptions{
-		Filter: analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)},
+		Filter: f,
 		Value:  int(vi),
 		Invert: v.Get("invert") == "1",
 		Inline: true,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"nsprof/analyze"
 	"nsprof/internal/testcaptures"
 	"nsprof/internal/testutils"
 )
@@ -120,8 +121,37 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, d, shots, "procs-view")
 
-	// Hover the second gtk:frame mark (4 ms, 500 µs).
+	var tip string
 	var at []float64
+	// Hover step in the flame graph, then its row in the call tree: both
+	// say it was inlined in hot and where (the Web capture's lines).
+	for _, sel := range []string{"#flame .fn", "#calltree .ct-row"} {
+		d.Eval(fmt.Sprintf(`(function () {
+			var e = Array.from(document.querySelectorAll(%q)).find(e => e.textContent.startsWith("step") || (e.querySelector(".fname") || {}).textContent === "step");
+			if (!e) return [];
+			e.scrollIntoView({block: "center"});
+			var b = e.getBoundingClientRect();
+			return [b.x + Math.min(5, b.width / 2), b.y + b.height / 2];
+		})()`, sel), &at)
+		if len(at) != 2 {
+			t.Errorf("%s: no node of step", sel)
+			continue
+		}
+		mouse(d, "mouseMoved", at[0], at[1])
+		d.Eval(`document.getElementById("tip").hidden ? "" : document.getElementById("tip").textContent`, &tip)
+		if !strings.HasPrefix(tip, "step\n") || !strings.Contains(tip, "\ninlined in its caller\nat /src/server/step.h:12") {
+			t.Errorf("hovering step in %s shows %q, want it inlined at step.h:12", sel, tip)
+		}
+	}
+	var hotRow string
+	d.Eval(`Array.from(document.querySelectorAll("#calltree .ct-row")).map(r => r.textContent).find(t => t.includes("hot")) || ""`, &hotRow)
+	if !strings.Contains(hotRow, "/src/server/hot.c:42") {
+		t.Errorf("the call tree's row of hot: %q, want its source line hot.c:42", hotRow)
+	}
+	screenshot(t, d, shots, "tree-view")
+	d.Eval(`window.scrollTo(0, 0); true`, new(bool))
+
+	// Hover the second gtk:frame mark (4 ms, 500 µs).
 	d.Eval(`(function () {
 		var r = nsprof.state.layout.rows.find(r => r.kind === "marks" && r.label === "gtk:frame"), m = r.marks[1];
 		var b = document.getElementById("tl").getBoundingClientRect();
@@ -129,7 +159,6 @@ func TestBrowser(t *testing.T) {
 		return [b.x + x, b.y + r.y + r.h / 2];
 	})()`, &at)
 	d.Call("Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": at[0], "y": at[1]})
-	var tip string
 	d.Eval(`document.getElementById("tip").textContent`, &tip)
 
 	if !strings.Contains(tip, "gtk:frame") || !strings.Contains(tip, "duration 500.0 µs") || !strings.Contains(tip, "frame 4") {
@@ -172,6 +201,58 @@ func TestBrowser(t *testing.T) {
 	if topSum != want {
 		t.Errorf("the flame graph's roots sum to %d, want %d", topSum, want)
 	}
+
+	// Click process server's lane label: every view but the timeline
+	// keeps its samples, in the range, as report --pid 10 does.
+	d.Eval(`(function () {
+		var r = nsprof.state.layout.rows.find(r => r.kind === "lane" && r.pid === 10 && !r.tid);
+		var b = document.getElementById("tl").getBoundingClientRect();
+		return [b.x + 40, b.y + r.y - document.getElementById("timeline").scrollTop + r.h / 2];
+	})()`, &at)
+	mouse(d, "mouseMoved", at[0], at[1])
+	mouse(d, "mousePressed", at[0], at[1])
+	mouse(d, "mouseReleased", at[0], at[1])
+	checkFilter := func(what string, f analyze.Filter) {
+		t.Helper()
+		var got []int
+		d.Eval(`[+document.getElementById("flame-total").dataset.total, nsprof.state.ctree.root.children.reduce((a, c) => a + c.total, 0),
+			nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)]`, &got)
+		f.Since, f.Until = time.Duration(since), time.Duration(until)
+		want := reportFiltered(t, p, f, 0)
+		if got[0] != want || got[1] != want || got[2] != want || want == 0 || want == reportTotal(t, p, since, until, 0) {
+			t.Errorf("%s, range [%d, %d): flame total %d, call tree %d, flame roots %d; report says %d", what, since, until, got[0], got[1], got[2], want)
+		}
+	}
+	waitFor(t, d, `document.body.dataset.ready === "1" && (nsprof.state.flame.filter.pids || []).join() === "10"`)
+	checkFilter("lane server [10]", analyze.Filter{PIDs: []int32{10}})
+	var fragment, label string
+	d.Eval(`location.hash`, &fragment)
+	d.Eval(`document.getElementById("filter").textContent`, &label)
+	if !strings.Contains(fragment, "&pid=10") || label != "Only server [10]" {
+		t.Errorf("filtered to pid 10: URL fragment %q, header %q", fragment, label)
+	}
+	screenshot(t, d, shots, "timeline-view") // the lane marked
+
+	// Click container db's row in the processes table.
+	d.Eval(`(function () {
+		var r = document.querySelector('#procs tr.container[data-container="podman:db (0123456789ab)"]');
+		r.scrollIntoView({block: "center"});
+		var b = r.getBoundingClientRect();
+		return [b.x + 20, b.y + b.height / 2];
+	})()`, &at)
+	mouse(d, "mouseMoved", at[0], at[1])
+	mouse(d, "mousePressed", at[0], at[1])
+	mouse(d, "mouseReleased", at[0], at[1])
+	waitFor(t, d, `document.body.dataset.ready === "1" && nsprof.state.flame.filter.container === "podman:db (0123456789ab)"`)
+	checkFilter("container podman:db", analyze.Filter{Container: "podman:db (0123456789ab)"})
+	var procRows []string
+	d.Eval(`Array.from(document.querySelectorAll("#procs thead th, #procs tr.sel td")).map(e => e.textContent)`, &procRows)
+	if got := strings.Join(procRows, "|"); !strings.Contains(got, "|samples|cpu|") || !strings.Contains(got, "podman:db (0123456789ab)|") {
+		t.Errorf("processes table: header and selected row %q, want sample type columns and db's row", got)
+	}
+	screenshot(t, d, shots, "procs-view")
+	d.Eval(`document.getElementById("clear-filter").click(); true`, new(bool))
+	waitFor(t, d, `document.body.dataset.ready === "1" && !nsprof.state.flame.filter.container && !nsprof.state.flame.filter.pids`)
 
 	// The call tree, top-down then bottom-up: its first level sums to the
 	// total, and the hostile names are there as text.

@@ -88,6 +88,15 @@ func measureLargeCapture(t *testing.B, path string) {
 		d.Eval(`nsprof.timings.lastRefreshMs`, &ms)
 		sel = append(sel, fmt.Sprintf("%.0f%%-%.0f%%: %.0f ms", 100*r[0], 100*r[1], ms))
 	}
+	// Filter the last range to the process with the most samples, as a
+	// click on its lane does.
+	var top int
+	d.Eval(`(function () { var ps = nsprof.state.meta.containers.flatMap(c => c.processes).sort((a, b) => b.samples - a.samples);
+		nsprof.setFilter({pid: ps[0].pid}); return ps[0].pid; })()`, &top)
+	waitFor(t, d, fmt.Sprintf(`document.body.dataset.ready === "1" && (nsprof.state.flame.filter.pids || []).join() === "%d"`, top))
+	var filtered float64
+	d.Eval(`nsprof.timings.lastRefreshMs`, &filtered)
+	sel = append(sel, fmt.Sprintf("the last, pid %d only: %.0f ms", top, filtered))
 	var nodes int
 	d.Eval(`document.querySelectorAll("#flame .fn").length`, &nodes)
 	status, _ := os.ReadFile("/proc/self/status")

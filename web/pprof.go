@@ -1,10 +1,12 @@
 package web
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -27,10 +29,12 @@ type pprofUI struct {
 	handlers map[string]http.Handler
 }
 
-// servePprof serves /pprof/SINCE-UNTIL-VALUE/PATH: pprof's own web UI
+// servePprof serves /pprof/SINCE-UNTIL-VALUE[-FILTER]/PATH: pprof's own web UI
 // (graph, flame graph, top, peek, source, disassembly) of the selection
 // exported as a pprof profile, as `nsprof export --format pprof --since
-// --until --value` writes it.
+// --until --value` writes it. FILTER is the query of the filter's
+// parameters ([parseFilter]: pid=1,2&container=web), base64url without
+// padding.
 func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/pprof/")
 	key, path, ok := strings.Cut(rest, "/")
@@ -58,8 +62,8 @@ func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 }
 
 // pprofUI returns the UI of the selection key ("SINCE-UNTIL-VALUE", in
-// ns from the capture's start and a sample type's index), built at its
-// first use.
+// ns from the capture's start and a sample type's index, then "-FILTER"
+// when there is one, as servePprof says), built at its first use.
 func (s *Server) pprofUI(key string) (*pprofUI, error) {
 	s.pprofMu.Lock()
 	defer s.pprofMu.Unlock()
@@ -72,19 +76,34 @@ func (s *Server) pprofUI(key string) (*pprofUI, error) {
 	var n [3]int64
 	for i := range n {
 		var err error
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			err = fmt.Errorf("want SINCE-UNTIL-VALUE")
 		} else {
 			n[i], err = strconv.ParseInt(f[i], 10, 64)
 		}
 		if err != nil || n[i] < 0 {
-			return nil, fmt.Errorf("pprof selection %q: want SINCE-UNTIL-VALUE, nanoseconds and a sample type's index", key)
+			return nil, fmt.Errorf("pprof selection %q: want SINCE-UNTIL-VALUE[-FILTER], nanoseconds, a sample type's index and a filter", key)
 		}
 	}
 	if n[1] != 0 && n[1] <= n[0] || n[2] >= int64(max(1, len(s.p.SampleTypes))) {
 		return nil, fmt.Errorf("pprof selection %q: no such range or sample type", key)
 	}
-	v, err := s.p.View(analyze.ViewOptions{Filter: analyze.Filter{Since: time.Duration(n[0]), Until: time.Duration(n[1])}, Value: int(n[2])})
+	var filter analyze.Filter
+	if len(f) == 4 {
+		q, err := base64.RawURLEncoding.DecodeString(f[3])
+		if err != nil {
+			return nil, fmt.Errorf("pprof selection %q: the filter is not base64url: %v", key, err)
+		}
+		v, err := url.ParseQuery(string(q))
+		if err == nil {
+			filter, err = parseFilter(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pprof selection %q: filter: %w", key, err)
+		}
+	}
+	filter.Since, filter.Until = time.Duration(n[0]), time.Duration(n[1])
+	v, err := s.p.View(analyze.ViewOptions{Filter: filter, Value: int(n[2])})
 	if err != nil {
 		return nil, err
 	}

@@ -31,19 +31,23 @@ type (
 		Total int64 `json:"total"`
 	}
 	containerDoc struct {
-		Label     string       `json:"label"`
+		Label string `json:"label"`
+		// Values are the container's totals by sample type.
+		Values    []int64      `json:"values"`
 		Processes []processDoc `json:"processes"`
 	}
 	processDoc struct {
-		PID     int32       `json:"pid"`
-		NSPID   int32       `json:"nspid,omitempty"`
-		PPID    int32       `json:"ppid,omitempty"`
-		Comm    string      `json:"comm"`
-		Cmdline string      `json:"cmdline"`
-		Start   int64       `json:"start_ns"`
-		End     int64       `json:"end_ns"`
-		Exited  bool        `json:"exited,omitempty"`
-		Samples int         `json:"samples"`
+		PID     int32  `json:"pid"`
+		NSPID   int32  `json:"nspid,omitempty"`
+		PPID    int32  `json:"ppid,omitempty"`
+		Comm    string `json:"comm"`
+		Cmdline string `json:"cmdline"`
+		Start   int64  `json:"start_ns"`
+		End     int64  `json:"end_ns"`
+		Exited  bool   `json:"exited,omitempty"`
+		Samples int    `json:"samples"`
+		// Values are the process's totals by sample type.
+		Values  []int64     `json:"values"`
 		Threads []threadDoc `json:"threads"`
 	}
 	threadDoc struct {
@@ -111,12 +115,21 @@ type (
 		SampleType analyze.ValueType `json:"sample_type"`
 		Total      int               `json:"total"`
 		Samples    int               `json:"samples"`
-		Root       *analyze.Node     `json:"root"`
+		Root       *flameNode        `json:"root"`
 		Hidden     int               `json:"hidden_nodes"`
 		MinTotal   int               `json:"min_total"`
 		Invert     bool              `json:"invert"`
 		Functions  []funcRow         `json:"functions,omitempty"`
 		FuncCount  int               `json:"function_count,omitempty"`
+		Filter     filterDoc         `json:"filter"`
+	}
+	// filterDoc is the selection's filter other than time, as the
+	// request named it.
+	filterDoc struct {
+		PIDs      []int32 `json:"pids,omitempty"`
+		TIDs      []int32 `json:"tids,omitempty"`
+		Container string  `json:"container,omitempty"`
+		Comm      string  `json:"comm,omitempty"`
 	}
 )
 
@@ -134,6 +147,19 @@ func (s *Server) meta(*http.Request) (any, error) {
 	if p.HasLost {
 		doc.Lost = &p.Lost
 	}
+	nt := max(1, len(p.SampleTypes))
+	values := map[int32][]int64{}
+	for i := range p.Samples {
+		sm := &p.Samples[i]
+		pv := values[sm.PID]
+		if pv == nil {
+			pv = make([]int64, nt)
+			values[sm.PID] = pv
+		}
+		for t := range pv {
+			pv[t] += p.Value(sm, t)
+		}
+	}
 	byLabel := map[string]int{}
 	for _, ps := range t.Processes {
 		label := ps.Container.Label()
@@ -144,12 +170,19 @@ func (s *Server) meta(*http.Request) (any, error) {
 		if !ok {
 			i = len(doc.Containers)
 			byLabel[label] = i
-			doc.Containers = append(doc.Containers, containerDoc{Label: label})
+			doc.Containers = append(doc.Containers, containerDoc{Label: label, Values: make([]int64, nt)})
+		}
+		pv := values[ps.PID]
+		if pv == nil {
+			pv = make([]int64, nt)
+		}
+		for t, v := range pv {
+			doc.Containers[i].Values[t] += v
 		}
 		pd := processDoc{
 			PID: ps.PID, NSPID: ps.NSPID, PPID: ps.PPID, Comm: ps.Comm, Cmdline: ps.Cmdline,
 			Start: max(0, ps.Start-p.Start), End: max(0, ps.End-p.Start), Exited: ps.Exited,
-			Samples: ps.Samples, Threads: []threadDoc{},
+			Samples: ps.Samples, Values: pv, Threads: []threadDoc{},
 		}
 		if th := p.Thread(ps.PID); th != nil && th.Samples > 0 {
 			pd.Threads = append(pd.Threads, threadDoc{TID: ps.PID, Comm: ps.Comm, Samples: th.Samples})
@@ -283,10 +316,13 @@ func (s *Server) flame(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	samples := x.selectTime(q.view.Filter)
+	samples, err := x.selectSamples(q.view.Filter)
+	if err != nil {
+		return nil, err
+	}
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
-		SampleType: s.sampleType(q.view.Value), Samples: len(samples), Invert: q.view.Invert,
+		SampleType: s.sampleType(q.view.Value), Samples: len(samples), Invert: q.view.Invert, Filter: filterOf(q.view.Filter),
 	}
 	doc.Root, doc.MinTotal, doc.Hidden = x.tree(samples, q.view.Invert, flameMinShare)
 	doc.Total = doc.Root.Total
@@ -304,12 +340,15 @@ func (s *Server) top(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	samples := x.selectTime(q.view.Filter)
+	samples, err := x.selectSamples(q.view.Filter)
+	if err != nil {
+		return nil, err
+	}
 	fs := x.v.Top(samples)
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
 		SampleType: s.sampleType(q.view.Value), Total: int(x.v.Weight(samples)), Samples: len(samples),
-		FuncCount: len(fs), Functions: []funcRow{},
+		FuncCount: len(fs), Functions: []funcRow{}, Filter: filterOf(q.view.Filter),
 	}
 	fs = fs[:min(len(fs), q.limit)]
 	for i, src := range x.sources(samples, fs) {
@@ -330,17 +369,35 @@ func (s *Server) logs(r *http.Request) (any, error) {
 	if q.view.Filter.Until > 0 {
 		until = p.Start + int64(q.view.Filter.Until)
 	}
-	doc := logsDoc{Logs: []logDoc{}}
-	for _, l := range p.Timeline.Logs {
-		if l.Time < since || l.Time >= until {
-			continue
+	// The logs of the range, as samples of no stack with their index
+	// for Row, filtered as samples are but for the tid: a log has no
+	// thread.
+	var in []analyze.Sample
+	for i, l := range p.Timeline.Logs {
+		if l.Time >= since && l.Time < until {
+			in = append(in, analyze.Sample{Time: l.Time, PID: l.PID, Stack: -1, Row: int32(i)})
 		}
+	}
+	f := q.view.Filter
+	f.TIDs, f.Since, f.Until = nil, 0, 0
+	in, err = p.SelectFrom(in, f)
+	if err != nil {
+		return nil, err
+	}
+	doc := logsDoc{Logs: []logDoc{}}
+	for _, sm := range in {
+		l := &p.Timeline.Logs[sm.Row]
 		doc.Total++
 		if len(doc.Logs) < q.limit {
 			doc.Logs = append(doc.Logs, logDoc{Time: l.Time - p.Start, PID: l.PID, Severity: report.SeverityName(l.Severity), Domain: l.Domain, Message: l.Message})
 		}
 	}
 	return doc, nil
+}
+
+// filterOf returns the filter f other than time.
+func filterOf(f analyze.Filter) filterDoc {
+	return filterDoc{PIDs: f.PIDs, TIDs: f.TIDs, Container: f.Container, Comm: f.Comm}
 }
 
 // sampleType returns sample type i, "samples" in a profile without types.

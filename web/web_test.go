@@ -2,11 +2,13 @@ package web
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +162,15 @@ func TestHostileNames(t *testing.T) {
 // weighed by sample type value.
 func reportTotal(t *testing.T, p *analyze.Profile, since, until int64, value int) int {
 	t.Helper()
-	vo := analyze.ViewOptions{Filter: analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}, Value: value}
+	return reportFiltered(t, p, analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}, value)
+}
+
+// reportFiltered returns the total of the call tree `nsprof report --tree
+// --format json` prints for the samples of p f keeps (--since, --until,
+// --pid, --tid, --container), weighed by sample type value.
+func reportFiltered(t *testing.T, p *analyze.Profile, f analyze.Filter, value int) int {
+	t.Helper()
+	vo := analyze.ViewOptions{Filter: f, Value: value}
 	v, err := p.View(vo)
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +223,73 @@ func TestFlameTotals(t *testing.T) {
 	}
 	if reportTotal(t, p, 2_500_000, 7_000_001, 0) == reportTotal(t, p, 0, 0, 0) {
 		t.Error("the range selects every sample: the test cannot tell a filter from none")
+	}
+}
+
+// TestFilterTotals checks the flame graph's, the call tree's and the
+// function table's totals for a process, a thread and a container, with
+// and without a range, against nsprof report's for the same filter, and
+// that a bad filter is refused.
+func TestFilterTotals(t *testing.T) {
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	cpu, err := p.ValueIndex("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := reportTotal(t, p, 0, 0, 0)
+	for _, c := range []struct {
+		query string
+		f     analyze.Filter
+	}{
+		{"pid=10", analyze.Filter{PIDs: []int32{10}}},
+		{"pid=20", analyze.Filter{PIDs: []int32{20}}},
+		{"pid=10&tid=11", analyze.Filter{PIDs: []int32{10}, TIDs: []int32{11}}},
+		{"tid=21,10", analyze.Filter{TIDs: []int32{21, 10}}},
+		{"container=" + url.QueryEscape("podman:db (0123456789ab)"), analyze.Filter{Container: "podman:db (0123456789ab)"}},
+		{"container=web&since=2500000&until=7000001", analyze.Filter{Container: "web", Since: 2_500_000, Until: 7_000_001}},
+		{"pid=20&since=2500000", analyze.Filter{PIDs: []int32{20}, Since: 2_500_000}},
+	} {
+		for _, value := range []int{0, cpu} {
+			want := reportFiltered(t, p, c.f, value)
+			if want == 0 || value == 0 && want == whole {
+				t.Errorf("%s: report's total %d of %d: not a test of the filter", c.query, want, whole)
+			}
+			for _, path := range []string{"api/flame?", "api/flame?invert=1&", "api/top?"} {
+				url := s.URL() + path + c.query + fmt.Sprintf("&value=%d", value)
+				resp, body := get(t, "GET", url, "")
+				var doc struct {
+					Total  int `json:"total"`
+					Filter struct {
+						PIDs      []int32 `json:"pids"`
+						Container string  `json:"container"`
+					} `json:"filter"`
+				}
+				if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("%s: %d %v: %s", url, resp.StatusCode, err, body)
+				}
+				if doc.Total != want {
+					t.Errorf("%s: total %d, report says %d", url, doc.Total, want)
+				}
+				if fmt.Sprint(doc.Filter.PIDs) != fmt.Sprint(c.f.PIDs) && len(c.f.PIDs) > 0 || doc.Filter.Container != c.f.Container {
+					t.Errorf("%s: the answer names the filter %+v", url, doc.Filter)
+				}
+			}
+		}
+	}
+	// The logs of pid 10 are none; pid 20 has the capture's one.
+	for q, want := range map[string]int{"pid=10": 0, "pid=20": 1, "container=db": 1, "container=web": 0, "tid=10": 1} {
+		_, body := get(t, "GET", s.URL()+"api/logs?"+q, "")
+		var doc struct {
+			Total int `json:"total"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || doc.Total != want {
+			t.Errorf("api/logs?%s: %d logs (%v), want %d: %s", q, doc.Total, err, want, body)
+		}
+	}
+	for _, q := range []string{"pid=x", "pid=-1", "tid=1,,2", "pid=99999999999", "comm=(", "container=" + strings.Repeat("a", 300)} {
+		if resp, body := get(t, "GET", s.URL()+"api/flame?"+q, ""); resp.StatusCode != 400 || !bytes.Contains(body, []byte("parameter")) {
+			t.Errorf("api/flame?%s: %d %s, want 400 naming the parameter", q, resp.StatusCode, body)
+		}
 	}
 }
 
@@ -272,22 +349,46 @@ func TestSourceLines(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("functions missing from the table: %v", want)
 	}
-	_, body = get(t, "GET", s.URL()+"api/flame", "")
-	var flame struct {
-		Root *analyze.Node `json:"root"`
+	// The flame graph and call trees: hot's time went through hot.c:42,
+	// where step, inlined, was at step.h:12; in the callers tree, step
+	// is a root, inlined, with hot its caller.
+	type node struct {
+		Name     string  `json:"function"`
+		Source   string  `json:"source"`
+		Inlined  bool    `json:"inlined"`
+		Children []*node `json:"children"`
 	}
-	if err := json.Unmarshal(body, &flame); err != nil {
-		t.Fatal(err)
-	}
-	var path []string
-	flame.Root.Walk(func(n *analyze.Node, depth int) bool {
-		if n.Name == "hot" && len(n.Children) == 1 {
-			path = append(path, n.Name, n.Children[0].Name)
+	for _, c := range []struct {
+		query string
+		path  []string
+	}{
+		{"", []string{"main", "work", "hot /src/server/hot.c:42", "step /src/server/step.h:12 inlined"}},
+		{"?invert=1", []string{"step /src/server/step.h:12 inlined", "hot /src/server/hot.c:42", "work", "main"}},
+	} {
+		_, body = get(t, "GET", s.URL()+"api/flame"+c.query, "")
+		var flame struct {
+			Root *node `json:"root"`
 		}
-		return true
-	})
-	if strings.Join(path, " ") != "hot step" {
-		t.Errorf("the flame graph's hot calls %v, want step, inlined", path)
+		if err := json.Unmarshal(body, &flame); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var walk func(n *node)
+		walk = func(n *node) {
+			for _, ch := range n.Children {
+				if ch.Name == c.path[len(got)][:strings.IndexByte(c.path[len(got)]+" ", ' ')] {
+					got = append(got, strings.TrimSpace(strings.Join([]string{ch.Name, ch.Source, map[bool]string{true: "inlined"}[ch.Inlined]}, " ")))
+					if len(got) < len(c.path) {
+						walk(ch)
+					}
+					return
+				}
+			}
+		}
+		walk(flame.Root)
+		if strings.Join(got, " / ") != strings.Join(c.path, " / ") {
+			t.Errorf("api/flame%s: the path to hot is %q, want %q", c.query, got, c.path)
+		}
 	}
 }
 
@@ -320,6 +421,16 @@ func TestPprofUI(t *testing.T) {
 	}{{"pprof/2500000-7000001-0/flamegraph", 200}, {"pprof/5-2-0/top", 400}, {"pprof/0-0-99/top", 400}, {"pprof/x/top", 400}, {"pprof/0-0-0/nothing", 404}} {
 		if resp, body := get(t, "GET", s.URL()+c.path, ""); resp.StatusCode != c.want {
 			t.Errorf("%s: %d, want %d: %.200s", c.path, resp.StatusCode, c.want, body)
+		}
+	}
+	// A filter: pid 20's functions only.
+	key := "0-0-0-" + base64.RawURLEncoding.EncodeToString([]byte("pid=20"))
+	if resp, body := get(t, "GET", s.URL()+"pprof/"+key+"/top", ""); resp.StatusCode != 200 || bytes.Contains(body, []byte(`"hot"`)) || !bytes.Contains(body, []byte(`"main"`)) {
+		t.Errorf("pprof/%s/top (pid 20): %d, with hot or without main: %.300s", key, resp.StatusCode, body)
+	}
+	for _, bad := range []string{"0-0-0-!!", "0-0-0-" + base64.RawURLEncoding.EncodeToString([]byte("pid=x"))} {
+		if resp, body := get(t, "GET", s.URL()+"pprof/"+bad+"/top", ""); resp.StatusCode != 400 {
+			t.Errorf("pprof/%s/top: %d, want 400: %.200s", bad, resp.StatusCode, body)
 		}
 	}
 	root := strings.TrimSuffix(s.URL(), s.token+"/")

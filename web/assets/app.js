@@ -10,6 +10,11 @@ const state = {
   value: 0,
   since: 0, // ns from the capture's start
   until: 0, // 0: the capture's end
+  // The filter other than time: a process, a thread (tid, with its
+  // pid) or a container's label; 0 and "" for none.
+  pid: 0,
+  tid: 0,
+  container: "",
   invert: false,
   flame: null,
   zoom: null, // the flame graph node shown at full width
@@ -75,7 +80,67 @@ function selParams() {
   const p = { value: state.value };
   if (state.since) p.since = state.since;
   if (state.until) p.until = state.until;
+  return Object.assign(p, filterParams());
+}
+
+// filterParams returns the API's parameters of the filter other than
+// time.
+function filterParams() {
+  const p = {};
+  if (state.pid) p.pid = state.pid;
+  if (state.tid) p.tid = state.tid;
+  if (state.container) p.container = state.container;
   return p;
+}
+
+// filterText says what the filter keeps, "" for everything.
+function filterText() {
+  if (state.container) return "container " + state.container;
+  const p = state.pid && procOf(state.pid);
+  const name = p ? p.comm + " [" + p.pid + "]" : "process " + state.pid;
+  if (state.tid) return "thread " + state.tid + " of " + name;
+  if (state.pid) return name;
+  return "";
+}
+
+function procOf(pid) {
+  for (const c of state.meta.containers) for (const p of c.processes) if (p.pid === pid) return p;
+  return null;
+}
+
+// setFilter keeps only the samples of f ({pid, tid, container}; {} for
+// all) in every view but the timeline, with the range.
+function setFilter(f) {
+  state.pid = f.pid || 0;
+  state.tid = f.tid || 0;
+  state.container = f.container || "";
+  showFilter();
+  drawTimeline();
+  drawProcs();
+  refresh();
+}
+
+// toggleFilter sets filter f, or clears it when it is the one set.
+function toggleFilter(f) {
+  if ((f.pid || 0) === state.pid && (f.tid || 0) === state.tid && (f.container || "") === state.container) setFilter({});
+  else setFilter(f);
+}
+
+function showFilter() {
+  const t = filterText(), lab = $("filter");
+  lab.textContent = t ? "Only " + shown(t) : "All processes";
+  lab.hidden = !t;
+  lab.dataset.pid = state.pid;
+  lab.dataset.tid = state.tid;
+  lab.dataset.container = state.container;
+  $("clear-filter").hidden = !t;
+}
+
+// isFiltered says whether timeline row r is what the filter keeps.
+function isFiltered(r) {
+  if (r.kind === "head") return !!state.container && r.container === state.container;
+  if (r.kind !== "lane") return false;
+  return state.tid ? r.tid === state.tid : !!state.pid && !r.tid && r.pid === state.pid;
 }
 
 function status(text) { $("status").textContent = text; }
@@ -124,7 +189,7 @@ function layoutTimeline() {
   for (const c of state.meta.containers) {
     const procs = c.processes.filter((p) => lanes.has(p.pid + "/0"));
     if (!procs.length) continue;
-    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label });
+    rows.push({ kind: "head", y, h: HEAD_H, label: "container " + c.label, container: c.label });
     y += HEAD_H;
     for (const p of procs) {
       rows.push({ kind: "lane", y, h: ROW_H, bold: true, label: p.comm + " [" + p.pid + "]", lane: lanes.get(p.pid + "/0"), pid: p.pid });
@@ -186,6 +251,10 @@ function drawTimeline() {
     g.beginPath();
     g.rect(0, y, LABEL_W - 4, r.h);
     g.clip();
+    if (isFiltered(r)) {
+      g.fillStyle = "#ffe08a";
+      g.fillRect(0, y, LABEL_W - 4, r.h);
+    }
     g.fillStyle = r.kind === "head" ? "#2d3142" : "#333";
     g.font = (r.kind === "head" || r.bold ? "bold " : "") + "11px system-ui, sans-serif";
     g.fillText(shown(r.label), 4, y + r.h / 2);
@@ -278,7 +347,11 @@ function tip(e, lines) {
 
 function timelineHover(e, x, y) {
   const r = rowAt(y);
-  if (!r || x < LABEL_W) { tip(e, r ? [r.label] : null); return; }
+  if (!r || x < LABEL_W) {
+    const click = r && (r.kind === "lane" || r.container) ? (isFiltered(r) ? "click: all processes" : "click: only this one in the views") : "";
+    tip(e, r ? [r.label.trim()].concat(click ? [click] : []) : null);
+    return;
+  }
   const t = nsOf(x);
   if (r.kind === "marks") {
     const slack = (3 / plotW()) * state.meta.duration_ns;
@@ -303,8 +376,15 @@ function initTimeline() {
   let drag = null;
   const pos = (e) => { const b = cv.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; };
   cv.addEventListener("mousedown", (e) => {
-    const [x] = pos(e);
-    if (e.button !== 0 || x < LABEL_W) return;
+    const [x, y] = pos(e);
+    if (e.button !== 0) return;
+    if (x < LABEL_W) {
+      // A label: a process, thread or container filters the views.
+      const r = rowAt(y);
+      if (r && r.kind === "lane") toggleFilter(r.tid ? { pid: r.pid, tid: r.tid } : { pid: r.pid });
+      else if (r && r.container) toggleFilter({ container: r.container });
+      return;
+    }
     drag = { x0: x, x1: x };
     e.preventDefault();
   });
@@ -320,7 +400,7 @@ function initTimeline() {
       s.style.width = Math.max(1, b - a) + "px";
       return;
     }
-    if (e.target === cv) timelineHover(e, x, y); else if (!e.target.closest || !e.target.closest("#flame")) tip(e, null);
+    if (e.target === cv) timelineHover(e, x, y); else if (!e.target.closest || !e.target.closest("#flame, #calltree")) tip(e, null);
   });
   window.addEventListener("mouseup", (e) => {
     if (!drag) return;
@@ -357,6 +437,9 @@ function saveURL() {
   if (state.until) p.set("until", state.until);
   if (state.value) p.set("value", state.value);
   if (state.invert) p.set("invert", "1");
+  if (state.pid) p.set("pid", state.pid);
+  if (state.tid) p.set("tid", state.tid);
+  if (state.container) p.set("container", state.container);
   history.replaceState(null, "", p.toString() ? "#" + p.toString() : location.pathname);
 }
 
@@ -370,6 +453,9 @@ function loadURL() {
   const v = int("value");
   if (v < state.meta.sample_types.length) state.value = v;
   state.invert = p.get("invert") === "1";
+  state.pid = int("pid");
+  state.tid = int("tid");
+  state.container = (p.get("container") || "").slice(0, 256);
 }
 
 // ---- Flame graph ----
@@ -418,11 +504,13 @@ function drawFlame() {
     d.style.top = depth * FN_H + "px";
     d.style.background = n === f.root ? "#c8c8d0" : fnColour(n);
     if (dim) d.classList.add("dim");
+    if (n.inlined) d.classList.add("inl");
     if (q && n !== f.root && n.function.toLowerCase().includes(q)) d.classList.add("match");
     d.addEventListener("click", () => { state.zoom = n === f.root ? null : n; drawFlame(); });
     d.addEventListener("mousemove", (e) => {
       const pct = ((100 * n.total) / f.total).toFixed(2);
-      tip(e, [n === f.root ? "all" : n.function, n.dso ? "in " + n.dso : "", "total " + fmtValue(n.total, f.sample_type.unit) + " (" + pct + "%)", "self " + fmtValue(n.self, f.sample_type.unit)].filter(Boolean));
+      tip(e, [n === f.root ? "all" : n.function, n.dso ? "in " + n.dso : "", inlinedText(n, f.invert), sourceText(n),
+        "total " + fmtValue(n.total, f.sample_type.unit) + " (" + pct + "%)", "self " + fmtValue(n.self, f.sample_type.unit)].filter(Boolean));
     });
     d.addEventListener("mouseleave", (e) => tip(e, null));
     box.append(d);
@@ -448,6 +536,19 @@ function drawFlame() {
   }
 }
 
+// sourceText says where node n's time went in the source, "" when no
+// file is known.
+function sourceText(n) {
+  if (!n.source) return "";
+  return "at " + n.source + (n.lines > 1 ? " (most of it; " + n.lines + " lines)" : "");
+}
+
+// inlinedText says that node n was an inlined call, "" when it was not.
+function inlinedText(n, invert) {
+  if (!n.inlined) return "";
+  return invert ? "inlined: its callee above was inlined in it" : "inlined in its caller";
+}
+
 // ---- Call tree ----
 
 // drawCallTree lists the call tree's nodes whose ancestors are all
@@ -469,7 +570,9 @@ function drawCallTree() {
     r.style.paddingLeft = 4 + depth * 14 + "px";
     r.append(el("span", kids.length ? (open ? "▾" : "▸") : " ", "tog"), el("span", fmtValue(n.total, u), "num"),
       el("span", ((100 * n.total) / Math.max(1, f.total)).toFixed(2) + "%", "pct"), el("span", fmtValue(n.self, u), "num"),
-      el("span", shown(n.function), "fname"), el("span", shown(n.dso), "dso"));
+      el("span", shown(n.function), "fname"), el("span", n.inlined ? "inlined" : "", "inl"), el("span", shown(n.source || ""), "src"), el("span", shown(n.dso), "dso"));
+    r.addEventListener("mousemove", (e) => tip(e, [n.function, inlinedText(n, f.invert), sourceText(n)].filter(Boolean)));
+    r.addEventListener("mouseleave", (e) => tip(e, null));
     r.addEventListener("click", () => {
       if (!kids.length) return;
       if (open) state.expanded.delete(n); else state.expanded.add(n);
@@ -479,7 +582,7 @@ function drawCallTree() {
     if (open) for (const c of kids) add(c, depth + 1);
   };
   const head = el("div", undefined, "ct-row ct-head");
-  head.append(el("span", " ", "tog"), el("span", "Total", "num"), el("span", "%", "pct"), el("span", f.invert ? "Outermost" : "Self", "num"), el("span", "Function", "fname"), el("span", "DSO", "dso"));
+  head.append(el("span", " ", "tog"), el("span", "Total", "num"), el("span", "%", "pct"), el("span", f.invert ? "Outermost" : "Self", "num"), el("span", "Function", "fname"), el("span", "", "inl"), el("span", "Source", "src"), el("span", "DSO", "dso"));
   box.append(head);
   for (const c of f.root.children || []) add(c, 0);
   $("tree-info").textContent = (f.invert ? "callers of each function" : "callees from each root") + "; total " + fmtValue(f.total, u) +
@@ -528,16 +631,35 @@ function drawLogs(doc) {
   $("logs-info").textContent = doc.total > doc.logs.length ? "(first " + doc.logs.length + " of " + doc.total + " in the range)" : "(" + doc.total + " in the range)";
 }
 
+// drawProcs lists the containers, each with its processes, and their
+// totals by sample type; a click on a row filters the views to it.
 function drawProcs() {
+  const types = state.meta.sample_types;
+  const hr = $("procs").tHead.rows[0];
+  hr.replaceChildren(...["Container", "PID", "NS PID", "Comm", "Command line", "Threads"].map((h) => el("th", h)),
+    ...types.map((t) => el("th", t.type)), el("th", "Start"), el("th", "End"));
   const tb = $("procs").tBodies[0];
   tb.replaceChildren();
+  const vals = (v) => types.map((t, i) => el("td", fmtValue(v ? v[i] : 0, t.unit)));
+  const row = (tr, f) => {
+    const on = f.container ? state.container === f.container && !state.pid : state.pid === f.pid && !state.tid && !state.container;
+    if (on) tr.classList.add("sel");
+    tr.addEventListener("click", () => toggleFilter(f));
+    tb.append(tr);
+  };
   for (const c of state.meta.containers) {
+    const tr = el("tr", undefined, "container");
+    tr.dataset.container = c.label;
+    tr.append(el("td", shown(c.label), "name"), el("td", ""), el("td", ""), el("td", c.processes.length + (c.processes.length === 1 ? " process" : " processes"), "name"), el("td", "", "name"),
+      el("td", ""), ...vals(c.values), el("td", ""), el("td", ""));
+    row(tr, { container: c.label });
     for (const p of c.processes) {
       const tr = el("tr");
-      tr.append(el("td", shown(c.label), "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
-        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), el("td", String(p.samples)), el("td", fmtNs(p.start_ns)),
+      tr.dataset.pid = p.pid;
+      tr.append(el("td", "", "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
+        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), ...vals(p.values), el("td", fmtNs(p.start_ns)),
         el("td", p.exited ? fmtNs(p.end_ns) : "–"));
-      tb.append(tr);
+      row(tr, { pid: p.pid });
     }
   }
 }
@@ -564,7 +686,7 @@ async function refresh() {
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
-    $("pprof-link").href = "pprof/" + state.since + "-" + state.until + "-" + state.value + "/";
+    $("pprof-link").href = "pprof/" + state.since + "-" + state.until + "-" + state.value + pprofFilter() + "/";
     drawFlame();
     drawTop(top);
     setCallTree(ct || fl);
@@ -577,6 +699,16 @@ async function refresh() {
   } catch (err) {
     if (gen === generation) status("Error: " + err.message);
   }
+}
+
+// pprofFilter returns the pprof selection's filter part: "-" and the
+// filter's query in base64url, "" for none.
+function pprofFilter() {
+  const q = new URLSearchParams(filterParams()).toString();
+  if (!q) return "";
+  let bin = "";
+  for (const b of new TextEncoder().encode(q)) bin += String.fromCharCode(b);
+  return "-" + btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 async function loadTimeline() {
@@ -612,9 +744,11 @@ async function main() {
   $("search").addEventListener("input", (e) => { state.search = e.target.value; if (state.flame) drawFlame(); });
   $("unzoom").addEventListener("click", () => { state.zoom = null; if (state.flame) drawFlame(); });
   $("clear").addEventListener("click", () => select(0, 0));
+  $("clear-filter").addEventListener("click", () => setFilter({}));
   $("tree-dir").addEventListener("change", refresh);
-  // Keys: Escape selects the whole capture (or leaves the search box),
-  // "/" goes to the search box, "i" inverts the flame graph.
+  // Keys: Escape selects the whole capture and every process (or leaves
+  // the search box), "/" goes to the search box, "i" inverts the flame
+  // graph.
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.target === $("search")) {
@@ -622,17 +756,18 @@ async function main() {
       return;
     }
     if (e.target.tagName === "SELECT" || e.target.tagName === "INPUT" && e.target.type !== "checkbox") return;
-    if (e.key === "Escape") { state.zoom = null; select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
+    if (e.key === "Escape") { state.zoom = null; state.pid = state.tid = 0; state.container = ""; showFilter(); drawProcs(); select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
   });
   loadURL();
   sel.value = String(state.value);
   $("invert").checked = state.invert;
+  showFilter();
   drawProcs();
   await loadTimeline();
   await refresh();
 }
 
 // The hooks a test or a user's console can call.
-window.nsprof = { select, state, timings };
+window.nsprof = { select, setFilter, state, timings };
 
 main();
