@@ -22,10 +22,10 @@ func TestSymbolizerNextCapture(t *testing.T) {
 	s.objs[objKey{path: "/gone"}] = gone
 	live := s.proc(1)
 	live.maps = []symMap{{start: 0x1000, end: 0x2000, obj: hot}, {start: 0x3000, end: 0x4000, obj: cold}}
-	live.note(0x1100, 5, true)
+	live.note(0x1100, 5, true, false)
 	dead := s.proc(2)
 	dead.maps = []symMap{{start: 0x1000, end: 0x2000, obj: gone}}
-	dead.note(0x1100, 5, true)
+	dead.note(0x1100, 5, true, false)
 
 	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
 	if _, ok := s.procs[2]; ok {
@@ -37,7 +37,7 @@ func TestSymbolizerNextCapture(t *testing.T) {
 	if !hot.loaded || cold.loaded {
 		t.Errorf("tables kept: sampled file %v, unsampled file %v; want true, false", hot.loaded, cold.loaded)
 	}
-	if len(s.procs[1].user) != 0 {
+	if len(s.procs[1].user) != 0 || len(s.procs[1].packed) != 0 {
 		t.Errorf("process 1 keeps %d sampled addresses into the next capture", len(s.procs[1].user))
 	}
 	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
