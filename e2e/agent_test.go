@@ -32,6 +32,7 @@ func TestAgentContainerAndHost(t *testing.T) {
 	}
 	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
 
+	testutils.SystemWide(t, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nsprofBin, "agent", "--protocol", "grpc", "--otlp-endpoint", col.GRPC, "--insecure",

@@ -62,6 +62,7 @@ func TestRedactCmdlines(t *testing.T) {
 			name = "default"
 		}
 		t.Run(name, func(t *testing.T) {
+			testutils.SystemWide(t, false)
 			out := filepath.Join(t.TempDir(), "capture.syscap")
 			args := []string{"record", "-a", "--duration", "1", "-o", out, "--no-cpu", "--no-memory", "--no-disk", "--no-network"}
 			if tc.flag != "" {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"nsprof/internal/testutils"
 )
 
 func TestAllTasks(t *testing.T) {
@@ -19,6 +21,7 @@ func TestAllTasks(t *testing.T) {
 		defer func() { cmd.Process.Kill(); cmd.Wait() }()
 		cmds = append(cmds, cmd)
 	}
+	testutils.SystemWide(t, false)
 	r, err := Open(AllTasks())
 	requirePerf(t, err)
 	defer r.Close()

@@ -32,6 +32,9 @@ func requirePerf(t *testing.T) {
 // recordTo records with opts into a new capture file and returns its path.
 func recordTo(t *testing.T, ctx context.Context, opts Options) (string, Result) {
 	t.Helper()
+	if len(opts.Command) == 0 && len(opts.PIDs) == 0 {
+		testutils.SystemWide(t, false)
+	}
 	path := t.TempDir() + "/test.syscap"
 	f, err := os.Create(path)
 	if err != nil {

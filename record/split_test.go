@@ -24,6 +24,7 @@ import (
 // symbol cache, as the agent records).
 func TestRecordSplit(t *testing.T) {
 	requirePerf(t)
+	testutils.SystemWide(t, false)
 	bin := testutils.BuildFixture(t, "callchain")
 	cmd := exec.Command(bin, "10", "1", "nofork")
 	if err := cmd.Start(); err != nil {
