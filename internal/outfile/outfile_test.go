@@ -255,3 +255,34 @@ func TestReplaceDoesNotFlush(t *testing.T) {
 		t.Errorf("%d files left beside the output, want none", len(ents)-1)
 	}
 }
+
+// TestReplaceRefusesWhatAppearedSinceCreate puts a directory at the path
+// between Create and Close: Close swaps the names, finds no regular file,
+// swaps them back and fails, leaving the directory and no temporary file.
+func TestReplaceRefusesWhatAppearedSinceCreate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path, Options{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err == nil {
+		t.Fatalf("Close replaced the directory at %s", path)
+	}
+	if st, err := os.Lstat(path); err != nil || !st.IsDir() {
+		t.Errorf("%s is no longer the directory: %v, %v", path, st, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries in %s, want the directory alone", len(ents), dir)
+	}
+}
