@@ -8,8 +8,9 @@
 # Every tool runs the whole workload as a user would run it (wall time of
 # the tool's command, start-up and finishing included), RUNS times each,
 # interleaved; the table shows the median and the slowdown against the
-# program alone. Also: the cost of a trivial program (/bin/true) under
-# --memprof against the same recording without it.
+# program alone, and the median CPU seconds; then the sizes of nsprof's
+# and heaptrack's files. Also: the cost of a trivial program (/bin/true)
+# under --memprof against the same recording without it.
 #
 #   bench/memprof.sh
 #
@@ -56,18 +57,25 @@ if command -v sysprof-cli >/dev/null && command -v dbus-daemon >/dev/null; then
 	have_sysprof=1
 fi
 have_heaptrack=
+size_ht=
 command -v heaptrack >/dev/null && have_heaptrack=1
 
 now() { date +%s.%N; }
-# timed NAME CMD...: runs CMD, appends its wall seconds to $tmp/NAME.
+# timed NAME CMD...: runs CMD, appends its wall seconds to $tmp/NAME and
+# its CPU seconds (user + system, its children included: heaptrack's
+# interpreter and compressor, nsprof's recorder and the program) to
+# $tmp/NAME.cpu. On a loaded machine the CPU seconds vary less. Not
+# counted: sysprofd, the daemon that does part of sysprof-cli's work.
 timed() {
 	local name=$1
 	shift
 	local t0 t1
 	t0=$(now)
-	"$@" >/dev/null 2>"$tmp/$name.err" || { echo "$name failed:"; cat "$tmp/$name.err"; exit 1; }
+	("$@" >/dev/null 2>"$tmp/$name.err" && times >"$tmp/$name.times") || { echo "$name failed:"; cat "$tmp/$name.err"; exit 1; }
 	t1=$(now)
 	echo "$t1 - $t0" | bc -l >>"$tmp/$name"
+	# times' second line: the children's user and system time, as 0m1.234s.
+	awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.3f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$tmp/$name.times" >>"$tmp/$name.cpu"
 }
 median() { sort -g "$tmp/$1" | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] }'; }
 quiet="--no-cpu --no-disk --no-network --no-memory --no-perf -f"
@@ -77,6 +85,7 @@ echo "$(uname -r), $(nproc) CPUs, $(gcc --version | head -1)"
 for i in $(seq "$runs"); do
 	timed baseline "${work[@]}"
 	timed nsprof-fp "$nsprof" record --memprof $quiet -o "$tmp/fp.syscap" -- "${work[@]}"
+	size_fp=$(stat -c %s "$tmp/fp.syscap")
 	kept_fp=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-fp.err" | awk '{ print $1 + $4 }')
 	timed nsprof-backtrace "$nsprof" record --memprof -e NSPROF_MEMPROF_UNWIND=backtrace $quiet -o "$tmp/bt.syscap" -- "${work[@]}"
 	timed nsprof-sample2k "$nsprof" record --memprof --memprof-sample 2048 $quiet -o "$tmp/s2.syscap" -- "${work[@]}"
@@ -86,6 +95,7 @@ for i in $(seq "$runs"); do
 	timed nsprof-perf+memprof "$nsprof" record --memprof --no-cpu --no-disk --no-network --no-memory -f -o "$tmp/pm.syscap" -- "${work[@]}"
 	if [ -n "$have_heaptrack" ]; then
 		timed heaptrack heaptrack -o "$tmp/ht" "${work[@]}"
+		size_ht=$(find "$tmp" -maxdepth 1 -name 'ht*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 		rm -f "$tmp"/ht*.zst "$tmp"/ht*.gz
 	fi
 	if [ -n "$have_sysprof" ]; then
@@ -97,7 +107,7 @@ done
 b=$(median baseline)
 ht=
 [ -n "$have_heaptrack" ] && ht=$(median heaptrack)
-printf '\n%-22s %10s %10s %12s %14s\n' tool "median s" slowdown "vs heaptrack" "events kept"
+printf '\n%-22s %10s %10s %12s %10s %14s\n' tool "median s" slowdown "vs heaptrack" "CPU s" "events kept"
 for name in baseline nsprof-fp nsprof-backtrace nsprof-sample2k nsprof-sample512k nsprof-perf+memprof heaptrack sysprof; do
 	[ -f "$tmp/$name" ] || continue
 	m=$(median "$name")
@@ -114,8 +124,9 @@ for name in baseline nsprof-fp nsprof-backtrace nsprof-sample2k nsprof-sample512
 	heaptrack) kept="all" ;;
 	sysprof) kept="$kept_sp/$events" ;;
 	esac
-	printf '%-22s %10s %9.2fx %12s %14s\n' "$name" "$m" "$slow" "$vs" "$kept"
+	printf '%-22s %10s %9.2fx %12s %10s %14s\n' "$name" "$m" "$slow" "$vs" "$(median "$name.cpu")" "$kept"
 done
+echo "file sizes of the last run: nsprof-fp capture $size_fp bytes, heaptrack ${size_ht:--} bytes"
 
 echo
 echo "start-up: /bin/true recorded 10 times with and without --memprof (same recorder settings)"

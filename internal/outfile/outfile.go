@@ -6,10 +6,14 @@
 // file is created with O_CREAT|O_EXCL, which also refuses a dangling
 // symbolic link. With Replace, an existing regular file is never opened:
 // the output is written to a new file in the same directory (created with
-// O_EXCL) that [File.Close] renames over the path. rename(2) replaces the
-// directory entry, so a hard link planted at the path keeps its other
-// names' contents, and the file that replaces it belongs to the caller
-// with the caller's mode. An existing symbolic link, directory, device,
+// O_EXCL) that [File.Close] swaps with the path (renameat2
+// RENAME_EXCHANGE) and then removes under its temporary name, or renames
+// over the path where the file system cannot swap names. Either way only
+// directory entries change, so a hard link planted at the path keeps its
+// other names' contents, and the file that replaces it belongs to the
+// caller with the caller's mode. The swap matters on ext4, which makes
+// rename(2) over an existing file write back the new file's dirty pages
+// before returning (auto_da_alloc): seconds for a large capture. An existing symbolic link, directory, device,
 // FIFO or socket at the path is refused even with Replace.
 //
 // This is what a root nsprof needs in a shared, sticky directory such as
@@ -25,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"nsprof/internal/unix"
 )
 
 // Options configures [Create]. The zero value refuses an existing path and
@@ -128,9 +134,11 @@ func newFile(f *os.File, path, tmp string) (*File, error) {
 // Path returns the path the output is for.
 func (f *File) Path() string { return f.path }
 
-// Close closes the file and, when it replaces an existing one, renames it
-// over the path. If that fails, the new file is removed and the old one
-// stays. Close after Close or Discard does nothing.
+// Close closes the file and, when it replaces an existing one, puts it at
+// the path: it swaps the two names, then removes the old file under the
+// temporary name, or renames over the path where names cannot be swapped.
+// If that fails, the new file is removed and the old one stays. Close
+// after Close or Discard does nothing.
 func (f *File) Close() error {
 	if f.done {
 		return nil
@@ -141,8 +149,24 @@ func (f *File) Close() error {
 		return err
 	}
 	if err == nil {
-		if err = os.Rename(f.tmp, f.path); err == nil {
-			return nil
+		err = unix.ExchangePaths(f.tmp, f.path)
+		if err == nil {
+			// f.tmp now names what was at the path: a regular file,
+			// unless something else was put there since Create.
+			if st, lerr := os.Lstat(f.tmp); lerr != nil || !st.Mode().IsRegular() {
+				if err = unix.ExchangePaths(f.tmp, f.path); err == nil {
+					err = fmt.Errorf("%s is no longer a regular file: not replacing it", f.path)
+				}
+			} else if rerr := os.Remove(f.tmp); rerr != nil {
+				return fmt.Errorf("replaced %s, but the previous file stays at %s: %w", f.path, f.tmp, rerr)
+			} else {
+				return nil
+			}
+		} else if errors.Is(err, unix.ErrNoExchange) || errors.Is(err, fs.ErrNotExist) {
+			// No swap on this file system, or nothing left to replace.
+			if err = os.Rename(f.tmp, f.path); err == nil {
+				return nil
+			}
 		}
 	}
 	f.remove(f.tmp)
