@@ -26,26 +26,43 @@ var CallArcs = []CallArc{
 	{"b", "g", 400, 400_000, 400_000},
 }
 
+// serverAt1kHz starts a capture of process 10 ("server") and 20 ("evil",
+// as [CPU] describes them) recorded at 1000 Hz of cpu-clock, and returns
+// it with a function failing tb on an error and the header of a frame of
+// process 10 at ns nanoseconds from [Start].
+func serverAt1kHz(tb testing.TB) (*bytes.Buffer, *capture.Writer, func(error), func(ns int64) capture.FrameHeader) {
+	tb.Helper()
+	buf := new(bytes.Buffer)
+	w, must := newWriter(tb, buf), mustf(tb)
+	h := func(ns int64) capture.FrameHeader { return capture.FrameHeader{CPU: 0, PID: 10, Time: Start + ns} }
+	writeServerAndEvil(w, must, h(0), capture.FrameHeader{CPU: 0, PID: 20, Time: Start})
+	must(w.AddMetadata(Start, capture.MetaEvent, "cpu-clock"))
+	must(w.AddMetadata(Start, capture.MetaFrequency, "1000"))
+	return buf, w, must, h
+}
+
+// serverFunctions places functions names in process 10, 0x100 bytes
+// each from 0x401000, and returns their entries and symbols.
+func serverFunctions(names ...string) (map[string]uint64, []capture.Symbol) {
+	entry := map[string]uint64{}
+	var syms []capture.Symbol
+	for i, name := range names {
+		a := 0x401000 + uint64(i)*0x100
+		entry[name] = a
+		syms = append(syms, capture.Symbol{PID: 10, Begin: a, End: a + 0xff, Name: name})
+	}
+	return entry, syms
+}
+
 // Calls returns a capture of process 10 ("server") recorded with
 // --calls at 1000 Hz of cpu-clock: four CPU samples (three in f, one in
 // g) and the instrumented calls of [CallArcs], timed, in
 // capture.CallsFile; names from a symbol bundle.
 func Calls(tb testing.TB) []byte {
 	tb.Helper()
-	var buf bytes.Buffer
-	w, must := newWriter(tb, &buf), mustf(tb)
-	h := func(ns int64) capture.FrameHeader { return capture.FrameHeader{CPU: 0, PID: 10, Time: Start + ns} }
-	writeServerAndEvil(w, must, h(0), capture.FrameHeader{CPU: 0, PID: 20, Time: Start})
-	must(w.AddMetadata(Start, capture.MetaEvent, "cpu-clock"))
-	must(w.AddMetadata(Start, capture.MetaFrequency, "1000"))
+	buf, w, must, h := serverAt1kHz(tb)
 	must(w.AddMetadata(Start, capture.MetaCalls, "1"))
-	entry := map[string]uint64{}
-	var syms []capture.Symbol
-	for i, name := range []string{"main", "run", "f", "g", "a", "b"} {
-		a := 0x401000 + uint64(i)*0x100
-		entry[name] = a
-		syms = append(syms, capture.Symbol{PID: 10, Begin: a, End: a + 0xff, Name: name})
-	}
+	entry, syms := serverFunctions("main", "run", "f", "g", "a", "b")
 	// A call site is 0x20 into its caller; a sample's address 0x10 into
 	// its function.
 	stack := func(names ...string) []uint64 {

@@ -1,7 +1,6 @@
 package testcaptures
 
 import (
-	"bytes"
 	"testing"
 
 	"nsprof/capture"
@@ -14,23 +13,12 @@ import (
 // from a symbol bundle.
 func OffCPU(tb testing.TB) []byte {
 	tb.Helper()
-	var buf bytes.Buffer
-	w, must := newWriter(tb, &buf), mustf(tb)
-	h := func(ns int64) capture.FrameHeader { return capture.FrameHeader{CPU: 0, PID: 10, Time: Start + ns} }
-	writeServerAndEvil(w, must, h(0), capture.FrameHeader{CPU: 0, PID: 20, Time: Start})
-	must(w.AddMetadata(Start, capture.MetaEvent, "cpu-clock"))
-	must(w.AddMetadata(Start, capture.MetaFrequency, "1000"))
+	buf, w, must, h := serverAt1kHz(tb)
 	off, err := w.AddJITMap(capture.OffCPUMarker('S'))
 	must(err)
 	read, err := w.AddJITMap(capture.BlockingMarker("read"))
 	must(err)
-	entry := map[string]uint64{}
-	var syms []capture.Symbol
-	for i, name := range []string{"main", "work", "wait", "load"} {
-		a := 0x401000 + uint64(i)*0x100
-		entry[name] = a
-		syms = append(syms, capture.Symbol{PID: 10, Begin: a, End: a + 0xff, Name: name})
-	}
+	entry, syms := serverFunctions("main", "work", "wait", "load")
 	for i := range 2 {
 		must(w.AddSample(Start+int64(i+1)*1e6, 0, 10, 10, []uint64{capture.ContextUser, entry["work"] + 0x10, entry["main"] + 0x20}))
 	}
