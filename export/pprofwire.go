@@ -65,17 +65,15 @@ const (
 	functionFilename   = 4
 )
 
-// wireWriter encodes the pprof profile of a view straight from the view,
-// as [Pprof] builds it: the same samples, locations, functions and
-// mappings with the same ids, in the same order. It exists for speed:
-// building a profile.Profile of a large capture (a Sample, a Location
-// slice and label maps per sample, a Location and a Line slice per
-// address) and then having google/pprof's encoder index, check and
-// serialize it took two thirds of `nsprof export --format pprof` and
-// twice the memory of loading the capture. The encoding is protobuf's
-// wire format by google.golang.org/protobuf's protowire; tests parse what
-// it writes with google/pprof's own parser and compare the profile with
-// [Pprof]'s.
+// wireWriter encodes the pprof profile [Pprof] describes straight from
+// the view. It is written for speed: building a profile.Profile of a
+// large capture (a Sample, a Location slice and label maps per sample, a
+// Location and a Line slice per address) and then having google/pprof's
+// encoder index, check and serialize it took two thirds of `nsprof export
+// --format pprof` and twice the memory of loading the capture. The
+// encoding is protobuf's wire format by google.golang.org/protobuf's
+// protowire; tests parse what it writes with google/pprof's parser and
+// compare the profile with one built with google/pprof's types.
 type wireWriter struct {
 	v    *analyze.View
 	cols []int
@@ -234,7 +232,7 @@ func (w *wireWriter) str(s string) int64 {
 
 // collect gathers the samples, one per distinct (stack, thread) with
 // their values summed, and the locations, functions and mappings they
-// reach, in the order [Pprof] gives them ids.
+// reach, numbered in the order they are first reached.
 func (w *wireWriter) collect() {
 	type sampleKey struct {
 		stack analyze.StackID
@@ -344,8 +342,11 @@ func (w *wireWriter) inlineFunction(in analyze.Location) int32 {
 	return i
 }
 
-// mapping returns the index + 1 of the mapping of a frame (see
-// [pprofBuilder.mapping]), or 0 for none.
+// mapping returns the index + 1 of the mapping of a frame: the
+// process's mapping holding it, or the kernel's (one for all kernel
+// addresses, widened to span them), or 0 for none (JIT code, unmapped
+// addresses). A mapping has file names and line numbers when a frame in
+// it has them.
 func (w *wireWriter) mapping(fr *analyze.Frame) int32 {
 	if fr.Kernel {
 		if w.kernel == 0 {
@@ -378,7 +379,9 @@ func (w *wireWriter) newMapping(k mappingKey) int32 {
 }
 
 // mappingIDs returns the id of each mapping: in order of first use, but
-// for the main executable's (see [pprofBuilder.mainFirst]), moved first.
+// for the main executable's, moved first, where pprof looks for it
+// ("File:" in its reports): the mapping of the file the most sampled
+// process runs, by command line or comm.
 func (w *wireWriter) mappingIDs() []uint64 {
 	ids := make([]uint64, len(w.maps))
 	for i := range ids {

@@ -54,7 +54,7 @@ func TestPprofWriterMatchesBuilder(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %+v: %v", c.name, vo, err)
 				}
-				want, err := Pprof(v, Options{Title: c.name})
+				want, err := buildPprof(v, Options{Title: c.name})
 				if err != nil {
 					t.Fatalf("%s %+v: %v", c.name, vo, err)
 				}
