@@ -305,7 +305,7 @@ func TestExportRecordedFixture(t *testing.T) {
 		threeLo, oneLo float64
 	}{
 		{"plain", nil, 60, 18},
-		{"hide-kernel", []string{"--hide-kernel"}, 68, 21},
+		{"hide-kernel", []string{"--hide-kernel"}, 68, 19},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pb := filepath.Join(dir, tc.name+".pb.gz")
