@@ -291,18 +291,42 @@ func openFuseDev(t testing.TB) {
 	})
 }
 
+// userLock is held shared by every test using RootlessUser, across the
+// test processes go test runs at once (the container, e2e and cmd
+// packages): the test that created the user removes it at its end only
+// when it can take the lock exclusively, that is when no other process
+// uses the user (one did, and lost its home under it).
+const userLock = "/run/nsprof-ctr-user.lock"
+
 // ensureUser creates RootlessUser with subordinate id ranges if missing.
 func ensureUser(t testing.TB) *user.User {
 	t.Helper()
+	l, err := os.OpenFile(userLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(l.Fd()), syscall.LOCK_SH); err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
 	if u, err := user.Lookup(RootlessUser); err == nil {
+		t.Cleanup(func() { l.Close() })
 		ensureSubids(t)
 		return u
 	}
 	home := "/home/" + RootlessUser
 	if _, err := command("useradd", "-m", "-d", home, "-s", "/bin/sh", RootlessUser); err != nil {
+		l.Close()
 		testutils.RequireCI(t, "useradd %s: %v", RootlessUser, err)
 	}
 	t.Cleanup(func() {
+		defer l.Close()
+		// Another process using the user holds the lock shared: then
+		// the user stays (the next run finds it).
+		if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Logf("%s stays: another test process uses it", RootlessUser)
+			return
+		}
 		killUser(RootlessUser)
 		if _, err := command("userdel", "-r", "-f", RootlessUser); err != nil {
 			t.Logf("userdel: %v", err)
