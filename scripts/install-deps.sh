@@ -24,6 +24,7 @@ PACKAGES=(
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
 	dbus polkitd # e2e TestSysprofCLIPodman, bench/*.sh: sysprof-cli records through sysprofd on the system bus, which asks polkitd
 	chromium # export/ TestSpeedscopeRenders: renders an export in speedscope, headless; TestSVGZoom: clicks a flame graph frame over the DevTools protocol; web/ TestBrowser: drives nsprof web's page
+	graphviz # web/ TestPprofUI: google/pprof's graph view (under pprof/…) renders its SVG with dot
 	xvfb xdotool x11-apps # bench/sysprof-gui.sh: Sysprof's GUI under Xvfb, timed to its window and to its call graph painted
 	libgtk-4-dev libgtk-4-bin # cmd/nsprof TestRecordGTKMarks: a GTK 4 program built in the test, run under gtk4-broadwayd
 )

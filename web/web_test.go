@@ -423,6 +423,11 @@ func TestPprofUI(t *testing.T) {
 			t.Errorf("%s: %d, want %d: %.200s", c.path, resp.StatusCode, c.want, body)
 		}
 	}
+	// pprof's graph view: its SVG, drawn by Graphviz's dot (installed
+	// by scripts/install-deps.sh).
+	if resp, body := get(t, "GET", s.URL()+"pprof/2500000-7000001-0/graph", ""); resp.StatusCode != 200 || !bytes.Contains(body, []byte("<svg")) || !bytes.Contains(body, []byte("hot")) {
+		t.Errorf("pprof graph: %d (%s), want an SVG naming hot: %.300s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
 	// A filter: pid 20's functions only.
 	key := "0-0-0-" + base64.RawURLEncoding.EncodeToString([]byte("pid=20"))
 	if resp, body := get(t, "GET", s.URL()+"pprof/"+key+"/top", ""); resp.StatusCode != 200 || bytes.Contains(body, []byte(`"hot"`)) || !bytes.Contains(body, []byte(`"main"`)) {
