@@ -305,25 +305,37 @@ func bucketMinMax(points []analyze.CounterPoint, start, width int64) [][2]float6
 	return out
 }
 
-// flame returns the call tree of the selection (parameters since, until,
-// value, invert), without the nodes at most flameMinShare of its total.
-func (s *Server) flame(r *http.Request) (any, error) {
+// selection parses a view's request and selects its samples: the query,
+// the index of its sample type, the samples, and the header of its
+// document (range, sample type, sample count, filter).
+func (s *Server) selection(r *http.Request) (query, *valueIndex, []analyze.Sample, flameDoc, error) {
 	q, err := s.parseQuery(r)
 	if err != nil {
-		return nil, err
+		return q, nil, nil, flameDoc{}, err
 	}
 	x, err := s.index(q.view.Value)
 	if err != nil {
-		return nil, err
+		return q, nil, nil, flameDoc{}, err
 	}
 	samples, err := x.selectSamples(q.view.Filter)
 	if err != nil {
-		return nil, err
+		return q, nil, nil, flameDoc{}, err
 	}
 	doc := flameDoc{
 		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
-		SampleType: s.sampleType(q.view.Value), Samples: len(samples), Invert: q.view.Invert, Filter: filterOf(q.view.Filter),
+		SampleType: s.sampleType(q.view.Value), Samples: len(samples), Filter: filterOf(q.view.Filter),
 	}
+	return q, x, samples, doc, nil
+}
+
+// flame returns the call tree of the selection (parameters since, until,
+// value, invert), without the nodes at most flameMinShare of its total.
+func (s *Server) flame(r *http.Request) (any, error) {
+	q, x, samples, doc, err := s.selection(r)
+	if err != nil {
+		return nil, err
+	}
+	doc.Invert = q.view.Invert
 	doc.Root, doc.MinTotal, doc.Hidden = x.tree(samples, q.view.Invert, flameMinShare)
 	doc.Total = doc.Root.Total
 	return doc, nil
@@ -332,24 +344,12 @@ func (s *Server) flame(r *http.Request) (any, error) {
 // top returns the function table of the selection: the first limit
 // functions by self value.
 func (s *Server) top(r *http.Request) (any, error) {
-	q, err := s.parseQuery(r)
-	if err != nil {
-		return nil, err
-	}
-	x, err := s.index(q.view.Value)
-	if err != nil {
-		return nil, err
-	}
-	samples, err := x.selectSamples(q.view.Filter)
+	q, x, samples, doc, err := s.selection(r)
 	if err != nil {
 		return nil, err
 	}
 	fs := x.v.Top(samples)
-	doc := flameDoc{
-		Since: int64(q.view.Filter.Since), Until: int64(q.view.Filter.Until),
-		SampleType: s.sampleType(q.view.Value), Total: int(x.v.Weight(samples)), Samples: len(samples),
-		FuncCount: len(fs), Functions: []funcRow{}, Filter: filterOf(q.view.Filter),
-	}
+	doc.Total, doc.FuncCount, doc.Functions = int(x.v.Weight(samples)), len(fs), []funcRow{}
 	fs = fs[:min(len(fs), q.limit)]
 	for i, src := range x.sources(samples, fs) {
 		doc.Functions = append(doc.Functions, funcRow{fs[i], src})
