@@ -76,6 +76,10 @@ type procState struct {
 	mapsRetried bool
 	// deferred says a scan found no command line once already.
 	deferred bool
+	// unmapped says a scan described the process after it had exited,
+	// without its mappings: a FORK read later still gives it its
+	// parent's (see fork).
+	unmapped bool
 	// early is what a look at the process mid-exec found, and earlyMaps
 	// its mappings then: what describes it if it is gone by the next
 	// look (a short-lived process would otherwise stay nameless).
@@ -152,6 +156,7 @@ func (t *tracker) scan(pid int, now int64) {
 		// Past exit_mm before anything read its mappings: its samples
 		// cannot be named, and the capture says why.
 		info.Err = strings.TrimPrefix(info.Err+"; "+errExitedUnmapped, "; ")
+		ps.unmapped = true
 	}
 	t.describe(pid, ps, info, now)
 	t.writeProcMaps(pid, ps, maps, now)
@@ -539,10 +544,13 @@ func (t *tracker) handle(rec *perf.Record) {
 // written as its own MAP frames.
 func (t *tracker) fork(ppid, pid int, now int64) {
 	ps := t.get(pid)
+	parent := t.procs[ppid]
 	if ps.described {
+		if ps.unmapped && parent != nil && parent.described {
+			t.inherit(parent, ppid, pid, ps, now)
+		}
 		return
 	}
-	parent := t.procs[ppid]
 	if parent == nil || !parent.described {
 		// Wait for the parent's FORK or /proc scan, likely in a ring
 		// not read yet; a short-lived child is gone from /proc by the
@@ -564,6 +572,14 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 		ps.pidns = parent.pidns
 	}
 	t.describe(pid, ps, info, now)
+	t.forkMaps(parent, ppid, pid, ps, now)
+	t.threads(pid, ps, now)
+	t.adopt(pid, now)
+}
+
+// forkMaps gives child pid its parent's mappings, written as its own MAP
+// frames, before any it mapped itself since.
+func (t *tracker) forkMaps(parent *procState, ppid, pid int, ps *procState, now int64) {
 	for _, m := range parent.maps {
 		m.PID, m.Time, m.CPU = int32(pid), now, -1
 		t.addMap(pid, ps, m)
@@ -571,8 +587,31 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 	if t.sym != nil {
 		t.sym.forked(ppid, pid)
 	}
-	t.threads(pid, ps, now)
-	t.adopt(pid, now)
+}
+
+// inherit completes child pid, described from /proc after it had exited
+// and so without mappings, from the FORK read since in another CPU's ring:
+// under load the rings are read late, and a child's first mapping or
+// sample can be read, and its pid scanned at a tick, before the record of
+// the fork that made it. It gets its parent's mappings (its samples were
+// otherwise all nameless), and its parent's name when /proc gave none.
+func (t *tracker) inherit(parent *procState, ppid, pid int, ps *procState, now int64) {
+	ps.unmapped = false
+	if ps.pidns == 0 {
+		ps.pidns = parent.pidns
+	}
+	// Described again: without the error saying its mappings are
+	// unknown, with its parent's name if it had none.
+	info := procInfo{ProcessInfo: ps.info}
+	if info.Comm == "" {
+		info.Comm = parent.name
+	}
+	if info.PPID == 0 {
+		info.PPID = ppid
+	}
+	info.Err = strings.Trim(strings.ReplaceAll(info.Err, errExitedUnmapped, ""), "; ")
+	t.describe(pid, ps, info, now)
+	t.forkMaps(parent, ppid, pid, ps, now)
 }
 
 // sampled notes a sampled pid, to be described if no lifecycle record

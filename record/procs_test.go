@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -70,6 +71,48 @@ func TestForkBeforeParentFork(t *testing.T) {
 		if mapped[pid] != "/usr/bin/grandparent" {
 			t.Errorf("pid %d maps %q, want the inherited /usr/bin/grandparent (all: %v)", pid, mapped[pid], mapped)
 		}
+	}
+}
+
+// Under load a child's first mapping can be read from one CPU's ring, and
+// its pid scanned at a tick after it exited (no command line, no
+// mappings), before its FORK is read from another: the FORK still gives
+// it its parent's mappings, before its own, in the MAP frames and in the
+// symbolizer that names its addresses, and its parent's name.
+func TestForkAfterChildScannedGone(t *testing.T) {
+	root := t.TempDir()
+	maps := "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/parent\n"
+	fakeProcess(t, root, 1, "parent", "/usr/bin/parent\x00", maps)
+	tr := fakeTracker(t, root)
+	tr.sym = newSymbolizer()
+	defer tr.sym.close()
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	handleMmap(tr, 101, "[uprobes]", 0x7fffffffe000, now+30) // the child's, read first
+	tr.flushPending(false)                                   // 101 is gone from the fake /proc
+	if ps := tr.procs[101]; !ps.described || len(ps.maps) != 1 {
+		t.Fatalf("child scanned gone: described %v, maps %v", ps.described, ps.maps)
+	}
+	tr.handle(forkRecord(1, 101, now+20))
+	ps := tr.procs[101]
+	var got []string
+	for _, m := range ps.maps {
+		got = append(got, m.Filename)
+	}
+	if !slices.Contains(got, "/usr/bin/parent") || ps.name != "/usr/bin/parent" {
+		t.Errorf("child %q maps %q, want the parent's name and its /usr/bin/parent", ps.name, got)
+	}
+	var sym []string
+	for _, m := range tr.sym.procs[101].maps {
+		sym = append(sym, fmt.Sprintf("%#x", m.start))
+	}
+	if want := []string{"0x55d000000000"}; len(sym) < 1 || sym[0] != want[0] {
+		t.Errorf("symbolizer maps of the child start %q, want the parent's %q first", sym, want)
+	}
+	infos := trackerInfos(t, tr)
+	last := infos[len(infos)-1]
+	if last.PID != 101 || last.Comm != "/usr/bin/parent" && last.Comm != "parent" || strings.Contains(last.Err, errExitedUnmapped) {
+		t.Errorf("child's last process line %+v, want its parent's name and no %q", last, errExitedUnmapped)
 	}
 }
 

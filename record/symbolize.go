@@ -595,8 +595,11 @@ func (s *symbolizer) forked(ppid, pid int) {
 		return
 	}
 	p := s.proc(pid)
-	p.maps = append(p.maps[:0], pp.maps...)
-	p.other = append(p.other[:0], pp.other...)
+	// Mappings the child made itself may have been read first, from
+	// another CPU's ring: they are later than the fork, so they follow
+	// (and, where they overlap, replace) the parent's.
+	p.maps = append(slices.Clip(pp.maps), p.maps...)
+	p.other = append(slices.Clip(pp.other), p.other...)
 }
 
 // execed forgets pid's mappings: exec replaced its image at time at,
