@@ -276,16 +276,52 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		// stay in the cache from one frame to the next: frames are
 		// numbered as first sampled, the processes interleaved (naming
 		// a large capture's frames took twice as long).
+		// Each code is named once, the frames at the same code in
+		// other processes taking its name (see sameCode).
 		order := p.framesByProcess()
-		parallelFrames(len(p.Frames), step, func() func(i int) {
-			locs := locations{}
-			return func(j int) {
-				i := order[j]
-				f := &p.Frames[i]
-				loc, k := name(chain, f)
-				f.Loc, by[i] = locs.of(loc), int16(k)
+		rep := p.sameCode()
+		reps := order[:0:0]
+		for _, i := range order {
+			if rep[i] == i {
+				reps = append(reps, i)
 			}
-		})
+		}
+		nameAll := func(order []int32, base int) {
+			parallelFrames(len(order), func(d int) { step(base + d) }, func() func(i int) {
+				locs := locations{}
+				return func(j int) {
+					i := order[j]
+					f := &p.Frames[i]
+					loc, k := name(chain, f)
+					f.Loc, by[i] = locs.of(loc), int16(k)
+				}
+			})
+		}
+		nameAll(reps, 0)
+		var alone []int32
+		for i, r := range rep {
+			if int(r) == i {
+				continue
+			}
+			if by[r] < 0 {
+				alone = append(alone, int32(i))
+				continue
+			}
+			p.Frames[i].Loc, by[i] = p.Frames[r].Loc, by[r]
+		}
+		nameAll(alone, len(reps))
+		// The frames at code whose first frame got no name take the
+		// name another frame at it got.
+		for _, i := range alone {
+			if r := rep[i]; by[i] >= 0 && by[r] < 0 {
+				p.Frames[r].Loc, by[r] = p.Frames[i].Loc, by[i]
+			}
+		}
+		for _, i := range alone {
+			if r := rep[i]; by[i] < 0 && by[r] >= 0 {
+				p.Frames[i].Loc, by[i] = p.Frames[r].Loc, by[r]
+			}
+		}
 	}
 	locs := locations{}
 	for i := range p.Frames {
