@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -325,13 +326,13 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 		return f
 	}
 	f := field()
-	pid, err := strconv.ParseInt(string(f), 10, 32)
-	if err != nil {
+	pid, ok := parsePID(f)
+	if !ok {
 		return AddrLines{}, fmt.Errorf("pid %.20q", f)
 	}
 	f = field()
-	addr, err := strconv.ParseUint(string(f), 16, 64)
-	if err != nil {
+	addr, ok := parseHex(f)
+	if !ok {
 		return AddrLines{}, fmt.Errorf("address %.20q", f)
 	}
 	k := (nf - 2) / 3
@@ -341,8 +342,8 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 	frames := d.frames[:0:k]
 	for range k {
 		fn, file, l := field(), field(), field()
-		ln, err := strconv.Atoi(string(l))
-		if err != nil || ln < 0 {
+		ln, ok := parseCount(l)
+		if !ok {
 			return AddrLines{}, fmt.Errorf("line number %.20q", l)
 		}
 		frames = append(frames, SourceFrame{Function: d.name(fn), File: d.name(file), Line: ln})
@@ -354,22 +355,23 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 // parseLinesRef parses a record line "pid, address, ^N" whose frames are
 // those of the record N before it, the last of prev being 1 before.
 func parseLinesRef(line []byte, prev []AddrLines) (AddrLines, error) {
-	f := bytes.SplitN(line, []byte{'\t'}, 3)
-	pid, err := strconv.ParseInt(string(f[0]), 10, 32)
-	if err != nil {
-		return AddrLines{}, fmt.Errorf("pid %.20q", f[0])
+	f0, rest, _ := bytes.Cut(line, []byte{'\t'})
+	f1, f2, _ := bytes.Cut(rest, []byte{'\t'})
+	pid, ok := parsePID(f0)
+	if !ok {
+		return AddrLines{}, fmt.Errorf("pid %.20q", f0)
 	}
-	addr, err := strconv.ParseUint(string(f[1]), 16, 64)
-	if err != nil {
-		return AddrLines{}, fmt.Errorf("address %.20q", f[1])
+	addr, ok := parseHex(f1)
+	if !ok {
+		return AddrLines{}, fmt.Errorf("address %.20q", f1)
 	}
-	ref, ok := bytes.CutPrefix(f[2], []byte{'^'})
+	ref, ok := bytes.CutPrefix(f2, []byte{'^'})
 	if !ok {
 		return AddrLines{}, fmt.Errorf("3 fields, want pid, address and 3 per frame, or a reference ^N to an earlier record")
 	}
-	n, err := strconv.Atoi(string(ref))
-	if err != nil || n < 1 || n > len(prev) {
-		return AddrLines{}, fmt.Errorf("reference %.20q: not one of the %d records before", f[2], len(prev))
+	n, ok := parseCount(ref)
+	if !ok || n < 1 || n > len(prev) {
+		return AddrLines{}, fmt.Errorf("reference %.20q: not one of the %d records before", f2, len(prev))
 	}
 	return AddrLines{PID: int32(pid), Addr: addr, Frames: prev[len(prev)-n].Frames}, nil
 }
@@ -417,4 +419,68 @@ func (t *LineTable) Lookup(pid int32, addr uint64) ([]SourceFrame, bool) {
 		return nil, false
 	}
 	return t.recs[lo].Frames, true
+}
+
+// parsePID parses a pid of a LinesFile record as strconv.ParseInt(b, 10,
+// 32) does, sign included, without the string it needs: the fields of
+// half a million records were a third of the time of reading the file.
+func parsePID(b []byte) (int32, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg, b = b[0] == '-', b[1:]
+	}
+	n, ok := parseCount(b)
+	if !ok || n > math.MaxInt32+b2i(neg) {
+		return 0, false
+	}
+	if neg {
+		return int32(-n), true
+	}
+	return int32(n), true
+}
+
+// parseCount parses up to 18 unsigned decimal digits (line numbers,
+// back-references), as strconv.Atoi does them.
+func parseCount(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// parseHex parses an address of a LinesFile record as
+// strconv.ParseUint(b, 16, 64) does.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,4 +192,38 @@ func FuzzDecodeLinesGzip(f *testing.F) {
 			t.Fatalf("DecodeLinesGzip = %v, %v; DecodeLinesMax = %v, %v", got.recs, gotErr, want.recs, wantErr)
 		}
 	})
+}
+
+// TestLinesFieldParsers: the lines file's pid, address and count parsers
+// agree with strconv on what the encoder writes and on what it does not:
+// signs, bounds, letters, empty fields.
+func TestLinesFieldParsers(t *testing.T) {
+	ins := []string{"", "0", "1", "-1", "+7", "-", "+", "2147483647", "2147483648", "-2147483648", "-2147483649",
+		"12a", "a", "ff", "FF", "7fffffffffffffff", "ffffffffffffffff", "1ffffffffffffffff", "0x10", " 1", "1 ",
+		"999999999999999999", "1000000000000000000", "١"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, r.IntN(20))
+		for i := range b {
+			b[i] = "0123456789abcdefABCDEF-+x"[r.IntN(25)]
+		}
+		ins = append(ins, string(b))
+	}
+	for _, in := range ins {
+		pid, ok := parsePID([]byte(in))
+		want, err := strconv.ParseInt(in, 10, 32)
+		if ok != (err == nil) || ok && int64(pid) != want {
+			t.Errorf("parsePID(%q) = %d, %v; strconv: %d, %v", in, pid, ok, want, err)
+		}
+		addr, ok := parseHex([]byte(in))
+		wantAddr, err := strconv.ParseUint(in, 16, 64)
+		if len(in) <= 16 && (ok != (err == nil) || ok && addr != wantAddr) {
+			t.Errorf("parseHex(%q) = %#x, %v; strconv: %#x, %v", in, addr, ok, wantAddr, err)
+		}
+		n, ok := parseCount([]byte(in))
+		wantN, err := strconv.Atoi(in)
+		if len(in) <= 18 && !strings.ContainsAny(in, "+-") && (ok != (err == nil) || ok && n != wantN) {
+			t.Errorf("parseCount(%q) = %d, %v; strconv: %d, %v", in, n, ok, wantN, err)
+		}
+	}
 }
