@@ -29,7 +29,21 @@ func (p *Profile) sameCode() []int32 {
 		off    uint64
 		caller bool
 	}
+	// The keys are packed into 64 bits where they fit (a kernel address
+	// with its kind; a file's index below 2^20 and offset below 2^43
+	// with its kind), for the map's fast path: half a million frames.
 	first := make(map[codeKey]int32)
+	kernel := make(map[uint64]int32)
+	packed := make(map[uint64]int32)
+	firstOf := func(k codeKey) (*map[uint64]int32, uint64, bool) {
+		switch {
+		case k.obj < 0 && k.off&(1<<63) != 0:
+			return &kernel, k.off<<1 | uint64(b2i(k.caller)), true
+		case k.obj >= 0 && k.obj < 1<<20 && k.off < 1<<43:
+			return &packed, uint64(k.obj)<<44 | k.off<<1 | uint64(b2i(k.caller)), true
+		}
+		return nil, 0, false
+	}
 	objs := make(map[string]int32)
 	objOf := make(map[*Mapping]int32) // -1: not a file with a build-id
 	overlaps := make(map[int32]bool)  // by pid: whether mappings overlap
@@ -61,7 +75,13 @@ func (p *Profile) sameCode() []int32 {
 			}
 			k = codeKey{obj: obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}
 		}
-		if j, ok := first[k]; ok {
+		if m, pk, ok := firstOf(k); ok {
+			if j, ok := (*m)[pk]; ok {
+				rep[i] = j
+			} else {
+				(*m)[pk] = int32(i)
+			}
+		} else if j, ok := first[k]; ok {
 			rep[i] = j
 		} else {
 			first[k] = int32(i)

@@ -278,14 +278,14 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		// a large capture's frames took twice as long).
 		// Each code is named once, the frames at the same code in
 		// other processes taking its name (see sameCode).
-		order := p.framesByProcess()
 		rep := p.sameCode()
-		reps := order[:0:0]
-		for _, i := range order {
-			if rep[i] == i {
-				reps = append(reps, i)
+		var reps []int32
+		for i, r := range rep {
+			if int(r) == i {
+				reps = append(reps, r)
 			}
 		}
+		reps = p.framesByProcess(reps)
 		nameAll := func(order []int32, base int) {
 			parallelFrames(len(order), func(d int) { step(base + d) }, func() func(i int) {
 				locs := locations{}
@@ -523,21 +523,21 @@ func goRestorer(fn string) bool {
 	return fn == "runtime.sigreturn__sigaction" || fn == "runtime.sigreturn"
 }
 
-// framesByProcess returns the indexes of p.Frames grouped by process
+// framesByProcess returns frames, indexes of p.Frames, grouped by process
 // (in order of first frame), each process's kernel frames first, by
 // address (halved: the order need not be exact).
-func (p *Profile) framesByProcess() []int32 {
+func (p *Profile) framesByProcess(frames []int32) []int32 {
 	group := make(map[int32]int32) // pid -> group
 	var count []int32
-	of := make([]int32, len(p.Frames))
-	for i := range p.Frames {
+	of := make([]int32, len(frames))
+	for j, i := range frames {
 		g, ok := group[p.Frames[i].PID]
 		if !ok {
 			g = int32(len(count))
 			group[p.Frames[i].PID] = g
 			count = append(count, 0)
 		}
-		of[i] = g
+		of[j] = g
 		count[g]++
 	}
 	next := make([]int32, len(count))
@@ -549,21 +549,22 @@ func (p *Profile) framesByProcess() []int32 {
 		at uint64 // the address, with the top bit for the user's
 		i  int32
 	}
-	byAddr := make([]frameAt, len(p.Frames))
+	byAddr := make([]frameAt, len(frames))
 	start := slices.Clone(next)
-	for i, g := range of {
+	for j, g := range of {
+		i := frames[j]
 		f := &p.Frames[i]
 		at := f.Addr >> 1
 		if !f.Kernel {
 			at |= 1 << 63
 		}
-		byAddr[next[g]] = frameAt{at, int32(i)}
+		byAddr[next[g]] = frameAt{at, i}
 		next[g]++
 	}
 	for g := range start {
 		slices.SortFunc(byAddr[start[g]:next[g]], func(a, b frameAt) int { return cmp.Compare(a.at, b.at) })
 	}
-	order := make([]int32, len(p.Frames))
+	order := make([]int32, len(frames))
 	for j, f := range byAddr {
 		order[j] = f.i
 	}
