@@ -18,10 +18,12 @@ import (
 
 // pprofBuilder turns a view into a profile.Profile.
 type pprofBuilder struct {
-	v     *analyze.View
-	p     *profile.Profile
-	locs  []*profile.Location // by FrameID
-	funcs []*profile.Function // by FuncID
+	v    *analyze.View
+	p    *profile.Profile
+	locs []*profile.Location // by FrameID
+	// sameLoc holds the location of each builderLocKey.
+	sameLoc map[builderLocKey]*profile.Location
+	funcs   []*profile.Function // by FuncID
 	// inlined are the functions of inline frames, by name and file.
 	inlined  map[[2]string]*profile.Function
 	mappings map[mappingKey]*profile.Mapping
@@ -51,6 +53,7 @@ func buildPprof(v *analyze.View, o Options) (*profile.Profile, error) {
 			Comments:          []string{o.Title},
 		},
 		locs:     make([]*profile.Location, len(v.Frames)),
+		sameLoc:  make(map[builderLocKey]*profile.Location),
 		funcs:    make([]*profile.Function, len(v.Funcs)),
 		mappings: make(map[mappingKey]*profile.Mapping),
 		inlined:  make(map[[2]string]*profile.Function),
@@ -155,6 +158,14 @@ func (b *pprofBuilder) location(id analyze.FrameID) *profile.Location {
 	}
 	fr := &b.v.Frames[id]
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: fr.Addr, Mapping: b.mapping(fr)}
+	// One location for the frames at one address of one mapping named
+	// by one analyze.Location, as the writer keeps them.
+	k := builderLocKey{l.Mapping, newLocKey(0, fr)}
+	if same := b.sameLoc[k]; same != nil {
+		b.locs[id] = same
+		return same
+	}
+	b.sameLoc[k] = l
 	for _, in := range fr.Loc.Inline {
 		l.Line = append(l.Line, profile.Line{Function: b.inlineFunction(in), Line: int64(in.Line)})
 	}
@@ -232,4 +243,10 @@ func (b *pprofBuilder) noteLines(pm *profile.Mapping, fr *analyze.Frame) {
 	if fr.Loc.Line > 0 {
 		pm.HasLineNumbers = true
 	}
+}
+
+// builderLocKey identifies a location of the builder (see locKey).
+type builderLocKey struct {
+	mapping *profile.Mapping
+	locKey
 }
