@@ -25,7 +25,9 @@
 #
 # Environment: FREQ (4000), RUNS (5), THREADS (2), BENCH_DIR (/var/tmp:
 # captures of a minute are hundreds of MB), PERF (perf), CC (gcc), KEEP
-# (set to keep the captures, e.g. for NSPROF_CPUPROFILE).
+# (set to keep the captures, e.g. for NSPROF_CPUPROFILE), REUSE (the
+# directory KEEP left: its n-S.syscap and p-S.data are reported again,
+# by the nsprof built now, without recording).
 set -euo pipefail
 
 sizes=("$@")
@@ -74,12 +76,9 @@ timed() {
 # median FILE COLUMN
 median() { awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-printf '\n%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
-	"secs" "nsprof" "MB" "perf" "MB" "nsprof report" "nsprof export" "perf report" "perf/rep" "perf/exp" "peak/size"
-printf '%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
-	"" "samples" "" "samples" "" "s       MiB" "s       MiB" "s       MiB" "" "" "report"
-for s in "${sizes[@]}"; do
-	x=$tmp/n-$s.syscap y=$tmp/p-$s.data
+# record_both SECONDS NSPROF_CAPTURE PERF_DATA records the workload with
+# nsprof and then with perf.
+record_both() {
 	workload &
 	work_pid=$!
 	sleep 2 # the builds under way
@@ -88,11 +87,24 @@ for s in "${sizes[@]}"; do
 	# the build-id flag on the MMAP2 records of the other events too,
 	# and perf 6.1 then aborts ("assertion failed at
 	# util/build-id.c:1010") reading its own capture.
-	"$ns" record -a -F "$freq" --duration "$s" -o "$x" -f >/dev/null 2>"$tmp/nsprof-record.log"
-	"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$y" -- sleep "$s" >/dev/null 2>"$tmp/perf-record.log"
+	"$ns" record -a -F "$freq" --duration "$1" -o "$2" -f >/dev/null 2>"$tmp/nsprof-record.log"
+	"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$3" -- sleep "$1" >/dev/null 2>"$tmp/perf-record.log"
 	kill "$work_pid"
 	wait "$work_pid" 2>/dev/null || true
 	work_pid=
+}
+
+printf '\n%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
+	"secs" "nsprof" "MB" "perf" "MB" "nsprof report" "nsprof export" "perf report" "perf/rep" "perf/exp" "peak/size"
+printf '%6s %9s %8s %9s %8s | %17s %17s %17s | %9s %9s %10s\n' \
+	"" "samples" "" "samples" "" "s       MiB" "s       MiB" "s       MiB" "" "" "report"
+for s in "${sizes[@]}"; do
+	x=$tmp/n-$s.syscap y=$tmp/p-$s.data
+	if [ -n "${REUSE:-}" ]; then
+		x=$REUSE/n-$s.syscap y=$REUSE/p-$s.data
+	else
+		record_both "$s" "$x" "$y"
+	fi
 	: >"$tmp/rep" && : >"$tmp/exp" && : >"$tmp/perf"
 	for _ in $(seq "$runs"); do
 		: >"$tmp/t" && timed "$ns" report "$x" && cat "$tmp/t" >>"$tmp/rep"
