@@ -329,6 +329,9 @@ func (o *offCPU) cut(r *recorder) {
 		}
 	}
 	o.endCapture(r)
+	if o.unpaired > 0 {
+		r.logf("off-CPU: capture %d: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", r.split.n, o.unpaired)
+	}
 	o.done.intervals += o.intervals
 	o.done.unpaired += o.unpaired
 	o.done.opened += o.opened

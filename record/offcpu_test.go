@@ -247,7 +247,7 @@ func TestOffCPUCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{w: w1, opts: &Options{Log: io.Discard}}
+	r := &recorder{w: w1, opts: &Options{Log: io.Discard}, split: &splitState{n: 1}}
 	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: 2 * ms}
 	out := func(tid int32, at int64, state byte) {
 		o.latest = max(o.latest, at)
