@@ -16,6 +16,7 @@
 #       the run; VmRSS and VmHWM of the agent every 10 s, and at 1, 5 and
 #       MINUTES minutes.
 #
+# AGENT_FLAGS are added to the agent's (e.g. AGENT_FLAGS=--off-cpu).
 # Run as root. Say how loaded the machine was (the load average is
 # printed at the start and the end): the CPU figures move with it.
 set -euo pipefail
@@ -61,7 +62,8 @@ for _ in $(seq 100); do
 done
 echo "machine: $(nproc) CPUs; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-agent=("$tmp/nsprof" agent --otlp-endpoint "http://127.0.0.1:$port" -F 19 --period 10s --spool "$tmp/spool")
+# shellcheck disable=SC2206 # AGENT_FLAGS is split on purpose
+agent=("$tmp/nsprof" agent --otlp-endpoint "http://127.0.0.1:$port" -F 19 --period 10s --spool "$tmp/spool" ${AGENT_FLAGS:-})
 
 case $mode in
 cpu)
