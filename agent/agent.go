@@ -36,7 +36,9 @@ type Options struct {
 	Periods int
 	// Record configures the recording, one for the whole run cut into
 	// periods (record.RecordSplit). The zero value records the whole
-	// system. Counters are left out: they are not pushed.
+	// system. Counters are left out: they are not pushed. With OffCPU,
+	// each push also has off-CPU profiles (see [Run]); off-CPU marks are
+	// not written, Sysprof's timeline being the only reader of them.
 	Record record.Options
 	// Spool is the directory of the periods not sent yet; SpoolMax
 	// bounds the bytes kept there (default 256 MiB).
@@ -60,6 +62,12 @@ type Stats struct {
 	// dropped while recording; DroppedSamples those of the periods
 	// dropped or refused (of the periods this run recorded).
 	Samples, Lost, DroppedSamples int64
+	// OffCPU is the off-CPU time sent, in nanoseconds (Record.OffCPU).
+	OffCPU int64
+	// Unreported is the number of lost samples no push reported: those
+	// of the periods that sent nothing (no samples) at the end of the
+	// run, with no push after them to carry them.
+	Unreported int64
 }
 
 // Attributes the agent adds to the resources of a push, for what was lost
@@ -80,9 +88,13 @@ const spoolExt = ".syscap"
 // earlier run are sent first.
 //
 // The whole run is one recording cut into periods: no sample falls
-// between two. Each push carries, as resource attributes, what was lost:
-// the samples the kernel dropped while recording its period
-// ([otlp.AttrLostSamples]), and the periods dropped or refused since the
+// between two. With Record.OffCPU each push also carries, per process,
+// an off-CPU profile ([otlp.Encode]); a thread off the CPU across a cut
+// has the time up to the cut in the period that ends there, the rest in
+// the next. Each push carries, as resource attributes, what was lost:
+// the samples the kernel dropped while recording its period, and those
+// of the periods before it that sent nothing for want of samples
+// ([otlp.AttrLostSamples]); the periods dropped or refused since the
 // push before it ([AttrDroppedPeriods], [AttrDroppedSamples]).
 func Run(ctx context.Context, o Options) (Stats, error) {
 	if o.Period <= 0 {
@@ -122,6 +134,9 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	wg.Wait()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.unreportedLost > 0 {
+		fmt.Fprintf(a.o.Log, "nsprof agent: the kernel lost %d samples in the last periods, which had no samples: no push reported them\n", a.unreportedLost)
+	}
 	return a.st, errors.Join(recErr, sendErr)
 }
 
@@ -138,6 +153,9 @@ type agent struct {
 	samples           map[int]int64
 	unreported        int
 	unreportedSamples int64
+	// unreportedLost are the lost samples of the periods sent that
+	// had no samples, so no request: the next push reports them.
+	unreportedLost int64
 }
 
 type spoolFile struct {
@@ -178,6 +196,9 @@ func (a *agent) record(ctx context.Context) error {
 	}
 	// Counters are not pushed: polling them would cost for nothing.
 	opts.NoCPU, opts.NoMemory, opts.NoDisk, opts.NoNetwork, opts.RAPL = true, true, true, true, false
+	if opts.OffCPU {
+		opts.OffCPUMarks = -1 // for Sysprof's timeline only: not pushed
+	}
 	name := func(n int) string {
 		return filepath.Join(a.o.Spool, fmt.Sprintf("period-%09d%s", a.seq+n, spoolExt))
 	}
@@ -292,13 +313,13 @@ func (a *agent) sendLoop(ctx context.Context, recDone <-chan struct{}) error {
 		}
 		f := files[0]
 		a.mu.Lock()
-		dropped, droppedSamples := a.unreported, a.unreportedSamples
+		dropped, droppedSamples, lost := a.unreported, a.unreportedSamples, a.unreportedLost
 		a.mu.Unlock()
 		var attrs []otlp.Attribute
 		if dropped > 0 {
 			attrs = []otlp.Attribute{{Key: AttrDroppedPeriods, Value: int64(dropped)}, {Key: AttrDroppedSamples, Value: droppedSamples}}
 		}
-		res, err := otlp.Push(ctx, a.o.Client, f.path, otlp.PushOptions{Partial: true, Attributes: attrs})
+		res, err := otlp.Push(ctx, a.o.Client, f.path, otlp.PushOptions{Partial: true, Attributes: attrs, Lost: lost})
 		a.mu.Lock()
 		a.sending = 0
 		a.mu.Unlock()
@@ -307,12 +328,18 @@ func (a *agent) sendLoop(ctx context.Context, recDone <-chan struct{}) error {
 			a.mu.Lock()
 			a.st.Sent++
 			a.st.Samples += res.Samples
+			a.st.OffCPU += res.OffCPU
 			delete(a.samples, f.seq)
 			if res.Requests > 0 {
 				// Reported; losses counted meanwhile wait for the next.
 				a.unreported -= dropped
 				a.unreportedSamples -= droppedSamples
+				a.unreportedLost -= lost
+			} else if res.Lost > 0 {
+				a.unreportedLost += res.Lost
+				fmt.Fprintf(a.o.Log, "nsprof agent: period %d had no samples, so no push: its %d lost samples are reported with the next push\n", f.seq, res.Lost)
 			}
+			a.st.Unreported = a.unreportedLost
 			os.Remove(f.path)
 			a.mu.Unlock()
 			wait = a.o.Backoff

@@ -2,12 +2,21 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+	"nsprof/otlp"
+	"nsprof/record"
 )
 
 // TestSpoolBound fills the spool past its bound and checks that the
@@ -74,5 +83,68 @@ func TestSpoolBoundKeepsSending(t *testing.T) {
 	if a.st.Dropped != 3 || a.unreported != 3 || a.unreportedSamples != 20+30+40 || a.st.DroppedSamples != 90 {
 		t.Errorf("dropped %d periods, %d unreported with %d samples (%d in all); want 3, 3, 90, 90",
 			a.st.Dropped, a.unreported, a.unreportedSamples, a.st.DroppedSamples)
+	}
+}
+
+// TestAgentCarriesLostOfEmptyPeriod: a spooled period whose kernel lost
+// 7 samples and took none sends no request (there is nothing to send),
+// so its losses go with the next push: the agent, run for one period of
+// its own against a real collector, reports the 7 in that period's
+// nsprof.lost_samples, on top of the period's own losses, and logs them.
+func TestAgentCarriesLostOfEmptyPeriod(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "the agent records the whole system: run as root")
+	}
+	col := testutils.StartOtelcol(t)
+	spool := t.TempDir()
+	writeLostOnly(t, filepath.Join(spool, fmt.Sprintf("period-%09d%s", 1, spoolExt)), 7)
+	c, err := otlp.NewClient(col.HTTP, otlp.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, Options{Client: c, Period: time.Second, Periods: 1, Spool: spool, Log: &log,
+		Record: record.Options{System: true, Frequency: 49}})
+	t.Logf("agent: %+v\n%s", st, log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "its 7 lost samples are reported with the next push") {
+		t.Errorf("the log does not say the empty period's 7 lost samples wait for the next push")
+	}
+	lines := col.Lines(t, 1, 10*time.Second)
+	if len(lines) != 1 {
+		t.Fatalf("the collector wrote %d requests, want 1 (the recorded period; the empty one sends nothing)", len(lines))
+	}
+	ps, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles([]byte(lines[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ps.ResourceProfiles().At(0).Resource().Attributes().AsRaw()[otlp.AttrLostSamples].(int64)
+	if own := st.Lost; got != own+7 || st.Unreported != 0 {
+		t.Errorf("the push reports %d lost samples; want the empty period's 7 plus its own %d (%d left unreported)", got, own, st.Unreported)
+	}
+}
+
+// writeLostOnly writes a capture at path whose "Lost Samples" counter
+// says lost, with no sample.
+func writeLostOnly(t *testing.T, path string, lost int64) {
+	t.Helper()
+	w, err := capture.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: w.StartTime()}
+	if err := w.DefineCounters(h, []capture.Counter{{Category: capture.LostSamplesCategory, Name: capture.LostSamplesName, ID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetCounters(h, []capture.CounterUpdate{{ID: 1, Value: capture.IntValue(lost)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

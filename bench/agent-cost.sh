@@ -6,11 +6,17 @@
 #       (--no-mmap-build-ids, see README: Compatibility) and
 #       perf record -a -g -F 19 side by side over the same SECONDS (60):
 #       each one's user+system CPU time (/usr/bin/time) and the ratio.
+#   bench/agent-cost.sh offcpu [SECONDS]   agent -F 19 for SECONDS (60)
+#       without, then with --off-cpu, one after the other: each run's
+#       user+system CPU time, the load average around it and the
+#       machine's context switches a second, the largest
+#       request the collector wrote (JSON) and the agent's summary.
 #   bench/agent-cost.sh mem [MINUTES]   agent -F 19 --period 10s for
 #       MINUTES (10) while 1,000 short-lived processes start, spread over
 #       the run; VmRSS and VmHWM of the agent every 10 s, and at 1, 5 and
 #       MINUTES minutes.
 #
+# AGENT_FLAGS are added to the agent's (e.g. AGENT_FLAGS=--off-cpu).
 # Run as root. Say how loaded the machine was (the load average is
 # printed at the start and the end): the CPU figures move with it.
 set -euo pipefail
@@ -56,7 +62,8 @@ for _ in $(seq 100); do
 done
 echo "machine: $(nproc) CPUs; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-agent=("$tmp/nsprof" agent --otlp-endpoint "http://127.0.0.1:$port" -F 19 --period 10s --spool "$tmp/spool")
+# shellcheck disable=SC2206 # AGENT_FLAGS is split on purpose
+agent=("$tmp/nsprof" agent --otlp-endpoint "http://127.0.0.1:$port" -F 19 --period 10s --spool "$tmp/spool" ${AGENT_FLAGS:-})
 
 case $mode in
 cpu)
@@ -77,6 +84,22 @@ cpu)
 	echo "  perf record:  user ${pu}s system ${ps}s = $(echo "$pu + $ps" | bc)s CPU ($(echo "scale=2; 100*($pu+$ps)/$secs" | bc)% of one CPU), max RSS ${pm} KB"
 	echo "  ratio agent/perf: $(echo "scale=2; ($au+$as)/($pu+$ps)" | bc)"
 	tail -1 "$tmp/agent.log"
+	;;
+offcpu)
+	secs=${2:-60}
+	for flags in "" "--off-cpu"; do
+		: >"$tmp/profiles.jsonl"
+		rm -rf "$tmp/spool"
+		l0=$(cut -d' ' -f1 /proc/loadavg)
+		c0=$(awk '/^ctxt/{print $2}' /proc/stat)
+		timeout -s INT "$secs" /usr/bin/time -f "%U %S %M" -o "$tmp/agent.time" "${agent[@]}" $flags 2>"$tmp/agent.log" || true
+		read -r au as am < <(tail -1 "$tmp/agent.time")
+		c1=$(awk '/^ctxt/{print $2}' /proc/stat)
+		sleep 1 # the collector's file exporter flushes
+		big=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/profiles.jsonl")
+		echo "agent ${flags:-(CPU only)} over ${secs}s: user ${au}s system ${as}s = $(echo "$au + $as" | bc)s CPU ($(echo "scale=2; 100*($au+$as)/$secs" | bc)% of one CPU), max RSS ${am} KB; load average $l0 -> $(cut -d' ' -f1 /proc/loadavg), $(((c1 - c0) / secs)) context switches/s; largest request ${big} bytes of JSON"
+		echo "  $(tail -1 "$tmp/agent.log")"
+	done
 	;;
 mem)
 	mins=${2:-10}
@@ -109,7 +132,7 @@ mem)
 	tail -3 "$tmp/agent.log"
 	;;
 *)
-	echo "usage: $0 cpu [SECONDS] | mem [MINUTES]" >&2
+	echo "usage: $0 cpu [SECONDS] | offcpu [SECONDS] | mem [MINUTES]" >&2
 	exit 2
 	;;
 esac

@@ -5,9 +5,12 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
 
 	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
@@ -89,4 +92,106 @@ func TestAgentContainerAndHost(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAgentOffCPU runs nsprof agent --off-cpu for four periods of 2 s
+// with the offcpu fixture on the host, sleeping 300 ms in fixture_block
+// then spinning 20 ms of wall-clock time in fixture_spin, over and over:
+// each period's push holds, under the fixture's resource, an off-CPU
+// profile (off_cpu, nanoseconds) whose fixture_block stacks carry the
+// fixture's share of the period asleep, 300/320 of its length. The
+// tolerance is 25 ms plus 2 % (about 60 ms): a window of a 320 ms cycle
+// holds up to 300x20/320 = 19 ms more or less sleep than its share, and
+// the sleeps overrun on a loaded machine (their wakeup waits for a CPU),
+// which moves the share a little. Sleeps span the cuts (one every 2 s, a
+// sleep of 300 ms in every 320 ms): losing the part of a sleep on either
+// side of a cut, or counting it in both periods, would be off by up to
+// 300 ms, more than the tolerance at three cuts in four. The first
+// period is checked for the stack only: the sleep the fixture was in
+// when the recording started has no switch out in it and is not
+// counted. Each push also holds the fixture's CPU profile, with
+// fixture_spin.
+func TestAgentOffCPU(t *testing.T) {
+	col := testutils.StartOtelcol(t)
+	const block, spin = 300, 20
+	fixture := exec.Command(testutils.BuildFixture(t, "offcpu"), "1000", strconv.Itoa(block), strconv.Itoa(spin))
+	if err := fixture.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fixture.Process.Kill(); fixture.Wait() })
+	pid := int64(fixture.Process.Pid)
+
+	testutils.SystemWide(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nsprofBin, "agent", "--off-cpu", "--otlp-endpoint", col.HTTP,
+		"--period", "2s", "-F", "49", "--periods", "4", "--spool", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	t.Logf("nsprof agent --off-cpu:\n%s", out)
+	if err != nil {
+		t.Fatalf("nsprof agent: %v", err)
+	}
+	if !strings.Contains(string(out), "s off the CPU") {
+		t.Errorf("the agent's summary says no off-CPU time")
+	}
+	lines := col.Lines(t, 4, 10*time.Second)
+	if len(lines) != 4 {
+		t.Fatalf("the collector wrote %d requests, want 4 (one per period)", len(lines))
+	}
+	share := float64(block) / float64(block+spin)
+	for i, line := range lines {
+		procs, _ := testutils.ReadCollected(t, []string{line})
+		fp := procs[pid]
+		if fp == nil {
+			t.Errorf("period %d: nothing of the fixture (pid %d)", i+1, pid)
+			continue
+		}
+		if fp.Total["fixture_spin"] == 0 {
+			t.Errorf("period %d: no CPU sample of the fixture in fixture_spin", i+1)
+		}
+		got := fp.OffCPUTotal["fixture_block"]
+		if fp.OffCPUTotal["[off-CPU: S sleeping]"] < got*95/100 {
+			t.Errorf("period %d: the fixture's off-CPU time under [off-CPU: S sleeping] %v, want most of fixture_block's %v", i+1,
+				time.Duration(fp.OffCPUTotal["[off-CPU: S sleeping]"]), time.Duration(got))
+		}
+		length := periodLength(t, line, pid)
+		want := time.Duration(float64(length) * share)
+		tol := 25*time.Millisecond + want*2/100
+		t.Logf("period %d (%v): fixture_block off the CPU %v, want %v ± %v (the fixture's whole off-CPU time %v)",
+			i+1, length, time.Duration(got), want, tol, time.Duration(fp.OffCPU))
+		if i == 0 {
+			if got == 0 {
+				t.Errorf("period 1: no off-CPU time in fixture_block")
+			}
+			continue
+		}
+		if d := time.Duration(got) - want; d < -tol || d > tol {
+			t.Errorf("period %d: fixture_block off the CPU %v, want %v ± %v (%v of %v)", i+1, time.Duration(got), want, tol, share, length)
+		}
+	}
+}
+
+// periodLength returns the length of the off-CPU profile of process pid
+// in a request of the file exporter.
+func periodLength(t *testing.T, line string, pid int64) time.Duration {
+	t.Helper()
+	ps, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strs := ps.Dictionary().StringTable()
+	for _, rp := range ps.ResourceProfiles().All() {
+		if p, _ := rp.Resource().Attributes().Get("process.pid"); p.Int() != pid {
+			continue
+		}
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, prof := range sp.Profiles().All() {
+				if strs.At(int(prof.SampleType().TypeStrindex())) == "off_cpu" {
+					return time.Duration(prof.DurationNano())
+				}
+			}
+		}
+	}
+	t.Fatalf("no off-CPU profile of pid %d", pid)
+	return 0
 }

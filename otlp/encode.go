@@ -3,20 +3,23 @@
 // model) and sends them to an OTLP receiver such as the OpenTelemetry
 // Collector, over OTLP/HTTP protobuf or OTLP/gRPC, in plain text or TLS.
 //
-// A request holds one profile per process, each under a resource that
-// names the process (host.name, process.pid, process.executable.name,
-// process.command_line, the pid in its namespace, and container.id,
-// container.name and container.runtime.name for a podman container), and
-// the dictionary the profiles share: strings, mappings with their build
-// ids, functions, locations with their source lines (inlined functions
-// first, innermost first) and stacks, leaf first. Names that are not
-// valid UTF-8 are sent with U+FFFD for each bad byte, as nsprof report
+// A request holds a resource per process, which names it (host.name,
+// process.pid, process.executable.name, process.command_line, the pid in
+// its namespace, and container.id, container.name and
+// container.runtime.name for a podman container) and holds its CPU
+// profile (stack samples) and, for a capture with off-CPU time, its
+// off-CPU profile (sample type off_cpu, nanoseconds); and the dictionary
+// the profiles share: strings, mappings with their build ids, functions,
+// locations with their source lines (inlined functions first, innermost
+// first) and stacks, leaf first. Names that are not valid UTF-8 are sent
+// with U+FFFD for each bad byte, as nsprof report
 // --json shows them.
 package otlp
 
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,22 +56,42 @@ type Period struct {
 // Stats count what an encoding carried and what it left out.
 type Stats struct {
 	// Samples is the number of stack samples encoded (the sum of the
-	// sample values), Processes the number of profiles.
+	// sample values), Processes the number of resources (one per
+	// process, with a CPU profile, an off-CPU one or both).
 	Samples   int64
 	Processes int
-	// Skipped counts the view's samples with no stack-sample count
-	// (off-CPU intervals, allocations): not CPU samples, so not sent.
+	// OffCPU is the off-CPU time encoded, in nanoseconds, and
+	// OffCPUIntervals the number of intervals it sums.
+	OffCPU, OffCPUIntervals int64
+	// Skipped counts the view's samples with neither a stack-sample
+	// count nor off-CPU time (allocations, blocking calls): not sent.
 	Skipped int64
 }
 
+// The sample types of the profiles Encode builds: a CPU profile counts
+// stack samples, each standing for a sampling period of CPU time when the
+// frequency is known (period type cpu, nanoseconds); an off-CPU profile
+// weighs each stack by the time its thread spent off the CPU after
+// leaving it there (period type off_cpu, nanoseconds, period 1), as
+// export --format pprof --off-cpu names them.
+var (
+	samplesType = analyze.SamplesType
+	offCPUType  = analyze.OffCPUType
+)
+
 // Encode builds the OTLP profiles of the stack samples of v, a view with
 // its default value (stack samples) and inline frames kept as lines
-// (ViewOptions.Inline false). p is the period v covers, which dates the
-// profiles: the capture's wall-clock time plus p.Since.
+// (ViewOptions.Inline false): a CPU profile per process with samples and,
+// when the capture recorded off-CPU time (record --off-cpu) and the view
+// keeps it (ViewOptions.AllKinds), an off-CPU profile per process with
+// off-CPU intervals, under the same resource. p
+// is the period v covers, which dates the profiles: the capture's
+// wall-clock time plus p.Since.
 func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 	if v.Selected() != 0 {
 		return pprofile.Profiles{}, Stats{}, fmt.Errorf("otlp: the view weighs %s, not stack samples", v.SampleTypes[v.Selected()].Type)
 	}
+	offCol := slices.Index(v.SampleTypes, offCPUType)
 	e := newEncoder(v)
 	start, dur := e.window(p)
 	byPID := make(map[int32]*procProfile)
@@ -80,28 +103,31 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 		if len(v.SampleTypes) > 0 {
 			n = v.Value(s, 0)
 		}
-		if n == 0 {
+		var off int64
+		if n == 0 && offCol > 0 {
+			off = v.Value(s, offCol)
+		}
+		if n == 0 && off == 0 {
 			st.Skipped++
 			continue
 		}
 		pp := byPID[s.PID]
 		if pp == nil {
-			pp = &procProfile{index: make(map[sampleKey]int)}
+			pp = &procProfile{cpu: newRows(), off: newRows()}
 			byPID[s.PID] = pp
 			order = append(order, s.PID)
 		}
-		k := sampleKey{s.Stack, s.TID}
-		j, ok := pp.index[k]
-		if !ok {
-			j = len(pp.samples)
-			pp.index[k] = j
-			pp.samples = append(pp.samples, sampleRow{stack: e.stack(s.Stack), tid: e.threadAttr(s.TID)})
+		if n > 0 {
+			pp.cpu.add(e, s, n)
+			st.Samples += n
+		} else {
+			pp.off.add(e, s, off)
+			st.OffCPU += off
+			st.OffCPUIntervals++
 		}
-		pp.samples[j].n += n
-		st.Samples += n
 	}
 	for _, pid := range order {
-		e.profile(pid, byPID[pid], start, dur)
+		e.resource(pid, byPID[pid], start, dur)
 	}
 	st.Processes = len(order)
 	return e.out, st, nil
@@ -119,10 +145,30 @@ type sampleRow struct {
 	n          int64
 }
 
-// procProfile collects the samples of one process.
+// procProfile collects the samples of one process: its CPU samples and
+// its off-CPU intervals.
 type procProfile struct {
+	cpu, off *rows
+}
+
+// rows sum the samples of one profile by stack and thread.
+type rows struct {
 	index   map[sampleKey]int
 	samples []sampleRow
+}
+
+func newRows() *rows { return &rows{index: make(map[sampleKey]int)} }
+
+// add adds n to the row of s's stack and thread.
+func (r *rows) add(e *encoder, s *analyze.Sample, n int64) {
+	k := sampleKey{s.Stack, s.TID}
+	j, ok := r.index[k]
+	if !ok {
+		j = len(r.samples)
+		r.index[k] = j
+		r.samples = append(r.samples, sampleRow{stack: e.stack(s.Stack), tid: e.threadAttr(s.TID)})
+	}
+	r.samples[j].n += n
 }
 
 // mappingKey identifies a mapping of the dictionary.
@@ -337,33 +383,48 @@ func (e *encoder) newMapping(k mappingKey) int32 {
 	return int32(e.dict.MappingTable().Len() - 1)
 }
 
-// profile adds the resource, scope and profile of process pid.
-func (e *encoder) profile(pid int32, pp *procProfile, start time.Time, dur time.Duration) {
+// resource adds the resource and scope of process pid, with its CPU
+// profile and its off-CPU profile, those that have samples.
+func (e *encoder) resource(pid int32, pp *procProfile, start time.Time, dur time.Duration) {
 	rp := e.out.ResourceProfiles().AppendEmpty()
 	resourceAttrs(rp.Resource().Attributes(), e.v.Hostname, pid, e.v.Process(pid))
 	sp := rp.ScopeProfiles().AppendEmpty()
 	sp.Scope().SetName("nsprof")
+	if len(pp.cpu.samples) > 0 {
+		prof := e.profile(sp, pp.cpu, samplesType, start, dur)
+		if hz := e.v.Frequency; hz > 0 {
+			prof.PeriodType().SetTypeStrindex(e.str(analyze.CPUType.Type))
+			prof.PeriodType().SetUnitStrindex(e.str(analyze.CPUType.Unit))
+			prof.SetPeriod(int64(time.Second) / hz)
+		}
+	}
+	if len(pp.off.samples) > 0 {
+		prof := e.profile(sp, pp.off, offCPUType, start, dur)
+		prof.PeriodType().SetTypeStrindex(e.str(offCPUType.Type))
+		prof.PeriodType().SetUnitStrindex(e.str(offCPUType.Unit))
+		prof.SetPeriod(1)
+	}
+}
+
+// profile adds to sp the profile of the rows rs, of sample type typ.
+func (e *encoder) profile(sp pprofile.ScopeProfiles, rs *rows, typ analyze.ValueType, start time.Time, dur time.Duration) pprofile.Profile {
 	prof := sp.Profiles().AppendEmpty()
 	var id pprofile.ProfileID
 	rand.Read(id[:])
 	prof.SetProfileID(id)
 	prof.SetTime(pcommon.NewTimestampFromTime(start))
 	prof.SetDurationNano(uint64(dur))
-	prof.SampleType().SetTypeStrindex(e.str("samples"))
-	prof.SampleType().SetUnitStrindex(e.str("count"))
-	if hz := e.v.Frequency; hz > 0 {
-		prof.PeriodType().SetTypeStrindex(e.str("cpu"))
-		prof.PeriodType().SetUnitStrindex(e.str("nanoseconds"))
-		prof.SetPeriod(int64(time.Second) / hz)
-	}
+	prof.SampleType().SetTypeStrindex(e.str(typ.Type))
+	prof.SampleType().SetUnitStrindex(e.str(typ.Unit))
 	ss := prof.Samples()
-	ss.EnsureCapacity(len(pp.samples))
-	for _, r := range pp.samples {
+	ss.EnsureCapacity(len(rs.samples))
+	for _, r := range rs.samples {
 		s := ss.AppendEmpty()
 		s.SetStackIndex(r.stack)
 		s.AttributeIndices().Append(r.tid)
 		s.Values().Append(r.n)
 	}
+	return prof
 }
 
 // resourceAttrs sets the attributes naming process pid (pr nil when the

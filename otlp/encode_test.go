@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -83,5 +84,62 @@ func TestEncodeDictionary(t *testing.T) {
 	}
 	if tids[11] != 2 || tids[20] != 1 || len(tids) != 2 {
 		t.Errorf("samples by thread.id: %v, want 11:2 20:1", tids)
+	}
+}
+
+// TestEncodeOffCPU encodes a capture recorded with --off-cpu and
+// --blocking, in a view of all its kinds of samples (as Push makes): the process's resource holds its CPU profile (2 samples of
+// "work") and its off-CPU profile (off_cpu nanoseconds, period type
+// off_cpu, period 1, as export --format pprof names them), whose one
+// sample is thread 11's 7 ms under [off-CPU: S sleeping], wait and main;
+// the blocking call is left out, counted as skipped.
+func TestEncodeOffCPU(t *testing.T) {
+	p, err := analyze.Load(bytes.NewReader(testcaptures.OffCPU(t)), analyze.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(analyze.ViewOptions{AllKinds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profs, st, err := Encode(v, Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Samples != 2 || st.OffCPU != 7e6 || st.OffCPUIntervals != 1 || st.Skipped != 1 || st.Processes != 1 {
+		t.Errorf("stats %+v, want 2 samples, 7 ms off the CPU in 1 interval, 1 skipped, 1 process", st)
+	}
+	d := profs.Dictionary()
+	strs := d.StringTable()
+	if n := profs.ResourceProfiles().Len(); n != 1 {
+		t.Fatalf("%d resources, want 1", n)
+	}
+	ps := profs.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles()
+	got := map[string]string{}
+	for _, prof := range ps.All() {
+		typ := strs.At(int(prof.SampleType().TypeStrindex())) + "/" + strs.At(int(prof.SampleType().UnitStrindex()))
+		var desc []string
+		for _, s := range prof.Samples().All() {
+			var names []string
+			for _, li := range d.StackTable().At(int(s.StackIndex())).LocationIndices().All() {
+				for _, ln := range d.LocationTable().At(int(li)).Lines().All() {
+					names = append(names, strs.At(int(d.FunctionTable().At(int(ln.FunctionIndex())).NameStrindex())))
+				}
+			}
+			attrs, err := pprofile.FromAttributeIndices(d.AttributeTable(), s, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tid, _ := attrs.Get("thread.id")
+			desc = append(desc, fmt.Sprintf("tid %d %v: %d", tid.Int(), names, s.Values().At(0)))
+		}
+		got[typ] = fmt.Sprintf("%v; period %s/%s %d", desc, strs.At(int(prof.PeriodType().TypeStrindex())), strs.At(int(prof.PeriodType().UnitStrindex())), prof.Period())
+	}
+	want := map[string]string{
+		"samples/count":       "[tid 10 [work main]: 2]; period cpu/nanoseconds 1000000",
+		"off_cpu/nanoseconds": "[tid 11 [[off-CPU: S sleeping] wait main]: 7000000]; period off_cpu/nanoseconds 1",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("profiles:\n%v\nwant\n%v", got, want)
 	}
 }

@@ -21,6 +21,10 @@ type PushOptions struct {
 	// Attributes are added to every resource of the first request, with
 	// the capture's lost samples ([AttrLostSamples]).
 	Attributes []Attribute
+	// Lost are samples the kernel lost in earlier captures that no
+	// request reported (their pushes sent nothing: no samples), added to
+	// the capture's own in [AttrLostSamples].
+	Lost int64
 }
 
 // Attribute is an integer resource attribute.
@@ -31,7 +35,8 @@ type Attribute struct {
 
 // AttrLostSamples is the resource attribute, on every resource of the
 // first request of a capture, of the samples the kernel dropped while
-// recording it (its "Lost Samples" counter), when it counted them.
+// recording it (its "Lost Samples" counter), when it counted them, plus
+// [PushOptions.Lost].
 const AttrLostSamples = "nsprof.lost_samples"
 
 // PushResult says what [Push] sent.
@@ -41,14 +46,22 @@ type PushResult struct {
 	// sent).
 	Requests, Periods int
 	// Samples is the number of stack samples sent, Skipped those of
-	// other kinds left out ([Stats.Skipped]).
-	Samples, Skipped int64
+	// other kinds left out ([Stats.Skipped]); OffCPU the off-CPU time
+	// sent, in nanoseconds.
+	Samples, Skipped, OffCPU int64
+	// Lost is the capture's own lost samples ([AttrLostSamples] without
+	// PushOptions.Lost); they and PushOptions.Lost were reported when
+	// Requests > 0, not otherwise.
+	Lost int64
 	// Warnings say what of the capture could not be used.
 	Warnings []string
 }
 
-// Push sends the stack samples of the capture at path to c, one request
-// per period in time order. It stops at the first request that fails,
+// Push sends the stack samples and off-CPU time of the capture at path to
+// c ([Encode]), one request per period in time order. A period with
+// neither is not sent; a capture with none at all sends nothing, and its
+// losses are then not reported (PushResult.Lost says them, for the next
+// push's PushOptions.Lost). It stops at the first request that fails,
 // returning what was sent before it.
 func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResult, error) {
 	var res PushResult
@@ -63,11 +76,12 @@ func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResul
 	periods := cut(time.Duration(p.End-p.Start), o.Period)
 	res.Periods = len(periods)
 	attrs := o.Attributes
-	if p.HasLost {
-		attrs = append(slices.Clip(attrs), Attribute{AttrLostSamples, p.Lost})
+	if p.HasLost || o.Lost > 0 {
+		res.Lost = p.Lost
+		attrs = append(slices.Clip(attrs), Attribute{AttrLostSamples, p.Lost + o.Lost})
 	}
 	for i, per := range periods {
-		v, err := p.View(analyze.ViewOptions{Filter: analyze.Filter{Since: per.Since, Until: per.Until}})
+		v, err := p.View(analyze.ViewOptions{Filter: analyze.Filter{Since: per.Since, Until: per.Until}, AllKinds: true})
 		if err != nil {
 			return res, fmt.Errorf("%s: period %d: %w", path, i+1, err)
 		}
@@ -91,6 +105,7 @@ func Push(ctx context.Context, c *Client, path string, o PushOptions) (PushResul
 		}
 		res.Requests++
 		res.Samples += st.Samples
+		res.OffCPU += st.OffCPU
 	}
 	return res, nil
 }

@@ -31,14 +31,19 @@ const offCPUHorizon = 100_000_000 // ns
 // the state, as a record of capture.OffCPUFile with its duration, and,
 // when at least markNs long, as a MARK frame (capture.OffCPUGroup).
 type offCPU struct {
-	tp                          *perf.Tracepoint
-	threads                     map[int32]*switches
-	markers                     map[byte]uint64
-	file                        []byte // records not written yet
-	latest                      int64  // the latest event time seen
-	swept                       int64
+	tp      *perf.Tracepoint
+	threads map[int32]*switches
+	// markers are the marker frames' JIT addresses in the current
+	// capture.
+	markers map[byte]uint64
+	file    []byte // records not written yet
+	latest  int64  // the latest event time seen
+	swept   int64
+	// The counts of the current capture; done sums those of the
+	// captures before it in a split recording.
 	intervals, unpaired, opened uint64
 	offNs                       int64
+	done                        offCPUCounts
 	// markNs is the shortest interval written as a mark (-1: none);
 	// unmarked counts the shorter ones.
 	markNs   int64
@@ -46,6 +51,12 @@ type offCPU struct {
 	// free are the stacks of intervals written, for reuse: a switch-heavy
 	// program allocated one a switch.
 	free [][]uint64
+}
+
+// offCPUCounts are the counts of the captures a split recording ended.
+type offCPUCounts struct {
+	intervals, unpaired, opened, unmarked uint64
+	offNs                                 int64
 }
 
 // switches are one thread's switch events not paired yet, in time
@@ -283,10 +294,94 @@ func (o *offCPU) flush(r *recorder, last bool) {
 	o.file = o.file[:0]
 }
 
+// cut ends the off-CPU time of the current capture of a split recording
+// at its end, r.stopAt, once the rings were read up to it: the intervals
+// complete are written; a thread still off the CPU has its interval cut
+// in two, the part up to the cut written in the ending capture (counted
+// as open) and the rest carried into the next one, as if the thread had
+// left the CPU at its start (see carry). The ending capture then gets
+// its off-CPU file and counts, as at the end of a recording. Each
+// interval is so counted once, in the capture of its time.
+func (o *offCPU) cut(r *recorder) {
+	end := r.stopAt
+	for tid, th := range o.threads {
+		o.pair(r, tid, th, end+1)
+		ev := th.events[:0]
+		for _, e := range th.events {
+			switch {
+			case !e.out || e.time >= end:
+				ev = append(ev, e) // not read when the cut began: kept
+				continue
+			case e.state == 'X' || e.state == 'Z':
+				continue // exited: it never comes back
+			}
+			o.write(r, tid, e, end)
+			o.opened++
+			e.time = end
+			ev = append(ev, e)
+			// A switch in read late, from before the cut, would
+			// pair with the part carried: it is not taken.
+			th.last = max(th.last, end)
+		}
+		th.events = ev
+		if len(ev) == 0 {
+			delete(o.threads, tid)
+		}
+	}
+	o.endCapture(r)
+	if o.unpaired > 0 {
+		r.logf("off-CPU: capture %d: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", r.split.n, o.unpaired)
+	}
+	o.done.intervals += o.intervals
+	o.done.unpaired += o.unpaired
+	o.done.opened += o.opened
+	o.done.unmarked += o.unmarked
+	o.done.offNs += o.offNs
+	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs = 0, 0, 0, 0, 0
+	// The marker frames are JIT addresses of the capture ended.
+	o.markers = make(map[byte]uint64)
+}
+
+// carry marks the stacks of the threads off the CPU across a cut as
+// sampled in the capture just begun, whose symbol bundle must name them.
+func (o *offCPU) carry(r *recorder) {
+	if r.sym == nil || r.opts.NoDecode {
+		return
+	}
+	for _, th := range o.threads {
+		for _, e := range th.events {
+			if e.out && len(e.addrs) > 2 {
+				r.sym.sampled(int(e.pid), e.addrs[2:], false, e.time)
+			}
+		}
+	}
+}
+
 // finish writes what is still held, the threads still off the CPU, and
-// the counts as metadata, and logs them.
+// the counts as metadata, and logs them (the sums over the captures of a
+// split recording).
 func (o *offCPU) finish(r *recorder) {
 	o.sweep(r, true)
+	o.endCapture(r)
+	if r.writeErr != nil {
+		return
+	}
+	all := o.done
+	all.intervals += o.intervals
+	all.unpaired += o.unpaired
+	all.opened += o.opened
+	all.unmarked += o.unmarked
+	all.offNs += o.offNs
+	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
+		all.intervals, float64(all.offNs)/1e9, all.opened, o.marksNote(all))
+	if all.unpaired > 0 {
+		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", all.unpaired)
+	}
+}
+
+// endCapture writes the off-CPU records held, the last chunk of the
+// capture's off-CPU file, and the capture's counts as metadata.
+func (o *offCPU) endCapture(r *recorder) {
 	o.flush(r, true)
 	if r.writeErr != nil {
 		return
@@ -300,11 +395,6 @@ func (o *offCPU) finish(r *recorder) {
 	}
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
-	}
-	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
-		o.intervals, float64(o.offNs)/1e9, o.opened, o.marksNote())
-	if o.unpaired > 0 {
-		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", o.unpaired)
 	}
 }
 
@@ -324,11 +414,11 @@ func (r *recorder) setupOffCPU(popts *perf.Options) {
 	leafTracepointStack(popts)
 }
 
-// marksNote says which intervals are marks.
-func (o *offCPU) marksNote() string {
+// marksNote says which of the intervals counted in c are marks.
+func (o *offCPU) marksNote(c offCPUCounts) string {
 	if o.markNs < 0 {
 		return "no marks (Sysprof shows none)"
 	}
 	return fmt.Sprintf("%d of at least %v written as marks of group %s (Sysprof's timeline shows those), %d shorter ones only as stacks",
-		o.intervals-o.unmarked, time.Duration(o.markNs), capture.OffCPUGroup, o.unmarked)
+		c.intervals-c.unmarked, time.Duration(o.markNs), capture.OffCPUGroup, c.unmarked)
 }

@@ -232,3 +232,119 @@ func (o *offCPU) fileWritten(t *testing.T, data []byte) []byte {
 	}
 	return b
 }
+
+// TestOffCPUCut: at a cut of a split recording, a thread off the CPU has
+// its interval cut in two, the part before the cut in the capture that
+// ends there (counted as open in it), the rest in the next, from its
+// start, under the same stack: its time is counted once, none lost. A
+// thread that exited off the CPU is not carried; intervals on either side
+// of the cut stay whole, each in its own capture, with its own marker
+// frames and marks.
+func TestOffCPUCut(t *testing.T) {
+	const ms = 1_000_000
+	var buf1, buf2 bytes.Buffer
+	w1, err := capture.NewWriter(&buf1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{w: w1, opts: &Options{Log: io.Discard}, split: &splitState{n: 1}}
+	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: 2 * ms}
+	out := func(tid int32, at int64, state byte) {
+		o.latest = max(o.latest, at)
+		o.add(r, tid, switchEvent{time: at, out: true, state: state, pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000 + uint64(tid)}})
+	}
+	in := func(tid int32, at int64) { o.switchIn(r, tid, at) }
+
+	const b = 1000 * ms
+	const cut = b + 10*ms
+	out(20, b+1*ms, 'S') // asleep across the cut
+	out(21, b+2*ms, 'S') // before it
+	in(21, b+4*ms)
+	out(22, b+3*ms, 'X') // exited
+	r.stopAt = cut
+	o.cut(r)
+	r.flushStacks(true)
+	if err := w1.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(o.threads); n != 1 || o.threads[20] == nil {
+		t.Errorf("threads carried across the cut: %d, want thread 20 only", n)
+	}
+
+	w2, err := capture.NewWriter(&buf2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w, r.stopAt = w2, 0
+	in(20, cut-ms/2) // read late, from before the cut: not paired with the part carried
+	in(20, cut+5*ms)
+	out(23, cut+1*ms, 'S') // after it
+	in(23, cut+2*ms)
+	r.stopAt = cut + 20*ms
+	o.sweep(r, true)
+	o.endCapture(r)
+	r.flushStacks(true)
+	if err := w2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	type iv struct {
+		tid        int32
+		start, dur int64
+	}
+	for i, c := range []struct {
+		data     []byte
+		want     []iv
+		unmarked uint64
+		meta     map[string]string
+	}{
+		{buf1.Bytes(), []iv{{21, b + 2*ms, 2 * ms}, {20, b + 1*ms, 9 * ms}}, 0,
+			map[string]string{capture.MetaOffCPUIntervals: "2", capture.MetaOffCPUOpen: "1", capture.MetaOffCPUUnpaired: "0"}},
+		{buf2.Bytes(), []iv{{23, cut + 1*ms, 1 * ms}, {20, cut, 5 * ms}}, 1,
+			map[string]string{capture.MetaOffCPUIntervals: "2", capture.MetaOffCPUOpen: "0", capture.MetaOffCPUUnpaired: "0"}},
+	} {
+		recs, err := capture.DecodeOffCPU(o.fileWritten(t, c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []iv
+		for _, rc := range recs {
+			got = append(got, iv{rc.TID, rc.Time, rc.Duration})
+		}
+		slices.SortFunc(got, func(x, y iv) int { return int(x.tid - y.tid) })
+		slices.SortFunc(c.want, func(x, y iv) int { return int(x.tid - y.tid) })
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("capture %d: intervals %v, want %v", i+1, got, c.want)
+		}
+		checkOffCPUFrames(t, c.data, recs, 2*ms, c.unmarked)
+		md := metadataOf(t, c.data)
+		for k, v := range c.meta {
+			if md[k] != v {
+				t.Errorf("capture %d: metadata %s = %q, want %q", i+1, k, md[k], v)
+			}
+		}
+	}
+}
+
+// metadataOf returns the METADATA frames of a capture, the last value of
+// each id.
+func metadataOf(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	rd, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := make(map[string]string)
+	for {
+		f, err := rd.Next()
+		if err == io.EOF {
+			return md
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := f.(*capture.Metadata); ok {
+			md[m.ID] = m.Value
+		}
+	}
+}

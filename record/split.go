@@ -60,9 +60,11 @@ type splitState struct {
 
 // RecordSplit records as [Record] does, into one capture per s.Every,
 // handing each finished one to s.Done. Only sampling with perf events
-// of the whole system or of PIDs can be split: options that spawn a
-// command or keep state that spans the whole recording (off-CPU time,
-// blocking calls, probes, memprof, calls, trace fds) are refused.
+// of the whole system or of PIDs can be split, with off-CPU time or not:
+// options that spawn a command or keep state that spans the whole
+// recording (blocking calls, probes, memprof, calls, trace fds) are
+// refused. An off-CPU interval that spans a cut is cut in two: the time
+// up to the cut is in the capture that ends there, the rest in the next.
 func RecordSplit(ctx context.Context, opts Options, s Split) (res Result, err error) {
 	switch {
 	case s.Every <= 0:
@@ -71,8 +73,8 @@ func RecordSplit(ctx context.Context, opts Options, s Split) (res Result, err er
 		return res, errors.New("split recording: Path and Done are required")
 	case len(opts.Command) > 0:
 		return res, errors.New("a split recording records the whole system or pids, not a command")
-	case opts.NoPerf || opts.OffCPU || opts.Blocking > 0 || opts.MainLoop || len(opts.Spans) > 0 || len(opts.Probes) > 0:
-		return res, errors.New("a split recording samples with perf events only: no off-CPU time, blocking calls or probes")
+	case opts.NoPerf || opts.Blocking > 0 || opts.MainLoop || len(opts.Spans) > 0 || len(opts.Probes) > 0:
+		return res, errors.New("a split recording samples with perf events (and off-CPU time) only: no blocking calls or probes")
 	}
 	sp := &splitState{Split: s, n: 1, path: s.Path(1)}
 	w, err := capture.CreateWithOptions(sp.path, s.Writer)
@@ -120,6 +122,10 @@ func (r *recorder) cut(now time.Time) {
 	}
 	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
 	r.w.StopClock(r.stopAt)
+	if r.off != nil {
+		r.off.cut(r)
+		r.flushStacks(true)
+	}
 	r.endCapture()
 	old := r.w
 	done := sp.file(old, r.samples, r.lost)
@@ -154,6 +160,9 @@ func (r *recorder) cut(now time.Time) {
 	r.tr.nextCapture()
 	if r.sym != nil {
 		r.sym.nextCapture(r.tr.live, r.opts.SymbolCache != "")
+	}
+	if r.off != nil {
+		r.off.carry(r)
 	}
 	if err := r.beginCapture(); err != nil && r.writeErr == nil {
 		r.writeErr = err

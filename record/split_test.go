@@ -3,7 +3,9 @@ package record
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -159,4 +161,131 @@ func capturedLost(c *captured) uint64 {
 		}
 	}
 	return uint64(lost)
+}
+
+// TestRecordSplitOffCPU records the offcpu fixture (sleeps of 700 ms in
+// fixture_block, then 50 ms of spinning) with off-CPU time, cut into
+// captures of 500 ms, so that every sleep spans a cut. Each capture's
+// off-CPU intervals lie within its time range, and the fixture's time
+// asleep in fixture_block, summed over the captures, is what the fixture
+// measured it slept, within 5 %: each sleep is counted once, its parts
+// on both sides of the cuts neither lost nor counted twice. A part
+// carried into the next capture starts at that capture's start, and the
+// capture's own symbol bundle names its fixture_block.
+func TestRecordSplitOffCPU(t *testing.T) {
+	requirePerf(t)
+	bin := testutils.BuildFixture(t, "offcpu")
+	times := filepath.Join(t.TempDir(), "times")
+	// The fixture starts sleeping a second after the recording starts:
+	// the time before it would not be counted.
+	cmd := exec.Command("sh", "-c", `sleep 1; exec "$0" "$@"`, bin, "5", "700", "50", times)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := int32(cmd.Process.Pid)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		time.Sleep(200 * time.Millisecond)
+		exited <- err
+		cancel()
+	}()
+
+	dir := t.TempDir()
+	var files []SplitFile
+	opts := quiet
+	opts.PIDs = []int{int(pid)}
+	opts.Duration = time.Minute
+	opts.Frequency = 99
+	opts.OffCPU = true
+	// The leaf step finds fixture_block, the caller of libc's frameless
+	// nanosleep, as record --call-graph fp does by default.
+	opts.LeafStack = 512
+	opts.Log = testWriter{t}
+	_, err := RecordSplit(ctx, opts, Split{
+		Every: 500 * time.Millisecond,
+		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
+		Done: func(f SplitFile) error {
+			files = append(files, f)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
+	b, err := os.ReadFile(times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block, spin int64
+	if _, err := fmt.Sscanf(string(b), "block %d spin %d", &block, &spin); err != nil {
+		t.Fatalf("fixture output %q: %v", b, err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("%d captures, want at least 6 (5 s cut every 500 ms)", len(files))
+	}
+	var asleep int64
+	carried := 0
+	for _, f := range files {
+		c := load(t, f.Path)
+		data, err := c.files.Lookup(capture.OffCPUFile)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		recs, err := capture.DecodeOffCPU(data)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		sb, err := c.files.Lookup(capture.SymbolsFile)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		syms, err := capture.DecodeSymbols(sb)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		// The stacks are in the order of the records (see offCPU.write).
+		sf, err := c.files.Lookup(capture.StacksFile)
+		if err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		var inBlock []bool
+		if err := capture.DecodeStacks(sf, func(r *capture.StackRecord) {
+			inBlock = append(inBlock, slices.ContainsFunc(r.Addrs, func(a uint64) bool {
+				s, ok := syms.Lookup(r.PID, a)
+				return ok && s.Name == "fixture_block"
+			}))
+		}); err != nil {
+			t.Fatalf("capture %d: %v", f.N, err)
+		}
+		if len(inBlock) != len(recs) {
+			t.Fatalf("capture %d: %d stacks, %d off-CPU records", f.N, len(inBlock), len(recs))
+		}
+		for i, rc := range recs {
+			if rc.Time < f.Start || rc.Time+rc.Duration > f.End {
+				t.Errorf("capture %d [%d, %d]: interval of thread %d from %d for %v out of it", f.N, f.Start, f.End, rc.TID, rc.Time, time.Duration(rc.Duration))
+			}
+			if rc.TID != pid || rc.State != 'S' || !inBlock[i] {
+				continue
+			}
+			asleep += rc.Duration
+			if rc.Time == f.Start {
+				carried++
+			}
+		}
+	}
+	t.Logf("%d captures; fixture_block off the CPU %v, %d parts carried over a cut; the fixture measured %v asleep",
+		len(files), time.Duration(asleep), carried, time.Duration(block))
+	if d := asleep - block; d < -block/20 || d > block/20 {
+		t.Errorf("off-CPU time in fixture_block over the captures: %v; the fixture slept %v (want within 5%%)", time.Duration(asleep), time.Duration(block))
+	}
+	if carried == 0 {
+		t.Errorf("no off-CPU interval in fixture_block carried over a cut (starting at its capture's start)")
+	}
 }

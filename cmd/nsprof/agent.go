@@ -32,8 +32,20 @@ retried with a backoff doubling from 1 s to 1 min and periods wait in the
 spool; past --spool-max the oldest are dropped, each drop logged and counted.
 Periods spooled by an earlier run are sent first.
 
+--off-cpu also records the time threads spend off the CPU, as record
+--off-cpu does (sched:sched_switch with the stack each thread leaves the CPU
+with, and the task state): each push then has, beside each process's CPU
+profile, an off-CPU profile (sample type off_cpu, nanoseconds) weighing each
+stack by the time its thread spent off the CPU after leaving it there, under
+a leaf frame naming the state ("[off-CPU: S sleeping]", "[off-CPU: D
+uninterruptible]", "[off-CPU: R preempted]"). A thread off the CPU across a
+cut has the time up to the cut in that period, the rest in the next. It
+also copies 512 bytes of user stack per sample, as record --call-graph fp
+does, to find the caller of a frameless libc system-call wrapper.
+
 Losses are reported in the pushes, as resource attributes:
-nsprof.lost_samples (samples the kernel dropped in the period),
+nsprof.lost_samples (samples the kernel dropped in the period, and in the
+periods before it that had no samples to push),
 nsprof.dropped_periods and nsprof.dropped_samples (periods dropped from the
 full spool or refused by the receiver since the push before).`,
 		Example: `  nsprof agent --otlp-endpoint http://127.0.0.1:4318 --period 10s -F 19
@@ -64,11 +76,21 @@ full spool or refused by the receiver since the push before).`,
 				}
 				o.Spool = filepath.Join(dir, "nsprof", "spool")
 			}
+			if o.Record.OffCPU {
+				// The leaf step, as record's default --call-graph fp.
+				if _, o.Record.LeafStack, err = parseCallGraph("fp"); err != nil {
+					return err
+				}
+			}
 			o.Log = cmd.ErrOrStderr()
 			o.Record.Version = versionString()
 			st, err := agent.Run(cmd.Context(), o)
-			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples), %d dropped, %d refused (%d samples), %d retries; the kernel lost %d samples\n",
-				st.Recorded, st.Sent, st.Samples, st.Dropped, st.Refused, st.DroppedSamples, st.Retries, st.Lost)
+			offCPU := ""
+			if o.Record.OffCPU {
+				offCPU = fmt.Sprintf(", %.3fs off the CPU", float64(st.OffCPU)/1e9)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "nsprof agent: %d periods recorded, %d sent (%d samples%s), %d dropped, %d refused (%d samples), %d retries; the kernel lost %d samples (%d unreported)\n",
+				st.Recorded, st.Sent, st.Samples, offCPU, st.Dropped, st.Refused, st.DroppedSamples, st.Retries, st.Lost, st.Unreported)
 			return err
 		},
 	}
@@ -76,6 +98,7 @@ full spool or refused by the receiver since the push before).`,
 	f := cmd.Flags()
 	f.DurationVar(&o.Period, "period", 10*time.Second, "record and send periods of `DURATION`")
 	f.IntVarP(&o.Record.Frequency, "freq", "F", 19, "sample at `HZ` per CPU")
+	f.BoolVar(&o.Record.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in, pushed as off-CPU profiles (off_cpu, nanoseconds)")
 	f.IntVar(&o.Periods, "periods", 0, "stop after `N` periods, once they are sent (default: run until interrupted)")
 	f.StringVar(&o.Spool, "spool", "", "keep unsent periods in `DIR` (default $XDG_CACHE_HOME/nsprof/spool)")
 	f.StringVar(&fl.symbolCache, "symbol-cache", "", "keep the symbol tables and source lines of the files samples hit in `DIR`, by build-id; a period that samples a file the one before did not reads them from there (default /var/cache/nsprof/symbols for root, else $XDG_CACHE_HOME/nsprof/symbols)")

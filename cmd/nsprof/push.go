@@ -19,7 +19,7 @@ func newPushCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "push [flags] FILE --otlp-endpoint URL",
-		Short: "Send the CPU samples of a capture to an OpenTelemetry Collector (OTLP profiles)",
+		Short: "Send the CPU samples and off-CPU time of a capture to an OpenTelemetry Collector (OTLP profiles)",
 		Long: `Push sends the stack samples of a capture as OpenTelemetry profiles
 (OTLP profiles v1development, protobuf over HTTP, or gRPC with --protocol
 grpc) to the receiver at --otlp-endpoint, such as an OpenTelemetry Collector
@@ -30,8 +30,11 @@ gRPC it is HOST:PORT (TLS, or plain text with --insecure) or a URL whose
 scheme says (http:// plain text, https:// TLS). --tls-ca checks the
 receiver's certificate against the given authorities.
 
-Each request holds one profile per process, under a resource with
-host.name, process.pid, process.executable.name, process.command_line,
+Each request holds a resource per process with its CPU profile (stack
+samples) and, for a capture recorded with --off-cpu, its off-CPU profile
+(sample type off_cpu, nanoseconds: each stack weighs the time its thread
+spent off the CPU after leaving it there; the leaf frame names the task
+state). The resource has host.name, process.pid, process.executable.name, process.command_line,
 nsprof.process.nspid (the pid in the process's namespace),
 nsprof.container.kind, and container.id, container.name and
 container.runtime.name for a podman container; samples carry thread.id,
@@ -62,11 +65,18 @@ first request the receiver does not take, saying which period it was.`,
 			for _, w := range res.Warnings {
 				fmt.Fprintf(stderr, "nsprof: warning: %s: %s\n", textsafe.Escape(path), textsafe.Escape(w))
 			}
-			fmt.Fprintf(stderr, "nsprof: pushed %d samples in %d requests (%d periods) to %s", res.Samples, res.Requests, res.Periods, c.URL)
+			fmt.Fprintf(stderr, "nsprof: pushed %d samples", res.Samples)
+			if res.OffCPU > 0 {
+				fmt.Fprintf(stderr, " and %.3fs off the CPU", float64(res.OffCPU)/1e9)
+			}
+			fmt.Fprintf(stderr, " in %d requests (%d periods) to %s", res.Requests, res.Periods, c.URL)
 			if res.Skipped > 0 {
-				fmt.Fprintf(stderr, "; left out %d samples that are not CPU samples (off-CPU, allocations)", res.Skipped)
+				fmt.Fprintf(stderr, "; left out %d samples that are neither CPU samples nor off-CPU time (blocking calls, allocations)", res.Skipped)
 			}
 			fmt.Fprintln(stderr)
+			if err == nil && res.Requests == 0 && res.Lost > 0 {
+				fmt.Fprintf(stderr, "nsprof: warning: the kernel lost %d samples recording %s; nothing was sent, so no request reports them\n", res.Lost, textsafe.Escape(path))
+			}
 			return err
 		},
 	}

@@ -16,11 +16,17 @@ type CollectedProcess struct {
 	Samples int64
 	// Total counts the samples of each function name once per stack.
 	Total map[string]int
+	// OffCPU is the sum of its off-CPU profiles' values (nanoseconds),
+	// and OffCPUTotal that of each function name, once per stack.
+	OffCPU      int64
+	OffCPUTotal map[string]int64
 }
 
 // ReadCollected decodes the file exporter's JSON lines (one request each)
-// and sums the samples by process and function; it returns the profiles'
-// start times in the order the requests arrived.
+// and sums the samples by process and function, the CPU profiles'
+// (sample type samples) and the off-CPU ones' (off_cpu, nanoseconds)
+// apart; it returns the CPU profiles' start times in the order the
+// requests arrived.
 func ReadCollected(t testing.TB, lines []string) (map[int64]*CollectedProcess, []time.Time) {
 	t.Helper()
 	procs := map[int64]*CollectedProcess{}
@@ -37,28 +43,41 @@ func ReadCollected(t testing.TB, lines []string) (map[int64]*CollectedProcess, [
 			pid, _ := attrs["process.pid"].(int64)
 			cp := procs[pid]
 			if cp == nil {
-				cp = &CollectedProcess{Attrs: attrs, Total: map[string]int{}}
+				cp = &CollectedProcess{Attrs: attrs, Total: map[string]int{}, OffCPUTotal: map[string]int64{}}
 				procs[pid] = cp
 			}
 			for _, sp := range rp.ScopeProfiles().All() {
 				for _, prof := range sp.Profiles().All() {
-					if tp := strs.At(int(prof.SampleType().TypeStrindex())); tp != "samples" {
-						t.Errorf("pid %d: sample type %q, want samples", pid, tp)
+					tp, unit := strs.At(int(prof.SampleType().TypeStrindex())), strs.At(int(prof.SampleType().UnitStrindex()))
+					off := tp == "off_cpu" && unit == "nanoseconds"
+					if tp != "samples" && !off {
+						t.Errorf("pid %d: sample type %q (%s), want samples or off_cpu", pid, tp, unit)
 					}
-					times = append(times, prof.Time().AsTime())
+					if !off {
+						times = append(times, prof.Time().AsTime())
+					}
 					for _, s := range prof.Samples().All() {
 						n := int64(0)
 						for _, v := range s.Values().All() {
 							n += v
 						}
-						cp.Samples += n
+						if off {
+							cp.OffCPU += n
+						} else {
+							cp.Samples += n
+						}
 						seen := map[string]bool{}
 						st := dict.StackTable().At(int(s.StackIndex()))
 						for _, li := range st.LocationIndices().All() {
 							for _, ln := range dict.LocationTable().At(int(li)).Lines().All() {
 								name := strs.At(int(dict.FunctionTable().At(int(ln.FunctionIndex())).NameStrindex()))
-								if !seen[name] {
-									seen[name] = true
+								if seen[name] {
+									continue
+								}
+								seen[name] = true
+								if off {
+									cp.OffCPUTotal[name] += n
+								} else {
 									cp.Total[name] += int(n)
 								}
 							}
