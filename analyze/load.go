@@ -402,7 +402,12 @@ type builder struct {
 	// and its frames.
 	lastPID    int32
 	lastFrames *procFrames
-	key        []byte
+	// recent caches frames interned lately, by a hash of their key:
+	// new stacks mostly repeat the frames of stacks interned before
+	// them (their callers), and a lookup in a process's map of tens of
+	// thousands of frames missed the processor's caches for each.
+	recent *[recentFrames]recentFrame
+	key    []byte
 	files      embeddedFiles
 	lostID     uint32
 	maxTime    int64
@@ -468,6 +473,10 @@ func newBuilder(h capture.FileHeader, n sizes) *builder {
 		minTime:   math.MaxInt64,
 		maxTime:   math.MinInt64,
 		lastStack: -1,
+		recent:    new([recentFrames]recentFrame),
+	}
+	for i := range b.recent {
+		b.recent[i].fid = -1
 	}
 	if n.samples > 0 {
 		b.chunk = make([]Sample, 0, n.samples)
@@ -649,6 +658,13 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 		if caller && capture.ImpossibleReturn(a) {
 			continue
 		}
+		kind := uint64(b2i(kernel) | b2i(caller)<<1)
+		h := (a ^ uint64(pid)*0x9e3779b97f4a7c15 ^ kind<<62) * 0xff51afd7ed558ccd
+		r := &b.recent[h>>(64-recentBits)]
+		if r.addr == a && r.pid == pid && r.kind == uint8(kind) && r.fid >= 0 {
+			b.p.stackFrames = append(b.p.stackFrames, r.fid)
+			continue
+		}
 		m := pf.of(kernel, caller)
 		fid, ok := (*m)[a]
 		if !ok {
@@ -659,10 +675,24 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 			(*m)[a] = fid
 			b.frameKeys = append(b.frameKeys, frameKey{pid: pid, kernel: kernel, caller: caller, addr: a})
 		}
+		*r = recentFrame{addr: a, pid: pid, kind: uint8(kind), fid: fid}
 		b.p.stackFrames = append(b.p.stackFrames, fid)
 	}
 	b.p.stackStart = append(b.p.stackStart, int32(len(b.p.stackFrames)))
 	return StackID(len(b.p.stackStart) - 2)
+}
+
+// recentBits sizes builder.recent: 4096 frames, 96 kB.
+const recentBits = 12
+
+const recentFrames = 1 << recentBits
+
+// recentFrame is a frame of builder.recent: its key and id (-1: none).
+type recentFrame struct {
+	addr uint64
+	pid  int32
+	kind uint8 // 1: kernel, 2: caller
+	fid  FrameID
 }
 
 // finish completes the process and thread tables and loads the embedded
@@ -673,7 +703,7 @@ func (b *builder) finish() *Profile {
 	calls := b.callSamples()
 	// No stack is interned after these: the tables that intern them go
 	// before the frames and the bundle take their room.
-	b.frames, b.lastFrames, b.stacks = nil, nil, nil
+	b.frames, b.lastFrames, b.stacks, b.recent = nil, nil, nil, nil
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {
