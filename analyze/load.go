@@ -406,14 +406,14 @@ type builder struct {
 	// new stacks mostly repeat the frames of stacks interned before
 	// them (their callers), and a lookup in a process's map of tens of
 	// thousands of frames missed the processor's caches for each.
-	recent *[recentFrames]recentFrame
-	key    []byte
-	files      embeddedFiles
-	lostID     uint32
-	maxTime    int64
-	minTime    int64
-	lastStack  StackID
-	lastKey    []byte
+	recent    *[recentFrames]recentFrame
+	key       []byte
+	files     embeddedFiles
+	lostID    uint32
+	maxTime   int64
+	minTime   int64
+	lastStack StackID
+	lastKey   []byte
 	// addrSlots counts the addresses SAMPLE frames hold, and an upper
 	// bound of those of TRACE and ALLOCATION frames: the most records a
 	// LinesFile can hold (see capture.DecodeLinesMax).
