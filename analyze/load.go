@@ -406,14 +406,18 @@ type builder struct {
 	// new stacks mostly repeat the frames of stacks interned before
 	// them (their callers), and a lookup in a process's map of tens of
 	// thousands of frames missed the processor's caches for each.
-	recent    *[recentFrames]recentFrame
-	key       []byte
-	files     embeddedFiles
-	lostID    uint32
-	maxTime   int64
-	minTime   int64
-	lastStack StackID
-	lastKey   []byte
+	recent *[recentFrames]recentFrame
+	// recentStacks caches the stacks interned or found lately, by their
+	// key, as recent does frames: samples come back to the stacks of
+	// the last few milliseconds.
+	recentStacks *[recentFrames]recentStack
+	key          []byte
+	files        embeddedFiles
+	lostID       uint32
+	maxTime      int64
+	minTime      int64
+	lastStack    StackID
+	lastKey      []byte
 	// addrSlots counts the addresses SAMPLE frames hold, and an upper
 	// bound of those of TRACE and ALLOCATION frames: the most records a
 	// LinesFile can hold (see capture.DecodeLinesMax).
@@ -466,17 +470,19 @@ func newBuilder(h capture.FileHeader, n sizes) *builder {
 			stackFrames: make([]FrameID, 0, n.addrs/2),
 			JIT:         make(map[uint64]string),
 		},
-		stacks:    make(map[stackKey]StackID, n.samples/4),
-		seeds:     [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		frames:    make(map[int32]*procFrames),
-		frameKeys: make([]frameKey, 0, n.samples),
-		minTime:   math.MaxInt64,
-		maxTime:   math.MinInt64,
-		lastStack: -1,
-		recent:    new([recentFrames]recentFrame),
+		stacks:       make(map[stackKey]StackID, n.samples/4),
+		seeds:        [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		frames:       make(map[int32]*procFrames),
+		frameKeys:    make([]frameKey, 0, n.samples),
+		minTime:      math.MaxInt64,
+		maxTime:      math.MinInt64,
+		lastStack:    -1,
+		recent:       new([recentFrames]recentFrame),
+		recentStacks: new([recentFrames]recentStack),
 	}
 	for i := range b.recent {
 		b.recent[i].fid = -1
+		b.recentStacks[i].id = -1
 	}
 	if n.samples > 0 {
 		b.chunk = make([]Sample, 0, n.samples)
@@ -597,12 +603,18 @@ func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 		id = b.lastStack // the same stack as the sample before
 	} else {
 		h := stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
-		v, ok := b.stacks[h]
-		if !ok {
-			v = b.newStack(pid, addrs, ret)
-			b.stacks[h] = v
+		r := &b.recentStacks[h[0]>>(64-recentBits)]
+		if r.key == h && r.id >= 0 {
+			id = r.id
+		} else {
+			v, ok := b.stacks[h]
+			if !ok {
+				v = b.newStack(pid, addrs, ret)
+				b.stacks[h] = v
+			}
+			*r = recentStack{h, v}
+			id = v
 		}
-		id = v
 		b.lastKey = append(b.lastKey[:0], k...)
 	}
 	b.lastStack = id
@@ -687,6 +699,13 @@ const recentBits = 12
 
 const recentFrames = 1 << recentBits
 
+// recentStack is a stack of builder.recentStacks: its key and id (-1:
+// none).
+type recentStack struct {
+	key stackKey
+	id  StackID
+}
+
 // recentFrame is a frame of builder.recent: its key and id (-1: none).
 type recentFrame struct {
 	addr uint64
@@ -703,7 +722,7 @@ func (b *builder) finish() *Profile {
 	calls := b.callSamples()
 	// No stack is interned after these: the tables that intern them go
 	// before the frames and the bundle take their room.
-	b.frames, b.lastFrames, b.stacks, b.recent = nil, nil, nil, nil
+	b.frames, b.lastFrames, b.stacks, b.recent, b.recentStacks = nil, nil, nil, nil, nil
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {
