@@ -269,6 +269,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		}
 	}
 	var again []int32
+	var rep []int32 // see sameCode; nil when not used
 	if later == nil {
 		// No symbolizer reads ahead: frames are named side by side,
 		// each goroutine sharing the locations it makes.
@@ -278,7 +279,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		// a large capture's frames took twice as long).
 		// Each code is named once, the frames at the same code in
 		// other processes taking its name (see sameCode).
-		rep := p.sameCode()
+		rep = p.sameCode()
 		var reps []int32
 		for i, r := range rep {
 			if int(r) == i {
@@ -361,6 +362,14 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		f := &p.Frames[i]
 		if k := by[i]; k >= 0 {
 			counts[k]++
+			if rep != nil {
+				// The frame named in its place, earlier, has
+				// its function already.
+				if r := &p.Frames[rep[i]]; int(rep[i]) != i && r.Loc == f.Loc && r.Kernel == f.Kernel {
+					f.Func = r.Func
+					continue
+				}
+			}
 			m := ofLoc[b2i(f.Kernel)]
 			id, ok := m[f.Loc]
 			if !ok {
