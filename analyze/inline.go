@@ -75,6 +75,16 @@ func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
 	for id, fn := range p.Funcs {
 		funcs[fn] = FuncID(id)
 	}
+	// The functions of the calls inlined at each location, by location
+	// (user and kernel apart): frames of many processes at the same
+	// code share theirs (see sameCode), and hashing the names of each
+	// frame's calls was half of this.
+	type chainFuncs struct{ start, n int32 }
+	var ofLoc [2]map[*Location]chainFuncs
+	for k := range ofLoc {
+		ofLoc[k] = make(map[*Location]chainFuncs)
+	}
+	var ids []FuncID
 	last := 0 // the frames before it have their place in at
 	for i := range p.Frames {
 		f := &p.Frames[i]
@@ -84,10 +94,17 @@ func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
 		for j := last; j <= i; j++ {
 			x.at[j] = int32(len(x.chains))
 		}
-		for _, in := range f.Loc.Inline {
-			id := internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel})
+		c, ok := ofLoc[b2i(f.Kernel)][f.Loc]
+		if !ok {
+			c = chainFuncs{int32(len(ids)), int32(len(f.Loc.Inline))}
+			for _, in := range f.Loc.Inline {
+				ids = append(ids, internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel}))
+			}
+			ofLoc[b2i(f.Kernel)][f.Loc] = c
+		}
+		for k := range f.Loc.Inline {
 			x.chains = append(x.chains, FrameID(len(x.frames)))
-			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: &in, Func: id})
+			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: &f.Loc.Inline[k], Func: ids[c.start+int32(k)]})
 		}
 		x.chains = append(x.chains, FrameID(i))
 		last = i + 1
