@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"nsprof/internal/procfmt"
 )
 
 // LinesFile is the embedded file in which nsprof record stores, for each
@@ -331,7 +333,7 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 		return AddrLines{}, fmt.Errorf("pid %.20q", f)
 	}
 	f = field()
-	addr, ok := parseHex(f)
+	addr, ok := procfmt.ParseHex(f)
 	if !ok {
 		return AddrLines{}, fmt.Errorf("address %.20q", f)
 	}
@@ -361,7 +363,7 @@ func parseLinesRef(line []byte, prev []AddrLines) (AddrLines, error) {
 	if !ok {
 		return AddrLines{}, fmt.Errorf("pid %.20q", f0)
 	}
-	addr, ok := parseHex(f1)
+	addr, ok := procfmt.ParseHex(f1)
 	if !ok {
 		return AddrLines{}, fmt.Errorf("address %.20q", f1)
 	}
@@ -451,29 +453,6 @@ func parseCount(b []byte) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
-	}
-	return n, true
-}
-
-// parseHex parses an address of a LinesFile record as
-// strconv.ParseUint(b, 16, 64) does.
-func parseHex(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 16 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
 	}
 	return n, true
 }

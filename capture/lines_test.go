@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"nsprof/internal/procfmt"
 	"nsprof/internal/testutils"
 )
 
@@ -215,10 +216,10 @@ func TestLinesFieldParsers(t *testing.T) {
 		if ok != (err == nil) || ok && int64(pid) != want {
 			t.Errorf("parsePID(%q) = %d, %v; strconv: %d, %v", in, pid, ok, want, err)
 		}
-		addr, ok := parseHex([]byte(in))
+		addr, ok := procfmt.ParseHex([]byte(in))
 		wantAddr, err := strconv.ParseUint(in, 16, 64)
 		if len(in) <= 16 && (ok != (err == nil) || ok && addr != wantAddr) {
-			t.Errorf("parseHex(%q) = %#x, %v; strconv: %#x, %v", in, addr, ok, wantAddr, err)
+			t.Errorf("ParseHex(%q) = %#x, %v; strconv: %#x, %v", in, addr, ok, wantAddr, err)
 		}
 		n, ok := parseCount([]byte(in))
 		wantN, err := strconv.Atoi(in)

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"nsprof/internal/procfmt"
 )
 
 // FuzzNewFile parses arbitrary bytes as ELF and reads everything a File
@@ -99,7 +101,7 @@ func FuzzKallsyms(f *testing.F) {
 			return
 		}
 		for _, line := range strings.Split(in, "\n") {
-			a, ok := parseKallsymsAddr([]byte(strings.SplitN(line, " ", 2)[0]))
+			a, ok := procfmt.ParseHex([]byte(strings.SplitN(line, " ", 2)[0]))
 			if !ok {
 				continue
 			}

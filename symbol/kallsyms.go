@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"nsprof/internal/procfmt"
 )
 
 // maxKernelFunc bounds how far past its start a kernel symbol extends when
@@ -82,7 +84,7 @@ func NewKallsyms(data []byte) (*Kallsyms, error) {
 		if sp <= 0 || sp+3 >= len(line) || line[sp+2] != ' ' || line[sp+1] == ' ' {
 			return nil, syntaxError("kallsyms", lineNo, line, "want ADDR TYPE NAME")
 		}
-		addr, ok := parseKallsymsAddr(line[:sp])
+		addr, ok := procfmt.ParseHex(line[:sp])
 		if !ok {
 			return nil, syntaxError("kallsyms", lineNo, line, "bad address")
 		}
@@ -131,28 +133,6 @@ func NewKallsyms(data []byte) (*Kallsyms, error) {
 }
 
 func cmpKsym(a, b ksym) int { return cmp.Compare(a.addr, b.addr) }
-
-// parseKallsymsAddr parses a kallsyms address: 1 to 16 hex digits.
-func parseKallsymsAddr(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 16 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(c)
-	}
-	return v, true
-}
 
 // preferred reports whether alias a is to be shown rather than b.
 func (k *Kallsyms) preferred(a, b ksym) bool {
