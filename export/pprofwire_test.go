@@ -9,7 +9,6 @@ import (
 	"github.com/google/pprof/profile"
 
 	"nsprof/analyze"
-	"nsprof/capture"
 	"nsprof/internal/testcaptures"
 )
 
@@ -168,35 +167,10 @@ func TestPprofPeriodTypes(t *testing.T) {
 // named by several goroutines (18,000 frames: several blocks).
 func TestPprofSharesLocations(t *testing.T) {
 	const pids, addrs = 3, 6000
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var syms []capture.Symbol
-	for pid := int32(1); pid <= pids; pid++ {
-		h := capture.FrameHeader{PID: pid, Time: 1, CPU: -1}
-		w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: "/bin/p"})
-		w.WriteFrame(&capture.Map{FrameHeader: h, Start: 0x400000, End: 0x400000 + addrs*0x10, Filename: "/bin/p", BuildID: "abcd"})
-		for i := range addrs {
-			a := 0x400000 + uint64(i)*0x10
-			syms = append(syms, capture.Symbol{PID: pid, Begin: a, End: a + 0xf, Name: fmt.Sprintf("f_%d", i)})
-			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: int64(2 + i), CPU: 0}, TID: pid, Addrs: []uint64{capture.ContextUser, a}})
-		}
-	}
-	b, err := capture.EncodeSymbols(syms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddSymbolsFile(capture.FrameHeader{PID: -1, CPU: -1, Time: 1 << 20}, b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	data := testcaptures.SameProgram(t, pids, addrs, "abcd", true, func(int32, int) bool { return true })
 	var first []byte
 	for run := range 3 {
-		p, err := analyze.LoadBytes(buf.Bytes(), analyze.LoadOptions{NoHostFiles: true})
+		p, err := analyze.LoadBytes(data, analyze.LoadOptions{NoHostFiles: true})
 		if err != nil {
 			t.Fatal(err)
 		}
