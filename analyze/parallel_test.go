@@ -11,7 +11,7 @@ import (
 // the name its own address has, whichever goroutine named it, and the
 // counts per symbolizer add up (run with -race in CI).
 func TestSymbolizeFramesInParallel(t *testing.T) {
-	const pids, addrs = 3, 6000 // 18,000 frames: several blocks
+	const pids, addrs = 3, 6000                                                                                // 18,000 frames: several blocks
 	data := testcaptures.SameProgram(t, pids, addrs, "", false, func(_ int32, i int) bool { return i%2 == 0 }) // every other address is named
 	p, err := LoadBytes(data, LoadOptions{NoHostFiles: true})
 	if err != nil {
