@@ -12,6 +12,12 @@ type bundleFiles struct {
 	table    *capture.SymbolTable
 	lines    *capture.LineTable
 	warnings []string
+	// procs, threads and procErr are what capture.ReadProcessFile
+	// returned, when procsRead says the process file was read here.
+	procs     []capture.ProcessInfo
+	threads   []capture.ThreadInfo
+	procErr   error
+	procsRead bool
 }
 
 // decodeBundle decodes the [capture.SymbolsFile] and [capture.LinesFile]
@@ -56,8 +62,9 @@ func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
 	return d
 }
 
-// bundlePaths are the stored names of the files decodeBundle reads.
-var bundlePaths = []string{capture.SymbolsFile, capture.SymbolsFile + ".gz", capture.LinesFile, capture.LinesFile + ".gz"}
+// bundlePaths are the stored names of the files decodeBundle reads, and
+// the process file, which startBundle's goroutine reads too.
+var bundlePaths = []string{capture.SymbolsFile, capture.SymbolsFile + ".gz", capture.LinesFile, capture.LinesFile + ".gz", capture.ProcessFile, capture.ProcessFile + ".gz"}
 
 // isBundlePath reports whether a FILE_CHUNK of path is one of bundlePaths.
 func isBundlePath(path string) bool {
@@ -91,6 +98,13 @@ func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 	go func() {
 		defer close(e.done)
 		e.d = decodeBundle(own, maxLines)
+		// The process file too (a JSON line per process and thread:
+		// 0.06 s for the 460 processes of a 60 s system capture),
+		// while the frames are read.
+		if own.Has(capture.ProcessFile) || own.Has(capture.ProcessFile+".gz") {
+			e.d.procs, e.d.threads, e.d.procErr = capture.ReadProcessFile(own)
+			e.d.procsRead = true
+		}
 	}()
 	return e
 }

@@ -435,8 +435,10 @@ type builder struct {
 	// event and freq are the sampling event and frequency the recording
 	// says it used, for the CPU time of a sample.
 	event, freq string
-	// pre decodes the bundle files while frames are read, when set.
-	pre *earlyBundle
+	// pre decodes the bundle files while frames are read, when set;
+	// procFile is what it read of the process file, when it did.
+	pre      *earlyBundle
+	procFile *bundleFiles
 	// symbolsComplete says the recording's symbol bundle names all it
 	// could (capture.MetaSymbolsComplete): host files are not read.
 	symbolsComplete bool
@@ -825,11 +827,19 @@ func commOf(cmdline string) string {
 // loadProcessFile applies nsprof's process file: comm, namespace pids and
 // container labels.
 func (b *builder) loadProcessFile() {
-	fs, err := b.files.capture(capture.ProcessFile)
-	var ps []capture.ProcessInfo
-	var ts []capture.ThreadInfo
-	if err == nil {
-		ps, ts, err = capture.ReadProcessFile(fs)
+	var (
+		ps  []capture.ProcessInfo
+		ts  []capture.ThreadInfo
+		err error
+	)
+	if d := b.procFile; d != nil {
+		ps, ts, err = d.procs, d.threads, d.procErr
+		b.procFile = nil
+	} else {
+		var fs *capture.Files
+		if fs, err = b.files.capture(capture.ProcessFile); err == nil {
+			ps, ts, err = capture.ReadProcessFile(fs)
+		}
 	}
 	if err != nil {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("process info: %v", err))
@@ -879,6 +889,9 @@ func (b *builder) loadSymbols() []string {
 		d = decodeBundle(&b.files.fs, int(b.addrSlots))
 	}
 	b.p.Bundle, b.p.Lines = d.table, d.lines
+	if d.procsRead {
+		b.procFile = d
+	}
 	warnings := d.warnings
 	b.files.forget(capture.SymbolsFile, capture.LinesFile)
 	if data, err := b.files.lookup(capture.KernelNotesFile); err == nil {
