@@ -13,8 +13,9 @@ type CatOptions struct {
 	// MapPID translates the process and thread ids found in the source
 	// (frame PIDs, sample and allocation TIDs, FORK children) into the ids
 	// to write. Within one PID namespace pids and tids share one number
-	// space, so one function serves both. It is called only for ids > 0.
-	// Default: ids are kept.
+	// space, so one function serves both. It is called only for ids > 0,
+	// and once per id: the merge reuses its answer. Default: ids are
+	// kept.
 	MapPID func(id int32) int32
 	// NewFrameTypes makes [CatFiles] write TRACE and DBUS_MESSAGE frames
 	// as such (see [WriterOptions.NewFrameTypes]). [Cat] follows the
@@ -37,6 +38,15 @@ func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
 	return cat(dst, src, opts, nil)
 }
 
+// CatBytes is [Cat] of the capture held whole in data, which it reads in
+// place (see [NewBytesReader]): a recorder maps the file an application
+// wrote its marks into and merges it without reading it through a buffer.
+// data must not change while CatBytes runs.
+func CatBytes(dst *Writer, data []byte, opts CatOptions) error {
+	open := func() (*Reader, error) { return NewBytesReader(data, ReaderOptions{AllowUnknown: true}) }
+	return catFrom(dst, open, opts, nil)
+}
+
 // cat is [Cat]; when files is set, the chunks of the embedded files
 // [CatFiles] merges go there instead of to dst (see divert).
 func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
@@ -44,45 +54,62 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
-	r, err := NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
+	open := func() (*Reader, error) {
+		if _, err := src.Seek(base, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
+	}
+	return catFrom(dst, open, opts, files)
+}
+
+// catFrom is cat of the capture open reads from its start, twice.
+func catFrom(dst *Writer, open func() (*Reader, error), opts CatOptions, files *Files) error {
+	r, err := open()
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
 	hdr := r.Header()
 
-	// Pass 1: JIT names → destination addresses.
+	// Pass 1: JIT names → destination addresses. Only JIT_MAP frames
+	// are decoded; the others are only walked over.
 	jit := make(map[uint64]uint64)
 	var firstErr error
 	for {
-		f, err := r.Next()
+		rf, err := r.NextRaw()
 		if err != nil {
 			if err != io.EOF {
 				firstErr = err
 			}
 			break
 		}
-		if m, ok := f.(*JITMap); ok {
-			for _, e := range m.Entries {
-				a, err := dst.AddJITMap(e.Name)
-				if err != nil {
-					return fmt.Errorf("cat: %w", err)
-				}
-				jit[e.Addr] = a
+		if rf.Type != TypeJITMap {
+			continue
+		}
+		f, err := rf.Decode()
+		if err != nil {
+			firstErr = err
+			break
+		}
+		for _, e := range f.(*JITMap).Entries {
+			a, err := dst.AddJITMap(e.Name)
+			if err != nil {
+				return fmt.Errorf("cat: %w", err)
 			}
+			jit[e.Addr] = a
 		}
 	}
 
-	// Pass 2: copy frames through the typed writer.
-	if _, err := src.Seek(base, io.SeekStart); err != nil {
-		return fmt.Errorf("cat: %w", err)
-	}
-	if r, err = NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true}); err != nil {
+	// Pass 2: copy frames, as stored where only their ids change (see
+	// rawCopyable), else through the typed writer.
+	if r, err = open(); err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
 	m := catMapper{jit: jit, counters: make(map[uint32]uint32), mapPID: opts.MapPID}
+	raw := r.o == dst.o
 	maxEnd := int64(math.MinInt64)
 	for {
-		f, err := r.Next()
+		rf, err := r.NextRaw()
 		if err == io.EOF {
 			break
 		}
@@ -90,8 +117,21 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 			firstErr = err
 			break
 		}
-		if f.Type() == TypeJITMap {
+		if raw && m.rawCopyable(&rf, files != nil) {
+			end, err := m.copyRaw(dst, &rf)
+			if err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+			maxEnd = max(maxEnd, end)
 			continue
+		}
+		if rf.Type == TypeJITMap {
+			continue
+		}
+		f, err := rf.Decode()
+		if err != nil {
+			firstErr = err
+			break
 		}
 		if _, ok := f.(*Unknown); ok {
 			continue
@@ -126,6 +166,9 @@ type catMapper struct {
 	jit      map[uint64]uint64
 	counters map[uint32]uint32
 	mapPID   func(int32) int32
+	// ids memoizes mapPID; lastID and lastHost are its latest answer.
+	ids              map[int32]int32
+	lastID, lastHost int32
 }
 
 func (m *catMapper) addrs(a []uint64) {
@@ -166,7 +209,7 @@ func MapIDs(f Frame, mapID func(int32) int32) {
 // translate rewrites f in place for the destination.
 func (m *catMapper) translate(dst *Writer, f Frame) error {
 	if m.mapPID != nil {
-		MapIDs(f, m.mapPID)
+		MapIDs(f, m.id)
 	}
 	switch f := f.(type) {
 	case *Sample:

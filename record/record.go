@@ -969,21 +969,31 @@ func (r *recorder) endChild() {
 }
 
 // mergeTraceFDs appends what the command wrote to its trace fds, with its
-// namespace pids translated to host pids.
+// namespace pids translated to host pids. Each memfd is mapped and merged
+// in place (read through a buffer where it cannot be mapped).
 func (r *recorder) mergeTraceFDs() {
-	mapPID := r.tr.pm.translatorFor(r.child.pid())
+	opts := capture.CatOptions{MapPID: r.tr.pm.translatorFor(r.child.pid())}
 	for _, t := range r.child.traces {
-		st, err := t.file.Stat()
-		if err != nil || st.Size() == 0 {
-			continue
-		}
-		if _, err := t.file.Seek(0, io.SeekStart); err != nil {
-			continue
-		}
-		if err := capture.Cat(r.w, t.file, capture.CatOptions{MapPID: mapPID}); err != nil {
+		if err := mergeTraceFD(r.w, t.file, opts); err != nil {
 			r.logf("merging %s capture: %v", t.name, err)
 		}
 	}
+}
+
+// mergeTraceFD appends the capture in f, if it holds one, to w.
+func mergeTraceFD(w *capture.Writer, f *os.File, opts capture.CatOptions) error {
+	data, unmap, st, err := capture.MapFile(f)
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	if data != nil {
+		defer unmap()
+		return capture.ReadMapped(data, func() error { return capture.CatBytes(w, data, opts) })
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return capture.Cat(w, f, opts)
 }
 
 // dropZeros removes the 0 entries a frame-pointer walk leaves where a chain
