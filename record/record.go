@@ -91,6 +91,7 @@ type recorder struct {
 	cfd    *controlFD     // SYSPROF_CONTROL_FD, with TraceFD, GTK or SysprofMemprof
 	rd     *perf.Reader
 	child  *child
+	ns     nsLearner // without perf events, with trace fds
 	mp     *memprof
 	cs     counterSet
 	status *statusLine
@@ -676,6 +677,9 @@ const readBatchSize = 64
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
 	r.tr.flushPending(false)
+	if r.rd == nil && r.child != nil && len(r.child.traces) > 0 {
+		r.ns.learn(r.tr, r.child.pid())
+	}
 	if r.block != nil {
 		r.block.tick(capture.Now())
 	}
