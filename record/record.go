@@ -587,6 +587,10 @@ func (r *recorder) loop(ctx context.Context) {
 		childDone = r.child.done
 	}
 	var rec perf.Record
+	if r.rd == nil && r.cfd != nil {
+		r.cfd.watch()
+		defer r.cfd.unwatch()
+	}
 	next := time.Now()
 	for {
 		now := time.Now()
@@ -601,7 +605,10 @@ func (r *recorder) loop(ctx context.Context) {
 		}
 		if r.cfd != nil {
 			r.cfd.poll(r)
-			if soon := now.Add(memprofPoll); soon.Before(wake) {
+			if r.cfd.closed {
+				r.cfd.unwatch()
+			}
+			if soon := now.Add(memprofPoll); soon.Before(wake) && (r.rd != nil || r.cfd.needsPolling()) {
 				wake = soon
 			}
 		}
@@ -619,6 +626,7 @@ func (r *recorder) loop(ctx context.Context) {
 				next = time.Now() // stop now, not at the next tick
 			case <-childDone:
 				next = time.Now()
+			case <-r.cfd.readyC():
 			}
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"nsprof/capture"
@@ -110,5 +111,26 @@ func checkRateMarks(t *testing.T, path string, n int, pid int32) {
 	}
 	if i != n {
 		t.Errorf("%d marks in the capture, %d written", i, n)
+	}
+}
+
+// A recorder without perf events whose command never uses
+// SYSPROF_CONTROL_FD must not wake every 2 ms to poll it: that was about
+// 1900 wakeups a second (voluntary context switches) and 5 % of a CPU on
+// a 2-CPU VM; waiting on the socket leaves about 300 (the Go runtime's
+// own and the 100 ms tick).
+func TestTraceFDIdleRecorderSleeps(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "idle.syscap")
+	cmd, stderr := nsprofProcess(t, "record", "--use-trace-fd", "--no-perf", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out, "--", "sleep", "2")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatalf("no rusage: %T", cmd.ProcessState.SysUsage())
+	}
+	t.Logf("2 s recorded: %d voluntary context switches, CPU %v user %v system", ru.Nvcsw, cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime())
+	if ru.Nvcsw > 1500 {
+		t.Errorf("%d voluntary context switches in a 2 s recording of sleep: the recorder polls", ru.Nvcsw)
 	}
 }
