@@ -39,12 +39,13 @@ func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
 }
 
 // CatBytes is [Cat] of the capture held whole in data, which it reads in
-// place (see [NewBytesReader]): a recorder maps the file an application
-// wrote its marks into and merges it without reading it through a buffer.
-// data must not change while CatBytes runs.
+// place (see [NewBytesReader]) and, unless the capture has JIT addresses,
+// once: a recorder maps the file an application wrote its marks into and
+// merges it without reading it through a buffer. data must not change
+// while CatBytes runs.
 func CatBytes(dst *Writer, data []byte, opts CatOptions) error {
 	open := func() (*Reader, error) { return NewBytesReader(data, ReaderOptions{AllowUnknown: true}) }
-	return catFrom(dst, open, opts, nil)
+	return catFrom(dst, open, true, opts, nil)
 }
 
 // cat is [Cat]; when files is set, the chunks of the embedded files
@@ -60,52 +61,39 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 		}
 		return NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
 	}
-	return catFrom(dst, open, opts, files)
+	return catFrom(dst, open, false, opts, files)
 }
 
-// catFrom is cat of the capture open reads from its start, twice.
-func catFrom(dst *Writer, open func() (*Reader, error), opts CatOptions, files *Files) error {
+// catFrom is cat of the capture open reads from its start. A frame's JIT
+// addresses may be named by a JIT_MAP frame after it, so the names are
+// read first: in a pass of their own, or, when lazy (open's Readers are
+// independent of each other), only once a frame with a JIT address comes,
+// by a second Reader that reads the JIT_MAP frames after it.
+func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptions, files *Files) error {
 	r, err := open()
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
 	hdr := r.Header()
-
-	// Pass 1: JIT names → destination addresses. Only JIT_MAP frames
-	// are decoded; the others are only walked over.
-	jit := make(map[uint64]uint64)
+	m := catMapper{jit: make(map[uint64]uint64), counters: make(map[uint32]uint32), mapPID: opts.MapPID}
 	var firstErr error
-	for {
-		rf, err := r.NextRaw()
+	// named says m.jit holds every JIT name of the capture, or all up to
+	// a damaged JIT_MAP frame.
+	named := false
+	if !lazy {
+		readErr, err := m.readJITNames(dst, r, -1)
 		if err != nil {
-			if err != io.EOF {
-				firstErr = err
-			}
-			break
+			return err
 		}
-		if rf.Type != TypeJITMap {
-			continue
+		firstErr = readErr
+		if r, err = open(); err != nil {
+			return fmt.Errorf("cat: %w", err)
 		}
-		f, err := rf.Decode()
-		if err != nil {
-			firstErr = err
-			break
-		}
-		for _, e := range f.(*JITMap).Entries {
-			a, err := dst.AddJITMap(e.Name)
-			if err != nil {
-				return fmt.Errorf("cat: %w", err)
-			}
-			jit[e.Addr] = a
-		}
+		named = true
 	}
 
-	// Pass 2: copy frames, as stored where only their ids change (see
+	// Copy frames, as stored where only their ids change (see
 	// rawCopyable), else through the typed writer.
-	if r, err = open(); err != nil {
-		return fmt.Errorf("cat: %w", err)
-	}
-	m := catMapper{jit: jit, counters: make(map[uint32]uint32), mapPID: opts.MapPID}
 	raw := r.o == dst.o
 	maxEnd := int64(math.MinInt64)
 	for {
@@ -126,7 +114,31 @@ func catFrom(dst *Writer, open func() (*Reader, error), opts CatOptions, files *
 			continue
 		}
 		if rf.Type == TypeJITMap {
+			if !named {
+				readErr, err := m.addJITNames(dst, &rf)
+				if err != nil {
+					return err
+				}
+				if readErr != nil {
+					// As a pass of its own would: names stop here.
+					firstErr, named = readErr, true
+				}
+			}
 			continue
+		}
+		if !named && rf.hasJITAddrs() {
+			ahead, err := open()
+			if err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+			readErr, err := m.readJITNames(dst, ahead, rf.Off)
+			if err != nil {
+				return err
+			}
+			if readErr != nil {
+				firstErr = readErr
+			}
+			named = true
 		}
 		f, err := rf.Decode()
 		if err != nil {

@@ -5,11 +5,16 @@ package capture
 // are copied as stored, without decoding them into Frames and encoding
 // them back, when source and destination have the same byte order.
 
+import (
+	"fmt"
+	"io"
+)
+
 // rawCopyable reports whether cat may copy the frame f as stored: its type
 // needs no rewriting but for ids, it is long enough for what a decode
 // would read (so copying it keeps the same errors: a frame that fails
 // here is decoded, and the decode names the damage), and its addresses
-// need no JIT renumbering. files says whether the merge diverts embedded
+// are not JIT addresses (renumbered into the destination's). files says whether the merge diverts embedded
 // files and the symbols-follow metadata (see divert).
 func (m *catMapper) rawCopyable(f *RawFrame, files bool) bool {
 	b := f.Bytes
@@ -27,14 +32,14 @@ func (m *catMapper) rawCopyable(f *RawFrame, files bool) bool {
 	case TypeFork:
 		return len(b) >= forkFixed
 	case TypeSample:
-		n, ok := f.SampleLen()
-		return ok && (n == 0 || len(m.jit) == 0)
+		_, ok := f.SampleLen()
+		return ok && !f.hasJITAddrs()
 	case TypeAllocation:
 		if len(b) < allocationFixed {
 			return false
 		}
 		n := int(f.o.bits(f.o.u32(b[44:]), 0, 16))
-		return allocationFixed+8*n <= len(b) && (n == 0 || len(m.jit) == 0)
+		return allocationFixed+8*n <= len(b) && !f.hasJITAddrs()
 	}
 	return false
 }
@@ -105,4 +110,80 @@ func (w *Writer) appendRaw(b []byte, t FrameType) ([]byte, error) {
 	w.counts[t]++
 	w.end = max(w.end, int64(w.o.u64(c[8:])))
 	return c, nil
+}
+
+// readJITNames gives dst a JIT address for every name of the JIT_MAP
+// frames r reads after offset after (-1: all). It stops at the first
+// frame it cannot read or decode and returns that error as readErr; err
+// is dst's.
+func (m *catMapper) readJITNames(dst *Writer, r *Reader, after int64) (readErr, err error) {
+	for {
+		rf, rerr := r.NextRaw()
+		if rerr == io.EOF {
+			return nil, nil
+		}
+		if rerr != nil {
+			return rerr, nil
+		}
+		if rf.Type != TypeJITMap || rf.Off <= after {
+			continue
+		}
+		if rerr, err := m.addJITNames(dst, &rf); rerr != nil || err != nil {
+			return rerr, err
+		}
+	}
+}
+
+// addJITNames gives dst a JIT address for every name of the JIT_MAP
+// frame f: readErr says f could not be decoded, err is dst's.
+func (m *catMapper) addJITNames(dst *Writer, f *RawFrame) (readErr, err error) {
+	d, rerr := f.Decode()
+	if rerr != nil {
+		return rerr, nil
+	}
+	for _, e := range d.(*JITMap).Entries {
+		a, err := dst.AddJITMap(e.Name)
+		if err != nil {
+			return nil, fmt.Errorf("cat: %w", err)
+		}
+		m.jit[e.Addr] = a
+	}
+	return nil, nil
+}
+
+// addrs returns the addresses stored in f, a SAMPLE, TRACE or ALLOCATION
+// frame, undecoded (8 bytes each in f's byte order), or nil for other
+// frames and damaged ones.
+func (f *RawFrame) addrs() []byte {
+	b := f.Bytes
+	var fixed, n int
+	switch f.Type {
+	case TypeSample, TypeTrace:
+		if len(b) < sampleFixed {
+			return nil
+		}
+		fixed, n = sampleFixed, int(f.o.bits(f.o.u32(b[24:]), 0, 16))
+	case TypeAllocation:
+		if len(b) < allocationFixed {
+			return nil
+		}
+		fixed, n = allocationFixed, int(f.o.bits(f.o.u32(b[44:]), 0, 16))
+	default:
+		return nil
+	}
+	if fixed+8*n > len(b) {
+		return nil
+	}
+	return b[fixed : fixed+8*n]
+}
+
+// hasJITAddrs reports whether f holds an address in the JIT map's range.
+func (f *RawFrame) hasJITAddrs() bool {
+	a := f.addrs()
+	for i := 0; i+8 <= len(a); i += 8 {
+		if f.o.u64(a[i:])&JITMapMark != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -170,3 +170,33 @@ func TestCatMarksWithoutAllocating(t *testing.T) {
 		t.Errorf("%d marks merged, want %d", i, n)
 	}
 }
+
+// BenchmarkCatBytesMarks merges a million marks as a recorder merges a
+// trace fd: in place, with pids mapped, into a Writer on io.Discard.
+func BenchmarkCatBytesMarks(b *testing.B) {
+	var buf bytes.Buffer
+	w, err := NewWriterWithOptions(&buf, WriterOptions{StartTime: 1, Clock: func() int64 { return 1 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1_000_000 {
+		if err := w.AddMark(int64(10+i), 1, int64(i), "bench", "mark", "i="+strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	src := buf.Bytes()
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		dst, err := NewWriter(io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := CatBytes(dst, src, CatOptions{MapPID: func(id int32) int32 { return id + 5000 }}); err != nil {
+			b.Fatal(err)
+		}
+		dst.Close()
+	}
+}
