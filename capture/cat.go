@@ -95,6 +95,12 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 	// Copy frames, as stored where only their ids change (see
 	// rawCopyable), else through the typed writer.
 	raw := r.o == dst.o
+	// Frames that keep their ids go from a capture in memory to dst in
+	// runs, without a copy of their own.
+	var run *rawRun
+	if raw && r.data != nil && m.mapPID == nil {
+		run = &rawRun{data: r.data}
+	}
 	maxEnd := int64(math.MinInt64)
 	for {
 		rf, err := r.NextRaw()
@@ -105,7 +111,20 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 			firstErr = err
 			break
 		}
-		if raw && m.rawCopyable(&rf, files != nil) {
+		copyable := raw && m.rawCopyable(&rf, files != nil)
+		if copyable && run != nil {
+			if err := run.add(dst, &rf); err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+			maxEnd = max(maxEnd, noteRaw(dst, &rf))
+			continue
+		}
+		if run != nil {
+			if err := run.flush(dst); err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+		}
+		if copyable {
 			end, err := m.copyRaw(dst, &rf)
 			if err != nil {
 				return fmt.Errorf("cat: %w", err)
@@ -163,6 +182,11 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 			if errors.Is(err, ErrNewFrameType) {
 				continue
 			}
+			return fmt.Errorf("cat: %w", err)
+		}
+	}
+	if run != nil {
+		if err := run.flush(dst); err != nil {
 			return fmt.Errorf("cat: %w", err)
 		}
 	}

@@ -72,6 +72,82 @@ func (m *catMapper) copyRaw(dst *Writer, f *RawFrame) (int64, error) {
 	return end, nil
 }
 
+// noteRaw counts the frame f, which [catMapper.rawCopyable] accepted and
+// which goes to dst in a run of frames ([Writer.writeRun]), as appendRaw
+// would, and returns the latest time it covers.
+func noteRaw(dst *Writer, f *RawFrame) int64 {
+	b := f.Bytes
+	end := int64(f.o.u64(b[8:]))
+	dst.counts[f.Type]++
+	dst.end = max(dst.end, end)
+	if f.Type == TypeMark {
+		end += int64(f.o.u64(b[24:]))
+		dst.end = max(dst.end, end)
+	}
+	return end
+}
+
+// rawRun is a run of frames of a capture held in memory that go to the
+// destination unchanged, [start, end) in it.
+type rawRun struct {
+	data       []byte
+	start, end int64
+}
+
+// maxRun is the most a run holds before it is written: a write is one
+// system call the Go scheduler does not see (unix.WriteFileRaw).
+const maxRun = 1 << 20
+
+// add adds f, which must be in data, to the run, writing the run first
+// when f does not follow it or it is full.
+func (r *rawRun) add(dst *Writer, f *RawFrame) error {
+	if f.Off != r.end || r.end-r.start >= maxRun {
+		if err := r.flush(dst); err != nil {
+			return err
+		}
+		r.start = f.Off
+	}
+	r.end = f.Off + int64(len(f.Bytes))
+	return nil
+}
+
+// flush writes the run to dst and empties it.
+func (r *rawRun) flush(dst *Writer) error {
+	if r.end == r.start {
+		return nil
+	}
+	b := r.data[r.start:r.end]
+	r.start = r.end
+	return dst.writeRun(b)
+}
+
+// writeRun writes the whole frames b, stored in the Writer's byte order
+// and counted by the caller (noteRaw), after what is buffered: a small run
+// through the buffer, a large one straight from b.
+func (w *Writer) writeRun(b []byte) error {
+	if len(b) < w.size/4 {
+		c, err := w.reserveDirty(len(b))
+		if err != nil {
+			return err
+		}
+		copy(c, b)
+		return nil
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.flushBuffer(); err != nil {
+		return err
+	}
+	// flushBuffer writes w.buf, and on a short write cuts the file back
+	// to the last whole frame of it.
+	buf := w.buf
+	w.buf = b
+	err := w.flushBuffer()
+	w.buf = buf[:0]
+	return err
+}
+
 // mapRaw maps the id stored in the first 4 bytes of b in place.
 func (m *catMapper) mapRaw(b []byte, o order) {
 	if id := int32(o.u32(b)); id > 0 {

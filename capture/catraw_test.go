@@ -25,6 +25,7 @@ func traceFDCapture(t testing.TB) []byte {
 		&Fork{FrameHeader: h(1, 902), ChildPID: 2},
 		&Mark{FrameHeader: h(1, 903), Duration: 2000, Group: "g", Name: "n", Message: "first"},
 		&Mark{FrameHeader: h(2, 904), Duration: 0, Group: strings.Repeat("G", 40), Name: strings.Repeat("N", 60), Message: strings.Repeat("m", 300)},
+		&Map{FrameHeader: h(2, 905), Start: 0x400000, End: 0x401000, Filename: "/usr/bin/app"},
 		&Log{FrameHeader: h(2, 905), Severity: LogWarning, Domain: "dom", Message: "log line"},
 		&Metadata{FrameHeader: h(-1, 906), ID: "key", Value: "value"},
 		&Sample{FrameHeader: h(1, 907), TID: 2, Addrs: []uint64{ContextUser, 0x401000, 0x402000}},
@@ -46,20 +47,23 @@ func traceFDCapture(t testing.TB) []byte {
 
 // TestCatCopiesAsDecoded: what Cat copies as stored must read back as
 // what decoding the frames and mapping their ids gives, through either
-// reader (Cat's buffered one and CatBytes's in-place one), with the
+// reader (Cat's buffered one and CatBytes's in-place one, which copies
+// frames without ids to map in runs), in order around a frame it decodes
+// (the MAP), with the
 // destination's frame counts and time range as the typed path keeps them.
 func TestCatCopiesAsDecoded(t *testing.T) {
 	src := traceFDCapture(t)
 	mapPID := func(id int32) int32 { return id + 5000 }
-	_, want, err := readAll(t, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range want {
+	mapped := want0(t, src)
+	for _, f := range mapped {
 		MapIDs(f, mapPID)
 	}
-	for _, how := range []string{"Cat", "CatBytes"} {
+	for _, how := range []string{"Cat", "CatBytes", "CatBytes unmapped"} {
 		t.Run(how, func(t *testing.T) {
+			want, mapPID := mapped, mapPID
+			if how == "CatBytes unmapped" {
+				want, mapPID = want0(t, src), nil
+			}
 			var out memFile
 			w, err := NewWriterWithOptions(&out, WriterOptions{StartTime: 1000, Clock: func() int64 { return 1000 }})
 			if err != nil {
@@ -106,10 +110,22 @@ func TestCatCopiesAsDecoded(t *testing.T) {
 	}
 }
 
+// want0 returns the frames of the capture src.
+func want0(t *testing.T, src []byte) []Frame {
+	t.Helper()
+	_, fs, err := readAll(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 // TestCatMarksWithoutAllocating: merging the marks an application wrote
 // through its trace fd costs no allocation per mark (decoding each into a
 // Mark and its strings cost 0.5 µs of recorder CPU a mark), and every mark
-// arrives, in order, with its pid mapped.
+// arrives, in order, with its pid mapped. Unmapped, CatBytes writes them
+// from the source in runs around the MAP frames it decodes (here one
+// longer than maxRun, one of a single mark, and the rest), in order too.
 func TestCatMarksWithoutAllocating(t *testing.T) {
 	const n = 20000
 	var buf bytes.Buffer
@@ -121,6 +137,9 @@ func TestCatMarksWithoutAllocating(t *testing.T) {
 		if err := w.AddMark(int64(10+i), 1, int64(i), "bench", "mark", "i="+strconv.Itoa(i)); err != nil {
 			t.Fatal(err)
 		}
+		if i == 14999 || i == 15000 {
+			w.WriteFrame(&Map{FrameHeader: FrameHeader{PID: 1, Time: int64(10 + i)}, Start: 0x400000, End: 0x401000, Filename: "/usr/bin/app"})
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -128,23 +147,40 @@ func TestCatMarksWithoutAllocating(t *testing.T) {
 	src := buf.Bytes()
 	mapPID := func(id int32) int32 { return id + 5000 }
 	var out memFile
-	merge := func() {
+	merge := func(bytesIn bool, opts CatOptions) {
 		out = memFile{}
 		dst, err := NewWriter(&out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Cat(dst, bytes.NewReader(src), CatOptions{MapPID: mapPID}); err != nil {
+		if bytesIn {
+			err = CatBytes(dst, src, opts)
+		} else {
+			err = Cat(dst, bytes.NewReader(src), opts)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := dst.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if perMark := testing.AllocsPerRun(3, merge) / n; perMark > 0.01 {
+	if perMark := testing.AllocsPerRun(3, func() { merge(false, CatOptions{MapPID: mapPID}) }) / n; perMark > 0.01 {
 		t.Errorf("%.2f allocations per mark merged, want none", perMark)
 	}
-	r, err := NewReader(bytes.NewReader(out.b))
+	checkMarks(t, out.b, n, 5001)
+	merge(true, CatOptions{})
+	checkMarks(t, out.b, n, 1)
+	if _, got, err := readAll(t, out.b); err != nil || !reflect.DeepEqual(got, want0(t, src)) {
+		t.Errorf("CatBytes unmapped: %d frames (%v), not the %d of the source", len(got), err, len(want0(t, src)))
+	}
+}
+
+// checkMarks checks that capture b holds the n marks of
+// TestCatMarksWithoutAllocating in order, with pid.
+func checkMarks(t *testing.T, b []byte, n int, pid int32) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +197,8 @@ func TestCatMarksWithoutAllocating(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if want := fmt.Sprintf("i=%d", i); m.Message != want || m.Duration != int64(i) || m.Time != int64(10+i) || m.PID != 5001 {
-			t.Fatalf("mark %d: %q duration %d time %d pid %d, want %q %d %d 5001", i, m.Message, m.Duration, m.Time, m.PID, want, i, 10+i)
+		if want := fmt.Sprintf("i=%d", i); m.Message != want || m.Duration != int64(i) || m.Time != int64(10+i) || m.PID != pid {
+			t.Fatalf("mark %d: %q duration %d time %d pid %d, want %q %d %d %d", i, m.Message, m.Duration, m.Time, m.PID, want, i, 10+i, pid)
 		}
 		i++
 	}
