@@ -9,15 +9,22 @@ import (
 
 // A recorder polled SYSPROF_CONTROL_FD every 2 ms (memprofPoll) for the
 // collector's ring requests, so that a thread asking for its ring waits
-// no longer than that. Without perf events that polling was most of what
-// the recorder did: about 5 % of a CPU on this machine for a command that
-// never asks. Without perf events the recorder now waits on the socket
-// instead (watch), and polls only while a ring is alive.
+// no longer than that. That polling was most of what a recorder of
+// trace-fd marks did while recording: about 1900 wakeups a second and 5 %
+// of a CPU on this machine, for a command that never asks. The recorder
+// now waits on the socket instead (watch), and polls only while a ring is
+// alive.
 
 // watcher tells the recorder's loop when the control socket has something
 // to read: a request, or its writers' end.
 type watcher struct {
-	ready  chan struct{}
+	// ready is sent on when the loop waits on channels (no perf events).
+	ready chan struct{}
+	// wake, with perf events, makes the loop's waiting perf read return
+	// (perf.Reader.Flush); ack then tells the watcher the loop went round
+	// once, having read the socket.
+	wake   func() error
+	ack    chan struct{}
 	stop   chan struct{}
 	failed atomic.Bool // poll failed: the loop polls again
 }
@@ -26,9 +33,10 @@ type watcher struct {
 // the watcher notices it was stopped.
 const watchTimeout = 50
 
-// watch starts watching the socket.
-func (c *controlFD) watch() {
-	w := &watcher{ready: make(chan struct{}), stop: make(chan struct{})}
+// watch starts watching the socket. wake, if not nil, is how the watcher
+// wakes the loop; else it sends on [controlFD.readyC].
+func (c *controlFD) watch(wake func() error) {
+	w := &watcher{ready: make(chan struct{}), wake: wake, ack: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.w = w
 	fd := c.ours
 	go func() {
@@ -46,8 +54,20 @@ func (c *controlFD) watch() {
 			if !ok {
 				continue
 			}
-			// The loop reads what is pending before it receives
-			// again; a poll between may see it once more.
+			// The loop reads what is pending before it answers; a
+			// poll between may see it once more.
+			if w.wake != nil {
+				if w.wake() != nil {
+					w.failed.Store(true)
+					return
+				}
+				select {
+				case <-w.ack:
+				case <-w.stop:
+					return
+				}
+				continue
+			}
 			select {
 			case w.ready <- struct{}{}:
 			case <-w.stop:
@@ -55,6 +75,17 @@ func (c *controlFD) watch() {
 			}
 		}
 	}()
+}
+
+// polled tells the watcher, if it woke the loop through wake, that the
+// loop read the socket.
+func (c *controlFD) polled() {
+	if c.w != nil {
+		select {
+		case c.w.ack <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // unwatch stops the watcher, if any. The goroutine leaves within
@@ -67,9 +98,9 @@ func (c *controlFD) unwatch() {
 }
 
 // readyC returns the channel on which the watcher says the socket has
-// something to read; nil (never ready) without one.
+// something to read; nil (never ready) without one, or with perf events.
 func (c *controlFD) readyC() <-chan struct{} {
-	if c == nil || c.w == nil {
+	if c == nil || c.w == nil || c.w.wake != nil {
 		return nil
 	}
 	return c.w.ready

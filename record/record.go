@@ -587,8 +587,12 @@ func (r *recorder) loop(ctx context.Context) {
 		childDone = r.child.done
 	}
 	var rec perf.Record
-	if r.rd == nil && r.cfd != nil {
-		r.cfd.watch()
+	if r.cfd != nil {
+		var wake func() error
+		if r.rd != nil {
+			wake = r.rd.Flush
+		}
+		r.cfd.watch(wake)
 		defer r.cfd.unwatch()
 	}
 	next := time.Now()
@@ -605,10 +609,11 @@ func (r *recorder) loop(ctx context.Context) {
 		}
 		if r.cfd != nil {
 			r.cfd.poll(r)
+			r.cfd.polled()
 			if r.cfd.closed {
 				r.cfd.unwatch()
 			}
-			if soon := now.Add(memprofPoll); soon.Before(wake) && (r.rd != nil || r.cfd.needsPolling()) {
+			if soon := now.Add(memprofPoll); soon.Before(wake) && r.cfd.needsPolling() {
 				wake = soon
 			}
 		}
@@ -639,6 +644,8 @@ func (r *recorder) loop(ctx context.Context) {
 				return
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, perf.ErrFlushed):
+			// The control socket's watcher woke the loop.
 		case errors.Is(err, io.EOF):
 			// Every followed task exited and its records were read.
 			if childDone != nil {
