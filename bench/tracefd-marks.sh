@@ -99,7 +99,9 @@ record() {
 		-v kept="$(marks "$out.syscap")" -v dt=$((d1 - d0)) -v hz="$hz" \
 		'BEGIN { c = u + s - wcpu; printf "%d %.3f %.1f %.3f %d %d\n", n, 1e6 * c / n, 100 * c / secs, (done - ended) / 1e9, kept, 1000 * dt / hz }' \
 		>>"$tmp/$tool-$mode"
+	# The next run must not pay for writing back this one's capture.
 	rm -f "$out.syscap"
+	sync
 }
 
 tools=nsprof

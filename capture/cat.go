@@ -95,12 +95,8 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 	// Copy frames, as stored where only their ids change (see
 	// rawCopyable), else through the typed writer.
 	raw := r.o == dst.o
-	// Frames that keep their ids go from a capture in memory to dst in
-	// runs, without a copy of their own.
-	var run *rawRun
-	if raw && r.data != nil && m.mapPID == nil {
-		run = &rawRun{data: r.data}
-	}
+	// Frames copied as stored go to dst in runs (see rawRun).
+	run := newRawRun(&m, r)
 	maxEnd := int64(math.MinInt64)
 	for {
 		rf, err := r.NextRaw()
@@ -111,26 +107,15 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 			firstErr = err
 			break
 		}
-		copyable := raw && m.rawCopyable(&rf, files != nil)
-		if copyable && run != nil {
+		if raw && m.rawCopyable(&rf, files != nil) {
 			if err := run.add(dst, &rf); err != nil {
 				return fmt.Errorf("cat: %w", err)
 			}
 			maxEnd = max(maxEnd, noteRaw(dst, &rf))
 			continue
 		}
-		if run != nil {
-			if err := run.flush(dst); err != nil {
-				return fmt.Errorf("cat: %w", err)
-			}
-		}
-		if copyable {
-			end, err := m.copyRaw(dst, &rf)
-			if err != nil {
-				return fmt.Errorf("cat: %w", err)
-			}
-			maxEnd = max(maxEnd, end)
-			continue
+		if err := run.flush(dst); err != nil {
+			return fmt.Errorf("cat: %w", err)
 		}
 		if rf.Type == TypeJITMap {
 			if !named {
@@ -185,10 +170,8 @@ func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptio
 			return fmt.Errorf("cat: %w", err)
 		}
 	}
-	if run != nil {
-		if err := run.flush(dst); err != nil {
-			return fmt.Errorf("cat: %w", err)
-		}
+	if err := run.flush(dst); err != nil {
+		return fmt.Errorf("cat: %w", err)
 	}
 	end := max(hdr.EndTime, maxEnd)
 	dst.ExtendTimeRange(hdr.StartTime, end)
