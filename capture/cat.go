@@ -13,8 +13,9 @@ type CatOptions struct {
 	// MapPID translates the process and thread ids found in the source
 	// (frame PIDs, sample and allocation TIDs, FORK children) into the ids
 	// to write. Within one PID namespace pids and tids share one number
-	// space, so one function serves both. It is called only for ids > 0.
-	// Default: ids are kept.
+	// space, so one function serves both. It is called only for ids > 0,
+	// and once per id: the merge reuses its answer. Default: ids are
+	// kept.
 	MapPID func(id int32) int32
 	// NewFrameTypes makes [CatFiles] write TRACE and DBUS_MESSAGE frames
 	// as such (see [WriterOptions.NewFrameTypes]). [Cat] follows the
@@ -37,6 +38,16 @@ func Cat(dst *Writer, src io.ReadSeeker, opts CatOptions) error {
 	return cat(dst, src, opts, nil)
 }
 
+// CatBytes is [Cat] of the capture held whole in data, which it reads in
+// place (see [NewBytesReader]) and, unless the capture has JIT addresses,
+// once: a recorder maps the file an application wrote its marks into and
+// merges it without reading it through a buffer. data must not change
+// while CatBytes runs.
+func CatBytes(dst *Writer, data []byte, opts CatOptions) error {
+	open := func() (*Reader, error) { return NewBytesReader(data, ReaderOptions{AllowUnknown: true}) }
+	return catFrom(dst, open, true, opts, nil)
+}
+
 // cat is [Cat]; when files is set, the chunks of the embedded files
 // [CatFiles] merges go there instead of to dst (see divert).
 func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
@@ -44,45 +55,51 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
-	r, err := NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
+	open := func() (*Reader, error) {
+		if _, err := src.Seek(base, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true})
+	}
+	return catFrom(dst, open, false, opts, files)
+}
+
+// catFrom is cat of the capture open reads from its start. A frame's JIT
+// addresses may be named by a JIT_MAP frame after it, so the names are
+// read first: in a pass of their own, or, when lazy (open's Readers are
+// independent of each other), only once a frame with a JIT address comes,
+// by a second Reader that reads the JIT_MAP frames after it.
+func catFrom(dst *Writer, open func() (*Reader, error), lazy bool, opts CatOptions, files *Files) error {
+	r, err := open()
 	if err != nil {
 		return fmt.Errorf("cat: %w", err)
 	}
 	hdr := r.Header()
-
-	// Pass 1: JIT names → destination addresses.
-	jit := make(map[uint64]uint64)
+	m := catMapper{jit: make(map[uint64]uint64), counters: make(map[uint32]uint32), mapPID: opts.MapPID}
 	var firstErr error
-	for {
-		f, err := r.Next()
+	// named says m.jit holds every JIT name of the capture, or all up to
+	// a damaged JIT_MAP frame.
+	named := false
+	if !lazy {
+		readErr, err := m.readJITNames(dst, r, -1)
 		if err != nil {
-			if err != io.EOF {
-				firstErr = err
-			}
-			break
+			return err
 		}
-		if m, ok := f.(*JITMap); ok {
-			for _, e := range m.Entries {
-				a, err := dst.AddJITMap(e.Name)
-				if err != nil {
-					return fmt.Errorf("cat: %w", err)
-				}
-				jit[e.Addr] = a
-			}
+		firstErr = readErr
+		if r, err = open(); err != nil {
+			return fmt.Errorf("cat: %w", err)
 		}
+		named = true
 	}
 
-	// Pass 2: copy frames through the typed writer.
-	if _, err := src.Seek(base, io.SeekStart); err != nil {
-		return fmt.Errorf("cat: %w", err)
-	}
-	if r, err = NewReaderWithOptions(src, ReaderOptions{AllowUnknown: true}); err != nil {
-		return fmt.Errorf("cat: %w", err)
-	}
-	m := catMapper{jit: jit, counters: make(map[uint32]uint32), mapPID: opts.MapPID}
+	// Copy frames, as stored where only their ids change (see
+	// rawCopyable), else through the typed writer.
+	raw := r.o == dst.o
+	// Frames copied as stored go to dst in runs (see rawRun).
+	run := newRawRun(&m, r)
 	maxEnd := int64(math.MinInt64)
 	for {
-		f, err := r.Next()
+		rf, err := r.NextRaw()
 		if err == io.EOF {
 			break
 		}
@@ -90,8 +107,47 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 			firstErr = err
 			break
 		}
-		if f.Type() == TypeJITMap {
+		if raw && m.rawCopyable(&rf, files != nil) {
+			if err := run.add(dst, &rf); err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+			maxEnd = max(maxEnd, noteRaw(dst, &rf))
 			continue
+		}
+		if err := run.flush(dst); err != nil {
+			return fmt.Errorf("cat: %w", err)
+		}
+		if rf.Type == TypeJITMap {
+			if !named {
+				readErr, err := m.addJITNames(dst, &rf)
+				if err != nil {
+					return err
+				}
+				if readErr != nil {
+					// As a pass of its own would: names stop here.
+					firstErr, named = readErr, true
+				}
+			}
+			continue
+		}
+		if !named && rf.hasJITAddrs() {
+			ahead, err := open()
+			if err != nil {
+				return fmt.Errorf("cat: %w", err)
+			}
+			readErr, err := m.readJITNames(dst, ahead, rf.Off)
+			if err != nil {
+				return err
+			}
+			if readErr != nil {
+				firstErr = readErr
+			}
+			named = true
+		}
+		f, err := rf.Decode()
+		if err != nil {
+			firstErr = err
+			break
 		}
 		if _, ok := f.(*Unknown); ok {
 			continue
@@ -114,6 +170,9 @@ func cat(dst *Writer, src io.ReadSeeker, opts CatOptions, files *Files) error {
 			return fmt.Errorf("cat: %w", err)
 		}
 	}
+	if err := run.flush(dst); err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
 	end := max(hdr.EndTime, maxEnd)
 	dst.ExtendTimeRange(hdr.StartTime, end)
 	if firstErr != nil {
@@ -126,6 +185,9 @@ type catMapper struct {
 	jit      map[uint64]uint64
 	counters map[uint32]uint32
 	mapPID   func(int32) int32
+	// ids memoizes mapPID; lastID and lastHost are its latest answer.
+	ids              map[int32]int32
+	lastID, lastHost int32
 }
 
 func (m *catMapper) addrs(a []uint64) {
@@ -166,7 +228,7 @@ func MapIDs(f Frame, mapID func(int32) int32) {
 // translate rewrites f in place for the destination.
 func (m *catMapper) translate(dst *Writer, f Frame) error {
 	if m.mapPID != nil {
-		MapIDs(f, m.mapPID)
+		MapIDs(f, m.id)
 	}
 	switch f := f.(type) {
 	case *Sample:

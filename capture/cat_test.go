@@ -31,7 +31,16 @@ func child(t *testing.T, start int64) []byte {
 	return buf.Bytes()
 }
 
+// TestCatRemapsAndTranslates runs for Cat and for CatBytes, which reads
+// the JIT names only once it meets a JIT address (here before the names,
+// which the child's Writer writes when it is closed).
 func TestCatRemapsAndTranslates(t *testing.T) {
+	for _, how := range []string{"Cat", "CatBytes"} {
+		t.Run(how, func(t *testing.T) { testCatRemapsAndTranslates(t, how == "CatBytes") })
+	}
+}
+
+func testCatRemapsAndTranslates(t *testing.T, inPlace bool) {
 	var parent memFile
 	w, err := NewWriterWithOptions(&parent, WriterOptions{StartTime: 1000, Clock: func() int64 { return 1200 }})
 	if err != nil {
@@ -43,7 +52,13 @@ func TestCatRemapsAndTranslates(t *testing.T) {
 
 	hostOf := map[int32]int32{1: 5001, 2: 5002, 3: 5003}
 	src := child(t, 900) // starts earlier, ends later (mark ends at 1920)
-	if err := Cat(w, bytes.NewReader(src), CatOptions{MapPID: func(id int32) int32 { return hostOf[id] }}); err != nil {
+	opts := CatOptions{MapPID: func(id int32) int32 { return hostOf[id] }}
+	if inPlace {
+		err = CatBytes(w, src, opts)
+	} else {
+		err = Cat(w, bytes.NewReader(src), opts)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.WriteFrame(&Sample{FrameHeader: FrameHeader{PID: 7, Time: 1100}, TID: 7, Addrs: []uint64{pa}})

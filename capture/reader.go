@@ -47,7 +47,6 @@ type Reader struct {
 	opts   ReaderOptions
 	off    int64
 	err    error
-	buf    []byte
 }
 
 // NewReader reads the header of the capture in r.
@@ -65,7 +64,7 @@ func NewReaderWithOptions(r io.Reader, opts ReaderOptions) (*Reader, error) {
 		}
 		return nil, fmt.Errorf("read capture header: %w", err)
 	}
-	rd := &Reader{r: br, opts: opts, off: HeaderSize, buf: make([]byte, 0xFFFF)}
+	rd := &Reader{r: br, opts: opts, off: HeaderSize}
 	if err := rd.readHeader(h); err != nil {
 		return nil, err
 	}
@@ -179,18 +178,18 @@ func (r *Reader) next() ([]byte, error) {
 
 func swap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<24 }
 
-// nextRaw reads one whole frame into r.buf and advances the offset.
+// nextRaw returns a view of the next frame in r's buffer, without copying
+// it, and advances the offset. The view is valid until the next read.
 func (r *Reader) nextRaw() ([]byte, error) {
 	start := r.off
-	hb := r.buf[:FrameHeaderSize]
-	n, err := io.ReadFull(r.r, hb)
-	if err == io.EOF {
-		return nil, io.EOF
-	}
-	if err == io.ErrUnexpectedEOF {
-		return nil, &FormatError{Off: start, Msg: "truncated frame header", Val: fmt.Sprintf("%d of %d bytes", n, FrameHeaderSize)}
-	}
-	if err != nil {
+	hb, err := r.r.Peek(FrameHeaderSize)
+	if len(hb) < FrameHeaderSize {
+		switch {
+		case len(hb) == 0 && err == io.EOF:
+			return nil, io.EOF
+		case err == io.EOF:
+			return nil, &FormatError{Off: start, Msg: "truncated frame header", Val: fmt.Sprintf("%d of %d bytes", len(hb), FrameHeaderSize)}
+		}
 		return nil, fmt.Errorf("read capture at offset %d: %w", start, err)
 	}
 	l := int(r.o.u16(hb))
@@ -202,16 +201,16 @@ func (r *Reader) nextRaw() ([]byte, error) {
 	case hb[16] == 0:
 		return nil, &FormatError{Off: start, Msg: "invalid frame type", Val: 0}
 	}
-	fb := r.buf[:l]
-	n, err = io.ReadFull(r.r, fb[FrameHeaderSize:])
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return nil, &FormatError{Off: start, Msg: "frame claims more bytes than remain", Val: fmt.Sprintf("%d claimed, %d present", l, FrameHeaderSize+n)}
-	}
-	if err != nil {
+	fb, err := r.r.Peek(l)
+	if len(fb) < l {
+		if err == io.EOF {
+			return nil, &FormatError{Off: start, Msg: "frame claims more bytes than remain", Val: fmt.Sprintf("%d claimed, %d present", l, len(fb))}
+		}
 		return nil, fmt.Errorf("read capture at offset %d: %w", start, err)
 	}
+	r.r.Discard(l)
 	r.off += int64(l)
-	return fb, nil
+	return fb[:l:l], nil
 }
 
 // nextInPlace returns the next frame of r.data without copying it and

@@ -255,3 +255,32 @@ func TestLiveMissingProcess(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestChildren lists the two children the test process starts, and no
+// grandchild.
+func TestChildren(t *testing.T) {
+	var want []int
+	for range 2 {
+		cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		want = append(want, cmd.Process.Pid)
+	}
+	slices.Sort(want)
+	var got []int
+	for range 50 {
+		var err error
+		if got, err = DefaultFS.Children(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+		if grand, _ := DefaultFS.Children(want[1]); len(grand) == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Children(%d) = %v, want %v", os.Getpid(), got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"nsprof/internal/unix"
 )
@@ -20,6 +21,33 @@ func (fs FS) PIDs() ([]int, error) {
 // usually pid itself, unless the main thread has exited.
 func (fs FS) Tasks(pid int) ([]int, error) {
 	return listIDs(fs.pidPath(pid, "task"))
+}
+
+// Children lists the processes whose parent is pid (the children of each
+// of its threads, from /proc/PID/task/TID/children), in ascending order.
+// Threads that exit while being read are left out.
+func (fs FS) Children(pid int) ([]int, error) {
+	tids, err := fs.Tasks(pid)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile(fs.taskPath(pid, tid, "children"))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.ParseUint(f, 10, 31); err == nil && n > 0 {
+				out = append(out, int(n))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // listIDs returns the numeric directory entries of dir, sorted.

@@ -29,6 +29,7 @@ type controlFD struct {
 	rings  []*collectorRing
 	closed bool // every writer of the socket is gone
 	cp     *copier
+	w      *watcher // without perf events
 
 	mu        sync.Mutex
 	live      []*collectorRing // the rings the copier copies

@@ -91,6 +91,7 @@ type recorder struct {
 	cfd    *controlFD     // SYSPROF_CONTROL_FD, with TraceFD, GTK or SysprofMemprof
 	rd     *perf.Reader
 	child  *child
+	ns     nsLearner // without perf events, with trace fds
 	mp     *memprof
 	cs     counterSet
 	status *statusLine
@@ -586,6 +587,14 @@ func (r *recorder) loop(ctx context.Context) {
 		childDone = r.child.done
 	}
 	var rec perf.Record
+	if r.cfd != nil {
+		var wake func() error
+		if r.rd != nil {
+			wake = r.rd.Flush
+		}
+		r.cfd.watch(wake)
+		defer r.cfd.unwatch()
+	}
 	next := time.Now()
 	for {
 		now := time.Now()
@@ -600,7 +609,11 @@ func (r *recorder) loop(ctx context.Context) {
 		}
 		if r.cfd != nil {
 			r.cfd.poll(r)
-			if soon := now.Add(memprofPoll); soon.Before(wake) {
+			r.cfd.polled()
+			if r.cfd.closed {
+				r.cfd.unwatch()
+			}
+			if soon := now.Add(memprofPoll); soon.Before(wake) && r.cfd.needsPolling() {
 				wake = soon
 			}
 		}
@@ -618,6 +631,7 @@ func (r *recorder) loop(ctx context.Context) {
 				next = time.Now() // stop now, not at the next tick
 			case <-childDone:
 				next = time.Now()
+			case <-r.cfd.readyC():
 			}
 			continue
 		}
@@ -630,6 +644,8 @@ func (r *recorder) loop(ctx context.Context) {
 				return
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, perf.ErrFlushed):
+			// The control socket's watcher woke the loop.
 		case errors.Is(err, io.EOF):
 			// Every followed task exited and its records were read.
 			if childDone != nil {
@@ -676,6 +692,9 @@ const readBatchSize = 64
 // stop, and why.
 func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childDone <-chan struct{}) string {
 	r.tr.flushPending(false)
+	if r.rd == nil && r.child != nil && len(r.child.traces) > 0 {
+		r.ns.learn(r.tr, r.child.pid())
+	}
 	if r.block != nil {
 		r.block.tick(capture.Now())
 	}
@@ -969,21 +988,31 @@ func (r *recorder) endChild() {
 }
 
 // mergeTraceFDs appends what the command wrote to its trace fds, with its
-// namespace pids translated to host pids.
+// namespace pids translated to host pids. Each memfd is mapped and merged
+// in place (read through a buffer where it cannot be mapped).
 func (r *recorder) mergeTraceFDs() {
-	mapPID := r.tr.pm.translatorFor(r.child.pid())
+	opts := capture.CatOptions{MapPID: r.tr.pm.translatorFor(r.child.pid())}
 	for _, t := range r.child.traces {
-		st, err := t.file.Stat()
-		if err != nil || st.Size() == 0 {
-			continue
-		}
-		if _, err := t.file.Seek(0, io.SeekStart); err != nil {
-			continue
-		}
-		if err := capture.Cat(r.w, t.file, capture.CatOptions{MapPID: mapPID}); err != nil {
+		if err := mergeTraceFD(r.w, t.file, opts); err != nil {
 			r.logf("merging %s capture: %v", t.name, err)
 		}
 	}
+}
+
+// mergeTraceFD appends the capture in f, if it holds one, to w.
+func mergeTraceFD(w *capture.Writer, f *os.File, opts capture.CatOptions) error {
+	data, unmap, st, err := capture.MapFile(f)
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	if data != nil {
+		defer unmap()
+		return capture.ReadMapped(data, func() error { return capture.CatBytes(w, data, opts) })
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return capture.Cat(w, f, opts)
 }
 
 // dropZeros removes the 0 entries a frame-pointer walk leaves where a chain

@@ -9,7 +9,8 @@ set -euo pipefail
 PACKAGES=(
 	gcc libc6-dev make pkg-config # capture/testdata/interop: build C programs against libsysprof-capture
 	libsysprof-4-dev libglib2.0-dev # capture interop: the reference libsysprof-capture (pkg-config sysprof-capture-4) and its GLib dependency; cmd/nsprof TestCollectorRingLossCounted: its collector; cmd/nsprof TestSpeedtrack*: a GLib main loop (pkg-config glib-2.0)
-	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures; bench/controlfd-marks.sh
+	sysprof # capture interop: sysprof-cli / sysprof-cat read and write reference captures; bench/controlfd-marks.sh, bench/tracefd-marks.sh
+	time # bench/tracefd-marks.sh: GNU time gives the recorders' CPU
 	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip; cmd/nsprof TestExportGmon: gprof reads the gmon.out export
 	debuginfod # symbol/: debuginfod client and server tests
 	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method
@@ -17,7 +18,7 @@ PACKAGES=(
 	libc6-dbg # symbol/ TestLoadHostLibc, BenchmarkLoadLibc: libc.so.6's debug file under /usr/lib/debug/.build-id
 	python3.11 python3.11-dbg # e2e TestPythonLTOInlineNames: Debian's LTO-built /usr/bin/python3.11 and its debug file under /usr/lib/debug/.build-id (python3.11-dbg pins python3.11 to its own version)
 	bubblewrap podman runc fuse-overlayfs uidmap # container/, proc/ namespace tests: processes in other pid/mount namespaces, overlay roots
-	util-linux # proc/ namespace tests: unshare, nsenter
+	util-linux # proc/ namespace tests: unshare, nsenter; cmd/nsprof TestTraceFDMarksMerged: unshare --pid
 	linux-perf # perf/: compare with `perf record` / `perf script`
 	procps # proc/ tests: ps, pgrep, sysctl
 	uftrace # cmd/nsprof TestCallsUftrace, bench/calls.sh: uftrace counts and times calls of a -pg build, side by side with nsprof --calls

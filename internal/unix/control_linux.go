@@ -34,3 +34,14 @@ func StreamPair() (ours int, theirs *os.File, err error) {
 func SendFD(fd int, data []byte, passfd int) error {
 	return os.NewSyscallError("sendmsg", unix.Sendmsg(fd, data, unix.UnixRights(passfd), nil, 0))
 }
+
+// PollReadable waits up to timeout milliseconds (-1: for ever) for fd to
+// become readable, or hung up, and reports whether it did.
+func PollReadable(fd, timeout int) (bool, error) {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, timeout)
+	if err != nil {
+		return false, os.NewSyscallError("poll", err)
+	}
+	return n > 0, nil
+}

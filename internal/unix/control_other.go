@@ -9,3 +9,6 @@ func StreamPair() (ours int, theirs *os.File, err error) { return -1, nil, errNo
 
 // SendFD returns an error on systems other than Linux.
 func SendFD(fd int, data []byte, passfd int) error { return errNonLinux("sendmsg") }
+
+// PollReadable returns an error on systems other than Linux.
+func PollReadable(fd, timeout int) (bool, error) { return false, errNonLinux("poll") }
