@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"nsprof/capture"
@@ -106,8 +107,12 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 
 // procMaps returns what the symbolizer knows of pid's mappings. Rings
 // are read CPU by CPU, so a new process's first samples may come before
-// the FORK record that gives it its parent's mappings: then the parent is
-// looked up now, or failing that the process's own maps are read.
+// the FORK or MMAP records that describe it: then its own maps are read
+// now, or, when it is gone, its parent's are taken (a child that exited
+// before anything looked most often ran its parent's image). The own maps
+// come first: a process that exec'd (a container's program, below its
+// runtime's init) runs none of its parent's code, and given its parent's
+// mappings the leaf step found no CFI for any of its samples.
 func (u *dwarfUnwinder) procMaps(pid int) *symProc {
 	p := u.sym.procs[pid]
 	if p != nil && (len(p.maps) > 0 || p.mapsTried) {
@@ -115,19 +120,17 @@ func (u *dwarfUnwinder) procMaps(pid int) *symProc {
 	}
 	p = u.sym.proc(pid)
 	p.mapsTried = true
+	if maps, err := u.fs.ReadMaps(pid); err == nil && slices.ContainsFunc(maps, isExec) {
+		for _, m := range maps {
+			if isExec(m) {
+				u.sym.mapped(pid, container.MappingFromProc(m))
+			}
+		}
+		return p
+	}
 	if st, err := u.fs.ReadStatus(pid); err == nil {
 		if pp := u.sym.procs[st.PPid]; pp != nil && len(pp.maps) > 0 {
 			u.sym.forked(st.PPid, pid)
-			return p
-		}
-	}
-	maps, err := u.fs.ReadMaps(pid)
-	if err != nil {
-		return p
-	}
-	for _, m := range maps {
-		if m.Perms&proc.PermExec != 0 {
-			u.sym.mapped(pid, container.MappingFromProc(m))
 		}
 	}
 	return p

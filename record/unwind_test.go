@@ -1,8 +1,15 @@
 package record
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"nsprof/container"
+	"nsprof/perf"
+	"nsprof/proc"
 )
 
 func TestDWARFRingPages(t *testing.T) {
@@ -17,6 +24,43 @@ func TestDWARFRingPages(t *testing.T) {
 	} {
 		if got := dwarfRingPages(c.freq, c.stack); got != c.want {
 			t.Errorf("%d Hz, %d bytes: %d pages, want %d", c.freq, c.stack, got, c.want)
+		}
+	}
+}
+
+// A process sampled before anything described it is given its own
+// mappings, from /proc, when it has some: a container's program, exec'd
+// below its runtime's init, runs none of its parent's code, and with its
+// parent's mappings the leaf step found no CFI for its samples. Only a
+// process /proc shows no mappings of (gone, or exiting) takes its
+// parent's, most often the image a short-lived child ran.
+func TestProcMapsOwnBeforeParent(t *testing.T) {
+	root := t.TempDir()
+	const parent, child, zombie = 3999991, 3999992, 3999993
+	fakeProcess(t, root, parent, "init", "/init\x00", "55d000000000-55d000001000 r-xp 00001000 fe:00 11 /init\n")
+	dir := fakeProcess(t, root, child, "prog", "/prog\x00", "56d000000000-56d000002000 r-xp 00000000 fe:00 12 /prog\n")
+	if err := os.WriteFile(filepath.Join(dir, "status"), []byte(fmt.Sprintf("Name:\tprog\nPid:\t%d\nPPid:\t%d\n", child, parent)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir = fakeProcess(t, root, zombie, "quick", "", "")
+	if err := os.WriteFile(filepath.Join(dir, "status"), []byte(fmt.Sprintf("Name:\tquick\nPid:\t%d\nPPid:\t%d\n", zombie, parent)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sym := newSymbolizer()
+	defer sym.close()
+	sym.open = func(int) (*container.Process, error) { return nil, errors.New("no process in a fake /proc") }
+	sym.mapped(parent, container.Mapping{Path: "/init", Start: 0x55d000000000, End: 0x55d000001000, Offset: 0x1000, Inode: 11})
+	u := newDWARFUnwinder(sym, proc.FS{Root: root}, perf.Format{})
+	for _, c := range []struct {
+		pid  int
+		want string
+	}{{child, "/prog"}, {zombie, "/init"}} {
+		var got []string
+		for _, m := range u.procMaps(c.pid).maps {
+			got = append(got, m.obj.path)
+		}
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("pid %d: mappings of %q, want %q's", c.pid, got, c.want)
 		}
 	}
 }
