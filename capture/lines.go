@@ -131,8 +131,8 @@ func DecodeLines(data []byte) (*LineTable, error) {
 // frames rather than by what a small gzip of short lines inflates to.
 func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 	nl := bytes.Count(data, []byte{'\n'})
-	if maxRecords >= 0 && nl > maxRecords+1 {
-		return &LineTable{}, tooManyLines(nl-1, maxRecords)
+	if maxRecords >= 0 {
+		nl = min(nl, maxRecords+1)
 	}
 	p := newLinesParser(nl)
 	var err error
@@ -146,6 +146,15 @@ func DecodeLinesMax(data []byte, maxRecords int) (*LineTable, error) {
 			rest = nil
 		}
 		err = p.line(line)
+		if err == nil && maxRecords >= 0 && len(p.t.recs) > maxRecords {
+			// Refused as DecodeLinesGzip refuses it, damage before
+			// the bound first: the rest counted, for the message.
+			n := len(p.t.recs) + bytes.Count(rest, []byte{'\n'})
+			if len(rest) > 0 && rest[len(rest)-1] != '\n' {
+				n++
+			}
+			return &LineTable{}, tooManyLines(n, maxRecords)
+		}
 	}
 	return p.finish(err)
 }
