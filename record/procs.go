@@ -349,7 +349,8 @@ const orphanGrace = int64(200 * time.Millisecond)
 func (t *tracker) flushPending(final bool) {
 	now := capture.Now()
 	for pid, at := range t.pending {
-		if _, orphan := t.parentOf[pid]; orphan && !final && now-at < orphanGrace {
+		ppid, orphan := t.parentOf[pid]
+		if orphan && !final && now-at < orphanGrace {
 			continue
 		}
 		delete(t.parentOf, pid)
@@ -357,6 +358,13 @@ func (t *tracker) flushPending(final bool) {
 			t.get(pid).deferred = true // no later tick to wait for
 		}
 		t.scan(pid, at)
+		if ps := t.procs[pid]; orphan && ps != nil && ps.unmapped {
+			// Gone before the grace was over (under load the rings
+			// are read late): the parent's description, when it
+			// comes, still gives it the parent's mappings (adopt,
+			// fork).
+			t.parentOf[pid] = ppid
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/capture"
 	"nsprof/container"
@@ -113,6 +114,36 @@ func TestForkAfterChildScannedGone(t *testing.T) {
 	last := infos[len(infos)-1]
 	if last.PID != 101 || last.Comm != "/usr/bin/parent" && last.Comm != "parent" || strings.Contains(last.Err, errExitedUnmapped) {
 		t.Errorf("child's last process line %+v, want its parent's name and no %q", last, errExitedUnmapped)
+	}
+}
+
+// The same when the child waited for its parent's description (its FORK
+// read before the parent's exec), past the grace, and was scanned gone:
+// the parent's description, when it comes, completes it.
+func TestOrphanScannedGoneAdopted(t *testing.T) {
+	root := t.TempDir()
+	maps := "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/parent\n"
+	fakeProcess(t, root, 1, "parent", "/usr/bin/parent\x00", maps)
+	tr := fakeTracker(t, root)
+	tr.sym = newSymbolizer()
+	defer tr.sym.close()
+	now := uint64(capture.Now())
+	tr.get(1) // known from its first records, not described yet
+	tr.handle(forkRecord(1, 101, now-uint64(time.Second)))
+	tr.flushPending(false) // past the grace: 101 is scanned, gone from the fake /proc
+	if ps := tr.procs[101]; !ps.described || len(ps.maps) != 0 {
+		t.Fatalf("orphan scanned gone: described %v, maps %v", ps.described, ps.maps)
+	}
+	tr.scan(1, int64(now)) // the parent described at last
+	var got []string
+	for _, m := range tr.procs[101].maps {
+		got = append(got, m.Filename)
+	}
+	if !slices.Contains(got, "/usr/bin/parent") {
+		t.Errorf("child maps %q, want the parent's /usr/bin/parent", got)
+	}
+	if p := tr.sym.procs[101]; p == nil || len(p.maps) == 0 {
+		t.Errorf("the symbolizer has no mappings of the child")
 	}
 }
 
