@@ -41,6 +41,13 @@ func (t *tracker) nextCapture() {
 			t.sampledGone++
 		}
 	}
+	// Children kept waiting for a parent that was never described
+	// (see flushPending) go with them.
+	for pid := range t.parentOf {
+		if _, ok := t.procs[pid]; !ok {
+			delete(t.parentOf, pid)
+		}
+	}
 	t.pm.prune(t.live)
 }
 

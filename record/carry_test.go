@@ -64,7 +64,13 @@ func TestTrackerNextCapture(t *testing.T) {
 	tr.procs[10].info = capture.ProcessInfo{PID: 10, Cmdline: []string{"/bin/live"}}
 	tr.procs[11].exited = true // 11 by its EXIT record; 12 gone from /proc
 	tr.get(13)                 // seen in a sample, not described yet
+	// Children waiting for parents never described: 13's wait is kept,
+	// 12's (gone) goes with it.
+	tr.parentOf[13], tr.parentOf[12] = 99, 99
 	tr.nextCapture()
+	if _, ok := tr.parentOf[12]; ok || tr.parentOf[13] != 99 {
+		t.Errorf("children waiting for their parent after the cut: %v, want 13's only", tr.parentOf)
+	}
 	var kept []int
 	for pid := range tr.procs {
 		kept = append(kept, pid)
