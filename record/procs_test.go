@@ -81,12 +81,7 @@ func TestForkBeforeParentFork(t *testing.T) {
 // it its parent's mappings, before its own, in the MAP frames and in the
 // symbolizer that names its addresses, and its parent's name.
 func TestForkAfterChildScannedGone(t *testing.T) {
-	root := t.TempDir()
-	maps := "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/parent\n"
-	fakeProcess(t, root, 1, "parent", "/usr/bin/parent\x00", maps)
-	tr := fakeTracker(t, root)
-	tr.sym = newSymbolizer()
-	defer tr.sym.close()
+	tr := parentTracker(t)
 	now := uint64(capture.Now())
 	tr.scan(1, int64(now))
 	handleMmap(tr, 101, "[uprobes]", 0x7fffffffe000, now+30) // the child's, read first
@@ -117,16 +112,24 @@ func TestForkAfterChildScannedGone(t *testing.T) {
 	}
 }
 
-// The same when the child waited for its parent's description (its FORK
-// read before the parent's exec), past the grace, and was scanned gone:
-// the parent's description, when it comes, completes it.
-func TestOrphanScannedGoneAdopted(t *testing.T) {
+// parentTracker returns a fake tracker with a symbolizer over a fake /proc
+// holding process 1, /usr/bin/parent, mapped at 0x55d000000000.
+func parentTracker(t *testing.T) *tracker {
+	t.Helper()
 	root := t.TempDir()
 	maps := "55d000000000-55d000001000 r-xp 00001000 fe:00 1234 /usr/bin/parent\n"
 	fakeProcess(t, root, 1, "parent", "/usr/bin/parent\x00", maps)
 	tr := fakeTracker(t, root)
 	tr.sym = newSymbolizer()
-	defer tr.sym.close()
+	t.Cleanup(tr.sym.close)
+	return tr
+}
+
+// The same when the child waited for its parent's description (its FORK
+// read before the parent's exec), past the grace, and was scanned gone:
+// the parent's description, when it comes, completes it.
+func TestOrphanScannedGoneAdopted(t *testing.T) {
+	tr := parentTracker(t)
 	now := uint64(capture.Now())
 	tr.get(1) // known from its first records, not described yet
 	tr.handle(forkRecord(1, 101, now-uint64(time.Second)))
