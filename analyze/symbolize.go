@@ -172,16 +172,43 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 		// tags are nicknames ("libc", "Gio") that would split one
 		// library into two DSOs. Code in no file keeps its tag (nsprof's
 		// "JIT" for perf-map names) when it has one.
-		if m := b.p.Mapping(pid, addr); m != nil && (loc.DSO == "" || m.IsFile()) {
+		m := b.p.Mapping(pid, addr)
+		if m != nil && (loc.DSO == "" || m.IsFile()) {
 			loc.DSO = m.Base()
 		}
-	}
-	if b.p != nil && !kernel {
-		if fr, ok := b.p.Lines.Lookup(pid, addr); ok {
+		if fr, ok := b.p.sourceLines(pid, addr, m); ok {
 			loc.withFrames(fr)
 		}
 	}
 	return loc, true
+}
+
+// sourceLines returns the source frames [Profile.Lines] gives user
+// address addr of process pid, in mapping m of it (nil when none): by
+// the build-id of the mapped file and the offset in it, as the recorder
+// describes each file's code once for every process mapping it, else by
+// process and address.
+func (p *Profile) sourceLines(pid int32, addr uint64, m *Mapping) ([]capture.SourceFrame, bool) {
+	if m != nil && p.Lines.Files() > 0 {
+		id := m.BuildID
+		if id == "" {
+			// The same mapping written twice, without its build-id
+			// then with it (read from /proc, then from the kernel's
+			// record): the one found may be the first.
+			for _, o := range p.procIndex[pid].Maps {
+				if o.Start == m.Start && o.End == m.End && o.Offset == m.Offset && o.File == m.File && o.BuildID != "" {
+					id = o.BuildID
+					break
+				}
+			}
+		}
+		if id != "" {
+			if fr, ok := p.Lines.LookupObject(id, addr-m.Start+m.Offset); ok {
+				return fr, true
+			}
+		}
+	}
+	return p.Lines.Lookup(pid, addr)
 }
 
 // String returns "bundle".

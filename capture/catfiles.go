@@ -176,8 +176,9 @@ func (m *catMerge) addLines(files *Files, id func(int32) int32) error {
 			continue
 		}
 		pid, tail, ok := bytes.Cut(line, []byte{'\t'})
+		obj := bytes.HasPrefix(pid, []byte{'@'}) // a file's record: no pid to map
 		v, err := strconv.ParseInt(string(pid), 10, 32)
-		if !ok || err != nil {
+		if !ok || (err != nil && !obj) {
 			return fmt.Errorf("%s line %d: bad pid %.20q", LinesFile, n, pid)
 		}
 		if _, ref, ok := bytes.Cut(tail, []byte{'\t'}); ok && bytes.HasPrefix(ref, []byte{'^'}) {
@@ -186,7 +187,11 @@ func (m *catMerge) addLines(files *Files, id func(int32) int32) error {
 			}
 		}
 		recs++
-		m.lines.WriteString(strconv.FormatInt(int64(id(int32(v))), 10))
+		if obj {
+			m.lines.Write(pid)
+		} else {
+			m.lines.WriteString(strconv.FormatInt(int64(id(int32(v))), 10))
+		}
 		m.lines.WriteByte('\t')
 		m.lines.Write(tail)
 		m.lines.WriteByte('\n')

@@ -36,8 +36,9 @@ func nsprofInput(t testing.TB, pid int32, start int64) []byte {
 	must(err)
 	must(w.AddFileBytes(h, ProcessFile, append(p, th...)))
 	fr := []SourceFrame{{Function: "leaf", File: "a.c", Line: 3}, {Function: "hot", File: "a.c", Line: 9}}
-	// The second record refers back to the first's frames.
-	must(w.AddFileGzip(h, LinesFile, EncodeLines([]AddrLines{{PID: pid, Addr: 0x401010, Frames: fr}, {PID: pid, Addr: 0x401020, Frames: fr}})))
+	// The second record refers back to the first's frames, the third
+	// (about a file, by build-id: no pid to map) to the second's.
+	must(w.AddFileGzip(h, LinesFile, EncodeLines([]AddrLines{{PID: pid, Addr: 0x401010, Frames: fr}, {PID: pid, Addr: 0x401020, Frames: fr}, {Object: fmt.Sprintf("b%d", pid), Addr: 0x1010, Frames: fr}})))
 	b, err := EncodeSymbols([]Symbol{{PID: pid, Begin: 0x401000, End: 0x4010ff, Name: fmt.Sprint("hot", pid), Tag: "app"}})
 	must(err)
 	must(w.AddSymbolsFile(h, b))
@@ -113,6 +114,10 @@ func TestCatFilesMergesNsprofFiles(t *testing.T) {
 			if fr, ok := lt.Lookup(pid, a); !ok || len(fr) != 2 || fr[0].Function != "leaf" {
 				t.Errorf("lines of pid %d at %#x = %+v, %v", pid, a, fr, ok)
 			}
+		}
+		id := fmt.Sprintf("b%d", pid-100)
+		if fr, ok := lt.LookupObject(id, 0x1010); !ok || len(fr) != 2 || fr[0].Function != "leaf" {
+			t.Errorf("lines of file %s at 0x1010 = %+v, %v", id, fr, ok)
 		}
 	}
 	ps, ts, err := ReadProcessFile(&files)

@@ -182,7 +182,8 @@ func (w *Writer) writeMap(f *Map) error {
 	return nil
 }
 
-func isHex(s string) bool {
+// isHex reports whether s is made of hexadecimal digits only.
+func isHex[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {

@@ -25,21 +25,42 @@ import (
 const LinesFile = "__nsprof_lines__"
 
 // linesMagic is the first line of a LinesFile as [EncodeLines] writes
-// it; linesMagicV1 that of files written before records could refer to
-// an earlier record's frames, which are read all the same.
+// it when a record is about a file (see [AddrLines.Object]);
+// linesMagicV2 that of one whose records are all about processes, as
+// every file was before version 3 (and older readers still read it);
+// linesMagicV1 that of files written before records could refer to an
+// earlier record's frames. All three are read.
 const (
-	linesMagic   = "nsprof-lines 2"
+	linesMagic   = "nsprof-lines 3"
+	linesMagicV2 = "nsprof-lines 2"
 	linesMagicV1 = "nsprof-lines 1"
 )
 
-// isLinesMagic reports whether line is the header of a LinesFile of
-// either version.
-func isLinesMagic(line []byte) bool {
-	return string(line) == linesMagic || string(line) == linesMagicV1
+// linesVersion returns the version of a LinesFile whose header is line,
+// or 0 when it is none.
+func linesVersion(line []byte) int {
+	switch string(line) {
+	case linesMagic:
+		return 3
+	case linesMagicV2:
+		return 2
+	case linesMagicV1:
+		return 1
+	}
+	return 0
 }
+
+// isLinesMagic reports whether line is the header of a LinesFile of
+// any version.
+func isLinesMagic(line []byte) bool { return linesVersion(line) != 0 }
 
 // maxSourceFrames bounds the inline chain of one address.
 const maxSourceFrames = 256
+
+// maxObjectID bounds the build-id of a record about a file, in hex
+// digits: GNU build-ids are 40, Go's (which the recorder falls back to)
+// some 170.
+const maxObjectID = 512
 
 // SourceFrame is one source-level frame: a function and the file and line
 // reached in it.
@@ -49,10 +70,19 @@ type SourceFrame struct {
 	Line     int
 }
 
-// AddrLines is the source view of one sampled address of one process.
+// AddrLines is the source view of one sampled address of one process, or
+// of one offset of one file.
 type AddrLines struct {
-	PID  int32
-	Addr uint64
+	PID int32
+	// Object, when set, is the lowercase hex build-id of a mapped file,
+	// as the MAP frames of the processes mapping it carry it: Addr is
+	// then an offset in the file and PID is unused. One such record
+	// serves every process that maps the file, at whatever address: a
+	// system-wide recording of a build, whose hundreds of processes run
+	// the same compilers, describes each of their addresses once rather
+	// than once per process.
+	Object string
+	Addr   uint64
 	// Frames are innermost first: the functions inlined at Addr, then
 	// the function the code is in, each with its file and line. A frame
 	// may lack a name (DWARF without one) or a line.
@@ -61,7 +91,10 @@ type AddrLines struct {
 
 // EncodeLines returns the contents of a LinesFile: a header line, then a
 // line per address: pid, address in hex, and a function, file and line
-// per frame, tab-separated. Tabs and newlines in names become spaces.
+// per frame, tab-separated; a record about a file has "@" and its
+// build-id in place of the pid, and a file offset as address. Tabs and
+// newlines in names become spaces. A file without such records has
+// version 2's header, which older readers read.
 //
 // A record whose Frames is the very slice (same first element and length)
 // of an earlier record's is written as pid, address and "^N", N counting
@@ -71,7 +104,14 @@ type AddrLines struct {
 // binaries would otherwise write each chain once per process.
 func EncodeLines(recs []AddrLines) []byte {
 	var b bytes.Buffer
-	b.WriteString(linesMagic + "\n")
+	head := linesMagicV2
+	for i := range recs {
+		if recs[i].Object != "" {
+			head = linesMagic
+			break
+		}
+	}
+	b.WriteString(head + "\n")
 	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 	type chain struct {
 		first *SourceFrame
@@ -83,7 +123,12 @@ func EncodeLines(recs []AddrLines) []byte {
 		if len(r.Frames) == 0 {
 			continue
 		}
-		b.WriteString(strconv.FormatInt(int64(r.PID), 10))
+		if r.Object != "" {
+			b.WriteByte('@')
+			b.WriteString(strings.ToLower(r.Object))
+		} else {
+			b.WriteString(strconv.FormatInt(int64(r.PID), 10))
+		}
 		b.WriteByte('\t')
 		b.WriteString(strconv.FormatUint(r.Addr, 16))
 		k := chain{&r.Frames[0], min(len(r.Frames), maxSourceFrames)}
@@ -109,11 +154,18 @@ func EncodeLines(recs []AddrLines) []byte {
 	return b.Bytes()
 }
 
-// LineTable answers which source frames a process's address has.
+// LineTable answers which source frames a process's address, or a file's
+// offset, has.
 type LineTable struct {
-	recs []AddrLines // sorted by pid, then address
+	recs []AddrLines // of processes, sorted by pid, then address
 	// pids are the records of each process (see [pidIndex]).
 	pids pidIndex
+	// objRecs are the records of files, their PID the index of their
+	// Object in objs, sorted by it, then by offset; objIdx indexes them
+	// as pids does recs.
+	objRecs []AddrLines
+	objs    map[string]int32
+	objIdx  pidIndex
 }
 
 // DecodeLines parses a LinesFile. On malformed input it returns the
@@ -249,9 +301,9 @@ type linesParser struct {
 	t *LineTable
 	d linesDecoder
 	n int // lines seen
-	// v1 says the header is linesMagicV1, whose records all spell out
-	// their frames.
-	v1 bool
+	// v is the file's version: 1's records all spell out their frames,
+	// 3's may be about files.
+	v int
 }
 
 // newLinesParser returns a parser for a file of about n lines.
@@ -264,13 +316,12 @@ func (p *linesParser) line(line []byte) error {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	p.n++
 	if p.n == 1 {
-		if !isLinesMagic(line) {
+		if p.v = linesVersion(line); p.v == 0 {
 			return fmt.Errorf("%s line 1: header %.40q, want %q", LinesFile, line, linesMagic)
 		}
-		p.v1 = string(line) == linesMagicV1
 		return nil
 	}
-	r, err := p.d.parse(line, p.t.recs, p.v1)
+	r, err := p.d.parse(line, p.t.recs, p.v)
 	if err != nil {
 		return fmt.Errorf("%s line %d: %w", LinesFile, p.n, err)
 	}
@@ -290,6 +341,33 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 			return c
 		}
 		return cmp.Compare(a.Addr, b.Addr)
+	}
+	if p.v >= 3 {
+		// The records of files go to a table of their own, each file
+		// numbered in order of first record.
+		all := t.recs
+		t.recs = nil
+		for i := range all {
+			r := all[i]
+			if r.Object == "" {
+				t.recs = append(t.recs, r)
+				continue
+			}
+			id, ok := t.objs[r.Object]
+			if !ok {
+				if t.objs == nil {
+					t.objs = make(map[string]int32)
+				}
+				id = int32(len(t.objs))
+				t.objs[r.Object] = id
+			}
+			r.PID = id
+			t.objRecs = append(t.objRecs, r)
+		}
+		if !slices.IsSortedFunc(t.objRecs, byAddr) {
+			slices.SortStableFunc(t.objRecs, byAddr)
+		}
+		t.objIdx = newPIDIndex(len(t.objRecs), func(i int) int32 { return t.objRecs[i].PID })
 	}
 	if !slices.IsSortedFunc(t.recs, byAddr) { // nsprof record writes them sorted
 		slices.SortStableFunc(t.recs, byAddr)
@@ -318,12 +396,13 @@ func (d *linesDecoder) name(b []byte) string {
 	return s
 }
 
-// parse parses one record line; prev are the records before it, which a
-// line of a version 2 file may refer to for its frames.
-func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines, error) {
+// parse parses one record line of a file of version v; prev are the
+// records before it, which a line of version 2 on may refer to for its
+// frames.
+func (d *linesDecoder) parse(line []byte, prev []AddrLines, v int) (AddrLines, error) {
 	nf := bytes.Count(line, []byte{'\t'}) + 1
-	if nf == 3 && !v1 {
-		return parseLinesRef(line, prev)
+	if nf == 3 && v >= 2 {
+		return d.parseRef(line, prev, v)
 	}
 	if nf < 5 || (nf-2)%3 != 0 {
 		return AddrLines{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", nf)
@@ -336,12 +415,11 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 		line = rest
 		return f
 	}
-	f := field()
-	pid, ok := parsePID(f)
-	if !ok {
-		return AddrLines{}, fmt.Errorf("pid %.20q", f)
+	r, err := d.key(field(), v)
+	if err != nil {
+		return AddrLines{}, err
 	}
-	f = field()
+	f := field()
 	addr, ok := procfmt.ParseHex(f)
 	if !ok {
 		return AddrLines{}, fmt.Errorf("address %.20q", f)
@@ -360,17 +438,35 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v1 bool) (AddrLines,
 		frames = append(frames, SourceFrame{Function: d.name(fn), File: d.name(file), Line: ln})
 	}
 	d.frames = d.frames[k:]
-	return AddrLines{PID: int32(pid), Addr: addr, Frames: frames}, nil
+	r.Addr, r.Frames = addr, frames
+	return r, nil
 }
 
-// parseLinesRef parses a record line "pid, address, ^N" whose frames are
-// those of the record N before it, the last of prev being 1 before.
-func parseLinesRef(line []byte, prev []AddrLines) (AddrLines, error) {
+// key parses the first field of a record of a file of version v: a pid,
+// or from version 3 on "@" and a build-id.
+func (d *linesDecoder) key(f []byte, v int) (AddrLines, error) {
+	if id, ok := bytes.CutPrefix(f, []byte{'@'}); ok && v >= 3 {
+		if len(id) == 0 || len(id) > maxObjectID || !isHex(id) {
+			return AddrLines{}, fmt.Errorf("build-id %.20q", f)
+		}
+		return AddrLines{Object: d.name(bytes.ToLower(id))}, nil
+	}
+	pid, ok := parsePID(f)
+	if !ok {
+		return AddrLines{}, fmt.Errorf("pid %.20q", f)
+	}
+	return AddrLines{PID: pid}, nil
+}
+
+// parseRef parses a record line "pid, address, ^N" (or "@build-id,
+// offset, ^N") whose frames are those of the record N before it, the last
+// of prev being 1 before.
+func (d *linesDecoder) parseRef(line []byte, prev []AddrLines, v int) (AddrLines, error) {
 	f0, rest, _ := bytes.Cut(line, []byte{'\t'})
 	f1, f2, _ := bytes.Cut(rest, []byte{'\t'})
-	pid, ok := parsePID(f0)
-	if !ok {
-		return AddrLines{}, fmt.Errorf("pid %.20q", f0)
+	r, err := d.key(f0, v)
+	if err != nil {
+		return AddrLines{}, err
 	}
 	addr, ok := procfmt.ParseHex(f1)
 	if !ok {
@@ -384,11 +480,14 @@ func parseLinesRef(line []byte, prev []AddrLines) (AddrLines, error) {
 	if !ok || n < 1 || n > len(prev) {
 		return AddrLines{}, fmt.Errorf("reference %.20q: not one of the %d records before", f2, len(prev))
 	}
-	return AddrLines{PID: int32(pid), Addr: addr, Frames: prev[len(prev)-n].Frames}, nil
+	r.Addr, r.Frames = addr, prev[len(prev)-n].Frames
+	return r, nil
 }
 
-// InlineFrames returns the number of inlined calls the table describes:
-// its frames other than the last of each address (0 for nil).
+// InlineFrames returns the number of inlined calls the table's records of
+// processes describe: their frames other than the last of each address (0
+// for nil). Those of files ([AddrLines.Object]) are left out: how many
+// processes' frames each serves is not the table's to know.
 func (t *LineTable) InlineFrames() int {
 	if t == nil {
 		return 0
@@ -400,12 +499,36 @@ func (t *LineTable) InlineFrames() int {
 	return n
 }
 
-// Len returns the number of addresses in the table (0 for nil).
+// Len returns the number of records in the table, of processes and of
+// files (0 for nil).
 func (t *LineTable) Len() int {
 	if t == nil {
 		return 0
 	}
-	return len(t.recs)
+	return len(t.recs) + len(t.objRecs)
+}
+
+// Files returns the number of files the table has records of (0 for
+// nil): see [AddrLines.Object].
+func (t *LineTable) Files() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.objs)
+}
+
+// LookupObject returns the source frames at offset off of the file with
+// build-id buildID (lowercase hex), innermost first.
+func (t *LineTable) LookupObject(buildID string, off uint64) ([]SourceFrame, bool) {
+	if t == nil || len(t.objs) == 0 {
+		return nil, false
+	}
+	id, ok := t.objs[buildID]
+	if !ok {
+		return nil, false
+	}
+	lo, hi := t.objIdx.span(id)
+	return search(t.objRecs, lo, hi, off)
 }
 
 // Lookup returns the source frames of address addr of process pid,
@@ -415,21 +538,25 @@ func (t *LineTable) Lookup(pid int32, addr uint64) ([]SourceFrame, bool) {
 		return nil, false
 	}
 	lo, hi := t.pids.span(pid)
+	return search(t.recs, lo, hi, addr)
+}
+
+// search returns the frames of the record at addr among recs[lo:hi],
+// sorted by address.
+func search(recs []AddrLines, lo, hi int, addr uint64) ([]SourceFrame, bool) {
 	end := hi
-	// The first record of pid at addr or above, as a binary search of
-	// all records by (pid, address) finds it.
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if t.recs[m].Addr < addr {
+		if recs[m].Addr < addr {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo >= end || t.recs[lo].Addr != addr {
+	if lo >= end || recs[lo].Addr != addr {
 		return nil, false
 	}
-	return t.recs[lo].Frames, true
+	return recs[lo].Frames, true
 }
 
 // parsePID parses a pid of a LinesFile record as strconv.ParseInt(b, 10,

@@ -47,6 +47,60 @@ func TestLinesRoundTrip(t *testing.T) {
 	}
 }
 
+// Records about files (by build-id and offset) are looked up by build-id,
+// apart from the processes', references counting back across both kinds;
+// a file with none has version 2's header, which older readers read.
+func TestLinesObjects(t *testing.T) {
+	inl := []SourceFrame{{"inl_leaf", "/src/a.c", 26}, {"outer", "/src/a.c", 38}}
+	recs := []AddrLines{
+		{PID: 7, Addr: 0x401020, Frames: []SourceFrame{{"main", "/src/m.c", 4}}},
+		{Object: "ABCD", Addr: 0x1020, Frames: inl},
+		{Object: "abcd", Addr: 0x1000, Frames: []SourceFrame{{"f", "/src/a.c", 1}}},
+		{Object: "beef", Addr: 0x1020, Frames: inl},
+		{PID: 8, Addr: 0x1020, Frames: inl},
+	}
+	b := EncodeLines(recs)
+	if !bytes.HasPrefix(b, []byte(linesMagic+"\n")) {
+		t.Fatalf("header %.20q, want %q", b, linesMagic)
+	}
+	if n := bytes.Count(b, []byte("inl_leaf")); n != 1 {
+		t.Errorf("the chain is spelled out %d times, want 1:\n%s", n, b)
+	}
+	tab, err := DecodeLines(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != len(recs) {
+		t.Errorf("%d records, want %d", tab.Len(), len(recs))
+	}
+	for _, r := range recs {
+		got, ok := tab.Lookup(r.PID, r.Addr)
+		if r.Object != "" {
+			got, ok = tab.LookupObject(strings.ToLower(r.Object), r.Addr)
+		}
+		if !ok || fmt.Sprint(got) != fmt.Sprint(r.Frames) {
+			t.Errorf("%+v: got %v, %v", r, got, ok)
+		}
+	}
+	for _, q := range []struct {
+		id  string
+		off uint64
+	}{{"abcd", 0x1021}, {"beef", 0x1000}, {"cafe", 0x1020}, {"7", 0x401020}} {
+		if got, ok := tab.LookupObject(q.id, q.off); ok {
+			t.Errorf("LookupObject(%q, %#x) = %v, want none", q.id, q.off, got)
+		}
+	}
+	if _, ok := tab.Lookup(0, 0x1020); ok {
+		t.Error("a file's record was found as process 0's")
+	}
+	if got := tab.InlineFrames(); got != 1 {
+		t.Errorf("InlineFrames = %d, want 1 (process 8's record only)", got)
+	}
+	if b := EncodeLines(recs[:1]); !bytes.HasPrefix(b, []byte(linesMagicV2+"\n")) {
+		t.Errorf("without records of files: header %.20q, want %q", b, linesMagicV2)
+	}
+}
+
 // Processes mapping the same file share the frames of its addresses: the
 // file spells each chain out once and refers back to it, and decodes to
 // the same frames for every process.
@@ -84,7 +138,12 @@ func TestDecodeLinesErrors(t *testing.T) {
 	good := "1\t10\tf\tfile.c\t3\n"
 	for _, tc := range []struct{ in, want string }{
 		{"", "empty"},
-		{"nsprof-lines 3\n", "line 1: header"},
+		{"nsprof-lines 4\n", "line 1: header"},
+		{linesMagic + "\n" + good + "@zz\t10\tf\tfile.c\t3\n", "line 3: build-id"},
+		{linesMagic + "\n" + good + "@\t10\tf\tfile.c\t3\n", "line 3: build-id"},
+		{linesMagic + "\n" + good + "@" + strings.Repeat("ab", maxObjectID) + "\t10\tf\tfile.c\t3\n", "line 3: build-id"},
+		{linesMagic + "\n" + good + "@zz\t11\t^1\n", "line 3: build-id"},
+		{linesMagicV2 + "\n" + good + "@ab\t10\tf\tfile.c\t3\n", "line 3: pid"},
 		{linesMagic + "\n" + good + "1\t11\t^2\n", "line 3: reference \"^2\": not one of the 1 records before"},
 		{linesMagic + "\n" + good + "1\t11\t^0\n", "line 3: reference"},
 		{linesMagic + "\n" + good + "1\t11\tf\n", "line 3: 3 fields"},

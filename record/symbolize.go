@@ -309,6 +309,9 @@ func (p *symProc) gens() []symGen {
 type symMap struct {
 	start, end, off uint64
 	obj             *symObj
+	// id is the build-id (lowercase hex) the mapping's MAP frame carries,
+	// or "": the key of its source lines in the capture (see bundle).
+	id string
 }
 
 // span is a half-open address range.
@@ -491,11 +494,13 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 			s.opened++
 		}
 	}
-	p.maps = append(p.maps, symMap{start: m.Start, end: m.Start + (m.End - m.Start), off: m.Offset, obj: o})
 	if len(m.BuildID) > 0 {
+		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o, id: hex.EncodeToString(m.BuildID)})
 		return ""
 	}
-	return o.buildID()
+	id := o.buildID()
+	p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o, id: id})
+	return id
 }
 
 // buildID returns the build-id of the object's opened file, read once, in
@@ -753,7 +758,9 @@ type progress func(done, total int, name string)
 
 // bundle resolves every sampled address and returns the __symbols__
 // records, and the source lines and inline frames of the user addresses
-// whose files have DWARF. kallsyms opens the kernel symbol list; it is read only when
+// whose files have DWARF: by file offset, once for every process, where
+// the mapping's MAP frame names its file by build-id, else by process
+// and address. kallsyms opens the kernel symbol list; it is read only when
 // samples hit the kernel. nsPID gives a process's pid in its own PID
 // namespace, for JIT maps. Failures are notes, never fatal: an address
 // without a name is left out, as Sysprof leaves it.
@@ -788,6 +795,12 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	}
 	frames := s.resolveObjects(objs, hit, prog, logf)
 
+	type fileOffset struct {
+		id  string
+		off uint64
+	}
+	byFile := make(map[fileOffset]bool)
+	var fileLines []capture.AddrLines
 	var kern kernelTable
 	kernTried := false
 	for _, pid := range pids {
@@ -847,7 +860,15 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 					continue
 				}
 				if fr := frames[o][va]; len(fr) > 0 {
-					lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
+					if m.id == "" {
+						lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
+					} else if k := (fileOffset{m.id, a - m.start + m.off}); !byFile[k] {
+						// Described once for every process mapping
+						// the file, which its MAP frames name by
+						// build-id.
+						byFile[k] = true
+						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: k.off, Frames: fr})
+					}
 				}
 			}
 		}
@@ -866,7 +887,10 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			}
 		}
 	}
-	return out, lines
+	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
+		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
+	})
+	return out, append(lines, fileLines...)
 }
 
 // resolveObjects loads the objects samples hit and gives the source

@@ -2,6 +2,7 @@ package record
 
 import (
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -296,6 +297,43 @@ func TestBundleDropsLineTables(t *testing.T) {
 	}
 }
 
+// TestBundleLinesByFile: the source frames of a file's code are written
+// once, by build-id and file offset, for every process mapping the file
+// (at any address).
+func TestBundleLinesByFile(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	bases := map[int]uint64{10: 0x400000, 11: 0x7f0000000000, 12: 0x500000}
+	for pid, base := range bases {
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+	}
+	_, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	byFile := map[uint64]int{}
+	for _, l := range lines {
+		switch {
+		case l.Object == hex.EncodeToString(id):
+			byFile[l.Addr]++
+		case l.Object != "":
+			t.Errorf("record about %q, want %x", l.Object, id)
+		default:
+			t.Errorf("record of process %d at %#x: every mapping has a build-id", l.PID, l.Addr)
+		}
+	}
+	if len(byFile) == 0 {
+		t.Fatal("no records about the file")
+	}
+	for off, n := range byFile {
+		if n != 1 {
+			t.Errorf("offset %#x described %d times, want once", off, n)
+		}
+	}
+}
+
 // TestBundleReturnAddresses: a return address is named, and its call (the
 // byte before it) is named and gets source frames, whether the call was
 // noted with its return address or sampled itself; the return address
@@ -321,7 +359,10 @@ func TestBundleReturnAddresses(t *testing.T) {
 	}
 	framed := map[uint64]bool{}
 	for _, l := range lines {
-		framed[l.Addr] = true
+		if l.Object != hex.EncodeToString(id) {
+			t.Errorf("lines of %#x: about %q, want the file's build-id %x", l.Addr, l.Object, id)
+		}
+		framed[base+l.Addr] = true // offsets in the file, mapped at base
 	}
 	for _, a := range []uint64{ip, ret1, ret2, ret1 - 1, ret2 - 1} {
 		if !named(a) {

@@ -1,0 +1,89 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"nsprof/capture"
+)
+
+// TestLinesByFile: a lines record about a file (by build-id and offset)
+// describes its code in every process that maps the file, wherever it is
+// mapped, and in no process mapping another file at the same place.
+func TestLinesByFile(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + 10e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type proc struct {
+		pid        int32
+		start, off uint64
+		id         string
+		again      bool // mapped again without the build-id
+		want       string
+	}
+	procs := []proc{
+		{pid: 100, start: 0x1000, id: "abcd", want: "leaf a.c:3 <- middle a.c:8 <- outer a.c:12"},
+		{pid: 200, start: 0x7000, off: 0x1000, id: "abcd", want: "leaf a.c:3 <- middle a.c:8 <- outer a.c:12"},
+		{pid: 300, start: 0x1000, id: "abcd", again: true, want: "leaf a.c:3 <- middle a.c:8 <- outer a.c:12"},
+		{pid: 400, start: 0x1000, id: "beef", want: "outer :0"},
+	}
+	var syms []capture.Symbol
+	for _, p := range procs {
+		h := capture.FrameHeader{PID: p.pid, Time: testStart}
+		frames := []capture.Frame{&capture.Process{FrameHeader: h, Cmdline: "/usr/bin/app"}}
+		addr := p.start + 0x1010 - p.off // the file's offset 0x1010
+		frames = append(frames, &capture.Map{FrameHeader: h, Start: p.start, End: p.start + 0x4000, Offset: p.off, Filename: "/usr/lib/libx.so", Inode: 7, BuildID: p.id})
+		if p.again {
+			// The one a lookup finds: the later of two at one start.
+			frames = append(frames, &capture.Map{FrameHeader: h, Start: p.start, End: p.start + 0x4000, Offset: p.off, Filename: "/usr/lib/libx.so", Inode: 7})
+		}
+		frames = append(frames, &capture.Sample{FrameHeader: h, TID: p.pid, Addrs: []uint64{capture.ContextUser, addr}})
+		for _, f := range frames {
+			if err := w.WriteFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syms = append(syms, capture.Symbol{PID: p.pid, Begin: addr - 0x10, End: addr + 0xff, Name: "outer"})
+	}
+	h := capture.FrameHeader{PID: -1, Time: testStart}
+	bundle, err := capture.EncodeSymbols(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(h, capture.SymbolsFile, bundle); err != nil {
+		t.Fatal(err)
+	}
+	lines := capture.EncodeLines([]capture.AddrLines{{Object: "abcd", Addr: 0x1010, Frames: []capture.SourceFrame{
+		{Function: "leaf", File: "a.c", Line: 3}, {Function: "middle", File: "a.c", Line: 8}, {Function: "outer", File: "a.c", Line: 12}}}})
+	if err := w.AddFileGzip(h, capture.LinesFile, lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) > 0 {
+		t.Errorf("warnings: %q", p.Warnings)
+	}
+	for _, want := range procs {
+		var got string
+		for _, f := range p.Frames {
+			if f.PID != want.pid {
+				continue
+			}
+			for _, in := range f.Loc.Inline {
+				got += fmt.Sprintf("%s %s:%d <- ", in.Function, in.File, in.Line)
+			}
+			got += fmt.Sprintf("%s %s:%d", f.Loc.Function, f.Loc.File, f.Loc.Line)
+		}
+		if got != want.want {
+			t.Errorf("process %d (build-id %s): %q, want %q", want.pid, want.id, got, want.want)
+		}
+	}
+}
