@@ -44,6 +44,30 @@ func (p *Profile) inlineFrames() *inlineFrames {
 	return l.x
 }
 
+// reserveInline makes room after p's frames for the frames of the calls
+// inlined at them (see [lazyInline.room]) when there is not enough: a
+// capture whose lines describe files rather than processes does not say
+// before its frames are named how many of them have inlined calls. The
+// frames are copied once, now, rather than when a view first needs them,
+// with more of a report's memory in use.
+func (p *Profile) reserveInline() {
+	calls := 0
+	for i := range p.Frames {
+		calls += len(p.Frames[i].Loc.Inline)
+	}
+	l := p.inline
+	if calls == 0 || l == nil || l.x != nil {
+		return
+	}
+	if len(l.room) == len(p.Frames) && cap(l.room)-len(l.room) >= calls && (len(l.room) == 0 || &l.room[0] == &p.Frames[0]) {
+		return
+	}
+	n := len(p.Frames)
+	all := append(make([]Frame, 0, n+calls), p.Frames...)
+	p.Frames = all[:n:n]
+	l.room = all
+}
+
 // newInlineFrames returns the inlined calls of p's frames, or nil when no
 // frame has any. When room holds p's frames and has the capacity for the
 // inlined calls', they are added there instead of to a copy.

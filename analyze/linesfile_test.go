@@ -86,4 +86,17 @@ func TestLinesByFile(t *testing.T) {
 			t.Errorf("process %d (build-id %s): %q, want %q", want.pid, want.id, got, want.want)
 		}
 	}
+	// The frames have room after them for the inlined calls' (see
+	// TestInlineViewSharesFrames), although the lines did not say how
+	// many processes' frames would have some.
+	v, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Frames) != len(p.Frames)+6 || &v.Frames[0] != &p.Frames[0] {
+		t.Errorf("inline view: %d frames (want %d), copied: %v", len(v.Frames), len(p.Frames)+6, &v.Frames[0] != &p.Frames[0])
+	}
+	if &v.Samples[0] != &p.Samples[0] {
+		t.Error("the inline view copied the samples")
+	}
 }

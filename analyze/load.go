@@ -346,6 +346,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *early
 		// The frames hold what the lines said: the table, as large as
 		// the frames, is not kept for the views.
 		p.Lines = nil
+		p.reserveInline()
 		if p.Kallsyms != nil && p.Kallsyms.Err() != nil {
 			err := p.Kallsyms.Err()
 			if _, ok := errors.AsType[*capture.InflateError](err); ok {

@@ -3,6 +3,7 @@ package analyze
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -104,12 +105,6 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 	merge := o.HideKernel || o.Focus != "" || o.FocusDSO != ""
 	d.stackStart = make([]int32, 1, p.NumStacks()+1)
 	d.stackFrames = make([]FrameID, 0, len(p.stackFrames)+len(p.stackFrames)/4)
-	remap := make([]StackID, p.NumStacks())
-	for i := range remap {
-		remap[i] = -2 // not decided yet; -1 drops the stack
-	}
-	index := make(map[string]StackID)
-	var key []byte
 	var buf []FrameID
 	dso := strings.ToLower(o.FocusDSO)
 	shape := func(st []FrameID) []FrameID {
@@ -134,6 +129,38 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		}
 		return buf
 	}
+	if !merge {
+		// Each stack keeps its id (those no sample selected left
+		// empty), so the samples keep theirs: a large capture's were
+		// copied for nothing, some 15 MB.
+		used := make([]bool, p.NumStacks())
+		for i := range samples {
+			used[samples[i].Stack] = true
+		}
+		empty := false
+		for id, u := range used {
+			if u {
+				st := shape(p.Stack(StackID(id)))
+				empty = empty || len(st) == 0
+				d.stackFrames = append(d.stackFrames, st...)
+			}
+			d.stackStart = append(d.stackStart, int32(len(d.stackFrames)))
+		}
+		if empty {
+			// A sample of no frame is dropped, as when stacks are
+			// merged.
+			samples = slices.DeleteFunc(slices.Clone(samples), func(s Sample) bool { return len(d.Stack(s.Stack)) == 0 })
+		}
+		d.Samples = samples
+		v.Profile, v.Samples = &d, samples
+		return v, nil
+	}
+	remap := make([]StackID, p.NumStacks())
+	for i := range remap {
+		remap[i] = -2 // not decided yet; -1 drops the stack
+	}
+	index := make(map[string]StackID)
+	var key []byte
 	out := make([]Sample, 0, len(samples))
 	for _, s := range samples {
 		id := remap[s.Stack]
