@@ -205,6 +205,8 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 // release, when set, is told every so often how far cr has read.
 func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *earlyBundle, release func(upto int64), opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header(), n)
+	b.startPipe(n.samples)
+	defer b.stopPipe() // when loading ends before finish
 	b.pre = pre
 	b.files.src = src
 	// A mapped capture stays mapped until loading ends: what finish
@@ -449,6 +451,9 @@ type builder struct {
 	blockStats blockingStats
 	// callStats are the instrumented calls' counts.
 	callStats callStats
+	// pipe interns the stacks while frames are read, when set; the
+	// tables above that intern stacks are then its goroutine's.
+	pipe *stackPipe
 }
 
 const sampleChunk = 1 << 16
@@ -562,8 +567,17 @@ func wantFile(p string) bool {
 // addresses, so a stack seen before costs one map lookup and no
 // allocation.
 func (b *builder) sample(s *capture.Sample) {
-	id := b.stack(s.PID, s.Addrs, false)
-	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: id, CPU: s.CPU})
+	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: b.stackOf(s.PID, s.Addrs, false), CPU: s.CPU})
+}
+
+// stackOf returns the id of the stack of pid's addrs, as [builder.stack]
+// does, or [pendingStack] when it is queued to b's pipe.
+func (b *builder) stackOf(pid int32, addrs []uint64, ret bool) StackID {
+	if b.pipe != nil {
+		b.pipe.push(pid, addrs, ret)
+		return pendingStack
+	}
+	return b.stack(pid, addrs, ret)
 }
 
 // allocation adds an allocation as a sample, its stack interned with the
@@ -572,12 +586,10 @@ func (b *builder) sample(s *capture.Sample) {
 // stack is an allocation of 0 bytes: malloc(0) returns a block that is
 // freed later.
 func (b *builder) allocation(a *capture.Allocation) {
-	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1, stack: -1}
+	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1}
 	if a.Size > 0 || len(a.Addrs) > 0 {
 		e.sample = b.nSamples
-		id := b.stack(a.PID, a.Addrs, true)
-		e.stack = id
-		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: id, CPU: a.CPU})
+		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: b.stackOf(a.PID, a.Addrs, true), CPU: a.CPU})
 	}
 	b.allocs = append(b.allocs, e)
 }
@@ -721,6 +733,7 @@ type recentFrame struct {
 // files.
 func (b *builder) finish() *Profile {
 	p := b.p
+	b.stopPipe()
 	b.loadStacks()
 	calls := b.callSamples()
 	// No stack is interned after these: the tables that intern them go

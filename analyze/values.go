@@ -151,8 +151,7 @@ type allocEvent struct {
 	addr     uint64
 	size     int64
 	pid, tid int32
-	sample   int32   // index in Profile.Samples; -1 for a free
-	stack    StackID // -1 for a free
+	sample   int32 // index in Profile.Samples; -1 for a free
 }
 
 // fillValues builds the value table of p once its samples are complete:
