@@ -169,14 +169,15 @@ func TestDecodeLinesErrors(t *testing.T) {
 func FuzzDecodeLines(f *testing.F) {
 	f.Add([]byte(linesMagic + "\n7\t401020\tinl_leaf\t/src/a.c\t26\tinl_outer\t/src/a.c\t38\n"))
 	f.Add([]byte(linesMagic + "\n-1\t0\t\t\t0\n"))
+	f.Add([]byte(linesMagic + "\n@AB12\t1020\tinl_leaf\t/src/a.c\t26\touter\t/src/a.c\t38\n7\t401020\t^1\n@cd\t10\t^2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, _ := DecodeLines(data)
-		again, err := DecodeLines(EncodeLines(tab.recs))
+		again, err := DecodeLines(EncodeLines(append(slices.Clone(tab.recs), tab.objRecs...)))
 		if err != nil {
 			t.Fatalf("re-encoded table does not decode: %v", err)
 		}
-		if fmt.Sprint(again.recs) != fmt.Sprint(tab.recs) {
-			t.Fatalf("round trip changed the records:\n%v\n%v", tab.recs, again.recs)
+		if fmt.Sprint(again.recs) != fmt.Sprint(tab.recs) || fmt.Sprint(again.objRecs) != fmt.Sprint(tab.objRecs) {
+			t.Fatalf("round trip changed the records:\n%v %v\n%v %v", tab.recs, tab.objRecs, again.recs, again.objRecs)
 		}
 	})
 }
@@ -245,6 +246,7 @@ func TestDecodeLinesGzipBomb(t *testing.T) {
 func FuzzDecodeLinesGzip(f *testing.F) {
 	f.Add([]byte(linesMagic+"\n7\t401020\tinl_leaf\t/src/a.c\t26\tinl_outer\t/src/a.c\t38\n"), 5)
 	f.Add([]byte(linesMagic+"\r\n-1\t0\t\t\t0"), -1)
+	f.Add([]byte(linesMagic+"\n@ab\t10\tf\ta.c\t1\n@ab\t11\t^1\n"), 1)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		want, wantErr := DecodeLinesMax(data, max)
 		got, gotErr := DecodeLinesGzip(LinesFile+".gz", gzipOf(t, data), max)
