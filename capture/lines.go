@@ -345,8 +345,18 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 	if p.v >= 3 {
 		// The records of files go to a table of their own, each file
 		// numbered in order of first record.
+		// Those of files stay where they were parsed, moved down over
+		// those of processes (few, in a file of version 3), which are
+		// copied out.
 		all := t.recs
-		t.recs = nil
+		n := 0
+		for i := range all {
+			if all[i].Object == "" {
+				n++
+			}
+		}
+		t.recs = make([]AddrLines, 0, n)
+		k := 0
 		for i := range all {
 			r := all[i]
 			if r.Object == "" {
@@ -362,7 +372,14 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 				t.objs[r.Object] = id
 			}
 			r.PID = id
-			t.objRecs = append(t.objRecs, r)
+			all[k] = r
+			k++
+		}
+		clear(all[k:])
+		t.objRecs = all[:k]
+		if cap(all) > k+k/4 {
+			// Room reserved for more records than the file held.
+			t.objRecs = slices.Clone(t.objRecs)
 		}
 		if !slices.IsSortedFunc(t.objRecs, byAddr) {
 			slices.SortStableFunc(t.objRecs, byAddr)
