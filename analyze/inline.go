@@ -51,10 +51,7 @@ func (p *Profile) inlineFrames() *inlineFrames {
 // frames are copied once, now, rather than when a view first needs them,
 // with more of a report's memory in use.
 func (p *Profile) reserveInline() {
-	calls := 0
-	for i := range p.Frames {
-		calls += len(p.Frames[i].Loc.Inline)
-	}
+	calls := p.inlineCalls
 	l := p.inline
 	if calls == 0 || l == nil || l.x != nil {
 		return

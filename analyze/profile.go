@@ -133,6 +133,9 @@ type Profile struct {
 	// inline holds the frames of the inlined calls, made once for the
 	// views that show them; shallow copies of the profile share it.
 	inline *lazyInline
+	// inlineCalls counts the inlined calls of the frames as last named:
+	// the entries of their locations' Inline.
+	inlineCalls int
 }
 
 // Process is one process of the capture.

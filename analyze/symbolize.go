@@ -384,11 +384,19 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	for i := range ofLoc {
 		ofLoc[i] = make(map[*Location]FuncID)
 	}
-	unresolved := 0
+	unresolved, unnamed, calls := 0, 0, 0
 	for i := range p.Frames {
 		f := &p.Frames[i]
 		if k := by[i]; k >= 0 {
 			counts[k]++
+			if in := f.Loc.Inline; len(in) > 0 {
+				calls += len(in)
+				for j := range in {
+					if in[j].unnamed {
+						unnamed++
+					}
+				}
+			}
 			if rep != nil {
 				// The frame named in its place, earlier, has
 				// its function already.
@@ -419,14 +427,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	for i, n := range names {
 		p.SymbolStats[n] += counts[i]
 	}
-	unnamed := 0
-	for i := range p.Frames {
-		for _, in := range p.Frames[i].Loc.Inline {
-			if in.unnamed {
-				unnamed++
-			}
-		}
-	}
+	p.inlineCalls = calls
 	if unnamed > 0 {
 		p.SymbolStats[UnnamedInline] = unnamed
 	}
