@@ -27,7 +27,10 @@ func TestSysprofReadsDWARFStacks(t *testing.T) {
 	}
 	t.Logf("Sysprof names: omitfp_weigh %d, omitfp_compare %d, qsort_r %d, main %d, omitfp_thread %d",
 		sum["omitfp_weigh"], sum["omitfp_compare"], sum["qsort_r"], sum["main"], sum["omitfp_thread"])
-	if sum["omitfp_weigh"] < 500 {
+	// A second of one thread at 999 Hz: about a thousand samples on an
+	// idle CPU, fewer on a loaded machine (440 seen in CI): enough to
+	// tell crossed libc frames from none.
+	if sum["omitfp_weigh"] < 200 {
 		t.Fatalf("Sysprof names omitfp_weigh in %d frames only", sum["omitfp_weigh"])
 	}
 	if sum["qsort_r"] < sum["omitfp_compare"] {

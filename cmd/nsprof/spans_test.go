@@ -83,7 +83,7 @@ func TestSpeedtrack(t *testing.T) {
 	if !strings.Contains(stderr, "spans: ") || strings.Contains(stderr, "not marked") {
 		t.Errorf("want the spans note and no unpaired calls:\n%s", stderr)
 	}
-	checkSpeedtrack(t, capPath, "g_main_context_dispatch")
+	checkSpeedtrack(t, capPath, "g_main_context_dispatch", 50)
 }
 
 // TestSpeedtrackPreload: the same with the LD_PRELOAD fallback
@@ -111,7 +111,9 @@ func TestSpeedtrackPreload(t *testing.T) {
 	if !strings.Contains(stderr, "main-loop iterations are measured by "+lib) {
 		t.Errorf("want the fallback said:\n%s", stderr)
 	}
-	checkSpeedtrack(t, capPath, "busy between polls")
+	// The last iteration is not closed by a poll: 49 when the slow
+	// callback shares an iteration with a short one.
+	checkSpeedtrack(t, capPath, "busy between polls", 49)
 }
 
 // mainloopFixture builds the GLib main-loop fixture.
@@ -120,8 +122,9 @@ func mainloopFixture(t *testing.T) string {
 }
 
 // checkSpeedtrack checks a --speedtrack capture of the main-loop fixture
-// (see TestSpeedtrack), whose marks are named name.
-func checkSpeedtrack(t *testing.T, capPath, name string) {
+// (see TestSpeedtrack), whose marks are named name, at least least of
+// them.
+func checkSpeedtrack(t *testing.T, capPath, name string, least int) {
 	t.Helper()
 	var n int
 	for _, f := range readClean(t, capPath) {
@@ -132,11 +135,11 @@ func checkSpeedtrack(t *testing.T, capPath, name string) {
 			}
 		}
 	}
-	if n < 50 {
+	if n < least {
 		// Each short callback runs in an iteration of its own (its
 		// timeout restarts when it returns); the slow one may share
-		// one with a short one.
-		t.Errorf("%d mainloop marks, want one per iteration that dispatched: at least 50", n)
+		// one with a short one (more often on a loaded machine).
+		t.Errorf("%d mainloop marks, want one per iteration that dispatched: at least %d", n, least)
 	}
 	doc := reportMarks(t, capPath)
 	long := longStalls(t, doc, 100_000_000)
@@ -192,7 +195,7 @@ func TestSpeedtrackPodmanRootless(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("record --speedtrack -p %d: status %d\n%s", pid, status, stderr)
 	}
-	checkSpeedtrack(t, capPath, "g_main_context_dispatch")
+	checkSpeedtrack(t, capPath, "g_main_context_dispatch", 50)
 }
 
 // TestSpan: --span PROGRAM:fixture_work marks the 10 calls of the spans
