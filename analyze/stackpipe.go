@@ -11,7 +11,7 @@ import "runtime"
 //
 // While the pipe runs, the builder's stack tables belong to its
 // goroutine: the reader only queues stacks ([stackPipe.push]) and appends
-// samples with [pendingStack] in place of their ids; [stackPipe.finish]
+// samples with [pendingStack] in place of their ids; [builder.stopPipe]
 // waits for the goroutine and gives the samples their ids.
 type stackPipe struct {
 	cur  *stackBatch
