@@ -157,3 +157,46 @@ func TestInlineUnnamed(t *testing.T) {
 		t.Errorf("SymbolStats[%q] = %d, want 2 (stats %v)", UnnamedInline, n, p.SymbolStats)
 	}
 }
+
+// TestInlineViewTopLazy: an inline view's Top, computed from the
+// profile's stacks and the inlined calls without expanding the stacks,
+// is the Top of the expanded stacks; the stacks asked for afterwards are
+// the expanded ones.
+func TestInlineViewTopLazy(t *testing.T) {
+	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := v.Top(v.Samples)
+	if v.lazy == nil || v.lazy.built.Load() {
+		t.Fatal("Top expanded the stacks")
+	}
+	var paths []string
+	for _, s := range v.Samples {
+		var path []string
+		for _, fn := range v.Path(s.Stack, nil) {
+			path = append(path, v.Funcs[fn].Name)
+		}
+		paths = append(paths, joinPath(path))
+	}
+	if want := []string{"main;outer;middle;leaf", "main;outer"}; fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Errorf("expanded stacks %q, want %q", paths, want)
+	}
+	expanded := v.Top(v.Samples)
+	if fmt.Sprint(lazy) != fmt.Sprint(expanded) {
+		t.Errorf("Top without expanding:\n%+v\nexpanded:\n%+v", lazy, expanded)
+	}
+	var leaf FuncStat
+	for _, s := range lazy {
+		if s.Name == "leaf" {
+			leaf = s
+		}
+	}
+	if leaf.Self != 1 || leaf.Total != 1 {
+		t.Errorf("leaf %+v, want self 1 and total 1", leaf)
+	}
+}

@@ -100,6 +100,9 @@ type Profile struct {
 	threadIndex map[int32]*Thread
 	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
 	stackFrames []FrameID
+	// lazy, when set, holds the stack tables instead, made on first use
+	// (see [lazyStacks]).
+	lazy *lazyStacks
 	// values holds len(SampleTypes) values per sample, by Sample.Row;
 	// nil when every sample is a stack sample (each value 1).
 	values []int64
@@ -301,11 +304,20 @@ type Function struct {
 // Stack returns the frames of stack id, leaf first. The slice is shared:
 // do not modify it.
 func (p *Profile) Stack(id StackID) []FrameID {
+	if l := p.lazy; l != nil {
+		t := l.tables()
+		return t.frames[t.start[id]:t.start[id+1]]
+	}
 	return p.stackFrames[p.stackStart[id]:p.stackStart[id+1]]
 }
 
 // NumStacks returns the number of distinct stacks.
-func (p *Profile) NumStacks() int { return len(p.stackStart) - 1 }
+func (p *Profile) NumStacks() int {
+	if l := p.lazy; l != nil {
+		return l.n
+	}
+	return len(p.stackStart) - 1
+}
 
 // Process returns the process pid, or nil.
 func (p *Profile) Process(pid int32) *Process { return p.procIndex[pid] }

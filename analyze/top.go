@@ -55,6 +55,9 @@ func (p *Profile) Top(samples []Sample) []FuncStat {
 	for i := range p.Frames {
 		funcOf[i] = p.Frames[i].Func
 	}
+	if l := p.lazy; l != nil && l.funcTotals(counts, funcOf, self, total, seen) {
+		counts = nil // counted
+	}
 	for id, c := range counts {
 		if c == 0 {
 			continue

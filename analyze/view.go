@@ -103,8 +103,6 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 	// expanding frames keeps them all, so distinct stacks stay distinct
 	// and need no index to be merged by.
 	merge := o.HideKernel || o.Focus != "" || o.FocusDSO != ""
-	d.stackStart = make([]int32, 1, p.NumStacks()+1)
-	d.stackFrames = make([]FrameID, 0, len(p.stackFrames)+len(p.stackFrames)/4)
 	var buf []FrameID
 	dso := strings.ToLower(o.FocusDSO)
 	shape := func(st []FrameID) []FrameID {
@@ -130,31 +128,31 @@ func (p *Profile) View(o ViewOptions) (*View, error) {
 		return buf
 	}
 	if !merge {
-		// Each stack keeps its id (those no sample selected left
-		// empty), so the samples keep theirs: a large capture's were
-		// copied for nothing, some 15 MB.
+		// Only inlined calls are shown: each stack keeps its id (those
+		// no sample selected left empty), so the samples keep theirs (a
+		// large capture's were copied for nothing, some 15 MB), and the
+		// stacks are expanded when first asked for (see lazyStacks).
 		used := make([]bool, p.NumStacks())
-		for i := range samples {
-			used[samples[i].Stack] = true
-		}
 		empty := false
-		for id, u := range used {
-			if u {
-				st := shape(p.Stack(StackID(id)))
-				empty = empty || len(st) == 0
-				d.stackFrames = append(d.stackFrames, st...)
+		for i := range samples {
+			if id := samples[i].Stack; !used[id] {
+				used[id] = true
+				empty = empty || len(p.Stack(id)) == 0
 			}
-			d.stackStart = append(d.stackStart, int32(len(d.stackFrames)))
 		}
 		if empty {
 			// A sample of no frame is dropped, as when stacks are
 			// merged.
-			samples = slices.DeleteFunc(slices.Clone(samples), func(s Sample) bool { return len(d.Stack(s.Stack)) == 0 })
+			samples = slices.DeleteFunc(slices.Clone(samples), func(s Sample) bool { return len(p.Stack(s.Stack)) == 0 })
 		}
+		d.stackStart, d.stackFrames = nil, nil
+		d.lazy = &lazyStacks{n: p.NumStacks(), src: p, inl: inl, used: used}
 		d.Samples = samples
 		v.Profile, v.Samples = &d, samples
 		return v, nil
 	}
+	d.stackStart = make([]int32, 1, p.NumStacks()+1)
+	d.stackFrames = make([]FrameID, 0, len(p.stackFrames)+len(p.stackFrames)/4)
 	remap := make([]StackID, p.NumStacks())
 	for i := range remap {
 		remap[i] = -2 // not decided yet; -1 drops the stack
