@@ -157,15 +157,40 @@ func EncodeLines(recs []AddrLines) []byte {
 // LineTable answers which source frames a process's address, or a file's
 // offset, has.
 type LineTable struct {
-	recs []AddrLines // of processes, sorted by pid, then address
+	recs []lineRec // of processes, sorted by pid, then address
 	// pids are the records of each process (see [pidIndex]).
 	pids pidIndex
-	// objRecs are the records of files, their PID the index of their
-	// Object in objs, sorted by it, then by offset; objIdx indexes them
-	// as pids does recs.
-	objRecs []AddrLines
+	// objRecs are the records of files, sorted by file, then offset;
+	// objIdx indexes them as pids does recs. objs numbers the files by
+	// build-id, files names them by number.
+	objRecs []lineRec
 	objs    map[string]int32
+	files   []string
 	objIdx  pidIndex
+}
+
+// lineRec is a decoded record: 40 bytes, where an [AddrLines] with its
+// Object string takes 56, for each of the half a million records of a
+// large capture's older lines files.
+type lineRec struct {
+	addr   uint64
+	frames []SourceFrame
+	// key is the record's pid, or when file is set the number of its
+	// file (see LineTable.files).
+	key  int32
+	file bool
+}
+
+// records returns the table's records, those of processes first.
+func (t *LineTable) records() []AddrLines {
+	var out []AddrLines
+	for _, r := range t.recs {
+		out = append(out, AddrLines{PID: r.key, Addr: r.addr, Frames: r.frames})
+	}
+	for _, r := range t.objRecs {
+		out = append(out, AddrLines{Object: t.files[r.key], Addr: r.addr, Frames: r.frames})
+	}
+	return out
 }
 
 // DecodeLines parses a LinesFile. On malformed input it returns the
@@ -308,7 +333,7 @@ type linesParser struct {
 
 // newLinesParser returns a parser for a file of about n lines.
 func newLinesParser(n int) *linesParser {
-	return &linesParser{t: &LineTable{recs: make([]AddrLines, 0, n)}, d: linesDecoder{names: make(map[string]string)}}
+	return &linesParser{t: &LineTable{recs: make([]lineRec, 0, n)}, d: linesDecoder{names: make(map[string]string), objs: make(map[string]int32)}}
 }
 
 // line parses one line (without its newline).
@@ -336,42 +361,31 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 	if err == nil && p.n == 0 {
 		err = fmt.Errorf("%s: empty", LinesFile)
 	}
-	byAddr := func(a, b AddrLines) int {
-		if c := cmp.Compare(a.PID, b.PID); c != 0 {
+	byAddr := func(a, b lineRec) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Addr, b.Addr)
+		return cmp.Compare(a.addr, b.addr)
 	}
-	if p.v >= 3 {
-		// The records of files go to a table of their own, each file
-		// numbered in order of first record.
-		// Those of files stay where they were parsed, moved down over
-		// those of processes (few, in a file of version 3), which are
-		// copied out.
+	if len(p.d.files) > 0 {
+		// The records of files go to a table of their own: they stay
+		// where they were parsed, moved down over those of processes
+		// (few, in a file of version 3), which are copied out.
+		t.objs, t.files = p.d.objs, p.d.files
 		all := t.recs
 		n := 0
 		for i := range all {
-			if all[i].Object == "" {
+			if !all[i].file {
 				n++
 			}
 		}
-		t.recs = make([]AddrLines, 0, n)
+		t.recs = make([]lineRec, 0, n)
 		k := 0
-		for i := range all {
-			r := all[i]
-			if r.Object == "" {
+		for _, r := range all {
+			if !r.file {
 				t.recs = append(t.recs, r)
 				continue
 			}
-			id, ok := t.objs[r.Object]
-			if !ok {
-				if t.objs == nil {
-					t.objs = make(map[string]int32)
-				}
-				id = int32(len(t.objs))
-				t.objs[r.Object] = id
-			}
-			r.PID = id
 			all[k] = r
 			k++
 		}
@@ -384,12 +398,12 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 		if !slices.IsSortedFunc(t.objRecs, byAddr) {
 			slices.SortStableFunc(t.objRecs, byAddr)
 		}
-		t.objIdx = newPIDIndex(len(t.objRecs), func(i int) int32 { return t.objRecs[i].PID })
+		t.objIdx = newPIDIndex(len(t.objRecs), func(i int) int32 { return t.objRecs[i].key })
 	}
 	if !slices.IsSortedFunc(t.recs, byAddr) { // nsprof record writes them sorted
 		slices.SortStableFunc(t.recs, byAddr)
 	}
-	t.pids = newPIDIndex(len(t.recs), func(i int) int32 { return t.recs[i].PID })
+	t.pids = newPIDIndex(len(t.recs), func(i int) int32 { return t.recs[i].key })
 	return t, err
 }
 
@@ -400,6 +414,10 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 type linesDecoder struct {
 	names  map[string]string
 	frames []SourceFrame // the free part of the current block
+	// objs numbers the files records are about, in order of first
+	// record, by build-id; files are their build-ids by number.
+	objs  map[string]int32
+	files []string
 }
 
 // name returns b with carriage returns made spaces (as EncodeLines
@@ -416,16 +434,16 @@ func (d *linesDecoder) name(b []byte) string {
 // parse parses one record line of a file of version v; prev are the
 // records before it, which a line of version 2 on may refer to for its
 // frames.
-func (d *linesDecoder) parse(line []byte, prev []AddrLines, v int) (AddrLines, error) {
+func (d *linesDecoder) parse(line []byte, prev []lineRec, v int) (lineRec, error) {
 	nf := bytes.Count(line, []byte{'\t'}) + 1
 	if nf == 3 && v >= 2 {
 		return d.parseRef(line, prev, v)
 	}
 	if nf < 5 || (nf-2)%3 != 0 {
-		return AddrLines{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", nf)
+		return lineRec{}, fmt.Errorf("%d fields, want pid, address and 3 per frame", nf)
 	}
 	if (nf-2)/3 > maxSourceFrames {
-		return AddrLines{}, fmt.Errorf("%d frames, at most %d", (nf-2)/3, maxSourceFrames)
+		return lineRec{}, fmt.Errorf("%d frames, at most %d", (nf-2)/3, maxSourceFrames)
 	}
 	field := func() []byte {
 		f, rest, _ := bytes.Cut(line, []byte{'\t'})
@@ -434,12 +452,12 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v int) (AddrLines, e
 	}
 	r, err := d.key(field(), v)
 	if err != nil {
-		return AddrLines{}, err
+		return lineRec{}, err
 	}
 	f := field()
 	addr, ok := procfmt.ParseHex(f)
 	if !ok {
-		return AddrLines{}, fmt.Errorf("address %.20q", f)
+		return lineRec{}, fmt.Errorf("address %.20q", f)
 	}
 	k := (nf - 2) / 3
 	if len(d.frames) < k {
@@ -450,54 +468,61 @@ func (d *linesDecoder) parse(line []byte, prev []AddrLines, v int) (AddrLines, e
 		fn, file, l := field(), field(), field()
 		ln, ok := parseCount(l)
 		if !ok {
-			return AddrLines{}, fmt.Errorf("line number %.20q", l)
+			return lineRec{}, fmt.Errorf("line number %.20q", l)
 		}
 		frames = append(frames, SourceFrame{Function: d.name(fn), File: d.name(file), Line: ln})
 	}
 	d.frames = d.frames[k:]
-	r.Addr, r.Frames = addr, frames
+	r.addr, r.frames = addr, frames
 	return r, nil
 }
 
 // key parses the first field of a record of a file of version v: a pid,
 // or from version 3 on "@" and a build-id.
-func (d *linesDecoder) key(f []byte, v int) (AddrLines, error) {
+func (d *linesDecoder) key(f []byte, v int) (lineRec, error) {
 	if id, ok := bytes.CutPrefix(f, []byte{'@'}); ok && v >= 3 {
 		if len(id) == 0 || len(id) > maxObjectID || !isHex(id) {
-			return AddrLines{}, fmt.Errorf("build-id %.20q", f)
+			return lineRec{}, fmt.Errorf("build-id %.20q", f)
 		}
-		return AddrLines{Object: d.name(bytes.ToLower(id))}, nil
+		obj := d.name(bytes.ToLower(id))
+		n, ok := d.objs[obj]
+		if !ok {
+			n = int32(len(d.files))
+			d.objs[obj] = n
+			d.files = append(d.files, obj)
+		}
+		return lineRec{key: n, file: true}, nil
 	}
 	pid, ok := parsePID(f)
 	if !ok {
-		return AddrLines{}, fmt.Errorf("pid %.20q", f)
+		return lineRec{}, fmt.Errorf("pid %.20q", f)
 	}
-	return AddrLines{PID: pid}, nil
+	return lineRec{key: pid}, nil
 }
 
 // parseRef parses a record line "pid, address, ^N" (or "@build-id,
 // offset, ^N") whose frames are those of the record N before it, the last
 // of prev being 1 before.
-func (d *linesDecoder) parseRef(line []byte, prev []AddrLines, v int) (AddrLines, error) {
+func (d *linesDecoder) parseRef(line []byte, prev []lineRec, v int) (lineRec, error) {
 	f0, rest, _ := bytes.Cut(line, []byte{'\t'})
 	f1, f2, _ := bytes.Cut(rest, []byte{'\t'})
 	r, err := d.key(f0, v)
 	if err != nil {
-		return AddrLines{}, err
+		return lineRec{}, err
 	}
 	addr, ok := procfmt.ParseHex(f1)
 	if !ok {
-		return AddrLines{}, fmt.Errorf("address %.20q", f1)
+		return lineRec{}, fmt.Errorf("address %.20q", f1)
 	}
 	ref, ok := bytes.CutPrefix(f2, []byte{'^'})
 	if !ok {
-		return AddrLines{}, fmt.Errorf("3 fields, want pid, address and 3 per frame, or a reference ^N to an earlier record")
+		return lineRec{}, fmt.Errorf("3 fields, want pid, address and 3 per frame, or a reference ^N to an earlier record")
 	}
 	n, ok := parseCount(ref)
 	if !ok || n < 1 || n > len(prev) {
-		return AddrLines{}, fmt.Errorf("reference %.20q: not one of the %d records before", f2, len(prev))
+		return lineRec{}, fmt.Errorf("reference %.20q: not one of the %d records before", f2, len(prev))
 	}
-	r.Addr, r.Frames = addr, prev[len(prev)-n].Frames
+	r.addr, r.frames = addr, prev[len(prev)-n].frames
 	return r, nil
 }
 
@@ -511,7 +536,7 @@ func (t *LineTable) InlineFrames() int {
 	}
 	n := 0
 	for i := range t.recs {
-		n += max(0, len(t.recs[i].Frames)-1)
+		n += max(0, len(t.recs[i].frames)-1)
 	}
 	return n
 }
@@ -560,20 +585,20 @@ func (t *LineTable) Lookup(pid int32, addr uint64) ([]SourceFrame, bool) {
 
 // search returns the frames of the record at addr among recs[lo:hi],
 // sorted by address.
-func search(recs []AddrLines, lo, hi int, addr uint64) ([]SourceFrame, bool) {
+func search(recs []lineRec, lo, hi int, addr uint64) ([]SourceFrame, bool) {
 	end := hi
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if recs[m].Addr < addr {
+		if recs[m].addr < addr {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo >= end || recs[lo].Addr != addr {
+	if lo >= end || recs[lo].addr != addr {
 		return nil, false
 	}
-	return recs[lo].Frames, true
+	return recs[lo].frames, true
 }
 
 // parsePID parses a pid of a LinesFile record as strconv.ParseInt(b, 10,

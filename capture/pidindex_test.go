@@ -51,8 +51,8 @@ func TestLookupByProcess(t *testing.T) {
 			// The first record of (pid, addr).
 			var wantLine int
 			for i := range lt.recs {
-				if r := &lt.recs[i]; r.PID == pid && r.Addr == addr {
-					wantLine = r.Frames[0].Line
+				if r := &lt.recs[i]; r.key == pid && r.addr == addr {
+					wantLine = r.frames[0].Line
 					break
 				}
 			}
