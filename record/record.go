@@ -119,7 +119,7 @@ type recorder struct {
 	clonesTP   []*perf.Tracepoint
 	off        *offCPU // with Options.OffCPU
 	// filter drops the samples of other processes when the sampling
-	// event is opened per CPU (see sampleCPUWide).
+	// event is opened per CPU (perf.Options.SampleCPUWide).
 	filter *targetFilter
 	// perTaskSampling says per-CPU sampling was refused (see openPerf).
 	perTaskSampling bool
