@@ -2,11 +2,10 @@ package record
 
 import (
 	"cmp"
-	"fmt"
-	"os"
 	"slices"
 
 	"nsprof/perf"
+	"nsprof/proc"
 )
 
 // targetFilter keeps, of the samples of the sampling event opened per
@@ -31,9 +30,8 @@ type targetFilter struct {
 	free  []*perf.Record
 	// dropped counts the samples of other processes.
 	dropped uint64
-	// procRoot is /proc, to tell a main thread's exit from its
-	// process's.
-	procRoot string
+	// fs is /proc, to tell a main thread's exit from its process's.
+	fs proc.FS
 }
 
 // lifetime is when a process was recorded: from since to until (0: still
@@ -47,11 +45,15 @@ type heldSample struct {
 	snap uint64
 }
 
-// newTargetFilter returns a filter that knows pids from the start
-// (-p), and later the processes the records say.
-func newTargetFilter(procRoot string, pids []int) *targetFilter {
-	f := &targetFilter{procs: make(map[int32][]lifetime), procRoot: procRoot}
+// newTargetFilter returns a filter that knows the processes of pids
+// from the start (-p; a thread id stands for its process, as it does
+// for perf.Processes), and later the processes the records say.
+func newTargetFilter(fs proc.FS, pids []int) *targetFilter {
+	f := &targetFilter{procs: make(map[int32][]lifetime), fs: fs}
 	for _, pid := range pids {
+		if st, err := fs.ReadStatus(pid); err == nil && st.Tgid > 0 {
+			pid = st.Tgid
+		}
 		f.procs[int32(pid)] = []lifetime{{}}
 	}
 	return f
@@ -118,8 +120,8 @@ func (f *targetFilter) exit(pid int32, t int64) {
 // threadsLeft reports whether process pid still has threads other than
 // its main one, which exited: its samples go on.
 func (f *targetFilter) threadsLeft(pid int32) bool {
-	ents, err := os.ReadDir(fmt.Sprintf("%s/%d/task", f.procRoot, pid))
-	return err == nil && len(ents) > 1
+	tids, err := f.fs.Tasks(int(pid))
+	return err == nil && len(tids) > 1
 }
 
 // learn takes the records of the per-task events that start and end

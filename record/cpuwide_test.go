@@ -1,10 +1,13 @@
 package record
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"nsprof/perf"
+	"nsprof/proc"
 )
 
 // TestTargetFilter: of the samples of a per-CPU sampling event, the
@@ -15,7 +18,7 @@ import (
 // other process's, the held ones only once the next snapshot was
 // handled, and never drops a sample it holds too early.
 func TestTargetFilter(t *testing.T) {
-	f := newTargetFilter(t.TempDir(), nil)
+	f := newTargetFilter(proc.FS{Root: t.TempDir()}, nil)
 	var kept []uint64 // the times of the samples kept
 	keep := func(rec *perf.Record) { kept = append(kept, rec.Sample.Time) }
 	sample := func(pid uint32, at uint64, snap uint64) {
@@ -95,14 +98,29 @@ func TestTargetFilter(t *testing.T) {
 }
 
 // TestTargetFilterPIDs: with -p, the processes named are recorded from
-// the start, and others never are.
+// the start (a thread id stands for its process), others never are; a
+// process whose main thread exits while another runs is still recorded.
 func TestTargetFilterPIDs(t *testing.T) {
-	f := newTargetFilter(t.TempDir(), []int{42})
+	root := t.TempDir()
+	for path, data := range map[string]string{
+		"43/status":         "Name:\tworker\nTgid:\t42\nPid:\t43\nPPid:\t1\n",
+		"42/task/42/status": "", "42/task/43/status": "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, path), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newTargetFilter(proc.FS{Root: root}, []int{43, 50})
+	f.exit(42, 10) // its main thread: thread 43 goes on
+	f.exit(50, 10)
 	for _, tc := range []struct {
 		pid  int32
 		at   int64
 		want verdict
-	}{{42, 1, keepSample}, {43, 1, holdSample}} {
+	}{{42, 1, keepSample}, {42, 20, keepSample}, {50, 5, keepSample}, {50, 20, holdSample}, {44, 1, holdSample}} {
 		if got := f.verdict(tc.pid, tc.at); got != tc.want {
 			t.Errorf("verdict(%d, %d) = %d, want %d", tc.pid, tc.at, got, tc.want)
 		}

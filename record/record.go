@@ -347,7 +347,7 @@ func (r *recorder) setup() error {
 			if mode == "command" {
 				pids = nil // known from its exec
 			}
-			r.filter = newTargetFilter(o.FS.Root, pids)
+			r.filter = newTargetFilter(o.FS, pids)
 		}
 		if rd.Event() != o.Event {
 			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
