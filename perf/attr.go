@@ -221,6 +221,22 @@ type Options struct {
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
 	ContextSwitch bool
+	// SampleCPUWide opens the sampling event (Event, at Frequency or
+	// Period) once per CPU for every task (pid -1), not per followed
+	// task, for targets other than [AllTasks]; the MMAP, COMM, FORK,
+	// EXIT and SWITCH records and the tracepoints stay per task, the
+	// former on a dummy event. A per-task cpu-clock or task-clock event
+	// is a timer the kernel starts and cancels at each context switch
+	// of the task, whatever its rate: for a program that switches
+	// hundreds of thousands of times a second, much of what sampling
+	// costs it (bench/offcpu-overhead.sh). The per-CPU event has no cost
+	// at a switch, but samples every task that runs on the CPU:
+	// [Reader.CPUWide] tells its samples apart, and dropping those of
+	// other tasks is the caller's work. It needs CAP_PERFMON or
+	// kernel.perf_event_paranoid <= 0 (an error wrapping
+	// os.ErrPermission otherwise). The per-CPU event of an [Exec]
+	// target samples from the start, not from the exec.
+	SampleCPUWide bool
 	// Uprobes are user probes recorded for the same tasks, every hit,
 	// and in the tasks those create, into rings of their own, one per
 	// CPU; [Reader.Uprobe]
@@ -387,6 +403,32 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 		a.Bits |= attrWatermark
 		a.Wakeup = uint32(s.WakeupBytes)
 	}
+	return a
+}
+
+// cpuWideAttr builds the attributes of the sampling event of
+// Options.SampleCPUWide on one CPU: every task, not inherited, without
+// the side-band records (the per-task dummy event has them); enabled
+// from the start for onExec targets, whose per-task events the exec
+// enables (and unless StartDisabled), since a per-CPU event has no
+// exec.
+func (s *settings) cpuWideAttr(ev Event, onExec bool) unix.PerfEventAttr {
+	a := s.attr(ev, true, false)
+	a.Bits &^= attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch
+	if onExec && !s.StartDisabled {
+		a.Bits &^= attrDisabled
+	}
+	return a
+}
+
+// dummyAttr builds the attributes of the per-task dummy event of
+// Options.SampleCPUWide: it samples nothing and carries the side-band
+// records of the followed tasks (MMAP, COMM, FORK, EXIT, SWITCH).
+func (s *settings) dummyAttr(onExec bool) unix.PerfEventAttr {
+	a := s.attr(s.Event, false, onExec)
+	a.Type, a.Config = typeSoftware, configSWDummy
+	a.Sample = 1
+	a.Bits &^= attrFreq
 	return a
 }
 

@@ -150,6 +150,7 @@ const (
 	configSWTaskClock       = 1 // PERF_COUNT_SW_TASK_CLOCK
 	configSWPageFaults      = 2 // PERF_COUNT_SW_PAGE_FAULTS
 	configSWContextSwitches = 3 // PERF_COUNT_SW_CONTEXT_SWITCHES
+	configSWDummy           = 9 // PERF_COUNT_SW_DUMMY
 )
 
 // Offsets in struct perf_event_mmap_page.

@@ -23,6 +23,11 @@ func Open(target Target) (*Reader, error) {
 // redirected into it (PERF_EVENT_IOC_SET_OUTPUT), so a process with T
 // threads costs T file descriptors per CPU but only one ring per CPU.
 //
+// With opts.SampleCPUWide, each CPU's ring belongs to the sampling
+// event of every task on that CPU instead, and the per-task events
+// (a dummy one for the side-band records, the tracepoints) are
+// redirected into it.
+//
 // CPUs that are offline (ENODEV) are skipped, as are listed threads that
 // exit before their events are opened (ESRCH). Unless opts.StartDisabled
 // is set, the events are enabled once all of them are set up; [Exec]
@@ -53,15 +58,54 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 		}
 	}()
 	ev := s.Event
-	attr := s.attr(ev, systemWide, target.kind == targetExec)
+	onExec := target.kind == targetExec
+	cpuWide := s.SampleCPUWide && !systemWide
+	attr := s.attr(ev, systemWide, onExec)
+	if cpuWide {
+		attr = s.dummyAttr(onExec)
+	}
 	canSkipTask := len(pids) > 1
 	for _, cpu := range cpus {
 		owner := -1
-		for _, pid := range pids {
-			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if cpuWide {
+			// The sampling event of every task on the CPU owns its ring.
+			cattr := s.cpuWideAttr(ev, onExec)
+			fd, err := unix.PerfEventOpen(&cattr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 			if err != nil && ev == EventCycles && len(res.fds) == 0 && noPMU(err) {
 				ev = EventCPUClock
-				attr = s.attr(ev, systemWide, target.kind == targetExec)
+				cattr = s.cpuWideAttr(ev, onExec)
+				fd, err = unix.PerfEventOpen(&cattr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			}
+			switch {
+			case errors.Is(err, unix.ENODEV):
+				continue // CPU went offline
+			case err != nil && ev.Hardware() && noPMU(err):
+				return nil, noPMUError(ev, err)
+			case err != nil:
+				return nil, openError(-1, cpu, s.ExcludeKernel, err)
+			}
+			res.fds = append(res.fds, fd)
+			res.cpuWide++
+			id, err := unix.PerfEventID(fd)
+			if err != nil {
+				return nil, fmt.Errorf("id of the perf event of cpu %d: %w", cpu, err)
+			}
+			if res.cpuWideIDs == nil {
+				res.cpuWideIDs = make(map[uint64]bool)
+			}
+			res.cpuWideIDs[id] = true
+			rg, err := mapRing(cpu, fd, pageSize, s.RingPages)
+			if err != nil {
+				return nil, fmt.Errorf("perf event of cpu %d: %w", cpu, err)
+			}
+			res.rings = append(res.rings, rg)
+			owner = fd
+		}
+		for _, pid := range pids {
+			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil && ev == EventCycles && !cpuWide && len(res.fds) == 0 && noPMU(err) {
+				ev = EventCPUClock
+				attr = s.attr(ev, systemWide, onExec)
 				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 			}
 			if errors.Is(err, unix.ENODEV) && owner < 0 {
@@ -70,7 +114,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			if errors.Is(err, unix.ESRCH) && canSkipTask {
 				continue
 			}
-			if err != nil && ev.Hardware() && noPMU(err) {
+			if err != nil && ev.Hardware() && !cpuWide && noPMU(err) {
 				return nil, noPMUError(ev, err)
 			}
 			if err != nil {
@@ -91,7 +135,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			// Tracepoints of the same task and CPU share the ring.
 			for i, id := range s.tpIDs {
-				tattr := s.tracepointAttr(id, s.tpStack[i], s.tpUser[i], systemWide, target.kind == targetExec)
+				tattr := s.tracepointAttr(id, s.tpStack[i], s.tpUser[i], systemWide, onExec)
 				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err != nil {
 					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
@@ -107,7 +151,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 		if res.uprobeDefs, err = defineUprobes(s.Uprobes); err != nil {
 			return nil, err
 		}
-		if err := s.openUprobes(res, res.uprobeDefs, pids, cpus, pageSize, target.isProcess, canSkipTask, target.kind == targetExec); err != nil {
+		if err := s.openUprobes(res, res.uprobeDefs, pids, cpus, pageSize, target.isProcess, canSkipTask, onExec); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +164,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 	}
 	res.poll = p
 	r := newReader(res, s.format(), ev, !systemWide)
-	if !s.StartDisabled && target.kind != targetExec {
+	if !s.StartDisabled && !onExec {
 		if err := r.Enable(); err != nil {
 			r.Close()
 			return nil, err

@@ -31,6 +31,10 @@ type resources struct {
 	// uprobeDefs are the probes' definitions in tracefs, removed once
 	// their events are closed.
 	uprobeDefs *uprobeDefs
+	// cpuWide counts the fds of Options.SampleCPUWide's per-CPU events,
+	// which never hang up; cpuWideIDs holds their ids.
+	cpuWide    int
+	cpuWideIDs map[uint64]bool
 }
 
 // close releases everything once; later calls do nothing.
@@ -70,7 +74,13 @@ type Reader struct {
 	pending bool // a head snapshot is being drained
 	hungUp  int  // event fds whose tasks all exited
 	perTask bool // events follow tasks, so they can all hang up
-	cpus    int
+	// last says the snapshot taken once every followed task exited was
+	// drained: with Options.SampleCPUWide, records of other tasks keep
+	// coming after.
+	last bool
+	// snapshots counts the head snapshots (see Snapshot).
+	snapshots atomic.Uint64
+	cpus      int
 
 	ctlMu    sync.Mutex // orders Enable and Disable with Close
 	closed   atomic.Bool
@@ -188,6 +198,18 @@ func (r *Reader) ReadInto(rec *Record) error {
 			}
 			r.pending = false
 		}
+		if r.perTask && r.res.cpuWide > 0 && r.hungUp == len(r.res.fds)-r.res.cpuWide {
+			// Every followed task exited: one more snapshot holds
+			// all they wrote; what the per-CPU events sample after
+			// is of other tasks.
+			if !r.last {
+				r.last = true
+				if r.loadHeads() {
+					continue
+				}
+			}
+			return io.EOF
+		}
 		if r.loadHeads() {
 			continue
 		}
@@ -226,9 +248,27 @@ func (r *Reader) formatOf(raw []byte) Format {
 	return r.format
 }
 
+// Snapshot returns the number of times the reader took a snapshot of
+// the rings' heads, to drain each ring up to it, merged in time order:
+// the records [Reader.ReadInto] returned were taken in the snapshot
+// Snapshot returns after it. A record written before another (in real
+// time, on any CPU) is returned at most one snapshot after it: a
+// caller that finds a sample of a task it does not know yet, whose FORK
+// or COMM record another CPU's ring holds, has it once it has handled
+// the records of the next snapshot, and knows it has when a record of
+// a later snapshot comes, or when ReadInto returns without a record
+// (all drained), but for a *FormatError. It may be called from any
+// goroutine.
+func (r *Reader) Snapshot() uint64 { return r.snapshots.Load() }
+
+// CPUWide reports whether sample s is of an event of
+// [Options.SampleCPUWide], which samples every task on its CPU.
+func (r *Reader) CPUWide(s *Sample) bool { return r.res.cpuWideIDs[s.Identifier] }
+
 // loadHeads snapshots every ring's head and restarts draining. It
 // reports whether any ring holds records.
 func (r *Reader) loadHeads() bool {
+	r.snapshots.Add(1)
 	any := false
 	for i, rg := range r.res.rings {
 		if rg.loadHead() {

@@ -12,8 +12,18 @@ import (
 // samples user space only (exclude_kernel), as perf record does for such
 // users, and says so once: kernel frames are then missing from the
 // stacks.
+//
+// Per-CPU sampling (perf.Options.SampleCPUWide) needs CAP_PERFMON or
+// kernel.perf_event_paranoid <= 0 too: without, it samples per task,
+// as it does without --off-cpu, and says so with -v.
 func (r *recorder) openPerf(target perf.Target, popts perf.Options) (*perf.Reader, error) {
 	rd, err := perf.OpenWithOptions(target, popts)
+	if err != nil && popts.SampleCPUWide && errors.Is(err, os.ErrPermission) {
+		popts.SampleCPUWide = false
+		r.perTaskSampling = true
+		r.notef("sampling per task, not per CPU (%v): each context switch of the recorded threads costs them more", err)
+		rd, err = perf.OpenWithOptions(target, popts)
+	}
 	if err == nil || popts.ExcludeKernel || !errors.Is(err, os.ErrPermission) {
 		return rd, err
 	}

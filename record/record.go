@@ -117,9 +117,14 @@ type recorder struct {
 	symbolized int
 	writeErr   error
 	clonesTP   []*perf.Tracepoint
-	off        *offCPU   // with Options.OffCPU
-	block      *blocking // with Options.Blocking
-	spans      *spans    // with Options.MainLoop or Options.Spans
+	off        *offCPU // with Options.OffCPU
+	// filter drops the samples of other processes when the sampling
+	// event is opened per CPU (perf.Options.SampleCPUWide).
+	filter *targetFilter
+	// perTaskSampling says per-CPU sampling was refused (see openPerf).
+	perTaskSampling bool
+	block           *blocking // with Options.Blocking
+	spans           *spans    // with Options.MainLoop or Options.Spans
 	// mainLoopPreloaded says Options.MainLoop is recorded by the
 	// preload library (see mainLoopPreload), not by user probes.
 	mainLoopPreloaded bool
@@ -148,6 +153,9 @@ func (r *recorder) stats() Stats {
 		Processes:        r.tr.seen,
 		SampledProcesses: len(r.tr.withSamples) + r.tr.sampledGone,
 		Bytes:            r.w.BytesWritten(),
+	}
+	if r.filter != nil {
+		st.OtherSamples = r.filter.dropped
 	}
 	if r.mp != nil {
 		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.nAllocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
@@ -304,6 +312,7 @@ func (r *recorder) setup() error {
 				return err
 			}
 			r.setupOffCPU(&popts)
+			popts.SampleCPUWide = mode != "system"
 		}
 		if o.Blocking > 0 {
 			if r.block, err = newBlocking(o.Blocking, o.FS); err != nil {
@@ -333,6 +342,13 @@ func (r *recorder) setup() error {
 			return fmt.Errorf("open perf events: %w", err)
 		}
 		r.rd = rd
+		if popts.SampleCPUWide && !r.perTaskSampling {
+			pids := o.PIDs
+			if mode == "command" {
+				pids = nil // known from its exec
+			}
+			r.filter = newTargetFilter(o.FS, pids)
+		}
 		if rd.Event() != o.Event {
 			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
 		}
@@ -676,9 +692,14 @@ func (r *recorder) loop(ctx context.Context) {
 func (r *recorder) readBatch(rec *perf.Record) error {
 	for range readBatchSize {
 		if err := r.rd.ReadInto(rec); err != nil {
+			var fe *perf.FormatError
+			if !errors.As(err, &fe) {
+				r.settleHeld(true, false)
+			}
 			return err
 		}
 		r.handle(rec)
+		r.settleHeld(false, false)
 		if r.writeErr != nil {
 			break
 		}
@@ -757,6 +778,12 @@ func (r *recorder) handle(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordSample:
 		s := &rec.Sample
+		if r.filter != nil && r.rd.CPUWide(s) {
+			if r.filterSample(rec) {
+				r.sample(rec)
+			}
+			return
+		}
 		if r.spans != nil && r.spans.handle(r, rec) {
 			return
 		}
@@ -773,17 +800,7 @@ func (r *recorder) handle(rec *perf.Record) {
 		if r.block != nil && r.block.handle(r, rec) {
 			return
 		}
-		r.tr.sampled(int(s.PID), int64(s.Time))
-		addrs := r.stack(rec)
-		if r.off != nil && r.off.tp.Matches(s.RawData) {
-			r.off.handleSwitch(r, s, addrs)
-			return
-		}
-		if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
-			r.writeErr = err
-			return
-		}
-		r.samples++
+		r.sample(rec)
 	case perf.RecordSwitch, perf.RecordSwitchCPUWide:
 		// A switch in; its task is the current one of the trailer.
 		if r.off != nil && rec.Misc&perf.MiscSwitchOut == 0 {
@@ -809,11 +826,31 @@ func (r *recorder) handle(rec *perf.Record) {
 			r.writeErr = err
 		}
 	default:
+		if r.filter != nil {
+			r.filter.learn(rec)
+		}
 		r.tr.handle(rec)
 		if r.tr.err != nil {
 			r.writeErr = r.tr.err
 		}
 	}
+}
+
+// sample writes sample rec, of the main event or of the sched_switch
+// tracepoint, with its stack.
+func (r *recorder) sample(rec *perf.Record) {
+	s := &rec.Sample
+	r.tr.sampled(int(s.PID), int64(s.Time))
+	addrs := r.stack(rec)
+	if r.off != nil && r.off.tp.Matches(s.RawData) {
+		r.off.handleSwitch(r, s, addrs)
+		return
+	}
+	if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
+		r.writeErr = err
+		return
+	}
+	r.samples++
 }
 
 // stack returns the callchain of sample rec as the capture stores it:
@@ -877,6 +914,9 @@ func (r *recorder) finish() {
 	r.w.StopClock(r.stopAt)
 	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.opts.System) {
 		r.drain()
+	}
+	if r.writeErr == nil {
+		r.settleHeld(true, true)
 	}
 	r.status.clear()
 	if r.writeErr != nil {

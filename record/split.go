@@ -106,6 +106,7 @@ func (r *recorder) cut(now time.Time) {
 	sp := r.split
 	r.rd.SetDeadline(now)
 	var rec perf.Record
+	drained := false
 	for range 1 << 16 {
 		if err := r.rd.ReadInto(&rec); err != nil {
 			var fe *perf.FormatError
@@ -113,13 +114,16 @@ func (r *recorder) cut(now time.Time) {
 				r.malformed++
 				continue
 			}
+			drained = true
 			break
 		}
 		r.handle(&rec)
+		r.settleHeld(false, false)
 		if r.writeErr != nil {
 			return
 		}
 	}
+	r.settleHeld(drained, false)
 	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
 	r.w.StopClock(r.stopAt)
 	if r.off != nil {

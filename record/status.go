@@ -15,6 +15,10 @@ type Stats struct {
 	Samples uint64
 	// Lost is the number of samples the kernel dropped (PERF_RECORD_LOST).
 	Lost uint64
+	// OtherSamples counts the samples of processes not recorded that
+	// the sampling event took, when it samples every task of each CPU
+	// (--off-cpu with a command or -p); they are left out, not lost.
+	OtherSamples uint64
 	// Processes is the number of processes seen; SampledProcesses the
 	// number of those with samples.
 	Processes, SampledProcesses int
@@ -112,8 +116,11 @@ func (st Stats) Summary(path string) string {
 		of = " of " + plural(st.SampledProcesses)
 	}
 	mem := ""
+	if st.OtherSamples > 0 {
+		mem = fmt.Sprintf(", %d samples of other processes left out (sampled per CPU)", st.OtherSamples)
+	}
 	if st.Allocations > 0 || st.Frees > 0 || st.AllocLost+st.AllocSignalDropped > 0 {
-		mem = fmt.Sprintf(", %d allocations and %d frees", st.Allocations, st.Frees)
+		mem += fmt.Sprintf(", %d allocations and %d frees", st.Allocations, st.Frees)
 		switch {
 		case st.AllocSignalDropped > 0:
 			mem += fmt.Sprintf(" (%d lost: %d with rings full, %d in signal handlers)", st.AllocLost+st.AllocSignalDropped, st.AllocLost, st.AllocSignalDropped)

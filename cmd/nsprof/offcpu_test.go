@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,6 +225,93 @@ func TestOffCPUTargets(t *testing.T) {
 			}
 			if len(r.Groups) != 1 || r.Groups[0].NSPID != 1 {
 				t.Errorf("report --by process --pid %d: %+v, want one process of namespace pid 1", pid, r.Groups)
+			}
+		})
+	}
+}
+
+// TestOffCPUPerCPUSamplesTargetOnly: with --off-cpu, a command or -p
+// is sampled by a cpu-clock event per CPU, which samples every process
+// that runs: the capture keeps the target's samples and none of another
+// process spinning beside it all along (the same fixture binary), nor of
+// nsprof; the summary counts those left out.
+func TestOffCPUPerCPUSamplesTargetOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "offcpu")
+	for _, mode := range []string{"command", "-p"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			other := exec.Command(bin, "1", "0", "20000", filepath.Join(dir, "other-times"))
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				other.Process.Kill()
+				other.Wait()
+			})
+			capPath := filepath.Join(dir, "off.syscap")
+			args := []string{"record", "--off-cpu", "-o", capPath}
+			target := 0
+			if mode == "-p" {
+				cmd := exec.Command(bin, "8", "200", "100", filepath.Join(dir, "times"))
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					cmd.Process.Kill()
+					cmd.Wait()
+				})
+				target = cmd.Process.Pid
+				args = append(args, "-p", fmt.Sprint(target), "--duration", "1.5")
+			} else {
+				args = append(args, "--", bin, "4", "200", "100", filepath.Join(dir, "times"))
+			}
+			_, stderr, status := nsprof(t, nil, args...)
+			if status != 0 {
+				t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+			}
+			dump, _, status := nsprof(t, nil, "dump", "-t", "SAMPLE", "-t", "PROCESS", capPath)
+			if status != 0 {
+				t.Fatal("dump failed")
+			}
+			samples := map[int]int{}
+			var procs []int
+			for _, l := range strings.Split(dump, "\n") {
+				f := strings.Fields(l)
+				if len(f) < 4 || !strings.HasPrefix(f[2], "pid=") {
+					continue
+				}
+				pid, _ := strconv.Atoi(strings.TrimPrefix(f[2], "pid="))
+				switch f[3] {
+				case "SAMPLE":
+					samples[pid]++
+				case "PROCESS":
+					procs = append(procs, pid)
+				}
+			}
+			if mode == "command" && len(procs) == 1 {
+				target = procs[0]
+			}
+			if len(procs) != 1 || procs[0] != target {
+				t.Fatalf("processes in the capture: %v, want the target alone (pid %d)", procs, target)
+			}
+			t.Logf("samples by pid: %v; target %d, spinning beside it %d, nsprof %d", samples, target, other.Process.Pid, os.Getpid())
+			if samples[target] < 50 {
+				t.Errorf("%d samples of the target, want at least 50 (it spins 100 ms of every 300)", samples[target])
+			}
+			for pid, n := range samples {
+				if pid != target {
+					t.Errorf("%d samples of pid %d, not the target %d (the process spinning beside it is %d, nsprof %d)", n, pid, target, other.Process.Pid, os.Getpid())
+				}
+			}
+			m := regexp.MustCompile(`(\d+) samples of other processes left out`).FindStringSubmatch(stderr)
+			if m == nil {
+				t.Fatalf("the summary counts no samples of other processes left out: the other process spun all along\n%s", stderr)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 100 {
+				t.Errorf("%d samples of other processes left out, want at least 100 (one spun all along)", n)
 			}
 		})
 	}
