@@ -11,11 +11,17 @@
 # difference over N, less the same for the program alone. RUNS runs of
 # each, interleaved; the medians are shown. perf's return probe is placed
 # by address: `perf probe fix_f%return` also probes the return of
-# libfixture.so's fix_f@plt stub, a third trap a call.
+# libfixture.so's fix_f@plt stub, a third trap a call. Both take two traps
+# a call: the script checks perf's hits (uprobe_profile) and the calls an
+# untimed nsprof recording counts against N.
+#
+# BASELINE names another nsprof build (main's, say) to time in the same
+# interleaving, as "base": a change is compared under the same load.
 #
 #   bench/probe.sh
+#   BASELINE=/tmp/main/bin/nsprof RUNS=7 bench/probe.sh
 #
-# Environment: CALLS (200000), RUNS (5), BENCH_DIR (/dev/shm).
+# Environment: CALLS (200000), RUNS (5), BENCH_DIR (/dev/shm), BASELINE.
 # Needs root, gcc and perf (scripts/install-deps.sh).
 set -euo pipefail
 
@@ -46,6 +52,7 @@ run() {
 	case $tool in
 	plain) "$tmp/main" "$n" ;;
 	nsprof) "$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$n" ;;
+	base) "$BASELINE" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$n" ;;
 	perf) perf record -q -e "$group:f" -e "$group:r__return" -o "$tmp/out" -- "$tmp/main" "$n" ;;
 	esac >/dev/null 2>&1
 	t1=$(now)
@@ -54,17 +61,38 @@ run() {
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
+tools="plain nsprof perf"
+[ -z "${BASELINE:-}" ] || tools="plain nsprof base perf"
+
+# The traps: perf's events hit once a call each (uprobe_profile counts
+# the hits of every defined probe), and nsprof counts every call.
+hits() { awk -v e="$1" '$2 == e { print $3 }' /sys/kernel/tracing/uprobe_profile; }
+f0=$(hits f) r0=$(hits r__return)
+
 declare -A slope
-for tool in plain nsprof perf; do
+for tool in $tools; do
 	: >"$tmp/$tool.n" && : >"$tmp/$tool.0"
 done
 for _ in $(seq "$runs"); do
-	for tool in plain nsprof perf; do
+	for tool in $tools; do
 		run $tool "$calls" >>"$tmp/$tool.n"
 		run $tool 0 >>"$tmp/$tool.0"
 	done
 done
-for tool in plain nsprof perf; do
+f1=$(hits f) r1=$(hits r__return)
+if [ $((f1 - f0)) -ne $((runs * calls)) ] || [ $((r1 - r0)) -ne $((runs * calls)) ]; then
+	echo "perf's probes hit $((f1 - f0)) entries and $((r1 - r0)) returns, want $((runs * calls)) each" >&2
+	exit 1
+fi
+rm -rf "$tmp/out"
+"$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$calls" >/dev/null 2>&1
+got=$("$nsprof" report --calls "$tmp/out" 2>/dev/null | awk '$NF == "(libfixture.so)" && $(NF-1) == "fix_f" { print $4; exit }')
+if [ "$got" != "$calls" ]; then
+	echo "nsprof counted $got calls of fix_f, want $calls" >&2
+	exit 1
+fi
+echo "traps a call: perf 2 (uprobe_profile: $runs x $calls entries and returns), nsprof 2 (an entry and a return probe; $got calls counted)"
+for tool in $tools; do
 	a=$(median <"$tmp/$tool.n")
 	b=$(median <"$tmp/$tool.0")
 	slope[$tool]=$(((a - b) / calls))
@@ -73,3 +101,7 @@ done
 n=$((slope[nsprof] - slope[plain]))
 p=$((slope[perf] - slope[plain]))
 printf 'per call (entry and return probed): nsprof %d ns, perf %d ns, ratio %.2f\n' $n $p "$(echo "$n / $p" | bc -l)"
+if [ -n "${BASELINE:-}" ]; then
+	b=$((slope[base] - slope[plain]))
+	printf 'baseline %s: %d ns, ratio to perf %.2f; nsprof/baseline %.2f\n' "$BASELINE" $b "$(echo "$b / $p" | bc -l)" "$(echo "$n / $b" | bc -l)"
+fi
