@@ -21,7 +21,10 @@
 #   bench/probe.sh
 #   BASELINE=/tmp/main/bin/nsprof RUNS=7 bench/probe.sh
 #
-# Environment: CALLS (200000), RUNS (5), BENCH_DIR (/dev/shm), BASELINE.
+# CPU=1 times the CPU the tool and program use (user and system) instead
+# of the wall: on a loaded machine, waiting for a CPU inflates the wall.
+#
+# Environment: CALLS (200000), RUNS (5), BENCH_DIR (/dev/shm), BASELINE, CPU.
 # Needs root, gcc and perf (scripts/install-deps.sh).
 set -euo pipefail
 
@@ -44,19 +47,36 @@ perf probe -q -x "$tmp/libfixture.so" -a "$group:f=$addr" -a "$group:r=$addr%ret
 # now prints a monotonic-enough wall clock in ns.
 now() { local t=${EPOCHREALTIME/./}; echo $((10#$t * 1000)); }
 
-# run TOOL N prints the wall ns of one run.
+# cpu reads bash's times (a subshell's own, then its finished
+# children's: the tool and the program it waited for) and prints the
+# children's user and system time in ns.
+cpu() {
+	tail -n 1 | awk 'function ns(t, m) { split(t, m, /[ms]/); return (m[1] * 60 + m[2]) * 1e9 } { printf "%.0f\n", ns($1) + ns($2) }'
+}
+
+# run TOOL N prints the wall ns of one run; with CPU=1, its CPU time
+# (the tool's and the program's, user and system), which waiting for a
+# CPU of a loaded machine does not inflate.
 run() {
 	local tool=$1 n=$2 t0 t1
 	rm -rf "$tmp/out"
+	if [ "${CPU:-0}" = 1 ]; then
+		(run_tool "$tool" "$n"; times) | cpu
+		return
+	fi
 	t0=$(now)
-	case $tool in
-	plain) "$tmp/main" "$n" ;;
-	nsprof) "$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$n" ;;
-	base) "$BASELINE" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$n" ;;
-	perf) perf record -q -e "$group:f" -e "$group:r__return" -o "$tmp/out" -- "$tmp/main" "$n" ;;
-	esac >/dev/null 2>&1
+	run_tool "$tool" "$n"
 	t1=$(now)
 	echo $((t1 - t0))
+}
+
+run_tool() {
+	case $1 in
+	plain) "$tmp/main" "$2" ;;
+	nsprof) "$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
+	base) "$BASELINE" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
+	perf) perf record -q -e "$group:f" -e "$group:r__return" -o "$tmp/out" -- "$tmp/main" "$2" ;;
+	esac >/dev/null 2>&1
 }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
@@ -69,6 +89,8 @@ tools="plain nsprof perf"
 hits() { awk -v e="$1" '$2 == e { print $3 }' /sys/kernel/tracing/uprobe_profile; }
 f0=$(hits f) r0=$(hits r__return)
 
+what=wall
+[ "${CPU:-0}" = 1 ] && what="CPU"
 declare -A slope
 for tool in $tools; do
 	: >"$tmp/$tool.n" && : >"$tmp/$tool.0"
@@ -96,7 +118,7 @@ for tool in $tools; do
 	a=$(median <"$tmp/$tool.n")
 	b=$(median <"$tmp/$tool.0")
 	slope[$tool]=$(((a - b) / calls))
-	printf '%-7s %d calls: %8.1f ms, none: %7.1f ms (medians of %d)\n' $tool "$calls" "$(echo "$a / 1000000" | bc -l)" "$(echo "$b / 1000000" | bc -l)" "$runs"
+	printf '%-7s %d calls: %8.1f ms, none: %7.1f ms (%s, medians of %d)\n' $tool "$calls" "$(echo "$a / 1000000" | bc -l)" "$(echo "$b / 1000000" | bc -l)" "$what" "$runs"
 done
 n=$((slope[nsprof] - slope[plain]))
 p=$((slope[perf] - slope[plain]))
