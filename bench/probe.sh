@@ -34,6 +34,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
 tmp=$(mktemp -d "$base/nsprof-probe.XXXXXX")
 group=nsprof_bench_$$
+# perf probe refuses an event name that any group has: two runs at once
+# (another engineer's) must not share one.
+f=f_$$ r=r_$$
 trap 'perf probe -q -d "$group:*" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 nsprof=$root/bin/nsprof
@@ -42,7 +45,10 @@ src=$root/cmd/nsprof/testdata/calls
 gcc -O2 -g -fPIC -shared -o "$tmp/libfixture.so" "$src/fixture.c"
 gcc -O2 -g -o "$tmp/main" "$src/main.c" -L"$tmp" -lfixture -Wl,-rpath,"$tmp"
 addr=0x$(nm "$tmp/libfixture.so" | awk '$3 == "fix_f" { print $1 }')
-perf probe -q -x "$tmp/libfixture.so" -a "$group:f=$addr" -a "$group:r=$addr%return"
+if ! perf probe -q -x "$tmp/libfixture.so" -a "$group:$f=$addr" -a "$group:$r=$addr%return"; then
+	echo "perf probe could not define $group:$f and $group:$r on $tmp/libfixture.so" >&2
+	exit 1
+fi
 
 # now prints a monotonic-enough wall clock in ns.
 now() { local t=${EPOCHREALTIME/./}; echo $((10#$t * 1000)); }
@@ -75,7 +81,7 @@ run_tool() {
 	plain) "$tmp/main" "$2" ;;
 	nsprof) "$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
 	base) "$BASELINE" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
-	perf) perf record -q -e "$group:f" -e "$group:r__return" -o "$tmp/out" -- "$tmp/main" "$2" ;;
+	perf) perf record -q -e "$group:$f" -e "$group:${r}__return" -o "$tmp/out" -- "$tmp/main" "$2" ;;
 	esac >/dev/null 2>&1
 }
 
@@ -87,7 +93,7 @@ tools="plain nsprof perf"
 # The traps: perf's events hit once a call each (uprobe_profile counts
 # the hits of every defined probe), and nsprof counts every call.
 hits() { awk -v e="$1" '$2 == e { print $3 }' /sys/kernel/tracing/uprobe_profile; }
-f0=$(hits f) r0=$(hits r__return)
+f0=$(hits $f) r0=$(hits ${r}__return)
 
 what=wall
 [ "${CPU:-0}" = 1 ] && what="CPU"
@@ -101,7 +107,7 @@ for _ in $(seq "$runs"); do
 		run $tool 0 >>"$tmp/$tool.0"
 	done
 done
-f1=$(hits f) r1=$(hits r__return)
+f1=$(hits $f) r1=$(hits ${r}__return)
 if [ $((f1 - f0)) -ne $((runs * calls)) ] || [ $((r1 - r0)) -ne $((runs * calls)) ]; then
 	echo "perf's probes hit $((f1 - f0)) entries and $((r1 - r0)) returns, want $((runs * calls)) each" >&2
 	exit 1
