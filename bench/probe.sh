@@ -76,13 +76,21 @@ run() {
 	echo $((t1 - t0))
 }
 
+# run_tool TOOL N runs one recording; a failure names the tool and shows
+# the end of its output (set -e would otherwise end the script silently).
 run_tool() {
+	local rc=0
 	case $1 in
 	plain) "$tmp/main" "$2" ;;
 	nsprof) "$nsprof" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
 	base) "$BASELINE" record --probe libfixture.so:fix_f -o "$tmp/out" -- "$tmp/main" "$2" ;;
 	perf) perf record -q -e "$group:$f" -e "$group:${r}__return" -o "$tmp/out" -- "$tmp/main" "$2" ;;
-	esac >/dev/null 2>&1
+	esac >"$tmp/log" 2>&1 || rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "$1 with $2 calls failed (exit $rc):" >&2
+		tail -n 5 "$tmp/log" >&2
+		return 1
+	fi
 }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
