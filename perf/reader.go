@@ -21,10 +21,10 @@ type resources struct {
 	fds   []int
 	rings []*ring
 	poll  poller
-	// uprobes maps the ids of the Uprobes events to their index in
-	// Options.Uprobes; their samples have the layout uprobeFormat.
-	uprobes      map[uint64]int
-	uprobeFormat Format
+	// uprobes maps the ids of the Uprobes events to their index i in
+	// Options.Uprobes; their samples have the layout uprobeFormats[i].
+	uprobes       map[uint64]int
+	uprobeFormats []Format
 	// probeRings counts the rings of rings that are a CPU's probes',
 	// not its samples'.
 	probeRings int
@@ -235,15 +235,15 @@ func (r *Reader) ReadInto(rec *Record) error {
 
 func (r *Reader) hup(int) { r.hungUp++ }
 
-// formatOf returns the layout of record raw: that of the user probes for
-// their samples (see Uprobe), the main event's for every other.
+// formatOf returns the layout of record raw: that of its user probe for
+// a probe's sample (see uprobeFormat), the main event's for every other.
 func (r *Reader) formatOf(raw []byte) Format {
 	if len(r.res.uprobes) == 0 || len(raw) < headerSize+8 || RecordType(binary.NativeEndian.Uint32(raw)) != RecordSample {
 		return r.format
 	}
 	// PERF_SAMPLE_IDENTIFIER comes first in a sample.
-	if _, ok := r.res.uprobes[binary.NativeEndian.Uint64(raw[headerSize:])]; ok {
-		return r.res.uprobeFormat
+	if i, ok := r.res.uprobes[binary.NativeEndian.Uint64(raw[headerSize:])]; ok {
+		return r.res.uprobeFormats[i]
 	}
 	return r.format
 }

@@ -56,16 +56,13 @@ func (u Uprobe) String() string {
 }
 
 // uprobeAttr builds the attributes of probe u, defined in tracefs as
-// tracepoint id, with the main event's sample layout as a tracepoint has
-// it (see tracepointAttr), inherited, for one task on one CPU, waking the
-// reader once wakeup bytes are pending.
+// tracepoint id, with the layout of uprobeFormat, inherited, for one task
+// on one CPU, waking the reader once wakeup bytes are pending.
 func (s *settings) uprobeAttr(u Uprobe, id uint64, onExec bool, wakeup int) unix.PerfEventAttr {
 	a := s.tracepointAttr(id, u.Stack, true, false, onExec)
 	a.Bits |= attrWatermark
 	a.Wakeup = uint32(wakeup)
-	// A layout of its own (see uprobeFormat): no registers, and at most
-	// the call site of the stack.
-	f := s.uprobeFormat()
+	f := s.uprobeFormat(u)
 	a.Sample_type, a.Sample_regs_user = f.SampleType, 0
 	a.Sample_stack_user = 0
 	if u.CallSite {
@@ -74,15 +71,23 @@ func (s *settings) uprobeAttr(u Uprobe, id uint64, onExec bool, wakeup int) unix
 	return a
 }
 
-// uprobeFormat is the layout of the probes' samples: the main event's
-// without its registers, and with a user stack (of 0 bytes, or the 8 of
-// a call site) whether the main event copies stacks or not. Copying the
-// 17 registers of x86-64 cost each hit a microsecond, a fifth of the
-// hit, on a VM (perf's own probes take no registers).
-func (s *settings) uprobeFormat() Format {
+// uprobeFormat is the layout of probe u's samples: the main event's
+// without its registers, with a callchain only for [Uprobe.Stack] and a
+// user stack (the 8 bytes of the call site) only for [Uprobe.CallSite].
+// Each field costs every hit: copying the 17 registers of x86-64 cost a
+// microsecond, a fifth of the hit, on a VM, and even an empty user stack
+// (the field's size, 0) about a quarter of a microsecond (perf's own
+// probes take neither). The probes of a ring may so differ in layout:
+// the reader finds each sample's by its identifier (see Reader.formatOf).
+func (s *settings) uprobeFormat(u Uprobe) Format {
 	f := s.format()
-	f.SampleType &^= sampleRegsUser | sampleRaw
-	f.SampleType |= sampleStackUser
+	f.SampleType &^= sampleRegsUser | sampleRaw | sampleStackUser | sampleCallchain
+	if u.Stack {
+		f.SampleType |= sampleCallchain
+	}
+	if u.CallSite {
+		f.SampleType |= sampleStackUser
+	}
 	f.RegsUser = 0
 	return f
 }
@@ -127,7 +132,6 @@ cpus:
 					}
 					res.rings = append(res.rings, rg)
 					res.probeRings++
-					res.uprobeFormat = s.uprobeFormat()
 					owner = fd
 				} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
 					return fmt.Errorf("redirect %v of pid %d on cpu %d: %w", u, pid, cpu, err)
@@ -138,6 +142,10 @@ cpus:
 				}
 				if res.uprobes == nil {
 					res.uprobes = make(map[uint64]int)
+					res.uprobeFormats = make([]Format, len(s.Uprobes))
+					for j, u := range s.Uprobes {
+						res.uprobeFormats[j] = s.uprobeFormat(u)
+					}
 				}
 				res.uprobes[id] = i
 			}

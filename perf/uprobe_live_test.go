@@ -14,10 +14,12 @@ import (
 
 // TestUprobeExec places a uprobe and a uretprobe on fixture_work of the
 // spans fixture, which calls it 10 times on its main thread, through the
-// fixture's [Exec] target: both probes hit exactly 10 times, in the
-// fixture's pid, returns after their entries, entries with a user
-// callchain and returns without; the probes write beside the CPU
-// samples, which Reader.Uprobe does not claim.
+// fixture's [Exec] target, and a second uprobe there that copies the call
+// site: all three hit exactly 10 times, in the fixture's pid, returns
+// after their entries, the first entry with a user callchain and no
+// stack, the second with the 8 bytes of its call site and no callchain,
+// the returns with neither (three layouts in one ring); the probes write
+// beside the CPU samples, which Reader.Uprobe does not claim.
 func TestUprobeExec(t *testing.T) {
 	bin := testutils.BuildFixture(t, "spans")
 	f, err := symbol.Open(bin)
@@ -37,12 +39,13 @@ func TestUprobeExec(t *testing.T) {
 	r, err := OpenWithOptions(Exec(cmd.Process.Pid), Options{Uprobes: []Uprobe{
 		{Path: bin, Offset: off, Stack: true},
 		{Path: bin, Offset: off, Return: true},
+		{Path: bin, Offset: off, CallSite: true},
 	}})
 	requirePerf(t, err)
 	defer r.Close()
 	release()
 	pid := uint32(cmd.Process.Pid)
-	var hits [2]int
+	var hits [3]int
 	var last uint64
 	var samples, bad int
 	readAll(t, r, 10*time.Second, func(rec *Record) {
@@ -56,14 +59,15 @@ func TestUprobeExec(t *testing.T) {
 		}
 		s := &rec.Sample
 		hits[i]++
-		if s.PID != pid || s.TID != pid || s.Time < last || (i == 0) != (len(s.Callchain) > 0) || (i == 1 && hits[1] > hits[0]) {
+		if s.PID != pid || s.TID != pid || s.Time < last || (i == 0) != (len(s.Callchain) > 0) || (i == 1 && hits[1] > hits[0]) ||
+			(i == 2) != (len(s.Stack) == 8) || (i != 2 && len(s.Stack) != 0) {
 			bad++
 			t.Logf("probe %d hit %+v", i, s)
 		}
 		last = s.Time
 	})
-	if hits != [2]int{10, 10} || bad > 0 {
-		t.Errorf("entries and returns %v (%d out of order or place), want 10 each", hits, bad)
+	if hits != [3]int{10, 10, 10} || bad > 0 {
+		t.Errorf("entries, returns and entries with call sites %v (%d out of order, place or layout), want 10 each", hits, bad)
 	}
 	t.Logf("%d CPU samples beside the probes", samples)
 }
