@@ -86,14 +86,7 @@ func TestInlineViewSharesFrames(t *testing.T) {
 	if len(p.Frames) != n || cap(p.Frames) != n {
 		t.Errorf("profile frames: len %d cap %d, want %d and %d", len(p.Frames), cap(p.Frames), n, n)
 	}
-	var got []string
-	for _, s := range v.Samples {
-		var path []string
-		for _, fn := range v.Path(s.Stack, nil) {
-			path = append(path, v.Funcs[fn].Name)
-		}
-		got = append(got, joinPath(path))
-	}
+	got := samplePaths(v)
 	want := []string{"main;outer;middle;leaf", "main;outer"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("inline view stacks %q, want %q", got, want)
@@ -111,6 +104,20 @@ func TestInlineViewSharesFrames(t *testing.T) {
 	if len(v3.Frames) != n {
 		t.Errorf("after naming without lines the view has %d frames, want %d", len(v3.Frames), n)
 	}
+}
+
+// samplePaths returns the functions of each sample of v, root first,
+// joined by semicolons.
+func samplePaths(v *View) []string {
+	var out []string
+	for _, s := range v.Samples {
+		var path []string
+		for _, fn := range v.Path(s.Stack, nil) {
+			path = append(path, v.Funcs[fn].Name)
+		}
+		out = append(out, joinPath(path))
+	}
+	return out
 }
 
 func joinPath(path []string) string {
@@ -175,14 +182,7 @@ func TestInlineViewTopLazy(t *testing.T) {
 	if v.lazy == nil || v.lazy.built.Load() {
 		t.Fatal("Top expanded the stacks")
 	}
-	var paths []string
-	for _, s := range v.Samples {
-		var path []string
-		for _, fn := range v.Path(s.Stack, nil) {
-			path = append(path, v.Funcs[fn].Name)
-		}
-		paths = append(paths, joinPath(path))
-	}
+	paths := samplePaths(v)
 	if want := []string{"main;outer;middle;leaf", "main;outer"}; fmt.Sprint(paths) != fmt.Sprint(want) {
 		t.Errorf("expanded stacks %q, want %q", paths, want)
 	}
