@@ -763,6 +763,16 @@ func (b *builder) finish() *Profile {
 	// an eighth more room leaves space for those of a few thousand.
 	n := len(b.frameKeys)
 	k := p.Lines.InlineFrames()
+	if calls, recs := p.Lines.FileInlineFrames(); recs > 0 {
+		// Records of files serve every process's frames at their code:
+		// as many inlined calls a user frame as they have a record, on
+		// average (see reserveInline when that falls short).
+		user := 0
+		for i := range b.frameKeys {
+			user += 1 - b2i(b.frameKeys[i].kernel)
+		}
+		k += int(int64(user) * int64(calls) / int64(recs))
+	}
 	all := make([]Frame, n, n+k+k/8)
 	p.Frames = all[:n:n]
 	p.inline = &lazyInline{room: all}

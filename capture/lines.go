@@ -541,6 +541,19 @@ func (t *LineTable) InlineFrames() int {
 	return n
 }
 
+// FileInlineFrames returns the number of inlined calls the table's
+// records of files describe, as [LineTable.InlineFrames] counts them, and
+// the number of those records (0, 0 for nil).
+func (t *LineTable) FileInlineFrames() (calls, records int) {
+	if t == nil {
+		return 0, 0
+	}
+	for i := range t.objRecs {
+		calls += max(0, len(t.objRecs[i].frames)-1)
+	}
+	return calls, len(t.objRecs)
+}
+
 // Len returns the number of records in the table, of processes and of
 // files (0 for nil).
 func (t *LineTable) Len() int {
