@@ -88,7 +88,17 @@ record_both() {
 	# and perf 6.1 then aborts ("assertion failed at
 	# util/build-id.c:1010") reading its own capture.
 	"$ns" record -a -F "$freq" --duration "$1" -o "$2" -f >/dev/null 2>"$tmp/nsprof-record.log"
-	"$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$3" -- sleep "$1" >/dev/null 2>"$tmp/perf-record.log"
+	# perf 6.1 also aborts in that pass now and then on its own, over
+	# hundreds of short-lived processes (the 60 s recording, one run in
+	# three): its file is then unreadable, so it records again.
+	local try
+	for try in 1 2 3; do
+		if "$perf" record -q -a -g -e cpu-clock -F "$freq" -o "$3" -- sleep "$1" >/dev/null 2>"$tmp/perf-record.log"; then
+			break
+		fi
+		echo "   perf record of ${1}s failed (try $try of 3): $(grep -v '^\[' "$tmp/perf-record.log" | sort | uniq -c | sort -rn | head -2 | tr -s ' \n' ' ')" >&2
+		[ "$try" -lt 3 ] || exit 1
+	done
 	kill "$work_pid"
 	wait "$work_pid" 2>/dev/null || true
 	work_pid=
