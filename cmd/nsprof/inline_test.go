@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
 )
 
 // exportPprof exports the capture at capPath to a pprof file, with the
@@ -227,4 +228,31 @@ func TestReturnAddressInline(t *testing.T) {
 	if callers[want]*10 < n*9 {
 		t.Errorf("ret_callee's callers %v, want %s for most of %d samples", callers, want, n)
 	}
+}
+
+// TestInlineInPodmanRootless: the inlined fixture run in a rootless
+// Podman container, recorded with -p: its source lines are bundled once
+// for its file, by build-id (lines format 3), and read back through the
+// container process's mapping, so report and the folded export show the
+// inlined calls as they do on the host.
+func TestInlineInPodmanRootless(t *testing.T) {
+	requireRoot(t)
+	bin := testutils.BuildFixture(t, "inlined", "-O2")
+	pid, _ := containers.StartPodmanRootlessProgram(t, "overlay", bin, "3")
+	capPath := filepath.Join(t.TempDir(), "podman-inlined.syscap")
+	if _, stderr, status := nsprof(t, nil, "record", "-p", strconv.Itoa(pid), "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", capPath); status != 0 {
+		t.Fatalf("record -p %d: status %d\n%s", pid, status, stderr)
+	}
+	lines := filepath.Join(t.TempDir(), "lines.txt")
+	if _, stderr, status := nsprof(t, nil, "dump", "--extract", "__nsprof_lines__", "-o", lines, capPath); status != 0 {
+		t.Fatalf("dump --extract: status %d\n%s", status, stderr)
+	}
+	text, err := os.ReadFile(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(text), "nsprof-lines 3\n") || !strings.Contains(string(text), "\n@") || !strings.Contains(string(text), "inl_leaf") {
+		t.Errorf("lines file: want version 3 with records of files, inl_leaf among them:\n%.600s", text)
+	}
+	checkReportInline(t, capPath)
 }
