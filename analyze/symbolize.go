@@ -191,7 +191,7 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 func (p *Profile) sourceLines(pid int32, addr uint64, m *Mapping) ([]capture.SourceFrame, bool) {
 	if m != nil && p.Lines.Files() > 0 {
 		id := m.BuildID
-		if id == "" {
+		if id == "" && m.IsFile() {
 			// The same mapping written twice, without its build-id
 			// then with it (read from /proc, then from the kernel's
 			// record): the one found may be the first.
