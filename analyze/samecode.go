@@ -24,97 +24,137 @@ package analyze
 // place got no name, and gives the name one of them got to the others.
 func (p *Profile) sameCode() []int32 {
 	rep := make([]int32, len(p.Frames))
-	type codeKey struct {
-		obj    int32 // index of the build-id; -1 for the kernel
-		off    uint64
-		caller bool
-	}
-	// The keys are packed into 64 bits where they fit (a kernel address
-	// with its kind; a file's index below 2^20 and offset below 2^43
-	// with its kind), for the map's fast path: half a million frames.
-	first := make(map[codeKey]int32)
+	// Each frame's code is found side by side (a mapping lookup per
+	// frame: half of this), then the frames at each code are matched in
+	// frame order.
+	objOf, overlaps := p.codeObjects()
+	keys := make([]uint64, len(p.Frames))
+	class := make([]codeClass, len(p.Frames))
+	parallelFrames(len(p.Frames), func(int) {}, func() func(i int) {
+		return func(i int) {
+			rep[i] = int32(i)
+			if k, ok := p.codeOf(&p.Frames[i], objOf, overlaps); ok {
+				keys[i], class[i] = k.pack()
+			}
+		}
+	})
 	kernel := make(map[uint64]int32)
-	packed := make(map[uint64]int32)
-	firstOf := func(k codeKey) (*map[uint64]int32, uint64, bool) {
-		switch {
-		case k.obj < 0 && k.off&(1<<63) != 0:
-			return &kernel, k.off<<1 | uint64(b2i(k.caller)), true
-		case k.obj >= 0 && k.obj < 1<<20 && k.off < 1<<43:
-			return &packed, uint64(k.obj)<<44 | k.off<<1 | uint64(b2i(k.caller)), true
-		}
-		return nil, 0, false
-	}
-	objs := make(map[string]int32)
-	objOf := make(map[*Mapping]int32) // -1: not a file with a build-id
-	overlaps := make(map[int32]bool)  // by pid: whether mappings overlap
-	for i := range p.Frames {
-		rep[i] = int32(i)
-		f := &p.Frames[i]
-		var k codeKey
-		switch {
-		case f.Kernel:
-			k = codeKey{obj: -1, off: f.Addr, caller: f.Caller}
+	packed := make(map[uint64]int32, len(p.Frames)/2)
+	first := make(map[codeKey]int32)
+	for i, c := range class {
+		var m map[uint64]int32
+		switch c {
+		case codeNone:
+			continue
+		case codeKernel:
+			m = kernel
+		case codePacked:
+			m = packed
 		default:
-			m := p.onlyMapping(f.PID, f.Addr, overlaps)
-			if m == nil {
-				continue
-			}
-			obj, ok := objOf[m]
-			if !ok {
-				obj = -1
-				if m.BuildID != "" && m.IsFile() {
-					if obj, ok = objs[m.BuildID]; !ok {
-						obj = int32(len(objs))
-						objs[m.BuildID] = obj
-					}
-				}
-				objOf[m] = obj
-			}
-			if obj < 0 {
-				continue
-			}
-			k = codeKey{obj: obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}
-		}
-		if m, pk, ok := firstOf(k); ok {
-			if j, ok := (*m)[pk]; ok {
+			k, _ := p.codeOf(&p.Frames[i], objOf, overlaps)
+			if j, ok := first[k]; ok {
 				rep[i] = j
 			} else {
-				(*m)[pk] = int32(i)
+				first[k] = int32(i)
 			}
-		} else if j, ok := first[k]; ok {
+			continue
+		}
+		if j, ok := m[keys[i]]; ok {
 			rep[i] = j
 		} else {
-			first[k] = int32(i)
+			m[keys[i]] = int32(i)
 		}
 	}
 	return rep
 }
 
-// onlyMapping returns the mapping of process pid containing addr when
-// exactly one of its mappings does, or nil. overlaps caches, by process,
-// whether any of its mappings overlap (most processes' do not).
-func (p *Profile) onlyMapping(pid int32, addr uint64, overlaps map[int32]bool) *Mapping {
-	m := p.Mapping(pid, addr)
-	if m == nil {
-		return nil
+// codeKey is the code a frame is at: the index of a file's build-id
+// (-1 for the kernel), the offset in it, and whether a return address is
+// there.
+type codeKey struct {
+	obj    int32
+	off    uint64
+	caller bool
+}
+
+// codeClass says which table matches a frame's [codeKey].
+type codeClass uint8
+
+const (
+	codeNone   codeClass = iota // named alone
+	codeKernel                  // a kernel address with its kind
+	codePacked                  // a file's index below 2^20, offset below 2^43, kind
+	codeOther                   // the whole key
+)
+
+// pack returns k in 64 bits where it fits (for the map's fast path: half
+// a million frames), and the table it goes to.
+func (k codeKey) pack() (uint64, codeClass) {
+	switch {
+	case k.obj < 0 && k.off&(1<<63) != 0:
+		return k.off<<1 | uint64(b2i(k.caller)), codeKernel
+	case k.obj >= 0 && k.obj < 1<<20 && k.off < 1<<43:
+		return uint64(k.obj)<<44 | k.off<<1 | uint64(b2i(k.caller)), codePacked
 	}
-	ms := p.procIndex[pid].Maps
-	over, ok := overlaps[pid]
-	if !ok {
+	return 0, codeOther
+}
+
+// codeObjects numbers the build-ids of the files mapped in p's processes
+// (-1: a mapping of no file with a build-id), and says by process
+// whether any of its mappings overlap (most processes' do not).
+func (p *Profile) codeObjects() (map[*Mapping]int32, map[int32]bool) {
+	objs := make(map[string]int32)
+	objOf := make(map[*Mapping]int32)
+	overlaps := make(map[int32]bool, len(p.procIndex))
+	for pid, pr := range p.procIndex {
+		ms := pr.Maps
 		// The maps are sorted by start (see Mapping).
 		end := uint64(0)
 		for i := range ms {
-			if ms[i].Start < end {
-				over = true
-				break
+			m := &ms[i]
+			if m.Start < end {
+				overlaps[pid] = true
 			}
-			end = max(end, ms[i].End)
+			end = max(end, m.End)
+			obj := int32(-1)
+			if m.BuildID != "" && m.IsFile() {
+				var ok bool
+				if obj, ok = objs[m.BuildID]; !ok {
+					obj = int32(len(objs))
+					objs[m.BuildID] = obj
+				}
+			}
+			objOf[m] = obj
 		}
-		overlaps[pid] = over
 	}
-	if !over {
+	return objOf, overlaps
+}
+
+// codeOf returns the code frame f is at, false for a frame named alone.
+func (p *Profile) codeOf(f *Frame, objOf map[*Mapping]int32, overlaps map[int32]bool) (codeKey, bool) {
+	if f.Kernel {
+		return codeKey{obj: -1, off: f.Addr, caller: f.Caller}, true
+	}
+	m := p.onlyMapping(f.PID, f.Addr, overlaps)
+	if m == nil {
+		return codeKey{}, false
+	}
+	obj := objOf[m]
+	if obj < 0 {
+		return codeKey{}, false
+	}
+	return codeKey{obj: obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}, true
+}
+
+// onlyMapping returns the mapping of process pid containing addr when
+// exactly one of its mappings does, or nil. overlaps says by process
+// whether any of its mappings overlap.
+func (p *Profile) onlyMapping(pid int32, addr uint64, overlaps map[int32]bool) *Mapping {
+	m := p.Mapping(pid, addr)
+	if m == nil || !overlaps[pid] {
 		return m
 	}
+	ms := p.procIndex[pid].Maps
 	for i := range ms {
 		if mm := &ms[i]; mm != m && addr >= mm.Start && addr < mm.End {
 			return nil

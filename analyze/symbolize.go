@@ -297,6 +297,8 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	}
 	var again []int32
 	var rep []int32 // see sameCode; nil when not used
+	var ns *funcNamers
+	var nf []named // by frame, when ns is set
 	if later == nil {
 		// No symbolizer reads ahead: frames are named side by side,
 		// each goroutine sharing the locations it makes.
@@ -314,14 +316,19 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 			}
 		}
 		reps = p.framesByProcess(reps)
+		ns, nf = &funcNamers{}, make([]named, len(p.Frames))
 		nameAll := func(order []int32, base int) {
 			parallelFrames(len(order), func(d int) { step(base + d) }, func() func(i int) {
-				locs := locations{}
+				w := ns.worker()
 				return func(j int) {
 					i := order[j]
 					f := &p.Frames[i]
 					loc, k := name(chain, f)
-					f.Loc, by[i] = locs.of(loc), int16(k)
+					if by[i] = int16(k); k >= 0 {
+						f.Loc, nf[i] = ns.name(w, loc, f.Kernel)
+					} else {
+						f.Loc = w.locs.of(loc)
+					}
 				}
 			})
 		}
@@ -335,19 +342,19 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 				alone = append(alone, int32(i))
 				continue
 			}
-			p.Frames[i].Loc, by[i] = p.Frames[r].Loc, by[r]
+			p.Frames[i].Loc, by[i], nf[i] = p.Frames[r].Loc, by[r], nf[r]
 		}
 		nameAll(alone, len(reps))
 		// The frames at code whose first frame got no name take the
 		// name another frame at it got.
 		for _, i := range alone {
 			if r := rep[i]; by[i] >= 0 && by[r] < 0 {
-				p.Frames[r].Loc, by[r] = p.Frames[i].Loc, by[i]
+				p.Frames[r].Loc, by[r], nf[r] = p.Frames[i].Loc, by[i], nf[i]
 			}
 		}
 		for _, i := range alone {
 			if r := rep[i]; by[i] < 0 && by[r] >= 0 {
-				p.Frames[i].Loc, by[i] = p.Frames[r].Loc, by[r]
+				p.Frames[i].Loc, by[i], nf[i] = p.Frames[r].Loc, by[r], nf[r]
 			}
 		}
 	}
@@ -385,8 +392,20 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		ofLoc[i] = make(map[*Location]FuncID)
 	}
 	unresolved, unnamed, calls := 0, 0, 0
+	var nums [][]FuncID
+	if ns != nil {
+		nums = ns.numbering()
+	}
 	for i := range p.Frames {
 		f := &p.Frames[i]
+		if k := by[i]; k >= 0 && ns != nil {
+			counts[k]++
+			n := nf[i]
+			calls += int(n.calls)
+			unnamed += int(n.unnamed)
+			f.Func = ns.funcOf(n, nums, funcs, &p.Funcs)
+			continue
+		}
 		if k := by[i]; k >= 0 {
 			counts[k]++
 			if in := f.Loc.Inline; len(in) > 0 {
@@ -395,14 +414,6 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 					if in[j].unnamed {
 						unnamed++
 					}
-				}
-			}
-			if rep != nil {
-				// The frame named in its place, earlier, has
-				// its function already.
-				if r := &p.Frames[rep[i]]; int(rep[i]) != i && r.Loc == f.Loc && r.Kernel == f.Kernel {
-					f.Func = r.Func
-					continue
 				}
 			}
 			m := ofLoc[b2i(f.Kernel)]
@@ -598,9 +609,29 @@ func (p *Profile) framesByProcess(frames []int32) []int32 {
 		byAddr[next[g]] = frameAt{at, i}
 		next[g]++
 	}
-	for g := range start {
-		slices.SortFunc(byAddr[start[g]:next[g]], func(a, b frameAt) int { return cmp.Compare(a.at, b.at) })
+	// The processes are sorted side by side, largest first.
+	groups := make([]int32, len(start))
+	for g := range groups {
+		groups[g] = int32(g)
 	}
+	slices.SortFunc(groups, func(a, b int32) int { return cmp.Compare(count[b], count[a]) })
+	var taken atomic.Int32
+	var wg sync.WaitGroup
+	sortGroups := func() {
+		for {
+			j := int(taken.Add(1)) - 1
+			if j >= len(groups) {
+				return
+			}
+			g := groups[j]
+			slices.SortFunc(byAddr[start[g]:next[g]], func(a, b frameAt) int { return cmp.Compare(a.at, b.at) })
+		}
+	}
+	for range min(runtime.GOMAXPROCS(0), 8, len(frames)>>12+1) - 1 {
+		wg.Go(sortGroups)
+	}
+	sortGroups()
+	wg.Wait()
 	order := make([]int32, len(frames))
 	for j, f := range byAddr {
 		order[j] = f.i
