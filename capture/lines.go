@@ -414,6 +414,10 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 type linesDecoder struct {
 	names  map[string]string
 	frames []SourceFrame // the free part of the current block
+	prev   []SourceFrame // the frames of the last record with frames
+	// lastID and lastObj are the last build-id parsed and its number.
+	lastID  []byte
+	lastObj int32
 	// objs numbers the files records are about, in order of first
 	// record, by build-id; files are their build-ids by number.
 	objs  map[string]int32
@@ -464,15 +468,30 @@ func (d *linesDecoder) parse(line []byte, prev []lineRec, v int) (lineRec, error
 		d.frames = make([]SourceFrame, max(k, 4096))
 	}
 	frames := d.frames[:0:k]
-	for range k {
+	for j := range k {
 		fn, file, l := field(), field(), field()
 		ln, ok := parseCount(l)
 		if !ok {
 			return lineRec{}, fmt.Errorf("line number %.20q", l)
 		}
-		frames = append(frames, SourceFrame{Function: d.name(fn), File: d.name(file), Line: ln})
+		// The records of one function's offsets follow each other:
+		// most names are those of the record before at the same depth
+		// (compared without a copy; a map lookup hashes them).
+		f := SourceFrame{Line: ln}
+		if j < len(d.prev) && string(fn) == d.prev[j].Function {
+			f.Function = d.prev[j].Function
+		} else {
+			f.Function = d.name(fn)
+		}
+		if j < len(d.prev) && string(file) == d.prev[j].File {
+			f.File = d.prev[j].File
+		} else {
+			f.File = d.name(file)
+		}
+		frames = append(frames, f)
 	}
 	d.frames = d.frames[k:]
+	d.prev = frames
 	r.addr, r.frames = addr, frames
 	return r, nil
 }
@@ -481,6 +500,9 @@ func (d *linesDecoder) parse(line []byte, prev []lineRec, v int) (lineRec, error
 // or from version 3 on "@" and a build-id.
 func (d *linesDecoder) key(f []byte, v int) (lineRec, error) {
 	if id, ok := bytes.CutPrefix(f, []byte{'@'}); ok && v >= 3 {
+		if d.lastID != nil && bytes.Equal(id, d.lastID) {
+			return lineRec{key: d.lastObj, file: true}, nil // a file's records follow each other
+		}
 		if len(id) == 0 || len(id) > maxObjectID || !isHex(id) {
 			return lineRec{}, fmt.Errorf("build-id %.20q", f)
 		}
@@ -491,6 +513,7 @@ func (d *linesDecoder) key(f []byte, v int) (lineRec, error) {
 			d.objs[obj] = n
 			d.files = append(d.files, obj)
 		}
+		d.lastID, d.lastObj = append(d.lastID[:0], id...), n
 		return lineRec{key: n, file: true}, nil
 	}
 	pid, ok := parsePID(f)
