@@ -20,13 +20,20 @@ const maxNamers = 2 * 8
 
 // funcNamer is one naming goroutine's table of locations and functions.
 type funcNamer struct {
-	locs locations
-	// fns numbers each location's function, by location and kind
-	// (user, kernel); ids the functions by value, listed in list.
-	fns  [2]map[*Location]int32
+	// locs shares the locations without inlined calls (see
+	// [locations]), each with the number of its function as user and
+	// as kernel code (-1: none yet).
+	locs map[locationKey]sharedLoc
+	// ids numbers the functions by value, listed in list.
 	ids  map[Function]int32
 	list []Function
 	id   uint8 // its index in funcNamers.ws
+}
+
+// sharedLoc is a location of funcNamer.locs.
+type sharedLoc struct {
+	loc *Location
+	fn  [2]int32
 }
 
 // named is what naming a frame gave it, apart from its location: its
@@ -39,41 +46,58 @@ type named struct {
 	w       uint8
 }
 
-// worker returns the table of a new naming goroutine.
-func (ns *funcNamers) worker() *funcNamer {
+// worker returns the table of a new naming goroutine that will name
+// about n frames.
+func (ns *funcNamers) worker(n int) *funcNamer {
 	id := ns.next.Add(1) - 1
 	w := &ns.ws[id]
 	w.id = uint8(id)
-	w.locs = locations{}
-	w.fns = [2]map[*Location]int32{make(map[*Location]int32), make(map[*Location]int32)}
-	w.ids = make(map[Function]int32)
+	w.locs = make(map[locationKey]sharedLoc, n/2)
+	w.ids = make(map[Function]int32, n/4)
 	return w
 }
 
-// name shares loc with the equal ones w made and tells what naming a
-// frame (kernel or not) at it gave, for w's number in ns.
+// name returns a location equal to loc, shared with the equal ones w
+// made when it has no inlined calls, and what naming a frame (kernel or
+// not) at it gave, for w's number in ns.
 func (ns *funcNamers) name(w *funcNamer, loc Location, kernel bool) (*Location, named) {
-	l := w.locs.of(loc)
 	n := named{w: w.id}
-	for j := range l.Inline {
-		if l.Inline[j].unnamed {
-			n.unnamed++
+	if len(loc.Inline) > 0 {
+		l := new(loc)
+		for j := range l.Inline {
+			if l.Inline[j].unnamed {
+				n.unnamed++
+			}
 		}
+		n.calls = uint16(len(l.Inline)) // at most capture.maxSourceFrames
+		n.fn = w.number(Function{Name: l.Function, DSO: l.DSO, Kernel: kernel})
+		return l, n
 	}
-	n.calls = uint16(len(l.Inline)) // at most capture.maxSourceFrames
-	m := w.fns[b2i(kernel)]
-	id, ok := m[l]
+	k := locationKey{loc.Function, loc.DSO, loc.File, loc.Line}
+	e, ok := w.locs[k]
 	if !ok {
-		fn := Function{Name: l.Function, DSO: l.DSO, Kernel: kernel}
-		if id, ok = w.ids[fn]; !ok {
-			id = int32(len(w.list))
-			w.ids[fn] = id
-			w.list = append(w.list, fn)
-		}
-		m[l] = id
+		e = sharedLoc{loc: new(loc), fn: [2]int32{-1, -1}}
 	}
-	n.fn = id
-	return l, n
+	if e.fn[b2i(kernel)] < 0 {
+		e.fn[b2i(kernel)] = w.number(Function{Name: loc.Function, DSO: loc.DSO, Kernel: kernel})
+		ok = false
+	}
+	if !ok {
+		w.locs[k] = e
+	}
+	n.fn = e.fn[b2i(kernel)]
+	return e.loc, n
+}
+
+// number returns w's number of fn.
+func (w *funcNamer) number(fn Function) int32 {
+	id, ok := w.ids[fn]
+	if !ok {
+		id = int32(len(w.list))
+		w.ids[fn] = id
+		w.list = append(w.list, fn)
+	}
+	return id
 }
 
 // numbering returns, for each goroutine's functions, the profile's id of

@@ -319,15 +319,13 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		ns, nf = &funcNamers{}, make([]named, len(p.Frames))
 		nameAll := func(order []int32, base int) {
 			parallelFrames(len(order), func(d int) { step(base + d) }, func() func(i int) {
-				w := ns.worker()
+				w := ns.worker(len(order) / min(runtime.GOMAXPROCS(0), 8))
 				return func(j int) {
 					i := order[j]
 					f := &p.Frames[i]
 					loc, k := name(chain, f)
 					if by[i] = int16(k); k >= 0 {
 						f.Loc, nf[i] = ns.name(w, loc, f.Kernel)
-					} else {
-						f.Loc = w.locs.of(loc)
 					}
 				}
 			})
