@@ -27,6 +27,11 @@ type lazyInline struct {
 	// calls' (the capacity of the slice); nil when there is none, or it
 	// was used.
 	room []Frame
+	// with lists the frames with inlined calls, in order, as naming
+	// found them; nil when it did not list them. Looking at every frame's
+	// location for its calls missed the processor's caches a frame.
+	with   []int32
+	listed bool
 }
 
 // inlineFrames returns the inlined calls of p's frames, or nil when no
@@ -38,8 +43,12 @@ func (p *Profile) inlineFrames() *inlineFrames {
 	}
 	l := p.inline
 	l.once.Do(func() {
-		l.x = newInlineFrames(p, l.room)
-		l.room = nil
+		with := l.with
+		if !l.listed {
+			with = framesWithInline(p.Frames)
+		}
+		l.x = newInlineFrames(p, l.room, with)
+		l.room, l.with = nil, nil
 	})
 	return l.x
 }
@@ -65,19 +74,26 @@ func (p *Profile) reserveInline() {
 	l.room = all
 }
 
+// framesWithInline returns the indexes of the frames with inlined calls.
+func framesWithInline(frames []Frame) []int32 {
+	var with []int32
+	for i := range frames {
+		if len(frames[i].Loc.Inline) > 0 {
+			with = append(with, int32(i))
+		}
+	}
+	return with
+}
+
 // newInlineFrames returns the inlined calls of p's frames, or nil when no
-// frame has any. When room holds p's frames and has the capacity for the
-// inlined calls', they are added there instead of to a copy.
-func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
+// frame has any; with lists the frames that have some.
+func newInlineFrames(p *Profile, room []Frame, with []int32) *inlineFrames {
 	// The frames are copied once, to a slice with room for the inlined
 	// calls: appending to a full one of a million frames copied them
 	// over and over.
-	calls, with := 0, 0
-	for i := range p.Frames {
-		if n := len(p.Frames[i].Loc.Inline); n > 0 {
-			calls += n
-			with++
-		}
+	calls := 0
+	for _, i := range with {
+		calls += len(p.Frames[i].Loc.Inline)
 	}
 	if calls == 0 {
 		return nil
@@ -89,7 +105,7 @@ func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
 	x := &inlineFrames{
 		frames: frames,
 		funcs:  p.Funcs[:len(p.Funcs):len(p.Funcs)], // appends copy
-		chains: make([]FrameID, 0, calls+with),
+		chains: make([]FrameID, 0, calls+len(with)),
 		at:     make([]int32, len(p.Frames)+1),
 	}
 	funcs := make(map[Function]FuncID, len(p.Funcs))
@@ -107,11 +123,9 @@ func newInlineFrames(p *Profile, room []Frame) *inlineFrames {
 	}
 	var ids []FuncID
 	last := 0 // the frames before it have their place in at
-	for i := range p.Frames {
+	for _, i := range with {
+		i := int(i)
 		f := &p.Frames[i]
-		if len(f.Loc.Inline) == 0 {
-			continue
-		}
 		for j := last; j <= i; j++ {
 			x.at[j] = int32(len(x.chains))
 		}

@@ -390,6 +390,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		ofLoc[i] = make(map[*Location]FuncID)
 	}
 	unresolved, unnamed, calls := 0, 0, 0
+	var with []int32 // the frames with inlined calls
 	var nums [][]FuncID
 	if ns != nil {
 		nums = ns.numbering()
@@ -399,7 +400,10 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		if k := by[i]; k >= 0 && ns != nil {
 			counts[k]++
 			n := nf[i]
-			calls += int(n.calls)
+			if n.calls > 0 {
+				calls += int(n.calls)
+				with = append(with, int32(i))
+			}
 			unnamed += int(n.unnamed)
 			f.Func = ns.funcOf(n, nums, funcs, &p.Funcs)
 			continue
@@ -408,6 +412,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 			counts[k]++
 			if in := f.Loc.Inline; len(in) > 0 {
 				calls += len(in)
+				with = append(with, int32(i))
 				for j := range in {
 					if in[j].unnamed {
 						unnamed++
@@ -437,6 +442,10 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		p.SymbolStats[n] += counts[i]
 	}
 	p.inlineCalls = calls
+	if p.inline == nil {
+		p.inline = &lazyInline{}
+	}
+	p.inline.with, p.inline.listed = with, true
 	if unnamed > 0 {
 		p.SymbolStats[UnnamedInline] = unnamed
 	}
