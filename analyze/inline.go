@@ -28,7 +28,7 @@ type lazyInline struct {
 	// was used.
 	room []Frame
 	// with lists the frames with inlined calls, in order, as naming
-	// found them; nil when it did not list them. Looking at every frame's
+	// found them (listed says it did). Looking at every frame's
 	// location for its calls missed the processor's caches a frame.
 	with   []int32
 	listed bool
