@@ -82,18 +82,27 @@ type wireWriter struct {
 	strList []string
 
 	locOf []int32 // location index + 1, by FrameID
-	// sameLoc holds the location index + 1 of each locKey.
-	sameLoc map[locKey]int32
-	locs    []wireLoc
-	lines   []wireLine
+	// sameLoc holds the location index + 1 of each locKey, the first
+	// made there; otherFile those of locations at the same key but in
+	// another source file than that first one. Hashing the file's name
+	// for every frame was a tenth of an export.
+	sameLoc   map[locKey]int32
+	otherFile map[fileLocKey]int32
+	locs      []wireLoc
+	locFiles  []string // by location index
+	lines     []wireLine
 
 	funcOf  []int32 // function index + 1, by FuncID
 	inlined map[[2]string]int32
 	funcs   []wireFunc
 
 	mappings map[mappingKey]int32
-	maps     []wireMapping
-	kernel   int32 // mapping index + 1
+	// byMapping holds the index + 1 of each process mapping's: the
+	// mappings of many processes have the same key, which hashing for
+	// every frame took its file name and build-id.
+	byMapping map[*analyze.Mapping]int32
+	maps      []wireMapping
+	kernel    int32 // mapping index + 1
 
 	samples []wireSample
 	values  []int64
@@ -214,7 +223,9 @@ func newWireWriter(v *analyze.View) *wireWriter {
 		strs:         map[string]int64{"": 0},
 		strList:      []string{""},
 		locOf:        make([]int32, len(v.Frames)),
-		sameLoc:      make(map[locKey]int32),
+		sameLoc:      make(map[locKey]int32, len(v.Frames)/2),
+		otherFile:    make(map[fileLocKey]int32),
+		byMapping:    make(map[*analyze.Mapping]int32),
 		funcOf:       make([]int32, len(v.Funcs)),
 		inlined:      make(map[[2]string]int32),
 		mappings:     make(map[mappingKey]int32),
@@ -324,9 +335,17 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 	fr := &w.v.Frames[id]
 	l := wireLoc{mapping: w.mapping(fr), addr: fr.Addr, start: int32(len(w.lines))}
 	k := newLocKey(l.mapping, fr)
-	if i, ok := w.sameLoc[k]; ok {
+	i, ok := w.sameLoc[k]
+	if ok && w.locFiles[i-1] == fr.Loc.File {
 		w.locOf[id] = i
 		return i
+	}
+	other := ok
+	if other {
+		if i, ok := w.otherFile[fileLocKey{k, fr.Loc.File}]; ok {
+			w.locOf[id] = i
+			return i
+		}
 	}
 	for _, in := range fr.Loc.Inline {
 		w.lines = append(w.lines, wireLine{w.inlineFunction(in), int64(in.Line)})
@@ -334,9 +353,15 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 	w.lines = append(w.lines, wireLine{w.function(fr), int64(fr.Loc.Line)})
 	l.end = int32(len(w.lines))
 	w.locs = append(w.locs, l)
-	w.locOf[id] = int32(len(w.locs))
-	w.sameLoc[k] = w.locOf[id]
-	return w.locOf[id]
+	w.locFiles = append(w.locFiles, fr.Loc.File)
+	i = int32(len(w.locs))
+	w.locOf[id] = i
+	if other {
+		w.otherFile[fileLocKey{k, fr.Loc.File}] = i
+	} else {
+		w.sameLoc[k] = i
+	}
+	return i
 }
 
 // locKey identifies a location: frames of several processes at one
@@ -349,18 +374,26 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 // code share it: see [analyze.Profile.Symbolize]); locations without
 // inlined calls are compared by value, for the same output from one run
 // to the next.
+//
+// The key leaves out the source file, compared apart (see
+// wireWriter.sameLoc): [fileLocKey] is the whole key.
 type locKey struct {
 	mapping int32
 	addr    uint64
 	fn      analyze.FuncID
-	file    string
 	line    int
 	inline  *analyze.Location
 }
 
+// fileLocKey identifies a location by its locKey and source file.
+type fileLocKey struct {
+	locKey
+	file string
+}
+
 // newLocKey returns the locKey of frame fr in mapping index + 1 m.
 func newLocKey(m int32, fr *analyze.Frame) locKey {
-	k := locKey{mapping: m, addr: fr.Addr, fn: fr.Func, file: fr.Loc.File, line: fr.Loc.Line}
+	k := locKey{mapping: m, addr: fr.Addr, fn: fr.Func, line: fr.Loc.Line}
 	if len(fr.Loc.Inline) > 0 {
 		k.inline = fr.Loc
 	}
@@ -413,11 +446,14 @@ func (w *wireWriter) mapping(fr *analyze.Frame) int32 {
 	if m == nil {
 		return 0
 	}
-	k := mappingKey{m.Start, m.End, m.Offset, m.File, m.BuildID}
-	i, ok := w.mappings[k]
+	i, ok := w.byMapping[m]
 	if !ok {
-		i = w.newMapping(k)
-		w.mappings[k] = i
+		k := mappingKey{m.Start, m.End, m.Offset, m.File, m.BuildID}
+		if i, ok = w.mappings[k]; !ok {
+			i = w.newMapping(k)
+			w.mappings[k] = i
+		}
+		w.byMapping[m] = i
 	}
 	wm := &w.maps[i-1]
 	wm.hasFiles = wm.hasFiles || fr.Loc.File != ""
