@@ -26,7 +26,16 @@ type bundleFiles struct {
 // it, with a warning.
 func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
 	d := &bundleFiles{}
-	has := func(path string) bool { return fs.Has(path) || fs.Has(path+".gz") }
+	d.decodeSymbols(fs)
+	d.decodeLines(fs, maxLines)
+	return d
+}
+
+// hasFile reports whether fs holds path, either gzipped.
+func hasFile(fs *capture.Files, path string) bool { return fs.Has(path) || fs.Has(path+".gz") }
+
+// decodeSymbols decodes the [capture.SymbolsFile] of fs, when there is one.
+func (d *bundleFiles) decodeSymbols(fs *capture.Files) {
 	if data, err := fs.Lookup(capture.SymbolsFile); err == nil {
 		t, err := capture.DecodeSymbols(data)
 		if err != nil {
@@ -35,10 +44,14 @@ func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
 		if t.Len() > 0 {
 			d.table = t
 		}
-	} else if has(capture.SymbolsFile) {
+	} else if hasFile(fs, capture.SymbolsFile) {
 		d.warnings = append(d.warnings, err.Error())
 	}
-	if has(capture.LinesFile) {
+}
+
+// decodeLines decodes the [capture.LinesFile] of fs, when there is one.
+func (d *bundleFiles) decodeLines(fs *capture.Files, maxLines int) {
+	if hasFile(fs, capture.LinesFile) {
 		var t *capture.LineTable
 		data, err := fs.Lookup(capture.LinesFile + ".gz") // as stored
 		if !fs.Has(capture.LinesFile) && err == nil {
@@ -59,7 +72,6 @@ func decodeBundle(fs *capture.Files, maxLines int) *bundleFiles {
 			d.lines = t
 		}
 	}
-	return d
 }
 
 // bundlePaths are the stored names of the files decodeBundle reads, and
@@ -95,9 +107,18 @@ func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 		}
 	}
 	e := &earlyBundle{done: make(chan struct{})}
+	// The lines on a goroutine of their own: on a small capture, their
+	// decoding was the longest of the work done while frames are read.
+	lines := make(chan *bundleFiles, 1)
+	go func() {
+		l := &bundleFiles{}
+		l.decodeLines(own, maxLines)
+		lines <- l
+	}()
 	go func() {
 		defer close(e.done)
-		e.d = decodeBundle(own, maxLines)
+		e.d = &bundleFiles{}
+		e.d.decodeSymbols(own)
 		// The process file too (a JSON line per process and thread:
 		// 0.06 s for the 460 processes of a 60 s system capture),
 		// while the frames are read.
@@ -105,6 +126,9 @@ func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 			e.d.procs, e.d.threads, e.d.procErr = capture.ReadProcessFile(own)
 			e.d.procsRead = true
 		}
+		l := <-lines
+		e.d.lines = l.lines
+		e.d.warnings = append(e.d.warnings, l.warnings...)
 	}()
 	return e
 }
