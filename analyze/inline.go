@@ -108,7 +108,7 @@ func newInlineFrames(p *Profile, room []Frame, with []int32) *inlineFrames {
 		chains: make([]FrameID, 0, calls+len(with)),
 		at:     make([]int32, len(p.Frames)+1),
 	}
-	funcs := make(map[Function]FuncID, len(p.Funcs))
+	funcs := make(map[Function]FuncID, len(p.Funcs)+calls)
 	for id, fn := range p.Funcs {
 		funcs[fn] = FuncID(id)
 	}

@@ -100,6 +100,19 @@ func (w *funcNamer) number(fn Function) int32 {
 	return id
 }
 
+// functions returns the number of functions the goroutines numbered,
+// each counting those it named: a bound of their number; 0 for a nil ns.
+func (ns *funcNamers) functions() int {
+	if ns == nil {
+		return 0
+	}
+	n := 0
+	for w := range ns.next.Load() {
+		n += len(ns.ws[w].list)
+	}
+	return n
+}
+
 // numbering returns, for each goroutine's functions, the profile's id of
 // each (-1 until the frames give them one).
 func (ns *funcNamers) numbering() [][]FuncID {

@@ -381,7 +381,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		}
 	}
 	p.Funcs = p.Funcs[:0]
-	funcs := make(map[Function]FuncID)
+	funcs := make(map[Function]FuncID, ns.functions())
 	// Named frames share their locations: the function of a location is
 	// looked up once (by pointer, for user and kernel frames apart),
 	// not hashed by name for every frame.
