@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -198,5 +199,31 @@ func TestInlineViewTopLazy(t *testing.T) {
 	}
 	if leaf.Self != 1 || leaf.Total != 1 {
 		t.Errorf("leaf %+v, want self 1 and total 1", leaf)
+	}
+}
+
+// TestInlineViewTopSplit checks that Top gives the same functions when
+// the stacks are counted by several goroutines as by one.
+func TestInlineViewTopSplit(t *testing.T) {
+	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := v.Top(v.Samples)
+	defer func(part, procs int) {
+		funcTotalsPart = part
+		runtime.GOMAXPROCS(procs)
+	}(funcTotalsPart, runtime.GOMAXPROCS(2))
+	funcTotalsPart = 1 // a goroutine for each of the two stacks
+	split := v.Top(v.Samples)
+	if v.lazy.built.Load() {
+		t.Fatal("Top expanded the stacks")
+	}
+	if fmt.Sprint(split) != fmt.Sprint(whole) {
+		t.Errorf("Top counted by two goroutines:\n%+v\nby one:\n%+v", split, whole)
 	}
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -66,11 +67,45 @@ func (l *lazyStacks) tables() *stackTables {
 // (once however often it recurs), as [Profile.Top] does over expanded
 // stacks, without expanding them: funcOf gives the view's frames'
 // functions, seen is as long as total and zero. It reports false when
-// the stacks are expanded already (read them instead).
+// the stacks are expanded already (read them instead). Large counts are
+// split between goroutines, each adding to tables of its own.
 func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []int, seen []StackID) bool {
 	if l.built.Load() {
 		return false
 	}
+	workers := min(runtime.GOMAXPROCS(0), 8, len(counts)/funcTotalsPart)
+	if workers < 2 {
+		l.addTotals(counts, 0, funcOf, self, total, seen)
+		return true
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex // self and total
+	n := len(counts)
+	for w := 1; w < workers; w++ {
+		wg.Go(func() {
+			self1, total1 := make([]int, len(self)), make([]int, len(total))
+			lo, hi := n*w/workers, n*(w+1)/workers
+			l.addTotals(counts[lo:hi], StackID(lo), funcOf, self1, total1, make([]StackID, len(seen)))
+			mu.Lock()
+			for i := range self1 {
+				self[i] += self1[i]
+				total[i] += total1[i]
+			}
+			mu.Unlock()
+		})
+	}
+	mu.Lock()
+	l.addTotals(counts[:n/workers], 0, funcOf, self, total, seen)
+	mu.Unlock()
+	wg.Wait()
+	return true
+}
+
+// funcTotalsPart is the fewest stacks funcTotals gives a goroutine.
+var funcTotalsPart = 1 << 14
+
+// addTotals is funcTotals over counts, those of the stacks from base on.
+func (l *lazyStacks) addTotals(counts []int64, base StackID, funcOf []FuncID, self, total []int, seen []StackID) {
 	x := l.inl
 	add := func(fr FrameID, id StackID, c int) {
 		if fn := funcOf[fr]; seen[fn] != id+1 {
@@ -79,11 +114,11 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 		}
 	}
 	for i, c := range counts {
-		st := l.src.Stack(StackID(i))
+		id := base + StackID(i)
+		st := l.src.Stack(id)
 		if c == 0 || len(st) == 0 {
 			continue
 		}
-		id := StackID(i)
 		leaf := st[0]
 		if a, b := x.at[leaf], x.at[leaf+1]; a < b {
 			leaf = x.chains[a]
@@ -100,5 +135,4 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 			}
 		}
 	}
-	return true
 }
