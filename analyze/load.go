@@ -401,6 +401,9 @@ type builder struct {
 	seeds     [2]maphash.Seed
 	frames    map[int32]*procFrames
 	frameKeys []frameKey
+	// kindFrames and kindMaps count the frames and the processes' maps
+	// of them, by kind (kernel, user, caller: see newFrameMap).
+	kindFrames, kindMaps [4]int
 	// lastPID and lastFrames are the process of the stack interned last
 	// and its frames.
 	lastPID    int32
@@ -696,10 +699,11 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 		fid, ok := (*m)[a]
 		if !ok {
 			if *m == nil {
-				*m = make(map[uint64]FrameID)
+				*m = b.newFrameMap(kind)
 			}
 			fid = FrameID(len(b.frameKeys))
 			(*m)[a] = fid
+			b.kindFrames[kind]++
 			b.frameKeys = append(b.frameKeys, frameKey{pid: pid, kernel: kernel, caller: caller, addr: a})
 		}
 		*r = recentFrame{addr: a, pid: pid, kind: uint8(kind), fid: fid}
@@ -707,6 +711,19 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 	}
 	b.p.stackStart = append(b.p.stackStart, int32(len(b.p.stackFrames)))
 	return StackID(len(b.p.stackStart) - 2)
+}
+
+// newFrameMap returns a process's map of frames of a kind (an index of
+// kindFrames), sized for as many as the processes before it had on
+// average: the maps grew from empty, and their rehashing was a fifth of
+// a small capture's interning.
+func (b *builder) newFrameMap(kind uint64) map[uint64]FrameID {
+	hint := 0
+	if n := b.kindMaps[kind]; n > 0 {
+		hint = min(b.kindFrames[kind]/n, 1<<12)
+	}
+	b.kindMaps[kind]++
+	return make(map[uint64]FrameID, hint)
 }
 
 // recentBits sizes builder.recent: 4096 frames, 96 kB.
