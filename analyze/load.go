@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,7 +59,17 @@ type LoadOptions struct {
 	// quickly (nsprof report and export show it on a terminal with
 	// package internal/progress).
 	Progress func(stage string, done, total int64)
+	// FewerGCs loads a capture of less than smallCapture bytes with the
+	// garbage collector running a quarter as often (GOGC 400), and puts
+	// the process's setting back afterwards. The heap of such a capture
+	// is a few megabytes, and collecting it as it grew from nothing was
+	// a tenth of a small report's CPU (14 k samples: 12 % less CPU for
+	// 2 MiB more at the peak).
+	FewerGCs bool
 }
+
+// smallCapture is the largest capture FewerGCs applies to.
+const smallCapture = 16 << 20
 
 // kallsymsPath is where nsprof record and Sysprof 45+ embed the kernel's
 // symbol table (gzip-compressed, at kallsymsPath+".gz").
@@ -78,6 +89,9 @@ func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 	data, unmap, info, err := capture.MapFile(f)
 	if err != nil {
 		return nil, err
+	}
+	if opts.FewerGCs && info != nil && info.Size() < smallCapture {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	var p *Profile
 	if data != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -217,5 +218,24 @@ func TestImpossibleReturnDropped(t *testing.T) {
 	want := []uint64{kernel, canary, 0x401000, high, jit, vsyscall}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("frames %#x, want %#x", got, want)
+	}
+}
+
+// TestLoadFewerGCs: with FewerGCs, a small capture is loaded with GOGC
+// 400, and the process's own setting is back afterwards.
+func TestLoadFewerGCs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "small.syscap")
+	if err := os.WriteFile(path, inlineCapture(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	gogc := func() int { v := debug.SetGCPercent(-1); debug.SetGCPercent(v); return v }
+	during := 0
+	_, err := LoadFile(path, LoadOptions{NoHostFiles: true, FewerGCs: true, Progress: func(string, int64, int64) { during = gogc() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != 400 || gogc() != 123 {
+		t.Errorf("GOGC %d while loading and %d after, want 400 and 123", during, gogc())
 	}
 }

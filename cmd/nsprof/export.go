@@ -174,7 +174,7 @@ error (gprof keeps no arc from outside the file: their callees show as
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	prog := progressLine(stderr)
 	defer prog.Clear()
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report, FewerGCs: true})
 	prog.Clear()
 	if p == nil {
 		return loadErr

@@ -265,7 +265,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	}
 	prog := progressLine(stderr)
 	defer prog.Clear()
-	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report})
+	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report, FewerGCs: true})
 	prog.Clear()
 	if p == nil {
 		return loadErr
