@@ -171,14 +171,7 @@ func TestInlineUnnamed(t *testing.T) {
 // is the Top of the expanded stacks; the stacks asked for afterwards are
 // the expanded ones.
 func TestInlineViewTopLazy(t *testing.T) {
-	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := p.View(ViewOptions{Inline: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := inlineView(t)
 	lazy := v.Top(v.Samples)
 	if v.lazy == nil || v.lazy.built.Load() {
 		t.Fatal("Top expanded the stacks")
@@ -205,14 +198,7 @@ func TestInlineViewTopLazy(t *testing.T) {
 // TestInlineViewTopSplit checks that Top gives the same functions when
 // the stacks are counted by several goroutines as by one.
 func TestInlineViewTopSplit(t *testing.T) {
-	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := p.View(ViewOptions{Inline: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := inlineView(t)
 	whole := v.Top(v.Samples)
 	defer func(part, procs int) {
 		funcTotalsPart = part
@@ -226,4 +212,18 @@ func TestInlineViewTopSplit(t *testing.T) {
 	if fmt.Sprint(split) != fmt.Sprint(whole) {
 		t.Errorf("Top counted by two goroutines:\n%+v\nby one:\n%+v", split, whole)
 	}
+}
+
+// inlineView returns the inline view of inlineCapture.
+func inlineView(t *testing.T) *View {
+	t.Helper()
+	p, err := LoadBytes(inlineCapture(t), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(ViewOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
