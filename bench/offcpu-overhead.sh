@@ -141,6 +141,9 @@ for rep in $(seq "$runs"); do
 	done
 done
 
+# The machine may be shared: the load at the end too, beside the start's.
+echo "   load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+
 awk '
 function field(name,   i, kv) {
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] }
