@@ -13,6 +13,10 @@
 #   perf:         perf record -e sched:sched_switch -g -o Y -- pingpong ROUNDS
 #   perf-switch:  the same with --switch-events (the switch-ins too, which
 #                 off-CPU durations need, as nsprof records them)
+# perf runs with -B (--no-buildid): perf 6.1 aborts in its build-id pass
+# on this machine ("assertion failed at util/build-id.c:1010", even for
+# `perf record -- true`); the pass runs after the workload has ended, so
+# skipping it changes only perf's own CPU time (lower).
 # and prints, per run and as medians: the workload's wall and CPU time
 # (the CPU time of the profiled program includes the kernel's work for
 # the profiler's events in its context), the whole command's wall time,
@@ -59,11 +63,29 @@ echo "   pingpong $rounds rounds, $runs runs of each of: ${modes[*]}"
 # num FILE KEY prints the number after "KEY=" in FILE, or nothing.
 num() { sed -n "s/.*\\b$2=\\([0-9.]*\\).*/\\1/p" "$1" | head -1; }
 
-# perf_lost FILE prints the records a perf.data file says were lost.
+# perf_lost FILE prints the records a perf.data file says were lost: the
+# sums of its LOST and LOST_SAMPLES records, read from the file itself
+# (perf 6.1's report and script abort on this machine: "assertion failed
+# at util/build-id.c:1010", even for `perf record -- true`).
 perf_lost() {
-	"$perf" report -D -i "$1" 2>/dev/null | awk '
-		/PERF_RECORD_LOST/ && match($0, /lost:? *[0-9]+/) { x = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", x); lost += x }
-		END { printf "%d\n", lost }'
+	python3 - "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+if b[:8] != b"PERFILE2":
+    sys.exit("offcpu-overhead: not a perf.data file: " + sys.argv[1])
+off, size = struct.unpack_from("<QQ", b, 40)  # the data section
+lost, p = 0, off
+while p + 8 <= off + size:
+    typ, _, sz = struct.unpack_from("<IHH", b, p)
+    if sz < 8:
+        sys.exit("offcpu-overhead: %s: bad record at byte %d" % (sys.argv[1], p))
+    if typ == 2:  # PERF_RECORD_LOST: id, lost
+        lost += struct.unpack_from("<Q", b, p + 16)[0]
+    elif typ == 13:  # PERF_RECORD_LOST_SAMPLES: lost
+        lost += struct.unpack_from("<Q", b, p + 8)[0]
+    p += sz
+print(lost)
+PY
 }
 
 # nsprof_lost STDERR prints the records nsprof's summary says were lost:
@@ -83,8 +105,8 @@ run1() {
 	case $mode in
 	alone) cmd=("$tmp/pingpong" "$rounds") ;;
 	nsprof) cmd=("$nsprof" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "$tmp/pingpong" "$rounds") ;;
-	perf) cmd=("$perf" record -q -e sched:sched_switch -g -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
-	perf-switch) cmd=("$perf" record -q -e sched:sched_switch -g --switch-events -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
+	perf) cmd=("$perf" record -q -B -e sched:sched_switch -g -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
+	perf-switch) cmd=("$perf" record -q -B -e sched:sched_switch -g --switch-events -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
 	*)
 		echo "offcpu-overhead: unknown mode $mode" >&2
 		exit 2
@@ -118,6 +140,9 @@ for rep in $(seq "$runs"); do
 		run1 "${modes[$(((rep + k) % n))]}" "$rep"
 	done
 done
+
+# The machine may be shared: the load at the end too, beside the start's.
+echo "   load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 
 awk '
 function field(name,   i, kv) {

@@ -217,6 +217,18 @@ type Options struct {
 	// part of a hit on a hot path, such as "raw_syscalls:sys_enter",
 	// whose kernel frames are always the system call entry's.
 	UserStackTracepoints []string
+	// CPUWideTracepoints are recorded as Tracepoints are, but with
+	// SampleCPUWide opened once per CPU for every task, not per followed
+	// task: for events the followed tasks seldom hit, such as
+	// "syscalls:sys_exit_clone". Each event of a task is one more the
+	// kernel stops and starts, or walks, at every context switch of the
+	// task (a program switching hundreds of thousands of times a second
+	// pays for each: bench/offcpu-overhead.sh); a per-CPU event costs
+	// nothing at a switch but sees every task's hits, which
+	// [Reader.CPUWide] tells apart, and dropping the other tasks' hits is
+	// the caller's work, as for SampleCPUWide's samples. Without
+	// SampleCPUWide (or with [AllTasks]) they are Tracepoints.
+	CPUWideTracepoints []string
 	// ContextSwitch also writes a [RecordSwitch] record (with
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
@@ -225,7 +237,9 @@ type Options struct {
 	// Period) once per CPU for every task (pid -1), not per followed
 	// task, for targets other than [AllTasks]; the MMAP, COMM, FORK,
 	// EXIT and SWITCH records and the tracepoints stay per task, the
-	// former on a dummy event. A per-task cpu-clock or task-clock event
+	// former on a dummy event, or, when there are StackTracepoints, on
+	// the first of them, which the kernel so has one event fewer to stop
+	// and start at each switch of a task. A per-task cpu-clock or task-clock event
 	// is a timer the kernel starts and cancels at each context switch
 	// of the task, whatever its rate: for a program that switches
 	// hundreds of thousands of times a second, much of what sampling
@@ -253,7 +267,9 @@ type settings struct {
 	tpIDs    []uint64
 	tpStack  []bool // tpIDs[i] is one of StackTracepoints or UserStackTracepoints
 	tpUser   []bool // tpIDs[i] is one of UserStackTracepoints
-	tpNames  []string
+	// tpCPUWide: tpIDs[i] is one of CPUWideTracepoints
+	tpCPUWide []bool
+	tpNames   []string
 	// mainTP is the id of EventTracepoint, 0 without.
 	mainTP uint64
 }
@@ -297,15 +313,17 @@ func (o Options) settings(pageSize int, goarch string) (settings, error) {
 	case o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0:
 		return s, fmt.Errorf("ring pages %d is not a power of two", o.RingPages)
 	}
-	all := slices.Concat(o.Tracepoints, o.StackTracepoints, o.UserStackTracepoints)
+	all := slices.Concat(o.Tracepoints, o.StackTracepoints, o.UserStackTracepoints, o.CPUWideTracepoints)
+	stacks := len(o.Tracepoints) + len(o.StackTracepoints) + len(o.UserStackTracepoints)
 	for i, name := range all {
 		tp, err := LookupTracepoint(name)
 		if err != nil {
 			return s, err
 		}
 		s.tpIDs = append(s.tpIDs, uint64(tp.ID))
-		s.tpStack = append(s.tpStack, i >= len(o.Tracepoints))
-		s.tpUser = append(s.tpUser, i >= len(o.Tracepoints)+len(o.StackTracepoints))
+		s.tpStack = append(s.tpStack, i >= len(o.Tracepoints) && i < stacks)
+		s.tpUser = append(s.tpUser, i >= len(o.Tracepoints)+len(o.StackTracepoints) && i < stacks)
+		s.tpCPUWide = append(s.tpCPUWide, i >= stacks)
 		s.tpNames = append(s.tpNames, name)
 	}
 	if len(o.Uprobes) > 0 {
@@ -429,6 +447,39 @@ func (s *settings) dummyAttr(onExec bool) unix.PerfEventAttr {
 	a.Type, a.Config = typeSoftware, configSWDummy
 	a.Sample = 1
 	a.Bits &^= attrFreq
+	return a
+}
+
+// sidebandTracepoint returns the index in s.tpIDs of the tracepoint whose
+// per-task event carries the side-band records of Options.SampleCPUWide
+// instead of a dummy event: the first of StackTracepoints; -1 without.
+func (s *settings) sidebandTracepoint() int {
+	for i := range s.tpIDs {
+		if s.tpStack[i] && !s.tpUser[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// sidebandTracepointAttr builds the attributes of tracepoint i of
+// sidebandTracepoint: its hits, and the records of dummyAttr.
+func (s *settings) sidebandTracepointAttr(i int, onExec bool) unix.PerfEventAttr {
+	const sideband = attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch
+	a := s.tracepointAttr(s.tpIDs[i], true, false, false, onExec)
+	a.Bits |= s.dummyAttr(onExec).Bits & sideband
+	return a
+}
+
+// cpuWideTracepointAttr builds the attributes of a tracepoint of
+// Options.CPUWideTracepoints on one CPU: every task, not inherited,
+// without callchain; enabled from the start for onExec targets, as
+// cpuWideAttr's event is.
+func (s *settings) cpuWideTracepointAttr(id uint64, onExec bool) unix.PerfEventAttr {
+	a := s.tracepointAttr(id, false, false, true, false)
+	if onExec && !s.StartDisabled {
+		a.Bits &^= attrDisabled
+	}
 	return a
 }
 

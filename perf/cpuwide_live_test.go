@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -85,5 +86,117 @@ func TestSampleCPUWide(t *testing.T) {
 		if sideband[typ] == 0 {
 			t.Errorf("no %v record of the target", typ)
 		}
+	}
+}
+
+// TestSampleCPUWideTaskEvents: with SampleCPUWide, a followed task has
+// one event per CPU, the sched_switch tracepoint, which carries the
+// side-band records too (no dummy event), and the clone tracepoints of
+// CPUWideTracepoints are per CPU: each event of a task costs at every
+// one of its context switches. The records are those of per-task events
+// still: the side-band records and the sched_switch hits are the
+// target's alone; the clone hits are every process's, CPUWide.
+func TestSampleCPUWideTaskEvents(t *testing.T) {
+	busy := busyBinary(t)
+	clones := []string{"syscalls:sys_exit_clone", "syscalls:sys_exit_clone3", "syscalls:sys_exit_fork", "syscalls:sys_exit_vfork"}
+	var tps []*Tracepoint
+	for _, name := range clones {
+		if tp, err := LookupTracepoint(name); err == nil {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		t.Fatalf("none of the tracepoints %v", clones)
+	}
+	sw, err := LookupTracepoint("sched:sched_switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The target's shell forks the two children it waits for.
+	cmd, release := startBeforeExec(t, "/bin/sh", "-c", busy+" 0.2; sleep 0.1; "+busy+" 0.2")
+	opts := Options{SampleCPUWide: true, ContextSwitch: true, StackTracepoints: []string{"sched:sched_switch"}}
+	for _, tp := range tps {
+		opts.CPUWideTracepoints = append(opts.CPUWideTracepoints, tp.Name)
+	}
+	r, err := OpenWithOptions(Exec(cmd.Process.Pid), opts)
+	requirePerf(t, err)
+	defer r.Close()
+	cpus, err := onlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perTask := len(r.res.fds) - r.res.cpuWide; perTask != len(cpus) {
+		t.Errorf("%d per-task events for %d CPUs, want one per CPU (sched_switch, with the side-band records)", perTask, len(cpus))
+	}
+	if want := len(cpus) * (1 + len(tps)); r.res.cpuWide != want {
+		t.Errorf("%d per-CPU events, want %d (cpu-clock and %d clone tracepoints per CPU)", r.res.cpuWide, want, len(tps))
+	}
+	release()
+	// Another process forks beside it.
+	other := exec.Command("/bin/sh", "-c", "for i in 1 2 3; do /bin/true; done")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Wait()
+
+	pid, otherPID := uint32(cmd.Process.Pid), uint32(other.Process.Pid)
+	target := map[uint32]bool{pid: true}
+	sideband := map[RecordType]int{}
+	switches := 0
+	cloneHits := map[bool]int{} // by whether the target's
+	r.SetDeadline(time.Now().Add(15 * time.Second))
+	var rec Record
+	for {
+		err := r.ReadInto(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%v (want io.EOF once the target exited)", err)
+		}
+		switch rec.Type {
+		case RecordSample:
+			s := &rec.Sample
+			switch {
+			case sw.Matches(s.RawData):
+				switches++
+				if r.CPUWide(s) || !target[s.PID] || len(s.Callchain) == 0 {
+					t.Errorf("sched_switch hit of pid %d, CPUWide %v, %d callchain entries: want the target's, per task, with its stack", s.PID, r.CPUWide(s), len(s.Callchain))
+				}
+			case slices.ContainsFunc(tps, func(tp *Tracepoint) bool { return tp.Matches(s.RawData) }):
+				if !r.CPUWide(s) {
+					t.Errorf("clone hit of pid %d not CPUWide", s.PID)
+				}
+				if len(s.Callchain) != 0 {
+					t.Errorf("clone hit of pid %d with %d callchain entries, want none", s.PID, len(s.Callchain))
+				}
+				cloneHits[target[s.PID]]++
+			}
+		case RecordFork:
+			if target[rec.Task.PPID] {
+				target[rec.Task.PID] = true
+			}
+			fallthrough
+		case RecordComm, RecordMmap2, RecordExit, RecordSwitch:
+			sideband[rec.Type]++
+			if p, _ := rec.PIDTID(); !target[p] {
+				t.Errorf("%v record of pid %d, not of the target %v (pid %d forked beside it)", rec.Type, p, target, otherPID)
+			}
+		}
+	}
+	t.Logf("sched_switch hits %d, clone hits: target %d, others %d; side-band records %v", switches, cloneHits[true], cloneHits[false], sideband)
+	for _, typ := range []RecordType{RecordComm, RecordMmap2, RecordFork, RecordExit, RecordSwitch} {
+		if sideband[typ] == 0 {
+			t.Errorf("no %v record of the target", typ)
+		}
+	}
+	if switches == 0 {
+		t.Error("no sched_switch hit of the target")
+	}
+	if cloneHits[true] < 2 {
+		t.Errorf("%d clone hits of the target, want at least 2 (its shell forks twice)", cloneHits[true])
+	}
+	if cloneHits[false] < 3 {
+		t.Errorf("%d clone hits of other processes, want at least 3 (pid %d forks three times)", cloneHits[false], otherPID)
 	}
 }

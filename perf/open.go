@@ -25,7 +25,8 @@ func Open(target Target) (*Reader, error) {
 //
 // With opts.SampleCPUWide, each CPU's ring belongs to the sampling
 // event of every task on that CPU instead, and the per-task events
-// (a dummy one for the side-band records, the tracepoints) are
+// (the tracepoints, the first stack tracepoint or else a dummy event
+// with the side-band records) and the per-CPU tracepoints are
 // redirected into it.
 //
 // CPUs that are offline (ENODEV) are skipped, as are listed threads that
@@ -61,8 +62,12 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 	onExec := target.kind == targetExec
 	cpuWide := s.SampleCPUWide && !systemWide
 	attr := s.attr(ev, systemWide, onExec)
+	sideband := -1 // the tracepoint opened as attr
 	if cpuWide {
 		attr = s.dummyAttr(onExec)
+		if sideband = s.sidebandTracepoint(); sideband >= 0 {
+			attr = s.sidebandTracepointAttr(sideband, onExec)
+		}
 	}
 	canSkipTask := len(pids) > 1
 	for _, cpu := range cpus {
@@ -100,6 +105,26 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			res.rings = append(res.rings, rg)
 			owner = fd
+			for i, id := range s.tpIDs {
+				if !s.tpCPUWide[i] {
+					continue
+				}
+				tattr := s.cpuWideTracepointAttr(id, onExec)
+				tfd, err := unix.PerfEventOpen(&tattr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				if err != nil {
+					return nil, fmt.Errorf("open tracepoint %s on cpu %d: %w", s.tpNames[i], cpu, err)
+				}
+				res.fds = append(res.fds, tfd)
+				res.cpuWide++
+				if err := unix.IoctlSetInt(tfd, unix.PERF_EVENT_IOC_SET_OUTPUT, owner); err != nil {
+					return nil, fmt.Errorf("redirect tracepoint %s of cpu %d: %w", s.tpNames[i], cpu, err)
+				}
+				id, err := unix.PerfEventID(tfd)
+				if err != nil {
+					return nil, fmt.Errorf("id of tracepoint %s of cpu %d: %w", s.tpNames[i], cpu, err)
+				}
+				res.cpuWideIDs[id] = true
+			}
 		}
 		for _, pid := range pids {
 			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
@@ -135,6 +160,9 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			// Tracepoints of the same task and CPU share the ring.
 			for i, id := range s.tpIDs {
+				if i == sideband || cpuWide && s.tpCPUWide[i] {
+					continue
+				}
 				tattr := s.tracepointAttr(id, s.tpStack[i], s.tpUser[i], systemWide, onExec)
 				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err != nil {

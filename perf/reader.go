@@ -31,8 +31,9 @@ type resources struct {
 	// uprobeDefs are the probes' definitions in tracefs, removed once
 	// their events are closed.
 	uprobeDefs *uprobeDefs
-	// cpuWide counts the fds of Options.SampleCPUWide's per-CPU events,
-	// which never hang up; cpuWideIDs holds their ids.
+	// cpuWide counts the fds of Options.SampleCPUWide's per-CPU events
+	// and CPUWideTracepoints', which never hang up; cpuWideIDs holds
+	// their ids.
 	cpuWide    int
 	cpuWideIDs map[uint64]bool
 }
@@ -262,7 +263,8 @@ func (r *Reader) formatOf(raw []byte) Format {
 func (r *Reader) Snapshot() uint64 { return r.snapshots.Load() }
 
 // CPUWide reports whether sample s is of an event of
-// [Options.SampleCPUWide], which samples every task on its CPU.
+// [Options.SampleCPUWide], which samples every task on its CPU, or of
+// one of [Options.CPUWideTracepoints] opened per CPU.
 func (r *Reader) CPUWide(s *Sample) bool { return r.res.cpuWideIDs[s.Identifier] }
 
 // loadHeads snapshots every ring's head and restarts draining. It

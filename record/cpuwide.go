@@ -28,8 +28,10 @@ type targetFilter struct {
 	procs map[int32][]lifetime
 	held  []heldSample
 	free  []*perf.Record
-	// dropped counts the samples of other processes.
-	dropped uint64
+	// dropped counts the samples of other processes; notSample tells
+	// the hits of the per-CPU tracepoints, which are not counted.
+	dropped   uint64
+	notSample func(*perf.Sample) bool
 	// fs is /proc, to tell a main thread's exit from its process's.
 	fs proc.FS
 }
@@ -152,9 +154,16 @@ func (f *targetFilter) take(rec *perf.Record, snap uint64) bool {
 	case holdSample:
 		f.held = append(f.held, heldSample{rec: f.copyOf(rec), snap: snap})
 	default:
-		f.dropped++
+		f.drop(rec)
 	}
 	return false
+}
+
+// drop counts rec, another process's, when it is a sample.
+func (f *targetFilter) drop(rec *perf.Record) {
+	if f.notSample == nil || !f.notSample(&rec.Sample) {
+		f.dropped++
+	}
 }
 
 // settle decides the samples held from snapshots up to snap: keep
@@ -169,7 +178,7 @@ func (f *targetFilter) settle(snap uint64, keep func(*perf.Record)) {
 		if f.verdict(int32(h.rec.Sample.PID), int64(h.rec.Sample.Time)) == keepSample {
 			keep(h.rec)
 		} else {
-			f.dropped++
+			f.drop(h.rec)
 		}
 		f.free = append(f.free, h.rec)
 	}
@@ -224,7 +233,7 @@ func (r *recorder) settleHeld(drained, final bool) {
 	if f == nil || len(f.held) == 0 {
 		return
 	}
-	keep := func(rec *perf.Record) { r.sample(rec) }
+	keep := r.sampleCPUWide
 	if final {
 		f.settle(^uint64(0), keep)
 		return

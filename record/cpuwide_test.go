@@ -126,3 +126,31 @@ func TestTargetFilterPIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetFilterNotSample: the hits of per-CPU tracepoints (the clone
+// tracepoints of --off-cpu) of other processes are dropped as their
+// samples are, but not counted as samples left out, whether dropped at
+// once or after being held; the recorded process's are kept.
+func TestTargetFilterNotSample(t *testing.T) {
+	f := newTargetFilter(proc.FS{Root: t.TempDir()}, []int{100})
+	f.notSample = func(s *perf.Sample) bool { return len(s.RawData) > 0 }
+	var kept int
+	keep := func(*perf.Record) { kept++ }
+	take := func(pid uint32, at uint64, hit bool) {
+		rec := &perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: pid, TID: pid, Time: at}}
+		if hit {
+			rec.Sample.RawData = []byte{1, 2, 3, 4, 5}
+		}
+		if f.take(rec, 1) {
+			keep(rec)
+		}
+	}
+	take(100, 5, true) // the recorded process's clone
+	take(7, 6, true)   // another process's, held (pid 7 unknown yet)
+	take(7, 7, false)  // and a sample of it
+	take(100, 8, false)
+	f.settle(1, keep)
+	if kept != 2 || f.dropped != 1 {
+		t.Errorf("kept %d, want 2 (pid 100's hit and sample); dropped %d, want 1 (pid 7's sample, not its hit)", kept, f.dropped)
+	}
+}

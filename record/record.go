@@ -301,8 +301,11 @@ func (r *recorder) setup() error {
 		var err error
 		if tps, err := lookupCloneTracepoints(); err == nil {
 			r.clonesTP = tps
+			// Per CPU with --off-cpu (SampleCPUWide): clones are
+			// rare, and each per-task event costs at every context
+			// switch of every recorded thread.
 			for _, tp := range tps {
-				popts.Tracepoints = append(popts.Tracepoints, tp.Name)
+				popts.CPUWideTracepoints = append(popts.CPUWideTracepoints, tp.Name)
 			}
 		} else {
 			r.logf("threads created in PID namespaces may not be mapped to host ids: %v", err)
@@ -348,6 +351,7 @@ func (r *recorder) setup() error {
 				pids = nil // known from its exec
 			}
 			r.filter = newTargetFilter(o.FS, pids)
+			r.filter.notSample = func(s *perf.Sample) bool { return r.cloneTP(s) != nil }
 		}
 		if rd.Event() != o.Event {
 			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
@@ -780,22 +784,15 @@ func (r *recorder) handle(rec *perf.Record) {
 		s := &rec.Sample
 		if r.filter != nil && r.rd.CPUWide(s) {
 			if r.filterSample(rec) {
-				r.sample(rec)
+				r.sampleCPUWide(rec)
 			}
 			return
 		}
 		if r.spans != nil && r.spans.handle(r, rec) {
 			return
 		}
-		if len(s.RawData) > 4 {
-			for _, tp := range r.clonesTP {
-				if tp.Matches(s.RawData) {
-					if ret, ok := tp.Int(s.RawData, "ret"); ok {
-						r.tr.cloneReturned(int(s.PID), int(s.TID), int(ret), int64(s.Time))
-					}
-					return
-				}
-			}
+		if r.cloneReturned(s) {
+			return
 		}
 		if r.block != nil && r.block.handle(r, rec) {
 			return
@@ -833,6 +830,42 @@ func (r *recorder) handle(rec *perf.Record) {
 		if r.tr.err != nil {
 			r.writeErr = r.tr.err
 		}
+	}
+}
+
+// cloneReturned takes s when it is a hit of a clone tracepoint (the
+// system call's return in the parent and in the child) and reports
+// whether it was.
+func (r *recorder) cloneReturned(s *perf.Sample) bool {
+	tp := r.cloneTP(s)
+	if tp == nil {
+		return false
+	}
+	if ret, ok := tp.Int(s.RawData, "ret"); ok {
+		r.tr.cloneReturned(int(s.PID), int(s.TID), int(ret), int64(s.Time))
+	}
+	return true
+}
+
+// cloneTP returns the clone tracepoint s is a hit of, or nil.
+func (r *recorder) cloneTP(s *perf.Sample) *perf.Tracepoint {
+	if len(s.RawData) <= 4 {
+		return nil
+	}
+	for _, tp := range r.clonesTP {
+		if tp.Matches(s.RawData) {
+			return tp
+		}
+	}
+	return nil
+}
+
+// sampleCPUWide takes sample rec of a per-CPU event of a recorded
+// process (see targetFilter): of the sampling event, or of a clone
+// tracepoint (perf.Options.CPUWideTracepoints).
+func (r *recorder) sampleCPUWide(rec *perf.Record) {
+	if !r.cloneReturned(&rec.Sample) {
+		r.sample(rec)
 	}
 }
 

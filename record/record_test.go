@@ -365,8 +365,16 @@ func TestRecordSystemWide(t *testing.T) {
 // TestRecordPIDNamespaceTraceFD runs a program in a new PID namespace that
 // writes marks and samples through SYSPROF_TRACE_FD with its own pid and
 // tids; after the merge they must carry the host pid and the host tids of
-// the threads that wrote them.
+// the threads that wrote them. Also with --off-cpu, whose clone
+// tracepoints are per CPU (perf.Options.CPUWideTracepoints), hits of
+// every process that only the recorded ones' are taken of.
 func TestRecordPIDNamespaceTraceFD(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("offcpu=%t", off), func(t *testing.T) { testRecordPIDNamespaceTraceFD(t, off) })
+	}
+}
+
+func testRecordPIDNamespaceTraceFD(t *testing.T, offCPU bool) {
 	requirePerf(t)
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	marks := testutils.BuildFixture(t, "tracefd-marks", testutils.PkgConfig(t, "sysprof-capture-4", "libsysprof-4-dev")...)
@@ -375,6 +383,7 @@ func TestRecordPIDNamespaceTraceFD(t *testing.T) {
 	// files after its exec even on a loaded machine.
 	opts.Command = []string{unshare, "--pid", "--fork", "--kill-child", marks, "3", "1"}
 	opts.TraceFD = true
+	opts.OffCPU = offCPU
 	path, res := recordTo(t, context.Background(), opts)
 	if res.ExitCode != 0 {
 		if strings.Contains(res.Exit, "status 1") {
