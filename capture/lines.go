@@ -168,6 +168,9 @@ type LineTable struct {
 	objs    map[string]int32
 	files   []string
 	objIdx  pidIndex
+	// fileCalls counts the inlined calls of objRecs, counted as they
+	// are sorted out ([LineTable.FileInlineFrames]).
+	fileCalls int
 }
 
 // lineRec is a decoded record: 40 bytes, where an [AddrLines] with its
@@ -405,6 +408,7 @@ func (p *linesParser) finish(err error) (*LineTable, error) {
 			}
 			all[k] = r
 			k++
+			t.fileCalls += max(0, len(r.frames)-1)
 		}
 		clear(all[k:])
 		t.objRecs = all[:k]
@@ -588,10 +592,7 @@ func (t *LineTable) FileInlineFrames() (calls, records int) {
 	if t == nil {
 		return 0, 0
 	}
-	for i := range t.objRecs {
-		calls += max(0, len(t.objRecs[i].frames)-1)
-	}
-	return calls, len(t.objRecs)
+	return t.fileCalls, len(t.objRecs)
 }
 
 // Len returns the number of records in the table, of processes and of
