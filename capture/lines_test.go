@@ -73,6 +73,11 @@ func TestLinesObjects(t *testing.T) {
 	if tab.Len() != len(recs) {
 		t.Errorf("%d records, want %d", tab.Len(), len(recs))
 	}
+	// Two file records with one inlined call each; the process's do not
+	// count.
+	if calls, n := tab.FileInlineFrames(); calls != 2 || n != 3 {
+		t.Errorf("FileInlineFrames() = %d calls in %d records, want 2 in 3", calls, n)
+	}
 	for _, r := range recs {
 		got, ok := tab.Lookup(r.PID, r.Addr)
 		if r.Object != "" {
