@@ -65,8 +65,14 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 	s.selfMntNS, _ = proc.NamespaceID(proc.Self, "mnt")
 
 	// conmon is the parent of a podman container's init; look a few levels
-	// up for exec sessions and nested inits.
+	// up for exec sessions and nested inits. A process in this process's
+	// own mount namespace and root is in no container: its ancestors are
+	// not read (two /proc reads each, for every process a system-wide
+	// recording sees start).
 	ppid := s.status.PPid
+	if s.ownMounts() {
+		ppid = 0
+	}
 	for i := 0; i < maxAncestors && ppid > 1; i++ {
 		st, err := proc.ReadStatus(ppid)
 		if err != nil {
@@ -110,6 +116,12 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 		s.podmanStorage()
 	}
 	return s
+}
+
+// ownMounts reports whether the process was seen in this process's own
+// mount namespace, with its root at "/": then it is in no container.
+func (s *snapshot) ownMounts() bool {
+	return s.mntNS != 0 && s.mntNS == s.selfMntNS && s.rootLink == "/"
 }
 
 // podmanID returns the container id from conmon or the libpod cgroup.
