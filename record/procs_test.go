@@ -526,3 +526,38 @@ func TestPrivateProcesses(t *testing.T) {
 		}
 	}
 }
+
+// exitRecord is the EXIT record of process pid (its main thread).
+func exitRecord(pid uint32, time uint64) *perf.Record {
+	r := &perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: pid, TID: pid, PPID: 1, PTID: 1, Time: time}}
+	r.ID.Time = time
+	return r
+}
+
+// A process that exited keeps its mappings for a grace, for a child's
+// FORK read late from another CPU's ring, and then lets go of them: over
+// a long recording of processes coming and going they were most of what
+// each one left in memory.
+func TestExitedForgetsMaps(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.handle(forkRecord(1, 100, now+10))
+	tr.handle(exitRecord(100, now+20))
+	start := time.Now()
+	tr.forgetExited(start)
+	tr.handle(forkRecord(100, 101, now+15)) // read after the parent's EXIT
+	if ps := tr.procs[101]; !ps.described || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/parent" {
+		t.Fatalf("child forked before its parent's exit, read after: maps %v, want the parent's", ps.maps)
+	}
+	tr.forgetExited(start.Add(mapsGrace))
+	if ps := tr.procs[100]; ps.maps != nil || ps.have != nil {
+		t.Errorf("after the grace: %d mappings, %d keys still held", len(ps.maps), len(ps.have))
+	}
+	if ps := tr.procs[1]; len(ps.maps) != 1 {
+		t.Errorf("the live parent: %d mappings, want 1", len(ps.maps))
+	}
+	if len(tr.exits) != 0 {
+		t.Errorf("%d exits still queued", len(tr.exits))
+	}
+}
