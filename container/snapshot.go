@@ -48,6 +48,13 @@ type snapshot struct {
 	storageErr  error
 }
 
+// selfMntNS returns this process's mount namespace id, 0 if unknown: read
+// once, as nothing here joins another (see the package doc).
+var selfMntNS = sync.OnceValue(func() uint64 {
+	id, _ := proc.NamespaceID(proc.Self, "mnt")
+	return id
+})
+
 // maxAncestors bounds the walk up the process tree to find conmon.
 const maxAncestors = 8
 
@@ -62,7 +69,7 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 		s.rootLink = l
 	}
 	s.mntNS, _ = proc.NamespaceID(pid, "mnt")
-	s.selfMntNS, _ = proc.NamespaceID(proc.Self, "mnt")
+	s.selfMntNS = selfMntNS()
 
 	// conmon is the parent of a podman container's init; look a few levels
 	// up for exec sessions and nested inits. A process in this process's
