@@ -318,7 +318,12 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		ps.nspid = info.NSpid[n-1]
 	}
 	if t.identify != nil && info.Err == "" {
-		info.Container = t.identify(pid, now)
+		if onHost(&info) {
+			// Opened only if its files need it (symbolizer.mapped).
+			info.Container = &capture.ContainerInfo{Kind: container.KindHost}
+		} else {
+			info.Container = t.identify(pid, now)
+		}
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	ps.info = info.ProcessInfo

@@ -561,3 +561,43 @@ func TestExitedForgetsMaps(t *testing.T) {
 		t.Errorf("%d exits still queued", len(tr.exits))
 	}
 }
+
+// A process in the recorder's own mount namespace and root, in no
+// container's cgroup, is labelled a host process without being opened:
+// a system-wide recording sees hundreds start a second, and opening one
+// read a dozen /proc files. Another mount namespace is opened.
+func TestDescribeHostWithoutOpening(t *testing.T) {
+	self, err := proc.NamespaceID(proc.Self, "mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for pid, mnt := range map[int]uint64{600: self, 601: self + 1} {
+		dir := fakeProcess(t, root, pid, "p", "/bin/p\x00", "")
+		if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for link, target := range map[string]string{"ns/mnt": fmt.Sprintf("mnt:[%d]", mnt), "ns/pid": "pid:[4026531836]", "root": "/"} {
+			if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr := fakeTracker(t, root)
+	var opened []int
+	tr.identify = func(pid int, now int64) *capture.ContainerInfo {
+		opened = append(opened, pid)
+		return &capture.ContainerInfo{Kind: container.KindNamespace}
+	}
+	tr.scan(600, 1)
+	tr.scan(601, 1)
+	if !slices.Equal(opened, []int{601}) {
+		t.Errorf("processes opened to identify them: %v, want only 601 (another mount namespace)", opened)
+	}
+	for pid, want := range map[int]string{600: container.KindHost, 601: container.KindNamespace} {
+		ps := tr.procs[pid]
+		if ps.info.Err != "" || ps.info.Container == nil || ps.info.Container.Kind != want {
+			t.Errorf("pid %d: container %+v (err %q), want kind %q", pid, ps.info.Container, ps.info.Err, want)
+		}
+	}
+}

@@ -1005,7 +1005,9 @@ func mountedAt(dirs map[string]string) symbol.Opener {
 // /tmp/perf-<pid>.map with the pid the process knows itself by, inside
 // its own root.
 func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Table {
-	if p.cp == nil {
+	// A host process whose files were all known was never opened
+	// (tracker.describe): open it now if it lives.
+	if s.reach(pid, p) == nil {
 		return nil
 	}
 	n := nsPID(pid)
