@@ -30,7 +30,9 @@
 # Environment: FREQS ("1000 4000"), RUNS (5), WORKLOADS ("busy compile"),
 # BENCH_DIR (default /dev/shm: captures go to a tmpfs so the disk does not
 # weigh), PERF (perf), CC (gcc), NSPROF (a built nsprof; default: build
-# this checkout). Needs root. Results go to stdout only.
+# this checkout), NSPROF_OLD (another build, run without the cache in
+# the same rotation: before and after a change). Needs root. Results go
+# to stdout only.
 set -euo pipefail
 
 secs=${1:-10}
@@ -109,6 +111,7 @@ run1() {
 	case $mode in
 	nsprof) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f) ;;
 	nsprof-nocache) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
+	nsprof-old) cmd=("$NSPROF_OLD" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
 	perf) cmd=("$perf" record -a -g -F "$f" -e cpu-clock -o "$tmp/x.perf" -- sleep "$secs") ;;
 	esac
 	rm -f "$tmp/x.syscap" "$tmp/x.perf"
@@ -133,6 +136,7 @@ run1() {
 
 : >"$tmp/results"
 modes=(nsprof nsprof-nocache perf)
+[ -n "${NSPROF_OLD:-}" ] && modes+=(nsprof-old)
 for w in $workloads; do
 	start_workload "$w"
 	# Warm the symbol cache with this workload's binaries, untimed.
@@ -141,8 +145,8 @@ for w in $workloads; do
 		echo
 		echo "== $w, -F $f, $runs rounds (each recorder alone in turn, order rotating)"
 		for rep in $(seq "$runs"); do
-			for k in 0 1 2; do
-				run1 "$w" "$f" "${modes[$(((rep + k) % 3))]}" "$rep"
+			for k in $(seq 0 $((${#modes[@]} - 1))); do
+				run1 "$w" "$f" "${modes[$(((rep + k) % ${#modes[@]}))]}" "$rep"
 			done
 		done
 	done
@@ -182,6 +186,8 @@ END {
 			continue
 		}
 		pc = median(cpu[k, "perf"]); pr = median(rss[k, "perf"])
+		if (cpu[k, "nsprof-old"] != "")
+			printf "   %-18s NSPROF_OLD (no cache) %.2fs %d MB: ratios to perf %.2f, %.2f\n", k, median(cpu[k, "nsprof-old"]), median(rss[k, "nsprof-old"]), median(cpu[k, "nsprof-old"]) / pc, median(rss[k, "nsprof-old"]) / pr
 		printf "   %-18s %8.2fs %6d MB          %8.2fs %6d MB          %6.2fs %4d MB   %-46s %.2f\n",
 			k, nc, nr, xc, xr, pc, pr, sprintf("%.2f, %.2f; %.2f, %.2f", nc / pc, nr / pr, xc / pc, xr / pr), median(ld[k])
 	}
