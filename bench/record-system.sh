@@ -14,7 +14,9 @@
 #   nsprof record -a -F FREQ --duration SECONDS -o X -f [--no-symbol-cache]
 #   perf record -a -g -F FREQ -e cpu-clock -o Y -- sleep SECONDS
 # nsprof runs twice per round: with its symbol cache (a private directory,
-# warm after the first round) and without. Each recorder's CPU (user+sys of
+# warmed by one untimed recording of the workload before the rounds: what a
+# second recording of the same binaries costs) and without (what the first
+# recording costs: every file read). Each recorder's CPU (user+sys of
 # the recorder process, from GNU time) and peak RSS are printed per run,
 # then the medians and the ratios nsprof/perf. perf's figures are those of
 # `perf record` only: it names nothing at record time (perf report does),
@@ -22,15 +24,20 @@
 #
 #   bench/record-system.sh [SECONDS]
 #
-# Environment: FREQS ("1000 4000"), RUNS (3), WORKLOADS ("busy compile"),
+# Each result line carries the 1-minute load average when the run began:
+# the machine is shared, quote ratios of one round with it.
+#
+# Environment: FREQS ("1000 4000"), RUNS (5), WORKLOADS ("busy compile"),
 # BENCH_DIR (default /dev/shm: captures go to a tmpfs so the disk does not
 # weigh), PERF (perf), CC (gcc), NSPROF (a built nsprof; default: build
-# this checkout). Needs root. Results go to stdout only.
+# this checkout), NSPROF_OLD (another build, run without the cache in
+# the same rotation: before and after a change). Needs root. Results go
+# to stdout only.
 set -euo pipefail
 
 secs=${1:-10}
 freqs=${FREQS:-1000 4000}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 workloads=${WORKLOADS:-busy compile}
 cc=${CC:-gcc}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,9 +111,12 @@ run1() {
 	case $mode in
 	nsprof) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f) ;;
 	nsprof-nocache) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
+	nsprof-old) cmd=("$NSPROF_OLD" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
 	perf) cmd=("$perf" record -a -g -F "$f" -e cpu-clock -o "$tmp/x.perf" -- sleep "$secs") ;;
 	esac
 	rm -f "$tmp/x.syscap" "$tmp/x.perf"
+	local load
+	load=$(cut -d' ' -f1 /proc/loadavg)
 	if ! /usr/bin/time -f 'cpu_s=%U+%S rss_kb=%M wall_s=%e' -o "$tmp/time" "${cmd[@]}" >/dev/null 2>"$tmp/stderr"; then
 		# perf 6.1 has aborted in its end-of-record build-id pass
 		# ("assertion failed at util/build-id.c", stack smashing) over
@@ -119,21 +129,24 @@ run1() {
 	cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time" | awk '{printf "%.2f", $1 + $2}')
 	rss=$(sed -n 's/.*rss_kb=\([0-9]*\).*/\1/p' "$tmp/time")
 	wall=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$tmp/time")
-	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall"
+	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall load=$load"
 	echo "   $line"
 	echo "$line" >>"$tmp/results"
 }
 
 : >"$tmp/results"
 modes=(nsprof nsprof-nocache perf)
+[ -n "${NSPROF_OLD:-}" ] && modes+=(nsprof-old)
 for w in $workloads; do
 	start_workload "$w"
+	# Warm the symbol cache with this workload's binaries, untimed.
+	"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>&1 || true
 	for f in $freqs; do
 		echo
 		echo "== $w, -F $f, $runs rounds (each recorder alone in turn, order rotating)"
 		for rep in $(seq "$runs"); do
-			for k in 0 1 2; do
-				run1 "$w" "$f" "${modes[$(((rep + k) % 3))]}" "$rep"
+			for k in $(seq 0 $((${#modes[@]} - 1))); do
+				run1 "$w" "$f" "${modes[$(((rep + k) % ${#modes[@]}))]}" "$rep"
 			done
 		done
 	done
@@ -160,9 +173,10 @@ function median(list,   a, k, i, j, v) {
 	m = field("mode")
 	cpu[key, m] = cpu[key, m] " " field("cpu_s")
 	rss[key, m] = rss[key, m] " " field("rss_mb")
+	ld[key] = ld[key] " " field("load")
 }
 END {
-	printf "   %-18s %-26s %-26s %-16s %s\n", "medians", "nsprof (cache) cpu/rss", "nsprof (no cache) cpu/rss", "perf cpu/rss", "ratios nsprof/perf cpu, rss (cache; no cache)"
+	printf "   %-18s %-26s %-26s %-16s %-46s %s\n", "medians", "nsprof (cache) cpu/rss", "nsprof (no cache) cpu/rss", "perf cpu/rss", "ratios nsprof/perf cpu, rss (cache; no cache)", "load"
 	for (i = 1; i <= n; i++) {
 		k = order[i]
 		nc = median(cpu[k, "nsprof"]); nr = median(rss[k, "nsprof"])
@@ -172,7 +186,9 @@ END {
 			continue
 		}
 		pc = median(cpu[k, "perf"]); pr = median(rss[k, "perf"])
-		printf "   %-18s %8.2fs %6d MB          %8.2fs %6d MB          %6.2fs %4d MB   %.2f, %.2f; %.2f, %.2f\n",
-			k, nc, nr, xc, xr, pc, pr, nc / pc, nr / pr, xc / pc, xr / pr
+		if (cpu[k, "nsprof-old"] != "")
+			printf "   %-18s NSPROF_OLD (no cache) %.2fs %d MB: ratios to perf %.2f, %.2f\n", k, median(cpu[k, "nsprof-old"]), median(rss[k, "nsprof-old"]), median(cpu[k, "nsprof-old"]) / pc, median(rss[k, "nsprof-old"]) / pr
+		printf "   %-18s %8.2fs %6d MB          %8.2fs %6d MB          %6.2fs %4d MB   %-46s %.2f\n",
+			k, nc, nr, xc, xr, pc, pr, sprintf("%.2f, %.2f; %.2f, %.2f", nc / pc, nr / pr, xc / pc, xr / pr), median(ld[k])
 	}
 }' "$tmp/results"

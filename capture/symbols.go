@@ -37,7 +37,15 @@ const symbolRecordSize = 32
 // symbol of pid 0 at 0..0 without a name is left out: its record would
 // read as the terminator.
 func EncodeSymbols(syms []Symbol) ([]byte, error) {
-	s := slices.DeleteFunc(slices.Clone(syms), isTerminator)
+	return EncodeSymbolsInPlace(slices.Clone(syms))
+}
+
+// EncodeSymbolsInPlace is [EncodeSymbols] without a copy of syms, which
+// it sorts and from which it removes what it leaves out: the bundle of a
+// long system-wide recording holds millions of symbols (one per process
+// and function), and the copy was a third of the recorder's peak memory.
+func EncodeSymbolsInPlace(syms []Symbol) ([]byte, error) {
+	s := slices.DeleteFunc(syms, isTerminator)
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].PID != s[j].PID {
 			return s[i].PID < s[j].PID

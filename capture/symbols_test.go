@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -132,5 +133,27 @@ func TestSymbolsTerminator(t *testing.T) {
 	}
 	if tab, err := DecodeSymbols(b); err != nil || tab.Len() != 1 || tab.Symbols()[0].Name != "a" {
 		t.Fatalf("decoded %+v, %v; want only a", tab.Symbols(), err)
+	}
+}
+
+// TestSymbolsInPlace: EncodeSymbolsInPlace writes the bytes EncodeSymbols
+// does, from unsorted symbols with one to leave out, and EncodeSymbols
+// leaves its argument as it was.
+func TestSymbolsInPlace(t *testing.T) {
+	syms := []Symbol{{PID: 2, Begin: 9, End: 10, Name: "c"}, {}, {PID: 1, Begin: 3, End: 4, Name: "b", Tag: "t"}, {PID: 1, Begin: 1, End: 2, Name: "a"}}
+	orig := slices.Clone(syms)
+	want, err := EncodeSymbols(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(syms, orig) {
+		t.Errorf("EncodeSymbols changed its argument: %+v", syms)
+	}
+	got, err := EncodeSymbolsInPlace(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("in place: %x\nwant %x", got, want)
 	}
 }

@@ -48,6 +48,13 @@ type snapshot struct {
 	storageErr  error
 }
 
+// selfMntNS returns this process's mount namespace id, 0 if unknown: read
+// once, as nothing here joins another (see the package doc).
+var selfMntNS = sync.OnceValue(func() uint64 {
+	id, _ := proc.NamespaceID(proc.Self, "mnt")
+	return id
+})
+
 // maxAncestors bounds the walk up the process tree to find conmon.
 const maxAncestors = 8
 
@@ -62,11 +69,17 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 		s.rootLink = l
 	}
 	s.mntNS, _ = proc.NamespaceID(pid, "mnt")
-	s.selfMntNS, _ = proc.NamespaceID(proc.Self, "mnt")
+	s.selfMntNS = selfMntNS()
 
 	// conmon is the parent of a podman container's init; look a few levels
-	// up for exec sessions and nested inits.
+	// up for exec sessions and nested inits. A process in this process's
+	// own mount namespace and root is in no container: its ancestors are
+	// not read (two /proc reads each, for every process a system-wide
+	// recording sees start).
 	ppid := s.status.PPid
+	if s.ownMounts() {
+		ppid = 0
+	}
 	for i := 0; i < maxAncestors && ppid > 1; i++ {
 		st, err := proc.ReadStatus(ppid)
 		if err != nil {
@@ -110,6 +123,12 @@ func takeSnapshot(pid int, p *Process) *snapshot {
 		s.podmanStorage()
 	}
 	return s
+}
+
+// ownMounts reports whether the process was seen in this process's own
+// mount namespace, with its root at "/": then it is in no container.
+func (s *snapshot) ownMounts() bool {
+	return s.mntNS != 0 && s.mntNS == s.selfMntNS && s.rootLink == "/"
 }
 
 // podmanID returns the container id from conmon or the libpod cgroup.

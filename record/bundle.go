@@ -43,7 +43,8 @@ func (r *recorder) writeSymbols() {
 		}
 	}
 	syms, lines := r.sym.bundle(r.kernelTable, r.tr.nsPID, prog, r.notef)
-	b, err := capture.EncodeSymbols(syms)
+	n := len(syms)
+	b, err := capture.EncodeSymbolsInPlace(syms)
 	if err != nil {
 		r.logf("symbols not bundled: %v", err)
 		return
@@ -61,7 +62,7 @@ func (r *recorder) writeSymbols() {
 		}
 		return
 	}
-	r.symbolized = len(syms)
+	r.symbolized = n
 	if len(lines) > 0 {
 		if err := r.w.AddFileGzipLevel(h, capture.LinesFile, capture.EncodeLines(lines), gzip.BestSpeed); err != nil {
 			if r.writeErr == nil {

@@ -133,7 +133,7 @@ func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 				}
 			}
 		}
-		p.user, p.packed, p.flags, p.kernel, p.prev = nil, nil, nil, nil, nil
+		p.user, p.packed, p.flags, p.kernel, p.kernelPacked, p.prev = nil, nil, nil, nil, nil, nil
 		for _, m := range p.maps {
 			used[m.obj] = true
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"nsprof/capture"
+	"nsprof/container"
 	"nsprof/proc"
 )
 
@@ -53,6 +54,21 @@ func inspect(fs proc.FS, pid int, t int64) procInfo {
 	}
 	pi.Err = strings.Join(errs, "; ")
 	return pi
+}
+
+// onHost reports whether what inspect read says the process is on the
+// host (see [container.OnHost]).
+func onHost(pi *procInfo) bool {
+	paths := make([]string, 0, len(pi.Cgroups))
+	for _, c := range pi.Cgroups {
+		// As inspect writes them: hierarchy:controllers:path.
+		parts := strings.SplitN(c, ":", 3)
+		if len(parts) != 3 {
+			return false
+		}
+		paths = append(paths, parts[2])
+	}
+	return container.OnHost(pi.MntNS, pi.Root, paths)
 }
 
 // midExec reports whether the process was read (its status gave a name)

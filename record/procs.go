@@ -42,6 +42,9 @@ type tracker struct {
 	// nextCapture).
 	sampledGone int
 	clones      clonePairs
+	// exits are the processes whose exit was read, oldest first, whose
+	// mappings are let go of after a grace (forgetExited).
+	exits []exitedProc
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
 	sym *symbolizer
@@ -315,7 +318,12 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		ps.nspid = info.NSpid[n-1]
 	}
 	if t.identify != nil && info.Err == "" {
-		info.Container = t.identify(pid, now)
+		if onHost(&info) {
+			// Opened only if its files need it (symbolizer.mapped).
+			info.Container = &capture.ContainerInfo{Kind: container.KindHost}
+		} else {
+			info.Container = t.identify(pid, now)
+		}
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	ps.info = info.ProcessInfo
@@ -540,11 +548,32 @@ func (t *tracker) handle(rec *perf.Record) {
 		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
 		if ps := t.procs[int(k.PID)]; ps != nil {
 			ps.exited = true
+			t.exits = append(t.exits, exitedProc{pid: int(k.PID), at: time.Now()})
 		}
 		if t.sym != nil {
 			t.sym.exited(int(k.PID))
 		}
 	}
+}
+
+// mapsGrace is how long after its exit was read a process's mappings are
+// kept: a child's FORK, which gives the child its parent's mappings, may
+// still be read from another CPU's ring.
+const mapsGrace = 2 * time.Second
+
+// forgetExited lets go of the mappings of the processes whose exit was
+// read mapsGrace before now or earlier: the capture holds them, and no
+// child can inherit them any more. Over a long recording of processes
+// coming and going, they were most of what each one left in memory.
+func (t *tracker) forgetExited(now time.Time) {
+	n := 0
+	for n < len(t.exits) && now.Sub(t.exits[n].at) >= mapsGrace {
+		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.exited {
+			ps.maps, ps.have = nil, nil
+		}
+		n++
+	}
+	t.exits = append(t.exits[:0], t.exits[n:]...)
 }
 
 // fork describes a new process: it starts with its parent's name and

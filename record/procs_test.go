@@ -526,3 +526,78 @@ func TestPrivateProcesses(t *testing.T) {
 		}
 	}
 }
+
+// exitRecord is the EXIT record of process pid (its main thread).
+func exitRecord(pid uint32, time uint64) *perf.Record {
+	r := &perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: pid, TID: pid, PPID: 1, PTID: 1, Time: time}}
+	r.ID.Time = time
+	return r
+}
+
+// A process that exited keeps its mappings for a grace, for a child's
+// FORK read late from another CPU's ring, and then lets go of them: over
+// a long recording of processes coming and going they were most of what
+// each one left in memory.
+func TestExitedForgetsMaps(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.handle(forkRecord(1, 100, now+10))
+	tr.handle(exitRecord(100, now+20))
+	start := time.Now()
+	tr.forgetExited(start)
+	tr.handle(forkRecord(100, 101, now+15)) // read after the parent's EXIT
+	if ps := tr.procs[101]; !ps.described || len(ps.maps) != 1 || ps.maps[0].Filename != "/usr/bin/parent" {
+		t.Fatalf("child forked before its parent's exit, read after: maps %v, want the parent's", ps.maps)
+	}
+	tr.forgetExited(start.Add(mapsGrace))
+	if ps := tr.procs[100]; ps.maps != nil || ps.have != nil {
+		t.Errorf("after the grace: %d mappings, %d keys still held", len(ps.maps), len(ps.have))
+	}
+	if ps := tr.procs[1]; len(ps.maps) != 1 {
+		t.Errorf("the live parent: %d mappings, want 1", len(ps.maps))
+	}
+	if len(tr.exits) != 0 {
+		t.Errorf("%d exits still queued", len(tr.exits))
+	}
+}
+
+// A process in the recorder's own mount namespace and root, in no
+// container's cgroup, is labelled a host process without being opened:
+// a system-wide recording sees hundreds start a second, and opening one
+// read a dozen /proc files. Another mount namespace is opened.
+func TestDescribeHostWithoutOpening(t *testing.T) {
+	self, err := proc.NamespaceID(proc.Self, "mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for pid, mnt := range map[int]uint64{600: self, 601: self + 1} {
+		dir := fakeProcess(t, root, pid, "p", "/bin/p\x00", "")
+		if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for link, target := range map[string]string{"ns/mnt": fmt.Sprintf("mnt:[%d]", mnt), "ns/pid": "pid:[4026531836]", "root": "/"} {
+			if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr := fakeTracker(t, root)
+	var opened []int
+	tr.identify = func(pid int, now int64) *capture.ContainerInfo {
+		opened = append(opened, pid)
+		return &capture.ContainerInfo{Kind: container.KindNamespace}
+	}
+	tr.scan(600, 1)
+	tr.scan(601, 1)
+	if !slices.Equal(opened, []int{601}) {
+		t.Errorf("processes opened to identify them: %v, want only 601 (another mount namespace)", opened)
+	}
+	for pid, want := range map[int]string{600: container.KindHost, 601: container.KindNamespace} {
+		ps := tr.procs[pid]
+		if ps.info.Err != "" || ps.info.Container == nil || ps.info.Container.Kind != want {
+			t.Errorf("pid %d: container %+v (err %q), want kind %q", pid, ps.info.Container, ps.info.Err, want)
+		}
+	}
+}

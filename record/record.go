@@ -745,6 +745,7 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 	if r.sym != nil {
 		r.sym.packExited(now)
 	}
+	r.tr.forgetExited(now)
 	if r.live {
 		r.status.update(r.stats())
 	}

@@ -90,10 +90,14 @@ type symProc struct {
 	symGen
 	// other are the executable mappings of no file: anonymous memory
 	// (JIT code), deleted files, [vsyscall].
-	other  []span
-	kernel map[uint64]struct{}
-	nspid  int
-	owns   bool // some object's debug search goes through cp
+	other []span
+	// kernel are the kernel addresses sampled; kernelPacked those
+	// sampled before the process's exit was packed, sorted (8 bytes
+	// an address, where the map took about three times that).
+	kernel       map[uint64]struct{}
+	kernelPacked []uint64
+	nspid        int
+	owns         bool // some object's debug search goes through cp
 	// stale says cp was opened before the process's last exec.
 	stale bool
 	// mapsTried says the unwinder looked its mappings up itself.
@@ -289,6 +293,20 @@ func (p *symProc) pack() {
 	for _, g := range p.gensRef() {
 		g.pack()
 	}
+	if len(p.kernel) > 0 {
+		p.kernelPacked = p.kernelAddrs()
+	}
+	p.kernel = nil
+}
+
+// kernelAddrs returns the kernel addresses p sampled, sorted, once each.
+func (p *symProc) kernelAddrs() []uint64 {
+	if len(p.kernel) == 0 {
+		return p.kernelPacked
+	}
+	out := append(slices.Clip(p.kernelPacked), sortedKeys(p.kernel)...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // gensRef returns pointers to p's images, the replaced ones first.
@@ -872,7 +890,8 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 				}
 			}
 		}
-		if len(p.kernel) > 0 && !kernTried {
+		kaddrs := p.kernelAddrs()
+		if len(kaddrs) > 0 && !kernTried {
 			kernTried = true
 			var err error
 			if kern, err = kallsyms(); err != nil {
@@ -880,7 +899,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 			}
 		}
 		if kern != nil {
-			for _, a := range sortedKeys(p.kernel) {
+			for _, a := range kaddrs {
 				if sym, ok := kern.Lookup(a); ok {
 					add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, sym.Name, "Kernel")
 				}
@@ -986,7 +1005,9 @@ func mountedAt(dirs map[string]string) symbol.Opener {
 // /tmp/perf-<pid>.map with the pid the process knows itself by, inside
 // its own root.
 func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Table {
-	if p.cp == nil {
+	// A host process whose files were all known was never opened
+	// (tracker.describe): open it now if it lives.
+	if s.reach(pid, p) == nil {
 		return nil
 	}
 	n := nsPID(pid)

@@ -63,8 +63,10 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	}
 	out := make(map[uint64][]capture.SourceFrame, len(vas))
 	var missing []uint64
+	// The entry's symbol table is indexed only when it answers: when
+	// some addresses are new to it, the file's own is read anyway.
+	fromEntry := func() *symbol.Symbols { return symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source) }
 	if e != nil {
-		o.syms = symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source)
 		for _, va := range vas {
 			if fr, ok := e.Frames[va]; ok {
 				out[va] = sourceFrames(fr)
@@ -73,9 +75,11 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 			}
 		}
 		if len(missing) == 0 {
+			o.syms = fromEntry()
 			return out, cacheAll
 		}
 		if e.NoLines && time.Since(time.Unix(e.LoadedAt, 0)) < noLinesTrust {
+			o.syms = fromEntry()
 			// Symbols without source lines give no address frames:
 			// the file need not be read to learn that again.
 			for _, va := range missing {
@@ -84,12 +88,11 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 			return out, cacheAll
 		}
 	}
-	cached := o.syms
 	if !o.loadSymbols(logf) {
-		if cached == nil {
+		if e == nil {
 			return nil, cacheNone
 		}
-		o.syms = cached // the file's tables fail now: names from the cache, no more frames
+		o.syms = fromEntry() // the file's tables fail now: names from the cache, no more frames
 		return out, cachePart
 	}
 	use := cachePart

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,5 +430,53 @@ func TestBundlePackedExited(t *testing.T) {
 	lateSyms, lateLines := run(false, true)
 	if syms, lines := run(true, true); !reflect.DeepEqual(syms, lateSyms) || !reflect.DeepEqual(lines, lateLines) {
 		t.Errorf("packed, then a late sample: %d symbols, %d lines; want %d, %d", len(syms), len(lines), len(lateSyms), len(lateLines))
+	}
+}
+
+// fakeKernel names kernel address a by the 256-byte block it is in.
+type fakeKernel struct{}
+
+func (fakeKernel) Lookup(a uint64) (symbol.Symbol, bool) {
+	b := a &^ 0xff
+	return symbol.Symbol{Name: fmt.Sprintf("k_%x", b), Addr: b, Size: 0x100}, true
+}
+
+// TestBundlePackedKernel: the kernel addresses of a process that exited
+// are packed with its user addresses (a map per process held them for
+// the whole recording), and bundle as before; one sampled late joins them.
+func TestBundlePackedKernel(t *testing.T) {
+	const pid = 4245
+	const k0 = 0xffffffff81000000
+	run := func(exit, late bool) ([]capture.Symbol, *symProc) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		defer s.close()
+		for i := range uint64(40) {
+			s.sampled(pid, []uint64{capture.ContextKernel, k0 + i*0x100 + 8, k0 + (i%7)*0x100 + 16}, false, int64(10+i))
+		}
+		if exit {
+			s.exited(pid)
+			s.packExited(time.Now().Add(packGrace))
+		}
+		if late {
+			s.sampled(pid, []uint64{capture.ContextKernel, k0 + 0x9000}, false, 5)
+		}
+		syms, _ := s.bundle(func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		return syms, s.procs[pid]
+	}
+	want, _ := run(false, false)
+	if len(want) != 40 {
+		t.Fatalf("%d kernel symbols, want 40", len(want))
+	}
+	got, p := run(true, false)
+	if p.kernel != nil {
+		t.Errorf("after the grace: %d kernel addresses still in a map, want them packed", len(p.kernel))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("packed: %d symbols, want %d", len(got), len(want))
+	}
+	wantLate, _ := run(false, true)
+	if got, _ := run(true, true); !reflect.DeepEqual(got, wantLate) || len(wantLate) != 41 {
+		t.Errorf("packed, then a late sample: %d symbols; want %d (41)", len(got), len(wantLate))
 	}
 }
