@@ -40,10 +40,12 @@ type sharedLoc struct {
 // function, as numbered by the goroutine that named it, and the number
 // of calls inlined at it and of those not named.
 type named struct {
-	fn      int32
-	calls   uint16
-	unnamed uint8
-	w       uint8
+	fn int32
+	// calls and unnamed are at most the frames of a lines record
+	// (capture.maxSourceFrames); a symbolizer of longer chains would
+	// need more bits.
+	calls, unnamed uint16
+	w              uint8
 }
 
 // worker returns the table of a new naming goroutine that will name
@@ -69,7 +71,7 @@ func (ns *funcNamers) name(w *funcNamer, loc Location, kernel bool) (*Location, 
 				n.unnamed++
 			}
 		}
-		n.calls = uint16(len(l.Inline)) // at most capture.maxSourceFrames
+		n.calls = uint16(len(l.Inline))
 		n.fn = w.number(Function{Name: l.Function, DSO: l.DSO, Kernel: kernel})
 		return l, n
 	}
