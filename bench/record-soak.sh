@@ -40,16 +40,9 @@ if [ -z "$nsprof" ]; then
 	(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
 	nsprof=$tmp/nsprof
 fi
-mkdir -p "$tmp/src"
-{
-	echo "package main"
-	for i in $(seq 0 199); do
-		echo "type T$i struct{ a, b int; s string }"
-		echo "func (t *T$i) M(x int) int { s := 0; for j := 0; j < x; j++ { s += j*t.a + t.b; if s > 1000 { s -= len(t.s) } }; return s }"
-		echo "func f$i(m map[int]string, xs []int) (r int) { for k, v := range m { r += k + len(v) }; for _, x := range xs { r ^= x }; return }"
-	done
-	echo "func main() { var t T0; println(t.M(3), f0(nil, nil)) }"
-} >"$tmp/src/main.go"
+# shellcheck source=lib/compile-src.sh
+. "$root/bench/lib/compile-src.sh"
+write_compile_src "$tmp/src"
 setsid bash -c 'cd "$1" && while :; do go tool compile -p main -o x.o main.go; go vet main.go >/dev/null 2>&1 || true; done' _ "$tmp/src" &
 bg=$!
 sleep 1

@@ -68,16 +68,9 @@ fi
 ncpu=$(nproc)
 
 # The compile workload's source: 200 small types and functions, no imports.
-mkdir -p "$tmp/src"
-{
-	echo "package main"
-	for i in $(seq 0 199); do
-		echo "type T$i struct{ a, b int; s string }"
-		echo "func (t *T$i) M(x int) int { s := 0; for j := 0; j < x; j++ { s += j*t.a + t.b; if s > 1000 { s -= len(t.s) } }; return s }"
-		echo "func f$i(m map[int]string, xs []int) (r int) { for k, v := range m { r += k + len(v) }; for _, x := range xs { r ^= x }; return }"
-	done
-	echo "func main() { var t T0; println(t.M(3), f0(nil, nil)) }"
-} >"$tmp/src/main.go"
+# shellcheck source=lib/compile-src.sh
+. "$root/bench/lib/compile-src.sh"
+write_compile_src "$tmp/src"
 
 # start_workload NAME starts the background workload in its own process
 # group.
