@@ -6,9 +6,9 @@ import "sync/atomic"
 // [Profile.symbolize]): each names its frames' functions by numbers of
 // its own, and one pass over the frames afterwards numbers the
 // functions for the profile, in the order of the frames that first have
-// them. That pass had hashed each location's function name and deref-
-// erenced each frame's location (half a million cache misses on a large
-// capture) alone on one CPU, after the naming.
+// them. That pass had hashed each location's function name and read
+// each frame's location (half a million cache misses on a large capture)
+// alone on one CPU, after the naming.
 type funcNamers struct {
 	next atomic.Int32
 	ws   [maxNamers]funcNamer

@@ -382,34 +382,34 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	}
 	p.Funcs = p.Funcs[:0]
 	funcs := make(map[Function]FuncID, ns.functions())
-	// Named frames share their locations: the function of a location is
-	// looked up once (by pointer, for user and kernel frames apart),
-	// not hashed by name for every frame.
+	// Without ns, named frames share their locations: the function of a
+	// location is looked up once (by pointer, for user and kernel frames
+	// apart), not hashed by name for every frame.
 	var ofLoc [2]map[*Location]FuncID
-	for i := range ofLoc {
-		ofLoc[i] = make(map[*Location]FuncID)
-	}
-	unresolved, unnamed, calls := 0, 0, 0
-	var with []int32 // the frames with inlined calls
 	var nums [][]FuncID
 	if ns != nil {
 		nums = ns.numbering()
+	} else {
+		for i := range ofLoc {
+			ofLoc[i] = make(map[*Location]FuncID)
+		}
 	}
+	unresolved, unnamed, calls := 0, 0, 0
+	var with []int32 // the frames with inlined calls
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		if k := by[i]; k >= 0 && ns != nil {
-			counts[k]++
-			n := nf[i]
-			if n.calls > 0 {
-				calls += int(n.calls)
-				with = append(with, int32(i))
-			}
-			unnamed += int(n.unnamed)
-			f.Func = ns.funcOf(n, nums, funcs, &p.Funcs)
-			continue
-		}
 		if k := by[i]; k >= 0 {
 			counts[k]++
+			if ns != nil {
+				n := nf[i]
+				if n.calls > 0 {
+					calls += int(n.calls)
+					with = append(with, int32(i))
+				}
+				unnamed += int(n.unnamed)
+				f.Func = ns.funcOf(n, nums, funcs, &p.Funcs)
+				continue
+			}
 			if in := f.Loc.Inline; len(in) > 0 {
 				calls += len(in)
 				with = append(with, int32(i))
