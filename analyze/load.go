@@ -135,9 +135,10 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 	if err != nil {
 		return nil, err
 	}
-	n, bundle := countSamples(data)
-	n.slots += n.addrs
-	pre := startBundle(bundle, n.slots)
+	// The reading starts at once, the tables sized and the bundle
+	// decoded once a walk ahead of it has counted and found them.
+	sc := startScout(data, src != nil)
+	defer sc.wait() // data is unmapped when loading returns
 	var release func(upto int64)
 	if src != nil {
 		// A mapped file: the pages read are let go as the reading goes,
@@ -152,7 +153,7 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 			}
 		}
 	}
-	return load(cr, src == nil, src, n, pre, release, opts)
+	return load(cr, src == nil, src, sizes{bytes: int64(len(data))}, sc, release, opts)
 }
 
 // dropStep is how many bytes of a mapped capture are read between two
@@ -171,8 +172,10 @@ type sizes struct {
 }
 
 // countSamples returns the sizes of the capture data, and the views of
-// the chunks of its bundle files (see [startBundle]).
-func countSamples(data []byte) (sizes, *capture.Files) {
+// the chunks of its bundle files (see [startBundle]). With mapped set,
+// data is a mapping whose pages it lets go as it goes (see
+// [capture.DropMapped]).
+func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 	n := sizes{bytes: int64(len(data))}
 	fs := &capture.Files{}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
@@ -180,10 +183,15 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 		return n, fs
 	}
 	var (
-		c capture.FileChunk
-		s capture.Sample
+		c    capture.FileChunk
+		s    capture.Sample
+		done int64
 	)
-	for {
+	for frames := 1; ; frames++ {
+		if off := cr.Offset(); mapped && frames&(1<<12-1) == 0 && off-done >= dropStep {
+			capture.DropMapped(data, done, off)
+			done = off
+		}
 		f, err := cr.NextRaw()
 		if err != nil {
 			return n, fs
@@ -215,13 +223,15 @@ func countSamples(data []byte) (sizes, *capture.Files) {
 // are copied, but for the kallsyms, whose place in src is kept when src is
 // set, and when src is set (cr reads src mapped, valid until load
 // returns) the others are views too. n, when known, sizes the sample and
-// stack tables. pre, when set, is decoding the bundle files already.
-// release, when set, is told every so often how far cr has read.
-func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *earlyBundle, release func(upto int64), opts LoadOptions) (*Profile, error) {
+// stack tables. sc, when set, walks the capture ahead of cr: its sizes
+// then size the tables once it has ended, and its bundle is the one
+// decoded. release, when set, is told every so often how far cr has read.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout, release func(upto int64), opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header(), n)
 	b.startPipe(n.samples)
 	defer b.stopPipe() // when loading ends before finish
-	b.pre = pre
+	b.unsized = sc != nil && n.samples == 0
+	sized := sc == nil
 	b.files.src = src
 	// A mapped capture stays mapped until loading ends: what finish
 	// reads of its files (all but the kallsyms, kept as an extent) is
@@ -251,6 +261,12 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *early
 			prog(stageRead, cr.Offset(), n.bytes)
 			if release != nil {
 				release(cr.Offset())
+			}
+			if !sized && (frames == scoutAt || sc.ready()) {
+				sc.wait()
+				sized = true
+				b.reserve(sc.n)
+				b.startPipe(sc.n.samples)
 			}
 		}
 		f, err := cr.NextRaw()
@@ -342,6 +358,13 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, pre *early
 					off = tl.raw(fr, f.Type, cr.Offset(), off)
 				}
 			}
+		}
+	}
+	if sc != nil {
+		sc.wait()
+		b.pre = sc.pre
+		if readErr == nil {
+			readErr = sc.err // the file shrank under the walk
 		}
 	}
 	prog("reading symbols", 0, 0)
@@ -471,9 +494,16 @@ type builder struct {
 	// pipe interns the stacks while frames are read, when set; the
 	// tables above that intern stacks are then its goroutine's.
 	pipe *stackPipe
+	// unsized says the tables were made before the capture's sizes
+	// were known (see [scout]).
+	unsized bool
 }
 
 const sampleChunk = 1 << 16
+
+// firstChunk is the room for the first samples read before the capture's
+// sizes are known (see [scout]).
+const firstChunk = 1 << 12
 
 // newBuilder returns a builder for a capture of header h; n, when known,
 // sizes its tables: the samples, a stack per sample at most, their
@@ -621,7 +651,20 @@ func (b *builder) allocation(a *capture.Allocation) {
 // the interning time. Two distinct stacks share a hash with a chance
 // below 10^-26 for a million stacks.
 func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
-	k := b.key[:0]
+	k := appendStackKey(b.key[:0], pid, addrs, ret)
+	b.key = k
+	same := b.lastStack >= 0 && bytes.Equal(k, b.lastKey)
+	var h stackKey
+	if !same {
+		h = b.hashKey(k)
+		b.lastKey = append(b.lastKey[:0], k...)
+	}
+	return b.internStack(same, h, pid, addrs, ret)
+}
+
+// appendStackKey appends the key of the stack of pid's addrs to k (see
+// [builder.stack]).
+func appendStackKey(k []byte, pid int32, addrs []uint64, ret bool) []byte {
 	k = binary.LittleEndian.AppendUint32(k, uint32(pid))
 	if ret {
 		k = append(k, 'r')
@@ -629,25 +672,35 @@ func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	for _, a := range addrs {
 		k = binary.LittleEndian.AppendUint64(k, a)
 	}
-	b.key = k
+	return k
+}
+
+// hashKey returns the 128-bit hash of a stack's key (see [builder.stack]).
+func (b *builder) hashKey(k []byte) stackKey {
+	return stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
+}
+
+// internStack returns the id of the stack of pid's addrs whose key hashes
+// to h, interning it when it is new; same says its key is that of the
+// stack interned last (h is then not set). The keys are made and hashed
+// apart (see [builder.stack] and [stackPipe.push]), so that the goroutine
+// that reads the frames can take that work off the one that interns.
+func (b *builder) internStack(same bool, h stackKey, pid int32, addrs []uint64, ret bool) StackID {
+	if same {
+		return b.lastStack // the same stack as the sample before
+	}
 	var id StackID
-	if b.lastStack >= 0 && bytes.Equal(k, b.lastKey) {
-		id = b.lastStack // the same stack as the sample before
+	r := &b.recentStacks[h[0]>>(64-recentBits)]
+	if r.key == h && r.id >= 0 {
+		id = r.id
 	} else {
-		h := stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
-		r := &b.recentStacks[h[0]>>(64-recentBits)]
-		if r.key == h && r.id >= 0 {
-			id = r.id
-		} else {
-			v, ok := b.stacks[h]
-			if !ok {
-				v = b.newStack(pid, addrs, ret)
-				b.stacks[h] = v
-			}
-			*r = recentStack{h, v}
-			id = v
+		v, ok := b.stacks[h]
+		if !ok {
+			v = b.newStack(pid, addrs, ret)
+			b.stacks[h] = v
 		}
-		b.lastKey = append(b.lastKey[:0], k...)
+		*r = recentStack{h, v}
+		id = v
 	}
 	b.lastStack = id
 	return id
@@ -659,7 +712,11 @@ func (b *builder) appendSample(s Sample) {
 		if len(b.chunk) > 0 {
 			b.chunks = append(b.chunks, b.chunk)
 		}
-		b.chunk = make([]Sample, 0, sampleChunk)
+		size := sampleChunk
+		if b.unsized && len(b.chunks) == 0 && len(b.chunk) == 0 {
+			size = firstChunk
+		}
+		b.chunk = make([]Sample, 0, size)
 	}
 	b.chunk = append(b.chunk, s)
 	b.nSamples++

@@ -1,6 +1,10 @@
 package analyze
 
-import "runtime"
+import (
+	"bytes"
+	"runtime"
+	"slices"
+)
 
 // stackPipe interns the stacks of the samples on a goroutine of its own
 // while the goroutine reading the capture decodes its frames: interning
@@ -21,6 +25,12 @@ type stackPipe struct {
 	// ids are the ids of the stacks queued, in order; the goroutine's
 	// until done is closed.
 	ids []StackID
+	// b is the builder whose tables the goroutine interns into; key and
+	// last are the reader's: the key of the stack being queued and that
+	// of the one queued before (valid when hasLast).
+	b         *builder
+	key, last []byte
+	hasLast   bool
 }
 
 // pendingStack is the stack of a sample whose stack is queued.
@@ -33,11 +43,15 @@ type stackBatch struct {
 }
 
 // stackItem is one stack of a batch: its process, whether its addresses
-// are all return addresses, and its addresses' end in the batch's addrs.
+// are all return addresses, its addresses' end in the batch's addrs, and
+// its key's hash, or same when its key is that of the stack before it
+// (see [builder.internStack]).
 type stackItem struct {
-	pid int32
-	ret bool
-	end int32
+	h    stackKey
+	pid  int32
+	end  int32
+	ret  bool
+	same bool
 }
 
 // Batches of this many stacks; pipeBatches of them at most queued or
@@ -63,6 +77,11 @@ func (b *builder) startPipe(n int) {
 		free: make(chan *stackBatch, pipeBatches+1),
 		done: make(chan struct{}),
 		ids:  make([]StackID, 0, n),
+		b:    b,
+		// The stacks interned so far by the reader: the first queued
+		// may be the last of those.
+		last:    slices.Clone(b.lastKey),
+		hasLast: b.lastStack >= 0,
 	}
 	for range pipeBatches + 1 {
 		sp.free <- &stackBatch{items: make([]stackItem, 0, pipeBatch)}
@@ -73,7 +92,7 @@ func (b *builder) startPipe(n int) {
 		for bt := range sp.work {
 			start := int32(0)
 			for _, it := range bt.items {
-				sp.ids = append(sp.ids, b.stack(it.pid, bt.addrs[start:it.end], it.ret))
+				sp.ids = append(sp.ids, b.internStack(it.same, it.h, it.pid, bt.addrs[start:it.end], it.ret))
 				start = it.end
 			}
 			bt.addrs, bt.items = bt.addrs[:0], bt.items[:0]
@@ -84,10 +103,20 @@ func (b *builder) startPipe(n int) {
 }
 
 // push queues the stack of pid's addrs, as [builder.stack] takes them.
+// The reader makes and hashes the stack's key: a seventh of the
+// interning, on the goroutine that waits for the interning once the
+// bundle is decoded.
 func (sp *stackPipe) push(pid int32, addrs []uint64, ret bool) {
 	bt := sp.cur
 	bt.addrs = append(bt.addrs, addrs...)
-	bt.items = append(bt.items, stackItem{pid: pid, ret: ret, end: int32(len(bt.addrs))})
+	it := stackItem{pid: pid, ret: ret, end: int32(len(bt.addrs))}
+	sp.key = appendStackKey(sp.key[:0], pid, addrs, ret)
+	if it.same = sp.hasLast && bytes.Equal(sp.key, sp.last); !it.same {
+		it.h = sp.b.hashKey(sp.key)
+		sp.key, sp.last = sp.last, sp.key
+	}
+	sp.hasLast = true
+	bt.items = append(bt.items, it)
 	if len(bt.items) == pipeBatch {
 		sp.work <- bt
 		sp.cur = <-sp.free
@@ -114,6 +143,9 @@ func (b *builder) stopPipe() {
 		return
 	}
 	ids := b.pipe.stop()
+	// The key of the stack the goroutine interned last, for the stacks
+	// interned after it.
+	b.lastKey = append(b.lastKey[:0], b.pipe.last...)
 	b.pipe = nil
 	k := 0
 	for _, c := range append(b.chunks[:len(b.chunks):len(b.chunks)], b.chunk) {

@@ -1,0 +1,126 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"nsprof/capture"
+)
+
+// handoffCapture writes a capture of n samples of a few processes over a
+// few thousand stacks, each sample's stack written twice in a row now and
+// then, and an off-CPU stacks file of the records recs.
+func handoffCapture(t *testing.T, n int, recs []capture.StackRecord) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + int64(n) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pid := int32(100); pid < 104; pid++ {
+		h := capture.FrameHeader{PID: pid, Time: testStart}
+		must(w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: fmt.Sprint("app", pid)}))
+		must(w.WriteFrame(&capture.Map{FrameHeader: h, Start: 0x400000, End: 0x500000, Filename: "/usr/bin/app", Inode: 7}))
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < n; {
+		pid := 100 + int32(r.IntN(4))
+		addrs := []uint64{capture.ContextUser}
+		for range 1 + r.IntN(6) {
+			addrs = append(addrs, 0x400000+uint64(r.IntN(64))*16)
+		}
+		for range 1 + b2i(i%3 == 0) {
+			must(w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: testStart + int64(i)}, TID: pid, Addrs: addrs}))
+			i++
+		}
+	}
+	var stacks []byte
+	for _, rec := range recs {
+		stacks = capture.AppendStack(stacks, rec)
+	}
+	must(w.AddFileChunk(capture.FrameHeader{CPU: -1, PID: -1, Time: testStart + int64(n)}, capture.StacksFile, stacks, true))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+// TestStackPipeHandoff: when the scout's sizes come part way through the
+// reading, the stacks read before are interned by the reader and those
+// after by the pipe, and the stacks file's after the pipe stopped; every
+// stack gets the id it gets without a pipe. The records of the stacks
+// file repeat the stack interned last before the hand-off (which a stale
+// key of the last stack would take for the stack before it) and the last
+// sample's stack.
+func TestStackPipeHandoff(t *testing.T) {
+	const n = 20000
+	// The stacks of the last sample before frame 4096, and of the last.
+	var before, last capture.Sample
+	cr, err := capture.NewBytesReader(handoffCapture(t, n, nil), capture.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for frames := 0; ; frames++ {
+		f, err := cr.NextRaw()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Type != capture.TypeSample {
+			continue
+		}
+		var s capture.Sample
+		if err := f.DecodeSample(&s); err != nil {
+			t.Fatal(err)
+		}
+		s.Addrs = slices.Clone(s.Addrs)
+		if frames < 4096 {
+			before = s
+		}
+		last = s
+	}
+	rec := func(s capture.Sample, i int64) capture.StackRecord {
+		return capture.StackRecord{Time: testStart + n + i, PID: s.PID, TID: s.TID, Addrs: s.Addrs}
+	}
+	data := handoffCapture(t, n, []capture.StackRecord{rec(before, 1), rec(last, 2), rec(before, 3), rec(before, 4)})
+
+	load := func(pipe bool, at int) *Profile {
+		defer func(n, at int) { minPipeSamples, scoutAt = n, at }(minPipeSamples, scoutAt)
+		minPipeSamples, scoutAt = 1<<30, at
+		if pipe {
+			minPipeSamples = 1
+		}
+		p, err := LoadBytes(data, LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	want := load(false, -1)
+	if len(want.Samples) != n+4 {
+		t.Fatalf("%d samples, want %d", len(want.Samples), n+4)
+	}
+	for _, at := range []int{0, 4096} {
+		t.Run(fmt.Sprint("at", at), func(t *testing.T) {
+			got := load(true, at)
+			for i := range want.Samples {
+				if g, w := got.Samples[i].Stack, want.Samples[i].Stack; g != w {
+					t.Fatalf("sample %d of %d: stack %d, want %d", i, len(want.Samples), g, w)
+				}
+			}
+			if !slices.Equal(got.stackStart, want.stackStart) || !slices.Equal(got.stackFrames, want.stackFrames) {
+				t.Errorf("stacks differ: %d vs %d", got.NumStacks(), want.NumStacks())
+			}
+		})
+	}
+}
