@@ -461,6 +461,8 @@ type builder struct {
 	minTime      int64
 	lastStack    StackID
 	lastKey      []byte
+	// nStacks counts the stacks numbered so far.
+	nStacks StackID
 	// addrSlots counts the addresses SAMPLE frames hold, and an upper
 	// bound of those of TRACE and ALLOCATION frames: the most records a
 	// LinesFile can hold (see capture.DecodeLinesMax).
@@ -491,8 +493,10 @@ type builder struct {
 	blockStats blockingStats
 	// callStats are the instrumented calls' counts.
 	callStats callStats
-	// pipe interns the stacks while frames are read, when set; the
-	// tables above that intern stacks are then its goroutine's.
+	// pipe adds the frames of new stacks while frames are read, when
+	// set; the frame tables above (frames, frameKeys, kindFrames,
+	// kindMaps, lastPID, lastFrames, recent) and the profile's stack
+	// tables are then its goroutine's.
 	pipe *stackPipe
 	// unsized says the tables were made before the capture's sizes
 	// were known (see [scout]).
@@ -614,17 +618,7 @@ func wantFile(p string) bool {
 // addresses, so a stack seen before costs one map lookup and no
 // allocation.
 func (b *builder) sample(s *capture.Sample) {
-	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: b.stackOf(s.PID, s.Addrs, false), CPU: s.CPU})
-}
-
-// stackOf returns the id of the stack of pid's addrs, as [builder.stack]
-// does, or [pendingStack] when it is queued to b's pipe.
-func (b *builder) stackOf(pid int32, addrs []uint64, ret bool) StackID {
-	if b.pipe != nil {
-		b.pipe.push(pid, addrs, ret)
-		return pendingStack
-	}
-	return b.stack(pid, addrs, ret)
+	b.appendSample(Sample{Time: s.Time, PID: s.PID, TID: s.TID, Stack: b.stack(s.PID, s.Addrs, false), CPU: s.CPU})
 }
 
 // allocation adds an allocation as a sample, its stack interned with the
@@ -636,7 +630,7 @@ func (b *builder) allocation(a *capture.Allocation) {
 	e := allocEvent{time: a.Time, addr: a.Addr, size: a.Size, pid: a.PID, tid: a.TID, sample: -1}
 	if a.Size > 0 || len(a.Addrs) > 0 {
 		e.sample = b.nSamples
-		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: b.stackOf(a.PID, a.Addrs, true), CPU: a.CPU})
+		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: b.stack(a.PID, a.Addrs, true), CPU: a.CPU})
 	}
 	b.allocs = append(b.allocs, e)
 }
@@ -653,13 +647,26 @@ func (b *builder) allocation(a *capture.Allocation) {
 func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	k := appendStackKey(b.key[:0], pid, addrs, ret)
 	b.key = k
-	same := b.lastStack >= 0 && bytes.Equal(k, b.lastKey)
-	var h stackKey
-	if !same {
-		h = b.hashKey(k)
-		b.lastKey = append(b.lastKey[:0], k...)
+	if b.lastStack >= 0 && bytes.Equal(k, b.lastKey) {
+		return b.lastStack // the same stack as the sample before
 	}
-	return b.internStack(same, h, pid, addrs, ret)
+	b.lastKey = append(b.lastKey[:0], k...)
+	h := stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
+	var id StackID
+	r := &b.recentStacks[h[0]>>(64-recentBits)]
+	if r.key == h && r.id >= 0 {
+		id = r.id
+	} else {
+		v, ok := b.stacks[h]
+		if !ok {
+			v = b.addStack(pid, addrs, ret)
+			b.stacks[h] = v
+		}
+		*r = recentStack{h, v}
+		id = v
+	}
+	b.lastStack = id
+	return id
 }
 
 // appendStackKey appends the key of the stack of pid's addrs to k (see
@@ -675,34 +682,17 @@ func appendStackKey(k []byte, pid int32, addrs []uint64, ret bool) []byte {
 	return k
 }
 
-// hashKey returns the 128-bit hash of a stack's key (see [builder.stack]).
-func (b *builder) hashKey(k []byte) stackKey {
-	return stackKey{maphash.Bytes(b.seeds[0], k), maphash.Bytes(b.seeds[1], k)}
-}
-
-// internStack returns the id of the stack of pid's addrs whose key hashes
-// to h, interning it when it is new; same says its key is that of the
-// stack interned last (h is then not set). The keys are made and hashed
-// apart (see [builder.stack] and [stackPipe.push]), so that the goroutine
-// that reads the frames can take that work off the one that interns.
-func (b *builder) internStack(same bool, h stackKey, pid int32, addrs []uint64, ret bool) StackID {
-	if same {
-		return b.lastStack // the same stack as the sample before
-	}
-	var id StackID
-	r := &b.recentStacks[h[0]>>(64-recentBits)]
-	if r.key == h && r.id >= 0 {
-		id = r.id
+// addStack numbers a new stack and adds its frames (see [builder.newStack]),
+// or queues them to b's pipe, which adds them in the order they were
+// numbered.
+func (b *builder) addStack(pid int32, addrs []uint64, ret bool) StackID {
+	id := b.nStacks
+	b.nStacks++
+	if b.pipe != nil {
+		b.pipe.push(pid, addrs, ret)
 	} else {
-		v, ok := b.stacks[h]
-		if !ok {
-			v = b.newStack(pid, addrs, ret)
-			b.stacks[h] = v
-		}
-		*r = recentStack{h, v}
-		id = v
+		b.newStack(pid, addrs, ret)
 	}
-	b.lastStack = id
 	return id
 }
 
@@ -727,7 +717,7 @@ func (b *builder) appendSample(s Sample) {
 // assumes for backtrace()-style stacks. ret says the first user address
 // is a return address too (an allocation's stack starts at the
 // allocator's caller).
-func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
+func (b *builder) newStack(pid int32, addrs []uint64, ret bool) {
 	pf := b.lastFrames
 	if pf == nil || b.lastPID != pid {
 		pf = b.frames[pid]
@@ -781,7 +771,6 @@ func (b *builder) newStack(pid int32, addrs []uint64, ret bool) StackID {
 		b.p.stackFrames = append(b.p.stackFrames, fid)
 	}
 	b.p.stackStart = append(b.p.stackStart, int32(len(b.p.stackFrames)))
-	return StackID(len(b.p.stackStart) - 2)
 }
 
 // newFrameMap returns a process's map of frames of a kind (an index of

@@ -71,8 +71,8 @@ func (sc *scout) wait() { <-sc.done }
 
 // reserve grows b's tables to what the capture's sizes n call for, once
 // some frames were read into them, as [newBuilder] sizes them when n is
-// known from the start. It must be called before the stacks go to a
-// pipe (see [builder.startPipe]): the tables are the caller's.
+// known from the start. It must be called before the stacks' frames go
+// to a pipe (see [builder.startPipe]): the tables are the caller's.
 func (b *builder) reserve(n sizes) {
 	p := b.p
 	b.unsized = false

@@ -54,12 +54,11 @@ func handoffCapture(t *testing.T, n int, recs []capture.StackRecord) []byte {
 }
 
 // TestStackPipeHandoff: when the scout's sizes come part way through the
-// reading, the stacks read before are interned by the reader and those
-// after by the pipe, and the stacks file's after the pipe stopped; every
-// stack gets the id it gets without a pipe. The records of the stacks
-// file repeat the stack interned last before the hand-off (which a stale
-// key of the last stack would take for the stack before it) and the last
-// sample's stack.
+// reading, the frames of the stacks read before are added by the reader
+// and those after by the pipe, and the stacks file's after the pipe
+// stopped; every stack gets the id it gets without a pipe. The records of
+// the stacks file repeat the stack interned last before the hand-off and
+// the last sample's stack.
 func TestStackPipeHandoff(t *testing.T) {
 	const n = 20000
 	// The stacks of the last sample before frame 4096, and of the last.
