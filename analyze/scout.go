@@ -73,13 +73,29 @@ func (sc *scout) wait() { <-sc.done }
 // some frames were read into them, as [newBuilder] sizes them when n is
 // known from the start. It must be called before the stacks' frames go
 // to a pipe (see [builder.startPipe]): the tables are the caller's.
+//
+// What was read so far says how many distinct stacks, and frames of
+// them, the samples make: their tables are sized for the whole capture at
+// that rate and 15 % more (at least at [newBuilder]'s rates, at most the
+// capture's addresses). Sized at newBuilder's rates, the stack frames of a
+// 15 s system capture outgrew their table twice, and the copies, with the
+// collector's work they brought, were a third of adding the frames.
 func (b *builder) reserve(n sizes) {
 	p := b.p
 	b.unsized = false
-	p.stackStart = grow(p.stackStart, n.samples/2+1)
-	p.stackFrames = grow(p.stackFrames, n.addrs/2)
-	b.frameKeys = grow(b.frameKeys, n.samples)
-	if want := n.samples / 4; len(b.stacks) < want/2 {
+	samples, slots := n.samples, n.slots
+	at := func(have, read, total, least, most int) int {
+		if read > 0 {
+			least = max(least, int(float64(have)*float64(total)/float64(read)*1.15))
+		}
+		return min(least, max(most, have))
+	}
+	p.stackStart = grow(p.stackStart, at(len(p.stackStart), int(b.nSamples), samples, samples/2+1, samples+1))
+	p.stackFrames = grow(p.stackFrames, at(len(p.stackFrames), int(b.addrSlots), slots, n.addrs/2, slots))
+	// Fewer new frames come as more are read: sized at the early rate,
+	// the table of a 60 s capture's frames was twice what it needed.
+	b.frameKeys = grow(b.frameKeys, samples)
+	if want := samples / 4; len(b.stacks) < want/2 {
 		// A map grown from small rehashes what it holds at each step;
 		// what was read so far is copied once into one of its size.
 		m := make(map[stackKey]StackID, want)
