@@ -77,8 +77,21 @@ func TestKey(t *testing.T) {
 	if k := Key(gnu, []byte("x")); k != "deadbeef0102030405060708090a0b0c0d0e0f10" {
 		t.Errorf("Key(GNU) = %q", k)
 	}
-	if k := Key(nil, []byte("abc/def")); !validKey.MatchString(k) {
+	if k := Key(nil, []byte("abc/def")); !validKey(k) {
 		t.Errorf("Key(Go) = %q, not a valid name", k)
+	}
+}
+
+func TestValidKey(t *testing.T) {
+	for k, want := range map[string]bool{
+		strings.Repeat("a", 15): false, strings.Repeat("0", 16): true,
+		strings.Repeat("f", 80): true, strings.Repeat("9", 81): false,
+		"0123456789abcdeg": false, "0123456789abcdeF": false, "0123456789abcd/.": false,
+		"0123456789abcdef\x00": false,
+	} {
+		if validKey(k) != want {
+			t.Errorf("validKey(%q) = %v, want %v", k, !want, want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sync"
 
 	"nsprof/symbol"
 )
@@ -51,7 +52,9 @@ const (
 	maxLine = 1<<31 - 1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made when first used: making it at
+// start-up cost every nsprof command, most of which never read the cache.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // ErrCorrupt is wrapped by the errors of entries that cannot be decoded.
 var ErrCorrupt = errors.New("corrupt symbol cache entry")
@@ -123,7 +126,7 @@ func encode(key string, e *Entry) []byte {
 	out = append(out, magic...)
 	out = binary.LittleEndian.AppendUint32(out, version)
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(p)))
-	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(p, castagnoli))
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(p, castagnoli()))
 	return append(out, p...)
 }
 
@@ -149,7 +152,7 @@ func decode(key string, b []byte) (*Entry, error) {
 	if n != uint64(len(p)) {
 		return nil, fmt.Errorf("%w: payload of %d bytes, header says %d", ErrCorrupt, len(p), n)
 	}
-	if crc32.Checksum(p, castagnoli) != sum {
+	if crc32.Checksum(p, castagnoli()) != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	d := decoder{b: p}
