@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,22 +15,7 @@ import (
 // then, and an off-CPU stacks file of the records recs.
 func handoffCapture(t *testing.T, n int, recs []capture.StackRecord) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + int64(n) + 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for pid := int32(100); pid < 104; pid++ {
-		h := capture.FrameHeader{PID: pid, Time: testStart}
-		must(w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: fmt.Sprint("app", pid)}))
-		must(w.WriteFrame(&capture.Map{FrameHeader: h, Start: 0x400000, End: 0x500000, Filename: "/usr/bin/app", Inode: 7}))
-	}
+	buf, w := appCapture(t, int64(n)+1)
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < n; {
 		pid := 100 + int32(r.IntN(4))
@@ -40,7 +24,7 @@ func handoffCapture(t *testing.T, n int, recs []capture.StackRecord) []byte {
 			addrs = append(addrs, 0x400000+uint64(r.IntN(64))*16)
 		}
 		for range 1 + b2i(i%3 == 0) {
-			must(w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: testStart + int64(i)}, TID: pid, Addrs: addrs}))
+			must(t, w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: testStart + int64(i)}, TID: pid, Addrs: addrs}))
 			i++
 		}
 	}
@@ -48,8 +32,8 @@ func handoffCapture(t *testing.T, n int, recs []capture.StackRecord) []byte {
 	for _, rec := range recs {
 		stacks = capture.AppendStack(stacks, rec)
 	}
-	must(w.AddFileChunk(capture.FrameHeader{CPU: -1, PID: -1, Time: testStart + int64(n)}, capture.StacksFile, stacks, true))
-	must(w.Close())
+	must(t, w.AddFileChunk(capture.FrameHeader{CPU: -1, PID: -1, Time: testStart + int64(n)}, capture.StacksFile, stacks, true))
+	must(t, w.Close())
 	return buf.Bytes()
 }
 

@@ -10,26 +10,36 @@ import (
 	"nsprof/capture"
 )
 
+// appCapture starts a capture of the processes 100 to 103 of one program
+// at testStart, ending at testStart+span.
+func appCapture(t *testing.T, span int64) (*bytes.Buffer, *capture.Writer) {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + span})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pid := int32(100); pid < 104; pid++ {
+		h := capture.FrameHeader{PID: pid, Time: testStart}
+		must(t, w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: fmt.Sprint("app", pid)}))
+		must(t, w.WriteFrame(&capture.Map{FrameHeader: h, Start: 0x400000, End: 0x500000, Filename: "/usr/bin/app", Inode: 7}))
+	}
+	return &buf, w
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pipeCapture writes a capture of n samples and allocations of a few
 // processes over a few thousand stacks, repeating and interleaved.
 func pipeCapture(t *testing.T, n int) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + int64(n)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for pid := int32(100); pid < 104; pid++ {
-		h := capture.FrameHeader{PID: pid, Time: testStart}
-		must(w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: fmt.Sprint("app", pid)}))
-		must(w.WriteFrame(&capture.Map{FrameHeader: h, Start: 0x400000, End: 0x500000, Filename: "/usr/bin/app", Inode: 7}))
-	}
+	buf, w := appCapture(t, int64(n))
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
 		pid := 100 + int32(r.IntN(4))
@@ -39,12 +49,12 @@ func pipeCapture(t *testing.T, n int) []byte {
 			addrs = append(addrs, 0x400000+uint64(r.IntN(64))*16)
 		}
 		if i%5 == 4 {
-			must(w.WriteFrame(&capture.Allocation{FrameHeader: h, TID: pid, Addr: uint64(i) << 4, Size: 16, Addrs: addrs[1:]}))
+			must(t, w.WriteFrame(&capture.Allocation{FrameHeader: h, TID: pid, Addr: uint64(i) << 4, Size: 16, Addrs: addrs[1:]}))
 			continue
 		}
-		must(w.WriteFrame(&capture.Sample{FrameHeader: h, TID: pid, Addrs: addrs}))
+		must(t, w.WriteFrame(&capture.Sample{FrameHeader: h, TID: pid, Addrs: addrs}))
 	}
-	must(w.Close())
+	must(t, w.Close())
 	return buf.Bytes()
 }
 
