@@ -143,14 +143,19 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 	if src != nil {
 		// A mapped file: the pages read are let go as the reading goes,
 		// so that the file does not stay resident on top of the
-		// profile made of it.
-		capture.DropMapped(data, 0, int64(len(data)))
+		// profile made of it, and all of them once it is read (what
+		// finish reads of it again comes back from the page cache).
 		done := int64(0)
 		release = func(upto int64) {
-			if upto-done >= dropStep {
+			switch {
+			case upto == int64(len(data)):
+				capture.DropMapped(data, 0, upto)
+			case upto-done >= dropStep:
 				capture.DropMapped(data, done, upto)
-				done = upto
+			default:
+				return
 			}
+			done = upto
 		}
 	}
 	return load(cr, src == nil, src, sizes{bytes: int64(len(data))}, sc, release, opts)
@@ -225,7 +230,8 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 // returns) the others are views too. n, when known, sizes the sample and
 // stack tables. sc, when set, walks the capture ahead of cr: its sizes
 // then size the tables once it has ended, and its bundle is the one
-// decoded. release, when set, is told every so often how far cr has read.
+// decoded. release, when set, is told every so often how far cr has read,
+// and n.bytes once the reading has ended.
 func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout, release func(upto int64), opts LoadOptions) (*Profile, error) {
 	b := newBuilder(cr.Header(), n)
 	b.startPipe(n.samples)
@@ -359,6 +365,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout,
 				}
 			}
 		}
+	}
+	if release != nil {
+		release(n.bytes)
 	}
 	if sc != nil {
 		sc.wait()
