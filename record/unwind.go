@@ -91,7 +91,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 		return out // a kernel thread: no user part
 	}
 	start := time.Now()
-	u.mapper.reset(u.procMaps(int(s.PID)))
+	u.mapper.use(int(s.PID))
 	out = append(out, capture.ContextUser)
 	var stop unwind.Stop
 	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
@@ -154,19 +154,36 @@ func (u *dwarfUnwinder) summary(stackSize uint32) string {
 }
 
 // unwindMapper finds the module at an address of one process, from the
-// symbolizer's mappings, remembering the last few it found.
+// symbolizer's mappings, remembering the last few it found. What it
+// remembers stays from one sample to the next of the same process while
+// no mapping changes (symbolizer.mapsGen): a context-switch-heavy program
+// has most of its samples in one process, and looking the module and its
+// table up again for each (a map lookup by the table's key, under the
+// cache's lock) was a third of the leaf step's time.
 type unwindMapper struct {
 	u    *dwarfUnwinder
 	p    *symProc
+	pid  int
+	gen  uint64 // u.sym.mapsGen when p was taken
 	memo [4]struct {
 		m   *symMap
 		mod unwind.Module
 	}
 	n int
+	// resolved counts the lookups the memo did not answer.
+	resolved uint64
 }
 
-func (m *unwindMapper) reset(p *symProc) {
-	m.p, m.n = p, 0
+// use makes the mapper find the modules of process pid, keeping what it
+// remembers when that is the process of the last use and no mapping
+// changed since.
+func (m *unwindMapper) use(pid int) {
+	s := m.u.sym
+	if m.p != nil && pid == m.pid && m.gen == s.mapsGen {
+		return
+	}
+	p := m.u.procMaps(pid) // may read pid's mappings, a change
+	m.p, m.pid, m.gen, m.n = p, pid, s.mapsGen, 0
 }
 
 // Find implements unwind.Mapper.
@@ -180,6 +197,7 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	if m.p == nil {
 		return unwind.Module{}, false
 	}
+	m.resolved++
 	sm := m.p.find(pc)
 	if sm == nil {
 		return unwind.Module{}, false
