@@ -86,7 +86,7 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 		n = k
 	}
 	for i, c := range callers[:n] {
-		if l.u.sym.procs[int(s.PID)].notReturn(c, true) {
+		if l.u.mapper.p.notReturn(c, true) { // pid's, as callers left it
 			n = i
 			break
 		}
