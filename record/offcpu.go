@@ -31,8 +31,10 @@ const offCPUHorizon = 100_000_000 // ns
 // the state, as a record of capture.OffCPUFile with its duration, and,
 // when at least markNs long, as a MARK frame (capture.OffCPUGroup).
 type offCPU struct {
-	tp      *perf.Tracepoint
-	threads map[int32]*switches
+	tp *perf.Tracepoint
+	// prevState is tp's field of the task state, looked up once.
+	prevState perf.TracepointField
+	threads   map[int32]*switches
 	// markers are the marker frames' JIT addresses in the current
 	// capture.
 	markers map[byte]uint64
@@ -85,12 +87,11 @@ func newOffCPU(marks time.Duration) (*offCPU, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--off-cpu: %w", err)
 	}
-	for _, f := range []string{"prev_state"} {
-		if _, ok := tp.Fields[f]; !ok {
-			return nil, fmt.Errorf("--off-cpu: %s has no field %s", switchTracepoint, f)
-		}
+	state, ok := tp.Fields["prev_state"]
+	if !ok {
+		return nil, fmt.Errorf("--off-cpu: %s has no field prev_state", switchTracepoint)
 	}
-	o := &offCPU{tp: tp, threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: marks.Nanoseconds()}
+	o := &offCPU{tp: tp, prevState: state, threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: marks.Nanoseconds()}
 	switch {
 	case marks == 0:
 		o.markNs = DefaultOffCPUMarks.Nanoseconds()
@@ -123,7 +124,7 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	t := int64(s.Time)
 	o.latest = max(o.latest, t)
 	if s.TID != 0 { // not the idle task
-		st, _ := o.tp.Int(s.RawData, "prev_state")
+		st, _ := o.prevState.Int(s.RawData)
 		// Two slots in front for the marker frame (see write).
 		var stack []uint64
 		if n := len(o.free); n > 0 && cap(o.free[n-1]) >= len(addrs)+2 {
