@@ -36,8 +36,9 @@ type offCPU struct {
 	prevState perf.TracepointField
 	threads   map[int32]*switches
 	// markers are the marker frames' JIT addresses in the current
-	// capture.
-	markers map[byte]uint64
+	// capture, by state letter; 0 for none yet (JIT addresses are
+	// never 0).
+	markers [256]uint64
 	file    []byte // records not written yet
 	latest  int64  // the latest event time seen
 	swept   int64
@@ -91,7 +92,7 @@ func newOffCPU(marks time.Duration) (*offCPU, error) {
 	if !ok {
 		return nil, fmt.Errorf("--off-cpu: %s has no field prev_state", switchTracepoint)
 	}
-	o := &offCPU{tp: tp, prevState: state, threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: marks.Nanoseconds()}
+	o := &offCPU{tp: tp, prevState: state, threads: make(map[int32]*switches), markNs: marks.Nanoseconds()}
 	switch {
 	case marks == 0:
 		o.markNs = DefaultOffCPUMarks.Nanoseconds()
@@ -165,7 +166,11 @@ func (o *offCPU) add(r *recorder, tid int32, e switchEvent) {
 	for i > 0 && th.events[i-1].time > e.time {
 		i--
 	}
-	th.events = slices.Insert(th.events, i, e)
+	if i == len(th.events) {
+		th.events = append(th.events, e) // in time order, as most come
+	} else {
+		th.events = slices.Insert(th.events, i, e)
+	}
 	o.pair(r, tid, th, o.latest-offCPUHorizon)
 }
 
@@ -247,8 +252,8 @@ func (o *offCPU) write(r *recorder, tid int32, e switchEvent, in int64) {
 	if r.writeErr != nil {
 		return
 	}
-	a, ok := o.markers[e.state]
-	if !ok {
+	a := o.markers[e.state]
+	if a == 0 {
 		var err error
 		if a, err = r.w.AddJITMap(capture.OffCPUMarker(e.state)); err != nil {
 			r.writeErr = err
@@ -340,7 +345,7 @@ func (o *offCPU) cut(r *recorder) {
 	o.done.offNs += o.offNs
 	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs = 0, 0, 0, 0, 0
 	// The marker frames are JIT addresses of the capture ended.
-	o.markers = make(map[byte]uint64)
+	o.markers = [256]uint64{}
 }
 
 // carry marks the stacks of the threads off the CPU across a cut as
