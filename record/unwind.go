@@ -166,8 +166,11 @@ type unwindMapper struct {
 	pid  int
 	gen  uint64 // u.sym.mapsGen when p was taken
 	memo [4]struct {
-		m   *symMap
-		mod unwind.Module
+		m *symMap
+		// lo and hi bound the addresses m is the latest mapping of
+		// (later mappings over part of it replace it there).
+		lo, hi uint64
+		mod    unwind.Module
 	}
 	n int
 	// resolved counts the lookups the memo did not answer.
@@ -190,7 +193,7 @@ func (m *unwindMapper) use(pid int) {
 func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	for i := range m.n {
 		e := &m.memo[i]
-		if pc >= e.m.start && pc < e.m.end {
+		if pc >= e.lo && pc < e.hi {
 			return e.mod, true
 		}
 	}
@@ -198,7 +201,7 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 		return unwind.Module{}, false
 	}
 	m.resolved++
-	sm := m.p.find(pc)
+	sm, lo, hi := latestMapping(m.p.maps, pc)
 	if sm == nil {
 		return unwind.Module{}, false
 	}
@@ -214,8 +217,30 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	} else {
 		m.n++
 	}
-	m.memo[i].m, m.memo[i].mod = sm, mod
+	m.memo[i].m, m.memo[i].lo, m.memo[i].hi, m.memo[i].mod = sm, lo, hi, mod
 	return mod, true
+}
+
+// latestMapping returns the mapping of maps holding address a, the
+// latest (later mappings of a range replace earlier ones), as
+// symProc.find does, and the range around a it is the latest of: the
+// part of it no later mapping covers.
+func latestMapping(maps []symMap, a uint64) (sm *symMap, lo, hi uint64) {
+	for k := len(maps) - 1; k >= 0; k-- {
+		if m := &maps[k]; a >= m.start && a < m.end {
+			lo, hi = m.start, m.end
+			for _, l := range maps[k+1:] { // none of them holds a
+				switch {
+				case l.end <= a:
+					lo = max(lo, l.end)
+				case l.start > a:
+					hi = min(hi, l.start)
+				}
+			}
+			return m, lo, hi
+		}
+	}
+	return nil, 0, 0
 }
 
 // table returns o's CFI table, read on first use from the file the

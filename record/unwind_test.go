@@ -88,7 +88,7 @@ func TestUnwindMapperKeepsMemo(t *testing.T) {
 		// The module found is the memo's entry of pc.
 		got := ""
 		for _, e := range m.memo[:m.n] {
-			if pc >= e.m.start && pc < e.m.end {
+			if pc >= e.lo && pc < e.hi {
 				got = e.m.obj.path
 				break
 			}
@@ -114,6 +114,10 @@ func TestUnwindMapperKeepsMemo(t *testing.T) {
 		}},
 		{pid, 0x1100, "/b", 4, nil},
 		{pid, 0x2100, "/a", 5, nil},
+		{other, 0x1100, "/c", 6, nil},
+		{pid, 0x2100, "/a", 7, nil}, // remembered first, for the part no later mapping covers
+		{pid, 0x2f00, "/a", 7, nil},
+		{pid, 0x1200, "/b", 8, nil}, // not in the /a remembered
 	}
 	for i, s := range steps {
 		if s.change != nil {
