@@ -13,6 +13,8 @@
 #   perf:         perf record -e sched:sched_switch -g -o Y -- pingpong ROUNDS
 #   perf-switch:  the same with --switch-events (the switch-ins too, which
 #                 off-CPU durations need, as nsprof records them)
+#   base:         nsprof as in nsprof mode, but the binary NSPROF_BASE
+#                 (another build, such as main's, for an A/B comparison)
 # perf runs with -B (--no-buildid): perf 6.1 aborts in its build-id pass
 # on this machine ("assertion failed at util/build-id.c:1010", even for
 # `perf record -- true`); the pass runs after the workload has ended, so
@@ -30,8 +32,9 @@
 #   bench/offcpu-overhead.sh [ROUNDS]
 #
 # Environment: RUNS (default 7), MODES (default "alone nsprof perf
-# perf-switch"), NSPROF_ARGS (extra record flags, e.g. "--call-graph
-# fp,0"), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
+# perf-switch", and base when NSPROF_BASE is set), NSPROF_ARGS (extra
+# record flags, e.g. "--call-graph fp,0"), NSPROF_BASE (an nsprof binary
+# to compare with: the base mode), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
 # (default: perf, or the newest /usr/bin/perf_*), CC (gcc). Needs root,
 # or perf_event_paranoid <= -1 and a readable tracefs. Results go to
 # stdout only.
@@ -39,7 +42,7 @@ set -euo pipefail
 
 rounds=${1:-200000}
 runs=${RUNS:-7}
-read -r -a modes <<<"${MODES:-alone nsprof perf perf-switch}"
+read -r -a modes <<<"${MODES:-alone nsprof perf perf-switch${NSPROF_BASE:+ base}}"
 read -r -a nsargs <<<"${NSPROF_ARGS:-}"
 cc=${CC:-gcc}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +58,11 @@ trap 'rm -rf "$tmp"' EXIT
 "$cc" -O1 -g -fno-omit-frame-pointer -pthread -o "$tmp/pingpong" "$root/internal/testutils/fixtures/pingpong.c"
 (cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
 nsprof=$tmp/nsprof
+base_bin=${NSPROF_BASE:-}
+if [[ " ${modes[*]} " == *" base "* ]] && ! [ -x "$base_bin" ]; then
+	echo "offcpu-overhead: mode base needs NSPROF_BASE, an nsprof binary (got '$base_bin')" >&2
+	exit 2
+fi
 
 echo "== offcpu-overhead $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg),"
 echo "   $("$perf" --version), $(go version | cut -d' ' -f3), nsprof $(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')${NSPROF_ARGS:+ (record $NSPROF_ARGS)}"
@@ -105,6 +113,7 @@ run1() {
 	case $mode in
 	alone) cmd=("$tmp/pingpong" "$rounds") ;;
 	nsprof) cmd=("$nsprof" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "$tmp/pingpong" "$rounds") ;;
+	base) cmd=("$base_bin" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "$tmp/pingpong" "$rounds") ;;
 	perf) cmd=("$perf" record -q -B -e sched:sched_switch -g -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
 	perf-switch) cmd=("$perf" record -q -B -e sched:sched_switch -g --switch-events -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
 	*)
@@ -120,7 +129,7 @@ run1() {
 	}
 	local lost=0
 	case $mode in
-	nsprof) lost=$(nsprof_lost "$tmp/stderr") ;;
+	nsprof | base) lost=$(nsprof_lost "$tmp/stderr") ;;
 	perf*) lost=$(perf_lost "$tmp/out.perf") ;;
 	esac
 	local line
@@ -170,10 +179,10 @@ function pairs(a, b, k,   r, l) {
 	return l == "" ? "-" : sprintf("%.2f", median(l))
 }
 END {
-	split("alone nsprof perf perf-switch", order, " ")
+	split("alone nsprof perf perf-switch base", order, " ")
 	print ""
 	printf "   %-12s %10s %10s %10s %10s %8s\n", "median", "work wall", "work CPU", "cmd wall", "prof CPU", "lost"
-	for (i = 1; i <= 4; i++) {
+	for (i = 1; i <= 5; i++) {
 		m = order[i]
 		if (!(m in seen)) continue
 		printf "   %-12s %10.3f %10.3f %10.3f %10.3f %8d\n", m, median(v[m, "work_wall_s"]), median(v[m, "work_cpu_s"]),
@@ -181,14 +190,18 @@ END {
 	}
 	print ""
 	print "   ratios, median over rounds of the pair in each round:"
-	for (i = 3; i <= 4; i++) {
-		m = order[i]
-		if (!(m in seen) || !("nsprof" in seen)) continue
-		printf "   nsprof/%-12s work wall %s  work CPU %s  cmd wall %s  prof CPU %s\n", m,
-			pairs("nsprof", m, "work_wall_s"), pairs("nsprof", m, "work_cpu_s"), pairs("nsprof", m, "cmd_wall_s"), pairs("nsprof", m, "prof_cpu_s")
+	for (k = 1; k <= 2; k++) {
+		a = k == 1 ? "nsprof" : "base"
+		if (!(a in seen)) continue
+		for (i = 3; i <= 5; i++) {
+			m = order[i]
+			if (!(m in seen) || m == a) continue
+			printf "   %s/%-12s work wall %s  work CPU %s  cmd wall %s  prof CPU %s\n", a, m,
+				pairs(a, m, "work_wall_s"), pairs(a, m, "work_cpu_s"), pairs(a, m, "cmd_wall_s"), pairs(a, m, "prof_cpu_s")
+		}
 	}
 	if ("alone" in seen) {
-		for (i = 2; i <= 4; i++) {
+		for (i = 2; i <= 5; i++) {
 			m = order[i]
 			if (!(m in seen)) continue
 			printf "   %-12s/alone work wall %s\n", m, pairs(m, "alone", "work_wall_s")

@@ -23,7 +23,10 @@ type ring struct {
 	data []byte
 	mask uint64
 	head uint64 // data_head as last loaded; records before it are complete
-	tail uint64 // our read position, mirrored in data_tail
+	tail uint64 // our read position
+	// published is data_tail as last stored: tail, once the records
+	// of the head snapshot are read, or every publishEvery bytes.
+	published uint64
 }
 
 // newRing wraps a metadata page and data area. The data area's size must
@@ -38,7 +41,7 @@ func newRing(cpu int, meta, data []byte) (*ring, error) {
 	}
 	r := &ring{cpu: cpu, meta: meta, data: data, mask: n - 1}
 	r.tail = atomic.LoadUint64(r.word(metaDataTail))
-	r.head = r.tail
+	r.head, r.published = r.tail, r.tail
 	return r, nil
 }
 
@@ -112,12 +115,26 @@ func (r *ring) span(scratch []byte, off, n uint64) []byte {
 	return scratch[:n]
 }
 
-// consume releases n bytes to the kernel. The atomic store keeps the
-// reads of those bytes before it, as the kernel requires.
+// consume releases n bytes, read, to the kernel: it is told (data_tail)
+// once the records up to the head snapshot are read, or a sixteenth of
+// the ring was read since it was last told, not at every record. The
+// kernel writes data_head, on the same cache line, at every record it
+// writes, on the CPU of the task it records: a store per record moved
+// that line from CPU to CPU twice a record, a cost on both sides (as
+// perf does, who tells the kernel once per chunk copied out). The
+// atomic store keeps the reads of the bytes released before it, as the
+// kernel requires.
 func (r *ring) consume(n uint64) {
 	r.tail += n
-	atomic.StoreUint64(r.word(metaDataTail), r.tail)
+	if r.tail == r.head || r.tail-r.published >= uint64(len(r.data))/publishParts {
+		atomic.StoreUint64(r.word(metaDataTail), r.tail)
+		r.published = r.tail
+	}
 }
+
+// publishParts is the fraction of the ring (1/publishParts) that may be
+// read and not yet released to the kernel.
+const publishParts = 16
 
 // discard drops everything up to the head snapshot: after a malformed
 // header the record boundaries are lost.

@@ -283,3 +283,41 @@ func TestReaderMergesRingsByTime(t *testing.T) {
 		t.Errorf("records\n got %q\nwant %q", got, want)
 	}
 }
+
+// The reader tells the kernel what it read (data_tail) once it read the
+// records up to the head snapshot, or a sixteenth of the ring since it
+// last told it: not after each record, whose store moved the cache line
+// the kernel writes data_head to at every record from CPU to CPU.
+func TestRingReleasesInBatches(t *testing.T) {
+	const size = 4096 // released at least every 256 bytes
+	var recs [][]byte
+	for i := range 12 {
+		recs = append(recs, commRecord(uint32(10+i), "busy"))
+	}
+	const start = 3 * size / 2
+	rg := makeRing(t, 1, size, start, recs...)
+	r := newFakeReader(testFormat(false), &fakePoller{}, rg)
+	var rec Record
+	read, told := uint64(start), 0
+	for i := range recs {
+		if err := r.ReadInto(&rec); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		read += uint64(len(recs[i]))
+		tail := metaTail(rg)
+		switch {
+		case i == len(recs)-1 && tail != read:
+			t.Fatalf("after the last record of the snapshot: data_tail %d, want %d", tail, read)
+		case tail != read && read-tail >= size/publishParts:
+			t.Fatalf("after record %d: data_tail %d, %d bytes behind what was read", i, tail, read-tail)
+		case tail == read:
+			told++
+		}
+	}
+	if told >= len(recs) || told < 2 {
+		t.Errorf("data_tail stored after %d of %d records: want fewer than all, more than once", told, len(recs))
+	}
+	if err := r.ReadInto(&rec); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after the last record: %v", err)
+	}
+}

@@ -37,10 +37,21 @@ type TracepointField struct {
 
 // Int reads field name from raw tracepoint data as a signed or unsigned
 // integer of its size. It reports false if the field is missing or does
-// not fit in raw.
+// not fit in raw. A caller reading the same field of every hit can look
+// it up once in Fields and use [TracepointField.Int].
 func (tp *Tracepoint) Int(raw []byte, name string) (int64, bool) {
 	f, ok := tp.Fields[name]
-	if !ok || f.Offset < 0 || f.Offset+f.Size > len(raw) {
+	if !ok {
+		return 0, false
+	}
+	return f.Int(raw)
+}
+
+// Int reads the field from raw tracepoint data as a signed or unsigned
+// integer of its size. It reports false if the field does not fit in raw
+// or its size is not that of an integer.
+func (f TracepointField) Int(raw []byte) (int64, bool) {
+	if f.Offset < 0 || f.Offset+f.Size > len(raw) {
 		return 0, false
 	}
 	b := raw[f.Offset:]

@@ -46,6 +46,15 @@ func TestParseTracepointFormat(t *testing.T) {
 	if _, ok := tp.Int(raw[:20], "ret"); ok {
 		t.Fatal("field past the data read")
 	}
+	if v, ok := tp.Fields["ret"].Int(raw); !ok || v != -1 {
+		t.Fatalf("ret read through its field = %d %t", v, ok)
+	}
+	if _, ok := tp.Fields["comm"].Int(raw); ok {
+		t.Fatal("a 16-byte field read as an integer")
+	}
+	if _, ok := tp.Int(raw, "nonesuch"); ok {
+		t.Fatal("a missing field read")
+	}
 	for _, bad := range []string{"ID: x\n", "field:int a;\toffset:-1;\tsize:4;\n", "no id\n"} {
 		if _, err := ParseTracepointFormat(strings.NewReader(bad)); err == nil {
 			t.Errorf("accepted %q", bad)

@@ -86,7 +86,7 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 		n = k
 	}
 	for i, c := range callers[:n] {
-		if l.u.sym.procs[int(s.PID)].notReturn(c, true) {
+		if l.u.mapper.p.notReturn(c, true) { // pid's, as callers left it
 			n = i
 			break
 		}
@@ -134,7 +134,7 @@ func (l *leafCallers) callers(s *perf.Sample) (ip uint64, callers []uint64, ok b
 	if !ok1 || !ok2 {
 		return 0, nil, false
 	}
-	u.mapper.reset(u.procMaps(int(s.PID)))
+	u.mapper.use(int(s.PID))
 	l.step, _ = unwind.Unwind(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, leafSteps+1)
 	if len(l.step) < 2 {
 		return ip, nil, false

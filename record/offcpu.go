@@ -31,11 +31,14 @@ const offCPUHorizon = 100_000_000 // ns
 // the state, as a record of capture.OffCPUFile with its duration, and,
 // when at least markNs long, as a MARK frame (capture.OffCPUGroup).
 type offCPU struct {
-	tp      *perf.Tracepoint
-	threads map[int32]*switches
+	tp *perf.Tracepoint
+	// prevState is tp's field of the task state, looked up once.
+	prevState perf.TracepointField
+	threads   map[int32]*switches
 	// markers are the marker frames' JIT addresses in the current
-	// capture.
-	markers map[byte]uint64
+	// capture, by state letter; 0 for none yet (JIT addresses are
+	// never 0).
+	markers [256]uint64
 	file    []byte // records not written yet
 	latest  int64  // the latest event time seen
 	swept   int64
@@ -85,12 +88,11 @@ func newOffCPU(marks time.Duration) (*offCPU, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--off-cpu: %w", err)
 	}
-	for _, f := range []string{"prev_state"} {
-		if _, ok := tp.Fields[f]; !ok {
-			return nil, fmt.Errorf("--off-cpu: %s has no field %s", switchTracepoint, f)
-		}
+	state, ok := tp.Fields["prev_state"]
+	if !ok {
+		return nil, fmt.Errorf("--off-cpu: %s has no field prev_state", switchTracepoint)
 	}
-	o := &offCPU{tp: tp, threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: marks.Nanoseconds()}
+	o := &offCPU{tp: tp, prevState: state, threads: make(map[int32]*switches), markNs: marks.Nanoseconds()}
 	switch {
 	case marks == 0:
 		o.markNs = DefaultOffCPUMarks.Nanoseconds()
@@ -123,7 +125,7 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	t := int64(s.Time)
 	o.latest = max(o.latest, t)
 	if s.TID != 0 { // not the idle task
-		st, _ := o.tp.Int(s.RawData, "prev_state")
+		st, _ := o.prevState.Int(s.RawData)
 		// Two slots in front for the marker frame (see write).
 		var stack []uint64
 		if n := len(o.free); n > 0 && cap(o.free[n-1]) >= len(addrs)+2 {
@@ -164,7 +166,11 @@ func (o *offCPU) add(r *recorder, tid int32, e switchEvent) {
 	for i > 0 && th.events[i-1].time > e.time {
 		i--
 	}
-	th.events = slices.Insert(th.events, i, e)
+	if i == len(th.events) {
+		th.events = append(th.events, e) // in time order, as most come
+	} else {
+		th.events = slices.Insert(th.events, i, e)
+	}
 	o.pair(r, tid, th, o.latest-offCPUHorizon)
 }
 
@@ -246,8 +252,8 @@ func (o *offCPU) write(r *recorder, tid int32, e switchEvent, in int64) {
 	if r.writeErr != nil {
 		return
 	}
-	a, ok := o.markers[e.state]
-	if !ok {
+	a := o.markers[e.state]
+	if a == 0 {
 		var err error
 		if a, err = r.w.AddJITMap(capture.OffCPUMarker(e.state)); err != nil {
 			r.writeErr = err
@@ -339,7 +345,7 @@ func (o *offCPU) cut(r *recorder) {
 	o.done.offNs += o.offNs
 	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs = 0, 0, 0, 0, 0
 	// The marker frames are JIT addresses of the capture ended.
-	o.markers = make(map[byte]uint64)
+	o.markers = [256]uint64{}
 }
 
 // carry marks the stacks of the threads off the CPU across a cut as

@@ -39,7 +39,7 @@ func TestOffCPUPairing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &recorder{w: w, opts: &Options{Log: io.Discard}}
-	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: 2 * ms}
+	o := &offCPU{threads: make(map[int32]*switches), markNs: 2 * ms}
 	out := func(tid int32, at int64, state byte) {
 		o.latest = max(o.latest, at)
 		o.add(r, tid, switchEvent{time: at, out: true, state: state, pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000}})
@@ -248,7 +248,7 @@ func TestOffCPUCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &recorder{w: w1, opts: &Options{Log: io.Discard}, split: &splitState{n: 1}}
-	o := &offCPU{threads: make(map[int32]*switches), markers: make(map[byte]uint64), markNs: 2 * ms}
+	o := &offCPU{threads: make(map[int32]*switches), markNs: 2 * ms}
 	out := func(tid int32, at int64, state byte) {
 		o.latest = max(o.latest, at)
 		o.add(r, tid, switchEvent{time: at, out: true, state: state, pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000 + uint64(tid)}})

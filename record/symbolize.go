@@ -79,6 +79,10 @@ type symbolizer struct {
 	// exits are the processes exited whose addresses are to be packed,
 	// oldest first (packExited).
 	exits []exitedProc
+	// mapsGen counts the changes of any process's mappings (and of the
+	// objects they map, whose files a mapping may open): what the
+	// unwinder remembers of a process's mappings holds while it stays.
+	mapsGen uint64
 }
 
 // symProc is what the symbolizer knows of one process. Its embedded
@@ -466,6 +470,7 @@ func isFilePath(name string) bool {
 // MAP frame should carry it (lowercase hex) when m has none from the
 // kernel, or "": see [symObj.buildID].
 func (s *symbolizer) mapped(pid int, m container.Mapping) string {
+	s.mapsGen++
 	if m.Path == vdsoPath {
 		p := s.proc(pid)
 		p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: s.vdso(pid, m.Start, m.End)})
@@ -618,6 +623,7 @@ func (s *symbolizer) forked(ppid, pid int) {
 		return
 	}
 	p := s.proc(pid)
+	s.mapsGen++
 	// Mappings the child made itself may have been read first, from
 	// another CPU's ring: they are later than the fork, so they follow
 	// (and, where they overlap, replace) the parent's.
@@ -639,6 +645,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 	if p == nil {
 		return
 	}
+	s.mapsGen++
 	// The old image's addresses are named from its own mappings at the
 	// end (their files stay open): those sampled before the exec.
 	p.unpack()

@@ -91,7 +91,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 		return out // a kernel thread: no user part
 	}
 	start := time.Now()
-	u.mapper.reset(u.procMaps(int(s.PID)))
+	u.mapper.use(int(s.PID))
 	out = append(out, capture.ContextUser)
 	var stop unwind.Stop
 	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
@@ -154,33 +154,54 @@ func (u *dwarfUnwinder) summary(stackSize uint32) string {
 }
 
 // unwindMapper finds the module at an address of one process, from the
-// symbolizer's mappings, remembering the last few it found.
+// symbolizer's mappings, remembering the last few it found. What it
+// remembers stays from one sample to the next of the same process while
+// no mapping changes (symbolizer.mapsGen): a context-switch-heavy program
+// has most of its samples in one process, and looking the module and its
+// table up again for each (a map lookup by the table's key, under the
+// cache's lock) was a third of the leaf step's time.
 type unwindMapper struct {
 	u    *dwarfUnwinder
 	p    *symProc
+	pid  int
+	gen  uint64 // u.sym.mapsGen when p was taken
 	memo [4]struct {
-		m   *symMap
-		mod unwind.Module
+		m *symMap
+		// lo and hi bound the addresses m is the latest mapping of
+		// (later mappings over part of it replace it there).
+		lo, hi uint64
+		mod    unwind.Module
 	}
 	n int
+	// resolved counts the lookups the memo did not answer.
+	resolved uint64
 }
 
-func (m *unwindMapper) reset(p *symProc) {
-	m.p, m.n = p, 0
+// use makes the mapper find the modules of process pid, keeping what it
+// remembers when that is the process of the last use and no mapping
+// changed since.
+func (m *unwindMapper) use(pid int) {
+	s := m.u.sym
+	if m.p != nil && pid == m.pid && m.gen == s.mapsGen {
+		return
+	}
+	p := m.u.procMaps(pid) // may read pid's mappings, a change
+	m.p, m.pid, m.gen, m.n = p, pid, s.mapsGen, 0
 }
 
 // Find implements unwind.Mapper.
 func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	for i := range m.n {
 		e := &m.memo[i]
-		if pc >= e.m.start && pc < e.m.end {
+		if pc >= e.lo && pc < e.hi {
 			return e.mod, true
 		}
 	}
 	if m.p == nil {
 		return unwind.Module{}, false
 	}
-	sm := m.p.find(pc)
+	m.resolved++
+	sm, lo, hi := latestMapping(m.p.maps, pc)
 	if sm == nil {
 		return unwind.Module{}, false
 	}
@@ -196,8 +217,30 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	} else {
 		m.n++
 	}
-	m.memo[i].m, m.memo[i].mod = sm, mod
+	m.memo[i].m, m.memo[i].lo, m.memo[i].hi, m.memo[i].mod = sm, lo, hi, mod
 	return mod, true
+}
+
+// latestMapping returns the mapping of maps holding address a, the
+// latest (later mappings of a range replace earlier ones), as
+// symProc.find does, and the range around a it is the latest of: the
+// part of it no later mapping covers.
+func latestMapping(maps []symMap, a uint64) (sm *symMap, lo, hi uint64) {
+	for k := len(maps) - 1; k >= 0; k-- {
+		if m := &maps[k]; a >= m.start && a < m.end {
+			lo, hi = m.start, m.end
+			for _, l := range maps[k+1:] { // none of them holds a
+				switch {
+				case l.end <= a:
+					lo = max(lo, l.end)
+				case l.start > a:
+					hi = min(hi, l.start)
+				}
+			}
+			return m, lo, hi
+		}
+	}
+	return nil, 0, 0
 }
 
 // table returns o's CFI table, read on first use from the file the

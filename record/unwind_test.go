@@ -64,3 +64,73 @@ func TestProcMapsOwnBeforeParent(t *testing.T) {
 		}
 	}
 }
+
+// The unwinder's mapper remembers the modules it found from one sample
+// to the next of the same process, and forgets them when any mapping
+// changes or another process's sample comes: an off-CPU recording takes
+// a leaf step per context switch, and looking each module and its table
+// up again for every sample was a third of the step's time.
+func TestUnwindMapperKeepsMemo(t *testing.T) {
+	const pid, other = 3999981, 3999982
+	sym := newSymbolizer()
+	defer sym.close()
+	sym.open = func(int) (*container.Process, error) { return nil, errors.New("no process in a fake /proc") }
+	sym.mapped(pid, container.Mapping{Path: "/a", Start: 0x1000, End: 0x3000, Inode: 21})
+	sym.mapped(other, container.Mapping{Path: "/c", Start: 0x1000, End: 0x3000, Inode: 23})
+	u := newDWARFUnwinder(sym, proc.FS{Root: t.TempDir()}, perf.Format{})
+	m := &u.mapper
+	find := func(pid int, pc uint64, want string) {
+		t.Helper()
+		m.use(pid)
+		if _, ok := m.Find(pc); !ok {
+			t.Fatalf("pid %d: no module at %#x", pid, pc)
+		}
+		// The module found is the memo's entry of pc.
+		got := ""
+		for _, e := range m.memo[:m.n] {
+			if pc >= e.lo && pc < e.hi {
+				got = e.m.obj.path
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("pid %d: %#x found in %q, want %s", pid, pc, got, want)
+		}
+	}
+	steps := []struct {
+		pid      int
+		pc       uint64
+		want     string
+		resolved uint64 // in all so far
+		change   func()
+	}{
+		{pid, 0x1100, "/a", 1, nil},
+		{pid, 0x1200, "/a", 1, nil}, // the next sample: remembered
+		{pid, 0x2200, "/a", 1, nil},
+		{other, 0x1100, "/c", 2, nil}, // another process
+		{pid, 0x1100, "/a", 3, nil},
+		{pid, 0x1100, "/b", 4, func() { // a new mapping over the old
+			sym.mapped(pid, container.Mapping{Path: "/b", Start: 0x1000, End: 0x2000, Inode: 22})
+		}},
+		{pid, 0x1100, "/b", 4, nil},
+		{pid, 0x2100, "/a", 5, nil},
+		{other, 0x1100, "/c", 6, nil},
+		{pid, 0x2100, "/a", 7, nil}, // remembered first, for the part no later mapping covers
+		{pid, 0x2f00, "/a", 7, nil},
+		{pid, 0x1200, "/b", 8, nil}, // not in the /a remembered
+	}
+	for i, s := range steps {
+		if s.change != nil {
+			s.change()
+		}
+		find(s.pid, s.pc, s.want)
+		if m.resolved != s.resolved {
+			t.Errorf("step %d (pid %d, %#x): %d lookups the memo did not answer, want %d", i, s.pid, s.pc, m.resolved, s.resolved)
+		}
+	}
+	sym.execed(pid, 1)
+	m.use(pid)
+	if _, ok := m.Find(0x1100); ok {
+		t.Errorf("a module found at %#x after the exec forgot the mappings", 0x1100)
+	}
+}

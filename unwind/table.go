@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -32,8 +33,8 @@ type segment struct {
 }
 
 // Table is the interpreted call frame information of one object: rows
-// sorted by link-time address. It is immutable and safe for concurrent
-// use.
+// sorted by link-time address. Its rows are immutable; it is safe for
+// concurrent use.
 type Table struct {
 	rows []row
 	segs []segment
@@ -43,7 +44,22 @@ type Table struct {
 	// pclntab (goBytes long), a function decoded when first looked up.
 	gofuncs *goFuncs
 	goBytes int
+	// hints holds, by a hash of the address looked up, the index (plus
+	// one; 0 for none) of the row last found for an address of that
+	// hash. A lookup takes the hinted row when it covers the address,
+	// which it checks, so a stale hint, or one another goroutine wrote
+	// meanwhile, costs only the binary search. The leaf step of an
+	// off-CPU recording looks up the same few addresses at every
+	// context switch, and the binary search over libc's rows missed the
+	// cache at most of its steps.
+	hints [tableHints]atomic.Uint32
 }
+
+// tableHints is the number of Table.hints.
+const (
+	tableHintBits = 8
+	tableHints    = 1 << tableHintBits
+)
 
 // Len returns the number of rows from CFI: a Go binary's functions the
 // pclntab describes are not counted.
@@ -72,15 +88,42 @@ func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
 // comparison closure it was most of a leaf step's time (an off-CPU
 // recording takes one per context switch).
 func (t *Table) find(a uint64) *row {
-	if r := findRow(t.rows, a); r != nil || t.gofuncs == nil {
+	if r := t.findHinted(a); r != nil || t.gofuncs == nil {
 		return r
 	}
 	return t.gofuncs.find(a)
 }
 
+// findHinted is findRow(t.rows, a), through t.hints.
+func (t *Table) findHinted(a uint64) *row {
+	rows := t.rows
+	h := &t.hints[(a*0x9e3779b97f4a7c15)>>(64-tableHintBits)]
+	i := int(h.Load()) - 1
+	if i < 0 || i >= len(rows) || rows[i].addr > a || (i+1 < len(rows) && rows[i+1].addr <= a) {
+		if i = lastRowAt(rows, a); i < 0 {
+			return nil
+		}
+		h.Store(uint32(i + 1))
+	}
+	if r := &rows[i]; r.cfa != cfaNone {
+		return r
+	}
+	return nil
+}
+
 // findRow returns the row of rows (sorted by address) covering a, or nil;
 // a terminator row covers nothing.
 func findRow(rows []row, a uint64) *row {
+	i := lastRowAt(rows, a)
+	if i < 0 || rows[i].cfa == cfaNone {
+		return nil
+	}
+	return &rows[i]
+}
+
+// lastRowAt returns the index of the last row of rows (sorted by
+// address) that starts at or before a, or -1.
+func lastRowAt(rows []row, a uint64) int {
 	lo, hi := 0, len(rows) // rows[:lo] start at or before a, rows[hi:] after
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -90,14 +133,7 @@ func findRow(rows []row, a uint64) *row {
 			hi = m
 		}
 	}
-	if lo == 0 {
-		return nil
-	}
-	r := &rows[lo-1]
-	if r.cfa == cfaNone {
-		return nil
-	}
-	return r
+	return lo - 1
 }
 
 // build interprets fdes (of any order, possibly overlapping: the first of

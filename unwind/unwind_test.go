@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -138,5 +139,37 @@ func TestCache(t *testing.T) {
 	c.Get("b", load)
 	if used, n, ev := c.Stats(); loads != 4 || n != 4 || ev != 2 || used > 2*small.Size()+10 {
 		t.Fatalf("loads %d, stats %d %d %d", loads, used, n, ev)
+	}
+}
+
+// A table's lookups through its hints find what the binary search finds,
+// for addresses looked up again (the hint taken), whose hints others
+// overwrote, before the first row, on terminators, past the last row
+// and on rows that share an address.
+func TestTableHints(t *testing.T) {
+	var rows []row
+	for a := uint64(0x1000); a < 0x9000; a += 0x10 {
+		r := row{addr: a, cfa: cfaSP, cfaOff: int32(a)}
+		switch {
+		case a%0x400 == 0:
+			r.cfa = cfaNone // a terminator: an FDE ends
+		case a%0x300 == 0:
+			rows = append(rows, row{addr: a, cfa: cfaBP}) // shadowed by the next
+		}
+		rows = append(rows, r)
+	}
+	tab := &Table{rows: rows}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200_000 {
+		a := uint64(0x800 + rng.IntN(0x9000))
+		if i%3 == 0 {
+			a = 0x1000 + uint64(rng.IntN(8))*0x10 + uint64(rng.IntN(0x10)) // a few hot ones
+		}
+		if got, want := tab.find(a), findRow(rows, a); got != want {
+			t.Fatalf("lookup %d of %#x: row %+v, want %+v", i, a, got, want)
+		}
+	}
+	if (&Table{}).find(0x1000) != nil {
+		t.Error("a row found in an empty table")
 	}
 }
