@@ -309,20 +309,26 @@ func (w *Writer) flushBuffer() error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		// A full disk can leave part of a frame in the file; cut it
-		// back to the last whole frame so the capture ends cleanly.
-		if t, ok := w.dst.(interface{ Truncate(int64) error }); ok && w.patch != nil {
-			if keep := w.lastBoundary(base, n); keep < w.written && t.Truncate(keep) == nil {
-				w.written = keep
-			}
-		}
-		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
-		w.fast = false
-		w.buf = w.buf[:0]
-		return w.err
+		return w.writeFailed(base, [][]byte{w.buf}, n, err)
 	}
 	w.buf = w.buf[:0]
 	return nil
+}
+
+// writeFailed handles the error err of a write of chunks, at file offset
+// base, of which n bytes were written: a full disk can leave part of a
+// frame in the file, so it is cut back to the last whole frame and the
+// capture ends cleanly. The error is sticky.
+func (w *Writer) writeFailed(base int64, chunks [][]byte, n int, err error) error {
+	if t, ok := w.dst.(interface{ Truncate(int64) error }); ok && w.patch != nil {
+		if keep := w.lastBoundary(base, chunks, n); keep < w.written && t.Truncate(keep) == nil {
+			w.written = keep
+		}
+	}
+	w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
+	w.fast = false
+	w.buf = w.buf[:0]
+	return w.err
 }
 
 // Flush writes pending JIT names and buffered frames, then patches the
@@ -373,24 +379,32 @@ func (w *Writer) Close() error {
 }
 
 // lastBoundary returns the file offset of the end of the last whole frame
-// (or of the header) among the first n bytes of the buffer, which starts at
-// file offset base.
-func (w *Writer) lastBoundary(base int64, n int) int64 {
-	off := 0
-	if base == 0 {
-		if n < HeaderSize {
-			return 0
+// (or of the header) among the first n bytes of chunks, written in order
+// from file offset base; each chunk holds whole frames, the first one
+// the header too when base is 0.
+func (w *Writer) lastBoundary(base int64, chunks [][]byte, n int) int64 {
+	done := 0 // bytes of the chunks before c
+	for k, c := range chunks {
+		off := 0
+		if k == 0 && base == 0 {
+			if n < HeaderSize {
+				return 0
+			}
+			off = HeaderSize
 		}
-		off = HeaderSize
-	}
-	for off+FrameHeaderSize <= n {
-		l := int(w.o.u16(w.buf[off:]))
-		if l < FrameHeaderSize || off+l > n {
-			break
+		for off+FrameHeaderSize <= len(c) && done+off+FrameHeaderSize <= n {
+			l := int(w.o.u16(c[off:]))
+			if l < FrameHeaderSize || done+off+l > n {
+				break
+			}
+			off += l
 		}
-		off += l
+		if off < len(c) {
+			return base + int64(done+off)
+		}
+		done += len(c)
 	}
-	return base + int64(off)
+	return base + int64(done)
 }
 
 // captureTimeLayout is the header's ISO-8601 time: to the microsecond,
