@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -91,7 +90,8 @@ type memprof struct {
 	recv, send *os.File
 	rings      []*memRing
 	buf, oob   []byte
-	dec        ringDecoder
+	// batch gathers the frames of one drain of every ring.
+	batch frameBatch
 	// stacks holds, per host pid, the hashes of the stacks already
 	// handed to the symbolizer.
 	stacks map[int32]map[uint64]struct{}
@@ -114,29 +114,29 @@ type memprof struct {
 	every time.Duration
 }
 
-// memRing is the recorder's view of one thread's ring.
+// memRing is the recorder's view of one thread's ring. Its walker's
+// pid and tid are the thread's host ids.
 type memRing struct {
+	ringWalker
 	mem      []byte
 	data     []byte
-	pid, tid int32 // host ids
 	lost     uint64
 	untrack  uint64
 	tsc      uint64
 	sigDrop  uint64
 	callLost uint64
 	untimed  uint64
-	// stacks is the process's set of stacks handed to the symbolizer;
-	// last is the stack this thread handed or found there last, which
-	// most allocations repeat, and keep how many of its addresses are
-	// written.
+	// next is where the drain under way leaves the ring's head, once
+	// its frames are written; closed says the thread had exited by then.
+	next   uint64
+	closed bool
+	// stacks is the process's set of stacks handed to the symbolizer.
 	stacks map[uint64]struct{}
-	last   []uint64
-	keep   int
 }
 
 func (g *memRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&g.mem[off])) }
 
-func (g *memRing) closed() bool {
+func (g *memRing) isClosed() bool {
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&g.mem[ringOffClosed]))) != 0
 }
 
@@ -338,15 +338,24 @@ func (r *recorder) hostTID(pid, nspid, nstid int32) int32 {
 }
 
 // drainAll drains every ring once, dropping those whose thread exited,
-// and reports whether a ring was an eighth full or more.
+// and reports whether a ring was an eighth full or more. The frames of
+// every ring go to the capture together, in one write when they are
+// many, and only then do the rings' heads move past them.
 func (m *memprof) drainAll(r *recorder) (busy bool) {
-	keep := m.rings[:0]
+	b := &m.batch
+	b.reset()
 	for _, g := range m.rings {
 		tail := atomic.LoadUint64(g.word(ringOffTail))
 		if head := atomic.LoadUint64(g.word(ringOffHead)); (tail-head)*8 >= uint64(len(g.data)) {
 			busy = true
 		}
-		if m.drain(r, g) {
+		m.drain(r, g)
+	}
+	m.writeBatch(r)
+	keep := m.rings[:0]
+	for _, g := range m.rings {
+		atomic.StoreUint64(g.word(ringOffHead), g.next)
+		if !g.closed {
 			keep = append(keep, g)
 		} else {
 			unix.Munmap(g.mem)
@@ -359,14 +368,29 @@ func (m *memprof) drainAll(r *recorder) (busy bool) {
 	return busy
 }
 
-// drain writes a ring's new records and reports whether to keep the ring.
-func (m *memprof) drain(r *recorder, g *memRing) bool {
+// writeBatch writes the frames the rings' walks gathered.
+func (m *memprof) writeBatch(r *recorder) {
+	b := &m.batch
+	if len(b.segs) == 0 || r.writeErr != nil {
+		return
+	}
+	m.nAllocs += b.allocs
+	m.frees += b.frees
+	if err := r.w.AddAllocationFrames(b.segs, int(b.allocs+b.frees), b.last); err != nil {
+		r.writeErr = err
+	}
+}
+
+// drain walks a ring's new records into m.batch and sets g.next and
+// g.closed: the ring is dropped after this drain when its thread has
+// exited or its records are malformed.
+func (m *memprof) drain(r *recorder, g *memRing) {
 	// closed is read before tail: a closed ring's tail is final.
-	closed := g.closed()
+	g.closed = g.isClosed()
 	head := atomic.LoadUint64(g.word(ringOffHead))
 	tail := atomic.LoadUint64(g.word(ringOffTail))
-	next, err := m.dec.decode(g.data, head, tail, func(rec *memRecord) { m.write(r, g, rec) })
-	atomic.StoreUint64(g.word(ringOffHead), next)
+	next, err := g.walk(g.data, head, tail, &m.batch, ringUser{m, r, g})
+	g.next = next
 	if lost := atomic.LoadUint64(g.word(ringOffLost)); lost > g.lost {
 		m.lost += lost - g.lost
 		g.lost = lost
@@ -393,43 +417,37 @@ func (m *memprof) drain(r *recorder, g *memRing) bool {
 	}
 	if err != nil {
 		m.note(r, "dropping memprof ring of thread %d: %v", g.tid, err)
-		return false
-	}
-	return !closed
-}
-
-// write turns one record into an ALLOCATION frame.
-func (m *memprof) write(r *recorder, g *memRing, rec *memRecord) {
-	if r.writeErr != nil {
-		return
-	}
-	if rec.Call != nil {
-		m.writeCall(r, g, rec.Time, rec.Call)
-		return
-	}
-	if rec.Free {
-		m.frees++
-	} else {
-		m.nAllocs++
-		if r.sym != nil && len(rec.Addrs) > 0 {
-			if !slices.Equal(rec.Addrs, g.last) {
-				m.symbolize(r, g, rec.Addrs, rec.Time)
-			}
-			rec.Addrs = rec.Addrs[:g.keep]
-		}
-	}
-	if err := r.w.AddAllocation(rec.Time, -1, g.pid, g.tid, rec.Addr, rec.Size, rec.Addrs); err != nil {
-		r.writeErr = err
+		g.closed = true
 	}
 }
 
-// symbolize notes how much of a stack to keep (trimReturns) and hands
+// ringUser is what a drain does with the records of ring g besides
+// writing its frames.
+type ringUser struct {
+	m *memprof
+	r *recorder
+	g *memRing
+}
+
+func (u ringUser) call(time int64, c *ringCall) {
+	if u.r.writeErr == nil {
+		u.m.writeCall(u.r, u.g, time, c)
+	}
+}
+
+func (u ringUser) stack(addrs []uint64, time int64) int {
+	if u.r == nil || u.r.sym == nil {
+		return len(addrs)
+	}
+	return u.m.symbolize(u.r, u.g, addrs, time)
+}
+
+// symbolize returns how much of a stack to keep (trimReturns) and hands
 // those addresses to the symbolizer the first time the process shows
 // them, so they are named in the symbol bundle.
-func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64, t int64) {
-	g.last = append(g.last[:0], addrs...)
+func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64, t int64) int {
 	addrs = r.sym.trimReturns(int(g.pid), addrs)
-	g.keep = len(addrs)
+	keep := len(addrs)
 	h := uint64(14695981039346656037)
 	for _, a := range addrs {
 		h ^= a
@@ -443,13 +461,14 @@ func (m *memprof) symbolize(r *recorder, g *memRing, addrs []uint64, t int64) {
 		}
 	}
 	if _, ok := g.stacks[h]; ok {
-		return
+		return keep
 	}
 	g.stacks[h] = struct{}{}
 	r.sym.sampled(int(g.pid), addrs, true, t)
 	if r.opts.NoPerf {
 		m.rescan[g.pid] = true
 	}
+	return keep
 }
 
 // finishMemprof takes the last registrations and records, and notes what
