@@ -42,7 +42,7 @@ func TestRingWalkCalls(t *testing.T) {
 	v := &callVisitor{keepAll: keepAll{t: t}}
 	var b frameBatch
 	g := ringWalker{pid: 1, tid: 1}
-	next, err := g.walk(data, 0, tail, &b, v)
+	next, err := g.walk(data, 0, tail, 0, &b, v)
 	if err != nil || next != tail {
 		t.Fatalf("walk: next %d of %d, %v", next, tail, err)
 	}
@@ -56,7 +56,7 @@ func TestRingWalkCalls(t *testing.T) {
 	bad := ringData(512)
 	putCall(bad, recCallSize+8, 1, want)
 	b.reset()
-	_, err = g.walk(bad, 0, recCallSize+8, &b, v)
+	_, err = g.walk(bad, 0, recCallSize+8, 0, &b, v)
 	var re *RingError
 	if !errors.As(err, &re) || re.Off != 0 {
 		t.Errorf("call record of %d bytes: %v", recCallSize+8, err)

@@ -108,7 +108,7 @@ func TestMemprofDrainCounts(t *testing.T) {
 	set := func(lost, dropped uint64) {
 		*g.word(ringOffLost) = lost
 		*g.word(ringOffSigDrop) = dropped
-		if m.drain(nil, g); g.closed {
+		if !m.drain(nil, g) {
 			t.Fatal("open ring dropped")
 		}
 	}

@@ -98,7 +98,9 @@ type ringWalker struct {
 }
 
 // walk checks the records between positions head and tail of data, a
-// ring data area whose length is a power of two, adds the allocation
+// ring data area whose length is a power of two, or the first of them up
+// to the first record ending limit bytes or more after head (0: no
+// limit), adds the allocation
 // frames among them to b, hands call records and new stacks to v, and
 // returns the position after the last record it consumed. It rewrites
 // frames in place where they must differ from what the thread wrote:
@@ -106,7 +108,7 @@ type ringWalker struct {
 // differ (or the thread lied), a trimmed stack. A malformed record stops
 // it with a *RingError; the records before it are in b. The segments
 // in b are data's until head moves past them.
-func (w *ringWalker) walk(data []byte, head, tail uint64, b *frameBatch, v ringVisitor) (uint64, error) {
+func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, v ringVisitor) (uint64, error) {
 	size := uint64(len(data))
 	if size < recCallSize || size&(size-1) != 0 {
 		return head, &RingError{Off: head, Msg: fmt.Sprintf("data area of %d bytes is not a power of two of at least %d", size, recCallSize)}
@@ -131,7 +133,12 @@ func (w *ringWalker) walk(data []byte, head, tail uint64, b *frameBatch, v ringV
 	}
 	defer flush() // the run before the end, or before a bad record
 	wordPID := uint64(0xffff)<<16 | uint64(uint32(w.pid))<<32
-	for head < tail {
+	if limit > 0 && limit < tail-head {
+		limit += head
+	} else {
+		limit = tail
+	}
+	for head < limit {
 		off := head & mask
 		if off != end {
 			flush()

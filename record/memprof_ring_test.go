@@ -97,7 +97,7 @@ func writeFrames(t *testing.T, b *frameBatch) []*capture.Allocation {
 }
 
 // TestRingWalkWraps: over several laps of a ring, with pad records at
-// its end, every allocation and free reaches the capture as the frame it
+// its end, walked a piece at a time, every allocation and free reaches the capture as the frame it
 // was, with the host pid and tid the walker was given in place of the
 // thread's namespace ids, and the stacks it had.
 func TestRingWalkWraps(t *testing.T) {
@@ -117,9 +117,14 @@ func TestRingWalkWraps(t *testing.T) {
 				tail = putRecord(data, tail, 1, 2, int64(e), uint64(0x1000+e-1), 0, nil)
 			}
 		}
-		var err error
-		if head, err = g.walk(data, head, tail, &b, v); err != nil || head != tail {
-			t.Fatalf("lap %d: walk stopped at %d of %d: %v", lap, head, tail, err)
+		// In pieces of at least 100 bytes, as a drain walks memprofChunk
+		// at a time, ending at a record's end.
+		for head < tail {
+			next, err := g.walk(data, head, tail, 100, &b, v)
+			if err != nil || next <= head || (next < tail && next-head < 100) || next-head >= 100+recAllocSize+16+256 {
+				t.Fatalf("lap %d: walk from %d stopped at %d of %d: %v", lap, head, next, tail, err)
+			}
+			head = next
 		}
 		if b.last != int64(lap*5+4) {
 			t.Errorf("lap %d: last time %d", lap, b.last)
@@ -157,7 +162,7 @@ func TestRingWalkTrims(t *testing.T) {
 	tail = putRecord(data, tail, 7, 7, 3, 0x2000, 20, []uint64{0x401000, 0x402000, 0x10})
 	var b frameBatch
 	g := ringWalker{pid: 7, tid: 7}
-	if next, err := g.walk(data, 0, tail, &b, &keepAll{t: t, trim: 2}); err != nil || next != tail {
+	if next, err := g.walk(data, 0, tail, 0, &b, &keepAll{t: t, trim: 2}); err != nil || next != tail {
 		t.Fatalf("walk: %d of %d, %v", next, tail, err)
 	}
 	got := writeFrames(t, &b)
@@ -196,7 +201,7 @@ func TestRingWalkMatchesAddAllocation(t *testing.T) {
 	ww.Close()
 	var b frameBatch
 	g := ringWalker{pid: 3000, tid: 3001}
-	if _, err := g.walk(data, 0, tail, &b, &keepAll{t: t}); err != nil {
+	if _, err := g.walk(data, 0, tail, 0, &b, &keepAll{t: t}); err != nil {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
@@ -240,7 +245,7 @@ func TestRingWalkMalformed(t *testing.T) {
 			tc.fill(data)
 			var b frameBatch
 			g := ringWalker{pid: 1, tid: 1}
-			head, err := g.walk(data, 0, tc.tail, &b, &keepAll{t: t})
+			head, err := g.walk(data, 0, tc.tail, 0, &b, &keepAll{t: t})
 			var re *RingError
 			if !errors.As(err, &re) || head != 0 || len(b.segs) != 0 {
 				t.Fatalf("got head %d, %d runs, err %v; want a RingError at 0", head, len(b.segs), err)
@@ -252,7 +257,7 @@ func TestRingWalkMalformed(t *testing.T) {
 	tail := putRecord(data, 0, 1, 1, 1, 0x1000, 8, []uint64{0x401000})
 	var b frameBatch
 	g := ringWalker{pid: 1, tid: 1}
-	head, err := g.walk(data, 0, tail+48, &b, &keepAll{t: t})
+	head, err := g.walk(data, 0, tail+48, 0, &b, &keepAll{t: t})
 	if err == nil || head != tail || len(b.segs) != 1 || len(b.segs[0]) != int(tail) {
 		t.Errorf("head %d, runs %d, err %v; want the first record kept and an error at %d", head, len(b.segs), err, tail)
 	}
@@ -289,28 +294,28 @@ func (fuzzVisitor) call(int64, *ringCall)             {}
 
 // FuzzRingWalk feeds arbitrary ring contents and positions to the
 // walker: it must never panic, never read past tail, consume all records
-// up to tail exactly when it reports no error, and gather only frames
+// up to tail (or limit) when it reports no error, and gather only frames
 // that a capture Reader reads back as ALLOCATION frames.
 func FuzzRingWalk(f *testing.F) {
 	data := ringData(256)
 	tail := putRecord(data, 0, 1, 1, 1, 0x1000, 24, []uint64{0x401000, 0x402000})
 	tail = putRecord(data, tail, 1, 1, 2, 0x1000, 0, nil)
-	f.Add(data, uint64(0), tail)
+	f.Add(data, uint64(0), tail, uint64(0))
 	wrap := ringData(128)
 	t2 := putRecord(wrap, 48, 1, 1, 3, 0x2000, 0, nil)
 	t2 = putRecord(wrap, t2, 1, 1, 4, 0x3000, 8, []uint64{1})
-	f.Add(wrap, uint64(48), t2)
-	f.Fuzz(func(t *testing.T, raw []byte, head, tail uint64) {
+	f.Add(wrap, uint64(48), t2, uint64(8))
+	f.Fuzz(func(t *testing.T, raw []byte, head, tail, limit uint64) {
 		data := ringData(max(8, len(raw)&^7))
 		copy(data, raw)
 		var b frameBatch
 		g := ringWalker{pid: 5, tid: 6}
-		next, err := g.walk(data, head, tail, &b, fuzzVisitor{})
+		next, err := g.walk(data, head, tail, limit, &b, fuzzVisitor{})
 		if next < head || next > max(head, tail) {
 			t.Fatalf("position %d outside [%d, %d]", next, head, tail)
 		}
-		if err == nil && next != tail {
-			t.Fatalf("no error but stopped at %d of %d", next, tail)
+		if err == nil && next != tail && (limit == 0 || next-head < limit) {
+			t.Fatalf("no error but stopped at %d of %d (limit %d)", next, tail, limit)
 		}
 		if err != nil {
 			var re *RingError
