@@ -663,3 +663,34 @@ func TestMemprofInPIDNamespace(t *testing.T) {
 	}
 	sysprofReadsAllocations(t, out)
 }
+
+// TestMemprofDiskFull records a malloc-heavy program into a 2 MiB tmpfs:
+// the frames written straight from the rings (one writev a chunk) fill
+// it, and nsprof stops with a clear error and a non-zero status, leaving
+// a capture that nsprof and Sysprof's reader read cleanly to its last
+// whole frame.
+func TestMemprofDiskFull(t *testing.T) {
+	memprofLib(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testutils.RequireCI(t, "mount tmpfs: %v %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	fixture := testutils.BuildFixture(t, "memstress", "-pthread")
+	out := filepath.Join(dir, "c.syscap")
+	// 2 threads × 200,000 malloc/free pairs: about 40 MB of frames.
+	_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "--no-memory", "-o", out,
+		"--", fixture, "2", "200000", "100")
+	if status == 0 {
+		t.Fatalf("exit 0 on a full disk; stderr:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("stderr does not say why:\n%s", stderr)
+	}
+	if frames := readClean(t, out); len(frames) == 0 {
+		t.Fatal("nothing readable in the capture")
+	}
+	if _, end := testutils.SysprofReadAll(t, out); !strings.HasSuffix(end, "ok=1") {
+		t.Errorf("libsysprof-capture: %s", end)
+	}
+}
