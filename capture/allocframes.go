@@ -56,6 +56,7 @@ func (w *Writer) writeDirect(segs [][]byte, total int) error {
 	chunks := make([][]byte, 0, len(segs)+1)
 	chunks = append(append(chunks, w.buf), segs...)
 	base := w.written
+	w.preallocate(len(w.buf) + total)
 	n, err := unix.WritevFileRaw(w.rawFD, chunks)
 	w.written += int64(n)
 	if err == nil && n < len(w.buf)+total {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -178,5 +179,51 @@ func TestLastBoundaryChunks(t *testing.T) {
 		if got := w.lastBoundary(1000, chunks, n); got != 1000+int64(want) {
 			t.Fatalf("%d bytes written: boundary %d, want %d", n, got-1000, want)
 		}
+	}
+}
+
+// TestPreallocationFreed: a Writer on a regular file reserves blocks
+// ahead of its writes, and Close frees those beyond the capture's end,
+// leaving the file as long as what was written.
+func TestPreallocationFreed(t *testing.T) {
+	path := t.TempDir() + "/c.syscap"
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := NewWriterWithOptions(f, WriterOptions{StartTime: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddAllocationFrames(nativeFrames(t, testAllocs(20000), 300_000), 20000, 20999); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	blocks := func() int64 {
+		var s syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Blocks * 512
+	}
+	if w.noPrealloc {
+		t.Skipf("the file system of %s refuses fallocate", path)
+	}
+	if b := blocks(); b < st.Size()+preallocMin {
+		t.Errorf("%d bytes written, %d allocated: nothing reserved ahead", st.Size(), b)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := f.Stat()
+	if after.Size() != w.BytesWritten() || after.Size() != st.Size() {
+		t.Errorf("file of %d bytes after Close, %d before, %d written", after.Size(), st.Size(), w.BytesWritten())
+	}
+	if b := blocks(); b >= after.Size()+preallocMin {
+		t.Errorf("%d bytes allocated to a file of %d after Close", b, after.Size())
 	}
 }

@@ -68,6 +68,10 @@ type Writer struct {
 	// rawFD is dst's descriptor when dst is a regular *os.File, written
 	// with unix.WriteFileRaw; -1 otherwise.
 	rawFD int
+	// prealloc is the file offset up to which blocks are reserved
+	// (see preallocate); noPrealloc is set once the file system refused.
+	prealloc   int64
+	noPrealloc bool
 
 	// mark caches what writeMark encoded last: the group and name
 	// fields, and a message known to hold no NUL.
@@ -299,6 +303,7 @@ func (w *Writer) flushBuffer() error {
 	base := w.written
 	var n int
 	var err error
+	w.preallocate(len(w.buf))
 	if w.rawFD >= 0 {
 		n, err = unix.WriteFileRaw(w.rawFD, w.buf)
 	} else {
@@ -362,13 +367,16 @@ func (w *Writer) Flush() error {
 	return err
 }
 
-// Close flushes the capture and closes the file if the Writer created it.
-// It is idempotent.
+// Close flushes the capture, frees the blocks reserved beyond its end,
+// and closes the file if the Writer created it. It is idempotent.
 func (w *Writer) Close() error {
 	if w.closed {
 		return nil
 	}
 	err := w.Flush()
+	if perr := w.freePrealloc(); err == nil {
+		err = perr
+	}
 	w.closed, w.fast = true, false
 	if w.closer != nil {
 		if cerr := w.closer.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
@@ -376,6 +384,56 @@ func (w *Writer) Close() error {
 		}
 	}
 	return err
+}
+
+// Preallocation bounds: blocks are reserved ahead of the writes by as
+// many bytes as are written already, within these.
+const (
+	preallocMin = 1 << 20
+	preallocMax = 64 << 20
+)
+
+// preallocate reserves the file's blocks for the next n bytes, and as
+// many again as are written already (1 to 64 MiB), before they are
+// written: with its blocks reserved, a write to ext4 no longer reserves
+// and maps them page by page (delayed allocation). Writing 896 MB in
+// 256 KiB writes to ext4 took 0.26 s of system time instead of 0.36 s
+// (medians of 5, loaded machine; tmpfs: no change). Only for a regular
+// file written from its start; a file system that refuses is not asked
+// again, and a full one leaves the writes to fail.
+func (w *Writer) preallocate(n int) {
+	if w.rawFD < 0 || w.patch == nil || w.noPrealloc {
+		return
+	}
+	end := w.written + int64(n)
+	if end <= w.prealloc {
+		return
+	}
+	from := max(w.prealloc, w.written)
+	to := end + min(max(w.written, preallocMin), preallocMax)
+	if err := unix.Preallocate(w.rawFD, from, to-from); err != nil {
+		w.noPrealloc = true
+		return
+	}
+	w.prealloc = to
+}
+
+// freePrealloc frees the blocks preallocate reserved beyond the file's
+// end: a truncation to its own size.
+func (w *Writer) freePrealloc() error {
+	f, ok := w.dst.(*os.File)
+	if !ok || w.prealloc == 0 {
+		return nil
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < w.prealloc {
+		err = unix.Ftruncate(w.rawFD, st.Size())
+	}
+	w.prealloc = 0
+	if err != nil {
+		return fmt.Errorf("free the blocks reserved beyond the capture's end: %w", err)
+	}
+	return nil
 }
 
 // lastBoundary returns the file offset of the end of the last whole frame

@@ -82,3 +82,16 @@ func WritevFileRaw(fd int, bufs [][]byte) (int, error) {
 	}
 	return total, nil
 }
+
+// Preallocate reserves the blocks of bytes [off, off+n) of the regular
+// file fd (fallocate(2) with FALLOC_FL_KEEP_SIZE): the file's size does
+// not change, and later writes there find their blocks allocated. A
+// truncation to the file's size frees what was not written.
+func Preallocate(fd int, off, n int64) error {
+	for {
+		err := unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, off, n)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

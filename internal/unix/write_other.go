@@ -30,3 +30,6 @@ func WritevFileRaw(fd int, bufs [][]byte) (int, error) {
 	}
 	return total, nil
 }
+
+// Preallocate is not supported off Linux.
+func Preallocate(fd int, off, n int64) error { return errNonLinux("fallocate") }
