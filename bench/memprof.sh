@@ -14,7 +14,14 @@
 #
 #   bench/memprof.sh
 #
-# Environment: THREADS (8), COUNT (1000000), RUNS (3), BENCH_DIR (/dev/shm).
+# Environment: THREADS (8), COUNT (1000000), RUNS (3), BENCH_DIR (/dev/shm;
+# /var/tmp puts the captures on disk, as a user would), NSPROF_OLD
+# (another nsprof build, with its own libnsprof-memprof.so next to it,
+# run as nsprof-old in the same rotation: before and after a change),
+# TOOLS (the tools to run besides the baseline, e.g. "nsprof-fp
+# nsprof-old heaptrack"; default all), STARTUP (0: skip the /bin/true
+# start-up measurement). Each nsprof capture is deleted after its run,
+# untimed, so that no run pays for dropping the previous one's pages.
 # Needs root, gcc, heaptrack and sysprof (scripts/install-deps.sh). Sysprof
 # 3.46 opens everything through sysprofd on the system D-Bus: without a
 # running system bus the script starts one (and stops it at the end).
@@ -60,6 +67,12 @@ have_heaptrack=
 size_ht=
 command -v heaptrack >/dev/null && have_heaptrack=1
 
+# want NAME: whether TOOLS selects tool NAME.
+want() { [ -z "${TOOLS:-}" ] || [[ " $TOOLS " == *" $1 "* ]]; }
+old=${NSPROF_OLD:-}
+[ -z "$old" ] || [ -x "$old" ] || { echo "NSPROF_OLD=$old is not an executable"; exit 1; }
+size_old=
+
 now() { date +%s.%N; }
 # timed NAME CMD...: runs CMD, appends its wall seconds to $tmp/NAME and
 # its CPU seconds (user + system, its children included: heaptrack's
@@ -84,21 +97,38 @@ echo "workload: $threads threads × $count malloc(100)/free ($events events), $r
 echo "$(uname -r), $(nproc) CPUs, $(gcc --version | head -1)"
 for i in $(seq "$runs"); do
 	timed baseline "${work[@]}"
-	timed nsprof-fp "$nsprof" record --memprof $quiet -o "$tmp/fp.syscap" -- "${work[@]}"
-	size_fp=$(stat -c %s "$tmp/fp.syscap")
-	kept_fp=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-fp.err" | awk '{ print $1 + $4 }')
-	timed nsprof-backtrace "$nsprof" record --memprof -e NSPROF_MEMPROF_UNWIND=backtrace $quiet -o "$tmp/bt.syscap" -- "${work[@]}"
-	timed nsprof-sample2k "$nsprof" record --memprof --memprof-sample 2048 $quiet -o "$tmp/s2.syscap" -- "${work[@]}"
-	kept_s2=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-sample2k.err" | awk '{ print $1 + $4 }')
-	timed nsprof-sample512k "$nsprof" record --memprof --memprof-sample 524288 $quiet -o "$tmp/s.syscap" -- "${work[@]}"
-	kept_s512=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-sample512k.err" | awk '{ print $1 + $4 }')
-	timed nsprof-perf+memprof "$nsprof" record --memprof --no-cpu --no-disk --no-network --no-memory -f -o "$tmp/pm.syscap" -- "${work[@]}"
-	if [ -n "$have_heaptrack" ]; then
+	if want nsprof-fp; then
+		timed nsprof-fp "$nsprof" record --memprof $quiet -o "$tmp/fp.syscap" -- "${work[@]}"
+		size_fp=$(stat -c %s "$tmp/fp.syscap")
+		kept_fp=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-fp.err" | awk '{ print $1 + $4 }')
+		rm -f "$tmp/fp.syscap"
+	fi
+	if [ -n "$old" ] && want nsprof-old; then
+		timed nsprof-old "$old" record --memprof $quiet -o "$tmp/old.syscap" -- "${work[@]}"
+		size_old=$(stat -c %s "$tmp/old.syscap")
+		kept_old=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-old.err" | awk '{ print $1 + $4 }')
+		rm -f "$tmp/old.syscap"
+	fi
+	if want nsprof-backtrace; then
+		timed nsprof-backtrace "$nsprof" record --memprof -e NSPROF_MEMPROF_UNWIND=backtrace $quiet -o "$tmp/bt.syscap" -- "${work[@]}"
+	fi
+	if want nsprof-sample2k; then
+		timed nsprof-sample2k "$nsprof" record --memprof --memprof-sample 2048 $quiet -o "$tmp/s2.syscap" -- "${work[@]}"
+		kept_s2=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-sample2k.err" | awk '{ print $1 + $4 }')
+	fi
+	if want nsprof-sample512k; then
+		timed nsprof-sample512k "$nsprof" record --memprof --memprof-sample 524288 $quiet -o "$tmp/s.syscap" -- "${work[@]}"
+		kept_s512=$(grep -o '[0-9]* allocations and [0-9]* frees' "$tmp/nsprof-sample512k.err" | awk '{ print $1 + $4 }')
+	fi
+	if want nsprof-perf+memprof; then
+		timed nsprof-perf+memprof "$nsprof" record --memprof --no-cpu --no-disk --no-network --no-memory -f -o "$tmp/pm.syscap" -- "${work[@]}"
+	fi
+	if [ -n "$have_heaptrack" ] && want heaptrack; then
 		timed heaptrack heaptrack -o "$tmp/ht" "${work[@]}"
 		size_ht=$(find "$tmp" -maxdepth 1 -name 'ht*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 		rm -f "$tmp"/ht*.zst "$tmp"/ht*.gz
 	fi
-	if [ -n "$have_sysprof" ]; then
+	if [ -n "$have_sysprof" ] && want sysprof; then
 		timed sysprof timeout 300 sysprof-cli --force --memprof --no-perf --no-decode --no-cpu --no-disk --no-network --no-memory --no-battery "$tmp/sp.syscap" -- "${work[@]}"
 		kept_sp=$("$nsprof" dump --summary "$tmp/sp.syscap" | awk '$1 == "ALLOCATION" { print $2 }')
 	fi
@@ -106,9 +136,9 @@ done
 
 b=$(median baseline)
 ht=
-[ -n "$have_heaptrack" ] && ht=$(median heaptrack)
+[ -f "$tmp/heaptrack" ] && ht=$(median heaptrack)
 printf '\n%-22s %10s %10s %12s %10s %14s\n' tool "median s" slowdown "vs heaptrack" "CPU s" "events kept"
-for name in baseline nsprof-fp nsprof-backtrace nsprof-sample2k nsprof-sample512k nsprof-perf+memprof heaptrack sysprof; do
+for name in baseline nsprof-fp nsprof-old nsprof-backtrace nsprof-sample2k nsprof-sample512k nsprof-perf+memprof heaptrack sysprof; do
 	[ -f "$tmp/$name" ] || continue
 	m=$(median "$name")
 	slow=$(echo "$m / $b" | bc -l)
@@ -119,6 +149,7 @@ for name in baseline nsprof-fp nsprof-backtrace nsprof-sample2k nsprof-sample512
 	kept=-
 	case $name in
 	nsprof-fp) kept="$kept_fp/$events" ;;
+	nsprof-old) kept="$kept_old/$events" ;;
 	nsprof-sample2k) kept="$kept_s2/$events" ;;
 	nsprof-sample512k) kept="$kept_s512/$events" ;;
 	heaptrack) kept="all" ;;
@@ -126,7 +157,8 @@ for name in baseline nsprof-fp nsprof-backtrace nsprof-sample2k nsprof-sample512
 	esac
 	printf '%-22s %10s %9.2fx %12s %10s %14s\n' "$name" "$m" "$slow" "$vs" "$(median "$name.cpu")" "$kept"
 done
-echo "file sizes of the last run: nsprof-fp capture $size_fp bytes, heaptrack ${size_ht:--} bytes"
+echo "file sizes of the last run: nsprof-fp capture ${size_fp:--} bytes, nsprof-old ${size_old:--} bytes, heaptrack ${size_ht:--} bytes"
+[ "${STARTUP:-1}" = 0 ] && exit 0
 
 echo
 echo "start-up: /bin/true recorded 10 times with and without --memprof (same recorder settings)"

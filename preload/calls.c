@@ -223,9 +223,11 @@ static NOINLINE void calls_flush(struct cstate *c)
 		struct memprof_call_record *r = (struct memprof_call_record *)reserve(t, sizeof *r, &pos, 1);
 		if (r) {
 			r->len = sizeof *r;
-			r->kind = MEMPROF_REC_CALL;
-			r->n_addrs = 0;
+			r->cpu = -1;
+			r->pid = t->ring->pid;
 			r->time = time;
+			r->type = MEMPROF_REC_CALL;
+			memset(r->pad0, 0, sizeof r->pad0);
 			r->fn = a->fn;
 			r->site = a->site;
 			r->count = a->count;

@@ -614,27 +614,37 @@ static struct memprof_record *reserve(struct tstate *t, uint32_t max, uint64_t *
 	if (off + max > t->mask + 1)
 		pad = t->mask + 1 - off;
 	if (pad) {
-		struct memprof_record *p = (struct memprof_record *)(t->data + off);
-		p->len = (uint32_t)pad;
-		p->kind = MEMPROF_REC_PAD;
-		p->n_addrs = 0;
+		/* Less than a record: it fits a u16, and may be 8 bytes. */
+		*(uint16_t *)(t->data + off) = (uint16_t)(pad | MEMPROF_PAD_BIT);
 		off = 0;
 	}
 	*pos = tail + pad;
 	return (struct memprof_record *)(t->data + off);
 }
 
-/* commit fills in r's header and makes it, and any padding before it,
- * visible to the recorder. */
-static inline void commit(struct tstate *t, uint64_t pos, struct memprof_record *r, int kind, const void *addr, int64_t size, int64_t time, int n)
+/* fill_record lays out an allocation (a free when size is 0 and n 0)
+ * as the ALLOCATION frame the recorder writes as it is (memprof.h),
+ * every byte of its fixed part, padding included, and returns its
+ * length. Word by word: the frame's halves are 8-byte fields or pack
+ * into them. */
+static inline uint32_t fill_record(struct memprof_record *r, int32_t pid, int32_t tid, const void *addr, int64_t size, int64_t time, int n)
 {
 	uint32_t len = (uint32_t)(sizeof *r + 8 * (size_t)n);
-	r->len = len;
-	r->kind = (uint16_t)kind;
-	r->n_addrs = (uint16_t)n;
-	r->time = time;
-	r->addr = (uint64_t)(uintptr_t)addr;
-	r->size = size;
+	uint64_t *q = (uint64_t *)r;
+	q[0] = (uint64_t)len | (uint64_t)0xffff << 16 | (uint64_t)(uint32_t)pid << 32;
+	q[1] = (uint64_t)time;
+	q[2] = MEMPROF_REC_ALLOC;
+	q[3] = (uint64_t)(uintptr_t)addr;
+	q[4] = (uint64_t)size;
+	q[5] = (uint64_t)(uint32_t)tid | (uint64_t)(uint16_t)n << 32;
+	return len;
+}
+
+/* commit fills in r's header and makes it, and any padding before it,
+ * visible to the recorder. */
+static inline void commit(struct tstate *t, uint64_t pos, struct memprof_record *r, const void *addr, int64_t size, int64_t time, int n)
+{
+	uint32_t len = fill_record(r, t->ring->pid, t->ring->tid, addr, size, time, n);
 	t->ring->tsc_times = t->clock.extrapolated; /* on tail's cache line */
 	__atomic_store_n(&t->ring->tail, pos + len, __ATOMIC_RELEASE);
 }
@@ -777,8 +787,9 @@ static NOINLINE void flush_pending(struct tstate *t)
 	} while (t->pend_r != __atomic_load_n(&t->pend_w, __ATOMIC_RELAXED));
 }
 
-/* pend_event keeps a handler's event aside, or counts it as dropped. */
-static NOINLINE void pend_event(struct tstate *t, uintptr_t fp, int kind, const void *addr, int64_t size, int64_t time)
+/* pend_event keeps a handler's event aside, or counts it as dropped:
+ * an allocation when alloc is set, else a free. */
+static NOINLINE void pend_event(struct tstate *t, uintptr_t fp, int alloc, const void *addr, int64_t size, int64_t time)
 {
 	uint64_t w = t->pend_w;
 	if (t->pend_busy || w - __atomic_load_n(&t->pend_r, __ATOMIC_RELAXED) >= PEND_SLOTS) {
@@ -790,13 +801,8 @@ static NOINLINE void pend_event(struct tstate *t, uintptr_t fp, int kind, const 
 	struct pend_rec *e = &t->pend[w % PEND_SLOTS];
 	/* The frame-pointer walk only: the interrupted code may be inside
 	 * the unwinder that backtrace() uses. */
-	int n = kind == MEMPROF_REC_ALLOC ? fp_walk(fp, t->stack_hi, e->addrs, MEMPROF_MAX_DEPTH) : 0;
-	e->r.len = (uint32_t)(sizeof e->r + 8 * (size_t)n);
-	e->r.kind = (uint16_t)kind;
-	e->r.n_addrs = (uint16_t)n;
-	e->r.time = time;
-	e->r.addr = (uint64_t)(uintptr_t)addr;
-	e->r.size = size;
+	int n = alloc ? fp_walk(fp, t->stack_hi, e->addrs, MEMPROF_MAX_DEPTH) : 0;
+	fill_record(&e->r, t->ring->pid, t->ring->tid, addr, size, time, n);
 	SIGNAL_FENCE();
 	__atomic_store_n(&t->pend_w, w + 1, __ATOMIC_RELAXED);
 	SIGNAL_FENCE();
@@ -819,7 +825,7 @@ static inline __attribute__((always_inline)) void alloc_event(struct tstate *t, 
 		__atomic_fetch_add(&t->ring->sampled_untracked, 1, __ATOMIC_RELAXED);
 	}
 	if (UNLIKELY(nested)) {
-		pend_event(t, fp, MEMPROF_REC_ALLOC, p, weight, now_ns());
+		pend_event(t, fp, 1, p, weight, now_ns());
 		return;
 	}
 	int64_t time = event_time(&t->clock);
@@ -829,7 +835,7 @@ static inline __attribute__((always_inline)) void alloc_event(struct tstate *t, 
 	if (!r)
 		return;
 	int n = capture(t, fp, (uint64_t *)(r + 1));
-	commit(t, pos, r, MEMPROF_REC_ALLOC, p, weight, time, n);
+	commit(t, pos, r, p, weight, time, n);
 }
 
 static NOINLINE void on_alloc(struct tstate *t, uintptr_t fp, void *p, size_t size)
@@ -856,13 +862,13 @@ static inline int tracked(void *p)
 static inline void free_event(struct tstate *t, uintptr_t fp, void *p, int64_t time, int nested)
 {
 	if (UNLIKELY(nested)) {
-		pend_event(t, fp, MEMPROF_REC_FREE, p, 0, time);
+		pend_event(t, fp, 0, p, 0, time);
 		return;
 	}
 	uint64_t pos;
 	struct memprof_record *r = reserve(t, sizeof *r, &pos, 1);
 	if (r)
-		commit(t, pos, r, MEMPROF_REC_FREE, p, 0, time, 0);
+		commit(t, pos, r, p, 0, time, 0);
 }
 
 static inline int active(struct tstate *t)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define MEMPROF_MAGIC 0x6d70736eu /* "nspm" */
-#define MEMPROF_VERSION 3u
+#define MEMPROF_VERSION 4u
 #define MEMPROF_HEADER_SIZE 4096u
 #define MEMPROF_MAX_DEPTH 64
 
@@ -38,36 +38,57 @@ struct memprof_ring_header {
 	uint64_t calls_untimed; /* calls counted without their time (shadow stack too deep) */
 };
 
-/* Record kinds. */
-#define MEMPROF_REC_ALLOC 1
-#define MEMPROF_REC_FREE 2
-#define MEMPROF_REC_PAD 3
-#define MEMPROF_REC_CALL 4 /* a struct memprof_call_record */
+/*
+ * Records. Every record starts as a Sysprof capture frame does (the
+ * 24-byte SysprofCaptureFrame: u16 len, i16 cpu, i32 pid, i64 time, u8
+ * type, 7 bytes zero), so that runs of allocation records are written
+ * to the capture as they lie in the ring. A pad record, filling the end
+ * of the data area, is the exception: its first u16 is its length with
+ * bit 0 set (frame lengths are multiples of 8), and nothing else of it
+ * is read; it may be 8 bytes long.
+ */
+#define MEMPROF_REC_ALLOC 14   /* Sysprof's ALLOCATION frame type */
+#define MEMPROF_REC_CALL 0x80  /* a struct memprof_call_record; no Sysprof type */
+#define MEMPROF_PAD_BIT 1u     /* in len: a pad record */
 
-/* A record: this header, then n_addrs return addresses, innermost first. */
+/*
+ * An allocation or a free: byte for byte a Sysprof ALLOCATION frame
+ * (SysprofCaptureAllocation), then n_addrs return addresses, innermost
+ * first. A free has size 0 and no address, as Sysprof's memprof writes.
+ * cpu is -1; pid and tid are as the writer sees them, and the recorder
+ * rewrites them in place when the host's ids differ (a PID namespace).
+ */
 struct memprof_record {
-	uint32_t len; /* whole record, a multiple of 8 */
-	uint16_t kind;
-	uint16_t n_addrs;
+	uint16_t len; /* whole record, a multiple of 8 */
+	int16_t cpu;
+	int32_t pid;
 	int64_t time; /* CLOCK_MONOTONIC ns */
+	uint8_t type; /* MEMPROF_REC_ALLOC */
+	uint8_t pad0[7];
 	uint64_t addr;
-	int64_t size; /* bytes; in sampling mode the unbiased weight */
+	int64_t size; /* bytes; in sampling mode the unbiased weight; 0: a free */
+	int32_t tid;
+	uint16_t n_addrs;
+	uint16_t pad1;
 };
 
 /* The calls of one arc (call site -> function) a thread made since its
- * last such record (preload/calls.c): n_addrs is 0, len 64. */
+ * last such record (preload/calls.c): type MEMPROF_REC_CALL, len 64. The
+ * recorder keeps them for its calls file; they never reach the capture
+ * as frames. */
 struct memprof_call_record {
-	uint32_t len;
-	uint16_t kind;
-	uint16_t n_addrs;
+	uint16_t len;
+	int16_t cpu;
+	int32_t pid;
 	int64_t time; /* CLOCK_MONOTONIC ns of the write */
+	uint8_t type;
+	uint8_t pad0[7];
 	uint64_t fn;   /* the function's entry (-finstrument-functions), or
 			  the return address of its mcount call (-pg) */
 	uint64_t site; /* the return address into the caller */
 	uint64_t count;
 	uint64_t ns;      /* total time of those calls; 0 when untimed (-pg) */
 	uint64_t self_ns; /* the part not spent in instrumented callees */
-	uint64_t pad;
 };
 
 /* Registration message sent with the ring's memfd (SCM_RIGHTS). */

@@ -3,14 +3,17 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
+
+	"nsprof/capture"
 )
 
 // The memprof ring layout, as preload/memprof.h defines it. Everything is
 // in the machine's byte order: writer and reader share the memory.
 const (
 	ringMagic      = 0x6d70736e // "nspm"
-	ringVersion    = 3
+	ringVersion    = 4
 	ringHeaderSize = 4096
 
 	ringOffSize      = 8
@@ -26,31 +29,18 @@ const (
 	ringOffCallsLost = 168
 	ringOffUntimed   = 176
 
-	recHeaderSize = 32
-	recAlloc      = 1
-	recFree       = 2
-	recPad        = 3
-	recCall       = 4
-	recCallSize   = 64
+	// recAlloc records are ALLOCATION frames, recAllocSize bytes before
+	// their addresses; recCall records are not frames. A pad record's
+	// first u16 is its length with recPadBit set.
+	recAlloc     = uint8(capture.TypeAllocation)
+	recAllocSize = 48
+	recCall      = 0x80
+	recCallSize  = 64
+	recPadBit    = 1
+	recMinSize   = capture.FrameHeaderSize
 
 	helloSize = 32
 )
-
-// memRecord is one decoded ring record: an allocation of Size bytes at
-// Addr (in sampling mode Size is the block's unbiased weight), a free
-// of Addr (Size 0, no stack), or the calls of an arc (Call).
-type memRecord struct {
-	Free bool
-	// Call, when set, is the calls of one arc (preload/calls.c); the
-	// other fields but Time are then unset.
-	Call *ringCall
-	Time int64
-	Addr uint64
-	Size int64
-	// Addrs are return addresses, innermost first; the slice is reused
-	// by the next record.
-	Addrs []uint64
-}
 
 // ringCall is a MEMPROF_REC_CALL record: Count calls of the function at
 // Fn from the call site Site, taking Ns nanoseconds of which SelfNs
@@ -71,20 +61,60 @@ func (e *RingError) Error() string {
 	return fmt.Sprintf("memprof ring: %s at position %d", e.Msg, e.Off)
 }
 
-// ringDecoder decodes records from a ring's data area.
-type ringDecoder struct {
-	addrs []uint64
+// frameBatch gathers the allocation frames of a drain: runs of ring
+// bytes that are whole ALLOCATION frames, written to the capture as they
+// are.
+type frameBatch struct {
+	segs          [][]byte
+	allocs, frees uint64
+	last          int64 // the latest frame time
 }
 
-// decode calls fn for every record between positions head and tail of
-// data, a ring data area whose length is a power of two, and returns the
-// position after the last record it consumed. A malformed record stops it
-// with a *RingError; the records before it were delivered. fn must not
-// keep rec.Addrs.
-func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRecord)) (uint64, error) {
+func (b *frameBatch) reset() {
+	clear(b.segs)
+	b.segs = b.segs[:0]
+	b.allocs, b.frees, b.last = 0, 0, 0
+}
+
+// ringVisitor receives what a walk finds besides the frames themselves.
+type ringVisitor interface {
+	// stack is given an allocation's addresses, innermost first, when
+	// they differ from the previous allocation's in the ring, and
+	// returns how many of them to keep (1 to len(addrs)).
+	stack(addrs []uint64, time int64) int
+	// call is given a call record.
+	call(time int64, c *ringCall)
+}
+
+// ringWalker walks the records of one thread's ring.
+type ringWalker struct {
+	// pid and tid are the host ids every frame of the ring must carry.
+	pid, tid int32
+	// last is the stack of the previous allocation (before trimming),
+	// which most allocations repeat, and keep how many of its
+	// addresses are written.
+	last []uint64
+	keep int
+}
+
+// walk checks the records between positions head and tail of data, a
+// ring data area whose length is a power of two, or the first of them up
+// to the first record ending limit bytes or more after head (0: no
+// limit), adds the allocation
+// frames among them to b, hands call records and new stacks to v, and
+// returns the position after the last record it consumed. It rewrites
+// frames in place where they must differ from what the thread wrote:
+// cpu -1 and the host pid and tid where the thread's namespace ids
+// differ (or the thread lied), a trimmed stack. A malformed record stops
+// it with a *RingError; the records before it are in b. The segments
+// in b are data's until head moves past them.
+func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, v ringVisitor) (uint64, error) {
 	size := uint64(len(data))
-	if size < recHeaderSize || size&(size-1) != 0 {
-		return head, &RingError{Off: head, Msg: fmt.Sprintf("data area of %d bytes is not a power of two of at least %d", size, recHeaderSize)}
+	if size < recCallSize || size&(size-1) != 0 {
+		return head, &RingError{Off: head, Msg: fmt.Sprintf("data area of %d bytes is not a power of two of at least %d", size, recCallSize)}
+	}
+	if uintptr(unsafe.Pointer(&data[0]))%8 != 0 {
+		return head, &RingError{Off: head, Msg: "data area not 8-aligned"}
 	}
 	if tail < head || tail-head > size {
 		return head, &RingError{Off: head, Msg: fmt.Sprintf("tail %d out of range", tail)}
@@ -92,83 +122,92 @@ func (d *ringDecoder) decode(data []byte, head, tail uint64, fn func(rec *memRec
 	if head%8 != 0 || tail%8 != 0 {
 		return head, &RingError{Off: head, Msg: "position not 8-aligned"}
 	}
+	ne := binary.NativeEndian
 	mask := size - 1
-	var rec memRecord
-	var call ringCall
-	for head < tail {
+	// The run of frames being gathered: data[run:end].
+	run, end := head&mask, head&mask
+	flush := func() {
+		if end > run {
+			b.segs = append(b.segs, data[run:end])
+		}
+	}
+	defer flush() // the run before the end, or before a bad record
+	wordPID := uint64(0xffff)<<16 | uint64(uint32(w.pid))<<32
+	if limit > 0 && limit < tail-head {
+		limit += head
+	} else {
+		limit = tail
+	}
+	for head < limit {
 		off := head & mask
-		ln := uint64(binary.NativeEndian.Uint32(data[off:]))
-		kind := binary.NativeEndian.Uint16(data[off+4:])
-		if ln < 8 || ln%8 != 0 || ln > tail-head || off+ln > size {
+		if off != end {
+			flush()
+			run, end = off, off
+		}
+		ln := uint64(ne.Uint16(data[off:]))
+		if ln&recPadBit != 0 {
+			ln &^= recPadBit
+			if ln == 0 || ln%8 != 0 || ln > tail-head || off+ln != size {
+				return head, &RingError{Off: head, Msg: fmt.Sprintf("pad record of %d bytes at offset %d of %d", ln, off, size)}
+			}
+			head += ln
+			continue
+		}
+		if ln < recMinSize || ln%8 != 0 || ln > tail-head || off+ln > size {
 			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d invalid", ln)}
 		}
-		if kind == recPad {
-			head += ln
-			continue
-		}
-		if ln < recHeaderSize {
-			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d shorter than its header", ln)}
-		}
-		if kind == recCall {
-			if ln != recCallSize || binary.NativeEndian.Uint16(data[off+6:]) != 0 {
+		rec := data[off : off+ln]
+		time := int64(ne.Uint64(rec[8:]))
+		switch kind := ne.Uint64(rec[16:]); kind {
+		case recCall:
+			if ln != recCallSize {
 				return head, &RingError{Off: head, Msg: fmt.Sprintf("call record of %d bytes", ln)}
 			}
-			b := data[off : off+ln]
-			call = ringCall{
-				Fn: binary.NativeEndian.Uint64(b[16:]), Site: binary.NativeEndian.Uint64(b[24:]),
-				Count: binary.NativeEndian.Uint64(b[32:]), Ns: binary.NativeEndian.Uint64(b[40:]), SelfNs: binary.NativeEndian.Uint64(b[48:]),
-			}
-			fn(&memRecord{Time: int64(binary.NativeEndian.Uint64(b[8:])), Call: &call})
+			c := ringCall{Fn: ne.Uint64(rec[24:]), Site: ne.Uint64(rec[32:]), Count: ne.Uint64(rec[40:]), Ns: ne.Uint64(rec[48:]), SelfNs: ne.Uint64(rec[56:])}
+			v.call(time, &c)
 			head += ln
 			continue
-		}
-		n := uint64(binary.NativeEndian.Uint16(data[off+6:]))
-		if ln != recHeaderSize+8*n {
-			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d does not hold %d addresses", ln, n)}
-		}
-		switch kind {
-		case recAlloc:
-			rec.Free = false
-		case recFree:
-			if n != 0 {
-				return head, &RingError{Off: head, Msg: fmt.Sprintf("free record with %d addresses", n)}
-			}
-			rec.Free = true
+		case uint64(recAlloc):
 		default:
-			return head, &RingError{Off: head, Msg: fmt.Sprintf("unknown record kind %d", kind)}
+			return head, &RingError{Off: head, Msg: fmt.Sprintf("record of type %#x (its padding included)", kind)}
 		}
-		b := data[off : off+ln]
-		rec.Time = int64(binary.NativeEndian.Uint64(b[8:]))
-		rec.Addr = binary.NativeEndian.Uint64(b[16:])
-		rec.Size = int64(binary.NativeEndian.Uint64(b[24:]))
-		if rec.Free {
-			rec.Size = 0
+		if ln < recAllocSize {
+			return head, &RingError{Off: head, Msg: fmt.Sprintf("allocation record of %d bytes", ln)}
 		}
-		rec.Addrs = d.stack(b[recHeaderSize:], n)
-		fn(&rec)
-		head += ln
+		na := ne.Uint32(rec[44:]) // the address count, and 16 bits of zero padding
+		if ln != recAllocSize+8*uint64(na) {
+			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d does not hold %d addresses", ln, na)}
+		}
+		n := uint64(na)
+		if n > 0 {
+			addrs := unsafe.Slice((*uint64)(unsafe.Pointer(&rec[recAllocSize])), n)
+			if !slices.Equal(addrs, w.last) {
+				w.last = append(w.last[:0], addrs...)
+				w.keep = v.stack(addrs, time)
+			}
+			if k := uint64(w.keep); k < n {
+				// Trimmed: the frame shrinks and the run ends with it.
+				n = k
+				ne.PutUint16(rec[44:], uint16(n))
+				ln = recAllocSize + 8*n
+			}
+			b.allocs++
+		} else if int64(ne.Uint64(rec[32:])) <= 0 {
+			b.frees++ // no stack, no size: a free, as analyze reads it
+		} else {
+			b.allocs++
+		}
+		if want := uint64(ln) | wordPID; ne.Uint64(rec) != want {
+			ne.PutUint64(rec, want)
+		}
+		if int32(ne.Uint32(rec[40:])) != w.tid {
+			ne.PutUint32(rec[40:], uint32(w.tid))
+		}
+		b.last = max(b.last, time)
+		end = off + ln
+		head += uint64(len(rec))
 	}
 	return head, nil
-}
-
-// stack returns the n addresses at the start of b. They are read in
-// place, the ring being in the machine's byte order, when b is 8-aligned
-// (always, for rings mapped at page boundaries): copying them showed as a
-// tenth of the recorder's time under a malloc-heavy program. The writer
-// cannot change them meanwhile: the records between head and tail are
-// the reader's until head moves past them.
-func (d *ringDecoder) stack(b []byte, n uint64) []uint64 {
-	if n == 0 {
-		return nil
-	}
-	if uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
-		return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n)
-	}
-	d.addrs = d.addrs[:0]
-	for i := uint64(0); i < n; i++ {
-		d.addrs = append(d.addrs, binary.NativeEndian.Uint64(b[8*i:]))
-	}
-	return d.addrs
 }
 
 // hello is the registration message sent with a ring's memfd.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -591,5 +592,105 @@ func TestMemprofAllocAPIs(t *testing.T) {
 	dump, _, _ := nsprof(t, nil, "dump", "-t", "ALLOCATION", out)
 	if n := strings.Count(dump, " size=0 "); n != 17 {
 		t.Errorf("dump shows %d allocations of size 0, want 17", n)
+	}
+}
+
+// TestMemprofInPIDNamespace records the fixture run as pid 1 of its own
+// PID namespace: the preload lays its events out as ALLOCATION frames
+// with the ids it sees, and the recorder must give every frame the
+// host's pid (a recorded process's, not 1), and the main threads of
+// unshare, the program and its fork child their host tid, their pid. (Worker
+// threads that exit before the recorder reads their registration keep
+// their namespace tid, as before the frames were written from the
+// rings: /proc no longer lists them.) The totals are the fixture's and
+// Sysprof's reader reads every frame.
+func TestMemprofInPIDNamespace(t *testing.T) {
+	memprofLib(t)
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	fixture := testutils.BuildFixture(t, "memprof")
+	out := filepath.Join(t.TempDir(), "mem.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "-o", out,
+		"--", unshare, "--pid", "--fork", "--", fixture)
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	rep, stderr, status := nsprof(t, nil, "report", "--memory", "-n", "0", out)
+	if status != 0 {
+		t.Fatalf("report: status %d\n%s", status, stderr)
+	}
+	rows := memTop(t, rep)
+	for fn, w := range map[string]memRow{"thread_work": {256000, 4000, 256000, 4000}, "child_work": {5120, 10, 5120, 10}, "leak_memory": {4242, 1, 4242, 1}} {
+		if got := rows[fn]; got != w {
+			t.Errorf("%s: got %+v, want %+v", fn, got, w)
+		}
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := map[int32]bool{}
+	ids := map[[2]int32]int{}
+	for {
+		f, err := rd.Next()
+		if err != nil {
+			break
+		}
+		switch f := f.(type) {
+		case *capture.Process:
+			procs[f.PID] = true
+		case *capture.Allocation:
+			ids[[2]int32{f.PID, f.TID}]++
+		}
+	}
+	if len(ids) < 3 {
+		t.Fatalf("ALLOCATION frames of %d threads, want the main thread, a worker and the fork child: %v", len(ids), ids)
+	}
+	mains := 0
+	for id, n := range ids {
+		if id[0] <= 1 || !procs[id[0]] {
+			t.Errorf("%d ALLOCATION frames of pid %d tid %d: not the host pid of a recorded process (%v)", n, id[0], id[1], procs)
+		}
+		if id[0] == id[1] {
+			mains++
+		}
+	}
+	if mains != 3 {
+		t.Errorf("ALLOCATION frames of %d main threads with host ids, want unshare's, the program's and its fork child's: %v", mains, ids)
+	}
+	sysprofReadsAllocations(t, out)
+}
+
+// TestMemprofDiskFull records a malloc-heavy program into a 2 MiB tmpfs:
+// the frames written straight from the rings (one writev a chunk) fill
+// it, and nsprof stops with a clear error and a non-zero status, leaving
+// a capture that nsprof and Sysprof's reader read cleanly to its last
+// whole frame.
+func TestMemprofDiskFull(t *testing.T) {
+	memprofLib(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testutils.RequireCI(t, "mount tmpfs: %v %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	fixture := testutils.BuildFixture(t, "memstress", "-pthread")
+	out := filepath.Join(dir, "c.syscap")
+	// 2 threads × 200,000 malloc/free pairs: about 40 MB of frames.
+	_, stderr, status := nsprof(t, nil, "record", "--memprof", "--no-perf", "--no-cpu", "--no-disk", "--no-network", "--no-memory", "-o", out,
+		"--", fixture, "2", "200000", "100")
+	if status == 0 {
+		t.Fatalf("exit 0 on a full disk; stderr:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("stderr does not say why:\n%s", stderr)
+	}
+	if frames := readClean(t, out); len(frames) == 0 {
+		t.Fatal("nothing readable in the capture")
+	}
+	if _, end := testutils.SysprofReadAll(t, out); !strings.HasSuffix(end, "ok=1") {
+		t.Errorf("libsysprof-capture: %s", end)
 	}
 }
