@@ -61,19 +61,22 @@ func (e *RingError) Error() string {
 	return fmt.Sprintf("memprof ring: %s at position %d", e.Msg, e.Off)
 }
 
-// frameBatch gathers the allocation frames of a drain: runs of ring
-// bytes that are whole ALLOCATION frames, written to the capture as they
-// are.
+// frameBatch gathers the allocation frames of a drain: runs of a private
+// copy of ring bytes that are whole ALLOCATION frames, written to the
+// capture as they are.
 type frameBatch struct {
 	segs          [][]byte
 	allocs, frees uint64
 	last          int64 // the latest frame time
+	// own holds the private copies of ring bytes the segments refer to.
+	own []byte
 }
 
 func (b *frameBatch) reset() {
 	clear(b.segs)
 	b.segs = b.segs[:0]
 	b.allocs, b.frees, b.last = 0, 0, 0
+	b.own = b.own[:0]
 }
 
 // ringVisitor receives what a walk finds besides the frames themselves.
@@ -97,24 +100,30 @@ type ringWalker struct {
 	keep int
 }
 
+// maxRecord bounds a record's length (a 16-bit field).
+const maxRecord = 1 << 16
+
 // walk checks the records between positions head and tail of data, a
 // ring data area whose length is a power of two, or the first of them up
 // to the first record ending limit bytes or more after head (0: no
-// limit), adds the allocation
-// frames among them to b, hands call records and new stacks to v, and
-// returns the position after the last record it consumed. It rewrites
-// frames in place where they must differ from what the thread wrote:
-// cpu -1 and the host pid and tid where the thread's namespace ids
-// differ (or the thread lied), a trimmed stack. A malformed record stops
-// it with a *RingError; the records before it are in b. The segments
-// in b are data's until head moves past them.
+// limit), adds the allocation frames among them to b, hands call records
+// and new stacks to v, and returns the position after the last record it
+// consumed. A malformed record stops it with a *RingError; the records
+// before it are in b.
+//
+// The records are read from a private copy of the ring's bytes, made
+// once for each run of them between the ring's ends: the ring is shared
+// with the profiled program, which could change a record after it was
+// checked, and what goes into the capture must be what was checked (a
+// length changed in between would have broken the capture from that
+// frame on). Frames are rewritten in the copy where they must differ
+// from what the thread wrote: cpu -1 and the host pid and tid where the
+// thread's namespace ids differ (or the thread lied), a trimmed stack.
+// The copy is b's: the segments in b stay valid until it is reset.
 func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, v ringVisitor) (uint64, error) {
 	size := uint64(len(data))
 	if size < recCallSize || size&(size-1) != 0 {
 		return head, &RingError{Off: head, Msg: fmt.Sprintf("data area of %d bytes is not a power of two of at least %d", size, recCallSize)}
-	}
-	if uintptr(unsafe.Pointer(&data[0]))%8 != 0 {
-		return head, &RingError{Off: head, Msg: "data area not 8-aligned"}
 	}
 	if tail < head || tail-head > size {
 		return head, &RingError{Off: head, Msg: fmt.Sprintf("tail %d out of range", tail)}
@@ -122,41 +131,64 @@ func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, 
 	if head%8 != 0 || tail%8 != 0 {
 		return head, &RingError{Off: head, Msg: "position not 8-aligned"}
 	}
-	ne := binary.NativeEndian
-	mask := size - 1
-	// The run of frames being gathered: data[run:end].
-	run, end := head&mask, head&mask
-	flush := func() {
-		if end > run {
-			b.segs = append(b.segs, data[run:end])
-		}
-	}
-	defer flush() // the run before the end, or before a bad record
-	wordPID := uint64(0xffff)<<16 | uint64(uint32(w.pid))<<32
 	if limit > 0 && limit < tail-head {
 		limit += head
 	} else {
 		limit = tail
 	}
 	for head < limit {
-		off := head & mask
-		if off != end {
-			flush()
-			run, end = off, off
+		// The run of records up to the ring's end, to tail, or as far as
+		// a record begun before limit can reach.
+		off := head & mask(size)
+		n := min(tail-head, size-off, limit-head+maxRecord)
+		start := len(b.own)
+		// Appended: the segments of earlier walks keep the array they
+		// refer to when this one moves.
+		b.own = append(b.own, data[off:off+n]...)
+		next, err := w.walkRun(b.own[start:], head, tail, limit, size-off, b, v)
+		if err != nil || next == head {
+			return next, err
 		}
-		ln := uint64(ne.Uint16(data[off:]))
+		head = next
+	}
+	return head, nil
+}
+
+func mask(size uint64) uint64 { return size - 1 }
+
+// walkRun is walk over own, a copy of the ring's bytes from position
+// head on, whose ring ends at own[ringEnd].
+func (w *ringWalker) walkRun(own []byte, head, tail, limit, ringEnd uint64, b *frameBatch, v ringVisitor) (uint64, error) {
+	if len(own) > 0 && uintptr(unsafe.Pointer(&own[0]))%8 != 0 {
+		return head, &RingError{Off: head, Msg: "copy of the data area not 8-aligned"}
+	}
+	ne := binary.NativeEndian
+	// The run of frames being gathered: own[run:end].
+	run, end := uint64(0), uint64(0)
+	flush := func() {
+		if end > run {
+			b.segs = append(b.segs, own[run:end])
+		}
+	}
+	defer flush() // the run before the end, or before a bad record
+	wordPID := uint64(0xffff)<<16 | uint64(uint32(w.pid))<<32
+	for p := uint64(0); head < limit && p < uint64(len(own)); {
+		if p != end {
+			flush()
+			run, end = p, p
+		}
+		ln := uint64(ne.Uint16(own[p:]))
 		if ln&recPadBit != 0 {
 			ln &^= recPadBit
-			if ln == 0 || ln%8 != 0 || ln > tail-head || off+ln != size {
-				return head, &RingError{Off: head, Msg: fmt.Sprintf("pad record of %d bytes at offset %d of %d", ln, off, size)}
+			if ln == 0 || ln%8 != 0 || ln > tail-head || p+ln != ringEnd {
+				return head, &RingError{Off: head, Msg: fmt.Sprintf("pad record of %d bytes at offset %d of %d", ln, p, ringEnd)}
 			}
-			head += ln
-			continue
+			return head + ln, nil // the ring's end: the next run starts at 0
 		}
-		if ln < recMinSize || ln%8 != 0 || ln > tail-head || off+ln > size {
+		if ln < recMinSize || ln%8 != 0 || ln > tail-head || p+ln > ringEnd {
 			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d invalid", ln)}
 		}
-		rec := data[off : off+ln]
+		rec := own[p : p+ln]
 		time := int64(ne.Uint64(rec[8:]))
 		switch kind := ne.Uint64(rec[16:]); kind {
 		case recCall:
@@ -166,6 +198,7 @@ func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, 
 			c := ringCall{Fn: ne.Uint64(rec[24:]), Site: ne.Uint64(rec[32:]), Count: ne.Uint64(rec[40:]), Ns: ne.Uint64(rec[48:]), SelfNs: ne.Uint64(rec[56:])}
 			v.call(time, &c)
 			head += ln
+			p += ln
 			continue
 		case uint64(recAlloc):
 		default:
@@ -179,6 +212,7 @@ func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, 
 			return head, &RingError{Off: head, Msg: fmt.Sprintf("record length %d does not hold %d addresses", ln, na)}
 		}
 		n := uint64(na)
+		whole := ln
 		if n > 0 {
 			addrs := unsafe.Slice((*uint64)(unsafe.Pointer(&rec[recAllocSize])), n)
 			if !slices.Equal(addrs, w.last) {
@@ -204,8 +238,9 @@ func (w *ringWalker) walk(data []byte, head, tail, limit uint64, b *frameBatch, 
 			ne.PutUint32(rec[40:], uint32(w.tid))
 		}
 		b.last = max(b.last, time)
-		end = off + ln
-		head += uint64(len(rec))
+		end = p + ln
+		head += whole
+		p += whole
 	}
 	return head, nil
 }

@@ -96,6 +96,35 @@ func writeFrames(t *testing.T, b *frameBatch) []*capture.Allocation {
 	return out
 }
 
+// TestRingWalkCopies: the frames a walk checked are written as they were
+// checked, whatever the program that shares the ring writes over its
+// records afterwards (a length changed there would break the capture from
+// that frame on).
+func TestRingWalkCopies(t *testing.T) {
+	data := ringData(1024)
+	g := ringWalker{pid: 4000, tid: 4001}
+	var tail uint64
+	for e := range 6 {
+		tail = putRecord(data, tail, 1, 2, int64(e), uint64(0x1000+e), int64(e+1), []uint64{0x400000, 0x400100})
+	}
+	var b frameBatch
+	if next, err := g.walk(data, 0, tail, 0, &b, &keepAll{t: t}); err != nil || next != tail {
+		t.Fatalf("walk to %d of %d: %v", next, tail, err)
+	}
+	for i := range data {
+		data[i] = 0xff
+	}
+	got := writeFrames(t, &b)
+	if len(got) != 6 {
+		t.Fatalf("%d frames written, want 6", len(got))
+	}
+	for e, a := range got {
+		if a.Time != int64(e) || a.PID != 4000 || a.TID != 4001 || a.Addr != uint64(0x1000+e) || a.Size != int64(e+1) || len(a.Addrs) != 2 {
+			t.Errorf("frame %d: %+v", e, a)
+		}
+	}
+}
+
 // TestRingWalkWraps: over several laps of a ring, with pad records at
 // its end, walked a piece at a time, every allocation and free reaches the capture as the frame it
 // was, with the host pid and tid the walker was given in place of the
