@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -246,8 +247,36 @@ func (w *wireWriter) str(s string) int64 {
 
 // collect gathers the samples, one per distinct (stack, thread) with
 // their values summed, and the locations, functions and mappings they
-// reach, numbered in the order they are first reached.
+// reach, numbered in the order they are first reached. The two share
+// nothing but the view they read, so the locations are found on a
+// goroutine of their own: one loop doing both took a quarter of an
+// export of 120 k samples, all of it on one CPU.
 func (w *wireWriter) collect() {
+	var wg sync.WaitGroup
+	wg.Go(w.locate)
+	w.collectSamples()
+	wg.Wait()
+}
+
+// locate numbers the locations of the view's stacks in the order of
+// their first samples, frame by frame.
+func (w *wireWriter) locate() {
+	seen := make([]bool, w.v.NumStacks())
+	for i := range w.v.Samples {
+		st := w.v.Samples[i].Stack
+		if seen[st] {
+			continue
+		}
+		seen[st] = true
+		for _, fr := range w.v.Stack(st) {
+			w.location(fr)
+		}
+	}
+}
+
+// collectSamples gathers the samples, one per distinct (stack, thread),
+// with their values summed.
+func (w *wireWriter) collectSamples() {
 	type sampleKey struct {
 		stack analyze.StackID
 		tid   int32
@@ -284,9 +313,6 @@ func (w *wireWriter) collect() {
 			}
 			w.samples = append(w.samples, wireSample{s.Stack, s.TID, l.index})
 			w.values = append(w.values, make([]int64, n)...)
-			for _, fr := range w.v.Stack(s.Stack) {
-				w.location(fr)
-			}
 		}
 		addValues(w.v, w.values[int(j)*n:int(j+1)*n], s, w.cols)
 	}
