@@ -111,20 +111,13 @@ func TestAddAllocationFrames(t *testing.T) {
 			if f, ok := dst.(*os.File); ok {
 				f.Seek(0, io.SeekStart)
 			}
-			r, err := NewReader(dst)
+			data, err := io.ReadAll(dst)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []Frame
-			for {
-				f, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, f)
+			_, got, err := readAll(t, data)
+			if err != nil {
+				t.Fatal(err)
 			}
 			if len(got) != len(allocs)+2 {
 				t.Fatalf("%d frames, want %d", len(got), len(allocs)+2)
