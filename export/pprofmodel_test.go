@@ -160,7 +160,10 @@ func (b *pprofBuilder) location(id analyze.FrameID) *profile.Location {
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: fr.Addr, Mapping: b.mapping(fr)}
 	// One location for the frames at one address of one mapping named
 	// by one analyze.Location, as the writer keeps them.
-	k := builderLocKey{l.Mapping, newLocKey(0, fr)}
+	k := builderLocKey{mapping: l.Mapping, addr: fr.Addr, fn: fr.Func, line: fr.Loc.Line, file: fr.Loc.File}
+	if len(fr.Loc.Inline) > 0 {
+		k.inline = fr.Loc
+	}
 	if same := b.sameLoc[k]; same != nil {
 		b.locs[id] = same
 		return same
@@ -248,5 +251,9 @@ func (b *pprofBuilder) noteLines(pm *profile.Mapping, fr *analyze.Frame) {
 // builderLocKey identifies a location of the builder (see locKey).
 type builderLocKey struct {
 	mapping *profile.Mapping
-	locKey
+	addr    uint64
+	fn      analyze.FuncID
+	line    int
+	inline  *analyze.Location
+	file    string
 }

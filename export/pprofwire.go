@@ -83,14 +83,14 @@ type wireWriter struct {
 	strList []string
 
 	locOf []int32 // location index + 1, by FrameID
-	// sameLoc holds the location index + 1 of each locKey, the first
-	// made there; otherFile those of locations at the same key but in
-	// another source file than that first one. Hashing the file's name
-	// for every frame was a tenth of an export.
-	sameLoc   map[locKey]int32
-	otherFile map[fileLocKey]int32
+	// locHash holds, by FrameID, the hash of what makes its location
+	// (see [locKey]), and byHash the location index + 1 of each;
+	// frameMaps holds each frame's process mapping (nil for none and for
+	// the kernel's).
+	locHash   [][2]uint64
+	byHash    map[[2]uint64]int32
+	frameMaps []*analyze.Mapping
 	locs      []wireLoc
-	locFiles  []string // by location index
 	lines     []wireLine
 
 	funcOf  []int32 // function index + 1, by FuncID
@@ -224,8 +224,7 @@ func newWireWriter(v *analyze.View) *wireWriter {
 		strs:         map[string]int64{"": 0},
 		strList:      []string{""},
 		locOf:        make([]int32, len(v.Frames)),
-		sameLoc:      make(map[locKey]int32, len(v.Frames)/2),
-		otherFile:    make(map[fileLocKey]int32),
+		byHash:       make(map[[2]uint64]int32, len(v.Frames)/2),
 		byMapping:    make(map[*analyze.Mapping]int32),
 		funcOf:       make([]int32, len(v.Funcs)),
 		inlined:      make(map[[2]string]int32),
@@ -252,6 +251,7 @@ func (w *wireWriter) str(s string) int64 {
 // goroutine of their own: one loop doing both took a quarter of an
 // export of 120 k samples, all of it on one CPU.
 func (w *wireWriter) collect() {
+	w.locHash, w.frameMaps = hashLocations(w.v)
 	var wg sync.WaitGroup
 	wg.Go(w.locate)
 	w.collectSamples()
@@ -358,72 +358,23 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 	if l := w.locOf[id]; l != 0 {
 		return l
 	}
-	fr := &w.v.Frames[id]
-	l := wireLoc{mapping: w.mapping(fr), addr: fr.Addr, start: int32(len(w.lines))}
-	k := newLocKey(l.mapping, fr)
-	i, ok := w.sameLoc[k]
-	if ok && w.locFiles[i-1] == fr.Loc.File {
+	h := w.locHash[id]
+	if i, ok := w.byHash[h]; ok {
 		w.locOf[id] = i
 		return i
 	}
-	other := ok
-	if other {
-		if i, ok := w.otherFile[fileLocKey{k, fr.Loc.File}]; ok {
-			w.locOf[id] = i
-			return i
-		}
-	}
+	fr := &w.v.Frames[id]
+	l := wireLoc{mapping: w.mapping(fr, w.frameMaps[id]), addr: fr.Addr, start: int32(len(w.lines))}
 	for _, in := range fr.Loc.Inline {
 		w.lines = append(w.lines, wireLine{w.inlineFunction(in), int64(in.Line)})
 	}
 	w.lines = append(w.lines, wireLine{w.function(fr), int64(fr.Loc.Line)})
 	l.end = int32(len(w.lines))
 	w.locs = append(w.locs, l)
-	w.locFiles = append(w.locFiles, fr.Loc.File)
-	i = int32(len(w.locs))
+	i := int32(len(w.locs))
 	w.locOf[id] = i
-	if other {
-		w.otherFile[fileLocKey{k, fr.Loc.File}] = i
-	} else {
-		w.sameLoc[k] = i
-	}
+	w.byHash[h] = i
 	return i
-}
-
-// locKey identifies a location: frames of several processes at one
-// address of one mapping (a file mapped at the same place, as programs
-// built without PIE are, or the kernel) and named the same are one
-// location. A capture of many processes of the same programs had five
-// times as many frames as places in code, each written as a location of
-// its own. Frames named the same have the same function, file and line
-// and, with inlined calls, the very [analyze.Location] (frames at the same
-// code share it: see [analyze.Profile.Symbolize]); locations without
-// inlined calls are compared by value, for the same output from one run
-// to the next.
-//
-// The key leaves out the source file, compared apart (see
-// wireWriter.sameLoc): [fileLocKey] is the whole key.
-type locKey struct {
-	mapping int32
-	addr    uint64
-	fn      analyze.FuncID
-	line    int
-	inline  *analyze.Location
-}
-
-// fileLocKey identifies a location by its locKey and source file.
-type fileLocKey struct {
-	locKey
-	file string
-}
-
-// newLocKey returns the locKey of frame fr in mapping index + 1 m.
-func newLocKey(m int32, fr *analyze.Frame) locKey {
-	k := locKey{mapping: m, addr: fr.Addr, fn: fr.Func, line: fr.Loc.Line}
-	if len(fr.Loc.Inline) > 0 {
-		k.inline = fr.Loc
-	}
-	return k
 }
 
 // function returns the index of the function of fr, adding it when new;
@@ -453,12 +404,12 @@ func (w *wireWriter) inlineFunction(in analyze.Location) int32 {
 	return i
 }
 
-// mapping returns the index + 1 of the mapping of a frame: the
+// mapping returns the index + 1 of the mapping of a frame: m, the
 // process's mapping holding it, or the kernel's (one for all kernel
 // addresses, widened to span them), or 0 for none (JIT code, unmapped
-// addresses). A mapping has file names and line numbers when a frame in
-// it has them.
-func (w *wireWriter) mapping(fr *analyze.Frame) int32 {
+// addresses: m nil). A mapping has file names and line numbers when a
+// frame in it has them.
+func (w *wireWriter) mapping(fr *analyze.Frame, m *analyze.Mapping) int32 {
 	if fr.Kernel {
 		if w.kernel == 0 {
 			w.kernel = w.newMapping(mappingKey{start: fr.Addr, end: fr.Addr + 1, file: kernelMapping, buildID: w.v.KernelBuildID})
@@ -468,7 +419,6 @@ func (w *wireWriter) mapping(fr *analyze.Frame) int32 {
 		k.end = max(k.end, fr.Addr+1)
 		return w.kernel
 	}
-	m := w.v.Mapping(fr.PID, fr.Addr)
 	if m == nil {
 		return 0
 	}
