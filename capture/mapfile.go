@@ -56,8 +56,10 @@ func DropMapped(data []byte, from, to int64) {
 // ReadMapped calls read, which reads data (a mapping from [MapFile]), on
 // the calling goroutine, and turns a fault reading inside data into an
 // error wrapping [ErrFileShrank] instead of a crash. read must not read
-// data from other goroutines. A panic that is not a fault inside data (a
-// nil dereference included) is passed on as it is.
+// data from other goroutines: the guard is the calling goroutine's, and
+// another goroutine that reads data calls ReadMapped itself. A panic
+// that is not a fault inside data (a nil dereference included) is passed
+// on as it is.
 func ReadMapped(data []byte, read func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
