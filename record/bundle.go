@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"nsprof/capture"
@@ -19,6 +20,7 @@ import (
 // gzipped.
 func (r *recorder) writeSymbols() {
 	start := time.Now()
+	defer lowerGCPercent(bundleGCPercent)()
 	var prog progress
 	if r.status != nil {
 		defer r.status.clear()
@@ -73,6 +75,24 @@ func (r *recorder) writeSymbols() {
 		}
 	}
 	r.notef("bundled %d symbols and %d source lines in %.1fs (files: %s)", len(syms), len(lines), time.Since(start).Seconds(), r.sym.summary())
+}
+
+// bundleGCPercent is the GC percent while the symbol bundle is made. Its
+// live heap is mostly the DWARF of the files being read, let go file by
+// file, and the heap grows to twice the live heap under the default 100:
+// that made the recorder's peak RSS at the end. With 50, a busy 10 s
+// recording at 4 kHz peaked at 54-58 MB against 64-70 MB (the two run side
+// by side, 4 times), for as much CPU within the noise.
+const bundleGCPercent = 50
+
+// lowerGCPercent sets the GC percent to p unless it is lower already (or
+// off), and returns the function that restores it.
+func lowerGCPercent(p int) func() {
+	old := debug.SetGCPercent(p)
+	if old <= p { // lower already, or off (-1)
+		debug.SetGCPercent(old)
+	}
+	return func() { debug.SetGCPercent(old) }
 }
 
 // kernelTable indexes the /proc/kallsyms the recording embedded, with the

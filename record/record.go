@@ -477,7 +477,6 @@ func readKallsymsGz(path string) (gz []byte, n int, zero bool, err error) {
 	head, _ := br.Peek(len(zeroKallsymsAddr))
 	zero = string(head) == zeroKallsymsAddr
 	var buf bytes.Buffer
-	buf.Grow(1 << 20)
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	m, err := io.Copy(zw, br)
 	if cerr := zw.Close(); err == nil {
@@ -486,7 +485,8 @@ func readKallsymsGz(path string) (gz []byte, n int, zero bool, err error) {
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("%s: %w", path, err)
 	}
-	return buf.Bytes(), int(m), zero, nil
+	// Kept to the end: no more than it needs.
+	return bytes.Clone(buf.Bytes()), int(m), zero, nil
 }
 
 // zeroKallsymsAddr begins a kallsyms whose addresses are hidden.
