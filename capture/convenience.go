@@ -112,18 +112,20 @@ const fileChunkSize = 16*1024 - fileChunkFixed
 // path; the last data chunk has IsLast set, and an empty file is one empty
 // last chunk. h is the header every chunk carries.
 func (w *Writer) AddFile(h FrameHeader, path string, r io.Reader) error {
+	// Each chunk is read ahead of the one written, to mark the last: the
+	// two buffers take turns (a chunk's bytes are copied into the frame).
 	buf := make([]byte, fileChunkSize)
-	var pend []byte
+	pend := make([]byte, 0, fileChunkSize)
 	first := true
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 || first {
-			if pend != nil {
+			if !first {
 				if werr := w.writeFileChunk(&FileChunk{FrameHeader: h, Path: path, Data: pend}); werr != nil {
 					return werr
 				}
 			}
-			pend = append(pend[:0:0], buf[:n]...)
+			pend, buf = buf[:n], pend[:fileChunkSize]
 			first = false
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {

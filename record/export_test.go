@@ -1,6 +1,11 @@
 package record
 
-import "nsprof/capture"
+import (
+	"bytes"
+	"compress/gzip"
+
+	"nsprof/capture"
+)
 
 // BundleKernel runs the recorder's end-of-recording symbolization over
 // the kernel addresses addrs sampled in process pid, with kallsyms as the
@@ -8,7 +13,11 @@ import "nsprof/capture"
 func BundleKernel(kallsyms []byte, pid int, addrs []uint64) []capture.Symbol {
 	s := newSymbolizer()
 	s.sampled(pid, append([]uint64{capture.ContextKernel}, addrs...), false, 0)
-	r := &recorder{kallsyms: kallsyms}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(kallsyms)
+	zw.Close()
+	r := &recorder{kallsymsGz: gz.Bytes(), kallsymsLen: len(kallsyms)}
 	out, _ := s.bundle(r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
 	return out
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -111,8 +112,6 @@ type recorder struct {
 	lost      uint64
 	lostID    uint32
 	malformed uint64
-	// kallsyms is /proc/kallsyms as embedded in the capture.
-	kallsyms []byte
 	// symbolized counts the names in the symbol bundle.
 	symbolized int
 	writeErr   error
@@ -135,10 +134,12 @@ type recorder struct {
 	userOnly bool
 	// split cuts the recording into captures (RecordSplit); nil for one.
 	split *splitState
-	// kallsymsGz is kallsyms compressed, and kern its index, kept
-	// across the captures of a split recording.
-	kallsymsGz []byte
-	kern       kernelTable
+	// kallsymsGz is /proc/kallsyms as embedded in the capture
+	// (gzipped), and kallsymsLen the length of its text; kern its index,
+	// kept across the captures of a split recording.
+	kallsymsGz  []byte
+	kallsymsLen int
+	kern        kernelTable
 }
 
 func (r *recorder) stats() Stats {
@@ -438,60 +439,58 @@ func (r *recorder) embedHostFiles() {
 // embedKallsyms stores /proc/kallsyms, compressed as Sysprof 45+ stores it,
 // for naming kernel frames on another machine. It runs at the end, so the
 // time it takes does not delay the start of the recording. The file (5 MB
-// and more) is streamed through gzip in small buffers: fresh memory is
-// expensive to fault in on some VMs, and a large buffer also wakes the GC.
+// and more) is streamed through gzip in small buffers, and only the
+// compressed copy (about a fifth) is kept for naming the sampled kernel
+// addresses (kernelTable): the text itself would stay in memory while the
+// symbol bundle reads the sampled files' DWARF, the recorder's peak.
 func (r *recorder) embedKallsyms() {
-	if r.kallsymsGz != nil {
-		// A later capture of a split recording: the same kernel.
-		h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
-		if err := r.w.AddFileBytes(h, capture.KallsymsFile+".gz", r.kallsymsGz); err != nil && r.writeErr == nil {
-			r.writeErr = err
+	if r.kallsymsGz == nil {
+		gz, n, zero, err := readKallsymsGz(r.opts.FS.Root + "/kallsyms")
+		if err != nil {
+			r.logf("kernel symbols not recorded: %v", err)
+			return
 		}
-		return
-	}
-	f, err := os.Open(r.opts.FS.Root + "/kallsyms")
-	if err != nil {
-		r.logf("kernel symbols not recorded: %v", err)
-		return
-	}
-	// Kept in memory for naming the sampled kernel addresses at the end,
-	// so /proc/kallsyms is read once.
-	data, err := readAllSized(f, 8<<20)
-	f.Close()
-	if err != nil {
-		r.logf("kernel symbols not recorded: %v", err)
-		return
-	}
-	r.kallsyms = data
-	if bytes.HasPrefix(data, []byte("0000000000000000 ")) {
-		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
-	}
-	if r.split != nil {
-		// Kept compressed for every capture of the recording.
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		zw.Write(data)
-		zw.Close()
-		r.kallsymsGz = buf.Bytes()
-		r.embedKallsyms()
-		return
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
-		_, err := zw.Write(data)
-		if cerr := zw.Close(); err == nil {
-			err = cerr
+		if zero {
+			r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
 		}
-		pw.CloseWithError(err)
-	}()
+		r.kallsymsGz, r.kallsymsLen = gz, n
+	}
+	// A later capture of a split recording writes the same kernel's.
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
-	err = r.w.AddFile(h, capture.KallsymsFile+".gz", pr)
-	pr.CloseWithError(errors.New("capture write failed"))
-	if err != nil && r.writeErr == nil {
+	if err := r.w.AddFileBytes(h, capture.KallsymsFile+".gz", r.kallsymsGz); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 }
+
+// readKallsymsGz reads the kallsyms file at path through gzip (best
+// speed) and returns the compressed bytes, the length of the text, and
+// whether its first address is zero (kptr_restrict). /proc/kallsyms is
+// read once: the names given at the end come from the bytes the capture
+// embeds.
+func readKallsymsGz(path string) (gz []byte, n int, zero bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(len(zeroKallsymsAddr))
+	zero = string(head) == zeroKallsymsAddr
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	m, err := io.Copy(zw, br)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("%s: %w", path, err)
+	}
+	// Kept to the end: no more than it needs.
+	return bytes.Clone(buf.Bytes()), int(m), zero, nil
+}
+
+// zeroKallsymsAddr begins a kallsyms whose addresses are hidden.
+const zeroKallsymsAddr = "0000000000000000 "
 
 // embedKernelNotes stores /sys/kernel/notes (a few hundred bytes), whose
 // GNU build-id note identifies the kernel the kernel frames come from.
@@ -504,25 +503,6 @@ func (r *recorder) embedKernelNotes() {
 	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
 	if err := r.w.AddFileBytes(h, capture.KernelNotesFile, b); err != nil && r.writeErr == nil {
 		r.writeErr = err
-	}
-}
-
-// readAllSized reads f to its end into a buffer of about hint bytes to
-// start with (files under /proc report size 0).
-func readAllSized(f io.Reader, hint int) ([]byte, error) {
-	b := make([]byte, 0, hint)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
 	}
 }
 

@@ -314,7 +314,7 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 		return err
 	}
 	defer f.Discard() // when an error returns before Close
-	w, err := capture.NewWriterWithOptions(f.File, capture.WriterOptions{BufferSize: 4 << 20})
+	w, err := capture.NewWriterWithOptions(f.File, capture.WriterOptions{BufferSize: 1 << 20})
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.output, err)
 	}
