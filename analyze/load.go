@@ -118,7 +118,7 @@ func Load(r io.Reader, opts LoadOptions) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(cr, false, nil, sizes{}, nil, nil, opts)
+	return load(cr, false, nil, 0, nil, nil, opts)
 }
 
 // LoadBytes is [Load] over a capture held in memory, which it decodes in
@@ -158,22 +158,20 @@ func loadBytes(data []byte, src *sourceFile, opts LoadOptions) (*Profile, error)
 			done = upto
 		}
 	}
-	return load(cr, src == nil, src, sizes{bytes: int64(len(data))}, sc, release, opts)
+	return load(cr, src == nil, src, int64(len(data)), sc, release, opts)
 }
 
 // dropStep is how many bytes of a mapped capture are read between two
 // releases of their pages.
 const dropStep = 16 << 20
 
-// sizes are counts of a capture's frames found before loading it, so
-// that the tables that grow with them are allocated once.
+// sizes are counts of a capture's frames (see [countSamples]), so that
+// the tables that grow with them are allocated once.
 type sizes struct {
 	// samples counts the SAMPLE frames (those before any damage), and
 	// addrs counts the addresses they hold, and slots bounds those of
 	// all frames with addresses, for [capture.DecodeLinesMax].
 	samples, addrs, slots int
-	// bytes is the size of the capture.
-	bytes int64
 }
 
 // countSamples returns the sizes of the capture data, and the views of
@@ -181,7 +179,7 @@ type sizes struct {
 // data is a mapping whose pages it lets go as it goes (see
 // [capture.DropMapped]).
 func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
-	n := sizes{bytes: int64(len(data))}
+	var n sizes
 	fs := &capture.Files{}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
@@ -227,16 +225,15 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 // returns stay valid, so embedded files can be kept as views; else they
 // are copied, but for the kallsyms, whose place in src is kept when src is
 // set, and when src is set (cr reads src mapped, valid until load
-// returns) the others are views too. n, when known, sizes the sample and
-// stack tables. sc, when set, walks the capture ahead of cr: its sizes
-// then size the tables once it has ended, and its bundle is the one
-// decoded. release, when set, is told every so often how far cr has read,
-// and n.bytes once the reading has ended.
-func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout, release func(upto int64), opts LoadOptions) (*Profile, error) {
-	b := newBuilder(cr.Header(), n)
-	b.startPipe(n.samples)
+// returns) the others are views too. size is the capture's, when known.
+// sc, when set, walks the capture ahead of cr: its sizes then size the
+// tables once it has ended, and its bundle is the one decoded. release,
+// when set, is told every so often how far cr has read, and size once
+// the reading has ended.
+func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *scout, release func(upto int64), opts LoadOptions) (*Profile, error) {
+	b := newBuilder(cr.Header())
 	defer b.stopPipe() // when loading ends before finish
-	b.unsized = sc != nil && n.samples == 0
+	b.unsized = sc != nil
 	sized := sc == nil
 	b.files.src = src
 	// A mapped capture stays mapped until loading ends: what finish
@@ -261,10 +258,10 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout,
 		prog = func(string, int64, int64) {}
 	}
 	const stageRead = "reading the capture"
-	prog(stageRead, 0, n.bytes)
+	prog(stageRead, 0, size)
 	for frames := 0; readErr == nil; frames++ {
 		if frames&(1<<12-1) == 0 {
-			prog(stageRead, cr.Offset(), n.bytes)
+			prog(stageRead, cr.Offset(), size)
 			if release != nil {
 				release(cr.Offset())
 			}
@@ -367,7 +364,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, n sizes, sc *scout,
 		}
 	}
 	if release != nil {
-		release(n.bytes)
+		release(size)
 	}
 	if sc != nil {
 		sc.wait()
@@ -518,30 +515,21 @@ const sampleChunk = 1 << 16
 // sizes are known (see [scout]).
 const firstChunk = 1 << 12
 
-// newBuilder returns a builder for a capture of header h; n, when known,
-// sizes its tables: the samples, a stack per sample at most, their
-// addresses, and as many frames as samples to start with (a capture of
-// many processes has about two per sample).
-func newBuilder(h capture.FileHeader, n sizes) *builder {
+// newBuilder returns a builder for a capture of header h, its tables
+// empty: they grow as frames are read, or are sized by [builder.reserve]
+// once a [scout] has counted the capture's frames.
+func newBuilder(h capture.FileHeader) *builder {
 	b := &builder{
 		p: &Profile{
 			Header:      h,
 			procIndex:   make(map[int32]*Process),
 			threadIndex: make(map[int32]*Thread),
-			// The tables of distinct stacks start at what half the
-			// samples' stacks would take, the index at a quarter of the
-			// samples: sized for every sample, they held 10 and 7 MB
-			// more than the 225 k stacks of 479 k samples of a 60 s
-			// system-wide capture needed, from the start (a map grows
-			// table by table, without copying the whole).
-			stackStart:  make([]int32, 1, n.samples/2+1),
-			stackFrames: make([]FrameID, 0, n.addrs/2),
+			stackStart:  make([]int32, 1),
 			JIT:         make(map[uint64]string),
 		},
-		stacks:       make(map[stackKey]StackID, n.samples/4),
+		stacks:       make(map[stackKey]StackID),
 		seeds:        [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		frames:       make(map[int32]*procFrames),
-		frameKeys:    make([]frameKey, 0, n.samples),
 		minTime:      math.MaxInt64,
 		maxTime:      math.MinInt64,
 		lastStack:    -1,
@@ -551,9 +539,6 @@ func newBuilder(h capture.FileHeader, n sizes) *builder {
 	for i := range b.recent {
 		b.recent[i].fid = -1
 		b.recentStacks[i].id = -1
-	}
-	if n.samples > 0 {
-		b.chunk = make([]Sample, 0, n.samples)
 	}
 	return b
 }
