@@ -1,8 +1,6 @@
 package perf
 
 import (
-	"errors"
-	"io"
 	"os/exec"
 	"slices"
 	"testing"
@@ -37,16 +35,7 @@ func TestSampleCPUWide(t *testing.T) {
 	samples := map[bool]map[uint32]int{true: {}, false: {}}
 	sideband := map[RecordType]int{}
 	snap := r.Snapshot()
-	r.SetDeadline(time.Now().Add(15 * time.Second))
-	var rec Record
-	for {
-		err := r.ReadInto(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("after %v: %v (want io.EOF once the target exited)", time.Since(start), err)
-		}
+	readToEOF(t, r, 15*time.Second, func(rec *Record) {
 		if s := r.Snapshot(); s < snap {
 			t.Fatalf("snapshot went from %d to %d", snap, s)
 		}
@@ -67,7 +56,7 @@ func TestSampleCPUWide(t *testing.T) {
 		case RecordSwitchCPUWide:
 			t.Errorf("a CPU-wide SWITCH record: the SWITCH records are to be per task")
 		}
-	}
+	})
 	took := time.Since(start)
 	t.Logf("EOF after %v, %d snapshots; per-CPU samples by pid %v, others %v; side-band records %v", took, snap, samples[true], samples[false], sideband)
 	if took > 10*time.Second {
@@ -144,16 +133,7 @@ func TestSampleCPUWideTaskEvents(t *testing.T) {
 	sideband := map[RecordType]int{}
 	switches := 0
 	cloneHits := map[bool]int{} // by whether the target's
-	r.SetDeadline(time.Now().Add(15 * time.Second))
-	var rec Record
-	for {
-		err := r.ReadInto(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%v (want io.EOF once the target exited)", err)
-		}
+	readToEOF(t, r, 15*time.Second, func(rec *Record) {
 		switch rec.Type {
 		case RecordSample:
 			s := &rec.Sample
@@ -183,7 +163,7 @@ func TestSampleCPUWideTaskEvents(t *testing.T) {
 				t.Errorf("%v record of pid %d, not of the target %v (pid %d forked beside it)", rec.Type, p, target, otherPID)
 			}
 		}
-	}
+	})
 	t.Logf("sched_switch hits %d, clone hits: target %d, others %d; side-band records %v", switches, cloneHits[true], cloneHits[false], sideband)
 	for _, typ := range []RecordType{RecordComm, RecordMmap2, RecordFork, RecordExit, RecordSwitch} {
 		if sideband[typ] == 0 {

@@ -41,15 +41,28 @@ func startBeforeExec(t *testing.T, prog string, args ...string) (cmd *exec.Cmd, 
 // readAll reads records until io.EOF or the timeout, calling fn for each.
 func readAll(t *testing.T, r *Reader, timeout time.Duration, fn func(*Record)) {
 	t.Helper()
-	r.SetDeadline(time.Now().Add(timeout))
+	readRecords(t, r, timeout, true, fn)
+}
+
+// readToEOF reads records until io.EOF, calling fn for each: the end of
+// the events' targets must come before the timeout.
+func readToEOF(t *testing.T, r *Reader, timeout time.Duration, fn func(*Record)) {
+	t.Helper()
+	readRecords(t, r, timeout, false, fn)
+}
+
+func readRecords(t *testing.T, r *Reader, timeout time.Duration, timeoutEnds bool, fn func(*Record)) {
+	t.Helper()
+	start := time.Now()
+	r.SetDeadline(start.Add(timeout))
 	var rec Record
 	for {
 		err := r.ReadInto(&rec)
-		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, io.EOF) || timeoutEnds && errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("after %v: %v", time.Since(start), err)
 		}
 		fn(&rec)
 	}
