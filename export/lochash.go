@@ -37,47 +37,74 @@ var (
 	kernelClass = [2]uint64{1, 0}
 )
 
-// hashLocations returns, by frame of v, its process mapping (see
-// [wireWriter.mapping]) and a 128-bit hash of its locKey (two
-// 64-bit hashes of independent seeds: two keys share one with a chance
-// below 10^-26 for a million locations), computed side by side. A map of
-// the keys themselves, 40 bytes and a file name each, missed the caches
-// at every lookup of the export's location pass, which is its critical
-// path; that pass now looks up 16 bytes.
-func hashLocations(v *analyze.View) ([][2]uint64, []*analyze.Mapping) {
-	out := make([][2]uint64, len(v.Frames))
-	ms := make([]*analyze.Mapping, len(v.Frames))
+// sameLocations returns, by frame of v, the first frame (in frame order)
+// of the same location, and the frame's process mapping (see
+// [wireWriter.mapping]). Frames are told apart by a 128-bit hash of
+// their locKey (two 64-bit hashes of independent seeds: two keys share
+// one with a chance below 10^-26 for a million locations). Both steps
+// run side by side: the frames are hashed in ranges, then matched in
+// shards of the hashes. The export's location pass, its critical path,
+// had looked up every frame's key in one map (40 bytes and a file name
+// a key, then its 16-byte hash): a cache miss for each of the 15 s
+// capture's half a million frames; it now reads a slice.
+func sameLocations(v *analyze.View) ([]int32, []*analyze.Mapping) {
+	n := len(v.Frames)
+	hashes := make([][2]uint64, n)
+	ms := make([]*analyze.Mapping, n)
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	parts := min(runtime.GOMAXPROCS(0), 8, len(v.Frames)>>12+1)
+	parts := min(runtime.GOMAXPROCS(0), 8, n>>12+1)
 	var wg sync.WaitGroup
 	for p := range parts {
-		lo, hi := len(v.Frames)*p/parts, len(v.Frames)*(p+1)/parts
+		lo, hi := n*p/parts, n*(p+1)/parts
+		wg.Go(func() { hashRange(v, hashes[lo:hi], ms[lo:hi], lo, seeds) })
+	}
+	wg.Wait()
+	first := make([]int32, n)
+	for p := range parts {
 		wg.Go(func() {
-			// Each mapping's key is hashed once.
-			maps := make(map[*analyze.Mapping][2]uint64)
-			for i := lo; i < hi; i++ {
-				fr := &v.Frames[i]
-				k := locKey{mapping: noMapping, addr: fr.Addr, fn: fr.Func, line: fr.Loc.Line, file: fr.Loc.File}
-				if len(fr.Loc.Inline) > 0 {
-					k.inline = fr.Loc
+			// Shard p holds the hashes whose low bits are p's.
+			seen := make(map[[2]uint64]int32, n/parts/2)
+			for i, h := range hashes {
+				if int(h[1]%uint64(parts)) != p {
+					continue
 				}
-				if fr.Kernel {
-					k.mapping = kernelClass
-				} else if m := v.Mapping(fr.PID, fr.Addr); m != nil {
-					ms[i] = m
-					h, ok := maps[m]
-					if !ok {
-						mk := mappingKey{m.Start, m.End, m.Offset, m.File, m.BuildID}
-						// The top bit keeps them apart from those two.
-						h = [2]uint64{maphash.Comparable(seeds[0], mk) | 1<<63, maphash.Comparable(seeds[1], mk)}
-						maps[m] = h
-					}
-					k.mapping = h
+				j, ok := seen[h]
+				if !ok {
+					j = int32(i)
+					seen[h] = j
 				}
-				out[i] = [2]uint64{maphash.Comparable(seeds[0], k), maphash.Comparable(seeds[1], k)}
+				first[i] = j
 			}
 		})
 	}
 	wg.Wait()
-	return out, ms
+	return first, ms
+}
+
+// hashRange hashes the locKeys of v's frames from lo on into out, and
+// puts each one's process mapping in ms.
+func hashRange(v *analyze.View, out [][2]uint64, ms []*analyze.Mapping, lo int, seeds [2]maphash.Seed) {
+	// Each mapping's key is hashed once.
+	maps := make(map[*analyze.Mapping][2]uint64)
+	for i := range out {
+		fr := &v.Frames[lo+i]
+		k := locKey{mapping: noMapping, addr: fr.Addr, fn: fr.Func, line: fr.Loc.Line, file: fr.Loc.File}
+		if len(fr.Loc.Inline) > 0 {
+			k.inline = fr.Loc
+		}
+		if fr.Kernel {
+			k.mapping = kernelClass
+		} else if m := v.Mapping(fr.PID, fr.Addr); m != nil {
+			ms[i] = m
+			h, ok := maps[m]
+			if !ok {
+				mk := mappingKey{m.Start, m.End, m.Offset, m.File, m.BuildID}
+				// The top bit keeps them apart from those two.
+				h = [2]uint64{maphash.Comparable(seeds[0], mk) | 1<<63, maphash.Comparable(seeds[1], mk)}
+				maps[m] = h
+			}
+			k.mapping = h
+		}
+		out[i] = [2]uint64{maphash.Comparable(seeds[0], k), maphash.Comparable(seeds[1], k)}
+	}
 }

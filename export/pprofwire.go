@@ -83,12 +83,10 @@ type wireWriter struct {
 	strList []string
 
 	locOf []int32 // location index + 1, by FrameID
-	// locHash holds, by FrameID, the hash of what makes its location
-	// (see [locKey]), and byHash the location index + 1 of each;
-	// frameMaps holds each frame's process mapping (nil for none and for
-	// the kernel's).
-	locHash   [][2]uint64
-	byHash    map[[2]uint64]int32
+	// sameLoc holds, by FrameID, the first frame of the same location
+	// (see [locKey]); frameMaps each frame's process mapping (nil for
+	// none and for the kernel's).
+	sameLoc   []int32
 	frameMaps []*analyze.Mapping
 	locs      []wireLoc
 	lines     []wireLine
@@ -224,7 +222,6 @@ func newWireWriter(v *analyze.View) *wireWriter {
 		strs:         map[string]int64{"": 0},
 		strList:      []string{""},
 		locOf:        make([]int32, len(v.Frames)),
-		byHash:       make(map[[2]uint64]int32, len(v.Frames)/2),
 		byMapping:    make(map[*analyze.Mapping]int32),
 		funcOf:       make([]int32, len(v.Funcs)),
 		inlined:      make(map[[2]string]int32),
@@ -251,7 +248,7 @@ func (w *wireWriter) str(s string) int64 {
 // goroutine of their own: one loop doing both took a quarter of an
 // export of 120 k samples, all of it on one CPU.
 func (w *wireWriter) collect() {
-	w.locHash, w.frameMaps = hashLocations(w.v)
+	w.sameLoc, w.frameMaps = sameLocations(w.v)
 	var wg sync.WaitGroup
 	wg.Go(w.locate)
 	w.collectSamples()
@@ -358,8 +355,10 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 	if l := w.locOf[id]; l != 0 {
 		return l
 	}
-	h := w.locHash[id]
-	if i, ok := w.byHash[h]; ok {
+	// A location is made from the first frame of it reached, and
+	// recorded under the first frame of it in frame order too.
+	same := w.sameLoc[id]
+	if i := w.locOf[same]; i != 0 {
 		w.locOf[id] = i
 		return i
 	}
@@ -373,7 +372,7 @@ func (w *wireWriter) location(id analyze.FrameID) int32 {
 	w.locs = append(w.locs, l)
 	i := int32(len(w.locs))
 	w.locOf[id] = i
-	w.byHash[h] = i
+	w.locOf[same] = i
 	return i
 }
 
