@@ -2,11 +2,12 @@ package capture
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // MaxInflateRatio bounds how many times larger than its stored gzip data

@@ -2,7 +2,6 @@ package export
 
 import (
 	"bufio"
-	"compress/gzip"
 	"io"
 	"path"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"nsprof/analyze"
@@ -142,15 +142,17 @@ type wireLabels struct {
 	pid, index int32
 }
 
-// writePprof writes the pprof profile of v, gzipped at gzip's fastest
-// level: profile.Write's default level took longer than building the
-// profile on a large capture (2.7 s of 7.9 s for 800k locations), for a
-// file about a fifth larger.
+// writePprof writes the pprof profile of v, gzipped by klauspost/compress
+// at its level 2: as small as compress/gzip's fastest level (2.07 MB for
+// the 6.8 MB profile of a 120 k-sample capture) in two thirds of its time
+// (48 ms against 74). profile.Write's default level took longer than
+// building the profile on a large capture (2.7 s of 7.9 s for 800k
+// locations), for a file about a fifth smaller.
 func writePprof(w io.Writer, v *analyze.View, o Options) error {
 	o.setDefaults()
 	ww := newWireWriter(v)
 	ww.collect()
-	gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	gz, err := gzip.NewWriterLevel(w, 2)
 	if err != nil {
 		return err
 	}
