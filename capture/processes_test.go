@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"reflect"
 	"strings"
@@ -110,8 +112,12 @@ func FuzzDecodeProcessFile(f *testing.F) {
 	f.Add([]byte(`{"kind":"process","time":1,"pid":100,"nspid":[100,1],"comm":"app","cmdline":["app","-x"],"cmdline_redacted":true,"uid":0,"container":{"kind":"podman","id":"ab","name":"web"}}` + "\n"))
 	f.Add([]byte(`{"kind":"thread","time":2,"tid":101,"pid":100,"nspid":[101,2],"exited":true}` + "\n"))
 	f.Add([]byte(`{"kind":"process","pid":1}` + "\n" + `{"kind":`))
+	for _, l := range oddProcessLines {
+		f.Add([]byte(l + "\n"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ps, ts, _ := DecodeProcessFile(data)
+		ps, ts, err := DecodeProcessFile(data)
+		checkOnePass(t, data, ps, ts, err)
 		enc := encodeAll(t, ps, ts)
 		ps2, ts2, err := DecodeProcessFile(enc)
 		if err != nil {
@@ -121,6 +127,65 @@ func FuzzDecodeProcessFile(f *testing.F) {
 			t.Fatalf("round trip changed the lines:\n%s\n%s", enc, again)
 		}
 	})
+}
+
+// oddProcessLines are lines that a single decoding of either kind may
+// read differently from a decoding of the line's own kind.
+var oddProcessLines = []string{
+	`{"kind":"thread","tid":5,"pid":4,"uid":"root","cmdline":7}`,
+	`{"kind":"process","pid":4,"tid":"five","exited":"yes"}`,
+	`{"kind":"thread","kind":"process","pid":4,"tid":5}`,
+	`{"KIND":"thread","TID":5,"Pid":4,"comm":"a","Comm":"b"}`,
+	`{"kind":"thread","tid":5,"tid":6,"nspid":[6,1],"exited":true,"container":{"kind":1}}`,
+	`{"kind":"process","pid":4,"container":{"kind":"host"},"exited":true,"tid":9}`,
+	`{"kind":"thread","tid":5} trailing`,
+}
+
+// TestDecodeProcessFileOnePass: lines decoded once as either kind give
+// what decoding each as its own kind gives, errors included.
+func TestDecodeProcessFileOnePass(t *testing.T) {
+	for _, l := range oddProcessLines {
+		data := []byte(l + "\n")
+		ps, ts, err := DecodeProcessFile(data)
+		checkOnePass(t, data, ps, ts, err)
+	}
+}
+
+// checkOnePass fails t unless ps, ts and err are what decoding data's
+// lines by their kind, then as that kind, gives.
+func checkOnePass(t *testing.T, data []byte, ps []ProcessInfo, ts []ThreadInfo, err error) {
+	t.Helper()
+	var wps []ProcessInfo
+	var wts []ThreadInfo
+	var werr error
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, maxProcessLine)
+	for n := 1; werr == nil && sc.Scan(); n++ {
+		var k struct {
+			Kind string `json:"kind"`
+		}
+		if werr = json.Unmarshal(sc.Bytes(), &k); werr != nil {
+			break
+		}
+		switch k.Kind {
+		case KindProcess:
+			var p ProcessInfo
+			if werr = json.Unmarshal(sc.Bytes(), &p); werr == nil {
+				wps = append(wps, p)
+			}
+		case KindThread:
+			var th ThreadInfo
+			if werr = json.Unmarshal(sc.Bytes(), &th); werr == nil {
+				wts = append(wts, th)
+			}
+		}
+	}
+	if werr == nil {
+		werr = sc.Err()
+	}
+	if !reflect.DeepEqual(ps, wps) || !reflect.DeepEqual(ts, wts) || (err == nil) != (werr == nil) {
+		t.Errorf("%q: decoded\n%+v %+v %v\nwant\n%+v %+v %v", data, ps, ts, err, wps, wts, werr)
+	}
 }
 
 // encodeAll encodes the processes, then the threads.
