@@ -172,6 +172,7 @@ error (gprof keeps no arc from outside the file: their callees show as
 
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
+	defer analyze.LimitMemory(regularSize(opts.Input))()
 	prog := progressLine(stderr)
 	defer prog.Clear()
 	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report, FewerGCs: true})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"nsprof/internal/outfile"
 )
@@ -17,4 +18,14 @@ func createOutput(path string, force bool, perm fs.FileMode) (*outfile.File, err
 		return nil, fmt.Errorf("%s: file exists (use -f to overwrite)", path)
 	}
 	return f, err
+}
+
+// regularSize returns the size of the regular file at path, or 0 when it
+// is not one (a pipe, standard input) or cannot be read.
+func regularSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	return st.Size()
 }

@@ -263,6 +263,7 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 	if ro.View.Timeline() {
 		return reportTimeline(opts, ro, stdout, stderr)
 	}
+	defer analyze.LimitMemory(regularSize(opts.Input))()
 	prog := progressLine(stderr)
 	defer prog.Clear()
 	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report, FewerGCs: true})

@@ -1,0 +1,34 @@
+package analyze
+
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+// TestLimitMemory: the limit is twice a large capture's size less what
+// lies outside the heap, put back afterwards; none for a capture whose
+// profile would leave the collector no room, and a lower limit is kept.
+func TestLimitMemory(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	const big = 1 << 30
+	restore := LimitMemory(big)
+	if got, want := debug.SetMemoryLimit(-1), int64(2*big-outsideHeap); got != want {
+		t.Errorf("limit for %d bytes: %d, want %d", big, got, want)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after restore: %d, want none", got)
+	}
+	for _, size := range []int64{0, -1, 24 << 20, 60 << 20, math.MaxInt64} {
+		LimitMemory(size)()
+		if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+			t.Errorf("limit for %d bytes: %d, want none", size, got)
+		}
+	}
+	debug.SetMemoryLimit(big)
+	LimitMemory(big)
+	if got := debug.SetMemoryLimit(-1); got != big {
+		t.Errorf("a lower limit of %d became %d", big, got)
+	}
+}
