@@ -3,7 +3,9 @@ package analyze
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -226,4 +228,81 @@ func inlineView(t *testing.T) *View {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestInlineFramesParts: frames with inlined calls taken in parts side by
+// side give the frames, chains and functions that one pass over the
+// frames in order gives, with functions first inlined in a later part,
+// inlined in several parts, and also a function of the profile's.
+func TestInlineFramesParts(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one part only")
+	}
+	p := &Profile{Funcs: []Function{{Name: "main", DSO: "app"}, {Name: "shared", DSO: "app"}}}
+	const n = 20000 // frames; two thirds with calls: several parts
+	locs := make([]*Location, 0, n)
+	for i := range n {
+		loc := &Location{Function: "main", DSO: "app"}
+		if i%3 != 0 {
+			for j := range 1 + i%4 {
+				// Names repeat across parts; some first appear late.
+				name := fmt.Sprintf("f%d", (i*7+j*13)%(500+i/40))
+				if j == 2 {
+					name = "shared"
+				}
+				loc.Inline = append(loc.Inline, Location{Function: name, DSO: "app", Line: j})
+			}
+		}
+		if i%5 == 4 && len(locs) > 0 && len(locs[len(locs)-1].Inline) > 0 {
+			loc = locs[len(locs)-1] // frames at the same code share theirs
+		}
+		locs = append(locs, loc)
+		p.Frames = append(p.Frames, Frame{Addr: uint64(0x1000 + i), PID: int32(1 + i%3), Loc: loc, Kernel: i%11 == 0})
+	}
+	with := framesWithInline(p.Frames)
+	got := newInlineFrames(p, nil, with)
+	want := serialInlineFrames(p, with)
+	if !reflect.DeepEqual(got.funcs, want.funcs) {
+		t.Fatalf("%d functions, want %d (or differently numbered)", len(got.funcs), len(want.funcs))
+	}
+	if !slices.Equal(got.chains, want.chains) || !slices.Equal(got.at, want.at) {
+		t.Fatalf("chains differ")
+	}
+	if len(got.frames) != len(want.frames) {
+		t.Fatalf("%d frames, want %d", len(got.frames), len(want.frames))
+	}
+	for i := range want.frames {
+		if got.frames[i] != want.frames[i] {
+			t.Fatalf("frame %d: %+v, want %+v", i, got.frames[i], want.frames[i])
+		}
+	}
+}
+
+// serialInlineFrames is newInlineFrames done in one pass over the frames
+// in order.
+func serialInlineFrames(p *Profile, with []int32) *inlineFrames {
+	x := &inlineFrames{frames: slices.Clone(p.Frames), funcs: slices.Clone(p.Funcs), at: make([]int32, len(p.Frames)+1)}
+	funcs := make(map[Function]FuncID)
+	for id, fn := range p.Funcs {
+		funcs[fn] = FuncID(id)
+	}
+	last := 0
+	for _, i := range with {
+		i := int(i)
+		f := &p.Frames[i]
+		for j := last; j <= i; j++ {
+			x.at[j] = int32(len(x.chains))
+		}
+		for k, in := range f.Loc.Inline {
+			id := internFunc(funcs, &x.funcs, Function{Name: in.Function, DSO: in.DSO, Kernel: f.Kernel})
+			x.chains = append(x.chains, FrameID(len(x.frames)))
+			x.frames = append(x.frames, Frame{PID: f.PID, Addr: f.Addr, Kernel: f.Kernel, Loc: &f.Loc.Inline[k], Func: id})
+		}
+		x.chains = append(x.chains, FrameID(i))
+		last = i + 1
+	}
+	for j := last; j <= len(p.Frames); j++ {
+		x.at[j] = int32(len(x.chains))
+	}
+	return x
 }
