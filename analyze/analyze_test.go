@@ -2,10 +2,12 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +248,44 @@ func TestTop(t *testing.T) {
 	for _, s := range top {
 		if s.Name == "rec" && s.Total != 1 {
 			t.Errorf("rec total %d, want 1 (recursion counted once)", s.Total)
+		}
+	}
+}
+
+// TestTopN: the first n functions are Top's first n, and the count is
+// of them all, for every n; firstN picks the first n of ids whose keys
+// tie often, as a sort does.
+func TestTopN(t *testing.T) {
+	p := loadTest(t)
+	all := p.Top(p.Samples)
+	for n := -1; n <= len(all)+1; n++ {
+		top, count := p.TopN(p.Samples, n)
+		want := all
+		if n > 0 && n < len(all) {
+			want = all[:n]
+		}
+		if !reflect.DeepEqual(top, want) || count != len(all) {
+			t.Errorf("TopN %d: %d functions of %d, want %d of %d", n, len(top), count, len(want), len(all))
+		}
+	}
+	keys := make([]int, 5000)
+	ids := make([]int32, len(keys))
+	for i := range keys {
+		keys[i] = (i * 7919) % 97 // many ties
+		ids[i] = int32(i)
+	}
+	by := func(a, b int32) int {
+		if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	}
+	sorted := slices.SortedFunc(slices.Values(ids), by)
+	for _, n := range []int{1, 2, 3, 50, 97, 98, 4999} {
+		got := firstN(ids, n, by)
+		slices.SortFunc(got, by)
+		if !slices.Equal(got, sorted[:n]) {
+			t.Errorf("firstN %d: %v..., want %v...", n, got[:min(n, 5)], sorted[:min(n, 5)])
 		}
 	}
 }

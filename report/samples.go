@@ -61,10 +61,11 @@ func (o *Options) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.No
 // top returns the function table's rows and how many functions there are
 // in all.
 func (o *Options) top(p *analyze.Profile, samples []analyze.Sample) ([]analyze.FuncStat, int) {
-	top := p.Top(samples)
-	if o.SortTotal {
-		analyze.SortByTotal(top)
+	if !o.SortTotal {
+		return p.TopN(samples, o.Limit)
 	}
+	top := p.Top(samples)
+	analyze.SortByTotal(top)
 	n := len(top)
 	if o.Limit > 0 && len(top) > o.Limit {
 		top = top[:o.Limit]
