@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -105,6 +106,10 @@ type wireWriter struct {
 
 	samples []wireSample
 	values  []int64
+	// located is how far the location pass has come (see [progress]);
+	// done ends when it has finished.
+	located progress
+	done    sync.WaitGroup
 	// labels are the encoded labels of the samples, one entry per
 	// thread (and process: tids of -1 are shared), indexed by
 	// threadLabels.
@@ -136,6 +141,37 @@ type wireSample struct {
 	stack  analyze.StackID
 	tid    int32
 	labels int32 // index in labels
+	first  int32 // the index in the view of its first sample
+}
+
+// progress is how many of the view's samples a goroutine has passed,
+// published every few thousand: what it wrote before is seen by the
+// goroutines that read it since.
+type progress struct {
+	n    atomic.Int64
+	tick chan struct{} // a send after each step; closed at the end
+}
+
+// set records that n samples are passed.
+func (p *progress) set(n int) {
+	p.n.Store(int64(n))
+	select {
+	case p.tick <- struct{}{}:
+	default:
+	}
+}
+
+// end records that all are, for good.
+func (p *progress) end(n int) {
+	p.n.Store(int64(n))
+	close(p.tick)
+}
+
+// wait returns once more than i samples are passed.
+func (p *progress) wait(i int) {
+	for p.n.Load() <= int64(i) {
+		<-p.tick
+	}
 }
 
 type wireLabels struct {
@@ -152,6 +188,7 @@ func writePprof(w io.Writer, v *analyze.View, o Options) error {
 	o.setDefaults()
 	ww := newWireWriter(v)
 	ww.collect()
+	defer ww.done.Wait()
 	gz, err := gzip.NewWriterLevel(w, 2)
 	if err != nil {
 		return err
@@ -244,17 +281,18 @@ func (w *wireWriter) str(s string) int64 {
 }
 
 // collect gathers the samples, one per distinct (stack, thread) with
-// their values summed, and the locations, functions and mappings they
-// reach, numbered in the order they are first reached. The two share
-// nothing but the view they read, so the locations are found on a
-// goroutine of their own: one loop doing both took a quarter of an
-// export of 120 k samples, all of it on one CPU.
+// their values summed, and starts finding the locations, functions and
+// mappings they reach, numbered in the order they are first reached, on
+// a goroutine of their own: one loop doing both took a quarter of an
+// export of 120 k samples, all of it on one CPU. The two share nothing
+// but the view they read. The samples are written while the locations
+// are found, each once the locations of its stack are (see
+// [wireWriter.write]); w.done ends when they all are.
 func (w *wireWriter) collect() {
 	w.sameLoc, w.frameMaps = sameLocations(w.v)
-	var wg sync.WaitGroup
-	wg.Go(w.locate)
+	w.located.tick = make(chan struct{}, 1)
+	w.done.Go(w.locate)
 	w.collectSamples()
-	wg.Wait()
 }
 
 // locate numbers the locations of the view's stacks in the order of
@@ -262,6 +300,9 @@ func (w *wireWriter) collect() {
 func (w *wireWriter) locate() {
 	seen := make([]bool, w.v.NumStacks())
 	for i := range w.v.Samples {
+		if i&(1<<12-1) == 0 {
+			w.located.set(i)
+		}
 		st := w.v.Samples[i].Stack
 		if seen[st] {
 			continue
@@ -271,6 +312,7 @@ func (w *wireWriter) locate() {
 			w.location(fr)
 		}
 	}
+	w.located.end(len(w.v.Samples))
 }
 
 // collectSamples gathers the samples, one per distinct (stack, thread),
@@ -310,7 +352,7 @@ func (w *wireWriter) collectSamples() {
 				w.labels = append(w.labels, w.encodeLabels(s))
 				w.threadLabels[s.TID] = l
 			}
-			w.samples = append(w.samples, wireSample{s.Stack, s.TID, l.index})
+			w.samples = append(w.samples, wireSample{s.Stack, s.TID, l.index, int32(i)})
 			w.values = append(w.values, make([]int64, n)...)
 		}
 		addValues(w.v, w.values[int(j)*n:int(j+1)*n], s, w.cols)
@@ -511,6 +553,7 @@ func (w *wireWriter) write(out io.Writer, o Options) error {
 	n := len(w.cols)
 	var ids []uint64
 	for i, s := range w.samples {
+		w.located.wait(int(s.first))
 		m = m[:0]
 		ids = ids[:0]
 		for _, fr := range v.Stack(s.stack) {
@@ -530,6 +573,7 @@ func (w *wireWriter) write(out io.Writer, o Options) error {
 			}
 		}
 	}
+	w.done.Wait()
 	mapIDs := w.mappingIDs()
 	order := make([]int, len(w.maps))
 	for i, id := range mapIDs {
