@@ -41,6 +41,9 @@ func TestPprofWriterMatchesBuilder(t *testing.T) {
 			{PID: 10, TID: -1, MS: 4, Frames: []string{"k_read"}, N: 1},
 			{PID: 20, TID: -1, MS: 5, Frames: []string{"k_idle"}, N: 1},
 		})},
+		// Thousands of stacks: samples are written while the locations
+		// of later ones are still being found.
+		{"many", testcaptures.CPUOf(t, manyStacks())},
 	} {
 		p, err := analyze.Load(bytes.NewReader(c.data), analyze.LoadOptions{NoHostFiles: true})
 		if err != nil {
@@ -87,6 +90,21 @@ func TestPprofWriterMatchesBuilder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// manyStacks returns 3,000 stacks of about 9,000 samples in two
+// processes, most of them distinct.
+func manyStacks() []testcaptures.Stack {
+	var st []testcaptures.Stack
+	for i := range 3000 {
+		pid := int32(10 + 10*(i%2))
+		st = append(st, testcaptures.Stack{
+			PID: pid, TID: pid + int32(i%3/2), MS: int64(i),
+			Frames: []string{fmt.Sprintf("f%d", i%500), fmt.Sprintf("g%d", i%37), fmt.Sprintf("h%d", i%11), "main"},
+			N:      1 + i%5,
+		})
+	}
+	return st
 }
 
 // slowWriter is a writer that takes its time, so that writes queue up.
