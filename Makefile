@@ -38,8 +38,11 @@ RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWA
 
 all: build
 
+# nsprof is linked statically (no cgo: only package net would use it, for
+# the C resolver): no libc to load, 1.5-3 MB less resident memory for a
+# recording and a report.
 build: preload
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
 
 # The memprof LD_PRELOAD library (the only C in the product), found by
 # nsprof next to its executable. Frame pointers: its stack walk starts in

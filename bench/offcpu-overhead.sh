@@ -56,7 +56,7 @@ tmp=$(mktemp -d "$base/nsprof-offcpu-overhead.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 "$cc" -O1 -g -fno-omit-frame-pointer -pthread -o "$tmp/pingpong" "$root/internal/testutils/fixtures/pingpong.c"
-(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 nsprof=$tmp/nsprof
 base_bin=${NSPROF_BASE:-}
 if [[ " ${modes[*]} " == *" base "* ]] && ! [ -x "$base_bin" ]; then

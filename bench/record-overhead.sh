@@ -54,7 +54,7 @@ trap 'rm -rf "$tmp"' EXIT
 cflags="-O1 -g -fno-omit-frame-pointer -fno-inline -pthread"
 "$cc" $cflags -o "$tmp/work" "$root/bench/record-overhead/work.c"
 "$cc" $cflags -o "$tmp/callchain" "$root/internal/testutils/fixtures/callchain.c"
-(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 nsprof=$tmp/nsprof
 ncpu=$(nproc)
 

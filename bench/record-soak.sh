@@ -37,7 +37,7 @@ trap cleanup EXIT
 
 nsprof=${NSPROF:-}
 if [ -z "$nsprof" ]; then
-	(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 	nsprof=$tmp/nsprof
 fi
 # shellcheck source=lib/compile-src.sh

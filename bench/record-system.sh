@@ -62,7 +62,7 @@ trap cleanup EXIT
 "$cc" -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o "$tmp/callchain" "$root/internal/testutils/fixtures/callchain.c"
 nsprof=${NSPROF:-}
 if [ -z "$nsprof" ]; then
-	(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 	nsprof=$tmp/nsprof
 fi
 ncpu=$(nproc)

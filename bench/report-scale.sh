@@ -47,7 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$cc" -O1 -g -fno-omit-frame-pointer -pthread -o "$tmp/work" "$root/bench/record-overhead/work.c"
-(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 ns=$tmp/nsprof
 
 # workload runs the builds and work.c until killed.

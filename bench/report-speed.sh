@@ -44,7 +44,7 @@ tmp=$(mktemp -d "$base/nsprof-report-speed.XXXXXX")
 if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$tmp"' EXIT; fi
 
 "$cc" -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o "$tmp/work" "$root/bench/record-overhead/work.c"
-(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof && go build -o "$tmp/symbolize-dso" ./bench/symbolize-dso)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof && go build -o "$tmp/symbolize-dso" ./bench/symbolize-dso)
 
 # Iterations for about secs seconds: calibrate with a short run.
 cal=$("$tmp/work" 2000 1 | sed -n 's/.*work_wall_s=\([0-9.]*\).*/\1/p')

@@ -48,7 +48,7 @@ tmp=$(mktemp -d "$base/nsprof-unwind-overhead.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 "$cc" -O2 -fomit-frame-pointer -g -pthread -o "$tmp/omitfp" "$root/internal/testutils/fixtures/omitfp.c"
-(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 nsprof=$tmp/nsprof
 ncpu=$(nproc)
 export OMITFP_RUSAGE=1

@@ -15,7 +15,7 @@ capture=${1:-}
 if [ -z "$capture" ]; then
 	tmp=$(mktemp -d "${BENCH_DIR:-/var/tmp}/nsprof-web.XXXXXX")
 	trap 'kill $work 2>/dev/null; rm -rf "$tmp"' EXIT
-	(cd "$root" && go build -o "$tmp/nsprof" ./cmd/nsprof)
+	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
 	(export GOCACHE=$tmp/gocache GOFLAGS=-buildvcs=false; while :; do rm -rf "$GOCACHE"; (cd "$root" && go build -o /dev/null ./cmd/nsprof) >/dev/null 2>&1 || true; done) &
 	work=$!
 	sleep 2

@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	}
 	nsprofBin = filepath.Join(dir, "nsprof")
 	build := exec.Command("go", "build", "-o", nsprofBin, "nsprof/cmd/nsprof")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make builds it
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building nsprof:", err)
