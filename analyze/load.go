@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"path"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +63,12 @@ type LoadOptions struct {
 	// the process's setting back afterwards. The heap of such a capture
 	// is a few megabytes, and collecting it as it grew from nothing was
 	// a tenth of a small report's CPU (14 k samples: 12 % less CPU for
-	// 2 MiB more at the peak).
+	// 2 MiB more at the peak). A larger capture's frames are read at GOGC
+	// 400 too, the naming and what follows at the process's setting:
+	// the reading makes little garbage (its tables are sized ahead), so
+	// collecting its heap over and over as it grew was most of the
+	// collector's work, while the peak comes later (a 15 s capture's
+	// report 8 % faster, its peak unchanged).
 	FewerGCs bool
 }
 
@@ -91,7 +95,7 @@ func LoadFile(name string, opts LoadOptions) (*Profile, error) {
 		return nil, err
 	}
 	if opts.FewerGCs && info != nil && info.Size() < smallCapture {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		defer raiseGCPercent(400)()
 	}
 	var p *Profile
 	if data != nil {
@@ -259,6 +263,10 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 	}
 	const stageRead = "reading the capture"
 	prog(stageRead, 0, size)
+	restoreGC := func() {}
+	if opts.FewerGCs {
+		restoreGC = raiseGCPercent(400)
+	}
 	for frames := 0; readErr == nil; frames++ {
 		if frames&(1<<12-1) == 0 {
 			prog(stageRead, cr.Offset(), size)
@@ -373,6 +381,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 			readErr = sc.err // the file shrank under the walk
 		}
 	}
+	restoreGC()
 	prog("reading symbols", 0, 0)
 	p := b.finish()
 	if tl != nil {

@@ -38,3 +38,15 @@ func LimitMemory(size int64) (restore func()) {
 	debug.SetMemoryLimit(limit)
 	return func() { debug.SetMemoryLimit(old) }
 }
+
+// raiseGCPercent sets the garbage collector's percent to p when the
+// process's setting is lower, but never turns on a collector turned off
+// (GOGC=off), and returns the function that puts the setting back.
+func raiseGCPercent(p int) (restore func()) {
+	old := debug.SetGCPercent(p)
+	if old < 0 || old >= p {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(old) }
+}

@@ -32,3 +32,20 @@ func TestLimitMemory(t *testing.T) {
 		t.Errorf("a lower limit of %d became %d", big, got)
 	}
 }
+
+// TestRaiseGCPercent: a lower setting is raised and put back; a higher
+// one and a collector turned off are left as they are.
+func TestRaiseGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, c := range []struct{ was, during int }{{100, 400}, {50, 400}, {800, 800}, {400, 400}, {-1, -1}} {
+		debug.SetGCPercent(c.was)
+		restore := raiseGCPercent(400)
+		if got := debug.SetGCPercent(c.during); got != c.during {
+			t.Errorf("GOGC %d: %d while raised, want %d", c.was, got, c.during)
+		}
+		restore()
+		if got := debug.SetGCPercent(c.was); got != c.was {
+			t.Errorf("GOGC %d: %d after, want it back", c.was, got)
+		}
+	}
+}
