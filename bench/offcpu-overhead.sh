@@ -34,7 +34,13 @@
 # Environment: RUNS (default 7), MODES (default "alone nsprof perf
 # perf-switch", and base when NSPROF_BASE is set), NSPROF_ARGS (extra
 # record flags, e.g. "--call-graph fp,0"), NSPROF_BASE (an nsprof binary
-# to compare with: the base mode), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
+# to compare with: the base mode), PIN (a CPU list: every mode runs the
+# workload under `taskset -c PIN`, the recorders unpinned; PIN=0 puts both
+# threads on one CPU, so every switch is between them, none through the
+# idle task or across CPUs, and the workload's time is its CPU time: the
+# kernel's cost per switch, without the wake-up placement and the
+# recorder's own CPU that make an unpinned run's wall time vary by tens
+# of percent from run to run), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
 # (default: perf, or the newest /usr/bin/perf_*), CC (gcc). Needs root,
 # or perf_event_paranoid <= -1 and a readable tracefs. Results go to
 # stdout only.
@@ -45,6 +51,10 @@ runs=${RUNS:-7}
 read -r -a modes <<<"${MODES:-alone nsprof perf perf-switch${NSPROF_BASE:+ base}}"
 read -r -a nsargs <<<"${NSPROF_ARGS:-}"
 cc=${CC:-gcc}
+pin=()
+if [ -n "${PIN:-}" ]; then
+	pin=(taskset -c "$PIN")
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
 perf=${PERF:-$(command -v perf || ls /usr/bin/perf_* 2>/dev/null | sort -V | tail -1 || true)}
@@ -66,7 +76,7 @@ fi
 
 echo "== offcpu-overhead $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg),"
 echo "   $("$perf" --version), $(go version | cut -d' ' -f3), nsprof $(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')${NSPROF_ARGS:+ (record $NSPROF_ARGS)}"
-echo "   pingpong $rounds rounds, $runs runs of each of: ${modes[*]}"
+echo "   pingpong $rounds rounds${PIN:+ (taskset -c $PIN)}, $runs runs of each of: ${modes[*]}"
 
 # num FILE KEY prints the number after "KEY=" in FILE, or nothing.
 num() { sed -n "s/.*\\b$2=\\([0-9.]*\\).*/\\1/p" "$1" | head -1; }
@@ -111,11 +121,11 @@ TIMEFORMAT='cmd_wall_s=%3R cmd_user_s=%3U cmd_sys_s=%3S'
 run1() {
 	local mode=$1 rep=$2 cmd
 	case $mode in
-	alone) cmd=("$tmp/pingpong" "$rounds") ;;
-	nsprof) cmd=("$nsprof" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "$tmp/pingpong" "$rounds") ;;
-	base) cmd=("$base_bin" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "$tmp/pingpong" "$rounds") ;;
-	perf) cmd=("$perf" record -q -B -e sched:sched_switch -g -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
-	perf-switch) cmd=("$perf" record -q -B -e sched:sched_switch -g --switch-events -o "$tmp/out.perf" -- "$tmp/pingpong" "$rounds") ;;
+	alone) cmd=("${pin[@]}" "$tmp/pingpong" "$rounds") ;;
+	nsprof) cmd=("$nsprof" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "${pin[@]}" "$tmp/pingpong" "$rounds") ;;
+	base) cmd=("$base_bin" record --off-cpu "${nsargs[@]}" -o "$tmp/out.syscap" -f -- "${pin[@]}" "$tmp/pingpong" "$rounds") ;;
+	perf) cmd=("$perf" record -q -B -e sched:sched_switch -g -o "$tmp/out.perf" -- "${pin[@]}" "$tmp/pingpong" "$rounds") ;;
+	perf-switch) cmd=("$perf" record -q -B -e sched:sched_switch -g --switch-events -o "$tmp/out.perf" -- "${pin[@]}" "$tmp/pingpong" "$rounds") ;;
 	*)
 		echo "offcpu-overhead: unknown mode $mode" >&2
 		exit 2
