@@ -63,7 +63,7 @@ func (s *Symbols) Frames(vaddr uint64) []Frame {
 			return fr
 		}
 	}
-	if s.lines == nil {
+	if s.lines == nil || inPLT(s.plt, vaddr) {
 		return nil
 	}
 	return s.lines.frames(vaddr)
@@ -85,6 +85,11 @@ func (t *lineTable) frames(pc uint64) []Frame {
 func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 	if s == nil || s.lines == nil {
 		return
+	}
+	if len(s.plt) > 0 {
+		// PLT stubs lie outside every unit's .debug_aranges: asking for
+		// them would read the whole DWARF and find no unit still.
+		vaddrs = slices.DeleteFunc(slices.Clone(vaddrs), func(a uint64) bool { return inPLT(s.plt, a) })
 	}
 	if s.golines != nil {
 		// The Go code needs no DWARF.

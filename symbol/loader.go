@@ -73,6 +73,10 @@ type Symbols struct {
 	// golines answers Frames for the Go code of a Go binary, before
 	// (and instead of reading) its DWARF.
 	golines *goLineTable
+	// plt are the object's PLT sections, linker-made stubs no
+	// compilation unit covers: Frames answers nothing there without
+	// asking the DWARF, which would read all of it looking for a unit.
+	plt []addrRange
 }
 
 // SymbolsOf returns the Symbols of a table loaded before (kept in a
@@ -128,7 +132,7 @@ func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
 func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
 	if obj.hasSection(elf.SHT_SYMTAB) {
 		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
-			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path), golines: obj.goLinesOrNil()}, nil
+			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path), golines: obj.goLinesOrNil(), plt: obj.pltRanges()}, nil
 		}
 	}
 	if s := l.findDebugFile(obj, path); s != nil {
@@ -312,5 +316,5 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbo
 	if df.hasDebugInfo() {
 		lines = newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
 	}
-	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: lines}, nil
+	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: lines, plt: obj.pltRanges()}, nil
 }

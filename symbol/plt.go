@@ -236,3 +236,29 @@ func ifuncResolvers(es []entry) map[uint64]entry {
 	}
 	return m
 }
+
+// pltRanges returns the address ranges of f's PLT sections (.plt,
+// .plt.sec, .plt.got): stubs the linker writes, which no compilation
+// unit's DWARF describes.
+func (f *File) pltRanges() []addrRange {
+	var rs []addrRange
+	for _, s := range f.elf.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Size == 0 || s.Addr+s.Size < s.Addr {
+			continue
+		}
+		if s.Name == ".plt" || s.Name == ".plt.sec" || s.Name == ".plt.got" {
+			rs = append(rs, addrRange{s.Addr, s.Addr + s.Size})
+		}
+	}
+	return rs
+}
+
+// inPLT says whether vaddr is in one of rs.
+func inPLT(rs []addrRange, vaddr uint64) bool {
+	for _, r := range rs {
+		if vaddr >= r.start && vaddr < r.end {
+			return true
+		}
+	}
+	return false
+}
