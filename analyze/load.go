@@ -68,7 +68,7 @@ type LoadOptions struct {
 	// the reading makes little garbage (its tables are sized ahead), so
 	// collecting its heap over and over as it grew was most of the
 	// collector's work, while the peak comes later (a 15 s capture's
-	// report 8 % faster, its peak unchanged).
+	// report 9 % faster, its peak unchanged).
 	FewerGCs bool
 }
 

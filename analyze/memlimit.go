@@ -6,8 +6,9 @@ import (
 )
 
 // Memory a report or export holds outside the Go heap, which a memory
-// limit does not count: the nsprof binary's own pages (16 MiB resident)
-// and the pages of the capture being read (up to a few MiB at a time).
+// limit does not count: the nsprof binary's own pages (about 15 MiB
+// resident) and the pages of the capture being read (up to a few MiB at
+// a time).
 const outsideHeap = 24 << 20
 
 // liveShare bounds the live heap of a loaded capture, as a share of its
