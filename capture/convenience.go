@@ -2,10 +2,11 @@ package capture
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // AddJITMap returns the JIT address for name, [JITMapMark] | n with n = 1,
@@ -149,9 +150,11 @@ func (w *Writer) AddFileGzip(h FrameHeader, path string, data []byte) error {
 }
 
 // AddFileGzipLevel is [Writer.AddFileGzip] at a compression level of
-// compress/gzip (gzip.BestSpeed for megabytes written as a recording
-// ends: the default level took four times the CPU for a file a fifth
-// smaller).
+// gzip (gzip.BestSpeed for megabytes written as a recording ends: the
+// default level took four times the CPU for a file a fifth smaller).
+// Files are compressed by klauspost/compress, whose fastest level wrote a
+// 5.4 MB /proc/kallsyms in 27 ms (1.06 MB) where compress/gzip's took 46
+// (1.08 MB).
 func (w *Writer) AddFileGzipLevel(h FrameHeader, path string, data []byte, level int) error {
 	var b bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&b, level)

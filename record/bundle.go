@@ -2,11 +2,12 @@ package record
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"nsprof/capture"
 	"nsprof/symbol"

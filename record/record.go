@@ -3,7 +3,6 @@ package record
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"nsprof/capture"
 	"nsprof/perf"
@@ -463,7 +464,8 @@ func (r *recorder) embedKallsyms() {
 }
 
 // readKallsymsGz reads the kallsyms file at path through gzip (best
-// speed) and returns the compressed bytes, the length of the text, and
+// speed, klauspost/compress: see [capture.Writer.AddFileGzipLevel]) and
+// returns the compressed bytes, the length of the text, and
 // whether its first address is zero (kptr_restrict). /proc/kallsyms is
 // read once: the names given at the end come from the bytes the capture
 // embeds.
