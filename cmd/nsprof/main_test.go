@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"io"
 	"math"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"nsprof/capture"
 )
@@ -40,8 +41,8 @@ CTRDEF                  1          160
 CTRSET                  2          256
 MARK                    1          104
 LOG                     1           80
-FILE_CHUNK              2          648
-total                  11         1392
+FILE_CHUNK              2          656
+total                  11         1400
 pids 2, frame times +0.000000000s .. +0.009000000s
 `
 )
@@ -319,7 +320,7 @@ func TestCat(t *testing.T) {
 		t.Fatalf("cat: status %d, stderr %q", status, stderr)
 	}
 	summary, _, _ := nsprof(t, nil, "dump", "--summary", out)
-	if !strings.Contains(summary, "\ntotal                  22         2784\n") || !strings.Contains(summary, "\nCTRDEF                  2          320\n") {
+	if !strings.Contains(summary, "\ntotal                  22         2800\n") || !strings.Contains(summary, "\nCTRDEF                  2          320\n") {
 		t.Errorf("merged summary:\n%s", summary)
 	}
 	before, _ := os.ReadFile(out)
@@ -416,6 +417,7 @@ func dropLine(s string) string {
 	return rest
 }
 
+// gz compresses s as capture.Writer.AddFileGzip does.
 func gz(t testing.TB, s string) []byte {
 	t.Helper()
 	var b bytes.Buffer
