@@ -185,9 +185,15 @@ func TestLiveDeletedExecutable(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	pid := cmd.Process.Pid
+	// The new comm comes before the binary is mapped: exec sets it, then
+	// maps the program (a race-detector run once read the maps between).
 	waitFor(t, func() bool {
 		st, err := ReadStat(pid)
-		return err == nil && st.Comm == "my sleep"
+		if err != nil || st.Comm != "my sleep" {
+			return false
+		}
+		maps, err := ReadMaps(pid)
+		return err == nil && slices.ContainsFunc(maps, func(m Mapping) bool { return m.Path == bin })
 	})
 	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
