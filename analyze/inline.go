@@ -101,9 +101,17 @@ func newInlineFrames(p *Profile, room []Frame, with []int32) *inlineFrames {
 	// The frames are copied once, to a slice with room for the inlined
 	// calls: appending to a full one of a million frames copied them
 	// over and over.
+	// The calls are counted once, each part's first being those before
+	// it.
+	parts := make([]inlinePart, min(runtime.GOMAXPROCS(0), 8, len(with)>>12+1))
 	calls := 0
-	for _, i := range with {
-		calls += len(p.Frames[i].Loc.Inline)
+	for k := range parts {
+		pt := &parts[k]
+		pt.lo, pt.hi = len(with)*k/len(parts), len(with)*(k+1)/len(parts)
+		pt.calls = calls
+		for _, i := range with[pt.lo:pt.hi] {
+			calls += len(p.Frames[i].Loc.Inline)
+		}
 	}
 	if calls == 0 {
 		return nil
@@ -121,16 +129,6 @@ func newInlineFrames(p *Profile, room []Frame, with []int32) *inlineFrames {
 	funcs := make(map[Function]FuncID, len(p.Funcs)+calls)
 	for id, fn := range p.Funcs {
 		funcs[fn] = FuncID(id)
-	}
-	parts := make([]inlinePart, min(runtime.GOMAXPROCS(0), 8, len(with)>>12+1))
-	calls = 0
-	for k := range parts {
-		pt := &parts[k]
-		pt.lo, pt.hi = len(with)*k/len(parts), len(with)*(k+1)/len(parts)
-		pt.calls = calls // the calls before the part's
-		for _, i := range with[pt.lo:pt.hi] {
-			calls += len(p.Frames[i].Loc.Inline)
-		}
 	}
 	var wg sync.WaitGroup
 	for k := range parts {
