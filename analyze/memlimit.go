@@ -2,7 +2,10 @@ package analyze
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync"
 )
 
 // Memory a report or export holds outside the Go heap, which a memory
@@ -11,9 +14,12 @@ import (
 // a time).
 const outsideHeap = 24 << 20
 
-// liveShare bounds the live heap of a loaded capture, as a share of its
-// size: 1.05 for a 60 s capture of a build (466 k samples), 1.3 for a
-// 15 s one (120 k), measured with heap profiles.
+// liveShare is the live heap of a loaded capture, as a share of its
+// size, that a memory limit is set for: 1.05 for a 60 s capture of a
+// build (466 k samples), 1.3 for a 15 s one (120 k), measured with heap
+// profiles. Captures of many processes running the same programs hold
+// more (2.2 for a 60 s capture of 800 compiler processes); the limit
+// then gives way (see [LimitMemory]).
 const liveShare = 1.3
 
 // LimitMemory sets the Go runtime's soft memory limit (see
@@ -27,6 +33,15 @@ const liveShare = 1.3
 // runtime keeps what it freed: a 71 MB capture's report peaked at
 // 150–175 MB with 74 MB live. A lower limit already set (GOMEMLIMIT) is
 // kept.
+//
+// The limit gives way to a live heap that outgrows it: a limit at the
+// live heap has the collector run without end (up to half the CPU, as
+// the runtime caps it), and a report of a capture whose profile holds
+// more than liveShare took 1.5 times as long for a fifth less memory,
+// still over twice the capture. After each collection that leaves more
+// than three quarters of the limit live, the limit is raised to twice
+// the live heap (the size the collector's default pacing allows), never
+// over the previous limit.
 func LimitMemory(size int64) (restore func()) {
 	limit := 2*size - outsideHeap
 	if size <= 0 || size > math.MaxInt64/4 || float64(limit) < 1.25*liveShare*float64(size) {
@@ -36,8 +51,59 @@ func LimitMemory(size int64) (restore func()) {
 	if old <= limit {
 		return func() {}
 	}
+	g := &memGovernor{limit: limit, ceiling: old}
 	debug.SetMemoryLimit(limit)
-	return func() { debug.SetMemoryLimit(old) }
+	g.arm()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.stopped = true
+		debug.SetMemoryLimit(old)
+	}
+}
+
+// memGovernor raises a memory limit that the live heap outgrew (see
+// [LimitMemory]), looking at the live heap once per garbage collection.
+type memGovernor struct {
+	mu      sync.Mutex
+	stopped bool
+	limit   int64
+	// ceiling is the limit before LimitMemory's, never exceeded.
+	ceiling int64
+	sample  [1]metrics.Sample
+}
+
+// gcSentinel is an object whose collection tells that a garbage
+// collection ran: it holds a pointer so that it is never one of the
+// tiny objects the allocator packs together (their cleanups run late).
+type gcSentinel struct {
+	_ *int
+	_ [16]byte
+}
+
+// arm has check called after the next garbage collection.
+func (g *memGovernor) arm() {
+	runtime.AddCleanup(&gcSentinel{}, func(g *memGovernor) { g.check() }, g)
+}
+
+// check raises the limit when the live heap left by the last collection
+// takes more than three quarters of it, and arms itself again.
+func (g *memGovernor) check() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return
+	}
+	g.sample[0].Name = "/gc/heap/live:bytes"
+	metrics.Read(g.sample[:])
+	if g.sample[0].Value.Kind() == metrics.KindUint64 {
+		live := int64(min(g.sample[0].Value.Uint64(), math.MaxInt64/4))
+		if live > g.limit/4*3 && g.limit < g.ceiling {
+			g.limit = min(2*live, g.ceiling)
+			debug.SetMemoryLimit(g.limit)
+		}
+	}
+	g.arm()
 }
 
 // raiseGCPercent sets the garbage collector's percent to p when the

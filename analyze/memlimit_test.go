@@ -2,8 +2,10 @@ package analyze
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // TestLimitMemory: the limit is twice a large capture's size less what
@@ -48,4 +50,40 @@ func TestRaiseGCPercent(t *testing.T) {
 			t.Errorf("GOGC %d: %d after, want it back", c.was, got)
 		}
 	}
+}
+
+// TestLimitMemoryGivesWay: a live heap over three quarters of the limit
+// has it raised to twice the live heap after a collection; once put
+// back, the limit is left alone.
+func TestLimitMemoryGivesWay(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	const size = 100 << 20 // a limit of 176 MiB
+	restore := LimitMemory(size)
+	limit := debug.SetMemoryLimit(-1)
+	if limit != 2*size-outsideHeap {
+		t.Fatalf("limit %d, want %d", limit, 2*size-outsideHeap)
+	}
+	live := make([][]byte, 0, 160)
+	for range 160 { // 160 MiB, live until the end
+		live = append(live, make([]byte, 1<<20))
+	}
+	raised := false
+	for range 50 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // the cleanup's goroutine
+		if debug.SetMemoryLimit(-1) >= 2*150<<20 {
+			raised = true
+			break
+		}
+	}
+	if !raised {
+		t.Errorf("limit %d with 160 MiB live, want at least %d", debug.SetMemoryLimit(-1), 2*150<<20)
+	}
+	restore()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after restore: %d, want none", got)
+	}
+	runtime.KeepAlive(live)
 }
