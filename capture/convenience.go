@@ -183,8 +183,14 @@ const MetaSymbolsFollow = "nsprof.symbols-follow"
 // embedded file was enough), and Sysprof named nothing. A frame of another
 // type right before the bundle is read whichever parity the run has.
 func (w *Writer) AddSymbolsFile(h FrameHeader, data []byte) error {
+	return w.AddSymbolsReader(h, bytes.NewReader(data))
+}
+
+// AddSymbolsReader is [Writer.AddSymbolsFile] with the bundle read from
+// r (a [SymbolsBuilder]'s, whose parts are never copied into one).
+func (w *Writer) AddSymbolsReader(h FrameHeader, r io.Reader) error {
 	if err := w.AddMetadata(h.Time, MetaSymbolsFollow, SymbolsFile); err != nil {
 		return err
 	}
-	return w.AddFileBytes(h, SymbolsFile, data)
+	return w.AddFile(h, SymbolsFile, r)
 }

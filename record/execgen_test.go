@@ -80,7 +80,7 @@ func TestSymbolizerNamesImagesBeforeExec(t *testing.T) {
 		return ""
 	}
 	bundle := func(s *symbolizer) []capture.Symbol {
-		out, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		out, _ := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
 		return out
 	}
 

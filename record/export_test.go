@@ -18,6 +18,13 @@ func BundleKernel(kallsyms []byte, pid int, addrs []uint64) []capture.Symbol {
 	zw.Write(kallsyms)
 	zw.Close()
 	r := &recorder{kallsymsGz: gz.Bytes(), kallsymsLen: len(kallsyms)}
-	out, _ := s.bundle(r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
+	out, _ := bundleAll(s, r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
 	return out
+}
+
+// bundleAll runs s.bundle and returns the records it gave, in order.
+func bundleAll(s *symbolizer, kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) ([]capture.Symbol, []capture.AddrLines) {
+	var out []capture.Symbol
+	lines := s.bundle(func(sym capture.Symbol) { out = append(out, sym) }, kallsyms, nsPID, prog, logf)
+	return out, lines
 }

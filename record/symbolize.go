@@ -781,15 +781,16 @@ type kernelTable interface {
 // progress reports symbolization progress; done of total objects.
 type progress func(done, total int, name string)
 
-// bundle resolves every sampled address and returns the __symbols__
-// records, and the source lines and inline frames of the user addresses
-// whose files have DWARF: by file offset, once for every process, where
-// the mapping's MAP frame names its file by build-id, else by process
-// and address. kallsyms opens the kernel symbol list; it is read only when
-// samples hit the kernel. nsPID gives a process's pid in its own PID
-// namespace, for JIT maps. Failures are notes, never fatal: an address
-// without a name is left out, as Sysprof leaves it.
-func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (out []capture.Symbol, lines []capture.AddrLines) {
+// bundle resolves every sampled address and gives the __symbols__
+// records to emit, in order of process ID, and returns the source lines
+// and inline frames of the user addresses whose files have DWARF: by file
+// offset, once for every process, where the mapping's MAP frame names its
+// file by build-id, else by process and address. kallsyms opens the
+// kernel symbol list; it is read only when samples hit the kernel. nsPID
+// gives a process's pid in its own PID namespace, for JIT maps. Failures
+// are notes, never fatal: an address without a name is left out, as
+// Sysprof leaves it.
+func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (lines []capture.AddrLines) {
 	pids := make([]int, 0, len(s.procs))
 	for pid := range s.procs {
 		pids = append(pids, pid)
@@ -834,7 +835,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 		add := func(begin, end uint64, name, tag string) {
 			if !seen[begin] {
 				seen[begin] = true
-				out = append(out, capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
+				emit(capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
 			}
 		}
 		var jit *symbol.Table
@@ -916,7 +917,7 @@ func (s *symbolizer) bundle(kallsyms func() (kernelTable, error), nsPID func(pid
 	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
 		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
 	})
-	return out, append(lines, fileLines...)
+	return append(lines, fileLines...)
 }
 
 // resolveObjects loads the objects samples hit and gives the source

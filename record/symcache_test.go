@@ -86,7 +86,7 @@ func TestSymbolCacheSecondBundle(t *testing.T) {
 		for _, off := range offs {
 			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 		}
-		syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 		return syms, lines, s.cacheUses
 	}
 	first := offs[:len(offs)/2]
@@ -158,7 +158,7 @@ func TestSymbolCacheCorruptEntry(t *testing.T) {
 	defer s.close()
 	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
 	s.sampled(pid, []uint64{capture.ContextUser, base + offs[0]}, false, 10)
-	syms, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { logged = append(logged, f) })
+	syms, _ := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { logged = append(logged, f) })
 	if len(syms) == 0 {
 		t.Fatal("a corrupt cache entry left the address unnamed")
 	}
@@ -193,7 +193,7 @@ func TestSymbolCacheNoLines(t *testing.T) {
 		for _, off := range offs {
 			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 		}
-		syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
 		return syms, lines, s.cacheUses
 	}
 	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
@@ -259,7 +259,7 @@ func TestSymbolCacheUntrustedFile(t *testing.T) {
 			defer s.close()
 			s.mapped(pid, container.Mapping{Path: p, Start: base, End: base + 1<<20, BuildID: id})
 			s.sampled(pid, []uint64{capture.ContextUser, base + offs[0]}, false, 10)
-			syms, _ := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+			syms, _ := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
 			if len(syms) == 0 {
 				t.Fatal("address not named")
 			}
@@ -283,7 +283,7 @@ func TestBundleDropsLineTables(t *testing.T) {
 	for _, off := range offs {
 		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 	}
-	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	if len(syms) == 0 || len(lines) == 0 {
 		t.Fatalf("%d symbols, %d lines", len(syms), len(lines))
 	}
@@ -292,7 +292,7 @@ func TestBundleDropsLineTables(t *testing.T) {
 			t.Errorf("%s: line tables still held after the bundle", o.path)
 		}
 	}
-	again, lines2 := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	again, lines2 := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	if !reflect.DeepEqual(again, syms) || !reflect.DeepEqual(lines2, lines) {
 		t.Errorf("a second bundle differs: %d symbols, %d lines; want %d, %d", len(again), len(lines2), len(syms), len(lines))
 	}
@@ -313,7 +313,7 @@ func TestBundleLinesByFile(t *testing.T) {
 			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 		}
 	}
-	_, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	_, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	byFile := map[uint64]int{}
 	for _, l := range lines {
 		switch {
@@ -349,7 +349,7 @@ func TestBundleReturnAddresses(t *testing.T) {
 	ip, ret1, ret2 := base+offs[1], base+offs[len(offs)/2], base+offs[len(offs)-2]
 	s.sampled(pid, []uint64{capture.ContextUser, ip, ret1, ret2}, false, 10)
 	s.sampled(pid, []uint64{capture.ContextUser, ret2 - 1}, false, 20) // the call sampled itself too
-	syms, lines := s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	named := func(a uint64) bool {
 		for _, sym := range syms {
 			if a >= sym.Begin && a <= sym.End {
@@ -418,7 +418,7 @@ func TestBundlePackedExited(t *testing.T) {
 		if late {
 			s.sampled(pid, []uint64{capture.ContextUser, base + offs[1]}, false, 5)
 		}
-		return s.bundle(func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		return bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	}
 	wantSyms, wantLines := run(false, false)
 	if len(wantSyms) == 0 || len(wantLines) == 0 {
@@ -461,7 +461,7 @@ func TestBundlePackedKernel(t *testing.T) {
 		if late {
 			s.sampled(pid, []uint64{capture.ContextKernel, k0 + 0x9000}, false, 5)
 		}
-		syms, _ := s.bundle(func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		syms, _ := bundleAll(s, func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 		return syms, s.procs[pid]
 	}
 	want, _ := run(false, false)

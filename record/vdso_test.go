@@ -79,7 +79,7 @@ func TestSymbolizerVDSO(t *testing.T) {
 			s.sampled(42, []uint64{capture.ContextUser, addr}, false, 0)
 			var logs []string
 			logf := func(format string, args ...any) { logs = append(logs, format) }
-			syms, _ := s.bundle(nil, func(int) int { return 0 }, nil, logf)
+			syms, _ := bundleAll(s, nil, func(int) int { return 0 }, nil, logf)
 			var got string
 			for _, sym := range syms {
 				if sym.PID == 42 && sym.Begin <= addr && addr <= sym.End {
