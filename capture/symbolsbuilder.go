@@ -16,12 +16,18 @@ import (
 // beside them; the builder holds only the records, and each distinct
 // string once.
 //
-// Symbols are added in order of process ID; those of one process in any
-// order, without two at one address. The zero SymbolsBuilder is ready to
-// use.
+// Symbols are best added in order of process ID (those of one process
+// in any order, without two at one address): the bytes are then
+// EncodeSymbols'. Processes out of order are put in order when the file
+// is finished, at the cost of a copy of the records. The zero
+// SymbolsBuilder is ready to use.
 type SymbolsBuilder struct {
 	recs []byte // the records written, name and tag offsets relative to strs
 	run  []Symbol
+	// runs are the processes' records in recs, in the order added;
+	// sorted says their pids only grew.
+	runs     []symbolsRun
+	unsorted bool
 	// strs is the string table, from its NUL at offset 0 (none);
 	// index finds each string in it.
 	strs  []byte
@@ -30,9 +36,15 @@ type SymbolsBuilder struct {
 	err   error
 }
 
-// Add adds s, or returns an error when s's process comes before the
-// last one's, or s ends before it begins. The records of a process are
-// written when the next process's first comes (or by [SymbolsBuilder.Reader]).
+// symbolsRun is one process's records: recs[off:off+n*symbolRecordSize].
+type symbolsRun struct {
+	pid    int32
+	off, n int
+}
+
+// Add adds s, or returns an error when s ends before it begins (the
+// file is then refused). The records of a process are written when
+// another process's first comes (or by [SymbolsBuilder.Reader]).
 func (b *SymbolsBuilder) Add(s Symbol) error {
 	if b.err != nil {
 		return b.err
@@ -45,10 +57,6 @@ func (b *SymbolsBuilder) Add(s Symbol) error {
 		return b.err
 	}
 	if len(b.run) > 0 && s.PID != b.run[0].PID {
-		if s.PID < b.run[0].PID {
-			b.err = fmt.Errorf("symbol %q of pid %d added after pid %d", s.Name, s.PID, b.run[0].PID)
-			return b.err
-		}
 		b.flush()
 	}
 	b.run = append(b.run, s)
@@ -61,6 +69,14 @@ func (b *SymbolsBuilder) Len() int { return b.n }
 
 // flush writes the current process's records, in order of address.
 func (b *SymbolsBuilder) flush() {
+	if len(b.run) == 0 {
+		return
+	}
+	pid := b.run[0].PID
+	if k := len(b.runs); k > 0 && b.runs[k-1].pid >= pid {
+		b.unsorted = true
+	}
+	b.runs = append(b.runs, symbolsRun{pid: pid, off: len(b.recs), n: len(b.run)})
 	slices.SortFunc(b.run, func(x, y Symbol) int {
 		switch {
 		case x.Begin < y.Begin:
@@ -113,6 +129,9 @@ func (b *SymbolsBuilder) Reader() (io.Reader, error) {
 		return nil, b.err
 	}
 	b.flush()
+	if b.unsorted {
+		b.recs = b.ordered()
+	}
 	if len(b.strs) == 0 {
 		b.strs = append(b.strs, 0)
 	}
@@ -129,4 +148,58 @@ func (b *SymbolsBuilder) Reader() (io.Reader, error) {
 	}
 	b.index = nil
 	return io.MultiReader(bytes.NewReader(b.recs), bytes.NewReader(make([]byte, symbolRecordSize)), bytes.NewReader(b.strs)), nil
+}
+
+// ordered returns the records in order of (pid, begin): the runs of
+// each process in turn, a process added in several runs merged.
+func (b *SymbolsBuilder) ordered() []byte {
+	slices.SortStableFunc(b.runs, func(x, y symbolsRun) int {
+		switch {
+		case x.pid < y.pid:
+			return -1
+		case x.pid > y.pid:
+			return 1
+		}
+		return 0
+	})
+	out := make([]byte, 0, len(b.recs))
+	for i := 0; i < len(b.runs); {
+		j := i + 1
+		for j < len(b.runs) && b.runs[j].pid == b.runs[i].pid {
+			j++
+		}
+		start := len(out)
+		for _, r := range b.runs[i:j] {
+			out = append(out, b.recs[r.off:r.off+r.n*symbolRecordSize]...)
+		}
+		if j-i > 1 {
+			sortRecords(out[start:])
+		}
+		i = j
+	}
+	return out
+}
+
+// sortRecords sorts encoded records by begin address, stably.
+func sortRecords(recs []byte) {
+	n := len(recs) / symbolRecordSize
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	begin := func(i int) uint64 { return binary.NativeEndian.Uint64(recs[i*symbolRecordSize:]) }
+	slices.SortStableFunc(idx, func(x, y int) int {
+		switch bx, by := begin(x), begin(y); {
+		case bx < by:
+			return -1
+		case bx > by:
+			return 1
+		}
+		return 0
+	})
+	sorted := make([]byte, 0, len(recs))
+	for _, i := range idx {
+		sorted = append(sorted, recs[i*symbolRecordSize:(i+1)*symbolRecordSize]...)
+	}
+	copy(recs, sorted)
 }

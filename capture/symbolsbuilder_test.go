@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -63,21 +64,64 @@ func TestSymbolsBuilderMatchesEncode(t *testing.T) {
 	}
 }
 
-// TestSymbolsBuilderRefuses: a process after a later one, and a symbol
-// ending before it begins, are errors, kept for the rest.
-func TestSymbolsBuilderRefuses(t *testing.T) {
+// TestSymbolsBuilderOutOfOrder: processes added out of order, one of
+// them in two runs, give a file that decodes to the same symbols as
+// EncodeSymbols' (pid -1 after others, as a pid of 2^32-1 read as an int
+// came); a symbol ending before it begins is refused, and so is the file.
+func TestSymbolsBuilderOutOfOrder(t *testing.T) {
+	syms := []Symbol{
+		{PID: 5, Begin: 30, End: 40, Name: "a"},
+		{PID: 5, Begin: 10, End: 20, Name: "b", Tag: "libc"},
+		{PID: 9, Begin: 10, End: 20, Name: "c"},
+		{PID: -1, Begin: 0xffffffff81000000, End: 0xffffffff810000ff, Name: "k", Tag: "Kernel"},
+		{PID: 5, Begin: 20, End: 25, Name: "d"},
+		{PID: 7, Begin: 1, End: 2, Name: "a"},
+	}
 	var b SymbolsBuilder
-	if err := b.Add(Symbol{PID: 5, Begin: 10, End: 20, Name: "a"}); err != nil {
+	for _, s := range syms {
+		if err := b.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := b.Reader()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Add(Symbol{PID: 4, Begin: 10, End: 20, Name: "b"}); err == nil {
-		t.Error("pid 4 after pid 5: no error")
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := b.Reader(); err == nil {
-		t.Error("Reader after a refused symbol: no error")
+	want, err := EncodeSymbols(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, err := DecodeSymbols(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := DecodeSymbols(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sysprof searches the records as they are: they must be in order.
+	for i := symbolRecordSize; i+symbolRecordSize <= len(got); i += symbolRecordSize {
+		pid, prev := int32(binary.NativeEndian.Uint32(got[i+16:])), int32(binary.NativeEndian.Uint32(got[i-symbolRecordSize+16:]))
+		begin, prevBegin := binary.NativeEndian.Uint64(got[i:]), binary.NativeEndian.Uint64(got[i-symbolRecordSize:])
+		if begin == 0 && pid == 0 {
+			break // the terminator
+		}
+		if pid < prev || pid == prev && begin < prevBegin {
+			t.Fatalf("record %d (pid %d at %#x) after pid %d at %#x", i/symbolRecordSize, pid, begin, prev, prevBegin)
+		}
+	}
+	if g, w := fmt.Sprint(gt.syms), fmt.Sprint(wt.syms); g != w {
+		t.Errorf("decoded\n%s\nwant\n%s", g, w)
 	}
 	var c SymbolsBuilder
 	if err := c.Add(Symbol{PID: 1, Begin: 20, End: 10, Name: "a"}); err == nil {
 		t.Error("end before begin: no error")
+	}
+	if _, err := c.Reader(); err == nil {
+		t.Error("Reader after a refused symbol: no error")
 	}
 }
