@@ -69,7 +69,7 @@ func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 			break
 		}
 	}
-	p := s.procs[pid]
+	p := s.lookup(pid)
 	for len(addrs) > user+2 && p.notReturn(addrs[len(addrs)-1], true) {
 		addrs = addrs[:len(addrs)-1]
 	}
@@ -82,7 +82,7 @@ func (s *symbolizer) trimCallers(pid int, addrs []uint64) []uint64 {
 // order with perf's MMAP records, so an address in no known mapping may
 // be in one just made: it stays.
 func (s *symbolizer) trimReturns(pid int, addrs []uint64) []uint64 {
-	p := s.procs[pid]
+	p := s.lookup(pid)
 	for len(addrs) > 1 && p.notReturn(addrs[len(addrs)-1], false) {
 		addrs = addrs[:len(addrs)-1]
 	}

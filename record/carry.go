@@ -120,7 +120,8 @@ func (m *pidMap) prune(live func(pid int) bool) {
 func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 	s.seenStacks = nil
 	s.shadowed = 0
-	s.mapsGen++ // files are closed below
+	s.spill.reset() // exited processes, named in the capture that ended
+	s.mapsGen++     // files are closed below
 	used := map[*symObj]bool{}
 	hot := map[*symObj]bool{}
 	for pid, p := range s.procs {

@@ -79,6 +79,8 @@ type symbolizer struct {
 	// exits are the processes exited whose addresses are to be packed,
 	// oldest first (packExited).
 	exits []exitedProc
+	// spill holds the exited processes written out (packExited).
+	spill procSpill
 	// mapsGen counts the changes of any process's mappings (and of the
 	// objects they map, whose files a mapping may open): what the
 	// unwinder remembers of a process's mappings holds while it stays.
@@ -423,9 +425,21 @@ func newSymbolizer() *symbolizer {
 	}
 }
 
+// lookup returns what is known of pid, nil if nothing; a process written
+// out is read back.
+func (s *symbolizer) lookup(pid int) *symProc {
+	p := s.procs[pid]
+	if p == nil && s.spill.has(pid) {
+		if p = s.spill.take(pid); p != nil {
+			s.procs[pid] = p
+		}
+	}
+	return p
+}
+
 // proc returns what is known of pid, without opening it.
 func (s *symbolizer) proc(pid int) *symProc {
-	p := s.procs[pid]
+	p := s.lookup(pid)
 	if p == nil {
 		p = &symProc{}
 		s.procs[pid] = p
@@ -618,7 +632,7 @@ func (o *symObj) reader() io.ReaderAt {
 // forked gives a new process its parent's mappings, which perf does not
 // report again.
 func (s *symbolizer) forked(ppid, pid int) {
-	pp := s.procs[ppid]
+	pp := s.lookup(ppid)
 	if pp == nil {
 		return
 	}
@@ -641,7 +655,7 @@ func (s *symbolizer) forked(ppid, pid int) {
 // new one cannot be opened (the process already gone): files are checked
 // against their mappings' build-id or inode whichever view finds them.
 func (s *symbolizer) execed(pid int, at int64) {
-	p := s.procs[pid]
+	p := s.lookup(pid)
 	if p == nil {
 		return
 	}
@@ -673,7 +687,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 // exited releases what a process held unless debug-file search needs its
 // pinned root at the end.
 func (s *symbolizer) exited(pid int) {
-	p := s.procs[pid]
+	p := s.lookup(pid)
 	if p == nil {
 		return
 	}
@@ -698,14 +712,24 @@ type exitedProc struct {
 const packGrace = time.Second
 
 // packExited packs the sampled addresses of the processes that exited
-// packGrace before now or earlier, so that what a recording holds for
-// processes come and gone is 9 bytes an address they sampled and their
-// mappings, not maps built for noting.
+// packGrace before now or earlier, and writes them out (procSpill), so
+// that what a recording holds in memory for processes come and gone is a
+// few dozen bytes each; a process that cannot be written out keeps its
+// mappings and 9 bytes an address it sampled, not maps built for noting.
 func (s *symbolizer) packExited(now time.Time) {
 	n := 0
 	for n < len(s.exits) && now.Sub(s.exits[n].at) >= packGrace {
-		if p := s.procs[s.exits[n].pid]; p != nil {
+		pid := s.exits[n].pid
+		if p := s.procs[pid]; p != nil {
 			p.pack()
+			if spillable(p) {
+				// The calls get entries of their own now, as the
+				// bundle would give them (symProc.expand).
+				p.expand()
+				if s.spill.put(pid, p) {
+					delete(s.procs, pid)
+				}
+			}
 		}
 		n++
 	}
@@ -791,11 +815,25 @@ type progress func(done, total int, name string)
 // are notes, never fatal: an address without a name is left out, as
 // Sysprof leaves it.
 func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (lines []capture.AddrLines) {
-	pids := make([]int, 0, len(s.procs))
+	pids := append(make([]int, 0, len(s.procs)+len(s.spill.at)), s.spill.pids()...)
 	for pid := range s.procs {
 		pids = append(pids, pid)
 	}
-	slices.Sort(pids)
+	// In the order of the records' 32-bit pids (a pid of 2^32-1, read
+	// as an int, is the records' -1), as capture.SymbolsBuilder takes
+	// them best.
+	slices.SortFunc(pids, func(a, b int) int { return cmp.Compare(int32(a), int32(b)) })
+	// A process written out is read back for each pass, and dropped
+	// after it: the passes hold one at a time.
+	procOf := func(pid int) *symProc {
+		if p := s.procs[pid]; p != nil {
+			return p
+		}
+		if p := s.spill.get(pid); p != nil {
+			return p
+		}
+		return &symProc{}
+	}
 
 	// The objects samples hit, and the file offsets in each whose
 	// frames are wanted: loaded first, so that each reads the DWARF of
@@ -803,7 +841,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	hit := make(map[*symObj][]uint64)
 	var objs []*symObj
 	for _, pid := range pids {
-		p := s.procs[pid]
+		p := procOf(pid)
 		p.expand()
 		for _, g := range p.gens() {
 			for i, a := range g.packed {
@@ -830,7 +868,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	var kern kernelTable
 	kernTried := false
 	for _, pid := range pids {
-		p := s.procs[pid]
+		p := procOf(pid)
 		seen := make(map[uint64]bool)
 		add := func(begin, end uint64, name, tag string) {
 			if !seen[begin] {
@@ -913,6 +951,9 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				}
 			}
 		}
+	}
+	if n := s.spill.readFailed; n > 0 {
+		logf("%d exited processes' sampled addresses could not be read back from the spill file: their frames are unnamed", n)
 	}
 	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
 		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
@@ -1037,6 +1078,7 @@ func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Ta
 
 // close releases every file and pinned root.
 func (s *symbolizer) close() {
+	s.spill.close()
 	for _, o := range s.objs {
 		if o.f != nil {
 			o.f.Close()

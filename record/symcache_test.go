@@ -407,7 +407,10 @@ func TestBundlePackedExited(t *testing.T) {
 				t.Error("packed within the grace period")
 			}
 			s.packExited(start.Add(packGrace))
-			g := &s.procs[pid].symGen
+			if s.procs[pid] != nil || !s.spill.has(pid) {
+				t.Fatal("after the grace: not written out")
+			}
+			g := &s.spill.get(pid).symGen
 			if g.user != nil || len(g.packed) == 0 || !slices.IsSorted(g.packed) || len(g.flags) != len(g.packed) {
 				t.Fatalf("after the grace: %d in the map, %d packed (sorted %v), %d flags", len(g.user), len(g.packed), slices.IsSorted(g.packed), len(g.flags))
 			}
@@ -462,7 +465,7 @@ func TestBundlePackedKernel(t *testing.T) {
 			s.sampled(pid, []uint64{capture.ContextKernel, k0 + 0x9000}, false, 5)
 		}
 		syms, _ := bundleAll(s, func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-		return syms, s.procs[pid]
+		return syms, s.lookup(pid)
 	}
 	want, _ := run(false, false)
 	if len(want) != 40 {

@@ -114,7 +114,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 // runtime's init) runs none of its parent's code, and given its parent's
 // mappings the leaf step found no CFI for any of its samples.
 func (u *dwarfUnwinder) procMaps(pid int) *symProc {
-	p := u.sym.procs[pid]
+	p := u.sym.lookup(pid)
 	if p != nil && (len(p.maps) > 0 || p.mapsTried) {
 		return p
 	}
@@ -129,7 +129,7 @@ func (u *dwarfUnwinder) procMaps(pid int) *symProc {
 		return p
 	}
 	if st, err := u.fs.ReadStatus(pid); err == nil {
-		if pp := u.sym.procs[st.PPid]; pp != nil && len(pp.maps) > 0 {
+		if pp := u.sym.lookup(st.PPid); pp != nil && len(pp.maps) > 0 {
 			u.sym.forked(st.PPid, pid)
 		}
 	}
