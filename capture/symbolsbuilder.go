@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 )
 
@@ -20,10 +21,15 @@ import (
 // in any order, without two at one address): the bytes are then
 // EncodeSymbols'. Processes out of order are put in order when the file
 // is finished, at the cost of a copy of the records. The zero
-// SymbolsBuilder is ready to use.
+// SymbolsBuilder is ready to use; [SymbolsBuilder.KeepIn] moves its
+// records to a file.
 type SymbolsBuilder struct {
 	recs []byte // the records written, name and tag offsets relative to strs
-	run  []Symbol
+	// file, when set, holds the records instead of recs: fileSize bytes.
+	file     *os.File
+	fileSize int64
+	scratch  []byte
+	run      []Symbol
 	// runs are the processes' records in recs, in the order added;
 	// sorted says their pids only grew.
 	runs     []symbolsRun
@@ -36,10 +42,48 @@ type SymbolsBuilder struct {
 	err   error
 }
 
-// symbolsRun is one process's records: recs[off:off+n*symbolRecordSize].
+// symbolsRun is one process's records: recs[off:off+n*symbolRecordSize]
+// (or those bytes of the file).
 type symbolsRun struct {
 	pid    int32
 	off, n int
+}
+
+// KeepIn has the builder write its records to f, a file it then owns
+// (closing it is the caller's, after the file is read): a system-wide
+// recording of 15,000 processes bundles some 6 million, 180 MB that
+// stayed in memory until the end. When f cannot be written, the records
+// go back to memory (or, those written unreadable, the file is refused).
+func (b *SymbolsBuilder) KeepIn(f *os.File) {
+	if b.file != nil || len(b.recs) > 0 || b.n > 0 {
+		return // only from the start
+	}
+	b.file = f
+}
+
+// size returns the bytes of records written.
+func (b *SymbolsBuilder) size() int {
+	if b.file != nil {
+		return int(b.fileSize)
+	}
+	return len(b.recs)
+}
+
+// write appends encoded records to the file or to recs.
+func (b *SymbolsBuilder) write(recs []byte) {
+	if b.file != nil {
+		if _, err := b.file.WriteAt(recs, b.fileSize); err == nil {
+			b.fileSize += int64(len(recs))
+			return
+		}
+		// Back to memory, with what the file holds.
+		b.recs = make([]byte, b.fileSize, b.fileSize+int64(len(recs)))
+		if _, err := b.file.ReadAt(b.recs, 0); err != nil {
+			b.err = fmt.Errorf("symbol records: %w", err)
+		}
+		b.file, b.fileSize = nil, 0
+	}
+	b.recs = append(b.recs, recs...)
 }
 
 // Add adds s, or returns an error when s ends before it begins (the
@@ -76,7 +120,7 @@ func (b *SymbolsBuilder) flush() {
 	if k := len(b.runs); k > 0 && b.runs[k-1].pid >= pid {
 		b.unsorted = true
 	}
-	b.runs = append(b.runs, symbolsRun{pid: pid, off: len(b.recs), n: len(b.run)})
+	b.runs = append(b.runs, symbolsRun{pid: pid, off: b.size(), n: len(b.run)})
 	slices.SortFunc(b.run, func(x, y Symbol) int {
 		switch {
 		case x.Begin < y.Begin:
@@ -86,6 +130,7 @@ func (b *SymbolsBuilder) flush() {
 		}
 		return 0
 	})
+	out := b.scratch[:0]
 	for _, s := range b.run {
 		var r [symbolRecordSize]byte
 		binary.NativeEndian.PutUint64(r[0:], s.Begin)
@@ -93,8 +138,10 @@ func (b *SymbolsBuilder) flush() {
 		binary.NativeEndian.PutUint32(r[16:], uint32(s.PID))
 		binary.NativeEndian.PutUint32(r[20:], b.intern(s.Name))
 		binary.NativeEndian.PutUint32(r[24:], b.intern(s.Tag))
-		b.recs = append(b.recs, r[:]...)
+		out = append(out, r[:]...)
 	}
+	b.write(out)
+	b.scratch = out[:0]
 	clear(b.run)
 	b.run = b.run[:0]
 }
@@ -123,31 +170,83 @@ func (b *SymbolsBuilder) intern(str string) uint32 {
 
 // Reader finishes the file and returns its bytes: the records, the
 // all-zero record that ends them, then the string table. The builder's
-// memory is the reader's: add nothing after.
+// memory (and file) is the reader's: add nothing after.
 func (b *SymbolsBuilder) Reader() (io.Reader, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
 	b.flush()
+	if b.err != nil {
+		return nil, b.err
+	}
+	if b.unsorted && b.file != nil {
+		// Put in order in memory: records out of order are rare (a pid
+		// read as an int past 2^31).
+		b.recs = make([]byte, b.fileSize)
+		if _, err := b.file.ReadAt(b.recs, 0); err != nil {
+			return nil, fmt.Errorf("symbol records: %w", err)
+		}
+		b.file, b.fileSize = nil, 0
+	}
 	if b.unsorted {
 		b.recs = b.ordered()
 	}
 	if len(b.strs) == 0 {
 		b.strs = append(b.strs, 0)
 	}
-	base := uint64(len(b.recs) + symbolRecordSize)
+	base := uint64(b.size() + symbolRecordSize)
 	if base+uint64(len(b.strs)) > 1<<32 {
 		return nil, fmt.Errorf("symbol string table exceeds 4 GiB")
 	}
-	for r := b.recs; len(r) >= symbolRecordSize; r = r[symbolRecordSize:] {
+	b.index = nil
+	tail := io.MultiReader(bytes.NewReader(make([]byte, symbolRecordSize)), bytes.NewReader(b.strs))
+	if b.file != nil {
+		return io.MultiReader(&rebasing{r: io.NewSectionReader(b.file, 0, b.fileSize), base: uint32(base)}, tail), nil
+	}
+	rebase(b.recs, uint32(base))
+	return io.MultiReader(bytes.NewReader(b.recs), tail), nil
+}
+
+// rebase adds base, the string table's offset in the file, to the name
+// and tag offsets of recs (whole records) that are not 0 (none).
+func rebase(recs []byte, base uint32) {
+	for r := recs; len(r) >= symbolRecordSize; r = r[symbolRecordSize:] {
 		for _, at := range [2]int{20, 24} {
 			if off := binary.NativeEndian.Uint32(r[at:]); off != 0 {
-				binary.NativeEndian.PutUint32(r[at:], off+uint32(base))
+				binary.NativeEndian.PutUint32(r[at:], off+base)
 			}
 		}
 	}
-	b.index = nil
-	return io.MultiReader(bytes.NewReader(b.recs), bytes.NewReader(make([]byte, symbolRecordSize)), bytes.NewReader(b.strs)), nil
+}
+
+// rebasing reads records from r, rebased (see rebase) a buffer of whole
+// records at a time.
+type rebasing struct {
+	r    io.Reader
+	base uint32
+	buf  []byte
+	pend []byte // rebased bytes not read yet
+}
+
+func (x *rebasing) Read(p []byte) (int, error) {
+	if len(x.pend) == 0 {
+		if x.buf == nil {
+			x.buf = make([]byte, 2048*symbolRecordSize)
+		}
+		n, err := io.ReadFull(x.r, x.buf)
+		n -= n % symbolRecordSize
+		if n == 0 {
+			if err == io.ErrUnexpectedEOF {
+				err = io.EOF // a partial record cannot be: the file holds whole ones
+			}
+			return 0, err
+		}
+		rebase(x.buf[:n], x.base)
+		x.pend = x.buf[:n]
+	}
+	n := copy(p, x.pend)
+	x.pend = x.pend[n:]
+	return n, nil
 }
 
 // ordered returns the records in order of (pid, begin): the runs of

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -41,23 +43,13 @@ func TestSymbolsBuilderMatchesEncode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b SymbolsBuilder
-		for _, s := range syms {
-			if err := b.Add(s); err != nil {
-				t.Fatal(err)
+		for _, keep := range []string{"memory", "file", "read-only file"} {
+			got := buildSymbols(t, syms, keep)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("round %d, %d symbols, records in %s: builder wrote %d bytes, EncodeSymbols %d, not the same", round, len(syms), keep, len(got), len(want))
 			}
 		}
-		r, err := b.Reader()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("round %d, %d symbols: builder wrote %d bytes, EncodeSymbols %d, not the same", round, len(syms), len(got), len(want))
-		}
+		got := want
 		if _, err := DecodeSymbols(got); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -77,19 +69,9 @@ func TestSymbolsBuilderOutOfOrder(t *testing.T) {
 		{PID: 5, Begin: 20, End: 25, Name: "d"},
 		{PID: 7, Begin: 1, End: 2, Name: "a"},
 	}
-	var b SymbolsBuilder
-	for _, s := range syms {
-		if err := b.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := b.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
+	got := buildSymbols(t, syms, "file")
+	if mem := buildSymbols(t, syms, "memory"); !bytes.Equal(got, mem) {
+		t.Errorf("records in a file: %d bytes, in memory %d, not the same", len(got), len(mem))
 	}
 	want, err := EncodeSymbols(syms)
 	if err != nil {
@@ -124,4 +106,45 @@ func TestSymbolsBuilderOutOfOrder(t *testing.T) {
 	if _, err := c.Reader(); err == nil {
 		t.Error("Reader after a refused symbol: no error")
 	}
+}
+
+// buildSymbols runs a SymbolsBuilder over syms with its records in
+// memory, in a file, or in a file it cannot write (back to memory).
+func buildSymbols(t *testing.T, syms []Symbol, keep string) []byte {
+	t.Helper()
+	var b SymbolsBuilder
+	switch keep {
+	case "file":
+		f, err := os.CreateTemp(t.TempDir(), "recs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b.KeepIn(f)
+	case "read-only file":
+		name := filepath.Join(t.TempDir(), "recs")
+		if err := os.WriteFile(name, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b.KeepIn(f)
+	}
+	for _, s := range syms {
+		if err := b.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := b.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

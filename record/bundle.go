@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -51,6 +52,14 @@ func (r *recorder) writeSymbols() {
 	// 870 k symbols: 48 MB as capture.Symbol values, 97 MB allocated
 	// as their slice grew).
 	var syms capture.SymbolsBuilder
+	// In a temporary file, unlinked at once: 6 million records (180 MB)
+	// for a recording of 15,000 processes; in memory where none can be
+	// made.
+	if f, err := os.CreateTemp("", "nsprof-symbols-*"); err == nil {
+		os.Remove(f.Name())
+		defer f.Close()
+		syms.KeepIn(f)
+	}
 	lines := r.sym.bundle(func(s capture.Symbol) { syms.Add(s) }, r.kernelTable, r.tr.nsPID, prog, r.notef)
 	n := syms.Len()
 	b, err := syms.Reader()
