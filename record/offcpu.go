@@ -128,7 +128,7 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	t := int64(s.Time)
 	o.latest = max(o.latest, t)
 	if o.bpf != nil {
-		o.bpf.perfTime = max(o.bpf.perfTime, t)
+		o.feedSwitchIns(r, t) // those before this switch out first
 	}
 	if s.TID != 0 { // not the idle task
 		st, _ := o.prevState.Int(s.RawData)

@@ -16,19 +16,19 @@ const (
 )
 
 // switchIns are the switch-ins of the BPF program (bpf.SwitchIns) on
-// their way to offCPU.switchIn. The program's ring buffer is read when
-// the perf rings are, but a switch-in is handed on only once the perf
-// records up to its time were read: the switch out it ends comes from a
-// perf ring, read at its wakeup watermark or at the loop's tick, up to
-// 100 ms after it happened, and offCPU keeps a switch-in waiting for its
-// switch out only that long (offCPUHorizon).
+// their way to offCPU.switchIn, merged in time order with the switch
+// outs that the perf rings bring: before a switch out is handled, the
+// switch-ins before it are (offCPU pairs events a little out of order,
+// but gives up on a switch out followed by another one past its
+// horizon). The program's ring buffer is read again when a switch out
+// is later than the last read.
 type switchIns struct {
 	prog    *bpf.SwitchIns
 	pending []bpf.SwitchIn
 	next    int // pending[next:] are not handed on yet
-	// perfTime is the time of the latest perf record of the off-CPU
-	// events handled: every perf record before it was read.
-	perfTime int64
+	// readAt is when the ring buffer was last read (capture clock):
+	// the switch-ins before it are in pending.
+	readAt int64
 	// lost is the program's count of switch-ins lost to a full ring
 	// buffer, as of the end of the previous capture.
 	lost, lostAll uint64
@@ -57,17 +57,21 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	return &switchIns{prog: prog}, nil
 }
 
-// readSwitchIns reads the BPF program's switch-ins and hands on those
-// up to time upTo to switchIn.
-func (o *offCPU) readSwitchIns(r *recorder, upTo int64) {
+// feedSwitchIns hands on the switch-ins up to time upTo to switchIn,
+// reading the ring buffer first when it was last read before upTo.
+func (o *offCPU) feedSwitchIns(r *recorder, upTo int64) {
 	s := o.bpf
 	if s == nil {
 		return
 	}
-	if s.err == nil && s.prog.Pending() > 0 {
-		if s.next > 0 && s.next == len(s.pending) {
+	if s.readAt <= upTo && s.err == nil {
+		if s.next == len(s.pending) {
 			s.pending, s.next = s.pending[:0], 0
+		} else if s.next > 4096 && s.next*2 > len(s.pending) {
+			s.pending = append(s.pending[:0], s.pending[s.next:]...)
+			s.next = 0
 		}
+		s.readAt = capture.Now()
 		_, s.err = s.prog.Read(func(in bpf.SwitchIn) { s.pending = append(s.pending, in) })
 		if s.err != nil {
 			r.logf("off-CPU: %v; the switch-ins after it are missing", s.err)
@@ -77,35 +81,21 @@ func (o *offCPU) readSwitchIns(r *recorder, upTo int64) {
 	for s.next < len(s.pending) && s.pending[s.next].Time <= upTo {
 		in := s.pending[s.next]
 		s.next++
-		o.switchIn(r, in.TID, in.Time)
-	}
-	if s.next > 4096 && s.next*2 > len(s.pending) {
-		s.pending = append(s.pending[:0], s.pending[s.next:]...)
-		s.next = 0
+		// A thread never seen leaving a CPU: it left before its perf
+		// events were enabled (a command before its exec), and the
+		// switch-in pairs with nothing.
+		if o.threads[in.TID] != nil {
+			o.switchIn(r, in.TID, in.Time)
+		}
 	}
 }
 
-// afterPerf hands on the switch-ins that the perf records read by now
-// have caught up with; empty says the perf rings were just read empty
-// (now is the time after).
-func (o *offCPU) afterPerf(r *recorder, empty bool, now int64) {
-	if o.bpf == nil {
-		return
-	}
-	upTo := o.bpf.perfTime
-	if empty {
-		// Records written since but stamped before now are
-		// possible for a moment: not quite up to now.
-		upTo = max(upTo, now-1_000_000)
-	}
-	o.readSwitchIns(r, upTo)
-}
-
-// allSwitchIns hands on every switch-in read by now: the end of a
-// recording, or of a capture once its perf records were read.
-func (o *offCPU) allSwitchIns(r *recorder, upTo int64) {
-	if o.bpf != nil {
-		o.readSwitchIns(r, upTo)
+// readEmpty hands on the switch-ins once the perf rings were read empty:
+// every switch out before now was handled, but for those written a
+// moment ago (a millisecond is allowed).
+func (o *offCPU) readEmpty(r *recorder) {
+	if o != nil && o.bpf != nil {
+		o.feedSwitchIns(r, capture.Now()-1_000_000)
 	}
 }
 

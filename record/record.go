@@ -646,22 +646,15 @@ func (r *recorder) loop(ctx context.Context) {
 		err := r.readBatch(&rec)
 		switch {
 		case err == nil:
-			if r.off != nil {
-				r.off.afterPerf(r, false, 0)
-			}
 			if r.writeErr != nil {
 				r.stopped = "write error"
 				return
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			if r.off != nil {
-				r.off.afterPerf(r, true, capture.Now())
-			}
+			r.off.readEmpty(r)
 		case errors.Is(err, perf.ErrFlushed):
 			// The control socket's watcher woke the loop.
-			if r.off != nil {
-				r.off.afterPerf(r, true, capture.Now())
-			}
+			r.off.readEmpty(r)
 		case errors.Is(err, io.EOF):
 			// Every followed task exited and its records were read.
 			if childDone != nil {
@@ -956,7 +949,7 @@ func (r *recorder) finish() {
 		r.finishMemprof()
 	}
 	if r.off != nil {
-		r.off.allSwitchIns(r, r.stopAt)
+		r.off.feedSwitchIns(r, r.stopAt)
 		r.off.finish(r)
 	}
 	if r.block != nil {
