@@ -44,6 +44,7 @@ type SwitchIn struct {
 type SwitchIns struct {
 	ring, targets, drops *ebpf.Map
 	progs                []*ebpf.Program
+	swin                 *ebpf.Program // the sched_switch program
 	links                []link.Link
 	rd                   *ringbuf.Reader
 	rec                  ringbuf.Record
@@ -99,6 +100,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD())); err != nil {
 		return nil, err
 	}
+	s.swin = s.progs[len(s.progs)-1]
 	if s.rd, err = ringbuf.NewReader(s.ring); err != nil {
 		return nil, fmt.Errorf("bpf: ring buffer reader: %w", err)
 	}
@@ -193,7 +195,9 @@ func (s *SwitchIns) Read(fn func(SwitchIn)) (int, error) {
 	return n, nil
 }
 
-// Lost returns how many switch-ins found the ring buffer full.
+// Lost returns how many switch-ins were lost: found the ring buffer
+// full, or not seen because the kernel did not run the program (its
+// recursion misses: it was running on the CPU already).
 func (s *SwitchIns) Lost() (uint64, error) {
 	if s.closed {
 		return 0, errClosed
@@ -206,7 +210,11 @@ func (s *SwitchIns) Lost() (uint64, error) {
 	for _, v := range per {
 		n += v
 	}
-	return n, nil
+	st, err := s.swin.Stats()
+	if err != nil {
+		return 0, fmt.Errorf("bpf: reading the program's stats: %w", err)
+	}
+	return n + st.RecursionMisses, nil
 }
 
 // Close detaches the programs and frees what Open made. Calling it again
