@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf/btf"
@@ -91,5 +90,3 @@ func tracepointArgs(spec *btf.Spec, tp string) int {
 	}
 	return len(fn.Params) - 1
 }
-
-var errClosed = errors.New("bpf: switch-in reader closed")

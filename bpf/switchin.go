@@ -18,6 +18,9 @@ import (
 // between two reads.
 const DefaultRingBytes = 8 << 20
 
+// errClosed is the error of the methods called after Close.
+var errClosed = errors.New("bpf: switch-in reader closed")
+
 // maxTargets bounds the processes followed at once.
 const maxTargets = 1 << 16
 
