@@ -55,6 +55,20 @@ const (
 	// that (in StacksFile and OffCPUFile, not marks).
 	MetaOffCPUMarkNs   = "nsprof.offcpu.mark-ns"
 	MetaOffCPUUnmarked = "nsprof.offcpu.unmarked"
+	// MetaOffCPUSwitchIns says where the switch-ins that end the
+	// intervals came from: [OffCPUSwitchInsBPF] or [OffCPUSwitchInsPerf];
+	// MetaOffCPUSwitchInsLost counts those the BPF program lost to a
+	// full ring buffer (their intervals count as unpaired).
+	MetaOffCPUSwitchIns     = "nsprof.offcpu.switch-ins"
+	MetaOffCPUSwitchInsLost = "nsprof.offcpu.switch-ins-lost"
+)
+
+// The values of [MetaOffCPUSwitchIns]: a BPF program on the sched_switch
+// raw tracepoint, or perf's SWITCH records (context_switch), the
+// fallback.
+const (
+	OffCPUSwitchInsBPF  = "bpf"
+	OffCPUSwitchInsPerf = "perf"
 )
 
 // OffCPURecordSize is the size of one encoded [OffCPU] record.

@@ -54,6 +54,9 @@ type offCPU struct {
 	// free are the stacks of intervals written, for reuse: a switch-heavy
 	// program allocated one a switch.
 	free [][]uint64
+	// bpf brings the switch-ins when the BPF program loaded (nil: they
+	// are perf's SWITCH records).
+	bpf *switchIns
 }
 
 // offCPUCounts are the counts of the captures a split recording ended.
@@ -124,6 +127,9 @@ func taskState(v int64) byte {
 func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	t := int64(s.Time)
 	o.latest = max(o.latest, t)
+	if o.bpf != nil {
+		o.feedSwitchIns(r, t) // those before this switch out first
+	}
 	if s.TID != 0 { // not the idle task
 		st, _ := o.prevState.Int(s.RawData)
 		// Two slots in front for the marker frame (see write).
@@ -139,7 +145,8 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 	o.sweep(r, false)
 }
 
-// switchIn takes a SWITCH record of a task coming back to a CPU.
+// switchIn takes a task coming back to a CPU: a SWITCH record, or a
+// record of the BPF program (switchIns).
 func (o *offCPU) switchIn(r *recorder, tid int32, t int64) {
 	if tid == 0 {
 		return
@@ -378,8 +385,11 @@ func (o *offCPU) finish(r *recorder) {
 	all.opened += o.opened
 	all.unmarked += o.unmarked
 	all.offNs += o.offNs
-	r.notef("off-CPU: %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
-		all.intervals, float64(all.offNs)/1e9, all.opened, o.marksNote(all))
+	r.notef("off-CPU (switch-ins from %s): %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
+		o.source(), all.intervals, float64(all.offNs)/1e9, all.opened, o.marksNote(all))
+	if o.bpf != nil && o.bpf.lostAll > 0 {
+		r.logf("off-CPU: %d switch-ins lost by the BPF program (its ring buffer was full)", o.bpf.lostAll)
+	}
 	if all.unpaired > 0 {
 		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", all.unpaired)
 	}
@@ -398,26 +408,16 @@ func (o *offCPU) endCapture(r *recorder) {
 		{capture.MetaOffCPUOpen, strconv.FormatUint(o.opened, 10)},
 		{capture.MetaOffCPUMarkNs, strconv.FormatInt(o.markNs, 10)},
 		{capture.MetaOffCPUUnmarked, strconv.FormatUint(o.unmarked, 10)},
+		{capture.MetaOffCPUSwitchIns, o.source()},
+	}
+	if o.bpf != nil {
+		lost := o.switchInsLost()
+		o.bpf.lostAll += lost
+		md = append(md, [2]string{capture.MetaOffCPUSwitchInsLost, strconv.FormatUint(lost, 10)})
 	}
 	if err := writeMetadata(r.w, md); err != nil {
 		r.writeErr = err
 	}
-}
-
-// setupOffCPU adds what Options.OffCPU needs to the perf options: the
-// sched_switch tracepoint with stacks, and the SWITCH records that say
-// when a thread comes back.
-func (r *recorder) setupOffCPU(popts *perf.Options) {
-	popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
-	popts.ContextSwitch = true
-	if popts.RingPages == 0 {
-		popts.RingPages = perf.DefaultRingPages
-		if popts.UserStack > 0 {
-			popts.RingPages = perf.DefaultStackRingPages
-		}
-	}
-	popts.RingPages = max(popts.RingPages, tracingRingPages())
-	leafTracepointStack(popts)
 }
 
 // marksNote says which of the intervals counted in c are marks.

@@ -76,6 +76,12 @@ type Options struct {
 	// the stacks of all intervals are kept either way. Zero:
 	// DefaultOffCPUMarks; negative: no marks.
 	OffCPUMarks time.Duration
+	// OffCPUSwitchIns says where the switch-ins that end off-CPU
+	// intervals come from: OffCPUSwitchInsAuto (""), a BPF program
+	// when it loads, else perf's SWITCH records; OffCPUSwitchInsBPF,
+	// the BPF program or an error; OffCPUSwitchInsPerf, the SWITCH
+	// records (for tests and comparisons).
+	OffCPUSwitchIns string
 	// Blocking, when positive, also records the system calls of the
 	// recorded threads that take at least this long, each as a mark of
 	// group "syscall" with the thread's user stack at entry (see
@@ -242,6 +248,11 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Blocking > 0 && (o.Tracepoint == sysEnterTracepoint || o.Tracepoint == sysExitTracepoint) {
 		return errors.New("blocking calls record " + o.Tracepoint + " itself: sample on another event")
+	}
+	switch o.OffCPUSwitchIns {
+	case OffCPUSwitchInsAuto, OffCPUSwitchInsBPF, OffCPUSwitchInsPerf:
+	default:
+		return fmt.Errorf("off-CPU switch-ins from %q: want bpf or perf", o.OffCPUSwitchIns)
 	}
 	if o.OffCPU && o.Tracepoint == switchTracepoint {
 		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")

@@ -56,6 +56,9 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 		if r.rd != nil {
 			r.rd.Close()
 		}
+		if r.off != nil {
+			r.off.close()
+		}
 		if r.mp != nil {
 			r.mp.close()
 		}
@@ -316,7 +319,9 @@ func (r *recorder) setup() error {
 			if r.off, err = newOffCPU(o.OffCPUMarks); err != nil {
 				return err
 			}
-			r.setupOffCPU(&popts)
+			if err := r.setupOffCPU(&popts, mode); err != nil {
+				return err
+			}
 			popts.SampleCPUWide = mode != "system"
 		}
 		if o.Blocking > 0 {
@@ -646,8 +651,10 @@ func (r *recorder) loop(ctx context.Context) {
 				return
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			r.off.readEmpty(r)
 		case errors.Is(err, perf.ErrFlushed):
 			// The control socket's watcher woke the loop.
+			r.off.readEmpty(r)
 		case errors.Is(err, io.EOF):
 			// Every followed task exited and its records were read.
 			if childDone != nil {
@@ -942,6 +949,7 @@ func (r *recorder) finish() {
 		r.finishMemprof()
 	}
 	if r.off != nil {
+		r.off.feedSwitchIns(r, r.stopAt)
 		r.off.finish(r)
 	}
 	if r.block != nil {

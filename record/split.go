@@ -127,6 +127,7 @@ func (r *recorder) cut(now time.Time) {
 	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
 	r.w.StopClock(r.stopAt)
 	if r.off != nil {
+		r.off.feedSwitchIns(r, r.stopAt)
 		r.off.cut(r)
 		r.flushStacks(true)
 	}

@@ -171,8 +171,15 @@ func capturedLost(c *captured) uint64 {
 // measured it slept, within 5 %: each sleep is counted once, its parts
 // on both sides of the cuts neither lost nor counted twice. A part
 // carried into the next capture starts at that capture's start, and the
-// capture's own symbol bundle names its fixture_block.
+// capture's own symbol bundle names its fixture_block. Both sources of
+// switch-ins, the BPF program and perf's SWITCH records, must give that.
 func TestRecordSplitOffCPU(t *testing.T) {
+	for _, source := range []string{OffCPUSwitchInsBPF, OffCPUSwitchInsPerf} {
+		t.Run(source, func(t *testing.T) { testRecordSplitOffCPU(t, source) })
+	}
+}
+
+func testRecordSplitOffCPU(t *testing.T, source string) {
 	requirePerf(t)
 	bin := testutils.BuildFixture(t, "offcpu")
 	times := filepath.Join(t.TempDir(), "times")
@@ -201,6 +208,7 @@ func TestRecordSplitOffCPU(t *testing.T) {
 	opts.Duration = time.Minute
 	opts.Frequency = 99
 	opts.OffCPU = true
+	opts.OffCPUSwitchIns = source
 	// The leaf step finds fixture_block, the caller of libc's frameless
 	// nanosleep, as record --call-graph fp does by default.
 	opts.LeafStack = 512

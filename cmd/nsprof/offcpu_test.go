@@ -22,11 +22,52 @@ import (
 	"nsprof/internal/testutils/containers"
 )
 
+// switchInSources are the values of record's --off-cpu-switch-ins: the
+// BPF program (which must load here: the tests run as root) and perf's
+// SWITCH records, its fallback.
+var switchInSources = []string{capture.OffCPUSwitchInsBPF, capture.OffCPUSwitchInsPerf}
+
+// metadataValue returns the value of the capture's metadata key (the
+// last one), or "" when it has none.
+func metadataValue(t *testing.T, capPath, key string) string {
+	t.Helper()
+	data, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := capture.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ""
+	for {
+		f, err := cr.Next()
+		if err == io.EOF {
+			return v
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := f.(*capture.Metadata); ok && m.ID == key {
+			v = m.Value
+		}
+	}
+}
+
+// checkSwitchIns checks that the capture says its switch-ins came from
+// source.
+func checkSwitchIns(t *testing.T, capPath, source string) {
+	t.Helper()
+	if got := metadataValue(t, capPath, capture.MetaOffCPUSwitchIns); got != source {
+		t.Errorf("metadata %s = %q, want %q", capture.MetaOffCPUSwitchIns, got, source)
+	}
+}
+
 // offCPUFixture records the offcpu fixture (iterations of 200 ms asleep
 // in fixture_block, then 100 ms of wall-clock time in fixture_spin) with
-// record --off-cpu and returns the capture and what the fixture measured
-// of its own functions, in ns.
-func offCPUFixture(t *testing.T, iterations int) (capPath string, block, spin int64) {
+// record --off-cpu, its switch-ins from source, and returns the capture
+// and what the fixture measured of its own functions, in ns.
+func offCPUFixture(t *testing.T, iterations int, source string) (capPath string, block, spin int64) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testutils.RequireCI(t, "recording tests need root")
@@ -35,10 +76,11 @@ func offCPUFixture(t *testing.T, iterations int) (capPath string, block, spin in
 	dir := t.TempDir()
 	capPath = filepath.Join(dir, "off.syscap")
 	out := filepath.Join(dir, "times")
-	_, stderr, status := nsprof(t, nil, "record", "--off-cpu", "-o", capPath, "--", bin, fmt.Sprint(iterations), "200", "100", out)
+	_, stderr, status := nsprof(t, nil, "record", "--off-cpu", "--off-cpu-switch-ins="+source, "-o", capPath, "--", bin, fmt.Sprint(iterations), "200", "100", out)
 	if status != 0 {
 		t.Fatalf("record --off-cpu: status %d\n%s", status, stderr)
 	}
+	checkSwitchIns(t, capPath, source)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -82,9 +124,17 @@ func functionTotals(t *testing.T, capPath string, args ...string) (map[string]in
 // it (2:1 by construction: the spin lasts 100 ms of wall-clock time
 // however loaded the machine is, its preempted time being off-CPU time
 // in state R), within 10 %: sampling counts whole periods of about 1 ms.
+// Both sources of switch-ins, the BPF program and perf's SWITCH records,
+// must give that.
 func TestOffCPUFixture(t *testing.T) {
+	for _, source := range switchInSources {
+		t.Run(source, func(t *testing.T) { testOffCPUFixture(t, source) })
+	}
+}
+
+func testOffCPUFixture(t *testing.T, source string) {
 	const iterations = 5
-	capPath, block, spin := offCPUFixture(t, iterations)
+	capPath, block, spin := offCPUFixture(t, iterations, source)
 	want := int64(iterations * 200e6)
 	if n := sysprofReadsOffCPU(t, capPath); n < iterations {
 		t.Errorf("Sysprof read %d off-CPU marks, want at least the %d sleeps of 200 ms", n, iterations)
@@ -179,54 +229,59 @@ func TestOffCPUTargets(t *testing.T) {
 		testutils.RequireCI(t, "recording tests need root")
 	}
 	bin := testutils.BuildFixture(t, "offcpu")
-	for _, mode := range []string{"-p", "-a"} {
-		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			capPath := filepath.Join(dir, "off.syscap")
-			cmd, pid := startInPIDNamespace(t, bin, 12, filepath.Join(dir, "times"))
-			args := []string{"record", "--off-cpu", "-o", capPath}
-			if mode == "-p" {
-				args = append(args, "-p", fmt.Sprint(pid))
-			} else {
-				// Setting up -a (every process looked at) takes part of
-				// the duration on a loaded machine.
-				args = append(args, "-a", "--duration", "2.5")
-			}
-			_, stderr, status := nsprof(t, nil, args...)
-			if status != 0 {
-				t.Fatalf("record %q: status %d\n%s", args, status, stderr)
-			}
-			cmd.Wait()
-			sel := []string{"--pid", fmt.Sprint(pid)}
-			off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
-			if b := off["fixture_block"]; b < 600e6 {
-				t.Errorf("off_cpu of fixture_block: %d ns, want at least 600 ms (3 of 200 ms)", b)
-			}
-			wall, _ := functionTotals(t, capPath, append(sel, "--wall")...)
-			wb, ws := wall["fixture_block"], wall["fixture_spin"]
-			t.Logf("%s: pid %d: off_cpu fixture_block %.3fs; wall fixture_block %.3fs fixture_spin %.3fs", mode, pid, float64(off["fixture_block"])/1e9, float64(wb)/1e9, float64(ws)/1e9)
-			if ws == 0 || math.Abs(float64(wb)/float64(ws)-2) > 0.6 {
-				t.Errorf("--wall: fixture_block %d ns, fixture_spin %d ns, want about 2:1", wb, ws)
-			}
-			if t.Failed() {
-				t.Logf("record:\n%s", stderr)
-			}
-			out, stderr, status := nsprof(t, nil, "report", capPath, "--json", "--by", "process", "--pid", fmt.Sprint(pid), "--off-cpu")
-			if status != 0 {
-				t.Fatalf("report: status %d\n%s", status, stderr)
-			}
-			var r struct {
-				Groups []struct {
-					NSPID int32 `json:"nspid"`
-				} `json:"groups"`
-			}
-			if err := json.Unmarshal([]byte(out), &r); err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Groups) != 1 || r.Groups[0].NSPID != 1 {
-				t.Errorf("report --by process --pid %d: %+v, want one process of namespace pid 1", pid, r.Groups)
-			}
-		})
+	for _, source := range switchInSources {
+		for _, mode := range []string{"-p", "-a"} {
+			t.Run(source+mode, func(t *testing.T) { testOffCPUTarget(t, bin, mode, source) })
+		}
+	}
+}
+
+func testOffCPUTarget(t *testing.T, bin, mode, source string) {
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "off.syscap")
+	cmd, pid := startInPIDNamespace(t, bin, 12, filepath.Join(dir, "times"))
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=" + source, "-o", capPath}
+	if mode == "-p" {
+		args = append(args, "-p", fmt.Sprint(pid))
+	} else {
+		// Setting up -a (every process looked at) takes part of
+		// the duration on a loaded machine.
+		args = append(args, "-a", "--duration", "2.5")
+	}
+	_, stderr, status := nsprof(t, nil, args...)
+	if status != 0 {
+		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+	}
+	cmd.Wait()
+	checkSwitchIns(t, capPath, source)
+	sel := []string{"--pid", fmt.Sprint(pid)}
+	off, _ := functionTotals(t, capPath, append(sel, "--off-cpu")...)
+	if b := off["fixture_block"]; b < 600e6 {
+		t.Errorf("off_cpu of fixture_block: %d ns, want at least 600 ms (3 of 200 ms)", b)
+	}
+	wall, _ := functionTotals(t, capPath, append(sel, "--wall")...)
+	wb, ws := wall["fixture_block"], wall["fixture_spin"]
+	t.Logf("%s: pid %d: off_cpu fixture_block %.3fs; wall fixture_block %.3fs fixture_spin %.3fs", mode, pid, float64(off["fixture_block"])/1e9, float64(wb)/1e9, float64(ws)/1e9)
+	if ws == 0 || math.Abs(float64(wb)/float64(ws)-2) > 0.6 {
+		t.Errorf("--wall: fixture_block %d ns, fixture_spin %d ns, want about 2:1", wb, ws)
+	}
+	if t.Failed() {
+		t.Logf("record:\n%s", stderr)
+	}
+	out, stderr, status := nsprof(t, nil, "report", capPath, "--json", "--by", "process", "--pid", fmt.Sprint(pid), "--off-cpu")
+	if status != 0 {
+		t.Fatalf("report: status %d\n%s", status, stderr)
+	}
+	var r struct {
+		Groups []struct {
+			NSPID int32 `json:"nspid"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Groups) != 1 || r.Groups[0].NSPID != 1 {
+		t.Errorf("report --by process --pid %d: %+v, want one process of namespace pid 1", pid, r.Groups)
 	}
 }
 

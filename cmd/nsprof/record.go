@@ -278,6 +278,8 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVar(&opts.ProbeMarks, "probe-marks", false, "with --probe, also mark each call (group probe) for the timeline")
 	f.BoolVar(&opts.OffCPU, "off-cpu", false, "also record the time threads spend off the CPU, with the stack and task state each left it in (sched:sched_switch); report --off-cpu or --wall shows it")
 	f.DurationVar(&opts.OffCPUMarks, "off-cpu-marks", record.DefaultOffCPUMarks, "with --off-cpu, also write the off-CPU intervals of at least `DURATION` as marks of group off-cpu, which Sysprof's timeline shows (negative: none); all intervals' stacks are kept either way")
+	f.StringVar(&opts.OffCPUSwitchIns, "off-cpu-switch-ins", "", "with --off-cpu, take the switch-ins from `bpf` (or fail) or perf (SWITCH records); default: bpf when it loads, else perf")
+	f.MarkHidden("off-cpu-switch-ins")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.StringVar(&fl.redact, "redact-cmdlines", "others", "cut command lines to the program's name: `WHOSE` others (the default: processes of users other than you, SUDO_UID when run through sudo, and the user nsprof runs as), all, or none")

@@ -1,10 +1,10 @@
 // Package archtest holds no code: its test enforces the import rules of
-// nsprof's architecture, in which data flows from the sources (perf, proc,
+// nsprof's architecture, in which data flows from the sources (perf, bpf, proc,
 // container, record) through the capture file to the analysis and its
 // views (analyze, export, report):
 //
 //   - analyze, export and report read captures only through capture: they
-//     import neither record nor the kernel-facing packages (perf, proc,
+//     import neither record nor the kernel-facing packages (perf, bpf, proc,
 //     container), directly or through another package, and do not import
 //     internal/unix directly;
 //   - record does not import analyze, export or report;

@@ -35,7 +35,7 @@ type rule struct {
 var rules = []rule{
 	{
 		From:       []string{"analyze", "export", "report", "web", "otlp"},
-		Forbidden:  []string{"record", "perf", "proc", "container"},
+		Forbidden:  []string{"record", "perf", "bpf", "proc", "container"},
 		Transitive: true,
 		Why:        "analyze, export, report, web and otlp read captures only through capture",
 	},

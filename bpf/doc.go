@@ -1,0 +1,21 @@
+// Package bpf reports the context switches that bring a thread back onto
+// a CPU (its switch-ins), from a BPF program on the sched_switch raw
+// tracepoint, for the off-CPU profile of nsprof record.
+//
+// The off-CPU profile pairs each switch out of a thread (a perf sample of
+// the sched:sched_switch tracepoint, with its stack) with the thread's
+// next switch in. perf can give the switch-ins only as SWITCH records
+// (perf_event_attr.context_switch), which the kernel writes at every
+// switch out and in of every followed task: a record each way, most of
+// the off-CPU cost of a switch-heavy program. The program here writes one
+// small record per switch in of a followed task and nothing else:
+// SwitchIns loads it, attaches it and reads its records.
+//
+// The program is written with cilium/ebpf's asm package (no compiler is
+// needed) and reads the next task's pid and tgid at the offsets that the
+// running kernel's BTF gives for struct task_struct. Its times come from
+// bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock of nsprof's perf events.
+//
+// When loading fails (no BTF, not permitted, the verifier refuses),
+// Open returns an error and the caller keeps the perf path.
+package bpf

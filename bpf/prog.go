@@ -1,0 +1,142 @@
+package bpf
+
+import (
+	"github.com/cilium/ebpf/asm"
+)
+
+// recordSize is the size of a switch-in record in the ring buffer: the
+// thread id and process id (u32 each) and the time (u64, ns of
+// CLOCK_MONOTONIC), in host byte order.
+const recordSize = 16
+
+// rbNoWakeup is BPF_RB_NO_WAKEUP: the reader drains the ring when it
+// reads its perf rings, so no record needs to wake it.
+const rbNoWakeup = 1
+
+// switchInInsns returns the program of the sched_switch raw tracepoint
+// (arguments: preempt, prev, next): it writes {next->pid, next->tgid,
+// time} to the ring buffer rb when next is not the idle task and, when
+// targets is not 0, when next's tgid is a key of that map. A record that
+// finds the ring full is counted in the per-CPU array drops.
+func switchInInsns(off taskOffsets, rb, targets, drops int) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
+		// fp-8: next->pid, fp-4: next->tgid
+	}
+	insns = append(insns, readU32(asm.R6, off.pid, -8)...)
+	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R7, asm.RFP, -8, asm.Word),
+		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
+	)
+	if targets != 0 {
+		insns = append(insns,
+			asm.LoadMapPtr(asm.R1, targets),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+		)
+	}
+	insns = append(insns,
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.LoadMapPtr(asm.R1, rb),
+		asm.Mov.Imm(asm.R2, recordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "drop"),
+		asm.StoreMem(asm.R0, 0, asm.R7, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),
+		asm.StoreMem(asm.R0, 4, asm.R1, asm.Word),
+		asm.StoreMem(asm.R0, 8, asm.R8, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("exit"),
+		// The ring is full: count the record lost.
+		asm.StoreImm(asm.RFP, -12, 0, asm.Word).WithSymbol("drop"),
+		asm.LoadMapPtr(asm.R1, drops),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -12),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord), // per CPU: no race
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return insns
+}
+
+// forkInsns returns the program of the sched_process_fork raw tracepoint
+// (arguments: parent, child): when the parent's tgid is a key of the map
+// targets, it adds the child's tgid, so the children of a followed
+// process are followed from their first switch in. A new thread has its
+// parent's tgid: adding it again is harmless.
+func forkInsns(off taskOffsets, targets int) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord), // parent
+		asm.LoadMem(asm.R7, asm.R1, 8, asm.DWord), // child
+	}
+	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+	insns = append(insns,
+		asm.LoadMapPtr(asm.R1, targets),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+	)
+	insns = append(insns, readU32(asm.R7, off.tgid, -8)...)
+	insns = append(insns,
+		asm.StoreImm(asm.RFP, -12, 1, asm.Word), // the value
+		asm.LoadMapPtr(asm.R1, targets),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -12),
+		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
+		asm.FnMapUpdateElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return insns
+}
+
+// exitInsns returns the program of the sched_process_exit raw tracepoint
+// (arguments: task, group_dead): when the last thread of a process exits
+// it deletes the process's tgid from targets.
+func exitInsns(off taskOffsets, targets int) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord), // task
+		asm.LoadMem(asm.R7, asm.R1, 8, asm.DWord), // group_dead
+		asm.And.Imm(asm.R7, 0xff),
+		asm.JEq.Imm(asm.R7, 0, "exit"),
+	}
+	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+	insns = append(insns,
+		asm.LoadMapPtr(asm.R1, targets),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapDeleteElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return insns
+}
+
+// readU32 reads the u32 at task+off into the stack at fp+slot with
+// bpf_probe_read_kernel (a slot it zeroes first, so a failed read leaves
+// 0 there).
+func readU32(task asm.Register, off int16, slot int16) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, slot, 0, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Reg(asm.R3, task),
+		asm.Add.Imm(asm.R3, int32(off)),
+		asm.FnProbeReadKernel.Call(),
+	}
+}

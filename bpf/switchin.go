@@ -1,0 +1,249 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// DefaultRingBytes is the size of the ring buffer of switch-ins: 8 MiB,
+// half a million records, seconds of a switch-heavy program's switches
+// between two reads.
+const DefaultRingBytes = 8 << 20
+
+// errClosed is the error of the methods called after Close.
+var errClosed = errors.New("bpf: switch-in reader closed")
+
+// maxTargets bounds the processes followed at once.
+const maxTargets = 1 << 16
+
+// Options say which switch-ins SwitchIns reports.
+type Options struct {
+	// All reports the switch-ins of every task but the idle ones;
+	// otherwise only those of the processes of TGIDs and their
+	// descendants forked after Open.
+	All   bool
+	TGIDs []int
+	// RingBytes is the ring buffer's size, a power of two number of
+	// pages; 0 for DefaultRingBytes.
+	RingBytes int
+}
+
+// SwitchIn is one thread coming back onto a CPU.
+type SwitchIn struct {
+	TID, PID int32
+	Time     int64 // ns of CLOCK_MONOTONIC
+}
+
+// SwitchIns is the loaded and attached switch-in program and the reader
+// of its records. Its methods are for one goroutine.
+type SwitchIns struct {
+	ring, targets, drops *ebpf.Map
+	progs                []*ebpf.Program
+	swin                 *ebpf.Program // the sched_switch program
+	links                []link.Link
+	rd                   *ringbuf.Reader
+	rec                  ringbuf.Record
+	closed               bool
+}
+
+// Open loads the programs and attaches them: switch-ins are recorded from
+// its return on. The error says what failed (BTF, permission, the
+// verifier's log).
+func Open(opts Options) (s *SwitchIns, err error) {
+	off, err := kernelOffsets()
+	if err != nil {
+		return nil, err
+	}
+	size := opts.RingBytes
+	if size == 0 {
+		size = DefaultRingBytes
+	}
+	s = &SwitchIns{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nsprof_swin", Type: ebpf.RingBuf, MaxEntries: uint32(size)}); err != nil {
+		return nil, fmt.Errorf("bpf: ring buffer map: %w", err)
+	}
+	if s.drops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nsprof_swdrop", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		return nil, fmt.Errorf("bpf: drop counter map: %w", err)
+	}
+	targets := 0
+	if !opts.All {
+		if s.targets, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nsprof_swtgid", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxTargets}); err != nil {
+			return nil, fmt.Errorf("bpf: target map: %w", err)
+		}
+		for _, tgid := range opts.TGIDs {
+			if err = s.Follow(tgid); err != nil {
+				return nil, err
+			}
+		}
+		targets = s.targets.FD()
+		// The fork program first, so no child forked once switch-ins
+		// are reported is missed.
+		if err = s.attach("nsprof_fork", "sched_process_fork", forkInsns(off, targets)); err != nil {
+			return nil, err
+		}
+		if off.exitGroupDead {
+			if err = s.attach("nsprof_exit", "sched_process_exit", exitInsns(off, targets)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD())); err != nil {
+		return nil, err
+	}
+	s.swin = s.progs[len(s.progs)-1]
+	if s.rd, err = ringbuf.NewReader(s.ring); err != nil {
+		return nil, fmt.Errorf("bpf: ring buffer reader: %w", err)
+	}
+	// Reads never wait: a deadline in the past.
+	s.rd.SetDeadline(time.Unix(0, 1))
+	return s, nil
+}
+
+// attach loads insns as a raw tracepoint program and attaches it to tp.
+func (s *SwitchIns) attach(name, tp string, insns asm.Instructions) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.RawTracepoint, Instructions: insns, License: "GPL"})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("bpf: program for %s refused by the verifier: %+v", tp, ve)
+		}
+		return fmt.Errorf("bpf: loading the program for %s: %w", tp, err)
+	}
+	s.progs = append(s.progs, prog)
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
+	if err != nil {
+		return fmt.Errorf("bpf: attaching to raw tracepoint %s: %w", tp, err)
+	}
+	s.links = append(s.links, l)
+	return nil
+}
+
+// Follow adds the process tgid to those whose switch-ins are reported
+// (not with Options.All).
+func (s *SwitchIns) Follow(tgid int) error {
+	if s.targets == nil {
+		return nil
+	}
+	if err := s.targets.Put(uint32(tgid), uint32(1)); err != nil {
+		return fmt.Errorf("bpf: following process %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// Followed says whether the process tgid is followed (with Options.All,
+// every one is).
+func (s *SwitchIns) Followed(tgid int) bool {
+	if s.targets == nil {
+		return true
+	}
+	var v uint32
+	return s.targets.Lookup(uint32(tgid), &v) == nil
+}
+
+// Forget removes the process tgid from those followed.
+func (s *SwitchIns) Forget(tgid int) {
+	if s.targets != nil {
+		s.targets.Delete(uint32(tgid))
+	}
+}
+
+// Pending returns how many bytes of records wait to be read.
+func (s *SwitchIns) Pending() int {
+	if s.closed || s.rd == nil {
+		return 0
+	}
+	return s.rd.AvailableBytes()
+}
+
+// Read calls fn with each switch-in recorded and not read yet, in the
+// order they were written, and returns how many it read. It never
+// waits.
+func (s *SwitchIns) Read(fn func(SwitchIn)) (int, error) {
+	if s.closed {
+		return 0, errClosed
+	}
+	n := 0
+	for s.rd.AvailableBytes() > 0 {
+		err := s.rd.ReadInto(&s.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("bpf: reading switch-ins: %w", err)
+		}
+		raw := s.rec.RawSample
+		if len(raw) < recordSize {
+			continue
+		}
+		fn(SwitchIn{
+			TID:  int32(binary.NativeEndian.Uint32(raw)),
+			PID:  int32(binary.NativeEndian.Uint32(raw[4:])),
+			Time: int64(binary.NativeEndian.Uint64(raw[8:])),
+		})
+		n++
+	}
+	return n, nil
+}
+
+// Lost returns how many switch-ins were lost: found the ring buffer
+// full, or not seen because the kernel did not run the program (its
+// recursion misses: it was running on the CPU already).
+func (s *SwitchIns) Lost() (uint64, error) {
+	if s.closed {
+		return 0, errClosed
+	}
+	var per []uint64
+	if err := s.drops.Lookup(uint32(0), &per); err != nil {
+		return 0, fmt.Errorf("bpf: reading the drop count: %w", err)
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	st, err := s.swin.Stats()
+	if err != nil {
+		return 0, fmt.Errorf("bpf: reading the program's stats: %w", err)
+	}
+	return n + st.RecursionMisses, nil
+}
+
+// Close detaches the programs and frees what Open made. Calling it again
+// does nothing.
+func (s *SwitchIns) Close() error {
+	if s == nil || s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, l := range s.links {
+		errs = append(errs, l.Close())
+	}
+	if s.rd != nil {
+		errs = append(errs, s.rd.Close())
+	}
+	for _, p := range s.progs {
+		errs = append(errs, p.Close())
+	}
+	for _, m := range []*ebpf.Map{s.ring, s.targets, s.drops} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bpf: closing switch-in reader: %w", err)
+	}
+	return nil
+}

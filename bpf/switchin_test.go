@@ -1,0 +1,151 @@
+package bpf
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"nsprof/internal/testutils"
+	"nsprof/internal/unix"
+)
+
+// open loads the programs for real: the kernel's verifier checks them.
+func open(t *testing.T, opts Options) *SwitchIns {
+	t.Helper()
+	s, err := Open(opts)
+	if err != nil {
+		testutils.RequireCI(t, "loading the switch-in program (root and BTF needed): %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sleeper starts a shell that sleeps n times in short steps, so that it
+// and its children switch out and back in often.
+func sleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 20 ]; do sleep 0.01; i=$((i+1)); done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// TestFollowsForkedChildren checks the filter of the programs: a process
+// forked by a followed one after Open is followed, with its own
+// children; one forked before is not.
+func TestFollowsForkedChildren(t *testing.T) {
+	unrelated := sleeper(t) // forked before Open: not followed
+	s := open(t, Options{TGIDs: []int{os.Getpid()}})
+	child := sleeper(t)
+	if !s.Followed(child.Process.Pid) {
+		t.Errorf("child %d forked after Open not followed", child.Process.Pid)
+	}
+	if s.Followed(unrelated.Process.Pid) {
+		t.Errorf("process %d forked before Open followed", unrelated.Process.Pid)
+	}
+	childPID, otherPID := int32(child.Process.Pid), int32(unrelated.Process.Pid)
+	done := make(chan error, 2)
+	go func() { done <- child.Wait() }()
+	go func() { done <- unrelated.Wait() }()
+	var fromChild, fromOther, fromSelf, idle int
+	pids := map[int32]bool{}
+	read := func() {
+		if _, err := s.Read(func(r SwitchIn) {
+			switch r.PID {
+			case childPID:
+				fromChild++
+			case otherPID:
+				fromOther++
+			case int32(os.Getpid()):
+				fromSelf++
+			case 0:
+				idle++
+			}
+			pids[r.PID] = true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		for {
+			read()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Millisecond):
+				continue
+			}
+			break
+		}
+	}
+	read()
+	if fromChild == 0 {
+		t.Errorf("no switch-in of the followed child %d", childPID)
+	}
+	if fromSelf == 0 {
+		t.Errorf("no switch-in of the test process %d itself", os.Getpid())
+	}
+	if fromOther != 0 || idle != 0 {
+		t.Errorf("%d switch-ins of the unrelated process %d, %d of the idle task", fromOther, otherPID, idle)
+	}
+	// The children's sleep commands are followed too: more processes
+	// than the test and the shell.
+	if len(pids) < 3 {
+		t.Errorf("switch-ins of %d processes (%v), want the test's, the shell's and its sleeps'", len(pids), pids)
+	}
+	// The exit program forgets a process that exited.
+	if s.Followed(child.Process.Pid) {
+		t.Errorf("child %d still followed after it exited", childPID)
+	}
+	if lost, err := s.Lost(); err != nil || lost != 0 {
+		t.Errorf("Lost() = %d, %v; want 0", lost, err)
+	}
+}
+
+// TestAllTasks checks that Options.All reports other processes' switch-
+// ins, with times of CLOCK_MONOTONIC, and never the idle task's.
+func TestAllTasks(t *testing.T) {
+	s := open(t, Options{All: true})
+	before := monotonic()
+	other := sleeper(t)
+	if err := other.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after := monotonic()
+	var seen, idle, outside int
+	if _, err := s.Read(func(r SwitchIn) {
+		switch {
+		case r.TID == 0:
+			idle++
+		case r.PID == int32(other.Process.Pid):
+			seen++
+			if r.Time < before || r.Time > after {
+				outside++
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 || idle != 0 || outside != 0 {
+		t.Errorf("switch-ins of process %d: %d (%d outside [%d, %d]); of the idle task: %d", other.Process.Pid, seen, outside, before, after, idle)
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	s := open(t, Options{All: true})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(func(SwitchIn) {}); err == nil {
+		t.Error("Read after Close: no error")
+	}
+}
+
+func monotonic() int64 { return unix.MonotonicNow() }
