@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -121,15 +122,7 @@ func (b *SymbolsBuilder) flush() {
 		b.unsorted = true
 	}
 	b.runs = append(b.runs, symbolsRun{pid: pid, off: b.size(), n: len(b.run)})
-	slices.SortFunc(b.run, func(x, y Symbol) int {
-		switch {
-		case x.Begin < y.Begin:
-			return -1
-		case x.Begin > y.Begin:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(b.run, func(x, y Symbol) int { return cmp.Compare(x.Begin, y.Begin) })
 	out := b.scratch[:0]
 	for _, s := range b.run {
 		var r [symbolRecordSize]byte
@@ -252,15 +245,7 @@ func (x *rebasing) Read(p []byte) (int, error) {
 // ordered returns the records in order of (pid, begin): the runs of
 // each process in turn, a process added in several runs merged.
 func (b *SymbolsBuilder) ordered() []byte {
-	slices.SortStableFunc(b.runs, func(x, y symbolsRun) int {
-		switch {
-		case x.pid < y.pid:
-			return -1
-		case x.pid > y.pid:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.runs, func(x, y symbolsRun) int { return cmp.Compare(x.pid, y.pid) })
 	out := make([]byte, 0, len(b.recs))
 	for i := 0; i < len(b.runs); {
 		j := i + 1
@@ -287,15 +272,7 @@ func sortRecords(recs []byte) {
 		idx[i] = i
 	}
 	begin := func(i int) uint64 { return binary.NativeEndian.Uint64(recs[i*symbolRecordSize:]) }
-	slices.SortStableFunc(idx, func(x, y int) int {
-		switch bx, by := begin(x), begin(y); {
-		case bx < by:
-			return -1
-		case bx > by:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(begin(x), begin(y)) })
 	sorted := make([]byte, 0, len(recs))
 	for _, i := range idx {
 		sorted = append(sorted, recs[i*symbolRecordSize:(i+1)*symbolRecordSize]...)
