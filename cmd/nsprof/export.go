@@ -173,6 +173,28 @@ error (gprof keeps no arc from outside the file: their callees show as
 // exportCapture runs `nsprof export`.
 func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	defer analyze.LimitMemory(regularSize(opts.Input))()
+	// The output first: a file that exists (without -f), or a terminal
+	// for a binary format, is refused before the capture is read (a
+	// 60 s capture takes a second to load).
+	out := stdout
+	if opts.Output == "" || opts.Output == "-" {
+		if (opts.Format == export.FormatPprof || opts.Format == export.FormatGmon) && isTerminal(stdout) {
+			return fmt.Errorf("refusing to write a %v profile to a terminal: redirect standard output or use -o FILE", opts.Format)
+		}
+	} else {
+		f, oerr := createOutput(opts.Output, opts.Force, 0o644)
+		if oerr != nil {
+			return oerr
+		}
+		defer func() { // sets the named result err
+			if err != nil {
+				f.Discard() // a failed export leaves no partial file
+			} else if cerr := f.Close(); cerr != nil {
+				err = fmt.Errorf("%s: %w", opts.Output, cerr)
+			}
+		}()
+		out = f
+	}
 	prog := progressLine(stderr)
 	defer prog.Clear()
 	p, loadErr := analyze.LoadFile(opts.Input, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, Progress: prog.Report, FewerGCs: true})
@@ -202,25 +224,6 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 	prog.Clear()
 	if err != nil {
 		return err
-	}
-	out := stdout
-	if opts.Output == "" || opts.Output == "-" {
-		if (opts.Format == export.FormatPprof || opts.Format == export.FormatGmon) && isTerminal(stdout) {
-			return fmt.Errorf("refusing to write a %v profile to a terminal: redirect standard output or use -o FILE", opts.Format)
-		}
-	} else {
-		f, oerr := createOutput(opts.Output, opts.Force, 0o644)
-		if oerr != nil {
-			return oerr
-		}
-		defer func() { // sets the named result err
-			if err != nil {
-				f.Discard() // a failed export leaves no partial file
-			} else if cerr := f.Close(); cerr != nil {
-				err = fmt.Errorf("%s: %w", opts.Output, cerr)
-			}
-		}()
-		out = f
 	}
 	bw := bufio.NewWriterSize(out, 256*1024)
 	if opts.Format == export.FormatGmon {

@@ -117,3 +117,27 @@ func TestOutputsRefuseExistingAndLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestExportRefusesOutputFirst: an output that exists is refused before
+// the capture is read (a missing capture is not even looked at), and a
+// capture that cannot be read leaves no output file behind.
+func TestExportRefusesOutputFirst(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.pb.gz")
+	if err := os.WriteFile(existing, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.syscap")
+	_, stderr, status := nsprof(t, nil, "export", missing, "--format", "pprof", "-o", existing)
+	if status != 1 || !strings.Contains(stderr, existing+": file exists") || strings.Contains(stderr, "missing.syscap") {
+		t.Errorf("existing output, missing capture: status %d, stderr %q; want the output refused first", status, stderr)
+	}
+	out := filepath.Join(dir, "new.pb.gz")
+	_, stderr, status = nsprof(t, nil, "export", missing, "--format", "pprof", "-o", out)
+	if status != 1 || !strings.Contains(stderr, "missing.syscap") {
+		t.Errorf("missing capture: status %d, stderr %q", status, stderr)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("%s left behind by an export that failed", out)
+	}
+}
