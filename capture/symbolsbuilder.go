@@ -52,8 +52,9 @@ type symbolsRun struct {
 
 // KeepIn has the builder write its records to f, a file it then owns
 // (closing it is the caller's, after the file is read): a system-wide
-// recording of 15,000 processes bundles some 6 million, 180 MB that
-// stayed in memory until the end. When f cannot be written, the records
+// recording over a compile loop bundles about 150 a process (195,711
+// for 1,299 processes in 40 s), some 75 MB for the 15,700 processes of
+// ten minutes, that stayed in memory until the end. When f cannot be written, the records
 // go back to memory (or, those written unreadable, the file is refused).
 func (b *SymbolsBuilder) KeepIn(f *os.File) {
 	if b.file != nil || len(b.recs) > 0 || b.n > 0 {

@@ -48,13 +48,14 @@ func (r *recorder) writeSymbols() {
 		}
 	}
 	// The records are written as the bundle gives them, 32 bytes each
-	// with each name once (a 60 s recording over a compile loop gave
-	// 870 k symbols: 48 MB as capture.Symbol values, 97 MB allocated
-	// as their slice grew).
+	// with each name once (as capture.Symbol values, 56 bytes each
+	// holding its strings, a 60 s recording over a compile loop
+	// allocated 97 MB as their slice grew).
 	var syms capture.SymbolsBuilder
-	// In a temporary file, unlinked at once: 6 million records (180 MB)
-	// for a recording of 15,000 processes; in memory where none can be
-	// made.
+	// In a temporary file, unlinked at once: about 150 records a process
+	// over a compile loop (195,711 for 1,299 processes in 40 s, 6.3 MB),
+	// so some 75 MB for the 15,700 processes of a 10-minute recording;
+	// in memory where no file can be made.
 	if f, err := os.CreateTemp("", "nsprof-symbols-*"); err == nil {
 		os.Remove(f.Name())
 		defer f.Close()
