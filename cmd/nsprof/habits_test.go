@@ -64,14 +64,8 @@ func TestRecordSystemWhileCommandRuns(t *testing.T) {
 func TestRecordEventFlag(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "e.syscap")
-	// The command sleeps rather than spins: at -F max (100 kHz) each
-	// task-clock sample's stack copy is charged to the task's own clock,
-	// and on a loaded 2-CPU VM a busy loop of 0.1 s made no progress for
-	// half an hour (all of it system time; the kernel does not throttle
-	// hrtimer events). That is a recorder problem left open; this test
-	// is about the flags.
 	cmd, stderr := nsprofProcess(t, "record", "-f", "-e", "task-clock", "-e", "NSPROF_T=42", "-F", "max", "-o", out, "--",
-		"sh", "-c", `test "$NSPROF_T" = 42 || exit 9; sleep 0.2`)
+		"sh", "-c", `test "$NSPROF_T" = 42 || exit 9; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done`)
 	if code := exitCodeOf(cmd.Run()); code != 0 {
 		t.Fatalf("-e task-clock -e NSPROF_T=42 -F max: exit %d; stderr:\n%s", code, stderr)
 	}
