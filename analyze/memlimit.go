@@ -18,7 +18,7 @@ const outsideHeap = 24 << 20
 // size, that a memory limit is set for: 1.05 for a 60 s capture of a
 // build (466 k samples), 1.3 for a 15 s one (120 k), measured with heap
 // profiles. Captures of many processes running the same programs hold
-// more (2.2 for a 60 s capture of 800 compiler processes); the limit
+// more (2.2 for a 60 s capture of 799 processes, most of them compilers); the limit
 // then gives way (see [LimitMemory]).
 const liveShare = 1.3
 
