@@ -2,10 +2,15 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -147,4 +152,213 @@ func inflate(gz []byte, n int) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// kernelTable names kernel addresses.
+type kernelTable interface {
+	Lookup(addr uint64) (symbol.Symbol, bool)
+}
+
+// progress reports symbolization progress; done of total objects.
+type progress func(done, total int, name string)
+
+// bundle resolves every sampled address and gives the __symbols__
+// records to emit, in order of process ID, and returns the source lines
+// and inline frames of the user addresses whose files have DWARF: by file
+// offset, once for every process, where the mapping's MAP frame names its
+// file by build-id, else by process and address. kallsyms opens the
+// kernel symbol list; it is read only when samples hit the kernel. nsPID
+// gives a process's pid in its own PID namespace, for JIT maps. Failures
+// are notes, never fatal: an address without a name is left out, as
+// Sysprof leaves it.
+func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (lines []capture.AddrLines) {
+	pids := append(make([]int, 0, len(s.procs)+len(s.spill.at)), s.spill.pids()...)
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	// In the order of the records' 32-bit pids (a pid of 2^32-1, read
+	// as an int, is the records' -1), as capture.SymbolsBuilder takes
+	// them best.
+	slices.SortFunc(pids, func(a, b int) int { return cmp.Compare(int32(a), int32(b)) })
+	// A process written out is read back for each pass, and dropped
+	// after it: the passes hold one at a time.
+	procOf := func(pid int) *symProc {
+		if p := s.procs[pid]; p != nil {
+			return p
+		}
+		if p := s.spill.get(pid); p != nil {
+			return p
+		}
+		return &symProc{}
+	}
+
+	// The objects samples hit, and the file offsets in each whose
+	// frames are wanted: loaded first, so that each reads the DWARF of
+	// just those addresses.
+	hit := make(map[*symObj][]uint64)
+	var objs []*symObj
+	for _, pid := range pids {
+		p := procOf(pid)
+		p.expand()
+		for _, g := range p.gens() {
+			for i, a := range g.packed {
+				if m := g.find(a); m != nil {
+					if _, ok := hit[m.obj]; !ok {
+						objs = append(objs, m.obj)
+						hit[m.obj] = nil
+					}
+					if g.flags[i]&packLine != 0 {
+						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
+					}
+				}
+			}
+		}
+	}
+	frames := s.resolveObjects(objs, hit, prog, logf)
+
+	type fileOffset struct {
+		id  string
+		off uint64
+	}
+	byFile := make(map[fileOffset]bool)
+	var fileLines []capture.AddrLines
+	var kern kernelTable
+	kernTried := false
+	for _, pid := range pids {
+		p := procOf(pid)
+		seen := make(map[uint64]bool)
+		add := func(begin, end uint64, name, tag string) {
+			if !seen[begin] {
+				seen[begin] = true
+				emit(capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
+			}
+		}
+		var jit *symbol.Table
+		jitTried := false
+		gens := p.gens()
+		for gi, g := range gens {
+			for ai, a := range g.packed {
+				m := g.find(a)
+				if gi < len(gens)-1 {
+					if m == nil {
+						continue // JIT code is looked up in the current image only
+					}
+					if shadowed(gens[gi+1:], a) {
+						// A later image maps the address too: the
+						// bundle, keyed by pid and address, can name
+						// only one, the later.
+						s.shadowed++
+						continue
+					}
+				}
+				if m == nil {
+					if !jitTried {
+						jitTried = true
+						jit = s.jitMap(p, pid, nsPID)
+					}
+					if jit != nil {
+						if sym, ok := jit.Lookup(a); ok {
+							add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), "JIT")
+						}
+					}
+					continue
+				}
+				o := m.obj
+				if o.syms == nil {
+					continue
+				}
+				va, ok := o.elf.Vaddr(a - m.start + m.off)
+				if !ok {
+					continue
+				}
+				sym, ok := o.syms.Lookup(va)
+				if !ok {
+					continue
+				}
+				begin := a - (va - sym.Addr)
+				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
+				if g.flags[ai]&packLine == 0 {
+					continue
+				}
+				if fr := frames[o][va]; len(fr) > 0 {
+					if m.id == "" {
+						lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
+					} else if k := (fileOffset{m.id, a - m.start + m.off}); !byFile[k] {
+						// Described once for every process mapping
+						// the file, which its MAP frames name by
+						// build-id.
+						byFile[k] = true
+						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: k.off, Frames: fr})
+					}
+				}
+			}
+		}
+		kaddrs := p.kernelAddrs()
+		if len(kaddrs) > 0 && !kernTried {
+			kernTried = true
+			var err error
+			if kern, err = kallsyms(); err != nil {
+				logf("kernel frames not named: %v", err)
+			}
+		}
+		if kern != nil {
+			for _, a := range kaddrs {
+				if sym, ok := kern.Lookup(a); ok {
+					add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, sym.Name, "Kernel")
+				}
+			}
+		}
+	}
+	if n := s.spill.readFailed; n > 0 {
+		logf("%d exited processes' sampled addresses could not be read back from the spill file: their frames are unnamed", n)
+	}
+	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
+		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
+	})
+	return append(lines, fileLines...)
+}
+
+// resolveObjects loads the objects samples hit and gives the source
+// frames of their addresses (hit holds each object's file offsets), by
+// link-time address. Objects are independent and most of the wait at
+// record end is theirs (symbol tables, inflating DWARF, debuginfod), so
+// they are done side by side, one per CPU. The frames are shared by
+// every record of an address.
+func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, prog progress, logf func(string, ...any)) map[*symObj]map[uint64][]capture.SourceFrame {
+	var mu sync.Mutex // for logf, prog and out
+	locked := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logf(format, args...)
+	}
+	out := make(map[*symObj]map[uint64][]capture.SourceFrame, len(objs))
+	done := 0
+	work := make(chan *symObj)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(objs)) {
+		wg.Go(func() {
+			for o := range work {
+				fr, use := o.resolve(hit[o], s.cache, locked)
+				o.dropLines()
+				mu.Lock()
+				out[o] = fr
+				if use&cacheUntrusted != 0 {
+					s.cacheUntrusted++
+					use &^= cacheUntrusted
+				}
+				s.cacheUses[use]++
+				done++
+				if prog != nil {
+					prog(done, len(objs), o.path)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	return out
 }
