@@ -41,7 +41,7 @@ func (f *File) readDWARF() (*dwarf.Data, error) {
 	for _, w := range want {
 		wg.Go(func() {
 			defer recoverTo(&w.err, "read section "+w.s.Name)
-			w.b, w.err = w.s.Data()
+			w.b, w.err = f.sectionBytes(w.s)
 		})
 	}
 	wg.Wait()

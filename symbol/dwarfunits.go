@@ -206,7 +206,7 @@ func (f *File) sparseUnits(open func() (*File, error)) (u *sparseUnits, err erro
 	if f.elf.Class == elf.ELFCLASS32 {
 		u.asize = 4
 	}
-	b, err := readSection(ar, ar.Size, 0)
+	b, err := f.readSection(ar, ar.Size, 0)
 	if err != nil {
 		return nil, &FormatError{Off: int64(min(ar.Offset, maxFileSize)), Msg: "section .debug_aranges: " + err.Error()}
 	}
@@ -246,7 +246,7 @@ func (u *sparseUnits) loadSections(want []*elf.Section) {
 		}
 		wg.Go(func() {
 			defer recoverTo(&errs[i], "read section "+s.Name)
-			bufs[i], errs[i] = readSection(s, s.Size, extra)
+			bufs[i], errs[i] = f.readSection(s, s.Size, extra)
 		})
 	}
 	wg.Wait()
@@ -270,10 +270,14 @@ func (u *sparseUnits) loadSections(want []*elf.Section) {
 
 // readSection reads the first n bytes of s (inflated), in a buffer with
 // room for extra more.
-func readSection(s *elf.Section, n uint64, extra int) ([]byte, error) {
+func (f *File) readSection(s *elf.Section, n uint64, extra int) ([]byte, error) {
 	n = min(n, s.Size)
 	b := make([]byte, n, n+uint64(extra))
-	if _, err := io.ReadFull(s.Open(), b); err != nil {
+	r, err := f.openSection(s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -469,7 +473,12 @@ func (u *sparseUnits) need(n uint64) error {
 			f.Close()
 			return errors.New("reopened file has another .debug_info")
 		}
-		u.f, u.rd = f, s.Open()
+		rd, err := f.openSection(s)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		u.f, u.rd = f, rd
 		// A stream opened again starts over: skip what was read.
 		if _, err := io.CopyN(io.Discard, u.rd, int64(len(u.info))); err != nil {
 			return err

@@ -200,7 +200,7 @@ func (f *File) sectionData(s *elf.Section, limit int64) (data []byte, err error)
 	if s.Size > uint64(limit) {
 		return nil, &FormatError{Off: int64(min(s.Offset, uint64(maxFileSize))), Msg: "section " + s.Name + " too large", Val: s.Size}
 	}
-	return s.Data()
+	return f.sectionBytes(s)
 }
 
 // bounds returns the address ranges of the allocated sections, sorted, as

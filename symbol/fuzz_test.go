@@ -13,7 +13,8 @@ import (
 // offers. It must not panic, and an error must come with a nil File. The
 // seeds in testdata/fuzz/FuzzNewFile are small real objects: the fixture
 // library stripped, with a debuglink, with MiniDebugInfo, and its
-// separate debug file, and pltcalls.c stripped with an IBT PLT (.plt,
+// separate debug file (also with its sections compressed by objcopy
+// --compress-debug-sections=zlib), and pltcalls.c stripped with an IBT PLT (.plt,
 // .plt.sec and 16-byte .plt.got entries).
 func FuzzNewFile(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
