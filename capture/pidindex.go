@@ -1,5 +1,10 @@
 package capture
 
+import (
+	"maps"
+	"slices"
+)
+
 // pidIndex finds the records of a process in a table sorted by pid
 // first: a lookup then searches the few hundred addresses of one process,
 // in place, rather than a million records compared by (pid, address).
@@ -28,4 +33,9 @@ func newPIDIndex(n int, pid func(i int) int32) pidIndex {
 func (x pidIndex) span(pid int32) (lo, hi int) {
 	r := x.at[pid]
 	return r[0], r[1]
+}
+
+// sorted returns the pids indexed, in increasing order.
+func (x pidIndex) sorted() []int32 {
+	return slices.Sorted(maps.Keys(x.at))
 }

@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -155,5 +157,57 @@ func TestSymbolsInPlace(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("in place: %x\nwant %x", got, want)
+	}
+}
+
+// A file whose records are not in (pid, begin) order, as another writer
+// may leave them, is looked up as if they were: the last record of the
+// process beginning at or below the address, when it ends at or after it.
+func TestSymbolsUnsorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var syms []Symbol
+	for i := range 300 {
+		begin := uint64(rng.IntN(1000)) * 16
+		syms = append(syms, Symbol{PID: []int32{-1, 3, 5, 70000}[rng.IntN(4)], Begin: begin, End: begin + uint64(rng.IntN(40)), Name: fmt.Sprint("f", i), Tag: []string{"", "libc"}[rng.IntN(2)]})
+	}
+	b, err := EncodeSymbols(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shuffle the records; their string offsets stay valid.
+	recs := b[:len(syms)*symbolRecordSize]
+	perm := rng.Perm(len(syms))
+	shuffled := make([]byte, len(recs))
+	for i, j := range perm {
+		copy(shuffled[i*symbolRecordSize:], recs[j*symbolRecordSize:(j+1)*symbolRecordSize])
+	}
+	copy(recs, shuffled)
+	tab, err := DecodeSymbols(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tab.Symbols()
+	if len(got) != len(syms) || !slices.IsSortedFunc(got, func(a, b Symbol) int {
+		return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Begin, b.Begin))
+	}) {
+		t.Fatalf("Symbols: %d records, sorted %v", len(got), slices.IsSortedFunc(got, func(a, b Symbol) int { return cmp.Compare(a.PID, b.PID) }))
+	}
+	for _, pid := range []int32{-1, 3, 5, 70000, 9} {
+		for addr := uint64(0); addr < 16*1000+64; addr += 3 {
+			var want Symbol
+			found := false
+			for _, s := range got { // sorted: the last one at or below addr wins
+				if s.PID == pid && s.Begin <= addr {
+					want, found = s, true
+				}
+			}
+			if found && addr > want.End {
+				found = false
+			}
+			s, ok := tab.Lookup(pid, addr)
+			if ok != found || ok && s != want {
+				t.Fatalf("Lookup(%d, %#x) = %+v, %v; want %+v, %v", pid, addr, s, ok, want, found)
+			}
+		}
 	}
 }

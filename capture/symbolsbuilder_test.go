@@ -96,7 +96,7 @@ func TestSymbolsBuilderOutOfOrder(t *testing.T) {
 			t.Fatalf("record %d (pid %d at %#x) after pid %d at %#x", i/symbolRecordSize, pid, begin, prev, prevBegin)
 		}
 	}
-	if g, w := fmt.Sprint(gt.syms), fmt.Sprint(wt.syms); g != w {
+	if g, w := fmt.Sprint(gt.Symbols()), fmt.Sprint(wt.Symbols()); g != w {
 		t.Errorf("decoded\n%s\nwant\n%s", g, w)
 	}
 	var c SymbolsBuilder
