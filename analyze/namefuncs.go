@@ -50,17 +50,19 @@ type named struct {
 
 // worker returns the table of a new naming goroutine that will name
 // about n frames. Its tables start at an eighth and a thirty-second of
-// n: frames repeat locations, and tables sized for half and a quarter of
-// them (28 MB on a 60 s capture of a build, 407 k frames named) held
+// n (no less than 8192 and 4096 entries, no more than half and a quarter
+// of n): frames repeat locations, and tables sized for half and a quarter
+// of them (28 MB on a 60 s capture of a build, 407 k frames named) held
 // 24 k locations and 8.5 k functions a goroutine; on the 2 s and 15 s
 // captures of the same build, locations are 0.45 and 0.2 of n, functions
-// 0.28 and 0.08, and the tables grow to them.
+// 0.28 and 0.08: small tables grown to them were a tenth of naming at
+// 2 s.
 func (ns *funcNamers) worker(n int) *funcNamer {
 	id := ns.next.Add(1) - 1
 	w := &ns.ws[id]
 	w.id = uint8(id)
-	w.locs = make(map[locationKey]sharedLoc, n/8)
-	w.ids = make(map[Function]int32, n/32)
+	w.locs = make(map[locationKey]sharedLoc, min(n/2, max(n/8, 8192)))
+	w.ids = make(map[Function]int32, min(n/4, max(n/32, 4096)))
 	return w
 }
 
