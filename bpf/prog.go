@@ -16,10 +16,14 @@ const rbNoWakeup = 1
 // switchInInsns returns the program of the sched_switch raw tracepoint
 // (arguments: preempt, prev, next): it writes {next->pid, next->tgid,
 // time} to the ring buffer rb when next is not the idle task and, when
-// targets is not 0, when next's tgid is a key of that map. A record that
-// finds the ring full is counted in the per-CPU array drops.
-func switchInInsns(off taskOffsets, rb, targets, drops int) asm.Instructions {
+// targets is not 0, when next's tgid is a key of that map; with
+// skipSameProcess, not when prev is a thread of next's process that has
+// its perf events still (it is not exiting), and with them the
+// sched:sched_switch event whose sample tells this switch. A record
+// that finds the ring full is counted in the per-CPU array drops.
+func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool) asm.Instructions {
 	insns := asm.Instructions{
+		asm.LoadMem(asm.R9, asm.R1, 8, asm.DWord),  // prev
 		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
 		// fp-8: next->pid, fp-4: next->tgid
 	}
@@ -38,8 +42,30 @@ func switchInInsns(off taskOffsets, rb, targets, drops int) asm.Instructions {
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 		)
 	}
+	if skipSameProcess && off.perfCtx >= 0 {
+		// fp-12: prev->tgid, never 0 for a task that is not idle.
+		insns = append(insns, readU32(asm.R9, off.tgid, -12)...)
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, -12, asm.Word),
+			asm.LoadMem(asm.R2, asm.RFP, -4, asm.Word),
+			asm.JNE.Reg(asm.R1, asm.R2, "emit"),
+			// fp-24: prev's perf context, which an exiting task
+			// has lost before its last switch out: no perf event
+			// sees that switch, the program does.
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -24),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.Mov.Reg(asm.R3, asm.R9),
+			asm.Add.Imm(asm.R3, int32(off.perfCtx)),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
+			asm.JNE.Imm(asm.R1, 0, "exit"),
+		)
+	}
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
+		asm.FnKtimeGetNs.Call().WithSymbol("emit"),
 		asm.Mov.Reg(asm.R8, asm.R0),
 		asm.LoadMapPtr(asm.R1, rb),
 		asm.Mov.Imm(asm.R2, recordSize),
