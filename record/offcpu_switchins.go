@@ -54,7 +54,9 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	case "command":
 		opts.TGIDs = []int{r.child.pid()}
 	case "pids":
-		opts.TGIDs = o.PIDs
+		// The program follows processes: a thread id of -p would
+		// follow nothing.
+		opts.TGIDs = processIDs(o.FS, o.PIDs)
 	}
 	prog, err := bpf.Open(opts)
 	if err != nil {
