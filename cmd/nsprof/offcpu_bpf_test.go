@@ -72,3 +72,40 @@ func otherThread(t *testing.T, pid int) int {
 	t.Fatalf("process %d started no thread", pid)
 	return 0
 }
+
+// TestOffCPUSameProcessSwitchIns: two threads passing a byte back and
+// forth through pipes 20000 times on one CPU switch to each other twice
+// a round, and the BPF program
+// writes none of the switch-ins from one to the other (the switch outs
+// name them): the switches still make intervals, at least one a round,
+// with no more unpaired than the rare ones of the BPF path (1 to 8 in
+// 40000 here, with or without this; 0.5 % allowed), and no thread is
+// left off the CPU at the end (the thread that exits hands its CPU to
+// the one waiting in pthread_join without a perf event to say it: the
+// program must write that switch-in).
+func TestOffCPUSameProcessSwitchIns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutils.RequireCI(t, "recording tests need root")
+	}
+	bin := testutils.BuildFixture(t, "pingpong")
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	const rounds = 20000
+	// On one CPU every switch is from one thread to the other, the
+	// last one too.
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "-o", capPath, "--", taskset, "-c", "0", bin, strconv.Itoa(rounds)}
+	_, stderr, status := nsprof(t, nil, args...)
+	if status != 0 {
+		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+	}
+	checkSwitchIns(t, capPath, capture.OffCPUSwitchInsBPF)
+	n, _ := strconv.Atoi(metadataValue(t, capPath, capture.MetaOffCPUIntervals))
+	unpaired, _ := strconv.Atoi(metadataValue(t, capPath, capture.MetaOffCPUUnpaired))
+	open := metadataValue(t, capPath, capture.MetaOffCPUOpen)
+	if n < rounds || unpaired > n/200 || open != "0" {
+		t.Errorf("%d intervals, %d unpaired, %s open; want at least %d, at most %d and 0\n%s", n, unpaired, open, rounds, n/200, stderr)
+	}
+}
