@@ -27,14 +27,20 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
 		// fp-8: next->pid, fp-4: next->tgid
 	}
-	insns = append(insns, readU32(asm.R6, off.pid, -8)...)
-	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+	if off.tgid == off.pid+4 {
+		insns = append(insns, readKernel(asm.R6, off.pid, -8, 8)...) // both at once
+	} else {
+		insns = append(insns, readKernel(asm.R6, off.pid, -8, 4)...)
+		insns = append(insns, readKernel(asm.R6, off.tgid, -4, 4)...)
+	}
 	insns = append(insns,
 		asm.LoadMem(asm.R7, asm.RFP, -8, asm.Word),
 		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
 	)
+	// Past the checks of prev: whether next is followed.
+	var rest asm.Instructions
 	if targets != 0 {
-		insns = append(insns,
+		rest = append(rest,
 			asm.LoadMapPtr(asm.R1, targets),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, -4),
@@ -43,29 +49,33 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 		)
 	}
 	if skipSameProcess && off.perfCtx >= 0 {
-		// fp-12: prev->tgid, never 0 for a task that is not idle.
-		insns = append(insns, readU32(asm.R9, off.tgid, -12)...)
+		// Before the map: a thread of next's process leaving (prev
+		// is the current task here) says it, followed or not.
 		insns = append(insns,
-			asm.LoadMem(asm.R1, asm.RFP, -12, asm.Word),
-			asm.LoadMem(asm.R2, asm.RFP, -4, asm.Word),
-			asm.JNE.Reg(asm.R1, asm.R2, "emit"),
-			// fp-24: prev's perf context, which an exiting task
-			// has lost before its last switch out: no perf event
-			// sees that switch, the program does.
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, -24),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.Mov.Reg(asm.R3, asm.R9),
-			asm.Add.Imm(asm.R3, int32(off.perfCtx)),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
+			asm.FnGetCurrentPidTgid.Call(),
+			asm.RSh.Imm(asm.R0, 32), // prev->tgid, never 0 for a task not idle
+			asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),
+			asm.JNE.Reg(asm.R0, asm.R1, "next"),
+		)
+		// fp-16: prev's perf context, which an exiting task has lost
+		// before its last switch out: no perf event sees that
+		// switch, the program does.
+		insns = append(insns, readKernel(asm.R9, off.perfCtx, -16, 8)...)
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.DWord),
 			asm.JNE.Imm(asm.R1, 0, "exit"),
 		)
+		if len(rest) > 0 {
+			rest[0] = rest[0].WithSymbol("next")
+		}
+	}
+	insns = append(insns, rest...)
+	emit := asm.FnKtimeGetNs.Call()
+	if skipSameProcess && off.perfCtx >= 0 && targets == 0 {
+		emit = emit.WithSymbol("next")
 	}
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call().WithSymbol("emit"),
+		emit,
 		asm.Mov.Reg(asm.R8, asm.R0),
 		asm.LoadMapPtr(asm.R1, rb),
 		asm.Mov.Imm(asm.R2, recordSize),
@@ -152,17 +162,26 @@ func exitInsns(off taskOffsets, targets int) asm.Instructions {
 	return insns
 }
 
-// readU32 reads the u32 at task+off into the stack at fp+slot with
-// bpf_probe_read_kernel (a slot it zeroes first, so a failed read leaves
-// 0 there).
-func readU32(task asm.Register, off int16, slot int16) asm.Instructions {
-	return asm.Instructions{
-		asm.StoreImm(asm.RFP, slot, 0, asm.Word),
+// readKernel reads the size bytes (4 or 8) at task+off into the stack
+// at fp+slot with bpf_probe_read_kernel (a slot it zeroes first, so a
+// failed read leaves 0 there).
+func readKernel(task asm.Register, off int16, slot int16, size int32) asm.Instructions {
+	zero := asm.Instructions{asm.StoreImm(asm.RFP, slot, 0, asm.Word)}
+	if size == 8 {
+		zero = asm.Instructions{asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord)}
+	}
+	return append(zero,
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Reg(asm.R3, task),
 		asm.Add.Imm(asm.R3, int32(off)),
 		asm.FnProbeReadKernel.Call(),
-	}
+	)
+}
+
+// readU32 reads the u32 at task+off into the stack at fp+slot (see
+// readKernel).
+func readU32(task asm.Register, off int16, slot int16) asm.Instructions {
+	return readKernel(task, off, slot, 4)
 }
