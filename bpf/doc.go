@@ -8,12 +8,15 @@
 // (perf_event_attr.context_switch), which the kernel writes at every
 // switch out and in of every followed task: a record each way, most of
 // the off-CPU cost of a switch-heavy program. The program here writes one
-// small record per switch in of a followed task and nothing else:
+// small record per switch in of a followed task and nothing else, and with
+// Options.SkipSameProcess none for a switch from a thread of the same
+// process, which that thread's sched_switch sample tells (next_pid):
 // SwitchIns loads it, attaches it and reads its records.
 //
 // The program is written with cilium/ebpf's asm package (no compiler is
 // needed) and reads the next task's pid and tgid at the offsets that the
-// running kernel's BTF gives for struct task_struct. Its times come from
+// running kernel's BTF gives for struct task_struct (and, to skip, the
+// previous task's tgid and perf event context). Its times come from
 // bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock of nsprof's perf events.
 //
 // When loading fails (no BTF, not permitted, the verifier refuses),

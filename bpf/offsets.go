@@ -10,6 +10,11 @@ import (
 // the programs read, from the running kernel's BTF.
 type taskOffsets struct {
 	pid, tgid int16
+	// perfCtx is the offset of the task's perf event context of
+	// software events, tracepoints among them (perf_event_ctxp, an
+	// array by kind before Linux 6.2), which perf_event_exit_task
+	// clears when the task exits; -1 when the BTF does not say.
+	perfCtx int16
 	// exitGroupDead says the sched_process_exit tracepoint has the
 	// group_dead argument (Linux 6.16 and later), which the exit
 	// program needs.
@@ -34,13 +39,39 @@ func kernelOffsets() (taskOffsets, error) {
 		return taskOffsets{}, err
 	}
 	o.exitGroupDead = tracepointArgs(spec, "sched_process_exit") == 2
+	o.perfCtx = perfContextOffset(task)
 	return o, nil
+}
+
+// perfContextOffset returns the offset in task of the pointer to its
+// perf event context of software events: perf_event_ctxp, or its
+// element perf_sw_context (1) where it is an array; -1 if there is none.
+func perfContextOffset(task *btf.Struct) int16 {
+	off, typ, ok := findMember(task, "perf_event_ctxp", 0)
+	if !ok || off%8 != 0 {
+		return -1
+	}
+	switch t := btf.UnderlyingType(typ).(type) {
+	case *btf.Pointer:
+	case *btf.Array:
+		const swContext = 1
+		if t.Nelems <= swContext {
+			return -1
+		}
+		off += swContext * 64
+	default:
+		return -1
+	}
+	if off/8 > 1<<15-1 {
+		return -1
+	}
+	return int16(off / 8)
 }
 
 // memberOffset returns the byte offset of s's member name, looking into
 // anonymous structs and unions too.
 func memberOffset(s *btf.Struct, name string) (int16, error) {
-	off, ok := findMember(s, name, 0)
+	off, _, ok := findMember(s, name, 0)
 	if !ok {
 		return 0, fmt.Errorf("kernel BTF: struct task_struct has no member %s", name)
 	}
@@ -50,7 +81,9 @@ func memberOffset(s *btf.Struct, name string) (int16, error) {
 	return int16(off / 8), nil
 }
 
-func findMember(s btf.Type, name string, base btf.Bits) (btf.Bits, bool) {
+// findMember returns the bit offset of s's member name from base, and
+// its type.
+func findMember(s btf.Type, name string, base btf.Bits) (btf.Bits, btf.Type, bool) {
 	var members []btf.Member
 	switch s := s.(type) {
 	case *btf.Struct:
@@ -60,16 +93,16 @@ func findMember(s btf.Type, name string, base btf.Bits) (btf.Bits, bool) {
 	}
 	for _, m := range members {
 		if m.Name == name {
-			return base + m.Offset, true
+			return base + m.Offset, m.Type, true
 		}
 		if m.Name != "" {
 			continue
 		}
-		if off, ok := findMember(btf.UnderlyingType(m.Type), name, base+m.Offset); ok {
-			return off, true
+		if off, typ, ok := findMember(btf.UnderlyingType(m.Type), name, base+m.Offset); ok {
+			return off, typ, true
 		}
 	}
-	return 0, false
+	return 0, nil, false
 }
 
 // tracepointArgs returns how many arguments the raw tracepoint tp passes

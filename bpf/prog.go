@@ -16,21 +16,31 @@ const rbNoWakeup = 1
 // switchInInsns returns the program of the sched_switch raw tracepoint
 // (arguments: preempt, prev, next): it writes {next->pid, next->tgid,
 // time} to the ring buffer rb when next is not the idle task and, when
-// targets is not 0, when next's tgid is a key of that map. A record that
-// finds the ring full is counted in the per-CPU array drops.
-func switchInInsns(off taskOffsets, rb, targets, drops int) asm.Instructions {
+// targets is not 0, when next's tgid is a key of that map; with
+// skipSameProcess, not when prev is a thread of next's process that has
+// its perf events still (it is not exiting), and with them the
+// sched:sched_switch event whose sample tells this switch. A record
+// that finds the ring full is counted in the per-CPU array drops.
+func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool) asm.Instructions {
 	insns := asm.Instructions{
+		asm.LoadMem(asm.R9, asm.R1, 8, asm.DWord),  // prev
 		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
 		// fp-8: next->pid, fp-4: next->tgid
 	}
-	insns = append(insns, readU32(asm.R6, off.pid, -8)...)
-	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+	if off.tgid == off.pid+4 {
+		insns = append(insns, readKernel(asm.R6, off.pid, -8, 8)...) // both at once
+	} else {
+		insns = append(insns, readKernel(asm.R6, off.pid, -8, 4)...)
+		insns = append(insns, readKernel(asm.R6, off.tgid, -4, 4)...)
+	}
 	insns = append(insns,
 		asm.LoadMem(asm.R7, asm.RFP, -8, asm.Word),
 		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
 	)
+	// Past the checks of prev: whether next is followed.
+	var rest asm.Instructions
 	if targets != 0 {
-		insns = append(insns,
+		rest = append(rest,
 			asm.LoadMapPtr(asm.R1, targets),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, -4),
@@ -38,8 +48,34 @@ func switchInInsns(off taskOffsets, rb, targets, drops int) asm.Instructions {
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 		)
 	}
+	if skipSameProcess && off.perfCtx >= 0 {
+		// Before the map: a thread of next's process leaving (prev
+		// is the current task here) says it, followed or not.
+		insns = append(insns,
+			asm.FnGetCurrentPidTgid.Call(),
+			asm.RSh.Imm(asm.R0, 32), // prev->tgid, never 0 for a task not idle
+			asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),
+			asm.JNE.Reg(asm.R0, asm.R1, "next"),
+		)
+		// fp-16: prev's perf context, which an exiting task has lost
+		// before its last switch out: no perf event sees that
+		// switch, the program does.
+		insns = append(insns, readKernel(asm.R9, off.perfCtx, -16, 8)...)
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.DWord),
+			asm.JNE.Imm(asm.R1, 0, "exit"),
+		)
+		if len(rest) > 0 {
+			rest[0] = rest[0].WithSymbol("next")
+		}
+	}
+	insns = append(insns, rest...)
+	emit := asm.FnKtimeGetNs.Call()
+	if skipSameProcess && off.perfCtx >= 0 && targets == 0 {
+		emit = emit.WithSymbol("next")
+	}
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
+		emit,
 		asm.Mov.Reg(asm.R8, asm.R0),
 		asm.LoadMapPtr(asm.R1, rb),
 		asm.Mov.Imm(asm.R2, recordSize),
@@ -126,17 +162,26 @@ func exitInsns(off taskOffsets, targets int) asm.Instructions {
 	return insns
 }
 
-// readU32 reads the u32 at task+off into the stack at fp+slot with
-// bpf_probe_read_kernel (a slot it zeroes first, so a failed read leaves
-// 0 there).
-func readU32(task asm.Register, off int16, slot int16) asm.Instructions {
-	return asm.Instructions{
-		asm.StoreImm(asm.RFP, slot, 0, asm.Word),
+// readKernel reads the size bytes (4 or 8) at task+off into the stack
+// at fp+slot with bpf_probe_read_kernel (a slot it zeroes first, so a
+// failed read leaves 0 there).
+func readKernel(task asm.Register, off int16, slot int16, size int32) asm.Instructions {
+	zero := asm.Instructions{asm.StoreImm(asm.RFP, slot, 0, asm.Word)}
+	if size == 8 {
+		zero = asm.Instructions{asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord)}
+	}
+	return append(zero,
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Reg(asm.R3, task),
 		asm.Add.Imm(asm.R3, int32(off)),
 		asm.FnProbeReadKernel.Call(),
-	}
+	)
+}
+
+// readU32 reads the u32 at task+off into the stack at fp+slot (see
+// readKernel).
+func readU32(task asm.Register, off int16, slot int16) asm.Instructions {
+	return readKernel(task, off, slot, 4)
 }

@@ -31,6 +31,18 @@ type Options struct {
 	// descendants forked after Open.
 	All   bool
 	TGIDs []int
+	// SkipSameProcess leaves out the switch-ins from a thread of the
+	// same process that has perf events (a task handing its CPU to a
+	// thread of its own process): a caller with a perf
+	// sched:sched_switch event on each followed task has those in its
+	// samples (next_pid, and the sample's time), and the program writes
+	// nothing for them, which spares the record, its time and its
+	// reading on the switches of a program whose threads hand work to
+	// each other. A thread that exits has lost its perf events before
+	// its last switch: that switch-in is written.
+	// [SwitchIns.SkipsSameProcess] says whether the kernel's BTF let
+	// the program do it.
+	SkipSameProcess bool
 	// RingBytes is the ring buffer's size, a power of two number of
 	// pages; 0 for DefaultRingBytes.
 	RingBytes int
@@ -52,6 +64,7 @@ type SwitchIns struct {
 	rd                   *ringbuf.Reader
 	rec                  ringbuf.Record
 	closed               bool
+	skipsSameProcess     bool
 }
 
 // Open loads the programs and attaches them: switch-ins are recorded from
@@ -66,7 +79,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 	if size == 0 {
 		size = DefaultRingBytes
 	}
-	s = &SwitchIns{}
+	s = &SwitchIns{skipsSameProcess: opts.SkipSameProcess && off.perfCtx >= 0}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -100,7 +113,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 			}
 		}
 	}
-	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD())); err != nil {
+	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
 		return nil, err
 	}
 	s.swin = s.progs[len(s.progs)-1]
@@ -130,6 +143,10 @@ func (s *SwitchIns) attach(name, tp string, insns asm.Instructions) error {
 	s.links = append(s.links, l)
 	return nil
 }
+
+// SkipsSameProcess says whether the program leaves out the switch-ins
+// from threads of the same process (Options.SkipSameProcess).
+func (s *SwitchIns) SkipsSameProcess() bool { return s.skipsSameProcess }
 
 // Follow adds the process tgid to those whose switch-ins are reported
 // (not with Options.All).

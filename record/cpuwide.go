@@ -52,13 +52,24 @@ type heldSample struct {
 // for perf.Processes), and later the processes the records say.
 func newTargetFilter(fs proc.FS, pids []int) *targetFilter {
 	f := &targetFilter{procs: make(map[int32][]lifetime), fs: fs}
+	for _, pid := range processIDs(fs, pids) {
+		f.procs[int32(pid)] = []lifetime{{}}
+	}
+	return f
+}
+
+// processIDs returns the ids of the processes of pids, each a process or
+// thread id (-p: a thread id stands for its process, as it does for
+// perf.Processes); an id /proc does not know is kept as it is.
+func processIDs(fs proc.FS, pids []int) []int {
+	out := make([]int, 0, len(pids))
 	for _, pid := range pids {
 		if st, err := fs.ReadStatus(pid); err == nil && st.Tgid > 0 {
 			pid = st.Tgid
 		}
-		f.procs[int32(pid)] = []lifetime{{}}
+		out = append(out, pid)
 	}
-	return f
+	return out
 }
 
 // verdict says what to do with a sample of process pid at time t: keep

@@ -32,9 +32,10 @@ const offCPUHorizon = 100_000_000 // ns
 // when at least markNs long, as a MARK frame (capture.OffCPUGroup).
 type offCPU struct {
 	tp *perf.Tracepoint
-	// prevState is tp's field of the task state, looked up once.
-	prevState perf.TracepointField
-	threads   map[int32]*switches
+	// prevState is tp's field of the task state, and nextPID that of
+	// the thread coming in, looked up once.
+	prevState, nextPID perf.TracepointField
+	threads            map[int32]*switches
 	// markers are the marker frames' JIT addresses in the current
 	// capture, by state letter; 0 for none yet (JIT addresses are
 	// never 0).
@@ -71,6 +72,8 @@ type offCPUCounts struct {
 type switches struct {
 	events []switchEvent
 	last   int64
+	// pid is the thread's process, as its switch outs say.
+	pid int32
 }
 
 type switchEvent struct {
@@ -95,7 +98,11 @@ func newOffCPU(marks time.Duration) (*offCPU, error) {
 	if !ok {
 		return nil, fmt.Errorf("--off-cpu: %s has no field prev_state", switchTracepoint)
 	}
-	o := &offCPU{tp: tp, prevState: state, threads: make(map[int32]*switches), markNs: marks.Nanoseconds()}
+	next, ok := tp.Fields["next_pid"]
+	if !ok {
+		return nil, fmt.Errorf("--off-cpu: %s has no field next_pid", switchTracepoint)
+	}
+	o := &offCPU{tp: tp, prevState: state, nextPID: next, threads: make(map[int32]*switches), markNs: marks.Nanoseconds()}
 	switch {
 	case marks == 0:
 		o.markNs = DefaultOffCPUMarks.Nanoseconds()
@@ -141,8 +148,25 @@ func (o *offCPU) handleSwitch(r *recorder, s *perf.Sample, addrs []uint64) {
 		}
 		stack = append(stack, addrs...)
 		o.add(r, int32(s.TID), switchEvent{time: t, out: true, state: taskState(st), pid: int32(s.PID), cpu: int16(s.CPU), addrs: stack})
+		if o.bpf != nil && o.bpf.sameProcess {
+			o.switchInSameProcess(r, s, t)
+		}
 	}
 	o.sweep(r, false)
+}
+
+// switchInSameProcess takes the switch in that a switch out of a thread
+// names, when the thread coming in is of the same process: the BPF
+// program leaves those out (bpf.Options.SkipSameProcess). A thread never
+// seen leaving a CPU is not taken, as in feedSwitchIns.
+func (o *offCPU) switchInSameProcess(r *recorder, s *perf.Sample, t int64) {
+	next, ok := o.nextPID.Int(s.RawData)
+	if !ok || next == 0 {
+		return
+	}
+	if th := o.threads[int32(next)]; th != nil && th.pid == int32(s.PID) {
+		o.switchIn(r, int32(next), t)
+	}
 }
 
 // switchIn takes a task coming back to a CPU: a SWITCH record, or a
@@ -162,6 +186,9 @@ func (o *offCPU) add(r *recorder, tid int32, e switchEvent) {
 	if th == nil {
 		th = &switches{}
 		o.threads[tid] = th
+	}
+	if e.out {
+		th.pid = e.pid
 	}
 	if e.time < th.last {
 		if e.out {

@@ -23,9 +23,13 @@ const (
 // horizon). The program's ring buffer is read again when a switch out
 // is later than the last read.
 type switchIns struct {
-	prog    *bpf.SwitchIns
-	pending []bpf.SwitchIn
-	next    int // pending[next:] are not handed on yet
+	prog *bpf.SwitchIns
+	// sameProcess says the program leaves out the switch-ins from a
+	// thread of the same process, which the switch outs give
+	// (offCPU.switchInSameProcess).
+	sameProcess bool
+	pending     []bpf.SwitchIn
+	next        int // pending[next:] are not handed on yet
 	// readAt is when the ring buffer was last read (capture clock):
 	// the switch-ins before it are in pending.
 	readAt int64
@@ -43,18 +47,22 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	if o.OffCPUSwitchIns == OffCPUSwitchInsPerf {
 		return nil, errors.New("--off-cpu-switch-ins=perf")
 	}
-	opts := bpf.Options{All: mode == "system"}
+	// The tracepoint's per-task events see every switch out of a
+	// followed thread, and so the switch-ins it hands its CPU to.
+	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system"}
 	switch mode {
 	case "command":
 		opts.TGIDs = []int{r.child.pid()}
 	case "pids":
-		opts.TGIDs = o.PIDs
+		// The program follows processes: a thread id of -p would
+		// follow nothing.
+		opts.TGIDs = processIDs(o.FS, o.PIDs)
 	}
 	prog, err := bpf.Open(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &switchIns{prog: prog}, nil
+	return &switchIns{prog: prog, sameProcess: prog.SkipsSameProcess()}, nil
 }
 
 // feedSwitchIns hands on the switch-ins up to time upTo to switchIn,
