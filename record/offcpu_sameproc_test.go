@@ -1,9 +1,7 @@
 package record
 
 import (
-	"bytes"
 	"encoding/binary"
-	"io"
 	"testing"
 
 	"nsprof/capture"
@@ -17,12 +15,7 @@ import (
 // taken (the program writes those).
 func TestOffCPUSwitchInSameProcess(t *testing.T) {
 	const ms = 1_000_000
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{w: w, opts: &Options{Log: io.Discard}}
+	r, w, buf := newTestRecorder(t)
 	o := &offCPU{threads: make(map[int32]*switches), markNs: -1,
 		nextPID: perf.TracepointField{Offset: 0, Size: 4}, bpf: &switchIns{sameProcess: true}}
 	// out is a switch out of thread tid of process pid at time at,

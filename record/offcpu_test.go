@@ -33,12 +33,7 @@ func TestTaskState(t *testing.T) {
 // still off the CPU at the end is counted up to it, unless it exited.
 func TestOffCPUPairing(t *testing.T) {
 	const ms = 1_000_000
-	var buf bytes.Buffer
-	w, err := capture.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{w: w, opts: &Options{Log: io.Discard}}
+	r, w, buf := newTestRecorder(t)
 	o := &offCPU{threads: make(map[int32]*switches), markNs: 2 * ms}
 	out := func(tid int32, at int64, state byte) {
 		o.latest = max(o.latest, at)
@@ -347,4 +342,16 @@ func metadataOf(t *testing.T, data []byte) map[string]string {
 			md[m.ID] = m.Value
 		}
 	}
+}
+
+// newTestRecorder returns a recorder writing a capture to the returned
+// buffer, with its writer, and logging nowhere.
+func newTestRecorder(t *testing.T) (*recorder, *capture.Writer, *bytes.Buffer) {
+	t.Helper()
+	buf := new(bytes.Buffer)
+	w, err := capture.NewWriter(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &recorder{w: w, opts: &Options{Log: io.Discard}}, w, buf
 }
