@@ -23,7 +23,10 @@
 #
 #   bench/report-scale.sh [SECONDS ...]     (default: 2 15 60)
 #
-# Environment: FREQ (4000), RUNS (5), THREADS (2), BENCH_DIR (/var/tmp:
+# Environment: FREQ (4000), RUNS (5), THREADS (2), RT (set: each timed
+# command runs at real-time priority, chrt -f 10, which holds its timings
+# on a machine other work loads; the ratios to perf stay like for like),
+# BENCH_DIR (/var/tmp:
 # captures of a minute are hundreds of MB), PERF (perf), CC (gcc), KEEP
 # (set to keep the captures, e.g. for NSPROF_CPUPROFILE), REUSE (the
 # directory KEEP left: its n-S.syscap and p-S.data are reported again,
@@ -61,12 +64,12 @@ workload() {
 	done
 }
 
-echo "== report-scale $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $("$perf" --version), nsprof $(cd "$root" && git describe --always --dirty)"
+echo "== report-scale $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $("$perf" --version), nsprof $(cd "$root" && git describe --always --dirty)${RT:+, each timed command at chrt -f 10}"
 echo "   workload: go build from an empty cache, in a loop, and work.c x $threads threads; -a -F $freq; $runs runs each, alternating"
 
 # timed CMD...: appends "wall_s max_rss_kib" of one run to $tmp/t.
 timed() {
-	/usr/bin/time -o "$tmp/t" -a -f "%e %M" "$@" >/dev/null 2>"$tmp/err" || {
+	/usr/bin/time -o "$tmp/t" -a -f "%e %M" ${RT:+chrt -f 10} "$@" >/dev/null 2>"$tmp/err" || {
 		echo "failed: $*" >&2
 		cat "$tmp/err" >&2
 		exit 1
