@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"cmp"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,5 +175,28 @@ func TestGoPclntabFoundAsSymbolFindsIt(t *testing.T) {
 	}
 	if missing > 0 {
 		t.Errorf("%d of %d functions without unwind rows (%d rows)", missing, syms.Len(), tab.Len())
+	}
+}
+
+// TestGoTableKeepsLittleOfPclntab: a Go binary's table keeps the function
+// entries and pcsp tables of its pclntab, not the pclntab: the recorder
+// holds one table per Go binary sampled for the whole recording.
+func TestGoTableKeepsLittleOfPclntab(t *testing.T) {
+	bin := buildGo(t, "-s -w")
+	tab := loadFile(t, bin)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	s := ef.Section(".gopclntab")
+	if s == nil || tab.gofuncs == nil {
+		t.Fatal("no .gopclntab, or no Go functions in the table")
+	}
+	if kept := tab.gofuncs.size(); kept == 0 || uint64(kept) > s.Size/4 {
+		t.Errorf("table keeps %d bytes of a %d-byte pclntab, want under a quarter", kept, s.Size)
+	}
+	if tab.Size() < tab.gofuncs.size() {
+		t.Errorf("Size %d does not count the %d bytes kept", tab.Size(), tab.gofuncs.size())
 	}
 }

@@ -195,6 +195,35 @@ func Decode(tab []byte, entry, end, quantum uint64, emit func(pc, next uint64, v
 	return true
 }
 
+// Extent returns how many bytes of tab [Decode] reads for the function
+// starting at entry up to end: tab[:Extent(...)] decodes as tab does, so a
+// caller can keep that prefix alone. It returns -1 for a malformed table.
+func Extent(tab []byte, entry, end, quantum uint64) int {
+	n := 0
+	pc := entry
+	for first := true; pc < end; first = false {
+		uv, k := binary.Uvarint(tab[n:])
+		if k <= 0 || uv > math.MaxUint32 {
+			return -1
+		}
+		n += k
+		if uv == 0 && !first {
+			return n
+		}
+		d, k := binary.Uvarint(tab[n:])
+		if k <= 0 || d > math.MaxUint32 {
+			return -1
+		}
+		n += k
+		next := pc + d*quantum
+		if next < pc {
+			return -1
+		}
+		pc = next
+	}
+	return n
+}
+
 // Value returns the value at pc of the pcvalue table tab of the function
 // starting at entry, -1 when the table does not cover pc.
 func Value(tab []byte, entry, pc, quantum uint64) int32 {
