@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"nsprof/internal/gopclntab"
+	"nsprof/internal/pageread"
 )
 
 // goLineTable gives the source frames of a Go binary from what the Go
@@ -24,7 +25,7 @@ type goLineTable struct {
 	text    uint64 // moduledata.text: function entries are offsets from it
 	nfunc   int
 
-	// The tables, read from the file as they are looked at (goSource).
+	// The tables, read from the file as they are looked at (goSpan).
 	funcnames   goSpan // funcnametab
 	funcnameOff uint64 // its offset from the header
 	cutab       goSpan // per compilation unit: file indexes into filetab
@@ -82,8 +83,8 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		return nil, nil
 	}
 	t.text = text
-	if gofunc >= base && gofunc-base < src.n {
-		t.funcdata, t.funcdataAddr = src.span(gofunc-base), gofunc
+	if gofunc >= base && gofunc-base < src.Len() {
+		t.funcdata, t.funcdataAddr = spanOf(src, gofunc-base), gofunc
 		return t, nil
 	}
 	for _, sec := range f.elf.Sections {
@@ -92,17 +93,17 @@ func (f *File) goLines() (t *goLineTable, err error) {
 			if err != nil {
 				return nil, err
 			}
-			t.funcdata, t.funcdataAddr = b.span(gofunc-sec.Addr), gofunc
+			t.funcdata, t.funcdataAddr = spanOf(b, gofunc-sec.Addr), gofunc
 			return t, nil
 		}
 	}
 	return nil, nil
 }
 
-// pclntabSource returns the Go line table of f as a goSource and its file
+// pclntabSource returns the Go line table of f and its file
 // offset: read from the file on demand where it is a section of its own,
 // as pclntab finds it otherwise.
-func (f *File) pclntabSource() (*goSource, int64, error) {
+func (f *File) pclntabSource() (*pageread.Source, int64, error) {
 	s, search := gopclntab.Section(f.elf)
 	if s == nil {
 		return nil, 0, nil
@@ -112,21 +113,21 @@ func (f *File) pclntabSource() (*goSource, int64, error) {
 		if err != nil || data == nil {
 			return nil, 0, err
 		}
-		return heldSource(data), off, nil
+		return pageread.Held(data), off, nil
 	}
 	src, err := f.sectionSource(s)
 	return src, int64(min(s.Offset, maxFileSize)), err
 }
 
-// sectionSource returns the contents of s as a goSource, bounded as
+// sectionSource returns the contents of s, bounded as
 // sectionData bounds them: read on demand unless s is compressed.
-func (f *File) sectionSource(s *elf.Section) (*goSource, error) {
+func (f *File) sectionSource(s *elf.Section) (*pageread.Source, error) {
 	if s.Flags&elf.SHF_COMPRESSED != 0 {
 		b, err := f.sectionData(s, maxPclntabSize)
 		if err != nil {
 			return nil, err
 		}
-		return heldSource(b), nil
+		return pageread.Held(b), nil
 	}
 	if _, err := f.checkBounds(s); err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func (f *File) sectionSource(s *elf.Section) (*goSource, error) {
 	if s.Size > maxPclntabSize {
 		return nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
 	}
-	return fileSource(f.r, int64(s.Offset), s.Size), nil
+	return pageread.File(f.r, int64(s.Offset), s.Size, maxGoPages), nil
 }
 
 // goLinesOrNil is goLines for a loader: nil for anything but a readable
@@ -193,18 +194,18 @@ func (f *File) moduledata(pclntab, funcnames uint64) (text, gofunc uint64, ok bo
 // parseGoLineTable reads the header of a Go 1.20+ pclntab held in data,
 // as parseGoLineTableFrom.
 func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error) {
-	return parseGoLineTableFrom(heldSource(data), order)
+	return parseGoLineTableFrom(pageread.Held(data), order)
 }
 
 // parseGoLineTableFrom reads the header of a Go 1.20+ pclntab with
 // [gopclntab.ParseLayout]. Text and go:func.* are left for the caller to
 // set.
-func parseGoLineTableFrom(src *goSource, order binary.ByteOrder) (*goLineTable, error) {
-	head := src.at(0, gopclntab.HeaderSize)
+func parseGoLineTableFrom(src *pageread.Source, order binary.ByteOrder) (*goLineTable, error) {
+	head := src.At(0, gopclntab.HeaderSize)
 	if len(head) < 8 || order.Uint32(head) != gopclntab.Magic120 {
 		return nil, nil
 	}
-	l, err := gopclntab.ParseLayout(head, src.n, order)
+	l, err := gopclntab.ParseLayout(head, src.Len(), order)
 	if err != nil {
 		fe := err.(*gopclntab.FormatError)
 		return nil, &FormatError{Off: fe.Off, Msg: "pclntab " + fe.Msg, Val: fe.Val}
@@ -214,8 +215,8 @@ func parseGoLineTableFrom(src *goSource, order binary.ByteOrder) (*goLineTable, 
 	}
 	return &goLineTable{
 		order: order, quantum: l.Quantum, nfunc: l.NFunc,
-		funcnames: src.span(l.FuncNames), funcnameOff: l.FuncNames,
-		cutab: src.span(l.CUTab), filetab: src.span(l.FileTab), pctab: src.span(l.PCTab), pcln: src.span(l.FuncTab),
+		funcnames: spanOf(src, l.FuncNames), funcnameOff: l.FuncNames,
+		cutab: spanOf(src, l.CUTab), filetab: spanOf(src, l.FileTab), pctab: spanOf(src, l.PCTab), pcln: spanOf(src, l.FuncTab),
 	}, nil
 }
 
