@@ -3,12 +3,14 @@ package unwind
 import (
 	"debug/elf"
 	"encoding/binary"
+	"io"
 	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"nsprof/internal/gopclntab"
+	"nsprof/internal/pageread"
 )
 
 // goFuncs gives the rows of the functions of a Go pclntab from their pcsp
@@ -60,57 +62,71 @@ type goRecent struct {
 	rows       []row
 }
 
-// newGoFuncs parses the pclntab in data and copies out what unwinding
-// needs of it; nil if it is not one of 64-bit pointers. data is not kept.
-func newGoFuncs(data []byte, textAddr uint64) *goFuncs {
-	h, err := gopclntab.ParseHeader(data, binary.LittleEndian)
-	if err != nil || h == nil || h.PtrSize != 8 || h.NFunc <= 0 || uint64(len(h.FuncTab)) < 8*uint64(h.NFunc)+4 {
+// newGoFuncs parses the pclntab in src and copies out what unwinding
+// needs of it; nil if it is not one of 64-bit pointers. src is not kept.
+func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
+	l, err := gopclntab.ParseLayout(src.At(0, gopclntab.HeaderSize), src.Len(), binary.LittleEndian)
+	if err != nil || l == nil || l.PtrSize != 8 || l.NFunc <= 0 || src.Len()-l.FuncTab < 8*uint64(l.NFunc)+4 {
 		return nil
 	}
-	text := h.TextStart
+	text := l.TextStart
 	if text == 0 {
 		text = textAddr
 	}
 	le := binary.LittleEndian
-	ftab := h.FuncTab
-	g := &goFuncs{text: text, nfunc: h.NFunc, quantum: h.Quantum, covered: func(uint64) bool { return false }, funcs: make(map[int][]row)}
-	g.entries = make([]uint32, h.NFunc+1)
-	for i := range g.entries {
-		g.entries[i] = le.Uint32(ftab[8*i:])
+	// The function table's pairs (entry, offset of the _func record),
+	// and the end of the last function.
+	pairs := src.At(l.FuncTab, 8*uint64(l.NFunc)+4)
+	if len(pairs) < 8*l.NFunc+4 {
+		return nil
 	}
-	g.sp = make([]uint32, h.NFunc)
+	ftabLen, pctabLen := src.Len()-l.FuncTab, src.Len()-l.PCTab
+	g := &goFuncs{text: text, nfunc: l.NFunc, quantum: l.Quantum, covered: func(uint64) bool { return false }, funcs: make(map[int][]row)}
+	g.entries = make([]uint32, l.NFunc+1)
+	for i := range g.entries {
+		g.entries[i] = le.Uint32(pairs[8*i:])
+	}
+	g.sp = make([]uint32, l.NFunc)
 	// A table shared by functions is kept once. The copies are bounded
-	// by the size of data, so a hostile table pointing every function
-	// at its largest costs no more than the table itself.
+	// by the size of the pclntab, so a hostile table pointing every
+	// function at its largest costs no more than the table itself.
 	type kept struct{ at, n uint32 }
 	seen := make(map[uint32]kept)
-	budget := len(data)
-	for i := range h.NFunc {
+	budget := src.Len()
+	for i := range l.NFunc {
 		entry, end := uint64(g.entries[i]), uint64(g.entries[i+1])
-		funcOff := uint64(le.Uint32(ftab[8*i+4:]))
-		if end <= entry || funcOff+20 > uint64(len(ftab)) {
+		funcOff := uint64(le.Uint32(pairs[8*i+4:]))
+		if end <= entry || funcOff+20 > ftabLen {
 			continue
 		}
-		pcsp := le.Uint32(ftab[funcOff+16:])
-		if pcsp == 0 || uint64(pcsp) >= uint64(len(h.PCTab)) {
+		w := src.At(l.FuncTab+funcOff+16, 4)
+		if len(w) < 4 {
 			continue
 		}
-		tab := h.PCTab[pcsp:]
-		n := gopclntab.Extent(tab, text+entry, text+end, h.Quantum)
-		if n <= 0 {
+		pcsp := le.Uint32(w)
+		if pcsp == 0 || uint64(pcsp) >= pctabLen {
 			continue
 		}
-		if k, ok := seen[pcsp]; ok && int(k.n) >= n {
-			g.sp[i] = k.at + 1
-			continue
+		if k, ok := seen[pcsp]; ok {
+			if n := gopclntab.Extent(g.pcsp[k.at:k.at+k.n], text+entry, text+end, l.Quantum); n > 0 {
+				g.sp[i] = k.at + 1 // what this function decodes is in the copy
+				continue
+			}
 		}
-		if len(g.pcsp)+n > budget || len(g.pcsp)+n >= math.MaxUint32 {
-			continue
-		}
-		at := uint32(len(g.pcsp))
-		g.pcsp = append(g.pcsp, tab[:n]...)
-		seen[pcsp] = kept{at, uint32(n)}
-		g.sp[i] = at + 1
+		src.Window(l.PCTab+uint64(pcsp), func(tab []byte) bool {
+			n := gopclntab.Extent(tab, text+entry, text+end, l.Quantum)
+			if n <= 0 {
+				return false
+			}
+			if uint64(len(g.pcsp)+n) > budget || len(g.pcsp)+n >= math.MaxUint32 {
+				return true
+			}
+			at := uint32(len(g.pcsp))
+			g.pcsp = append(g.pcsp, tab[:n]...)
+			seen[pcsp] = kept{at, uint32(n)}
+			g.sp[i] = at + 1
+			return true
+		})
 	}
 	g.pcsp = slices.Clip(g.pcsp)
 	return g
@@ -205,26 +221,41 @@ func findLive(rows []row, a uint64) *row {
 	return r
 }
 
-// addGoRows gives t the rows of f's Go line table for the functions its
-// CFI does not cover, decoded as they are looked up.
-func (t *Table) addGoRows(f *elf.File, limit uint64) {
+// goLoadPages bounds the pages of a pclntab kept while a table is loaded:
+// the function table and the pcsp tables are read mostly in order.
+const goLoadPages = 64
+
+// addGoRows gives t the rows of f's Go line table, read from obj, for the
+// functions its CFI does not cover, decoded as they are looked up.
+func (t *Table) addGoRows(f *elf.File, obj io.ReaderAt, limit uint64) {
 	s, search := gopclntab.Section(f)
 	if s == nil {
 		return
 	}
-	data, err := sectionBytes(s, limit)
-	if err != nil {
-		return
-	}
-	if search {
-		i := gopclntab.FindHeader(data, f.ByteOrder)
-		if i < 0 {
+	var src *pageread.Source
+	if !search && s.Flags&elf.SHF_COMPRESSED == 0 {
+		// Read from the file as the pcsp tables are copied out: the
+		// Go compiler's table is 8.3 MB, of which 0.6 MB is kept.
+		if s.Offset > limit || s.Size > limit-s.Offset || s.Size > maxSection {
 			return
 		}
-		data = data[i:]
+		src = pageread.File(obj, int64(s.Offset), s.Size, goLoadPages)
+	} else {
+		data, err := sectionBytes(s, limit)
+		if err != nil {
+			return
+		}
+		if search {
+			i := gopclntab.FindHeader(data, f.ByteOrder)
+			if i < 0 {
+				return
+			}
+			data = data[i:]
+		}
+		src = pageread.Held(data)
 	}
 	text, _ := bases(f)
-	g := newGoFuncs(data, text)
+	g := newGoFuncs(src, text)
 	if g == nil {
 		return
 	}
