@@ -135,7 +135,7 @@ func (f *File) sectionSource(s *elf.Section) (*pageread.Source, error) {
 	if s.Size > maxPclntabSize {
 		return nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
 	}
-	return pageread.File(f.r, int64(s.Offset), s.Size, maxGoPages), nil
+	return pageread.File(f.r, int64(s.Offset), s.Size, 0, maxGoPages), nil
 }
 
 // goLinesOrNil is goLines for a loader: nil for anything but a readable

@@ -3,15 +3,16 @@ package symbol
 import "nsprof/internal/pageread"
 
 // maxGoPages bounds the pages of a Go line table kept while its lines are
-// looked up (1 MiB). The table is read from the file as the lines of
+// looked up (2 MiB). The table is read from the file as the lines of
 // sampled addresses are asked for: held whole, the Go compiler's 8 MB
 // table was the largest thing the recorder held when its heap peaked, at
 // the end of a recording over a compile loop, next to another file's
 // DWARF. One function's lines touch some ten pages (the function table,
-// its record, its pcvalue tables, its file and function names), the lines
-// of a thousand spread over most of the compiler's table: kept, they
-// would be the table again.
-const maxGoPages = 256
+// its record, its pcvalue tables, its file and function names); asked in
+// address order, the records and pcvalue tables are read in order, and
+// what is looked at again (the function table, the file tables, the
+// names: some 350 pages of the compiler's) stays.
+const maxGoPages = 512
 
 // goSpan is a table of a Go line table (or of go:func.*): the bytes from
 // start to the end of src, as the pclntab's tables run to the end of the

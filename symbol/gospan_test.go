@@ -20,7 +20,7 @@ func TestGoLinesReadOnDemand(t *testing.T) {
 		t.Fatal("the line table of a Go executable is held whole")
 	}
 	// The table again, with 8 pages at most.
-	src := pageread.File(f.r, int64(f.elf.Section(".gopclntab").Offset), gl.pcln.src.Len(), 8)
+	src := pageread.File(f.r, int64(f.elf.Section(".gopclntab").Offset), gl.pcln.src.Len(), 0, 8)
 	gl.funcnames.src, gl.cutab.src, gl.filetab.src, gl.pctab.src, gl.pcln.src = src, src, src, src, src
 	if gl.funcdata.src != nil && !gl.funcdata.src.IsHeld() && gl.funcdata.src.Len() == src.Len() {
 		gl.funcdata.src = src

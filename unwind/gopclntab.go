@@ -221,9 +221,14 @@ func findLive(rows []row, a uint64) *row {
 	return r
 }
 
-// goLoadPages bounds the pages of a pclntab kept while a table is loaded:
-// the function table and the pcsp tables are read mostly in order.
-const goLoadPages = 64
+// A pclntab is read in pages of goLoadPageSize while a table is loaded,
+// goLoadPages of them kept (512 KiB): the function table and the pcsp
+// tables are read mostly in order, and 4 KiB pages made loading the Go
+// compiler's table 3 times slower than one read of it.
+const (
+	goLoadPageSize = 64 << 10
+	goLoadPages    = 8
+)
 
 // addGoRows gives t the rows of f's Go line table, read from obj, for the
 // functions its CFI does not cover, decoded as they are looked up.
@@ -239,7 +244,7 @@ func (t *Table) addGoRows(f *elf.File, obj io.ReaderAt, limit uint64) {
 		if s.Offset > limit || s.Size > limit-s.Offset || s.Size > maxSection {
 			return
 		}
-		src = pageread.File(obj, int64(s.Offset), s.Size, goLoadPages)
+		src = pageread.File(obj, int64(s.Offset), s.Size, goLoadPageSize, goLoadPages)
 	} else {
 		data, err := sectionBytes(s, limit)
 		if err != nil {

@@ -10,7 +10,8 @@ import (
 	"sync"
 )
 
-// PageSize is the unit in which a Source reads its file.
+// PageSize is the unit in which a Source reads its file unless told
+// another.
 const PageSize = 4096
 
 // Source is a range of a file read in pages, or bytes held whole. Safe
@@ -24,16 +25,21 @@ type Source struct {
 	mu       sync.Mutex
 	pages    map[uint64][]byte // by page index
 	maxPages int
+	pageSize uint64
 }
 
 // Held returns a Source of b.
 func Held(b []byte) *Source { return &Source{whole: b, n: uint64(len(b))} }
 
 // File returns a Source of the n bytes of r at off, which the caller has
-// checked lie within r, keeping at most maxPages pages (at least one):
-// past it they are all let go and read again as asked for.
-func File(r io.ReaderAt, off int64, n uint64, maxPages int) *Source {
-	return &Source{r: r, off: off, n: n, pages: make(map[uint64][]byte), maxPages: max(maxPages, 1)}
+// checked lie within r, read in pages of pageSize bytes (PageSize if 0),
+// at most maxPages of them kept (at least one): past it they are all let
+// go and read again as asked for.
+func File(r io.ReaderAt, off int64, n uint64, pageSize, maxPages int) *Source {
+	if pageSize <= 0 {
+		pageSize = PageSize
+	}
+	return &Source{r: r, off: off, n: n, pages: make(map[uint64][]byte), maxPages: max(maxPages, 1), pageSize: uint64(pageSize)}
 }
 
 // Len returns the length of the range.
@@ -60,12 +66,13 @@ func (s *Source) At(off, want uint64) []byte {
 	if s.IsHeld() {
 		return s.whole[off : off+want]
 	}
-	first, last := off/PageSize, (off+want-1)/PageSize
+	ps := s.pageSize
+	first, last := off/ps, (off+want-1)/ps
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if first == last {
 		p := s.page(first)
-		lo := off - first*PageSize
+		lo := off - first*ps
 		return p[min(lo, uint64(len(p))):min(lo+want, uint64(len(p)))]
 	}
 	out := make([]byte, 0, want)
@@ -73,16 +80,16 @@ func (s *Source) At(off, want uint64) []byte {
 		p := s.page(i)
 		lo, hi := uint64(0), uint64(len(p))
 		if i == first {
-			lo = off - first*PageSize
+			lo = off - first*ps
 		}
 		if i == last {
-			hi = min(hi, off+want-i*PageSize)
+			hi = min(hi, off+want-i*ps)
 		}
 		if lo >= hi {
 			break
 		}
 		out = append(out, p[lo:hi]...)
-		if uint64(len(p)) < PageSize && i != last {
+		if uint64(len(p)) < ps && i != last {
 			break // a short read: what follows is not contiguous
 		}
 	}
@@ -98,8 +105,8 @@ func (s *Source) page(i uint64) []byte {
 	if len(s.pages) >= s.maxPages {
 		clear(s.pages)
 	}
-	p := make([]byte, min(PageSize, s.n-i*PageSize))
-	k, _ := s.r.ReadAt(p, s.off+int64(i*PageSize))
+	p := make([]byte, min(s.pageSize, s.n-i*s.pageSize))
+	k, _ := s.r.ReadAt(p, s.off+int64(i*s.pageSize))
 	p = p[:k]
 	s.pages[i] = p
 	return p

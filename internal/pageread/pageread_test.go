@@ -15,12 +15,13 @@ func TestAt(t *testing.T) {
 	}
 	const base = 100 // the range starts inside the reader
 	r := bytes.NewReader(append(make([]byte, base), data...))
-	lazy, held := File(r, base, uint64(len(data)), 64), Held(data)
-	small := File(r, base, uint64(len(data)), 2)
+	lazy, held := File(r, base, uint64(len(data)), 0, 64), Held(data)
+	small := File(r, base, uint64(len(data)), 0, 2)
+	big := File(r, base, uint64(len(data)), 3*PageSize, 2)
 	rng := rand.New(rand.NewPCG(1, 2))
 	check := func(off, n uint64) {
 		want := held.At(off, n)
-		for _, s := range []*Source{lazy, small} {
+		for _, s := range []*Source{lazy, small, big} {
 			if got := s.At(off, n); !bytes.Equal(got, want) {
 				t.Fatalf("At(%d, %d): %d bytes read in pages, %d held, differing", off, n, len(got), len(want))
 			}
@@ -47,7 +48,7 @@ func TestAt(t *testing.T) {
 func TestWindow(t *testing.T) {
 	data := bytes.Repeat([]byte{'x'}, 5000)
 	data[4000] = 0
-	s := File(bytes.NewReader(data), 0, uint64(len(data)), 8)
+	s := File(bytes.NewReader(data), 0, uint64(len(data)), 0, 8)
 	var seen []int
 	s.Window(10, func(b []byte) bool {
 		seen = append(seen, len(b))
