@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -219,7 +220,12 @@ func (o *symObj) frames(vas []uint64, logf func(string, ...any)) map[uint64][]ca
 	o.syms.PrepareFrames(vas)
 	out := make(map[uint64][]capture.SourceFrame, len(vas))
 	unnamed := 0
-	for _, va := range vas {
+	// In address order: a Go binary's line table is read from the file
+	// in pages as its functions are looked up (a bounded number kept),
+	// and the functions, their records and their pcvalue tables lie in
+	// address order; in sample order a few thousand addresses read the
+	// same pages again and again.
+	for _, va := range slices.Sorted(slices.Values(vas)) {
 		if _, ok := out[va]; ok {
 			continue
 		}

@@ -234,55 +234,6 @@ func (f *File) bounds() []addrRange {
 	return out
 }
 
-// symtab reads the function symbols of the symbol table of type t
-// (SHT_SYMTAB or SHT_DYNSYM).
-func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
-	defer recoverTo(&err, "read "+t.String())
-	var sec *elf.Section
-	for _, s := range f.elf.Sections {
-		if s.Type == t {
-			sec = s
-			break
-		}
-	}
-	if sec == nil {
-		return nil, ErrNoSymbols
-	}
-	// Check the table and its string table before debug/elf reads them.
-	if _, err := f.checkBounds(sec); err != nil {
-		return nil, err
-	}
-	if int(sec.Link) < len(f.elf.Sections) {
-		if _, err := f.checkBounds(f.elf.Sections[sec.Link]); err != nil {
-			return nil, err
-		}
-	}
-	var syms []elf.Symbol
-	if t == elf.SHT_SYMTAB {
-		syms, err = f.elf.Symbols()
-	} else {
-		syms, err = f.elf.DynamicSymbols()
-	}
-	if err != nil {
-		return nil, err
-	}
-	es = make([]entry, 0, len(syms)/2)
-	for _, s := range syms {
-		if !f.isFunc(s) {
-			continue
-		}
-		rank := rankLocal
-		switch elf.ST_BIND(s.Info) {
-		case elf.STB_GLOBAL:
-			rank = rankGlobal
-		case elf.STB_WEAK:
-			rank = rankWeak
-		}
-		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank, ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
-	}
-	return es, nil
-}
-
 // checkBounds refuses a section whose file contents lie beyond the end of
 // the file, or that claims to decompress to much more than it holds.
 func (f *File) checkBounds(s *elf.Section) (*elf.Section, error) {
@@ -296,25 +247,6 @@ func (f *File) checkBounds(s *elf.Section) (*elf.Section, error) {
 		return nil, &FormatError{Off: int64(min(s.Offset, uint64(maxFileSize))), Msg: "section " + s.Name + " decompresses to an implausible size", Val: s.Size}
 	}
 	return s, nil
-}
-
-// isFunc reports whether s names code: a function, an indirect function,
-// or an untyped symbol defined in an executable section (assembly).
-func (f *File) isFunc(s elf.Symbol) bool {
-	if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Value == 0 || s.Name == "" {
-		return false
-	}
-	switch elf.ST_TYPE(s.Info) {
-	case elf.STT_FUNC, elf.STT_LOOS: // STT_LOOS is STT_GNU_IFUNC
-		return true
-	case elf.STT_NOTYPE:
-		if s.Name[0] == '$' || s.Name[0] == '.' { // ARM mapping symbols, local labels
-			return false
-		}
-		i := int(s.Section)
-		return i < len(f.elf.Sections) && f.elf.Sections[i].Flags&elf.SHF_EXECINSTR != 0
-	}
-	return false
 }
 
 // readerSize returns the size of r: from a Size or Stat method, or by

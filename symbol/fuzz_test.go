@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -26,6 +27,9 @@ func FuzzNewFile(f *testing.F) {
 			}
 			return
 		}
+		// The symbol tables read as debug/elf reads them, where it does.
+		checkSymtab(t, ef, elf.SHT_SYMTAB)
+		checkSymtab(t, ef, elf.SHT_DYNSYM)
 		tab, err := ef.Symbols()
 		if err != nil && tab != nil {
 			t.Fatalf("Symbols: error %v with a table", err)

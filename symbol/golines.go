@@ -1,11 +1,14 @@
 package symbol
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"math"
 	"sort"
 
 	"nsprof/internal/gopclntab"
+	"nsprof/internal/pageread"
 )
 
 // goLineTable gives the source frames of a Go binary from what the Go
@@ -22,16 +25,17 @@ type goLineTable struct {
 	text    uint64 // moduledata.text: function entries are offsets from it
 	nfunc   int
 
-	funcnames   []byte // funcnametab
+	// The tables, read from the file as they are looked at (goSpan).
+	funcnames   goSpan // funcnametab
 	funcnameOff uint64 // its offset from the header
-	cutab       []byte // per compilation unit: file indexes into filetab
-	filetab     []byte
-	pctab       []byte
-	pcln        []byte // functab, then the _func records
+	cutab       goSpan // per compilation unit: file indexes into filetab
+	filetab     goSpan
+	pctab       goSpan
+	pcln        goSpan // functab, then the _func records
 
 	// funcdata holds go:func.* (moduledata.gofunc, at funcdataAddr),
 	// where the inline trees are: funcdata offsets count from it.
-	funcdata     []byte
+	funcdata     goSpan
 	funcdataAddr uint64
 }
 
@@ -56,11 +60,11 @@ func (f *File) goLines() (t *goLineTable, err error) {
 	if !gopclntab.IsGo(f.elf) {
 		return nil, nil
 	}
-	data, off, err := f.pclntab()
-	if err != nil || data == nil {
+	src, off, err := f.pclntabSource()
+	if err != nil || src == nil {
 		return nil, err
 	}
-	t, err = parseGoLineTable(data, f.elf.ByteOrder)
+	t, err = parseGoLineTableFrom(src, f.elf.ByteOrder)
 	if err != nil || t == nil {
 		if fe, ok := err.(*FormatError); ok && fe.Off >= 0 {
 			fe.Off += off
@@ -79,21 +83,59 @@ func (f *File) goLines() (t *goLineTable, err error) {
 		return nil, nil
 	}
 	t.text = text
-	if gofunc >= base && gofunc-base < uint64(len(data)) {
-		t.funcdata, t.funcdataAddr = data[gofunc-base:], gofunc
+	if gofunc >= base && gofunc-base < src.Len() {
+		t.funcdata, t.funcdataAddr = spanOf(src, gofunc-base), gofunc
 		return t, nil
 	}
 	for _, sec := range f.elf.Sections {
 		if sec.Type == elf.SHT_PROGBITS && sec.Flags&elf.SHF_ALLOC != 0 && gofunc >= sec.Addr && gofunc-sec.Addr < sec.Size {
-			b, err := f.sectionData(sec, maxPclntabSize)
+			b, err := f.sectionSource(sec)
 			if err != nil {
 				return nil, err
 			}
-			t.funcdata, t.funcdataAddr = b[gofunc-sec.Addr:], gofunc
+			t.funcdata, t.funcdataAddr = spanOf(b, gofunc-sec.Addr), gofunc
 			return t, nil
 		}
 	}
 	return nil, nil
+}
+
+// pclntabSource returns the Go line table of f and its file
+// offset: read from the file on demand where it is a section of its own,
+// as pclntab finds it otherwise.
+func (f *File) pclntabSource() (*pageread.Source, int64, error) {
+	s, search := gopclntab.Section(f.elf)
+	if s == nil {
+		return nil, 0, nil
+	}
+	if search {
+		data, off, err := f.pclntab()
+		if err != nil || data == nil {
+			return nil, 0, err
+		}
+		return pageread.Held(data), off, nil
+	}
+	src, err := f.sectionSource(s)
+	return src, int64(min(s.Offset, maxFileSize)), err
+}
+
+// sectionSource returns the contents of s, bounded as
+// sectionData bounds them: read on demand unless s is compressed.
+func (f *File) sectionSource(s *elf.Section) (*pageread.Source, error) {
+	if s.Flags&elf.SHF_COMPRESSED != 0 {
+		b, err := f.sectionData(s, maxPclntabSize)
+		if err != nil {
+			return nil, err
+		}
+		return pageread.Held(b), nil
+	}
+	if _, err := f.checkBounds(s); err != nil {
+		return nil, err
+	}
+	if s.Size > maxPclntabSize {
+		return nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section " + s.Name + " too large", Val: s.Size}
+	}
+	return pageread.File(f.r, int64(s.Offset), s.Size, 0, maxGoPages), nil
 }
 
 // goLinesOrNil is goLines for a loader: nil for anything but a readable
@@ -149,34 +191,42 @@ func (f *File) moduledata(pclntab, funcnames uint64) (text, gofunc uint64, ok bo
 	return 0, 0, false
 }
 
-// parseGoLineTable reads the header of a Go 1.20+ pclntab with
-// [gopclntab.ParseHeader]. Text and go:func.* are left for the caller to
-// set.
+// parseGoLineTable reads the header of a Go 1.20+ pclntab held in data,
+// as parseGoLineTableFrom.
 func parseGoLineTable(data []byte, order binary.ByteOrder) (*goLineTable, error) {
-	if len(data) < 8 || order.Uint32(data) != gopclntab.Magic120 {
+	return parseGoLineTableFrom(pageread.Held(data), order)
+}
+
+// parseGoLineTableFrom reads the header of a Go 1.20+ pclntab with
+// [gopclntab.ParseLayout]. Text and go:func.* are left for the caller to
+// set.
+func parseGoLineTableFrom(src *pageread.Source, order binary.ByteOrder) (*goLineTable, error) {
+	head := src.At(0, gopclntab.HeaderSize)
+	if len(head) < 8 || order.Uint32(head) != gopclntab.Magic120 {
 		return nil, nil
 	}
-	h, err := gopclntab.ParseHeader(data, order)
+	l, err := gopclntab.ParseLayout(head, src.Len(), order)
 	if err != nil {
 		fe := err.(*gopclntab.FormatError)
 		return nil, &FormatError{Off: fe.Off, Msg: "pclntab " + fe.Msg, Val: fe.Val}
 	}
-	if h == nil {
+	if l == nil {
 		return nil, nil
 	}
 	return &goLineTable{
-		order: order, quantum: h.Quantum, nfunc: h.NFunc,
-		funcnames: h.FuncNames, funcnameOff: h.FuncNameOff,
-		cutab: h.CUTab, filetab: h.FileTab, pctab: h.PCTab, pcln: h.FuncTab,
+		order: order, quantum: l.Quantum, nfunc: l.NFunc,
+		funcnames: spanOf(src, l.FuncNames), funcnameOff: l.FuncNames,
+		cutab: spanOf(src, l.CUTab), filetab: spanOf(src, l.FileTab), pctab: spanOf(src, l.PCTab), pcln: spanOf(src, l.FuncTab),
 	}, nil
 }
 
 // u32 returns the 32-bit word of b at off, false when it is out of range.
-func (t *goLineTable) u32(b []byte, off uint64) (uint32, bool) {
-	if off > uint64(len(b)) || uint64(len(b))-off < 4 {
+func (t *goLineTable) u32(b goSpan, off uint64) (uint32, bool) {
+	w := b.at(off, 4)
+	if len(w) < 4 {
 		return 0, false
 	}
-	return t.order.Uint32(b[off:]), true
+	return t.order.Uint32(w), true
 }
 
 // goFunc is what frames needs of one _func record.
@@ -238,24 +288,35 @@ func (t *goLineTable) funcAt(pc uint64) (goFunc, bool) {
 // pcvalue decodes the pctab table at off for the function starting at
 // entry and returns its value at pc, -1 if the table does not cover pc.
 func (t *goLineTable) pcvalue(off uint32, entry, pc uint64) int32 {
-	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
+	if off == 0 || uint64(off) >= t.pctab.len() {
 		return -1
 	}
-	return gopclntab.Value(t.pctab[off:], entry, pc, t.quantum)
+	v := int32(-1)
+	t.pctab.window(uint64(off), func(b []byte) bool {
+		v = -1
+		return gopclntab.Decode(b, entry, math.MaxUint64, t.quantum, func(_, next uint64, val int32) bool {
+			if pc < next {
+				v = val
+				return false
+			}
+			return true
+		})
+	})
+	return v
 }
 
-// cstring returns the NUL-terminated string at off of b.
-func cstring(b []byte, off uint64) string {
-	if off >= uint64(len(b)) {
-		return ""
-	}
-	b = b[off:]
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
+// cstring returns the NUL-terminated string at off of b; "" when it runs
+// to the end.
+func cstring(b goSpan, off uint64) string {
+	var s string
+	b.window(off, func(w []byte) bool {
+		if i := bytes.IndexByte(w, 0); i >= 0 {
+			s = string(w[:i])
+			return true
 		}
-	}
-	return ""
+		return false
+	})
+	return s
 }
 
 // position returns the file and line of pc in fn.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"nsprof/internal/gopclntab"
+	"nsprof/internal/pageread"
 	"nsprof/internal/testutils"
 )
 
@@ -195,7 +196,7 @@ func FuzzGoLineTable(f *testing.F) {
 			return
 		}
 		tab.text = 0x401000
-		tab.funcdata, tab.funcdataAddr = data, 0x401000
+		tab.funcdata, tab.funcdataAddr = spanOf(pageread.Held(data), 0), 0x401000
 		for _, pc := range []uint64{0, 0x401000, 0x401001, 0x401040, 0x402000, 0x500000} {
 			if fr := tab.frames(pc); len(fr) > maxGoInlDepth+1 {
 				t.Fatalf("%d frames at %#x, limit %d", len(fr), pc, maxGoInlDepth+1)

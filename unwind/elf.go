@@ -77,7 +77,7 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 			errs = append(errs, err)
 		}
 	}
-	t.addGoRows(f, limit)
+	t.addGoRows(f, obj, limit)
 	if len(t.rows) == 0 && t.gofuncs == nil {
 		return nil, errors.Join(append([]error{ErrNoCFI}, errs...)...)
 	}

@@ -3,6 +3,8 @@ package unwind
 import (
 	"bytes"
 	"testing"
+
+	"nsprof/internal/pageread"
 )
 
 // FuzzCFI parses hostile .eh_frame or .debug_frame bytes (eh says which),
@@ -35,7 +37,7 @@ func FuzzCFI(f *testing.F) {
 			tab.find(f.end - 1)
 		}
 		parseHdr(data, 0x1000)
-		if g := newGoFuncs(data, 0x1000); g != nil {
+		if g := newGoFuncs(pageread.Held(data), 0x1000); g != nil {
 			for i := range min(g.nfunc, 1000) {
 				g.decode(i)
 				g.find(g.text + g.entry(i))

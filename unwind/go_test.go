@@ -1,7 +1,9 @@
 package unwind
 
 import (
+	"bytes"
 	"cmp"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"nsprof/internal/pageread"
 	"nsprof/internal/testutils"
 	"nsprof/symbol"
 )
@@ -174,5 +177,62 @@ func TestGoPclntabFoundAsSymbolFindsIt(t *testing.T) {
 	}
 	if missing > 0 {
 		t.Errorf("%d of %d functions without unwind rows (%d rows)", missing, syms.Len(), tab.Len())
+	}
+}
+
+// TestGoTableKeepsLittleOfPclntab: a Go binary's table keeps the function
+// entries and pcsp tables of its pclntab, not the pclntab: the recorder
+// holds one table per Go binary sampled for the whole recording.
+func TestGoTableKeepsLittleOfPclntab(t *testing.T) {
+	bin := buildGo(t, "-s -w")
+	tab := loadFile(t, bin)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	s := ef.Section(".gopclntab")
+	if s == nil || tab.gofuncs == nil {
+		t.Fatal("no .gopclntab, or no Go functions in the table")
+	}
+	if kept := tab.gofuncs.size(); kept == 0 || uint64(kept) > s.Size/4 {
+		t.Errorf("table keeps %d bytes of a %d-byte pclntab, want under a quarter", kept, s.Size)
+	}
+	if tab.Size() < tab.gofuncs.size() {
+		t.Errorf("Size %d does not count the %d bytes kept", tab.Size(), tab.gofuncs.size())
+	}
+}
+
+// TestGoFuncsReadFromFile: a Go binary's pcsp tables copied out while the
+// pclntab is read from the file in pages are those copied out of the
+// pclntab held whole.
+func TestGoFuncsReadFromFile(t *testing.T) {
+	bin := buildGo(t, "-s -w")
+	tab := loadFile(t, bin)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	data, err := ef.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := bases(ef)
+	held, lazy := newGoFuncs(pageread.Held(data), text), tab.gofuncs
+	if held == nil || lazy == nil {
+		t.Fatalf("goFuncs: held %v, read from the file %v", held != nil, lazy != nil)
+	}
+	if !slices.Equal(held.entries, lazy.entries) || !slices.Equal(held.sp, lazy.sp) || !bytes.Equal(held.pcsp, lazy.pcsp) {
+		t.Errorf("tables differ: %d/%d entries, %d/%d pcsp bytes", len(held.entries), len(lazy.entries), len(held.pcsp), len(lazy.pcsp))
+	}
+	n := 0
+	for i := range lazy.nfunc {
+		if lazy.sp[i] != 0 {
+			n++
+		}
+	}
+	if n < lazy.nfunc/2 {
+		t.Errorf("pcsp tables for %d of %d functions", n, lazy.nfunc)
 	}
 }

@@ -40,8 +40,9 @@ type Table struct {
 	segs []segment
 	// fdes counts the FDEs the rows came from.
 	fdes int
-	// gofuncs answers, for a Go binary, where the rows do not: from its
-	// pclntab (goBytes long), a function decoded when first looked up.
+	// gofuncs answers, for a Go binary, where the rows do not: from the
+	// function entries and pcsp tables of its pclntab (goBytes of them),
+	// a function decoded when first looked up.
 	gofuncs *goFuncs
 	goBytes int
 	// hints holds, by a hash of the address looked up, the index (plus
@@ -65,8 +66,9 @@ const (
 // pclntab describes are not counted.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Size returns the memory the table holds, in bytes: its rows, and a Go
-// binary's pclntab (the functions decoded from it are not counted).
+// Size returns the memory the table holds, in bytes: its rows, and what
+// a Go binary's table keeps of its pclntab (the functions decoded from it
+// are not counted).
 func (t *Table) Size() int {
 	return int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t)) + t.goBytes
 }

@@ -108,52 +108,82 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("pclntab %s '%v' at byte %#x", e.Msg, e.Val, e.Off)
 }
 
+// Layout is the header of a Go 1.18 or later pclntab with its tables as
+// offsets from the header, each checked to lie within the table's size:
+// what [ParseHeader] slices, for a caller that reads the tables on
+// demand.
+type Layout struct {
+	Magic     uint32
+	Quantum   uint64
+	PtrSize   int
+	NFunc     int
+	TextStart uint64
+	// Offsets of the tables from the header.
+	FuncNames, CUTab, FileTab, PCTab, FuncTab uint64
+}
+
+// HeaderSize returns how many bytes of a pclntab [ParseLayout] reads.
+const HeaderSize = 8 + 8*8
+
+// ParseLayout parses the header at the start of head, of a table size
+// bytes long (head may be its first [HeaderSize] bytes only), of byte
+// order bo. It returns nil, nil when the magic is not that of Go 1.18 or
+// later, and a *[FormatError] when the header does not hold together.
+func ParseLayout(head []byte, size uint64, bo binary.ByteOrder) (*Layout, error) {
+	if len(head) < 8 {
+		return nil, nil
+	}
+	l := &Layout{Magic: bo.Uint32(head), Quantum: uint64(head[6]), PtrSize: int(head[7])}
+	if l.Magic != Magic118 && l.Magic != Magic120 {
+		return nil, nil
+	}
+	if l.PtrSize != 4 && l.PtrSize != 8 || l.Quantum == 0 {
+		return nil, &FormatError{Off: 6, Msg: "header: bad quantum or pointer size", Val: head[6:8]}
+	}
+	if len(head) < 8+8*l.PtrSize || size < uint64(8+8*l.PtrSize) {
+		return nil, &FormatError{Off: 0, Msg: "header truncated", Val: min(uint64(len(head)), size)}
+	}
+	field := func(i int) uint64 {
+		if l.PtrSize == 4 {
+			return uint64(bo.Uint32(head[8+i*4:]))
+		}
+		return bo.Uint64(head[8+i*8:])
+	}
+	var bad error
+	from := func(i int) uint64 {
+		o := field(i)
+		if o > size && bad == nil {
+			bad = &FormatError{Off: int64(8 + i*l.PtrSize), Msg: "header: table offset past its end", Val: o}
+		}
+		return o
+	}
+	nfunc := field(0)
+	l.TextStart = field(2)
+	l.FuncNames, l.CUTab, l.FileTab, l.PCTab, l.FuncTab = from(3), from(4), from(5), from(6), from(7)
+	if bad != nil {
+		return nil, bad
+	}
+	if nfunc > (size-l.FuncTab)/8 {
+		return nil, &FormatError{Off: 8, Msg: "header: more functions than the table holds", Val: nfunc}
+	}
+	l.NFunc = int(nfunc)
+	return l, nil
+}
+
 // ParseHeader parses the header at the start of data, of byte order bo.
 // It returns nil, nil when the magic is not that of Go 1.18 or later, and
 // a *[FormatError] when the header does not hold together.
 func ParseHeader(data []byte, bo binary.ByteOrder) (*Header, error) {
-	if len(data) < 8 {
-		return nil, nil
+	l, err := ParseLayout(data, uint64(len(data)), bo)
+	if l == nil || err != nil {
+		return nil, err
 	}
-	h := &Header{Magic: bo.Uint32(data), Quantum: uint64(data[6]), PtrSize: int(data[7])}
-	if h.Magic != Magic118 && h.Magic != Magic120 {
-		return nil, nil
-	}
-	if h.PtrSize != 4 && h.PtrSize != 8 || h.Quantum == 0 {
-		return nil, &FormatError{Off: 6, Msg: "header: bad quantum or pointer size", Val: data[6:8]}
-	}
-	if len(data) < 8+8*h.PtrSize {
-		return nil, &FormatError{Off: 0, Msg: "header truncated", Val: len(data)}
-	}
-	field := func(i int) uint64 {
-		if h.PtrSize == 4 {
-			return uint64(bo.Uint32(data[8+i*4:]))
-		}
-		return bo.Uint64(data[8+i*8:])
-	}
-	var bad error
-	from := func(i int) []byte {
-		o := field(i)
-		if o > uint64(len(data)) {
-			if bad == nil {
-				bad = &FormatError{Off: int64(8 + i*h.PtrSize), Msg: "header: table offset past its end", Val: o}
-			}
-			return nil
-		}
-		return data[o:]
-	}
-	nfunc := field(0)
-	h.TextStart = field(2)
-	h.FuncNameOff = field(3)
-	h.FuncNames, h.CUTab, h.FileTab, h.PCTab, h.FuncTab = from(3), from(4), from(5), from(6), from(7)
-	if bad != nil {
-		return nil, bad
-	}
-	if nfunc > uint64(len(h.FuncTab))/8 {
-		return nil, &FormatError{Off: 8, Msg: "header: more functions than the table holds", Val: nfunc}
-	}
-	h.NFunc = int(nfunc)
-	return h, nil
+	return &Header{
+		Magic: l.Magic, Quantum: l.Quantum, PtrSize: l.PtrSize, NFunc: l.NFunc,
+		TextStart: l.TextStart, FuncNameOff: l.FuncNames,
+		FuncNames: data[l.FuncNames:], CUTab: data[l.CUTab:], FileTab: data[l.FileTab:],
+		PCTab: data[l.PCTab:], FuncTab: data[l.FuncTab:],
+	}, nil
 }
 
 // Decode walks the pcvalue table tab of the function starting at entry
@@ -193,6 +223,35 @@ func Decode(tab []byte, entry, end, quantum uint64, emit func(pc, next uint64, v
 		pc = next
 	}
 	return true
+}
+
+// Extent returns how many bytes of tab [Decode] reads for the function
+// starting at entry up to end: tab[:Extent(...)] decodes as tab does, so a
+// caller can keep that prefix alone. It returns -1 for a malformed table.
+func Extent(tab []byte, entry, end, quantum uint64) int {
+	n := 0
+	pc := entry
+	for first := true; pc < end; first = false {
+		uv, k := binary.Uvarint(tab[n:])
+		if k <= 0 || uv > math.MaxUint32 {
+			return -1
+		}
+		n += k
+		if uv == 0 && !first {
+			return n
+		}
+		d, k := binary.Uvarint(tab[n:])
+		if k <= 0 || d > math.MaxUint32 {
+			return -1
+		}
+		n += k
+		next := pc + d*quantum
+		if next < pc {
+			return -1
+		}
+		pc = next
+	}
+	return n
 }
 
 // Value returns the value at pc of the pcvalue table tab of the function

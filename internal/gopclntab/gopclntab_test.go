@@ -64,3 +64,40 @@ func TestParseHeader(t *testing.T) {
 		t.Errorf("FindHeader with quantum 3 = %d, want -1", i)
 	}
 }
+
+// TestExtent: the prefix Extent measures decodes as the whole table does,
+// for functions that end at the terminator and before it, and a malformed
+// table measures -1.
+func TestExtent(t *testing.T) {
+	runs := func(tab []byte, end uint64) (out [][3]int64, ok bool) {
+		ok = Decode(tab, 0x100, end, 4, func(pc, next uint64, v int32) bool {
+			out = append(out, [3]int64{int64(pc), int64(next), int64(v)})
+			return true
+		})
+		return out, ok
+	}
+	long := append(append([]byte(nil), pcTab...), 9, 9, 9, 9) // bytes past the terminator
+	for _, end := range []uint64{0x100, 0x100 + 4, 0x100 + 8, 0x100 + 12, 0x100 + 24, 0x100 + 100} {
+		n := Extent(long, 0x100, end, 4)
+		if n < 0 || n > len(pcTab) {
+			t.Errorf("end %#x: Extent = %d, want 0..%d", end, n, len(pcTab))
+			continue
+		}
+		want, wok := runs(long, end)
+		got, gok := runs(long[:n], end)
+		if gok != wok || len(got) != len(want) {
+			t.Errorf("end %#x: prefix of %d decodes to %v %t, the table to %v %t", end, n, got, gok, want, wok)
+		}
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("end %#x: run %d = %v, want %v", end, i, got[i], want[i])
+			}
+		}
+	}
+	if n := Extent(pcTab, 0x100, 0x100+100, 4); n != len(pcTab) {
+		t.Errorf("Extent to past the terminator = %d, want %d", n, len(pcTab))
+	}
+	if n := Extent([]byte{8, 0x80}, 0, 10, 1); n != -1 {
+		t.Errorf("truncated varint: Extent = %d, want -1", n)
+	}
+}
