@@ -184,13 +184,7 @@ func TestGoPclntabFoundAsSymbolFindsIt(t *testing.T) {
 // entries and pcsp tables of its pclntab, not the pclntab: the recorder
 // holds one table per Go binary sampled for the whole recording.
 func TestGoTableKeepsLittleOfPclntab(t *testing.T) {
-	bin := buildGo(t, "-s -w")
-	tab := loadFile(t, bin)
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
+	tab, ef := strippedGoTable(t)
 	s := ef.Section(".gopclntab")
 	if s == nil || tab.gofuncs == nil {
 		t.Fatal("no .gopclntab, or no Go functions in the table")
@@ -207,13 +201,7 @@ func TestGoTableKeepsLittleOfPclntab(t *testing.T) {
 // pclntab is read from the file in pages are those copied out of the
 // pclntab held whole.
 func TestGoFuncsReadFromFile(t *testing.T) {
-	bin := buildGo(t, "-s -w")
-	tab := loadFile(t, bin)
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
+	tab, ef := strippedGoTable(t)
 	data, err := ef.Section(".gopclntab").Data()
 	if err != nil {
 		t.Fatal(err)
@@ -235,4 +223,19 @@ func TestGoFuncsReadFromFile(t *testing.T) {
 	if n < lazy.nfunc/2 {
 		t.Errorf("pcsp tables for %d of %d functions", n, lazy.nfunc)
 	}
+}
+
+// strippedGoTable builds the Go fixture stripped (-s -w: no .symtab, no
+// DWARF) and returns its unwind table and the binary opened, closed when
+// the test ends.
+func strippedGoTable(t *testing.T) (*Table, *elf.File) {
+	t.Helper()
+	bin := buildGo(t, "-s -w")
+	tab := loadFile(t, bin)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ef.Close() })
+	return tab, ef
 }
