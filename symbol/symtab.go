@@ -84,14 +84,7 @@ func (f *File) symtab(t elf.SectionType) (es []entry, err error) {
 		n := int(s.nameEnd - s.nameOff)
 		name := names[at : at+n]
 		at += n
-		rank := rankLocal
-		switch elf.ST_BIND(s.info) {
-		case elf.STB_GLOBAL:
-			rank = rankGlobal
-		case elf.STB_WEAK:
-			rank = rankWeak
-		}
-		es = append(es, entry{Symbol: Symbol{Name: name, Addr: s.value, Size: s.size}, rank: rank, ifunc: elf.ST_TYPE(s.info) == elf.STT_LOOS})
+		es = append(es, entry{Symbol: Symbol{Name: name, Addr: s.value, Size: s.size}, rank: bindingRank(s.info), ifunc: elf.ST_TYPE(s.info) == elf.STT_LOOS})
 	}
 	return es, nil
 }

@@ -38,14 +38,7 @@ func symtabByDebugElf(f *File, t elf.SectionType) (es []entry, err error) {
 		default:
 			continue
 		}
-		rank := rankLocal
-		switch elf.ST_BIND(s.Info) {
-		case elf.STB_GLOBAL:
-			rank = rankGlobal
-		case elf.STB_WEAK:
-			rank = rankWeak
-		}
-		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: rank, ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
+		es = append(es, entry{Symbol: Symbol{Name: s.Name, Addr: s.Value, Size: s.Size}, rank: bindingRank(s.Info), ifunc: elf.ST_TYPE(s.Info) == elf.STT_LOOS})
 	}
 	return es, nil
 }

@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"cmp"
+	"debug/elf"
 	"slices"
 	"sort"
 )
@@ -59,6 +60,17 @@ const (
 	rankWeak   = 1
 	rankGlobal = 2
 )
+
+// bindingRank returns the rank of a symbol of ELF info byte info.
+func bindingRank(info byte) int {
+	switch elf.ST_BIND(info) {
+	case elf.STB_GLOBAL:
+		return rankGlobal
+	case elf.STB_WEAK:
+		return rankWeak
+	}
+	return rankLocal
+}
 
 // NewTable returns a table of syms. It sorts them by address. Aliases (several
 // symbols at one address) are reduced to one, preferring a sized symbol, then
