@@ -44,8 +44,3 @@ func (x pidIndex) span(pid int32) (lo, hi int) {
 	}
 	return x.start[i], x.start[i+1]
 }
-
-// sorted returns the pids indexed, in increasing order.
-func (x pidIndex) sorted() []int32 {
-	return slices.Clone(x.pids)
-}

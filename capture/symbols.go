@@ -222,9 +222,8 @@ func (t *SymbolTable) Len() int { return len(t.recs) }
 // Symbols returns the records sorted by (pid, begin).
 func (t *SymbolTable) Symbols() []Symbol {
 	out := make([]Symbol, 0, len(t.recs))
-	for _, pid := range t.pids.sorted() {
-		lo, hi := t.pids.span(pid)
-		for i := lo; i < hi; i++ {
+	for k, pid := range t.pids.pids {
+		for i := t.pids.start[k]; i < t.pids.start[k+1]; i++ {
 			out = append(out, t.symbol(pid, i))
 		}
 	}
