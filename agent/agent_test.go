@@ -92,9 +92,7 @@ func TestSpoolBoundKeepsSending(t *testing.T) {
 // its own against a real collector, reports the 7 in that period's
 // nsprof.lost_samples, on top of the period's own losses, and logs them.
 func TestAgentCarriesLostOfEmptyPeriod(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "the agent records the whole system: run as root")
-	}
+	testutils.RequireRoot(t, "the agent records the whole system: run as root")
 	col := testutils.StartOtelcol(t)
 	spool := t.TempDir()
 	writeLostOnly(t, filepath.Join(spool, fmt.Sprintf("period-%09d%s", 1, spoolExt)), 7)

@@ -27,9 +27,7 @@ const hostileUser = "nsprof-hostile"
 // uid and gid.
 func ensureHostileUser(t *testing.T) (uid, gid int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "needs root to run a target as another user")
-	}
+	testutils.RequireRoot(t, "needs root to run a target as another user")
 	u, err := user.Lookup(hostileUser)
 	if err != nil {
 		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/bin/sh", hostileUser).CombinedOutput(); err != nil {

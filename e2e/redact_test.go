@@ -23,9 +23,7 @@ import (
 // then shared), keeps its own user's, and keeps all of them or none on
 // request. The secrets are looked for in every byte of the capture.
 func TestRedactCmdlines(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording another user's process needs root")
-	}
+	testutils.RequireRoot(t, "recording another user's process needs root")
 	setpriv := testutils.LookPathOrSkip(t, "setpriv")
 	other := "--db-password=" + rand.Text()
 	own := "--own-token=" + rand.Text()

@@ -119,9 +119,7 @@ func readMapper(t testing.TB, pid int) procMapper {
 // mappings of its main process.
 func sampleFixture(t testing.TB, seconds float64) ([]liveSample, procMapper) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "sampling needs root")
-	}
+	testutils.RequireRoot(t, "sampling needs root")
 	bin := testutils.BuildFixture(t, "omitfp", "-O2", "-fomit-frame-pointer")
 	cmd := exec.Command("/bin/sh", "-c", `read x; exec "$0" "$@"`, bin, strconv.FormatFloat(seconds, 'f', -1, 64), "1")
 	stdin, err := cmd.StdinPipe()

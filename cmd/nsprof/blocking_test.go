@@ -29,9 +29,7 @@ import (
 // calling functions, fixture_slow_sleep and fixture_slow_read. Sysprof
 // reads the capture, its samples and its marks.
 func TestBlockingFixture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	const n, slowMs = 10, 20
 	bin := testutils.BuildFixture(t, "blocking")
 	dir := t.TempDir()
@@ -224,9 +222,7 @@ func blockingMarks(t *testing.T, path string) []capture.Mark {
 // the calling functions; with -a, the recorder's own calls (waiting on
 // its rings) are not recorded.
 func TestBlockingTargets(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "blocking")
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	for _, mode := range []string{"-p", "-a"} {
@@ -307,9 +303,7 @@ func TestBlockingTargets(t *testing.T) {
 // a threshold under them, as marks of its host pid whose stacks go
 // through main.
 func TestBlockingPodmanRootless(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	pid, _ := containers.StartPodmanRootless(t, "overlay")
 	capPath := filepath.Join(t.TempDir(), "blocking.syscap")
 	if _, stderr, status := nsprof(t, nil, "record", "--blocking", "500us", "-p", fmt.Sprint(pid), "--duration", "2", "-o", capPath); status != 0 {

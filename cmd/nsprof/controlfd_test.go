@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -81,9 +80,7 @@ func TestSysprofMemprofInPIDNamespace(t *testing.T) {
 	if err != nil {
 		testutils.RequireCI(t, "%v", err)
 	}
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "unshare --pid needs root")
-	}
+	testutils.RequireRoot(t, "unshare --pid needs root")
 	unshare := testutils.LookPathOrSkip(t, "unshare")
 	bin := testutils.BuildFixture(t, "memstress")
 	out := filepath.Join(t.TempDir(), "ns.syscap")

@@ -216,9 +216,7 @@ func TestRecordEndsWhenStopped(t *testing.T) {
 func onTerminal(t *testing.T, args ...string) string {
 	t.Helper()
 	script := testutils.LookPathOrSkip(t, "script")
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	line := strconv.Quote(os.Args[0])
 	for _, a := range args {
 		line += " " + strconv.Quote(a)

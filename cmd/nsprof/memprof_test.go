@@ -21,9 +21,7 @@ import (
 // nsprof at it through NSPROF_MEMPROF_LIB.
 func memprofLib(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		testutils.RequireCI(t, "gcc not found (apt-get install gcc): %v", err)

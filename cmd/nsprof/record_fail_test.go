@@ -62,9 +62,7 @@ func TestRecordFailureLeavesNoCapture(t *testing.T) {
 // user's pid is refused for what it is (ptrace access), at paranoid 2 and
 // at -1, leaving no file. The sysctl is restored at once.
 func TestRecordUnprivileged(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "running as another user and setting kernel.perf_event_paranoid need root")
-	}
+	testutils.RequireRoot(t, "running as another user and setting kernel.perf_event_paranoid need root")
 	setpriv := testutils.LookPathOrSkip(t, "setpriv")
 	nobody, err := user.Lookup("nobody")
 	if err != nil {

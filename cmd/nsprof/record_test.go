@@ -34,9 +34,7 @@ func TestMain(m *testing.M) {
 // process.
 func nsprofProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "NSPROF_AS_MAIN=1")
 	var stderr bytes.Buffer
@@ -190,9 +188,7 @@ func TestRecordCommandCrash(t *testing.T) {
 // slowly that the disk filled only after 10-17 s, so the test keeps one
 // CPU busy itself: about 1000 samples a second, whatever else runs.
 func TestRecordDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "mounting a tmpfs needs root")
-	}
+	testutils.RequireRoot(t, "mounting a tmpfs needs root")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err != nil {
 		testutils.RequireCI(t, "mount tmpfs: %v %s", err, out)

@@ -61,9 +61,7 @@ func longStalls(t *testing.T, doc marksDoc, min int64) []analyze.Stall {
 // requireRoot fails (in CI) or skips a test that records without root.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 }
 
 // TestSpeedtrack: a GLib program built in the test, recorded with

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,9 +18,7 @@ import (
 // with their sample counts, and the recorder's log.
 func foldedStacks(t *testing.T, args ...string) (stacks map[string]int, total int, log string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	out := filepath.Join(t.TempDir(), "c.syscap")
 	_, stderr, status := nsprof(t, nil, append([]string{"record", "-v", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "-o", out}, args...)...)
 	if status != 0 {
@@ -147,9 +144,7 @@ func TestRecordCallGraphDWARF(t *testing.T) {
 // pivot_root container, whose binary's host path holds a decoy, unwinds to
 // main through the container's own files.
 func TestRecordCallGraphDWARFContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "containers need root")
-	}
+	testutils.RequireRoot(t, "containers need root")
 	pid := containers.StartPivot(t)
 	// Two seconds: on a loaded machine one second gave 60 samples, where
 	// one stray sample failed the 99 %.

@@ -42,6 +42,17 @@ func RequireCI(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// RequireRoot stops a test that needs root (see [RequireCI]) when the
+// effective user is not root; why says what needs it, e.g.
+//
+//	testutils.RequireRoot(t, "recording tests need root")
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		RequireCI(t, "%s (euid %d)", why, os.Geteuid())
+	}
+}
+
 // LookPathOrSkip returns the path of the executable name found with
 // exec.LookPath. If it is not found, the test stops through [RequireCI]:
 // it fails in CI and is skipped elsewhere.
