@@ -14,7 +14,10 @@
 // caller with the caller's mode. The swap matters on ext4, which makes
 // rename(2) over an existing file write back the new file's dirty pages
 // before returning (auto_da_alloc): seconds for a large capture. An existing symbolic link, directory, device,
-// FIFO or socket at the path is refused even with Replace.
+// FIFO or socket at the path is refused even with Replace, but for the
+// null device (/dev/null, character device 1:3, whatever its name), which
+// is written to as it is, with or without Replace, to time or check a
+// command without keeping its output, as perf users do.
 //
 // This is what a root nsprof needs in a shared, sticky directory such as
 // /tmp, where another user may have planted a link named like the output:
@@ -55,7 +58,10 @@ type File struct {
 	// created identifies the file Create made, so that Discard removes
 	// that file and no other one put at the same name meanwhile.
 	created os.FileInfo
-	done    bool
+	// sink says the output is the null device: written to as it is,
+	// never replaced or removed.
+	sink bool
+	done bool
 }
 
 // Create creates the output file at path as described in the package
@@ -64,6 +70,13 @@ func Create(path string, opts Options) (*File, error) {
 	perm := opts.Perm
 	if perm == 0 {
 		perm = 0o644
+	}
+	if st, err := os.Lstat(path); err == nil && unix.IsNullDevice(st) {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{File: f, path: path, sink: true}, nil
 	}
 	if opts.Replace {
 		st, err := os.Lstat(path)
@@ -184,6 +197,9 @@ func (f *File) Discard() {
 	}
 	f.done = true
 	f.File.Close()
+	if f.sink {
+		return
+	}
 	if f.tmp != "" {
 		f.remove(f.tmp)
 	} else {

@@ -284,3 +284,53 @@ func TestReplaceRefusesWhatAppearedSinceCreate(t *testing.T) {
 		t.Errorf("%d entries in %s, want the directory alone", len(ents), dir)
 	}
 }
+
+// TestNullDevice writes to the null device, by any name, with or without
+// Replace, and leaves it as it was; other devices and a link to the null
+// device stay refused.
+func TestNullDevice(t *testing.T) {
+	isNull := func(p string) bool {
+		st, err := os.Lstat(p)
+		return err == nil && unix.IsNullDevice(st)
+	}
+	if !isNull("/dev/null") {
+		testutils.RequireCI(t, "/dev/null is not the null device here")
+	}
+	dir := t.TempDir()
+	paths := []string{"/dev/null"}
+	if os.Geteuid() == 0 {
+		// The same device by another name, in a directory of ours.
+		other := filepath.Join(dir, "sink")
+		if err := syscall.Mknod(other, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, other)
+	}
+	for _, p := range paths {
+		for _, replace := range []bool{false, true} {
+			if err := write(t, p, Options{Replace: replace}, "new"); err != nil {
+				t.Errorf("%s (replace %v): %v", p, replace, err)
+			}
+			f, err := Create(p, Options{Replace: replace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Discard()
+			if !isNull(p) {
+				t.Fatalf("%s is no longer the null device", p)
+			}
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/dev/zero", "/dev/full", link} {
+		if err := write(t, p, Options{Replace: true}, "new"); err == nil {
+			t.Errorf("%s written to", p)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", st, err)
+	}
+}
