@@ -1,9 +1,7 @@
 package record
 
 import (
-	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -114,44 +112,6 @@ func lowerGCPercent(p int) func() {
 		debug.SetGCPercent(old)
 	}
 	return func() { debug.SetGCPercent(old) }
-}
-
-// kernelTable indexes the /proc/kallsyms the recording embedded, with the
-// index reports read the embedded copy with, so a kernel address gets the
-// same name from the bundle and from the kallsyms. The text is inflated
-// from the embedded copy here, once the sampled files' DWARF is let go.
-func (r *recorder) kernelTable() (kernelTable, error) {
-	if r.kallsymsGz == nil {
-		return nil, errors.New("/proc/kallsyms was not recorded")
-	}
-	if r.kern != nil {
-		return r.kern, nil
-	}
-	data, err := inflate(r.kallsymsGz, r.kallsymsLen)
-	if err != nil {
-		return nil, fmt.Errorf("embedded /proc/kallsyms: %w", err)
-	}
-	k, err := symbol.NewKallsyms(data)
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	if r.split != nil {
-		r.kern = k // one index for every capture
-	}
-	return k, nil
-}
-
-// inflate gunzips gz into a buffer of n bytes, the text's length.
-func inflate(gz []byte, n int) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return nil, err
-	}
-	b := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
-	if _, err := b.ReadFrom(zr); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // kernelTable names kernel addresses.

@@ -1,24 +1,24 @@
 package record
 
 import (
-	"bytes"
-	"compress/gzip"
-
 	"nsprof/capture"
+	"nsprof/symbol"
 )
 
 // BundleKernel runs the recorder's end-of-recording symbolization over
 // the kernel addresses addrs sampled in process pid, with kallsyms as the
-// /proc/kallsyms the recording embedded, and returns the bundle records.
+// /proc/kallsyms read at its end, and returns the bundle records.
 func BundleKernel(kallsyms []byte, pid int, addrs []uint64) []capture.Symbol {
 	s := newSymbolizer()
 	s.sampled(pid, append([]uint64{capture.ContextKernel}, addrs...), false, 0)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(kallsyms)
-	zw.Close()
-	r := &recorder{kallsymsGz: gz.Bytes(), kallsymsLen: len(kallsyms)}
-	out, _ := bundleAll(s, r.kernelTable, func(int) int { return 0 }, nil, func(string, ...any) {})
+	k, err := symbol.NewKallsyms(kallsyms)
+	tab := func() (kernelTable, error) {
+		if err != nil {
+			return nil, err
+		}
+		return &kernelSymbols{text: kallsyms, k: k}, nil
+	}
+	out, _ := bundleAll(s, tab, func(int) int { return 0 }, nil, func(string, ...any) {})
 	return out
 }
 

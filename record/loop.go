@@ -325,6 +325,9 @@ func (r *recorder) stack(rec *perf.Record) []uint64 {
 			ctxMark = capture.ContextKernel
 		}
 		addrs = []uint64{ctxMark, s.IP}
+		if r.sym != nil && !r.opts.NoDecode {
+			r.sym.sampled(int(s.PID), addrs, false, int64(s.Time))
+		}
 	}
 	if len(addrs) > capture.MaxSampleAddrs {
 		addrs = addrs[:capture.MaxSampleAddrs]

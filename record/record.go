@@ -134,12 +134,9 @@ type recorder struct {
 	userOnly bool
 	// split cuts the recording into captures (RecordSplit); nil for one.
 	split *splitState
-	// kallsymsGz is /proc/kallsyms as embedded in the capture
-	// (gzipped), and kallsymsLen the length of its text; kern its index,
-	// kept across the captures of a split recording.
-	kallsymsGz  []byte
-	kallsymsLen int
-	kern        kernelTable
+	// kern is /proc/kallsyms as the capture being ended reads it (see
+	// kernelTable); nil when not read yet.
+	kern *kernelSymbols
 }
 
 func (r *recorder) stats() Stats {
@@ -561,13 +558,15 @@ func (r *recorder) finish() {
 func (r *recorder) endCapture() {
 	r.tr.flushPending(true)
 	r.cs.tick(r.w, time.Now().Add(time.Hour), r.stopAt)
-	if r.rd != nil {
-		r.embedKallsyms()
-		r.embedKernelNotes()
-	}
-	if r.sym != nil && !r.opts.NoDecode {
+	bundled := r.sym != nil && !r.opts.NoDecode
+	if bundled {
 		r.writeSymbols()
 	}
+	if r.rd != nil {
+		r.embedKallsyms(bundled)
+		r.embedKernelNotes()
+	}
+	r.kern = nil // read again for the next capture of a split recording
 	if err := r.w.CloseProcessFile(); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}

@@ -2,10 +2,12 @@ package record
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -357,9 +359,66 @@ func TestRecordSystemWide(t *testing.T) {
 	if n < 50 {
 		t.Errorf("%d samples of the busy fixture started during the recording", n)
 	}
-	if _, ok := c.files.Raw("/proc/kallsyms.gz"); !ok {
-		t.Error("kernel symbols not embedded")
+	checkKallsymsExcerpt(t, c)
+}
+
+// checkKallsymsExcerpt checks that the kallsyms c embeds names every
+// kernel address of its samples (the idle task's included) as this
+// machine's /proc/kallsyms does, in an excerpt of it.
+func checkKallsymsExcerpt(t *testing.T, c *captured) {
+	t.Helper()
+	gz, ok := c.files.Raw("/proc/kallsyms.gz")
+	if !ok {
+		t.Fatal("kernel symbols not embedded")
 	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(text)*4 > len(host) {
+		t.Errorf("embedded kallsyms of %d bytes, /proc/kallsyms %d: not an excerpt", len(text), len(host))
+	}
+	part, err := symbol.NewKallsyms(text)
+	if err != nil {
+		t.Fatalf("embedded kallsyms: %v", err)
+	}
+	full, err := symbol.NewKallsyms(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, idle := 0, 0
+	for _, s := range c.samples {
+		kernel := false
+		for _, a := range s.Addrs {
+			if capture.IsContext(a) {
+				kernel = a == capture.ContextKernel
+				continue
+			}
+			want, wok := full.Lookup(a)
+			if !kernel || !wok {
+				continue
+			}
+			if got, ok := part.Lookup(a); !ok || got != want {
+				t.Fatalf("kernel address %#x of pid %d: the embedded kallsyms names %+v (%v), /proc/kallsyms %+v", a, s.PID, got, ok, want)
+			}
+			checked++
+			if s.PID == 0 {
+				idle++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no kernel address sampled")
+	}
+	t.Logf("%d kernel addresses (%d of the idle task) named by an embedded kallsyms of %d bytes (/proc/kallsyms: %d)", checked, idle, len(text), len(host))
 }
 
 // TestRecordPIDNamespaceTraceFD runs a program in a new PID namespace that

@@ -41,6 +41,9 @@ type symbolizer struct {
 	// seenStacks holds hashes of the stacks sampled already, at most
 	// maxSeenStacks: then it starts again.
 	seenStacks map[uint64]struct{}
+	// idle holds the kernel addresses of stacks of no process (see
+	// noteIdle).
+	idle map[uint64]struct{}
 	// open opens a process's file view; container.Open outside tests.
 	open func(pid int) (*container.Process, error)
 	// opened counts files held open, bounded by maxOpen.
@@ -496,9 +499,6 @@ func (s *symbolizer) packExited(now time.Time) {
 // returns is set (allocation stacks). t is the sample's time, which says
 // which image of the process the user addresses are in.
 func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
-	if pid <= 0 {
-		return
-	}
 	// A stack seen before adds nothing: one lookup instead of three map
 	// updates per address (off-CPU stacks repeat by the hundred thousand).
 	if len(addrs) == 0 {
@@ -516,6 +516,10 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 		s.seenStacks = make(map[uint64]struct{})
 	}
 	s.seenStacks[h] = struct{}{}
+	if pid <= 0 {
+		s.noteIdle(addrs)
+		return
+	}
 	p := s.proc(pid)
 	g := p.genAt(t)
 	kernel, first := false, !returns
@@ -539,6 +543,33 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 		}
 		first = false
 	}
+}
+
+// noteIdle notes the kernel addresses of a stack of no process (the idle
+// task's, pid 0): the bundle names none, as it is keyed by process, but
+// the capture's kallsyms must (see [recorder.embedKallsyms]).
+func (s *symbolizer) noteIdle(addrs []uint64) {
+	kernel := false
+	for _, a := range addrs {
+		if capture.IsContext(a) {
+			kernel = a == capture.ContextKernel
+			continue
+		}
+		if kernel {
+			if s.idle == nil {
+				s.idle = make(map[uint64]struct{})
+			}
+			s.idle[a] = struct{}{}
+		}
+	}
+}
+
+// idleKernelAddrs returns the kernel addresses noteIdle noted since the
+// last call, and forgets them.
+func (s *symbolizer) idleKernelAddrs() []uint64 {
+	out := sortedKeys(s.idle)
+	s.idle = nil
+	return out
 }
 
 // maxSeenStacks bounds the stacks symbolizer.sampled remembers. A stack

@@ -1,0 +1,138 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/klauspost/compress/gzip"
+
+	"nsprof/capture"
+	"nsprof/symbol"
+)
+
+// kernelSymbols is /proc/kallsyms as read at the end of a capture: its
+// index names the sampled kernel addresses in the symbol bundle, and the
+// addresses it named choose the lines of it the capture embeds (see
+// [recorder.embedKallsyms]).
+type kernelSymbols struct {
+	text []byte
+	k    *symbol.Kallsyms // nil when text could not be indexed (err says why)
+	err  error
+	// named holds the addresses looked up, with repeats.
+	named []uint64
+}
+
+// Lookup implements kernelTable, noting addr for the excerpt.
+func (ks *kernelSymbols) Lookup(addr uint64) (symbol.Symbol, bool) {
+	ks.named = append(ks.named, addr)
+	return ks.k.Lookup(addr)
+}
+
+// kernelSymbols reads and indexes /proc/kallsyms once per capture: when
+// the bundle first names a kernel address, after the sampled files' DWARF
+// was let go, so that its text (5 MB and more) and index are not held at
+// the recorder's peak; or when the capture embeds it.
+func (r *recorder) kernelSymbols() *kernelSymbols {
+	if r.kern != nil {
+		return r.kern
+	}
+	ks := &kernelSymbols{}
+	r.kern = ks
+	path := r.opts.FS.Root + "/kallsyms"
+	if ks.text, ks.err = readProcFile(path); ks.err != nil {
+		return ks
+	}
+	ks.k, ks.err = symbol.NewKallsyms(ks.text)
+	switch {
+	case errors.Is(ks.err, symbol.ErrRestrictedKernel):
+		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
+	case ks.err != nil:
+		ks.err = fmt.Errorf("%s: %w", path, ks.err)
+	}
+	return ks
+}
+
+// kernelTable returns the index that names the sampled kernel addresses:
+// the one reports read the embedded kallsyms with, so a kernel address
+// gets the same name from the bundle and from the kallsyms.
+func (r *recorder) kernelTable() (kernelTable, error) {
+	ks := r.kernelSymbols()
+	if ks.k == nil {
+		return nil, ks.err // not a typed nil in the interface
+	}
+	return ks, nil
+}
+
+// embedKallsyms stores /proc/kallsyms, compressed as Sysprof 45+ stores it,
+// for naming kernel frames on another machine. With excerpt, the bundle
+// has named the kernel addresses of the processes sampled: only the lines
+// of the symbols that hold those and the idle task's addresses are stored,
+// each with the next symbol's line, where it ends (see
+// [symbol.Kallsyms.Excerpt]): a few hundred lines where the whole text is
+// 5 MB (1 MB compressed, a fifth of a 2 s system capture, and 20 ms of
+// compression at the end of every recording), naming each of those
+// addresses as the whole text does, for nsprof's reports and for
+// Sysprof's. Nothing is read or stored when no kernel address was
+// sampled. Without excerpt (no bundle: --no-decode), the whole text is
+// stored, for the reports to name the frames from.
+func (r *recorder) embedKallsyms(excerpt bool) {
+	var idle []uint64
+	if r.sym != nil {
+		idle = r.sym.idleKernelAddrs()
+	}
+	if excerpt && r.kern == nil && len(idle) == 0 {
+		return
+	}
+	ks := r.kernelSymbols()
+	if ks.text == nil {
+		r.logf("kernel symbols not recorded: %v", ks.err)
+		return
+	}
+	text := ks.text
+	if excerpt && ks.k != nil {
+		text = ks.k.Excerpt(append(ks.named, idle...))
+	}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	zw.Write(text)
+	zw.Close()
+	h := capture.FrameHeader{CPU: -1, PID: -1, Time: r.now()}
+	if err := r.w.AddFileBytes(h, capture.KallsymsFile+".gz", gz.Bytes()); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+}
+
+// readProcFile reads a file whose size stat does not tell, such as
+// /proc/kallsyms (5 MB and more): into a buffer of procFileGuess bytes,
+// doubled when it is full. os.ReadFile grows its buffer from 512 bytes as
+// the data comes, and the copies it left raised the recorder's peak by
+// 6 MB at the end of a recording.
+func readProcFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 0, procFileGuess)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// procFileGuess is the buffer readProcFile starts with: a distribution
+// kernel's /proc/kallsyms fits (5.4 MB for Debian 12's 6.x, 120 k lines).
+const procFileGuess = 6 << 20
