@@ -105,6 +105,7 @@ func FuzzKallsyms(f *testing.F) {
 			}
 			return
 		}
+		var addrs []uint64
 		for _, line := range strings.Split(in, "\n") {
 			a, ok := procfmt.ParseHex([]byte(strings.SplitN(line, " ", 2)[0]))
 			if !ok {
@@ -112,6 +113,20 @@ func FuzzKallsyms(f *testing.F) {
 			}
 			if s, ok := k.Lookup(a); ok && (a < s.Addr || a-s.Addr >= s.Size || s.Name == "") {
 				t.Fatalf("Lookup(%#x) = %+v", a, s)
+			}
+			addrs = append(addrs, a, a+1)
+		}
+		// The excerpt of the addresses names each of them as the text
+		// does.
+		ex := k.Excerpt(addrs)
+		part, err := NewKallsyms(ex)
+		if err != nil {
+			t.Fatalf("excerpt %q of %q: %v", ex, in, err)
+		}
+		for _, a := range addrs {
+			want, wok := k.Lookup(a)
+			if got, gok := part.Lookup(a); gok != wok || got != want {
+				t.Fatalf("%#x: the excerpt %q names %+v (%v), the text %+v (%v)", a, ex, got, gok, want, wok)
 			}
 		}
 	})
