@@ -12,6 +12,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/symbol"
+	"nsprof/symcache"
 )
 
 // kernelSymbols is /proc/kallsyms as read at the end of a capture: its
@@ -24,12 +25,28 @@ type kernelSymbols struct {
 	err  error
 	// named holds the addresses looked up, with repeats.
 	named []uint64
+	// stable, when set, says the text came from the symbol cache: it
+	// names the addresses stable covers as /proc/kallsyms would; another
+	// address has it read again (see kernelCache).
+	stable *kernelLayout
+	// refresh reads /proc/kallsyms again.
+	refresh func(*kernelSymbols)
 }
 
 // Lookup implements kernelTable, noting addr for the excerpt.
 func (ks *kernelSymbols) Lookup(addr uint64) (symbol.Symbol, bool) {
 	ks.named = append(ks.named, addr)
+	ks.cover(addr)
 	return ks.k.Lookup(addr)
+}
+
+// cover reads /proc/kallsyms again when the text came from the cache
+// and addr lies outside what it names for sure.
+func (ks *kernelSymbols) cover(addr uint64) {
+	if ks.stable != nil && !ks.stable.holds(addr) {
+		ks.stable = nil
+		ks.refresh(ks)
+	}
 }
 
 // kernelSymbols reads and indexes /proc/kallsyms once per capture: when
@@ -40,20 +57,49 @@ func (r *recorder) kernelSymbols() *kernelSymbols {
 	if r.kern != nil {
 		return r.kern
 	}
-	ks := &kernelSymbols{}
+	var cache *symcache.Cache
+	if r.sym != nil {
+		cache = r.sym.cache // open while the bundle is made
+	}
+	kc := r.kernelCache(cache)
+	ks := &kernelSymbols{refresh: func(ks *kernelSymbols) { r.readKallsyms(ks, kc) }}
 	r.kern = ks
-	path := r.opts.FS.Root + "/kallsyms"
-	if ks.text, ks.err = readProcFile(path); ks.err != nil {
-		return ks
+	if kc != nil {
+		if text, err := kc.cache.GetBlob(kc.key); err == nil && text != nil {
+			if k, err := symbol.NewKallsyms(text); err == nil {
+				ks.text, ks.k, ks.stable = text, k, kc.layout(text)
+				return ks
+			}
+		}
 	}
-	ks.k, ks.err = symbol.NewKallsyms(ks.text)
-	switch {
-	case errors.Is(ks.err, symbol.ErrRestrictedKernel):
-		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
-	case ks.err != nil:
-		ks.err = fmt.Errorf("%s: %w", path, ks.err)
-	}
+	r.readKallsyms(ks, kc)
 	return ks
+}
+
+// readKallsyms reads and indexes /proc/kallsyms into ks, and keeps it in
+// the symbol cache for the next recordings of this boot.
+func (r *recorder) readKallsyms(ks *kernelSymbols, kc *kernelCache) {
+	path := r.opts.FS.Root + "/kallsyms"
+	text, err := readProcFile(path)
+	if err != nil {
+		if ks.k == nil {
+			ks.err = err
+		}
+		return
+	}
+	k, err := symbol.NewKallsyms(text)
+	switch {
+	case errors.Is(err, symbol.ErrRestrictedKernel):
+		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
+	case err != nil:
+		err = fmt.Errorf("%s: %w", path, err)
+	}
+	ks.text, ks.k, ks.err = text, k, err
+	if err == nil && kc != nil {
+		if err := kc.cache.PutBlob(kc.key, text); err != nil {
+			r.logf("kernel symbols not cached: %v", err)
+		}
+	}
 }
 
 // kernelTable returns the index that names the sampled kernel addresses:
@@ -94,6 +140,9 @@ func (r *recorder) embedKallsyms(excerpt bool) {
 	}
 	text := ks.text
 	if excerpt && ks.k != nil {
+		for _, a := range idle {
+			ks.cover(a)
+		}
 		text = ks.k.Excerpt(append(ks.named, idle...))
 	}
 	var gz bytes.Buffer

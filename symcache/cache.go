@@ -193,6 +193,24 @@ func Key(gnuBuildID, goBuildID []byte) string {
 // ErrCorrupt; the caller goes on without it. Get marks the entry used, for
 // Trim.
 func (c *Cache) Get(key string) (*Entry, error) {
+	b, err := c.readFile(key)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	e, err := decode(key, b)
+	if err != nil {
+		c.corrupt.Add(1)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+	}
+	c.used(key)
+	return e, nil
+}
+
+// readFile returns the bytes of the file key, nil when there is none
+// (counted as a miss). A file that is not the user's regular file or is
+// larger than MaxEntrySize is counted as corrupt and returned as an error
+// wrapping ErrCorrupt.
+func (c *Cache) readFile(key string) ([]byte, error) {
 	if !validKey(key) {
 		return nil, fmt.Errorf("symbol cache: invalid key %q", key)
 	}
@@ -207,18 +225,22 @@ func (c *Cache) Get(key string) (*Entry, error) {
 		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(c.dir, key), err)
 	}
 	defer f.Close()
-	e, err := c.read(f, key)
+	b, err := c.read(f)
 	if err != nil {
 		c.corrupt.Add(1)
 		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
 	}
+	return b, nil
+}
+
+// used counts a hit on key and marks it used, for Trim.
+func (c *Cache) used(key string) {
 	c.hits.Add(1)
 	now := time.Now()
 	c.root.Chtimes(key, now, now) // least recently used goes first; best effort
-	return e, nil
 }
 
-func (c *Cache) read(f *os.File, key string) (*Entry, error) {
+func (c *Cache) read(f *os.File) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -232,11 +254,13 @@ func (c *Cache) read(f *os.File, key string) (*Entry, error) {
 	if st.Size() > MaxEntrySize {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCorrupt, st.Size(), MaxEntrySize)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxEntrySize+1))
-	if err != nil {
-		return nil, err
+	// Read into a slice of the file's size: grown from 512 bytes as
+	// io.ReadAll grows it, a 5 MB blob left twice that in copies.
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	return decode(key, b)
+	return b, nil
 }
 
 // Put writes the entry of key, replacing any: into a new file of the
@@ -264,6 +288,12 @@ func (c *Cache) put(key string, e *Entry) error {
 	if len(b) > MaxEntrySize {
 		return fmt.Errorf("entry %s of %d bytes is larger than %d", key, len(b), MaxEntrySize)
 	}
+	return c.writeFile(key, b)
+}
+
+// writeFile writes b as the file key: into a new file of the directory
+// (mode 0600), renamed over the name.
+func (c *Cache) writeFile(key string, b []byte) error {
 	tmp := tmpPrefix + key + "-" + rand.Text()
 	f, err := c.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {

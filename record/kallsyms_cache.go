@@ -1,0 +1,123 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"nsprof/internal/procfmt"
+	"nsprof/symcache"
+)
+
+// Reading /proc/kallsyms costs the kernel about 30 ms (it formats 120 k
+// lines, 5 MB), perf pays it too, and it was the largest fixed cost of a
+// recording once the embedded copy was cut to an excerpt. The text is
+// kept in the symbol cache as a blob, keyed by what fixes it: the boot
+// (/proc/sys/kernel/random/boot_id: another boot may lay the kernel out
+// elsewhere), the kernel's build-id note and the modules loaded, with
+// their sizes and addresses (/proc/modules). Code the kernel makes while
+// it runs (BPF programs, ftrace and kprobe trampolines) changes none of
+// those: the cached text names for sure only the kernel image's text and
+// the modules' ranges, and an address elsewhere has /proc/kallsyms read
+// again (kernelSymbols.cover), which the cache then keeps.
+
+// kernelCache is where the symbol cache keeps this boot's kallsyms.
+type kernelCache struct {
+	cache   *symcache.Cache
+	key     string
+	modules []kernelRange
+}
+
+// kernelRange is the kernel addresses from lo up to hi.
+type kernelRange struct{ lo, hi uint64 }
+
+// kernelLayout is what a cached kallsyms names as /proc/kallsyms does:
+// the kernel image's text and the modules loaded.
+type kernelLayout struct{ ranges []kernelRange }
+
+// holds reports whether the cached text names addr for sure.
+func (l *kernelLayout) holds(addr uint64) bool {
+	for _, r := range l.ranges {
+		if addr >= r.lo && addr < r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// kernelCache returns where c keeps this boot's kallsyms; nil without a
+// cache or when the boot, kernel or modules cannot be told.
+func (r *recorder) kernelCache(c *symcache.Cache) *kernelCache {
+	if c == nil {
+		return nil
+	}
+	boot, err := os.ReadFile(r.opts.FS.Root + "/sys/kernel/random/boot_id")
+	if boot = bytes.TrimSpace(boot); err != nil || len(boot) == 0 {
+		return nil
+	}
+	notes, err := os.ReadFile(r.opts.SysRoot + "/kernel/notes")
+	if err != nil {
+		return nil
+	}
+	mods, err := os.ReadFile(r.opts.FS.Root + "/modules")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without modules has none
+		return nil
+	}
+	ranges, layout := parseModules(mods)
+	return &kernelCache{cache: c, key: symcache.BlobKey("kallsyms", string(boot), string(notes), layout), modules: ranges}
+}
+
+// layout returns what the cached text names for sure: the modules' ranges
+// and the kernel image's text, from _stext to _etext as text lists them.
+func (kc *kernelCache) layout(text []byte) *kernelLayout {
+	l := &kernelLayout{ranges: kc.modules}
+	lo, lok := kallsymsAddr(text, "_stext")
+	hi, hok := kallsymsAddr(text, "_etext")
+	if lok && hok && lo < hi {
+		l.ranges = append(l.ranges, kernelRange{lo, hi})
+	}
+	return l
+}
+
+// kallsymsAddr returns the address of the global text symbol name in a
+// kallsyms text.
+func kallsymsAddr(text []byte, name string) (uint64, bool) {
+	i := bytes.Index(text, []byte(" T "+name+"\n"))
+	if i < 0 {
+		return 0, false
+	}
+	start := bytes.LastIndexByte(text[:i], '\n') + 1
+	return procfmt.ParseHex(text[start:i])
+}
+
+// parseModules returns the ranges of the modules /proc/modules lists
+// ("NAME SIZE REFS DEPS STATE ADDR ...") and their names, sizes and
+// addresses as one string, leaving out what changes while a module stays
+// where it is (its users).
+func parseModules(text []byte) ([]kernelRange, string) {
+	var ranges []kernelRange
+	var layout []byte
+	for line := range bytes.Lines(text) {
+		f := bytes.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		size, err := strconv.ParseUint(string(f[1]), 10, 64)
+		addr, ok := procfmt.ParseHex(bytes.TrimPrefix(f[5], []byte("0x")))
+		if err != nil || !ok {
+			continue
+		}
+		layout = append(layout, f[0]...)
+		layout = append(layout, ' ')
+		layout = append(layout, f[1]...)
+		layout = append(layout, ' ')
+		layout = append(layout, f[5]...)
+		layout = append(layout, '\n')
+		if addr+size > addr {
+			ranges = append(ranges, kernelRange{addr, addr + size})
+		}
+	}
+	return ranges, string(layout)
+}

@@ -1,0 +1,90 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nsprof/proc"
+	"nsprof/symcache"
+)
+
+// TestKallsymsCached checks that a recording reads the kallsyms of its
+// boot from the symbol cache when a recording of the same boot, kernel
+// and modules kept it, that an address outside the kernel image's text
+// and the modules has /proc/kallsyms read again, and that another boot or
+// another module set does not take the cached text.
+func TestKallsymsCached(t *testing.T) {
+	root, sys := t.TempDir(), t.TempDir()
+	write := func(dir, name, text string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kallsyms := func(prefix string) string {
+		return "ffffffff81000000 T _stext\n" +
+			"ffffffff81000100 T " + prefix + "schedule\n" +
+			"ffffffff81000200 T _etext\n" +
+			"ffffffffc0001000 t " + prefix + "mod_fn\t[mod]\n" +
+			"ffffffffc0100000 t " + prefix + "bpf_prog_1\t[bpf]\n"
+	}
+	write(root, "kallsyms", kallsyms("old_"))
+	write(root, "sys/kernel/random/boot_id", "boot-1\n")
+	write(root, "modules", "mod 4096 0 - Live 0xffffffffc0001000\n")
+	write(sys, "kernel/notes", "notes")
+	cache, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	name := func(addr uint64) string {
+		t.Helper()
+		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
+		r.sym.cache = cache
+		k, err := r.kernelTable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := k.Lookup(addr)
+		return s.Name
+	}
+	const image, module, bpf = 0xffffffff81000150, 0xffffffffc0001010, 0xffffffffc0100010
+	if got := name(image); got != "old_schedule" {
+		t.Fatalf("first recording names %q", got)
+	}
+	// /proc/kallsyms changes under the same boot, kernel and modules
+	// (which it does not): the cached text is read.
+	write(root, "kallsyms", kallsyms("new_"))
+	for _, a := range []uint64{image, module} {
+		if got := name(a); !strings.HasPrefix(got, "old_") {
+			t.Errorf("%#x named %q by a second recording: want the cached text's name", a, got)
+		}
+	}
+	// Code outside the image and the modules (a BPF program) has the
+	// text read again, and the cache keeps it.
+	if got := name(bpf); got != "new_bpf_prog_1 [bpf]" {
+		t.Errorf("BPF address named %q, want /proc/kallsyms's", got)
+	}
+	if got := name(image); got != "new_schedule" {
+		t.Errorf("after the BPF address, the cache names %q, want the text read again", got)
+	}
+	for i, change := range []func(){
+		func() { write(root, "sys/kernel/random/boot_id", "boot-2\n") },
+		func() { write(root, "modules", "mod 8192 0 - Live 0xffffffffc0001000\n") },
+		func() { write(sys, "kernel/notes", "other kernel") },
+	} {
+		prefix := fmt.Sprintf("v%d_", i)
+		write(root, "kallsyms", kallsyms(prefix))
+		change()
+		if got := name(image); got != prefix+"schedule" {
+			t.Errorf("change %d: named %q, want /proc/kallsyms's %q", i, got, prefix+"schedule")
+		}
+	}
+}

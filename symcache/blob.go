@@ -1,0 +1,99 @@
+package symcache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// A blob is a file kept in the cache that is not an object's entry (the
+// kernel's symbol table of this boot): bytes under a key made by BlobKey,
+// counted in the cache's size bound and removed by Trim as entries are.
+// It is written and read as entries are (a new file renamed into place,
+// mode 0600; opened without following links, the user's own regular file
+// only), and holds a checksum of its bytes.
+
+// BlobKey returns the key of the blob named by parts (its kind first,
+// then what identifies its contents): a hash, shaped like an entry's key
+// so that Trim bounds blobs too, and never an object's build-id.
+func BlobKey(parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte("nsprof blob"))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// blobMagic starts a blob's header line: "nsprof-blob 1 LEN SHA256\n".
+const blobMagic = "nsprof-blob 1 "
+
+// GetBlob returns the bytes of the blob of key, nil when there is none. A
+// blob that cannot be used (not the user's regular file, too large, its
+// checksum wrong) is counted in Stats.Corrupt and returned as an error
+// wrapping ErrCorrupt. GetBlob marks the blob used, for Trim.
+func (c *Cache) GetBlob(key string) ([]byte, error) {
+	b, err := c.readFile(key)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	data, err := decodeBlob(b)
+	if err != nil {
+		c.corrupt.Add(1)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+	}
+	c.used(key)
+	return data, nil
+}
+
+// decodeBlob returns the bytes of an encoded blob, checked.
+func decodeBlob(b []byte) ([]byte, error) {
+	line, data, ok := bytes.Cut(b, []byte{'\n'})
+	rest, found := bytes.CutPrefix(line, []byte(blobMagic))
+	if !ok || !found {
+		return nil, fmt.Errorf("%w: not a blob", ErrCorrupt)
+	}
+	n, sum, ok := bytes.Cut(rest, []byte{' '})
+	size, err := strconv.Atoi(string(n))
+	if !ok || err != nil || size != len(data) {
+		return nil, fmt.Errorf("%w: blob of %d bytes, header says %q", ErrCorrupt, len(data), n)
+	}
+	if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != string(sum) {
+		return nil, fmt.Errorf("%w: blob checksum mismatch", ErrCorrupt)
+	}
+	return data, nil
+}
+
+// encodeBlob returns data with its header.
+func encodeBlob(data []byte) []byte {
+	h := sha256.Sum256(data)
+	head := blobMagic + strconv.Itoa(len(data)) + " " + hex.EncodeToString(h[:]) + "\n"
+	return append([]byte(head), data...)
+}
+
+// PutBlob writes data as the blob of key, replacing any, as Put writes an
+// entry. A blob larger than MaxEntrySize is not written.
+func (c *Cache) PutBlob(key string, data []byte) error {
+	err := c.putBlob(key, data)
+	if err != nil {
+		c.failed.Add(1)
+		return fmt.Errorf("symbol cache %s: %w", c.dir, err)
+	}
+	c.written.Add(1)
+	return nil
+}
+
+func (c *Cache) putBlob(key string, data []byte) error {
+	if !validKey(key) {
+		return fmt.Errorf("invalid key %q", key)
+	}
+	b := encodeBlob(data)
+	if len(b) > MaxEntrySize {
+		return fmt.Errorf("blob %s of %d bytes is larger than %d", key, len(b), MaxEntrySize)
+	}
+	return c.writeFile(key, b)
+}

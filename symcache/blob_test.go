@@ -1,0 +1,84 @@
+package symcache
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBlob writes a blob, reads it back, and checks that a damaged,
+// planted or foreign one is ignored as corrupt, and that Trim bounds
+// blobs as it bounds entries.
+func TestBlob(t *testing.T) {
+	c := openTest(t, Options{MaxBytes: 1 << 20})
+	key := BlobKey("kallsyms", "boot", "notes")
+	if !validKey(key) || key == BlobKey("kallsyms", "boot2", "notes") || key == BlobKey("kallsymsboot", "notes") {
+		t.Fatalf("BlobKey gives %q, or the same key for other parts", key)
+	}
+	if b, err := c.GetBlob(key); b != nil || err != nil {
+		t.Fatalf("GetBlob of none = %q, %v", b, err)
+	}
+	data := bytes.Repeat([]byte("ffffffff81000000 T _stext\n"), 1000)
+	if err := c.PutBlob(key, data); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.GetBlob(key); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("GetBlob = %d bytes, %v; want the %d written", len(b), err, len(data))
+	}
+	path := filepath.Join(c.Dir(), key)
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("blob file %v, %v: want mode 0600", st, err)
+	}
+	good, _ := os.ReadFile(path)
+	plant := func(b []byte) {
+		os.Remove(path)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := map[string]func(){
+		"flipped byte": func() {
+			b := bytes.Clone(good)
+			b[len(b)-2] ^= 0x40
+			plant(b)
+		},
+		"truncated": func() { plant(good[:len(good)-1]) },
+		"no header": func() { plant(data) },
+		"symlink": func() {
+			os.Remove(path)
+			other := filepath.Join(t.TempDir(), "other")
+			os.WriteFile(other, good, 0o600)
+			if err := os.Symlink(other, path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	if os.Geteuid() == 0 {
+		cases["other owner"] = func() {
+			plant(good)
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, plant := range cases {
+		plant()
+		if b, err := c.GetBlob(key); b != nil || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: GetBlob = %d bytes, %v; want ignored as corrupt", name, len(b), err)
+		}
+	}
+	// Blobs count in the size bound: two of 600 kB in a 1 MiB cache.
+	os.Remove(path)
+	big := bytes.Repeat([]byte{'x'}, 600<<10)
+	for _, k := range []string{BlobKey("a"), BlobKey("b")} {
+		if err := c.PutBlob(k, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.Trim(); err != nil || n != 1 {
+		t.Errorf("Trim removed %d (%v), want 1 of the two blobs", n, err)
+	}
+}
