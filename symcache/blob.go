@@ -50,29 +50,28 @@ func (c *Cache) GetBlob(key string) ([]byte, error) {
 	return data, nil
 }
 
-// decodeBlob returns the bytes of an encoded blob, checked.
+// decodeBlob returns the bytes of an encoded blob, checked: its header
+// must be the one encodeBlob writes for them.
 func decodeBlob(b []byte) ([]byte, error) {
 	line, data, ok := bytes.Cut(b, []byte{'\n'})
-	rest, found := bytes.CutPrefix(line, []byte(blobMagic))
-	if !ok || !found {
+	if !ok || !bytes.HasPrefix(line, []byte(blobMagic)) {
 		return nil, fmt.Errorf("%w: not a blob", ErrCorrupt)
 	}
-	n, sum, ok := bytes.Cut(rest, []byte{' '})
-	size, err := strconv.Atoi(string(n))
-	if !ok || err != nil || size != len(data) {
-		return nil, fmt.Errorf("%w: blob of %d bytes, header says %q", ErrCorrupt, len(data), n)
-	}
-	if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != string(sum) {
-		return nil, fmt.Errorf("%w: blob checksum mismatch", ErrCorrupt)
+	if want := blobHeader(data); string(line)+"\n" != want {
+		return nil, fmt.Errorf("%w: blob of %d bytes with header %.80q, want %.80q", ErrCorrupt, len(data), line, want)
 	}
 	return data, nil
 }
 
+// blobHeader returns the header line of a blob of data.
+func blobHeader(data []byte) string {
+	h := sha256.Sum256(data)
+	return blobMagic + strconv.Itoa(len(data)) + " " + hex.EncodeToString(h[:]) + "\n"
+}
+
 // encodeBlob returns data with its header.
 func encodeBlob(data []byte) []byte {
-	h := sha256.Sum256(data)
-	head := blobMagic + strconv.Itoa(len(data)) + " " + hex.EncodeToString(h[:]) + "\n"
-	return append([]byte(head), data...)
+	return append([]byte(blobHeader(data)), data...)
 }
 
 // PutBlob writes data as the blob of key, replacing any, as Put writes an

@@ -82,3 +82,23 @@ func TestBlob(t *testing.T) {
 		t.Errorf("Trim removed %d (%v), want 1 of the two blobs", n, err)
 	}
 }
+
+// FuzzDecodeBlob decodes arbitrary bytes as a blob: no panic, and what
+// decodes is exactly what encodes to the input.
+func FuzzDecodeBlob(f *testing.F) {
+	f.Add(encodeBlob([]byte("ffffffff81000000 T _stext\n")))
+	f.Add([]byte("nsprof-blob 1 0 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"))
+	f.Add([]byte("nsprof-blob 1 -1 x\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		data, err := decodeBlob(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if !bytes.Equal(encodeBlob(data), b) {
+			t.Fatalf("%q decodes to %q, which encodes otherwise", b, data)
+		}
+	})
+}
