@@ -87,8 +87,8 @@ func TestBlob(t *testing.T) {
 // decodes is exactly what encodes to the input.
 func FuzzDecodeBlob(f *testing.F) {
 	f.Add(encodeBlob([]byte("ffffffff81000000 T _stext\n")))
-	f.Add([]byte("nsprof-blob 1 0 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"))
-	f.Add([]byte("nsprof-blob 1 -1 x\n"))
+	f.Add(encodeBlob(nil))
+	f.Add([]byte("nsprof-blob 2 -1 x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		data, err := decodeBlob(b)
 		if err != nil {
