@@ -140,6 +140,9 @@ func (r *recorder) embedKallsyms(excerpt bool) {
 	}
 	text := ks.text
 	if excerpt && ks.k != nil {
+		// The symbol cache was closed with the bundle: a text read
+		// again now is not kept.
+		ks.refresh = func(ks *kernelSymbols) { r.readKallsyms(ks, nil) }
 		for _, a := range idle {
 			ks.cover(a)
 		}
