@@ -65,11 +65,9 @@ func (r *recorder) kernelSymbols() *kernelSymbols {
 	ks := &kernelSymbols{refresh: func(ks *kernelSymbols) { r.readKallsyms(ks, kc) }}
 	r.kern = ks
 	if kc != nil {
-		if text, err := kc.cache.GetBlob(kc.key); err == nil && text != nil {
-			if k, err := symbol.NewKallsyms(text); err == nil {
-				ks.text, ks.k, ks.stable = text, k, kc.layout(text)
-				return ks
-			}
+		if text, k := kc.get(); k != nil {
+			ks.text, ks.k, ks.stable = text, k, kc.layout(text)
+			return ks
 		}
 	}
 	r.readKallsyms(ks, kc)
@@ -96,7 +94,7 @@ func (r *recorder) readKallsyms(ks *kernelSymbols, kc *kernelCache) {
 	}
 	ks.text, ks.k, ks.err = text, k, err
 	if err == nil && kc != nil {
-		if err := kc.cache.PutBlob(kc.key, text); err != nil {
+		if err := kc.put(text, k); err != nil {
 			r.logf("kernel symbols not cached: %v", err)
 		}
 	}

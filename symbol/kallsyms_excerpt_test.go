@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
@@ -103,4 +104,64 @@ func nextLineReader(t *testing.T, text []byte) func(addr uint64) string {
 		}
 		return syms[i].name
 	}
+}
+
+// TestKallsymsIndex checks that an index taken back names every address
+// as the text parsed again does, and that a damaged one is refused.
+func TestKallsymsIndex(t *testing.T) {
+	text := []byte(kallsymsFixture)
+	if host, err := os.ReadFile("/proc/kallsyms"); err == nil && !bytes.HasPrefix(host, []byte("0000000000000000 ")) {
+		text = host
+	}
+	k, err := NewKallsyms(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := k.AppendIndex(nil)
+	back, err := KallsymsWithIndex(text, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range k.syms {
+		for _, a := range []uint64{s.addr, s.addr + 1, s.addr - 1} {
+			want, wok := k.Lookup(a)
+			if got, ok := back.Lookup(a); ok != wok || got != want {
+				t.Fatalf("symbol %d: %#x named %+v (%v) from the index, %+v (%v) from the text", i, a, got, ok, want, wok)
+			}
+		}
+	}
+	for name, damage := range map[string]func([]byte) []byte{
+		"truncated":    func(b []byte) []byte { return b[:len(b)-1] },
+		"count":        func(b []byte) []byte { b[0]++; return b },
+		"order":        func(b []byte) []byte { copy(b[4:12], b[4+13:12+13]); return b },
+		"offset":       func(b []byte) []byte { b[4+8] ^= 0x5; return b },
+		"rank":         func(b []byte) []byte { b[4+12] = 7; return b },
+		"offset range": func(b []byte) []byte { b[4+11] = 0xff; return b },
+	} {
+		if _, err := KallsymsWithIndex(text, damage(bytes.Clone(index))); err == nil {
+			t.Errorf("%s: a damaged index taken", name)
+		}
+	}
+}
+
+// FuzzKallsymsWithIndex takes arbitrary indexes of the fixture's text: no
+// panic, and every lookup of one taken stays within the text's names.
+func FuzzKallsymsWithIndex(f *testing.F) {
+	text := []byte(kallsymsFixture)
+	k, err := NewKallsyms(text)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(k.AppendIndex(nil))
+	f.Fuzz(func(t *testing.T, index []byte) {
+		x, err := KallsymsWithIndex(text, index)
+		if err != nil {
+			return
+		}
+		for _, s := range x.syms {
+			if sym, ok := x.Lookup(s.addr); !ok || sym.Name == "" || !bytes.Contains(text, []byte(strings.SplitN(sym.Name, " ", 2)[0])) {
+				t.Fatalf("%#x named %+v (%v)", s.addr, sym, ok)
+			}
+		}
+	})
 }
