@@ -367,18 +367,7 @@ func TestRecordSystemWide(t *testing.T) {
 // machine's /proc/kallsyms does, in an excerpt of it.
 func checkKallsymsExcerpt(t *testing.T, c *captured) {
 	t.Helper()
-	gz, ok := c.files.Raw("/proc/kallsyms.gz")
-	if !ok {
-		t.Fatal("kernel symbols not embedded")
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := embeddedKallsyms(t, c)
 	host, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		t.Fatal(err)
@@ -419,6 +408,24 @@ func checkKallsymsExcerpt(t *testing.T, c *captured) {
 		t.Error("no kernel address sampled")
 	}
 	t.Logf("%d kernel addresses (%d of the idle task) named by an embedded kallsyms of %d bytes (/proc/kallsyms: %d)", checked, idle, len(text), len(host))
+}
+
+// embeddedKallsyms returns the text of the kallsyms c embeds.
+func embeddedKallsyms(t *testing.T, c *captured) []byte {
+	t.Helper()
+	gz, ok := c.files.Raw("/proc/kallsyms.gz")
+	if !ok {
+		t.Fatal("kernel symbols not embedded")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
 }
 
 // TestRecordPIDNamespaceTraceFD runs a program in a new PID namespace that

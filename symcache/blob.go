@@ -78,15 +78,7 @@ func encodeBlob(data []byte) []byte {
 
 // PutBlob writes data as the blob of key, replacing any, as Put writes an
 // entry. A blob larger than MaxEntrySize is not written.
-func (c *Cache) PutBlob(key string, data []byte) error {
-	err := c.putBlob(key, data)
-	if err != nil {
-		c.failed.Add(1)
-		return fmt.Errorf("symbol cache %s: %w", c.dir, err)
-	}
-	c.written.Add(1)
-	return nil
-}
+func (c *Cache) PutBlob(key string, data []byte) error { return c.written1(c.putBlob(key, data)) }
 
 func (c *Cache) putBlob(key string, data []byte) error {
 	if !validKey(key) {

@@ -267,8 +267,11 @@ func (c *Cache) read(f *os.File) ([]byte, error) {
 // directory, renamed over the entry's name, so that readers see the old
 // entry or the new one, never part of one. An entry larger than
 // MaxEntrySize is not written.
-func (c *Cache) Put(key string, e *Entry) error {
-	err := c.put(key, e)
+func (c *Cache) Put(key string, e *Entry) error { return c.written1(c.put(key, e)) }
+
+// written1 counts a file written, or one that err says was not, which it
+// returns naming the cache.
+func (c *Cache) written1(err error) error {
 	if err != nil {
 		c.failed.Add(1)
 		return fmt.Errorf("symbol cache %s: %w", c.dir, err)

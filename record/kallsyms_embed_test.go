@@ -2,7 +2,6 @@ package record
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -62,19 +61,7 @@ func TestKallsymsExcerptEmbedded(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.Close()
-		c := load(t, path)
-		gz, ok := c.files.Raw("/proc/kallsyms.gz")
-		if !ok {
-			t.Fatal("no kallsyms embedded")
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := embeddedKallsyms(t, load(t, path))
 		if !excerpt {
 			if !bytes.Equal(got, text.Bytes()) {
 				t.Errorf("without a bundle, %d bytes embedded, want the whole text (%d)", len(got), text.Len())
