@@ -32,7 +32,7 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # throughout.
 RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
 	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./symcache ./unwind ./web
-RACE_SKIP = ^(TestKallsymsHost|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
+RACE_SKIP = ^(TestKallsymsHost|TestKallsymsExcerpt|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 
 .PHONY: all build preload demo test deps otelcol vet fmt-check tidy-check race fuzz fuzz-smoke bench clean
 
