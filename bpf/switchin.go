@@ -65,6 +65,10 @@ type SwitchIns struct {
 	rec                  ringbuf.Record
 	closed               bool
 	skipsSameProcess     bool
+	// typed says the sched_switch program is BTF-typed (tp_btf);
+	// typedErr is why not.
+	typed    bool
+	typedErr error
 }
 
 // Open loads the programs and attaches them: switch-ins are recorded from
@@ -113,8 +117,13 @@ func Open(opts Options) (s *SwitchIns, err error) {
 			}
 		}
 	}
-	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
-		return nil, err
+	// BTF-typed where the kernel can (Linux 5.5 and later): cheaper at
+	// each switch of the machine; else through helper calls.
+	typed := switchInBTFInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)
+	if s.typedErr = s.attachTyped("nsprof_swin", "sched_switch", typed); s.typedErr == nil {
+		s.typed = true
+	} else if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
+		return nil, fmt.Errorf("%w (and as a BTF-typed program: %v)", err, s.typedErr)
 	}
 	s.swin = s.progs[len(s.progs)-1]
 	if s.rd, err = ringbuf.NewReader(s.ring); err != nil {
@@ -143,6 +152,32 @@ func (s *SwitchIns) attach(name, tp string, insns asm.Instructions) error {
 	s.links = append(s.links, l)
 	return nil
 }
+
+// attachTyped loads insns as a BTF-typed raw tracepoint program (tp_btf)
+// and attaches it to tp. On an error nothing is left loaded.
+func (s *SwitchIns) attachTyped(name, tp string, insns asm.Instructions) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp, Instructions: insns, License: "GPL"})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("bpf: BTF-typed program for %s refused by the verifier: %+v", tp, ve)
+		}
+		return fmt.Errorf("bpf: loading the BTF-typed program for %s: %w", tp, err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("bpf: attaching to BTF-typed tracepoint %s: %w", tp, err)
+	}
+	s.progs = append(s.progs, prog)
+	s.links = append(s.links, l)
+	return nil
+}
+
+// Typed says whether the sched_switch program is BTF-typed (tp_btf,
+// direct loads of the tasks' fields) rather than a raw tracepoint
+// program reading them through helper calls.
+func (s *SwitchIns) Typed() bool { return s.typed }
 
 // SkipsSameProcess says whether the program leaves out the switch-ins
 // from threads of the same process (Options.SkipSameProcess).

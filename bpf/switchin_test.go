@@ -149,3 +149,38 @@ func TestCloseTwice(t *testing.T) {
 }
 
 func monotonic() int64 { return unix.MonotonicNow() }
+
+// TestTypedProgram checks that the sched_switch program loads BTF-typed
+// (the kernel's verifier accepts its direct loads), and that it writes
+// the switch-ins between threads of a process without perf events:
+// SkipSameProcess leaves out only those a perf event of the thread
+// leaving tells. pingpong, pinned to one CPU, hands it between its two
+// threads twice a round.
+func TestTypedProgram(t *testing.T) {
+	bin := testutils.BuildFixture(t, "pingpong")
+	cmd := exec.Command("taskset", "-c", "0", bin, "2000")
+	s := open(t, Options{TGIDs: []int{os.Getpid()}, SkipSameProcess: true})
+	if !s.Typed() {
+		testutils.RequireCI(t, "the BTF-typed switch-in program did not load (Linux 5.5+ with BTF needed): %v", s.typedErr)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v", cmd, err)
+	}
+	pid := int32(cmd.Process.Pid)
+	tids := map[int32]int{}
+	if _, err := s.Read(func(r SwitchIn) {
+		if r.PID == pid {
+			tids[r.TID]++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// taskset execs pingpong: its process, with its thread.
+	n := 0
+	for _, k := range tids {
+		n += k
+	}
+	if len(tids) < 2 || n < 2*2000 {
+		t.Errorf("switch-ins of pingpong (pid %d): %d, of threads %v; want at least %d, of its 2 threads", pid, n, tids, 2*2000)
+	}
+}

@@ -147,7 +147,11 @@ func (r *recorder) setupOffCPU(popts *perf.Options, mode string) error {
 	switch {
 	case err == nil:
 		r.off.bpf = s
-		r.notef("off-CPU: switch-ins from a BPF program on the sched_switch raw tracepoint")
+		kind := "raw tracepoint"
+		if s.prog.Typed() {
+			kind = "BTF-typed raw tracepoint (tp_btf)"
+		}
+		r.notef("off-CPU: switch-ins from a BPF program on the sched_switch %s", kind)
 	case r.opts.OffCPUSwitchIns == OffCPUSwitchInsBPF:
 		return err
 	default:
