@@ -44,7 +44,8 @@
 # workload alone, with PIN=0: nothing else runs on its CPU while it runs,
 # neither the recorders' readers nor another user's jobs, so its time is
 # its own and the kernel's work per switch, steadier on a shared machine;
-# perf's reader, kept off that CPU, may then lose records), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
+# the recorders' readers, kept off that CPU, may then lose records when
+# the other CPU is busy too), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
 # (default: perf, or the newest /usr/bin/perf_*), CC (gcc). Needs root,
 # or perf_event_paranoid <= -1 and a readable tracefs. Results go to
 # stdout only.
