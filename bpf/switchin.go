@@ -295,9 +295,10 @@ func (s *SwitchIns) Read(fn func(SwitchIn), clone func(Clone)) (int, error) {
 	return n, nil
 }
 
-// Lost returns how many records (switch-ins, clones) were lost: found the ring buffer
-// full, or not seen because the kernel did not run the program (its
-// recursion misses: it was running on the CPU already).
+// Lost returns how many records (switch-ins, clones) were lost: found
+// the ring buffer full, or not seen because the kernel did not run the
+// sched_switch program (its recursion misses: it was running on the CPU
+// already).
 func (s *SwitchIns) Lost() (uint64, error) {
 	if s.closed {
 		return 0, errClosed
