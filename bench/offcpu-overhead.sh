@@ -40,7 +40,12 @@
 # idle task or across CPUs, and the workload's time is its CPU time: the
 # kernel's cost per switch, without the wake-up placement and the
 # recorder's own CPU that make an unpinned run's wall time vary by tens
-# of percent from run to run), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
+# of percent from run to run), PRIO (a SCHED_FIFO priority for the
+# workload alone, with PIN=0: nothing else runs on its CPU while it runs,
+# neither the recorders' readers nor another user's jobs, so its time is
+# its own and the kernel's work per switch, steadier on a shared machine;
+# the recorders' readers, kept off that CPU, may then lose records when
+# the other CPU is busy too), BENCH_DIR (default /dev/shm: captures go to a tmpfs), PERF
 # (default: perf, or the newest /usr/bin/perf_*), CC (gcc). Needs root,
 # or perf_event_paranoid <= -1 and a readable tracefs. Results go to
 # stdout only.
@@ -52,8 +57,11 @@ read -r -a modes <<<"${MODES:-alone nsprof perf perf-switch${NSPROF_BASE:+ base}
 read -r -a nsargs <<<"${NSPROF_ARGS:-}"
 cc=${CC:-gcc}
 pin=()
+if [ -n "${PRIO:-}" ]; then
+	pin=(chrt -f "$PRIO")
+fi
 if [ -n "${PIN:-}" ]; then
-	pin=(taskset -c "$PIN")
+	pin+=(taskset -c "$PIN")
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
@@ -76,7 +84,7 @@ fi
 
 echo "== offcpu-overhead $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg),"
 echo "   $("$perf" --version), $(go version | cut -d' ' -f3), nsprof $(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')${NSPROF_ARGS:+ (record $NSPROF_ARGS)}"
-echo "   pingpong $rounds rounds${PIN:+ (taskset -c $PIN)}, $runs runs of each of: ${modes[*]}"
+echo "   pingpong $rounds rounds${PRIO:+ (chrt -f $PRIO)}${PIN:+ (taskset -c $PIN)}, $runs runs of each of: ${modes[*]}"
 
 # num FILE KEY prints the number after "KEY=" in FILE, or nothing.
 num() { sed -n "s/.*\\b$2=\\([0-9.]*\\).*/\\1/p" "$1" | head -1; }

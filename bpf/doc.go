@@ -16,8 +16,17 @@
 // The program is written with cilium/ebpf's asm package (no compiler is
 // needed) and reads the next task's pid and tgid at the offsets that the
 // running kernel's BTF gives for struct task_struct (and, to skip, the
-// previous task's tgid and perf event context). Its times come from
-// bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock of nsprof's perf events.
+// previous task's tgid and perf event context): BTF-typed (tp_btf), with
+// plain loads of those fields, where the kernel can attach it so; else as
+// a raw tracepoint program that reads them with bpf_probe_read_kernel.
+// Its times come from bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock of
+// nsprof's perf events.
+//
+// A program on sched_process_fork follows the children of the followed
+// processes and, with Options.Clones, writes a Clone record for each task
+// created in a PID namespace other than the initial one, with the id its
+// creator knows it by: nsprof then needs no clone system call
+// tracepoints to map namespaced thread ids to host ids.
 //
 // When loading fails (no BTF, not permitted, the verifier refuses),
 // Open returns an error and the caller keeps the perf path.

@@ -19,6 +19,20 @@ type taskOffsets struct {
 	// group_dead argument (Linux 6.16 and later), which the exit
 	// program needs.
 	exitGroupDead bool
+	// ids are the offsets the fork program reads a new task's id in
+	// its creator's PID namespace with; ids.ok is false when the BTF
+	// does not give them all.
+	ids pidOffsets
+}
+
+// pidOffsets locate a task's id at a level of its PID namespaces:
+// task_struct.thread_pid, a struct pid whose level is its deepest
+// level, and its numbers[level+1], struct upid of size upidSize whose
+// member nr is the id.
+type pidOffsets struct {
+	threadPID, level, numbers, nr int16
+	upidSize                      int32
+	ok                            bool
 }
 
 // kernelOffsets looks the offsets up in the kernel's BTF.
@@ -40,7 +54,30 @@ func kernelOffsets() (taskOffsets, error) {
 	}
 	o.exitGroupDead = tracepointArgs(spec, "sched_process_exit") == 2
 	o.perfCtx = perfContextOffset(task)
+	o.ids = idOffsets(spec, task)
 	return o, nil
+}
+
+// idOffsets looks up the pidOffsets in the kernel's BTF.
+func idOffsets(spec *btf.Spec, task *btf.Struct) pidOffsets {
+	var pid, upid *btf.Struct
+	if spec.TypeByName("pid", &pid) != nil || spec.TypeByName("upid", &upid) != nil {
+		return pidOffsets{}
+	}
+	var o pidOffsets
+	var err error
+	for _, m := range []struct {
+		s    *btf.Struct
+		name string
+		off  *int16
+	}{{task, "thread_pid", &o.threadPID}, {pid, "level", &o.level}, {pid, "numbers", &o.numbers}, {upid, "nr", &o.nr}} {
+		if *m.off, err = memberOffset(m.s, m.name); err != nil {
+			return pidOffsets{}
+		}
+	}
+	o.upidSize = int32(upid.Size)
+	o.ok = o.upidSize > 0 && o.upidSize < 1<<10
+	return o
 }
 
 // perfContextOffset returns the offset in task of the pointer to its

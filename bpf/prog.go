@@ -37,17 +37,6 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 		asm.LoadMem(asm.R7, asm.RFP, -8, asm.Word),
 		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
 	)
-	// Past the checks of prev: whether next is followed.
-	var rest asm.Instructions
-	if targets != 0 {
-		rest = append(rest,
-			asm.LoadMapPtr(asm.R1, targets),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "exit"),
-		)
-	}
 	if skipSameProcess && off.perfCtx >= 0 {
 		// Before the map: a thread of next's process leaving (prev
 		// is the current task here) says it, followed or not.
@@ -65,17 +54,56 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 			asm.LoadMem(asm.R1, asm.RFP, -16, asm.DWord),
 			asm.JNE.Imm(asm.R1, 0, "exit"),
 		)
-		if len(rest) > 0 {
-			rest[0] = rest[0].WithSymbol("next")
-		}
 	}
-	insns = append(insns, rest...)
-	emit := asm.FnKtimeGetNs.Call()
-	if skipSameProcess && off.perfCtx >= 0 && targets == 0 {
-		emit = emit.WithSymbol("next")
+	return append(insns, switchInTail(rb, targets, drops)...)
+}
+
+// switchInBTFInsns returns the program of switchInInsns for a BTF-typed
+// raw tracepoint (tp_btf): its arguments are typed task pointers whose
+// fields it loads directly, where switchInInsns calls
+// bpf_probe_read_kernel and bpf_get_current_pid_tgid. Those calls were
+// most of its run at each switch (about 25 of 55 ns with the kernel's
+// BPF statistics on a 2-CPU VM, the statistics taking the other 30).
+func switchInBTFInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R9, asm.R1, 8, asm.DWord),  // prev
+		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
+		asm.LoadMem(asm.R7, asm.R6, off.pid, asm.Word),
+		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
+		// fp-4: next->tgid, the key of targets and the record's.
+		asm.LoadMem(asm.R1, asm.R6, off.tgid, asm.Word),
+		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
+	}
+	if skipSameProcess && off.perfCtx >= 0 {
+		// As in switchInInsns: prev of next's process, with its perf
+		// context (not exiting), tells this switch in its sample.
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.R9, off.tgid, asm.Word),
+			asm.JNE.Reg(asm.R2, asm.R1, "next"),
+			asm.LoadMem(asm.R2, asm.R9, off.perfCtx, asm.DWord),
+			asm.JNE.Imm(asm.R2, 0, "exit"),
+		)
+	}
+	return append(insns, switchInTail(rb, targets, drops)...)
+}
+
+// switchInTail is the end of the switch-in programs, from the label
+// "next", with R7 next's pid and fp-4 its tgid: the check of the map
+// targets (when not 0), the record written to the ring buffer rb, or
+// counted in drops when it is full, and the label "exit".
+func switchInTail(rb, targets, drops int) asm.Instructions {
+	var insns asm.Instructions
+	if targets != 0 {
+		insns = append(insns,
+			asm.LoadMapPtr(asm.R1, targets),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+		)
 	}
 	insns = append(insns,
-		emit,
+		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R8, asm.R0),
 		asm.LoadMapPtr(asm.R1, rb),
 		asm.Mov.Imm(asm.R2, recordSize),
@@ -103,41 +131,132 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
+	insns[0] = insns[0].WithSymbol("next")
 	return insns
 }
 
+// cloneRecordSize is the size of a clone record in the ring buffer: the
+// creating thread's id and process id, the new task's id, its id in the
+// creator's PID namespace (u32 each) and the time (u64), in host byte
+// order. Switch-in records are recordSize: the size tells them apart.
+const cloneRecordSize = 24
+
 // forkInsns returns the program of the sched_process_fork raw tracepoint
-// (arguments: parent, child): when the parent's tgid is a key of the map
-// targets, it adds the child's tgid, so the children of a followed
-// process are followed from their first switch in. A new thread has its
-// parent's tgid: adding it again is harmless.
-func forkInsns(off taskOffsets, targets int) asm.Instructions {
+// (arguments: parent, child). When targets is not 0 it is for the
+// children of followed processes only: when the parent's tgid is a key
+// of the map targets, it adds the child's tgid, so the children of a
+// followed process are followed from their first switch in (a new
+// thread has its parent's tgid: adding it again is harmless). With
+// ids.ok it then writes a clone record (cloneRecordSize) to the ring
+// buffer rb when the parent is in a PID namespace other than the
+// initial one (where the id it knows the child by is the host's): the
+// child's id at the parent's level, which clone returns in the parent.
+// A record that finds the ring full is counted in drops.
+func forkInsns(off taskOffsets, targets, rb, drops int) asm.Instructions {
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord), // parent
 		asm.LoadMem(asm.R7, asm.R1, 8, asm.DWord), // child
 	}
-	insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
-	insns = append(insns,
-		asm.LoadMapPtr(asm.R1, targets),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-	)
-	insns = append(insns, readU32(asm.R7, off.tgid, -8)...)
-	insns = append(insns,
-		asm.StoreImm(asm.RFP, -12, 1, asm.Word), // the value
-		asm.LoadMapPtr(asm.R1, targets),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -12),
-		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
-		asm.FnMapUpdateElem.Call(),
+	if targets != 0 {
+		insns = append(insns, readU32(asm.R6, off.tgid, -4)...)
+		insns = append(insns,
+			asm.LoadMapPtr(asm.R1, targets),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+		)
+		insns = append(insns, readU32(asm.R7, off.tgid, -8)...)
+		insns = append(insns,
+			asm.StoreImm(asm.RFP, -12, 1, asm.Word), // the value
+			asm.LoadMapPtr(asm.R1, targets),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -8),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -12),
+			asm.Mov.Imm(asm.R4, 0), // BPF_ANY
+			asm.FnMapUpdateElem.Call(),
+		)
+	}
+	if off.ids.ok {
+		insns = append(insns, cloneInsns(off, rb, drops)...)
+	}
+	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return insns
+}
+
+// cloneInsns writes the clone record of forkInsns, R6 the parent, R7 the
+// child; it jumps to "exit" when there is none to write.
+func cloneInsns(off taskOffsets, rb, drops int) asm.Instructions {
+	ids := off.ids
+	// fp-24: the parent's struct pid, fp-28: its level.
+	insns := readKernel(asm.R6, ids.threadPID, -24, 8)
+	insns = append(insns,
+		asm.LoadMem(asm.R8, asm.RFP, -24, asm.DWord),
+		asm.JEq.Imm(asm.R8, 0, "exit"),
+	)
+	insns = append(insns, readKernel(asm.R8, ids.level, -28, 4)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R9, asm.RFP, -28, asm.Word),
+		asm.JEq.Imm(asm.R9, 0, "exit"), // the initial namespace
+	)
+	// fp-32: the child's struct pid, then fp-36: its id at that level,
+	// numbers[level].nr.
+	insns = append(insns, readKernel(asm.R7, ids.threadPID, -32, 8)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R8, asm.RFP, -32, asm.DWord),
+		asm.JEq.Imm(asm.R8, 0, "exit"),
+		asm.Mul.Imm(asm.R9, ids.upidSize),
+		asm.Add.Reg(asm.R8, asm.R9),
+	)
+	insns = append(insns, readKernel(asm.R8, ids.numbers+ids.nr, -36, 4)...)
+	// fp-40: the child's id, fp-44: the parent's (a thread), fp-48:
+	// its tgid.
+	insns = append(insns, readU32(asm.R7, off.pid, -40)...)
+	insns = append(insns, readU32(asm.R6, off.pid, -44)...)
+	insns = append(insns, readU32(asm.R6, off.tgid, -48)...)
+	insns = append(insns,
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.LoadMapPtr(asm.R1, rb),
+		asm.Mov.Imm(asm.R2, cloneRecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "clonedrop"),
+	)
+	for i, slot := range []int16{-44, -48, -40, -36} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, slot, asm.Word),
+			asm.StoreMem(asm.R0, int16(4*i), asm.R1, asm.Word),
+		)
+	}
+	insns = append(insns,
+		asm.StoreMem(asm.R0, 16, asm.R8, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("exit"),
+	)
+	return append(insns, countDrop(drops, "clonedrop")...)
+}
+
+// countDrop adds one to the per-CPU counter of the array drops, from the
+// label sym, then goes to "exit".
+func countDrop(drops int, sym string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, -52, 0, asm.Word).WithSymbol(sym),
+		asm.LoadMapPtr(asm.R1, drops),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -52),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord), // per CPU: no race
+		asm.Ja.Label("exit"),
+	}
 }
 
 // exitInsns returns the program of the sched_process_exit raw tracepoint

@@ -46,6 +46,24 @@ type Options struct {
 	// RingBytes is the ring buffer's size, a power of two number of
 	// pages; 0 for DefaultRingBytes.
 	RingBytes int
+	// Clones reports the tasks created by the followed processes (every
+	// process's with All) in a PID namespace other than the initial
+	// one, with the id their creator knows them by, which no perf
+	// record carries (the return value of clone in the creator): a
+	// caller need not enable the clone system calls' tracepoints,
+	// which make every system call of every task on the machine take
+	// the kernel's tracing path. [SwitchIns.Clones] says whether the
+	// kernel's BTF let the program do it.
+	Clones bool
+}
+
+// Clone is a task created in a PID namespace other than the initial one.
+type Clone struct {
+	// Parent is the creating thread, PID its process, Child the new
+	// task (host ids), NSID the new task's id in the creator's PID
+	// namespace.
+	Parent, PID, Child, NSID int32
+	Time                     int64 // ns of CLOCK_MONOTONIC
 }
 
 // SwitchIn is one thread coming back onto a CPU.
@@ -65,6 +83,12 @@ type SwitchIns struct {
 	rec                  ringbuf.Record
 	closed               bool
 	skipsSameProcess     bool
+	// typed says the sched_switch program is BTF-typed (tp_btf);
+	// typedErr is why not.
+	typed    bool
+	typedErr error
+	// clones says the fork program writes Clone records.
+	clones bool
 }
 
 // Open loads the programs and attaches them: switch-ins are recorded from
@@ -92,6 +116,10 @@ func Open(opts Options) (s *SwitchIns, err error) {
 		return nil, fmt.Errorf("bpf: drop counter map: %w", err)
 	}
 	targets := 0
+	s.clones = opts.Clones && off.ids.ok
+	if !s.clones {
+		off.ids.ok = false
+	}
 	if !opts.All {
 		if s.targets, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nsprof_swtgid", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxTargets}); err != nil {
 			return nil, fmt.Errorf("bpf: target map: %w", err)
@@ -104,7 +132,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 		targets = s.targets.FD()
 		// The fork program first, so no child forked once switch-ins
 		// are reported is missed.
-		if err = s.attach("nsprof_fork", "sched_process_fork", forkInsns(off, targets)); err != nil {
+		if err = s.attach("nsprof_fork", "sched_process_fork", forkInsns(off, targets, s.ring.FD(), s.drops.FD())); err != nil {
 			return nil, err
 		}
 		if off.exitGroupDead {
@@ -113,8 +141,18 @@ func Open(opts Options) (s *SwitchIns, err error) {
 			}
 		}
 	}
-	if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
-		return nil, err
+	if opts.All && s.clones {
+		if err = s.attach("nsprof_fork", "sched_process_fork", forkInsns(off, 0, s.ring.FD(), s.drops.FD())); err != nil {
+			return nil, err
+		}
+	}
+	// BTF-typed where the kernel can (Linux 5.5 and later): cheaper at
+	// each switch of the machine; else through helper calls.
+	typed := switchInBTFInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)
+	if s.typedErr = s.attachTyped("nsprof_swin", "sched_switch", typed); s.typedErr == nil {
+		s.typed = true
+	} else if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
+		return nil, fmt.Errorf("%w (and as a BTF-typed program: %v)", err, s.typedErr)
 	}
 	s.swin = s.progs[len(s.progs)-1]
 	if s.rd, err = ringbuf.NewReader(s.ring); err != nil {
@@ -143,6 +181,36 @@ func (s *SwitchIns) attach(name, tp string, insns asm.Instructions) error {
 	s.links = append(s.links, l)
 	return nil
 }
+
+// attachTyped loads insns as a BTF-typed raw tracepoint program (tp_btf)
+// and attaches it to tp. On an error nothing is left loaded.
+func (s *SwitchIns) attachTyped(name, tp string, insns asm.Instructions) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp, Instructions: insns, License: "GPL"})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("bpf: BTF-typed program for %s refused by the verifier: %+v", tp, ve)
+		}
+		return fmt.Errorf("bpf: loading the BTF-typed program for %s: %w", tp, err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("bpf: attaching to BTF-typed tracepoint %s: %w", tp, err)
+	}
+	s.progs = append(s.progs, prog)
+	s.links = append(s.links, l)
+	return nil
+}
+
+// Clones says whether the program reports Clone records
+// (Options.Clones).
+func (s *SwitchIns) Clones() bool { return s.clones }
+
+// Typed says whether the sched_switch program is BTF-typed (tp_btf,
+// direct loads of the tasks' fields) rather than a raw tracepoint
+// program reading them through helper calls.
+func (s *SwitchIns) Typed() bool { return s.typed }
 
 // SkipsSameProcess says whether the program leaves out the switch-ins
 // from threads of the same process (Options.SkipSameProcess).
@@ -186,9 +254,9 @@ func (s *SwitchIns) Pending() int {
 }
 
 // Read calls fn with each switch-in recorded and not read yet, in the
-// order they were written, and returns how many it read. It never
-// waits.
-func (s *SwitchIns) Read(fn func(SwitchIn)) (int, error) {
+// order they were written, and clone with each Clone record (when not
+// nil), and returns how many switch-ins it read. It never waits.
+func (s *SwitchIns) Read(fn func(SwitchIn), clone func(Clone)) (int, error) {
 	if s.closed {
 		return 0, errClosed
 	}
@@ -202,6 +270,18 @@ func (s *SwitchIns) Read(fn func(SwitchIn)) (int, error) {
 			return n, fmt.Errorf("bpf: reading switch-ins: %w", err)
 		}
 		raw := s.rec.RawSample
+		if len(raw) == cloneRecordSize {
+			if clone != nil {
+				clone(Clone{
+					Parent: int32(binary.NativeEndian.Uint32(raw)),
+					PID:    int32(binary.NativeEndian.Uint32(raw[4:])),
+					Child:  int32(binary.NativeEndian.Uint32(raw[8:])),
+					NSID:   int32(binary.NativeEndian.Uint32(raw[12:])),
+					Time:   int64(binary.NativeEndian.Uint64(raw[16:])),
+				})
+			}
+			continue
+		}
 		if len(raw) < recordSize {
 			continue
 		}
@@ -215,9 +295,10 @@ func (s *SwitchIns) Read(fn func(SwitchIn)) (int, error) {
 	return n, nil
 }
 
-// Lost returns how many switch-ins were lost: found the ring buffer
-// full, or not seen because the kernel did not run the program (its
-// recursion misses: it was running on the CPU already).
+// Lost returns how many records (switch-ins, clones) were lost: found
+// the ring buffer full, or not seen because the kernel did not run the
+// sched_switch program (its recursion misses: it was running on the CPU
+// already).
 func (s *SwitchIns) Lost() (uint64, error) {
 	if s.closed {
 		return 0, errClosed

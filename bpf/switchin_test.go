@@ -1,8 +1,11 @@
 package bpf
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +67,7 @@ func TestFollowsForkedChildren(t *testing.T) {
 				idle++
 			}
 			pids[r.PID] = true
-		}); err != nil {
+		}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +130,7 @@ func TestAllTasks(t *testing.T) {
 				outside++
 			}
 		}
-	}); err != nil {
+	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if seen == 0 || idle != 0 || outside != 0 {
@@ -143,9 +146,86 @@ func TestCloseTwice(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Read(func(SwitchIn) {}); err == nil {
+	if _, err := s.Read(func(SwitchIn) {}, nil); err == nil {
 		t.Error("Read after Close: no error")
 	}
 }
 
 func monotonic() int64 { return unix.MonotonicNow() }
+
+// TestTypedProgram checks that the sched_switch program loads BTF-typed
+// (the kernel's verifier accepts its direct loads), and that it writes
+// the switch-ins between threads of a process without perf events:
+// SkipSameProcess leaves out only those a perf event of the thread
+// leaving tells. pingpong, pinned to one CPU, hands it between its two
+// threads twice a round.
+func TestTypedProgram(t *testing.T) {
+	bin := testutils.BuildFixture(t, "pingpong")
+	cmd := exec.Command("taskset", "-c", "0", bin, "2000")
+	s := open(t, Options{TGIDs: []int{os.Getpid()}, SkipSameProcess: true})
+	if !s.Typed() {
+		testutils.RequireCI(t, "the BTF-typed switch-in program did not load (Linux 5.5+ with BTF needed): %v", s.typedErr)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v", cmd, err)
+	}
+	pid := int32(cmd.Process.Pid)
+	tids := map[int32]int{}
+	if _, err := s.Read(func(r SwitchIn) {
+		if r.PID == pid {
+			tids[r.TID]++
+		}
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// taskset execs pingpong: its process, with its thread.
+	n := 0
+	for _, k := range tids {
+		n += k
+	}
+	if len(tids) < 2 || n < 2*2000 {
+		t.Errorf("switch-ins of pingpong (pid %d): %d, of threads %v; want at least %d, of its 2 threads", pid, n, tids, 2*2000)
+	}
+}
+
+// TestClones checks the clone records, of followed processes and of all:
+// a shell in a new PID namespace (unshare, whose own fork is in the
+// initial one: no record) starts a sleep and prints its id as the shell
+// knows it; a record names the sleep with that id and its host id.
+func TestClones(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all=%t", all), func(t *testing.T) { testClones(t, all) })
+	}
+}
+
+func testClones(t *testing.T, all bool) {
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	s := open(t, Options{All: all, TGIDs: []int{os.Getpid()}, Clones: true})
+	if !s.Clones() {
+		testutils.RequireCI(t, "the kernel's BTF gives no struct pid offsets: no clone records")
+	}
+	out, err := exec.Command(unshare, "--pid", "--fork", "sh", "-c", "sleep 0.05 & echo $!; wait").Output()
+	if err != nil {
+		testutils.RequireCI(t, "unshare --pid: %v", err)
+	}
+	nsid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("the shell printed %q", out)
+	}
+	var clones []Clone
+	if _, err := s.Read(func(SwitchIn) {}, func(c Clone) { clones = append(clones, c) }); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range clones {
+		if c.NSID == int32(nsid) && c.Child != c.NSID && c.Child > 0 && c.Parent == c.PID && c.Time > 0 {
+			found = true
+		}
+		if c.NSID == c.Child {
+			t.Errorf("clone record of a task whose id is the host's: %+v", c)
+		}
+	}
+	if !found {
+		t.Errorf("no clone record of the sleep, id %d in its namespace: %+v", nsid, clones)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // (host ids) it maps a namespaced thread to its host id even when the
 // thread exits before /proc can be read (Orbit's design, seed 004). dash
 // starts commands with vfork, glibc's fork uses clone, pthread_create
-// clone3.
+// clone3. With --off-cpu and the BPF program loaded, its fork program
+// gives those ids instead (bpf.Clone, see dropCloneTracepoints).
 var cloneTracepoints = []string{
 	"syscalls:sys_exit_clone",
 	"syscalls:sys_exit_clone3",

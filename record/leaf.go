@@ -103,12 +103,17 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 // leafTracepointMaxStack is the most stack the leaf step copies at a
 // tracepoint hit (a context switch of Options.OffCPU, a system call of
 // Options.Blocking): the task is in a system call, below libc wrappers
-// whose frames are small (the offcpu fixture's fixture_block, under
-// nanosleep and clock_nanosleep, needs 128 bytes). Half the default
-// copy, which was most of each record: on two threads ping-ponging
-// through a pipe the rings of a loaded 2-CPU VM overflowed with 512
-// bytes a switch (up to 166 k records lost in a run) and not with 256.
-const leafTracepointMaxStack = 256
+// whose frames are small. glibc 2.36's blocking wrappers (read, write,
+// poll, epoll_wait, recv, send, accept, wait4, clock_nanosleep) have
+// their return address within 48 bytes of the stack pointer at the
+// system call; the offcpu fixture's fixture_block, under nanosleep and
+// clock_nanosleep, needs 128 (TestOffCPUFixture fails with 64), and so do
+// Python's threads waiting on a lock (8 % of their stacks left without
+// their caller with 64, none with 128, as with 256) and Go's runtime
+// (37 % with 64, 2 % with 128 or 256). Each byte is copied at every
+// switch: 256 cost the ping-pong bench about 2 % of the workload's time
+// more (PRIO=10 PIN=0, against 128).
+const leafTracepointMaxStack = 128
 
 // leafTracepointStack sets the stack copy of the tracepoint hits with
 // stacks to at most leafTracepointMaxStack when popts copy stacks for

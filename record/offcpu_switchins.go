@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"slices"
 
 	"nsprof/bpf"
 	"nsprof/capture"
@@ -49,7 +50,7 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	}
 	// The tracepoint's per-task events see every switch out of a
 	// followed thread, and so the switch-ins it hands its CPU to.
-	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system"}
+	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system", Clones: true}
 	switch mode {
 	case "command":
 		opts.TGIDs = []int{r.child.pid()}
@@ -80,7 +81,9 @@ func (o *offCPU) feedSwitchIns(r *recorder, upTo int64) {
 			s.next = 0
 		}
 		s.readAt = capture.Now()
-		_, s.err = s.prog.Read(func(in bpf.SwitchIn) { s.pending = append(s.pending, in) })
+		_, s.err = s.prog.Read(func(in bpf.SwitchIn) { s.pending = append(s.pending, in) }, func(c bpf.Clone) {
+			r.tr.cloneReturned(int(c.PID), int(c.Parent), int(c.NSID), c.Time)
+		})
 		if s.err != nil {
 			r.logf("off-CPU: %v; the switch-ins after it are missing", s.err)
 		}
@@ -147,7 +150,14 @@ func (r *recorder) setupOffCPU(popts *perf.Options, mode string) error {
 	switch {
 	case err == nil:
 		r.off.bpf = s
-		r.notef("off-CPU: switch-ins from a BPF program on the sched_switch raw tracepoint")
+		if s.prog.Clones() {
+			r.dropCloneTracepoints(popts)
+		}
+		kind := "raw tracepoint"
+		if s.prog.Typed() {
+			kind = "BTF-typed raw tracepoint (tp_btf)"
+		}
+		r.notef("off-CPU: switch-ins from a BPF program on the sched_switch %s", kind)
 	case r.opts.OffCPUSwitchIns == OffCPUSwitchInsBPF:
 		return err
 	default:
@@ -163,4 +173,19 @@ func (r *recorder) setupOffCPU(popts *perf.Options, mode string) error {
 	popts.RingPages = max(popts.RingPages, tracingRingPages())
 	leafTracepointStack(popts)
 	return nil
+}
+
+// dropCloneTracepoints takes the clone tracepoints out of popts when the
+// BPF program reports the clones (bpf.Options.Clones): enabled, they make
+// every system call of every task on the machine take the kernel's
+// tracing path, about 2 % of a ping-pong's time through pipes.
+func (r *recorder) dropCloneTracepoints(popts *perf.Options) {
+	if len(r.clonesTP) == 0 {
+		return
+	}
+	popts.CPUWideTracepoints = slices.DeleteFunc(popts.CPUWideTracepoints, func(name string) bool {
+		return slices.Contains(cloneTracepoints, name)
+	})
+	r.clonesTP = nil
+	r.notef("off-CPU: the ids of tasks created in PID namespaces from the BPF program, not from clone tracepoints")
 }
