@@ -20,9 +20,7 @@ import (
 // The BPF program follows processes by their id: a thread id given as
 // such followed nothing, and every sleep lost its switch-in.
 func TestOffCPUPidIsThread(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "blocking")
 	dir := t.TempDir()
 	// 30 sleeps and 30 timerfd reads of 100 ms: about 6 s, while a
@@ -84,9 +82,7 @@ func otherThread(t *testing.T, pid int) int {
 // the one waiting in pthread_join without a perf event to say it: the
 // program must write that switch-in).
 func TestOffCPUSameProcessSwitchIns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "pingpong")
 	capPath := filepath.Join(t.TempDir(), "off.syscap")
 	const rounds = 20000

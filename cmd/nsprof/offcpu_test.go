@@ -69,9 +69,7 @@ func checkSwitchIns(t *testing.T, capPath, source string) {
 // and what the fixture measured of its own functions, in ns.
 func offCPUFixture(t *testing.T, iterations int, source string) (capPath string, block, spin int64) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "offcpu")
 	dir := t.TempDir()
 	capPath = filepath.Join(dir, "off.syscap")
@@ -225,9 +223,7 @@ func startInPIDNamespace(t *testing.T, bin string, iterations int, out string) (
 // the blocking and the spinning function (the recording starts and, with
 // -a, ends in the middle of an iteration: 30 % allowed).
 func TestOffCPUTargets(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "offcpu")
 	for _, source := range switchInSources {
 		for _, mode := range []string{"-p", "-a"} {
@@ -291,9 +287,7 @@ func testOffCPUTarget(t *testing.T, bin, mode, source string) {
 // process spinning beside it all along (the same fixture binary), nor of
 // nsprof; the summary counts those left out.
 func TestOffCPUPerCPUSamplesTargetOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "offcpu")
 	for _, mode := range []string{"command", "-p"} {
 		t.Run(mode, func(t *testing.T) {
@@ -560,9 +554,7 @@ func pprofTotal(t *testing.T, capPath, fn, typ string, args ...string) int64 {
 // off-CPU time under the sleeping marker, with the stack through main,
 // labelled with its container and namespace pid.
 func TestOffCPUPodmanRootless(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testutils.RequireCI(t, "recording tests need root")
-	}
+	testutils.RequireRoot(t, "recording tests need root")
 	pid, id := containers.StartPodmanRootless(t, "overlay")
 	capPath := filepath.Join(t.TempDir(), "off.syscap")
 	if _, stderr, status := nsprof(t, nil, "record", "--off-cpu", "-p", fmt.Sprint(pid), "--duration", "2", "-o", capPath); status != 0 {
