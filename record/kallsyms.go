@@ -87,6 +87,8 @@ func (r *recorder) readKallsyms(ks *kernelSymbols, kc *kernelCache) {
 	}
 	k, err := symbol.NewKallsyms(text)
 	switch {
+	case err != nil && ks.k != nil:
+		return // read again for an address the cached text may not name: keep that one
 	case errors.Is(err, symbol.ErrRestrictedKernel):
 		r.logf("/proc/kallsyms shows zero addresses (kptr_restrict): kernel frames will not be named")
 	case err != nil:

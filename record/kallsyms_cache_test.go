@@ -88,3 +88,43 @@ func TestKallsymsCached(t *testing.T) {
 		}
 	}
 }
+
+// TestKallsymsCachedKeptWhenReadFails checks that a cached text stays in
+// use when /proc/kallsyms, read again for an address outside what the
+// cached text names for sure, cannot be indexed.
+func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
+	root, sys := t.TempDir(), t.TempDir()
+	for name, text := range map[string]string{
+		root + "/kallsyms":                  "ffffffff81000000 T _stext\nffffffff81000100 T schedule\nffffffff81000200 T _etext\n",
+		root + "/sys/kernel/random/boot_id": "boot\n",
+		sys + "/kernel/notes":               "notes",
+	} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	table := func() kernelTable {
+		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
+		r.sym.cache = cache
+		k, err := r.kernelTable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	table() // fills the cache
+	if err := os.WriteFile(root+"/kallsyms", []byte("0000000000000000 T _stext\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := table()
+	k.Lookup(0xffffffffc0000000) // outside: read again, restricted now
+	if s, ok := k.Lookup(0xffffffff81000150); !ok || s.Name != "schedule" {
+		t.Errorf("after a failed read, %+v (%v), want the cached text's schedule", s, ok)
+	}
+}
