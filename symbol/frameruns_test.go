@@ -1,0 +1,84 @@
+package symbol
+
+import (
+	"slices"
+	"sort"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+// runFrames returns the frames runs give pc, nil when no run holds it.
+func runFrames(runs []FrameRange, pc uint64) []Frame {
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].Hi > pc })
+	if i < len(runs) && runs[i].Lo <= pc {
+		return runs[i].Frames
+	}
+	return nil
+}
+
+// checkFrameRanges compares, at every address of every function of the
+// file at path, the frames FrameRanges gives over the function with those
+// Frames gives the address, and returns how many functions it answered
+// for and the deepest frame list of a run.
+func checkFrameRanges(t *testing.T, path string) (answered, deepest int) {
+	t.Helper()
+	l := &Loader{}
+	s, err := l.Load(openFile(t, path), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another load answers Frames, so that FrameRanges reads nothing
+	// for it first.
+	s2, err := l.Load(openFile(t, path), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, bad := 0, 0
+	for _, sym := range s.Table().All() {
+		funcs++
+		runs, ok := s.FrameRanges(sym.Addr, sym.Addr+sym.Size, 1<<16)
+		if !ok {
+			continue
+		}
+		answered++
+		for i, r := range runs {
+			if r.Lo >= r.Hi || r.Lo < sym.Addr || r.Hi > sym.Addr+sym.Size || (i > 0 && r.Lo < runs[i-1].Hi) {
+				t.Fatalf("%s: run %d [%#x, %#x) out of order or outside [%#x, %#x)", sym.Name, i, r.Lo, r.Hi, sym.Addr, sym.Addr+sym.Size)
+			}
+			deepest = max(deepest, len(r.Frames))
+		}
+		for pc := sym.Addr; pc < sym.Addr+sym.Size; pc++ {
+			want, got := s2.Frames(pc), runFrames(runs, pc)
+			if !slices.Equal(got, want) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s+%#x: runs give %v, Frames %v", sym.Name, pc-sym.Addr, got, want)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d addresses differ", path, bad)
+	}
+	t.Logf("%s: %d of %d functions answered, deepest %d frames", path, answered, funcs, deepest)
+	return answered, deepest
+}
+
+// The runs FrameRanges gives over each function of a Go binary (the
+// runtime's included) give every address the frames Frames gives it.
+func TestFrameRangesGo(t *testing.T) {
+	path := buildGo(t, "goinline", "exe", "")
+	answered, deepest := checkFrameRanges(t, path)
+	if answered < 100 || deepest < 3 {
+		t.Errorf("%d functions answered, deepest %d frames: want the runtime's and main.spin's with two inlined calls", answered, deepest)
+	}
+}
+
+// The same over a C program with inlined calls, from its DWARF.
+func TestFrameRangesDWARF(t *testing.T) {
+	path := testutils.BuildFixture(t, "inlined", "-O2")
+	answered, deepest := checkFrameRanges(t, path)
+	if answered < 2 || deepest < 3 {
+		t.Errorf("%d functions answered, deepest %d frames: want inl_outer's chain of two inlined calls", answered, deepest)
+	}
+}
