@@ -1,7 +1,9 @@
 package symcache
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,6 +29,12 @@ func testEntry() *Entry {
 			0x1030: {{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
 			0x1040: {},
 			0x2000: {{Function: "", File: "/src/b.cc", Line: 7}},
+		},
+		Covered: []Span{{0x1000, 0x1020}, {0x1020, 0x1120}},
+		Ranges: []symbol.FrameRange{
+			{Lo: 0x1000, Hi: 0x1008, Frames: []symbol.Frame{{Function: "_start", File: "/src/s.S", Line: 3}}},
+			{Lo: 0x1020, Hi: 0x1030, Frames: []symbol.Frame{{Function: "main", File: "/src/a.c", Line: 39}}},
+			{Lo: 0x1030, Hi: 0x1034, Frames: []symbol.Frame{{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}}},
 		},
 	}
 }
@@ -307,6 +315,65 @@ func TestTrimEvictsOldest(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c.Dir(), "README")); err != nil {
 		t.Errorf("Trim removed a file that is no entry: %v", err)
+	}
+}
+
+// FramesAt answers from Frames, then from the runs, and for an address
+// in a covered function outside every run with no frames; elsewhere it
+// does not know.
+func TestFramesAt(t *testing.T) {
+	e := testEntry()
+	for _, c := range []struct {
+		va     uint64
+		frames int
+		ok     bool
+	}{
+		{0x1030, 2, true}, // Frames
+		{0x1031, 2, true}, // a run
+		{0x1000, 1, true},
+		{0x1008, 0, true}, // covered, in no run
+		{0x111f, 0, true},
+		{0x1120, 0, false},
+		{0x0fff, 0, false},
+		{0x2001, 0, false},
+	} {
+		fr, ok := e.FramesAt(c.va)
+		if len(fr) != c.frames || ok != c.ok {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %d frames, %v", c.va, fr, ok, c.frames, c.ok)
+		}
+	}
+	if !e.IsCovered(0x1020, 0x1120) || e.IsCovered(0x1010, 0x1030) || e.IsCovered(0x1100, 0x1121) {
+		t.Error("IsCovered is wrong")
+	}
+}
+
+// Runs that would answer for addresses the entry does not cover, or
+// give no frames, make the entry corrupt; an entry of version 1 (no
+// runs) is still read.
+func TestDecodeRanges(t *testing.T) {
+	for name, mod := range map[string]func(e *Entry){
+		"run outside": func(e *Entry) { e.Ranges[0].Hi = 0x1021 },
+		"run across":  func(e *Entry) { e.Ranges[1].Lo = 0x1010 },
+		"no frames":   func(e *Entry) { e.Ranges[2].Frames = nil },
+		"overlap":     func(e *Entry) { e.Covered[1].Lo = 0x1010 },
+		"empty":       func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo },
+	} {
+		e := testEntry()
+		mod(e)
+		if _, err := decode(testKey, encode(testKey, e)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: decode error %v, want ErrCorrupt", name, err)
+		}
+	}
+	e := testEntry()
+	e.Covered, e.Ranges = nil, nil
+	b := encode(testKey, e)
+	b = b[:len(b)-2] // no counts of covered spans and runs
+	b[len(magic)] = 1
+	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
+	binary.LittleEndian.PutUint32(b[len(magic)+12:], crc32.Checksum(b[headerSize:], castagnoli()))
+	got, err := decode(testKey, b)
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Errorf("version 1 entry: %v, %+v", err, got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sort"
 	"sync"
 
 	"nsprof/symbol"
@@ -28,12 +29,49 @@ type Entry struct {
 	// so far, innermost first; an address without any maps to an empty
 	// slice, so that it is not resolved again.
 	Frames map[uint64][]symbol.Frame
+	// Covered are ranges of link-time addresses (whole functions) whose
+	// frames Ranges gives all of: an address in one of them and in no
+	// run of Ranges has none. Sorted, disjoint, none empty.
+	Covered []Span
+	// Ranges are runs of addresses within Covered with the same frames
+	// ([symbol.Symbols.FrameRanges]). Sorted, disjoint, none empty, each
+	// with at least one frame.
+	Ranges []symbol.FrameRange
 }
 
-// magic starts every entry file; version is the format's.
+// Span is a range of addresses, [Lo, Hi).
+type Span struct{ Lo, Hi uint64 }
+
+// FramesAt returns the frames e knows of the link-time address va: from
+// Frames, else from the run of Ranges holding it (none when va is in a
+// span of Covered outside every run). ok is false when e does not know.
+func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
+	if fr, ok := e.Frames[va]; ok {
+		return fr, true
+	}
+	i := sort.Search(len(e.Covered), func(i int) bool { return e.Covered[i].Hi > va })
+	if i == len(e.Covered) || va < e.Covered[i].Lo {
+		return nil, false
+	}
+	j := sort.Search(len(e.Ranges), func(j int) bool { return e.Ranges[j].Hi > va })
+	if j < len(e.Ranges) && e.Ranges[j].Lo <= va {
+		return e.Ranges[j].Frames, true
+	}
+	return nil, true
+}
+
+// IsCovered reports whether the whole of [lo, hi) is in one span of
+// Covered.
+func (e *Entry) IsCovered(lo, hi uint64) bool {
+	i := sort.Search(len(e.Covered), func(i int) bool { return e.Covered[i].Hi > lo })
+	return i < len(e.Covered) && e.Covered[i].Lo <= lo && hi <= e.Covered[i].Hi
+}
+
+// magic starts every entry file; version is the format's. Version 1,
+// without Covered and Ranges, is still read.
 const (
 	magic   = "nsprofSC"
-	version = 1
+	version = 2
 )
 
 // flagNoLines marks an Entry.NoLines.
@@ -107,6 +145,28 @@ func encode(key string, e *Entry) []byte {
 			body = binary.AppendUvarint(body, uint64(f.Line))
 		}
 	}
+	// Covered, then Ranges: each start as the distance from the end of
+	// the one before, then its length.
+	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
+	prev = 0
+	for _, c := range e.Covered {
+		body = binary.AppendUvarint(body, c.Lo-prev)
+		body = binary.AppendUvarint(body, c.Hi-c.Lo)
+		prev = c.Hi
+	}
+	body = binary.AppendUvarint(body, uint64(len(e.Ranges)))
+	prev = 0
+	for _, r := range e.Ranges {
+		body = binary.AppendUvarint(body, r.Lo-prev)
+		body = binary.AppendUvarint(body, r.Hi-r.Lo)
+		prev = r.Hi
+		body = binary.AppendUvarint(body, uint64(len(r.Frames)))
+		for _, f := range r.Frames {
+			body = binary.AppendUvarint(body, intern(f.Function))
+			body = binary.AppendUvarint(body, intern(f.File))
+			body = binary.AppendUvarint(body, uint64(f.Line))
+		}
+	}
 	var p []byte
 	p = appendString(p, key)
 	p = appendString(p, e.Source)
@@ -143,7 +203,8 @@ func decode(key string, b []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
 	}
 	h := b[len(magic):]
-	if v := binary.LittleEndian.Uint32(h); v != version {
+	v := binary.LittleEndian.Uint32(h)
+	if v != version && v != 1 {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, version)
 	}
 	n := binary.LittleEndian.Uint64(h[4:])
@@ -202,6 +263,20 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
+	// frames reads n frames of the address va.
+	frames := func(n int, va uint64) []symbol.Frame {
+		fr := make([]symbol.Frame, 0, n)
+		for range n {
+			f := symbol.Frame{Function: str(), File: str()}
+			line := d.uvarint()
+			if line > maxLine {
+				d.fail("address %#x: line %d", va, line)
+			}
+			f.Line = int(line)
+			fr = append(fr, f)
+		}
+		return fr
+	}
 	nva := d.count(2)
 	e.Frames = make(map[uint64][]symbol.Frame, nva)
 	var va uint64
@@ -221,28 +296,81 @@ func decode(key string, b []byte) (*Entry, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		fr := make([]symbol.Frame, 0, nf)
-		for range nf {
-			f := symbol.Frame{Function: str(), File: str()}
-			line := d.uvarint()
-			if line > maxLine {
-				d.fail("address %#x: line %d", va, line)
-			}
-			f.Line = int(line)
-			fr = append(fr, f)
-		}
+		fr := frames(nf, va)
 		if d.err != nil {
 			return nil, d.err
 		}
 		e.Frames[va] = fr
 	}
+	if v >= 2 {
+		if err := decodeRanges(&d, e, frames); err != nil {
+			return nil, err
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the last address", len(d.b))
+		d.fail("%d bytes after the last range", len(d.b))
 	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return e, nil
+}
+
+// decodeRanges reads e's Covered and Ranges, checking that they are
+// sorted, disjoint and not empty, and that each run lies in a covered
+// span and has frames: a run outside would answer for an address the
+// entry does not know.
+func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.Frame) error {
+	span := func(prev uint64, what string, i int) (lo, hi uint64) {
+		gap, n := d.uvarint(), d.uvarint()
+		lo, hi = prev+gap, prev+gap+n
+		if d.err == nil && (lo < prev || hi <= lo) {
+			d.fail("%s %d: empty, out of order or overflowing", what, i)
+		}
+		return lo, hi
+	}
+	nc := d.count(2)
+	if nc > 0 {
+		e.Covered = make([]Span, 0, nc)
+	}
+	prev := uint64(0)
+	for i := range nc {
+		lo, hi := span(prev, "covered range", i)
+		if d.err != nil {
+			return d.err
+		}
+		e.Covered = append(e.Covered, Span{lo, hi})
+		prev = hi
+	}
+	nr := d.count(3)
+	if nr > 0 {
+		e.Ranges = make([]symbol.FrameRange, 0, nr)
+	}
+	prev = 0
+	c := 0 // the covered span the runs are in so far
+	for i := range nr {
+		lo, hi := span(prev, "run", i)
+		for d.err == nil && c < len(e.Covered) && e.Covered[c].Hi <= lo {
+			c++
+		}
+		if d.err == nil && (c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi) {
+			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
+		}
+		nf := d.count(3)
+		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
+			d.fail("run %d: %d frames", i, nf)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		fr := frames(nf, lo)
+		if d.err != nil {
+			return d.err
+		}
+		e.Ranges = append(e.Ranges, symbol.FrameRange{Lo: lo, Hi: hi, Frames: fr})
+		prev = hi
+	}
+	return d.err
 }
 
 // decoder reads varints and strings from b; the first error sticks.
