@@ -1,10 +1,12 @@
 package record
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -69,7 +71,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	fromEntry := func() *symbol.Symbols { return symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source) }
 	if e != nil {
 		for _, va := range vas {
-			if fr, ok := e.Frames[va]; ok {
+			if fr, ok := e.FramesAt(va); ok {
 				out[va] = sourceFrames(fr)
 			} else {
 				missing = append(missing, va)
@@ -129,18 +131,84 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		Frames:   make(map[uint64][]symbol.Frame),
 	}
 	if e != nil {
-		next.Frames = e.Frames
+		next.Frames, next.Covered, next.Ranges = e.Frames, e.Covered, e.Ranges
 	}
+	o.cacheFunctions(next, fresh)
 	for va, fr := range fresh {
 		if len(next.Frames) >= maxCachedAddrs {
 			break
 		}
-		next.Frames[va] = symbolFrames(fr)
+		if _, ok := next.FramesAt(va); !ok {
+			next.Frames[va] = symbolFrames(fr)
+		}
 	}
 	if err := c.Put(key, next); err != nil {
 		logf("%s: %v", o.path, err)
 	}
 	return out, use
+}
+
+// Bounds on the runs of frames (symbol.FrameRange) an entry keeps.
+const (
+	// maxRunsPerFunction: a function of more runs keeps only the
+	// frames of its addresses resolved.
+	maxRunsPerFunction = 1 << 16
+	// maxCachedRuns: beyond it, functions newly sampled keep only the
+	// frames of their addresses resolved.
+	maxCachedRuns = 1 << 22
+)
+
+// cacheFunctions adds to e the frames of every address of the functions
+// (symbols) holding the addresses resolved, fresh, that e does not
+// cover yet, so that addresses new to later recordings in the same
+// functions are answered without the file being read: the frames of a
+// function as runs of addresses with the same ones
+// ([symbol.Symbols.FrameRanges]). The frames of fresh addresses these
+// cover are left out of e.Frames.
+func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.SourceFrame) {
+	if !o.syms.HasLines() {
+		return // no frames anywhere: NoLines says so
+	}
+	runs := len(e.Ranges)
+	var spans []symcache.Span
+	var added []symbol.FrameRange
+	seen := make(map[uint64]bool)
+	for _, va := range sortedKeys(fresh) {
+		sym, ok := o.syms.Lookup(va)
+		if !ok || sym.Size == 0 || seen[sym.Addr] || runs >= maxCachedRuns {
+			continue
+		}
+		seen[sym.Addr] = true
+		lo, hi := sym.Addr, sym.Addr+sym.Size
+		if hi < lo || overlaps(e.Covered, lo, hi) || (len(spans) > 0 && spans[len(spans)-1].Hi > lo) {
+			continue
+		}
+		rs, ok := o.syms.FrameRanges(lo, hi, maxRunsPerFunction)
+		if !ok {
+			continue
+		}
+		spans = append(spans, symcache.Span{Lo: lo, Hi: hi})
+		added = append(added, rs...)
+		runs += len(rs)
+	}
+	if len(spans) == 0 {
+		return
+	}
+	e.Covered = append(slices.Clip(e.Covered), spans...)
+	slices.SortFunc(e.Covered, func(a, b symcache.Span) int { return cmp.Compare(a.Lo, b.Lo) })
+	e.Ranges = append(slices.Clip(e.Ranges), added...)
+	slices.SortFunc(e.Ranges, func(a, b symbol.FrameRange) int { return cmp.Compare(a.Lo, b.Lo) })
+	for va := range e.Frames {
+		if e.IsCovered(va, va+1) {
+			delete(e.Frames, va)
+		}
+	}
+}
+
+// overlaps reports whether [lo, hi) overlaps a span of sorted spans.
+func overlaps(spans []symcache.Span, lo, hi uint64) bool {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].Hi > lo })
+	return i < len(spans) && spans[i].Lo < hi
 }
 
 // dropLines lets go of o's line tables (a Go binary's pclntab, DWARF

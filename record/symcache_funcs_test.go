@@ -1,0 +1,158 @@
+package record
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/symbol"
+	"nsprof/symcache"
+)
+
+// checkNewAddresses bundles the file offsets first with a cache, then
+// others (seen, which the first did not sample, in the same functions),
+// with the cache and without it: the bundle of seen must name the same
+// symbols and source frames either way, and take all of them from the
+// cache without reading the file.
+func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint64) {
+	t.Helper()
+	const pid, base = 42, 0x7f0000000000
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + uint64(st.Size()), BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		return syms, lines, s.cacheUses
+	}
+	wantSyms, wantLines, _ := run(nil, seen)
+	inlined := 0
+	for _, l := range wantLines {
+		if len(l.Frames) > 1 {
+			inlined++
+		}
+	}
+	if len(wantSyms) == 0 || len(wantLines) == 0 || inlined == 0 {
+		t.Fatalf("without the cache: %d symbols, %d lines, %d with inlined calls: the test checks too little", len(wantSyms), len(wantLines), inlined)
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, uses := run(c, first); uses != [3]int{cacheNone: 1} {
+		t.Fatalf("first bundle: uses %v, want the file read", uses)
+	}
+	syms, lines, uses := run(c, seen)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("bundle of new addresses: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) {
+		t.Errorf("symbols with the cache differ from those without it")
+	}
+	if !reflect.DeepEqual(lines, wantLines) {
+		want := make(map[uint64][]capture.SourceFrame)
+		for _, l := range wantLines {
+			want[l.Addr] = l.Frames
+		}
+		bad := 0
+		for _, l := range lines {
+			if !reflect.DeepEqual(l.Frames, want[l.Addr]) {
+				if bad++; bad <= 5 {
+					t.Errorf("%#x: frames from the cache %v, without it %v", l.Addr, l.Frames, want[l.Addr])
+				}
+			}
+			delete(want, l.Addr)
+		}
+		for a, fr := range want {
+			if bad++; bad <= 10 {
+				t.Errorf("%#x: no frames from the cache, without it %v", a, fr)
+			}
+		}
+	}
+	t.Logf("%d addresses new to the cache, %d with source frames (%d with inlined calls), all from the cache", len(seen), len(wantLines), inlined)
+}
+
+// funcOffsets returns the file offsets of every step-th byte of the
+// named functions of the ELF file at path.
+func funcOffsets(t *testing.T, path string, step uint64, names ...string) (offs []uint64) {
+	t.Helper()
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := f.Symbols() // a Go test binary's from its line table: it has no .symtab
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[string]bool)
+	for _, n := range names {
+		want[n] = true
+	}
+	for _, s := range tab.All() {
+		if !want[s.Name] {
+			continue
+		}
+		delete(want, s.Name)
+		for d := uint64(0); d < s.Size; d += step {
+			if off, ok := f.FileOffset(s.Addr + d); ok {
+				offs = append(offs, off)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("%s: functions %v not found", path, want)
+	}
+	return offs
+}
+
+// halves splits offs into the even-indexed and the odd-indexed ones.
+func halves(offs []uint64) (even, odd []uint64) {
+	for i, o := range offs {
+		if i%2 == 0 {
+			even = append(even, o)
+		} else {
+			odd = append(odd, o)
+		}
+	}
+	return even, odd
+}
+
+// A second recording's addresses in functions the first sampled come from
+// the cache, with the frames the C program's DWARF gives them, inlined
+// calls included.
+func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	first, seen := halves(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"))
+	checkNewAddresses(t, path, id, first, seen)
+}
+
+// The same for a Go binary (this test's), from its line table and inline
+// trees.
+func TestSymbolCacheNewAddressesGo(t *testing.T) {
+	path, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	first, seen := halves(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"))
+	checkNewAddresses(t, path, id, first, seen)
+}
