@@ -82,3 +82,49 @@ func TestFrameRangesDWARF(t *testing.T) {
 		t.Errorf("%d functions answered, deepest %d frames: want inl_outer's chain of two inlined calls", answered, deepest)
 	}
 }
+
+// A Loader given the table of a source takes it instead of reading the
+// symbols there, and still reads the source lines; a table for another
+// source is not taken.
+func TestLoaderKnownTable(t *testing.T) {
+	path := testutils.BuildFixture(t, "inlined", "-O2")
+	l := &Loader{}
+	s1, err := l.Load(openFile(t, path), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := NewTable([]Symbol{{Name: "known", Addr: 0x1000, Size: 0x10}})
+	for _, src := range []string{s1.Source(), "elsewhere"} {
+		asked := false
+		l2 := &Loader{Known: func(s string) *Table {
+			asked = asked || s == s1.Source()
+			if s == src {
+				return fake
+			}
+			return nil
+		}}
+		s2, err := l2.Load(openFile(t, path), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !asked {
+			t.Errorf("Known was not asked for %q", s1.Source())
+		}
+		if took := s2.Table() == fake; took != (src == s1.Source()) {
+			t.Errorf("Known gives a table for %q: taken = %v", src, took)
+		}
+		frames := 0
+		for _, sym := range s1.Table().All() {
+			for pc := sym.Addr; pc < sym.Addr+sym.Size; pc++ {
+				want, got := s1.Frames(pc), s2.Frames(pc)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s+%#x: frames %v with a known table, %v without", sym.Name, pc-sym.Addr, got, want)
+				}
+				frames += len(got)
+			}
+		}
+		if frames == 0 {
+			t.Fatal("no frames compared")
+		}
+	}
+}
