@@ -1,7 +1,6 @@
 package record
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -66,13 +65,31 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	}
 	out := make(map[uint64][]capture.SourceFrame, len(vas))
 	var missing []uint64
-	// The entry's symbol table is indexed only when it answers: when
-	// some addresses are new to it, the file's own is read anyway.
-	fromEntry := func() *symbol.Symbols { return symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source) }
+	// The entry's symbol table names the object's addresses, and stands
+	// for the file's when the file is read for its lines (from the same
+	// source): parsing a Go toolchain binary's was most of that read.
+	var known *symbol.Table
+	fromEntry := func() *symbol.Symbols {
+		if known == nil {
+			known = symbol.NewTable(e.Symbols)
+		}
+		return symbol.SymbolsOf(known, e.Source)
+	}
 	if e != nil {
+		// Runs share frame lists: each is converted once.
+		conv := make(map[*symbol.Frame][]capture.SourceFrame)
 		for _, va := range vas {
 			if fr, ok := e.FramesAt(va); ok {
-				out[va] = sourceFrames(fr)
+				if len(fr) > 0 {
+					sf, ok := conv[&fr[0]]
+					if !ok {
+						sf = sourceFrames(fr)
+						conv[&fr[0]] = sf
+					}
+					out[va] = sf
+				} else {
+					out[va] = nil
+				}
 			} else {
 				missing = append(missing, va)
 			}
@@ -91,7 +108,11 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 			return out, cacheAll
 		}
 	}
-	if !o.loadSymbols(logf) {
+	var loaded *symbol.Symbols
+	if e != nil {
+		loaded = fromEntry()
+	}
+	if !o.loadSymbols(loaded, logf) {
 		if e == nil {
 			return nil, cacheNone
 		}
@@ -131,7 +152,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		Frames:   make(map[uint64][]symbol.Frame),
 	}
 	if e != nil {
-		next.Frames, next.Covered, next.Ranges = e.Frames, e.Covered, e.Ranges
+		next.Frames, next.Covered, next.Runs, next.FrameLists = e.Frames, e.Covered, e.Runs, e.FrameLists
 	}
 	o.cacheFunctions(next, fresh)
 	for va, fr := range fresh {
@@ -169,7 +190,7 @@ func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.So
 	if !o.syms.HasLines() {
 		return // no frames anywhere: NoLines says so
 	}
-	runs := len(e.Ranges)
+	runs := len(e.Runs)
 	var spans []symcache.Span
 	var added []symbol.FrameRange
 	seen := make(map[uint64]bool)
@@ -191,18 +212,7 @@ func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.So
 		added = append(added, rs...)
 		runs += len(rs)
 	}
-	if len(spans) == 0 {
-		return
-	}
-	e.Covered = append(slices.Clip(e.Covered), spans...)
-	slices.SortFunc(e.Covered, func(a, b symcache.Span) int { return cmp.Compare(a.Lo, b.Lo) })
-	e.Ranges = append(slices.Clip(e.Ranges), added...)
-	slices.SortFunc(e.Ranges, func(a, b symbol.FrameRange) int { return cmp.Compare(a.Lo, b.Lo) })
-	for va := range e.Frames {
-		if e.IsCovered(va, va+1) {
-			delete(e.Frames, va)
-		}
-	}
+	e.AddFunctions(spans, added)
 }
 
 // overlaps reports whether [lo, hi) overlaps a span of sorted spans.
@@ -356,10 +366,19 @@ func (o *symObj) openELF(logf func(string, ...any)) bool {
 
 // loadSymbols reads o's symbols: its own tables, or debug files found
 // inside the owning process's root first, then on the host, then
-// debuginfod.
-func (o *symObj) loadSymbols(logf func(string, ...any)) bool {
+// debuginfod. Where they come from the source of known (a cache
+// entry's), its table is taken, and only the lines are read.
+func (o *symObj) loadSymbols(known *symbol.Symbols, logf func(string, ...any)) bool {
 	l := o.loader()
 	l.Debuginfod = symbol.DebuginfodFromEnv()
+	if known != nil {
+		l.Known = func(source string) *symbol.Table {
+			if source == known.Source() {
+				return known.Table()
+			}
+			return nil
+		}
+	}
 	syms, err := l.Load(o.elf, o.path)
 	if err != nil {
 		logf("%s: no symbols: %v", o.path, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,11 @@ func testEntry() *Entry {
 			0x2000: {{Function: "", File: "/src/b.cc", Line: 7}},
 		},
 		Covered: []Span{{0x1000, 0x1020}, {0x1020, 0x1120}},
-		Ranges: []symbol.FrameRange{
-			{Lo: 0x1000, Hi: 0x1008, Frames: []symbol.Frame{{Function: "_start", File: "/src/s.S", Line: 3}}},
-			{Lo: 0x1020, Hi: 0x1030, Frames: []symbol.Frame{{Function: "main", File: "/src/a.c", Line: 39}}},
-			{Lo: 0x1030, Hi: 0x1034, Frames: []symbol.Frame{{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}}},
+		Runs:    []Run{{0x1000, 0x1008, 0}, {0x1020, 0x1030, 1}, {0x1030, 0x1034, 2}, {0x1040, 0x1044, 1}},
+		FrameLists: [][]symbol.Frame{
+			{{Function: "_start", File: "/src/s.S", Line: 3}},
+			{{Function: "main", File: "/src/a.c", Line: 39}},
+			{{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
 		},
 	}
 }
@@ -352,11 +354,13 @@ func TestFramesAt(t *testing.T) {
 // runs) is still read.
 func TestDecodeRanges(t *testing.T) {
 	for name, mod := range map[string]func(e *Entry){
-		"run outside": func(e *Entry) { e.Ranges[0].Hi = 0x1021 },
-		"run across":  func(e *Entry) { e.Ranges[1].Lo = 0x1010 },
-		"no frames":   func(e *Entry) { e.Ranges[2].Frames = nil },
+		"run outside": func(e *Entry) { e.Runs[0].Hi = 0x1021 },
+		"run across":  func(e *Entry) { e.Runs[1].Lo = 0x1010 },
+		"no list":     func(e *Entry) { e.Runs[2].Frames = 3 },
+		"no frames":   func(e *Entry) { e.FrameLists[2] = nil },
 		"overlap":     func(e *Entry) { e.Covered[1].Lo = 0x1010 },
 		"empty":       func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo },
+		"empty run":   func(e *Entry) { e.Runs[3].Hi = e.Runs[3].Lo },
 	} {
 		e := testEntry()
 		mod(e)
@@ -365,15 +369,46 @@ func TestDecodeRanges(t *testing.T) {
 		}
 	}
 	e := testEntry()
-	e.Covered, e.Ranges = nil, nil
+	e.Covered, e.Runs, e.FrameLists = nil, nil, nil
 	b := encode(testKey, e)
-	b = b[:len(b)-2] // no counts of covered spans and runs
+	b = b[:len(b)-3] // no counts of covered spans, frame lists and runs
 	b[len(magic)] = 1
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
 	binary.LittleEndian.PutUint32(b[len(magic)+12:], crc32.Checksum(b[headerSize:], castagnoli()))
 	got, err := decode(testKey, b)
 	if err != nil || !reflect.DeepEqual(got, e) {
 		t.Errorf("version 1 entry: %v, %+v", err, got)
+	}
+}
+
+// AddFunctions merges spans and runs in address order, shares equal
+// frame lists, and drops the addresses of Frames it covers.
+func TestAddFunctions(t *testing.T) {
+	e := testEntry()
+	main := []symbol.Frame{{Function: "main", File: "/src/a.c", Line: 39}}
+	g := []symbol.Frame{{Function: "g", File: "/src/g.c", Line: 1}}
+	e.AddFunctions([]Span{{0x0800, 0x0900}, {0x2000, 0x2010}}, []symbol.FrameRange{
+		{Lo: 0x0800, Hi: 0x0810, Frames: g},
+		{Lo: 0x0810, Hi: 0x0820, Frames: main},
+		{Lo: 0x0830, Hi: 0x0840, Frames: slices.Clone(g)},
+		{Lo: 0x2000, Hi: 0x2004, Frames: main},
+	})
+	if want := []Span{{0x0800, 0x0900}, {0x1000, 0x1020}, {0x1020, 0x1120}, {0x2000, 0x2010}}; !slices.Equal(e.Covered, want) {
+		t.Errorf("Covered %v, want %v", e.Covered, want)
+	}
+	if len(e.FrameLists) != 5 {
+		t.Errorf("%d frame lists, want 5 (the 3 before, and g and main once each)", len(e.FrameLists))
+	}
+	if _, ok := e.Frames[0x2000]; ok {
+		t.Error("an address of Frames the spans cover was kept")
+	}
+	if _, err := decode(testKey, encode(testKey, e)); err != nil {
+		t.Fatalf("entry after AddFunctions does not decode: %v", err)
+	}
+	for va, want := range map[uint64][]symbol.Frame{0x0805: g, 0x0815: main, 0x0835: g, 0x0825: nil, 0x2002: main, 0x2008: nil} {
+		if fr, ok := e.FramesAt(va); !ok || !slices.Equal(fr, want) {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %v", va, fr, ok, want)
+		}
 	}
 }
 

@@ -30,32 +30,40 @@ type Entry struct {
 	// slice, so that it is not resolved again.
 	Frames map[uint64][]symbol.Frame
 	// Covered are ranges of link-time addresses (whole functions) whose
-	// frames Ranges gives all of: an address in one of them and in no
-	// run of Ranges has none. Sorted, disjoint, none empty.
+	// frames Runs gives all of: an address in one of them and in no run
+	// has none. Sorted, disjoint, none empty.
 	Covered []Span
-	// Ranges are runs of addresses within Covered with the same frames
-	// ([symbol.Symbols.FrameRanges]). Sorted, disjoint, none empty, each
-	// with at least one frame.
-	Ranges []symbol.FrameRange
+	// Runs are runs of addresses within Covered with the same frames
+	// ([symbol.Symbols.FrameRanges]). Sorted, disjoint, none empty.
+	Runs []Run
+	// FrameLists are the frames runs give, which runs share; none
+	// empty.
+	FrameLists [][]symbol.Frame
 }
 
 // Span is a range of addresses, [Lo, Hi).
 type Span struct{ Lo, Hi uint64 }
 
+// Run is a run of addresses, [Lo, Hi), with the frames of
+// Entry.FrameLists[Frames].
+type Run struct {
+	Lo, Hi uint64
+	Frames uint32
+}
+
 // FramesAt returns the frames e knows of the link-time address va: from
-// Frames, else from the run of Ranges holding it (none when va is in a
-// span of Covered outside every run). ok is false when e does not know.
+// Frames, else from the run holding it (none when va is in a span of
+// Covered outside every run). ok is false when e does not know.
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
 		return fr, true
 	}
-	i := sort.Search(len(e.Covered), func(i int) bool { return e.Covered[i].Hi > va })
-	if i == len(e.Covered) || va < e.Covered[i].Lo {
+	if !e.IsCovered(va, va+1) {
 		return nil, false
 	}
-	j := sort.Search(len(e.Ranges), func(j int) bool { return e.Ranges[j].Hi > va })
-	if j < len(e.Ranges) && e.Ranges[j].Lo <= va {
-		return e.Ranges[j].Frames, true
+	j := sort.Search(len(e.Runs), func(j int) bool { return e.Runs[j].Hi > va })
+	if j < len(e.Runs) && e.Runs[j].Lo <= va {
+		return e.FrameLists[e.Runs[j].Frames], true
 	}
 	return nil, true
 }
@@ -65,6 +73,53 @@ func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 func (e *Entry) IsCovered(lo, hi uint64) bool {
 	i := sort.Search(len(e.Covered), func(i int) bool { return e.Covered[i].Hi > lo })
 	return i < len(e.Covered) && e.Covered[i].Lo <= lo && hi <= e.Covered[i].Hi
+}
+
+// AddFunctions adds to e the frames of whole functions: the spans
+// (sorted, disjoint, none overlapping Covered) and the runs of frames
+// in them (sorted, as [symbol.Symbols.FrameRanges] gives them, each in a
+// span). The frame lists of the runs added are shared where equal, and
+// the addresses of Frames the spans cover are dropped from it.
+func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
+	if len(spans) == 0 {
+		return
+	}
+	lists := make(map[string]uint32)
+	var key []byte
+	add := make([]Run, 0, len(runs))
+	for _, r := range runs {
+		key = key[:0]
+		for _, f := range r.Frames {
+			key = fmt.Appendf(key, "%s\x00%s\x00%d\x00", f.Function, f.File, f.Line)
+		}
+		i, ok := lists[string(key)]
+		if !ok {
+			i = uint32(len(e.FrameLists))
+			lists[string(key)] = i
+			e.FrameLists = append(e.FrameLists, r.Frames)
+		}
+		add = append(add, Run{Lo: r.Lo, Hi: r.Hi, Frames: i})
+	}
+	e.Covered = mergeSorted(e.Covered, spans, func(s Span) uint64 { return s.Lo })
+	e.Runs = mergeSorted(e.Runs, add, func(r Run) uint64 { return r.Lo })
+	for va := range e.Frames {
+		if e.IsCovered(va, va+1) {
+			delete(e.Frames, va)
+		}
+	}
+}
+
+// mergeSorted merges a and b, each sorted by key, into a new slice.
+func mergeSorted[T any](a, b []T, key func(T) uint64) []T {
+	out := make([]T, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if key(b[0]) < key(a[0]) {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // magic starts every entry file; version is the format's. Version 1,
@@ -145,8 +200,8 @@ func encode(key string, e *Entry) []byte {
 			body = binary.AppendUvarint(body, uint64(f.Line))
 		}
 	}
-	// Covered, then Ranges: each start as the distance from the end of
-	// the one before, then its length.
+	// Covered, the frame lists, then the runs: each start as the
+	// distance from the end of the one before, then its length.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
 	prev = 0
 	for _, c := range e.Covered {
@@ -154,18 +209,22 @@ func encode(key string, e *Entry) []byte {
 		body = binary.AppendUvarint(body, c.Hi-c.Lo)
 		prev = c.Hi
 	}
-	body = binary.AppendUvarint(body, uint64(len(e.Ranges)))
-	prev = 0
-	for _, r := range e.Ranges {
-		body = binary.AppendUvarint(body, r.Lo-prev)
-		body = binary.AppendUvarint(body, r.Hi-r.Lo)
-		prev = r.Hi
-		body = binary.AppendUvarint(body, uint64(len(r.Frames)))
-		for _, f := range r.Frames {
+	body = binary.AppendUvarint(body, uint64(len(e.FrameLists)))
+	for _, fr := range e.FrameLists {
+		body = binary.AppendUvarint(body, uint64(len(fr)))
+		for _, f := range fr {
 			body = binary.AppendUvarint(body, intern(f.Function))
 			body = binary.AppendUvarint(body, intern(f.File))
 			body = binary.AppendUvarint(body, uint64(f.Line))
 		}
+	}
+	body = binary.AppendUvarint(body, uint64(len(e.Runs)))
+	prev = 0
+	for _, r := range e.Runs {
+		body = binary.AppendUvarint(body, r.Lo-prev)
+		body = binary.AppendUvarint(body, r.Hi-r.Lo)
+		body = binary.AppendUvarint(body, uint64(r.Frames))
+		prev = r.Hi
 	}
 	var p []byte
 	p = appendString(p, key)
@@ -316,10 +375,10 @@ func decode(key string, b []byte) (*Entry, error) {
 	return e, nil
 }
 
-// decodeRanges reads e's Covered and Ranges, checking that they are
-// sorted, disjoint and not empty, and that each run lies in a covered
-// span and has frames: a run outside would answer for an address the
-// entry does not know.
+// decodeRanges reads e's Covered, FrameLists and Runs, checking that
+// spans and runs are sorted, disjoint and not empty, that each run lies
+// in a covered span and names a frame list, and that no list is empty:
+// a run outside would answer for an address the entry does not know.
 func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.Frame) error {
 	span := func(prev uint64, what string, i int) (lo, hi uint64) {
 		gap, n := d.uvarint(), d.uvarint()
@@ -342,9 +401,27 @@ func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.F
 		e.Covered = append(e.Covered, Span{lo, hi})
 		prev = hi
 	}
+	nl := d.count(4) // frames, function, file, line
+	if nl > 0 {
+		e.FrameLists = make([][]symbol.Frame, 0, nl)
+	}
+	for i := range nl {
+		nf := d.count(3)
+		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
+			d.fail("frame list %d: %d frames", i, nf)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		fr := frames(nf, 0)
+		if d.err != nil {
+			return d.err
+		}
+		e.FrameLists = append(e.FrameLists, fr)
+	}
 	nr := d.count(3)
 	if nr > 0 {
-		e.Ranges = make([]symbol.FrameRange, 0, nr)
+		e.Runs = make([]Run, 0, nr)
 	}
 	prev = 0
 	c := 0 // the covered span the runs are in so far
@@ -356,18 +433,14 @@ func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.F
 		if d.err == nil && (c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi) {
 			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
 		}
-		nf := d.count(3)
-		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
-			d.fail("run %d: %d frames", i, nf)
+		l := d.uvarint()
+		if d.err == nil && l >= uint64(len(e.FrameLists)) {
+			d.fail("run %d: frame list %d of %d", i, l, len(e.FrameLists))
 		}
 		if d.err != nil {
 			return d.err
 		}
-		fr := frames(nf, lo)
-		if d.err != nil {
-			return d.err
-		}
-		e.Ranges = append(e.Ranges, symbol.FrameRange{Lo: lo, Hi: hi, Frames: fr})
+		e.Runs = append(e.Runs, Run{Lo: lo, Hi: hi, Frames: uint32(l)})
 		prev = hi
 	}
 	return d.err
