@@ -16,9 +16,8 @@ import (
 // checkNewAddresses bundles the file offsets first with a cache, then
 // others (seen, which the first did not sample, in the same functions),
 // with the cache and without it: the bundle of seen must name the same
-// symbols and source frames either way, and take all of them from the
-// cache without reading the file.
-func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint64) {
+// symbols and source frames either way, and use the cache as want says.
+func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint64, want cacheUse) {
 	t.Helper()
 	const pid, base = 42, 0x7f0000000000
 	st, err := os.Stat(path)
@@ -56,8 +55,10 @@ func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint6
 		t.Fatalf("first bundle: uses %v, want the file read", uses)
 	}
 	syms, lines, uses := run(c, seen)
-	if uses != [3]int{cacheAll: 1} {
-		t.Errorf("bundle of new addresses: uses %v, want all from the cache", uses)
+	var wantUses [3]int
+	wantUses[want] = 1
+	if uses != wantUses {
+		t.Errorf("bundle of new addresses: uses %v, want %v", uses, wantUses)
 	}
 	if !reflect.DeepEqual(syms, wantSyms) {
 		t.Errorf("symbols with the cache differ from those without it")
@@ -82,7 +83,7 @@ func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint6
 			}
 		}
 	}
-	t.Logf("%d addresses new to the cache, %d with source frames (%d with inlined calls), all from the cache", len(seen), len(wantLines), inlined)
+	t.Logf("%d addresses new to the cache, %d with source frames (%d with inlined calls)", len(seen), len(wantLines), inlined)
 }
 
 // funcOffsets returns the file offsets of every step-th byte of the
@@ -137,11 +138,12 @@ func halves(offs []uint64) (even, odd []uint64) {
 func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
 	path, id, _ := cachedImage(t)
 	first, seen := halves(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"))
-	checkNewAddresses(t, path, id, first, seen)
+	checkNewAddresses(t, path, id, first, seen, cacheAll)
 }
 
-// The same for a Go binary (this test's), from its line table and inline
-// trees.
+// For a Go binary (this test's) the file's line table is read again for
+// the new addresses, with the entry's symbol table, and gives the same
+// frames.
 func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	path, err := os.Executable()
 	if err != nil {
@@ -154,5 +156,51 @@ func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	id := f.BuildID()
 	f.Close()
 	first, seen := halves(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"))
-	checkNewAddresses(t, path, id, first, seen)
+	checkNewAddresses(t, path, id, first, seen, cachePart)
+}
+
+// A file read a second time for addresses new to its entry has all its
+// functions cached: a third bundle, of functions neither before sampled,
+// is answered from the cache alone, with the frames a bundle without
+// the cache gives.
+func TestSymbolCacheWholeObject(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	const pid, base = 42, 0x7f0000000000
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		return syms, lines, s.cacheUses
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	third := funcOffsets(t, path, 1, "main")
+	wantSyms, wantLines, _ := run(nil, third)
+	if len(wantSyms) == 0 || len(wantLines) == 0 {
+		t.Fatalf("without the cache: %d symbols, %d lines", len(wantSyms), len(wantLines))
+	}
+	for i, step := range []struct {
+		fn   string
+		want [3]int
+	}{{"leaf_fn", [3]int{cacheNone: 1}}, {"mid_fn", [3]int{cachePart: 1}}} {
+		if _, _, uses := run(c, funcOffsets(t, path, 1, step.fn)); uses != step.want {
+			t.Fatalf("bundle %d (%s): uses %v, want %v", i+1, step.fn, uses, step.want)
+		}
+	}
+	syms, lines, uses := run(c, third)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("third bundle, of a function not sampled before: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("third bundle differs from one without the cache:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
+	}
 }

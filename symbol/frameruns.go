@@ -53,6 +53,17 @@ func (s *Symbols) FrameRanges(lo, hi uint64, max int) (runs []FrameRange, ok boo
 	return s.lines.frameRuns(lo, hi, max)
 }
 
+// InGoLineTable reports whether Frames answers vaddr from a Go binary's
+// line table (which a caller can read again cheaply: it is read from the
+// file in pages as functions are looked up) rather than from DWARF.
+func (s *Symbols) InGoLineTable(vaddr uint64) bool {
+	if s == nil || s.golines == nil {
+		return false
+	}
+	_, ok := s.golines.funcAt(vaddr)
+	return ok
+}
+
 // entryIn reports whether a Go function may start in (lo, hi): true when
 // the function table cannot be read.
 func (t *goLineTable) entryIn(lo, hi uint64) bool {
@@ -121,6 +132,17 @@ func (t *goLineTable) frameRuns(fn goFunc, lo, hi uint64, max int) ([]FrameRange
 		}
 		return st[i].val
 	}
+	type strKey struct{ start, off uint64 }
+	strs := make(map[strKey]string)
+	str := func(b goSpan, off uint64) string {
+		k := strKey{b.start, off}
+		s, ok := strs[k]
+		if !ok {
+			s = cstring(b, off)
+			strs[k] = s
+		}
+		return s
+	}
 	breaks := []uint64{lo}
 	tables := []uint32{fn.pcln, fn.pcfile}
 	if fn.hasInl {
@@ -147,7 +169,7 @@ func (t *goLineTable) frameRuns(fn goFunc, lo, hi uint64, max int) ([]FrameRange
 		if i+1 < len(breaks) {
 			end = breaks[i+1]
 		}
-		runs = appendRun(runs, b, end, t.framesIn(fn, b, val))
+		runs = appendRun(runs, b, end, t.framesIn(fn, b, val, str))
 	}
 	return runs, true
 }
@@ -177,8 +199,25 @@ func (t *lineTable) frameRuns(lo, hi uint64, max int) ([]FrameRange, bool) {
 	}
 	t.inlMu.Lock()
 	defer t.inlMu.Unlock()
-	u := x.unit(lo)
-	if u == nil || x.unit(hi-1) != u {
+	// No more of the DWARF is read than Frames read for the range's
+	// addresses asked before: the units .debug_aranges gives, or all
+	// of them if one was missing there.
+	u := x.unitAt(lo, false)
+	if u == nil {
+		// Code no unit covers (hand-written assembly without line
+		// information) has no frames, when that holds at every
+		// address of it, and all units were looked at.
+		if x.full != nil || hi-lo > uint64(max) {
+			return nil, false
+		}
+		for pc := lo; pc < hi; pc++ {
+			if x.unitAt(pc, false) != nil {
+				return nil, false
+			}
+		}
+		return nil, true
+	}
+	if x.unitAt(hi-1, false) != u {
 		return nil, false
 	}
 	breaks := []uint64{lo}
@@ -210,7 +249,7 @@ func (t *lineTable) frameRuns(lo, hi uint64, max int) ([]FrameRange, bool) {
 	}
 	var runs []FrameRange
 	for i, b := range breaks {
-		if x.unit(b) != u {
+		if x.unitAt(b, false) != u {
 			return nil, false
 		}
 		end := hi

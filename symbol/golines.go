@@ -319,6 +319,10 @@ func cstring(b goSpan, off uint64) string {
 	return s
 }
 
+// strAt reads the NUL-terminated string at an offset of a table:
+// cstring, or a memo of it.
+type strAt func(b goSpan, off uint64) string
+
 // pcValue gives the value of a function's pcvalue table (at a pctab
 // offset) at a pc, -1 where the table does not cover it: decoded from the
 // table for each pc ([goLineTable.pcvalue]), or looked up in steps decoded
@@ -326,7 +330,7 @@ func cstring(b goSpan, off uint64) string {
 type pcValue func(off uint32, pc uint64) int32
 
 // position returns the file and line of pc in fn.
-func (t *goLineTable) position(fn goFunc, pc uint64, val pcValue) (string, int) {
+func (t *goLineTable) position(fn goFunc, pc uint64, val pcValue, str strAt) (string, int) {
 	line := val(fn.pcln, pc)
 	fileno := val(fn.pcfile, pc)
 	if line < 0 || fileno < 0 {
@@ -336,7 +340,7 @@ func (t *goLineTable) position(fn goFunc, pc uint64, val pcValue) (string, int) 
 	if !ok || fo == ^uint32(0) {
 		return "", int(line)
 	}
-	return cstring(t.filetab, uint64(fo)), int(line)
+	return str(t.filetab, uint64(fo)), int(line)
 }
 
 // frames returns the source frames at pc, innermost first, as
@@ -346,13 +350,13 @@ func (t *goLineTable) frames(pc uint64) []Frame {
 	if !ok {
 		return nil
 	}
-	return t.framesIn(fn, pc, func(off uint32, pc uint64) int32 { return t.pcvalue(off, fn.entry, pc) })
+	return t.framesIn(fn, pc, func(off uint32, pc uint64) int32 { return t.pcvalue(off, fn.entry, pc) }, cstring)
 }
 
 // framesIn returns the source frames at pc of fn, its tables read
-// through val.
-func (t *goLineTable) framesIn(fn goFunc, pc uint64, val pcValue) []Frame {
-	file, line := t.position(fn, pc, val)
+// through val and its strings through str.
+func (t *goLineTable) framesIn(fn goFunc, pc uint64, val pcValue, str strAt) []Frame {
+	file, line := t.position(fn, pc, val, str)
 	var out []Frame
 	if fn.hasInl {
 		for ix, depth := val(fn.inlIndex, pc), 0; ix >= 0 && depth < maxGoInlDepth; depth++ {
@@ -362,11 +366,11 @@ func (t *goLineTable) framesIn(fn goFunc, pc uint64, val pcValue) []Frame {
 			if !ok1 || !ok2 {
 				break
 			}
-			out = append(out, Frame{Function: cstring(t.funcnames, uint64(nameOff)), File: file, Line: line})
+			out = append(out, Frame{Function: str(t.funcnames, uint64(nameOff)), File: file, Line: line})
 			callPC := fn.entry + uint64(int64(int32(parent)))
-			file, line = t.position(fn, callPC, val)
+			file, line = t.position(fn, callPC, val, str)
 			ix = val(fn.inlIndex, callPC)
 		}
 	}
-	return append(out, Frame{Function: cstring(t.funcnames, uint64(fn.nameOff)), File: file, Line: line})
+	return append(out, Frame{Function: str(t.funcnames, uint64(fn.nameOff)), File: file, Line: line})
 }

@@ -266,14 +266,18 @@ func (x *inlineIndex) prepareEntries(offs []dwarf.Offset) { x.units.prepareEntri
 
 // unit returns the compilation unit holding pc, read on first use; nil
 // when no unit covers pc.
-func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
+func (x *inlineIndex) unit(pc uint64) (u *unitIndex) { return x.unitAt(pc, true) }
+
+// unitAt is unit; without whole, an address .debug_aranges leaves out
+// gets no unit rather than the whole DWARF read to look for one.
+func (x *inlineIndex) unitAt(pc uint64, whole bool) (u *unitIndex) {
 	defer func() {
 		if recover() != nil {
 			u = nil
 		}
 	}()
 	d, off, ok := x.units.unit(pc)
-	if !ok && x.full != nil {
+	if !ok && x.full != nil && whole {
 		// .debug_aranges need not list every unit (some compilers leave
 		// it out): ask the whole DWARF, once read, from now on.
 		if x.toFull() {

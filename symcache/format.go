@@ -90,7 +90,8 @@ func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 	for _, r := range runs {
 		key = key[:0]
 		for _, f := range r.Frames {
-			key = fmt.Appendf(key, "%s\x00%s\x00%d\x00", f.Function, f.File, f.Line)
+			key = append(append(append(key, f.Function...), 0), f.File...)
+			key = binary.AppendUvarint(append(key, 0), uint64(f.Line))
 		}
 		i, ok := lists[string(key)]
 		if !ok {
