@@ -433,5 +433,15 @@ func FuzzDecode(f *testing.F) {
 		if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
 			t.Fatal("decoded symbols are not a table")
 		}
+		// Every run answers its addresses with its frames, unless
+		// Frames holds the address.
+		for _, r := range e.Runs {
+			for _, va := range []uint64{r.Lo, r.Hi - 1} {
+				fr, ok := e.FramesAt(va)
+				if _, inFrames := e.Frames[va]; !inFrames && (!ok || !slices.Equal(fr, e.FrameLists[r.Frames])) {
+					t.Fatalf("FramesAt(%#x) = %v, %v; the run [%#x, %#x) gives %v", va, fr, ok, r.Lo, r.Hi, e.FrameLists[r.Frames])
+				}
+			}
+		}
 	})
 }
