@@ -209,8 +209,29 @@ func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.So
 				addrs = append(addrs, sym.Addr)
 			}
 		}
-		o.syms.PrepareFrames(addrs) // their units read at once
+		// Their DWARF in one pass: reading it for each batch made it
+		// again for each.
+		o.syms.PrepareDWARF(addrs)
 	}
+	// A batch of functions at a time, their units read at once and let
+	// go after: all of python3.11's units held together made a
+	// recording's peak RSS 263 MB instead of 100.
+	for len(addrs) > 0 {
+		n := min(len(addrs), wholeBatch)
+		o.syms.PrepareFrames(addrs[:n])
+		o.addFunctions(e, addrs[:n])
+		o.syms.ForgetUnits()
+		addrs = addrs[n:]
+	}
+}
+
+// wholeBatch is how many functions cacheFunctions reads the units of
+// at once.
+const wholeBatch = 512
+
+// addFunctions adds to e the frames of the functions (symbols) holding
+// the link-time addresses addrs, in order, that e does not cover yet.
+func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64) {
 	runs := len(e.Runs)
 	var spans []symcache.Span
 	var added []symbol.FrameRange

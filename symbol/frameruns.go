@@ -53,6 +53,24 @@ func (s *Symbols) FrameRanges(lo, hi uint64, max int) (runs []FrameRange, ok boo
 	return s.lines.frameRuns(lo, hi, max)
 }
 
+// ForgetUnits lets go of the compilation units Frames has read (their
+// functions, inlined calls and line rows), which it reads again when
+// asked: for going over all the functions of a large file a batch at a
+// time.
+func (s *Symbols) ForgetUnits() {
+	if s == nil || s.lines == nil {
+		return
+	}
+	x := s.lines.index()
+	if x == nil {
+		return
+	}
+	s.lines.inlMu.Lock()
+	defer s.lines.inlMu.Unlock()
+	clear(x.read)
+	x.scopes = 0
+}
+
 // InGoLineTable reports whether Frames answers vaddr from a Go binary's
 // line table (which a caller can read again cheaply: it is read from the
 // file in pages as functions are looked up) rather than from DWARF.
@@ -199,6 +217,11 @@ func (t *lineTable) frameRuns(lo, hi uint64, max int) ([]FrameRange, bool) {
 	}
 	t.inlMu.Lock()
 	defer t.inlMu.Unlock()
+	if x.scopes >= maxInlineScopes {
+		// Inlined calls of units read from now on are left out, as
+		// another read of fewer units would not leave them.
+		return nil, false
+	}
 	// No more of the DWARF is read than Frames read for the range's
 	// addresses asked before: the units .debug_aranges gives, or all
 	// of them if one was missing there.

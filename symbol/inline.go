@@ -82,7 +82,15 @@ func (t *lineTable) frames(pc uint64) []Frame {
 // PrepareFrames tells s the link-time addresses [Symbols.Frames] will be
 // asked about, so that the compilation units holding them are read at
 // once (and no others, when the file has .debug_aranges).
-func (s *Symbols) PrepareFrames(vaddrs []uint64) {
+func (s *Symbols) PrepareFrames(vaddrs []uint64) { s.prepare(vaddrs, true) }
+
+// PrepareDWARF reads the DWARF holding the compilation units of the
+// link-time addresses vaddrs in one pass, as [Symbols.PrepareFrames]
+// does, but not the units themselves: Frames reads each as it is asked,
+// and [Symbols.ForgetUnits] lets them go, while their DWARF stays.
+func (s *Symbols) PrepareDWARF(vaddrs []uint64) { s.prepare(vaddrs, false) }
+
+func (s *Symbols) prepare(vaddrs []uint64, units bool) {
 	if s == nil || s.lines == nil {
 		return
 	}
@@ -107,14 +115,14 @@ func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 	}
 	s.lines.inlMu.Lock()
 	defer s.lines.inlMu.Unlock()
-	x.prepare(vaddrs)
+	x.prepare(vaddrs, units)
 }
 
-// prepare reads the units of pcs at once. When .debug_aranges leaves out
-// one of them, the whole DWARF is read now, as the first lookup of it
-// would: reading the units of the others first would inflate
-// .debug_info twice.
-func (x *inlineIndex) prepare(pcs []uint64) {
+// prepare reads the units of pcs at once (with units; else only the
+// DWARF holding them). When .debug_aranges leaves out one of them, the
+// whole DWARF is read now, as the first lookup of it would: reading the
+// units of the others first would inflate .debug_info twice.
+func (x *inlineIndex) prepare(pcs []uint64, units bool) {
 	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
 		// The units, then the abstract origins they lead to, are read
 		// from one stream.
@@ -127,7 +135,9 @@ func (x *inlineIndex) prepare(pcs []uint64) {
 		}
 	}
 	x.units.prepare(pcs)
-	x.readUnits(pcs)
+	if units {
+		x.readUnits(pcs)
+	}
 }
 
 // readUnits reads the units of pcs not read yet and names their
