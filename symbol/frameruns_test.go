@@ -35,6 +35,11 @@ func checkFrameRanges(t *testing.T, path string) (answered, funcs, deepest int) 
 		t.Fatal(err)
 	}
 	bad := 0
+	var starts []uint64
+	for _, sym := range s.Table().All() {
+		starts = append(starts, sym.Addr)
+	}
+	s.PrepareDWARF(starts)
 	for _, sym := range s.Table().All() {
 		funcs++
 		s.Frames(sym.Addr) // as a caller resolves a sampled address first
@@ -43,6 +48,7 @@ func checkFrameRanges(t *testing.T, path string) (answered, funcs, deepest int) 
 			continue
 		}
 		answered++
+		s.ForgetUnits() // read again for the next function, to the same frames
 		for i, r := range runs {
 			if r.Lo >= r.Hi || r.Lo < sym.Addr || r.Hi > sym.Addr+sym.Size || (i > 0 && r.Lo < runs[i-1].Hi) {
 				t.Fatalf("%s: run %d [%#x, %#x) out of order or outside [%#x, %#x)", sym.Name, i, r.Lo, r.Hi, sym.Addr, sym.Addr+sym.Size)
