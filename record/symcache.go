@@ -154,7 +154,9 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if e != nil {
 		next.Frames, next.Covered, next.Runs, next.FrameLists = e.Frames, e.Covered, e.Runs, e.FrameLists
 	}
-	o.cacheFunctions(next, fresh, e != nil)
+	if e != nil {
+		o.cacheWhole(next, fresh)
+	}
 	for va, fr := range fresh {
 		if len(next.Frames) >= maxCachedAddrs {
 			break
@@ -182,40 +184,40 @@ const (
 	maxWholeFunctions = 1 << 15
 )
 
-// cacheFunctions adds to e the frames of every address of the functions
-// (symbols) holding the addresses resolved, fresh, that e does not
-// cover yet, so that addresses new to later recordings in the same
-// functions are answered without the file being read: the frames of a
-// function as runs of addresses with the same ones
-// ([symbol.Symbols.FrameRanges]). The frames of fresh addresses these
-// cover are left out of e.Frames. With whole (the file read again for
-// addresses new to its entry), every function of the object is added,
-// if it has at most maxWholeFunctions: each recording samples some
-// functions none before did (a compile loop's, or a Python loop's
-// start-up and exit), so only the whole object spares reading the file.
+// cacheWhole adds to e, the entry of a file read again for addresses
+// new to it, the frames of every address of every function of the file
+// that e does not cover yet, as runs of addresses with the same ones
+// ([symbol.Symbols.FrameRanges]): a file recorded twice is likely to be
+// recorded again, and each recording samples some functions none before
+// did (a compile loop's, or a Python loop's start-up and exit: 30-40 of
+// python3.11's 3,400 sampled addresses each time), so that caching only
+// the functions sampled still read the file every time. A file of more
+// than maxWholeFunctions functions has only those holding the addresses
+// resolved, fresh, added. The frames of addresses of e.Frames the
+// functions cover are dropped from it.
 //
-// Only functions whose frames come from DWARF are kept so, whose units
+// Only functions whose frames come from DWARF are added, whose units
 // are inflated and parsed to be read again; a Go function's come from
 // its line table, read in pages, cheaply enough.
-func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.SourceFrame, whole bool) {
+func (o *symObj) cacheWhole(e *symcache.Entry, fresh map[uint64][]capture.SourceFrame) {
 	if !o.syms.HasLines() {
 		return // no frames anywhere: NoLines says so
 	}
-	addrs := sortedKeys(fresh)
-	if all := o.syms.Table().All(); whole && len(all) <= maxWholeFunctions {
-		addrs = addrs[:0]
+	var addrs []uint64
+	if all := o.syms.Table().All(); len(all) <= maxWholeFunctions {
 		for _, sym := range all {
 			if !o.syms.InGoLineTable(sym.Addr) && !overlaps(e.Covered, sym.Addr, sym.Addr+sym.Size) {
 				addrs = append(addrs, sym.Addr)
 			}
 		}
-		// Their DWARF in one pass: reading it for each batch made it
-		// again for each.
-		o.syms.PrepareDWARF(addrs)
+	} else {
+		addrs = sortedKeys(fresh)
 	}
-	// A batch of functions at a time, their units read at once and let
-	// go after: all of python3.11's units held together made a
-	// recording's peak RSS 263 MB instead of 100.
+	// Their DWARF in one pass: reading it for each batch made it again
+	// for each. Then a batch of functions at a time, their units read
+	// at once and let go after: all of python3.11's units held together
+	// made the recording's peak RSS 263 MB instead of 100.
+	o.syms.PrepareDWARF(addrs)
 	for len(addrs) > 0 {
 		n := min(len(addrs), wholeBatch)
 		o.syms.PrepareFrames(addrs[:n])
@@ -225,7 +227,7 @@ func (o *symObj) cacheFunctions(e *symcache.Entry, fresh map[uint64][]capture.So
 	}
 }
 
-// wholeBatch is how many functions cacheFunctions reads the units of
+// wholeBatch is how many functions cacheWhole reads the units of
 // at once.
 const wholeBatch = 512
 

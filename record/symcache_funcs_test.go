@@ -13,11 +13,12 @@ import (
 	"nsprof/symcache"
 )
 
-// checkNewAddresses bundles the file offsets first with a cache, then
-// others (seen, which the first did not sample, in the same functions),
-// with the cache and without it: the bundle of seen must name the same
-// symbols and source frames either way, and use the cache as want says.
-func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint64, want cacheUse) {
+// checkNewAddresses bundles each set of file offsets of before with a
+// cache, then others (seen, which none before sampled, in the same
+// functions) with the cache and without it: the bundle of seen must
+// name the same symbols and source frames either way, and use the cache
+// as want says.
+func checkNewAddresses(t *testing.T, path string, id []byte, before [][]uint64, seen []uint64, want cacheUse) {
 	t.Helper()
 	const pid, base = 42, 0x7f0000000000
 	st, err := os.Stat(path)
@@ -51,8 +52,14 @@ func checkNewAddresses(t *testing.T, path string, id []byte, first, seen []uint6
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, _, uses := run(c, first); uses != [3]int{cacheNone: 1} {
-		t.Fatalf("first bundle: uses %v, want the file read", uses)
+	for i, offs := range before {
+		want := [3]int{cachePart: 1}
+		if i == 0 {
+			want = [3]int{cacheNone: 1}
+		}
+		if _, _, uses := run(c, offs); uses != want {
+			t.Fatalf("bundle %d: uses %v, want %v", i+1, uses, want)
+		}
 	}
 	syms, lines, uses := run(c, seen)
 	var wantUses [3]int
@@ -120,30 +127,28 @@ func funcOffsets(t *testing.T, path string, step uint64, names ...string) (offs 
 	return offs
 }
 
-// halves splits offs into the even-indexed and the odd-indexed ones.
-func halves(offs []uint64) (even, odd []uint64) {
+// split deals offs out into n sets, round robin.
+func split(offs []uint64, n int) [][]uint64 {
+	out := make([][]uint64, n)
 	for i, o := range offs {
-		if i%2 == 0 {
-			even = append(even, o)
-		} else {
-			odd = append(odd, o)
-		}
+		out[i%n] = append(out[i%n], o)
 	}
-	return even, odd
+	return out
 }
 
-// A second recording's addresses in functions the first sampled come from
+// A file read a second time for addresses new to its entry has its
+// functions cached whole: a third recording's new addresses come from
 // the cache, with the frames the C program's DWARF gives them, inlined
 // calls included.
 func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
 	path, id, _ := cachedImage(t)
-	first, seen := halves(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"))
-	checkNewAddresses(t, path, id, first, seen, cacheAll)
+	sets := split(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"), 3)
+	checkNewAddresses(t, path, id, sets[:2], sets[2], cacheAll)
 }
 
 // For a Go binary (this test's) the file's line table is read again for
-// the new addresses, with the entry's symbol table, and gives the same
-// frames.
+// addresses new to the entry, however often, with the entry's symbol
+// table, and gives the same frames.
 func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	path, err := os.Executable()
 	if err != nil {
@@ -155,8 +160,8 @@ func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	}
 	id := f.BuildID()
 	f.Close()
-	first, seen := halves(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"))
-	checkNewAddresses(t, path, id, first, seen, cachePart)
+	sets := split(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"), 3)
+	checkNewAddresses(t, path, id, sets[:2], sets[2], cachePart)
 }
 
 // A file read a second time for addresses new to its entry has all its
