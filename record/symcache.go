@@ -213,31 +213,28 @@ func (o *symObj) cacheWhole(e *symcache.Entry, fresh map[uint64][]capture.Source
 	} else {
 		addrs = sortedKeys(fresh)
 	}
-	// Their DWARF in one pass: reading it for each batch made it again
-	// for each. Then a batch of functions at a time, their units read
-	// at once and let go after: all of python3.11's units held together
-	// made the recording's peak RSS 263 MB instead of 100.
+	// Their DWARF in one pass: reading it for each unit made it again
+	// for each. Then a unit at a time, read and let go after: all of
+	// python3.11's units held together made the recording's peak RSS
+	// 263 MB instead of 100, and batches of functions read its units
+	// (of thousands of functions each, from link-time optimization)
+	// again for each batch.
 	o.syms.PrepareDWARF(addrs)
-	for len(addrs) > 0 {
-		n := min(len(addrs), wholeBatch)
-		o.syms.PrepareFrames(addrs[:n])
-		o.addFunctions(e, addrs[:n])
+	var spans []symcache.Span
+	var runs []symbol.FrameRange
+	seen := make(map[uint64]bool)
+	for _, unit := range o.syms.ByUnit(addrs) {
+		o.syms.PrepareFrames(unit)
+		spans, runs = o.addFunctions(e, unit, seen, spans, runs)
 		o.syms.ForgetUnits()
-		addrs = addrs[n:]
 	}
+	e.AddFunctions(spans, runs)
 }
 
-// wholeBatch is how many functions cacheWhole reads the units of
-// at once.
-const wholeBatch = 512
-
-// addFunctions adds to e the frames of the functions (symbols) holding
-// the link-time addresses addrs, in order, that e does not cover yet.
-func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64) {
-	runs := len(e.Runs)
-	var spans []symcache.Span
-	var added []symbol.FrameRange
-	seen := make(map[uint64]bool)
+// addFunctions appends to spans and runs the frames of the functions
+// (symbols) holding the link-time addresses addrs that e does not cover
+// and seen (by their addresses) holds none of, up to the bounds on runs.
+func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64, seen map[uint64]bool, spans []symcache.Span, runs []symbol.FrameRange) ([]symcache.Span, []symbol.FrameRange) {
 	for _, va := range addrs {
 		if o.syms.InGoLineTable(va) {
 			// Read again from the file for an address new to the
@@ -248,12 +245,12 @@ func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64) {
 			continue
 		}
 		sym, ok := o.syms.Lookup(va)
-		if !ok || sym.Size == 0 || seen[sym.Addr] || runs >= maxCachedRuns {
+		if !ok || sym.Size == 0 || seen[sym.Addr] || len(e.Runs)+len(runs) >= maxCachedRuns {
 			continue
 		}
 		seen[sym.Addr] = true
 		lo, hi := sym.Addr, sym.Addr+sym.Size
-		if hi < lo || overlaps(e.Covered, lo, hi) || (len(spans) > 0 && spans[len(spans)-1].Hi > lo) {
+		if hi < lo || overlaps(e.Covered, lo, hi) {
 			continue
 		}
 		rs, ok := o.syms.FrameRanges(lo, hi, maxRunsPerFunction)
@@ -261,10 +258,9 @@ func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64) {
 			continue
 		}
 		spans = append(spans, symcache.Span{Lo: lo, Hi: hi})
-		added = append(added, rs...)
-		runs += len(rs)
+		runs = append(runs, rs...)
 	}
-	e.AddFunctions(spans, added)
+	return spans, runs
 }
 
 // overlaps reports whether [lo, hi) overlaps a span of sorted spans.

@@ -1,6 +1,7 @@
 package symbol
 
 import (
+	"debug/dwarf"
 	"math"
 	"slices"
 	"sort"
@@ -69,6 +70,46 @@ func (s *Symbols) ForgetUnits() {
 	defer s.lines.inlMu.Unlock()
 	clear(x.read)
 	x.scopes = 0
+}
+
+// ByUnit splits the link-time addresses vaddrs into groups of one
+// compilation unit each, so that a caller can go over them a unit at a
+// time and let each go after ([Symbols.ForgetUnits]): link-time
+// optimization makes units of thousands of functions, read again for
+// each batch of functions that is not a unit's. Addresses of no unit
+// (or whose DWARF is not read yet: see [Symbols.PrepareDWARF]) make the
+// last group. The order within a group is kept.
+func (s *Symbols) ByUnit(vaddrs []uint64) [][]uint64 {
+	if s == nil || s.lines == nil {
+		return [][]uint64{vaddrs}
+	}
+	x := s.lines.index()
+	if x == nil {
+		return [][]uint64{vaddrs}
+	}
+	s.lines.inlMu.Lock()
+	defer s.lines.inlMu.Unlock()
+	groups := make(map[dwarf.Offset]int)
+	var out [][]uint64
+	var none []uint64
+	for _, va := range vaddrs {
+		_, off, ok := x.units.unit(va)
+		if !ok {
+			none = append(none, va)
+			continue
+		}
+		i, seen := groups[off]
+		if !seen {
+			i = len(out)
+			groups[off] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], va)
+	}
+	if len(none) > 0 {
+		out = append(out, none)
+	}
+	return out
 }
 
 // InGoLineTable reports whether Frames answers vaddr from a Go binary's

@@ -410,6 +410,26 @@ func TestAddFunctions(t *testing.T) {
 			t.Errorf("FramesAt(%#x) = %v, %v; want %v", va, fr, ok, want)
 		}
 	}
+
+	// Out of order; spans overlapping those covered, or each other, are
+	// left out with their runs, as is a run in no span.
+	covered, runs := slices.Clone(e.Covered), len(e.Runs)
+	e.AddFunctions([]Span{{0x3000, 0x3010}, {0x2008, 0x2020}, {0x0f00, 0x1010}, {0x3008, 0x3018}, {0x2800, 0x2810}}, []symbol.FrameRange{
+		{Lo: 0x2800, Hi: 0x2808, Frames: g},
+		{Lo: 0x2010, Hi: 0x2018, Frames: g},
+		{Lo: 0x0f00, Hi: 0x0f08, Frames: g},
+		{Lo: 0x3008, Hi: 0x300c, Frames: g},
+		{Lo: 0x4000, Hi: 0x4004, Frames: g},
+	})
+	if want := append(slices.Clone(covered), Span{0x2800, 0x2810}, Span{0x3000, 0x3010}); !slices.Equal(e.Covered, want) {
+		t.Errorf("Covered %v, want %v", e.Covered, want)
+	}
+	if len(e.Runs) != runs+2 {
+		t.Errorf("%d runs, want %d: those in the spans kept", len(e.Runs), runs+2)
+	}
+	if _, err := decode(testKey, encode(testKey, e)); err != nil {
+		t.Fatalf("entry after AddFunctions does not decode: %v", err)
+	}
 }
 
 func FuzzDecode(f *testing.F) {

@@ -1,6 +1,7 @@
 package symcache
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -75,19 +76,31 @@ func (e *Entry) IsCovered(lo, hi uint64) bool {
 	return i < len(e.Covered) && e.Covered[i].Lo <= lo && hi <= e.Covered[i].Hi
 }
 
-// AddFunctions adds to e the frames of whole functions: the spans
-// (sorted, disjoint, none overlapping Covered) and the runs of frames
-// in them (sorted, as [symbol.Symbols.FrameRanges] gives them, each in a
-// span). The frame lists of the runs added are shared where equal, and
-// the addresses of Frames the spans cover are dropped from it.
+// AddFunctions adds to e the frames of whole functions: the spans and
+// the runs of frames in them ([symbol.Symbols.FrameRanges]), in any
+// order. A span that overlaps Covered or another span is left out, with
+// its runs, as is a run in no span left. The frame lists of the runs
+// added are shared where equal, and the addresses of Frames the spans
+// cover are dropped from it.
 func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 	if len(spans) == 0 {
 		return
+	}
+	spans = slices.SortedFunc(slices.Values(spans), func(a, b Span) int { return cmp.Compare(a.Lo, b.Lo) })
+	kept := spans[:0]
+	for _, sp := range spans {
+		if sp.Hi <= sp.Lo || (len(kept) > 0 && kept[len(kept)-1].Hi > sp.Lo) || overlapsAny(e.Covered, sp) {
+			continue
+		}
+		kept = append(kept, sp)
 	}
 	lists := make(map[string]uint32)
 	var key []byte
 	add := make([]Run, 0, len(runs))
 	for _, r := range runs {
+		if r.Hi <= r.Lo || len(r.Frames) == 0 {
+			continue
+		}
 		key = key[:0]
 		for _, f := range r.Frames {
 			key = append(append(append(key, f.Function...), 0), f.File...)
@@ -101,13 +114,30 @@ func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 		}
 		add = append(add, Run{Lo: r.Lo, Hi: r.Hi, Frames: i})
 	}
-	e.Covered = mergeSorted(e.Covered, spans, func(s Span) uint64 { return s.Lo })
-	e.Runs = mergeSorted(e.Runs, add, func(r Run) uint64 { return r.Lo })
+	slices.SortFunc(add, func(a, b Run) int { return cmp.Compare(a.Lo, b.Lo) })
+	in := add[:0]
+	k := 0
+	for _, r := range add {
+		for k < len(kept) && kept[k].Hi <= r.Lo {
+			k++
+		}
+		if k < len(kept) && kept[k].Lo <= r.Lo && r.Hi <= kept[k].Hi && (len(in) == 0 || in[len(in)-1].Hi <= r.Lo) {
+			in = append(in, r)
+		}
+	}
+	e.Covered = mergeSorted(e.Covered, kept, func(s Span) uint64 { return s.Lo })
+	e.Runs = mergeSorted(e.Runs, in, func(r Run) uint64 { return r.Lo })
 	for va := range e.Frames {
 		if e.IsCovered(va, va+1) {
 			delete(e.Frames, va)
 		}
 	}
+}
+
+// overlapsAny reports whether sp overlaps a span of sorted spans.
+func overlapsAny(spans []Span, sp Span) bool {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].Hi > sp.Lo })
+	return i < len(spans) && spans[i].Lo < sp.Hi
 }
 
 // mergeSorted merges a and b, each sorted by key, into a new slice.
