@@ -135,3 +135,48 @@ func TestLoaderKnownTable(t *testing.T) {
 		}
 	}
 }
+
+// ByUnit partitions addresses by compilation unit, keeping their order,
+// with those of no unit last.
+func TestByUnit(t *testing.T) {
+	path := testutils.BuildFixture(t, "inlined", "-O2")
+	l := &Loader{}
+	s, err := l.Load(openFile(t, path), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	for _, sym := range s.Table().All() {
+		addrs = append(addrs, sym.Addr)
+	}
+	s.PrepareDWARF(addrs)
+	groups := s.ByUnit(addrs)
+	var all []uint64
+	x := s.lines.index()
+	withUnit := 0
+	for i, g := range groups {
+		if !slices.IsSorted(g) {
+			t.Errorf("group %d out of order: %x", i, g)
+		}
+		all = append(all, g...)
+		_, off0, ok0 := x.units.unit(g[0])
+		for _, va := range g {
+			_, off, ok := x.units.unit(va)
+			if ok != ok0 || off != off0 {
+				t.Errorf("group %d: %#x in unit %v (%v), %#x in %v (%v)", i, g[0], off0, ok0, va, off, ok)
+			}
+		}
+		if ok0 {
+			withUnit++
+		} else if i != len(groups)-1 {
+			t.Errorf("group %d of addresses of no unit is not the last", i)
+		}
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, addrs) {
+		t.Errorf("groups hold %x, want %x", all, addrs)
+	}
+	if withUnit == 0 {
+		t.Error("no group of a unit")
+	}
+}
