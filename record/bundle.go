@@ -93,7 +93,7 @@ func (r *recorder) writeSymbols() {
 			return
 		}
 	}
-	r.notef("bundled %d symbols and %d source lines in %.1fs (files: %s)", n, len(lines), time.Since(start).Seconds(), r.sym.summary())
+	r.notef("bundled %d symbols and %d source lines in %.3fs (files: %s)", n, len(lines), time.Since(start).Seconds(), r.sym.summary())
 }
 
 // bundleGCPercent is the GC percent while the symbol bundle is made. Its

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -64,13 +65,31 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	}
 	out := make(map[uint64][]capture.SourceFrame, len(vas))
 	var missing []uint64
-	// The entry's symbol table is indexed only when it answers: when
-	// some addresses are new to it, the file's own is read anyway.
-	fromEntry := func() *symbol.Symbols { return symbol.SymbolsOf(symbol.NewTable(e.Symbols), e.Source) }
+	// The entry's symbol table names the object's addresses, and stands
+	// for the file's when the file is read for its lines (from the same
+	// source): parsing a Go toolchain binary's was most of that read.
+	var known *symbol.Table
+	fromEntry := func() *symbol.Symbols {
+		if known == nil {
+			known = symbol.NewTable(e.Symbols)
+		}
+		return symbol.SymbolsOf(known, e.Source)
+	}
 	if e != nil {
+		// Runs share frame lists: each is converted once.
+		conv := make(map[*symbol.Frame][]capture.SourceFrame)
 		for _, va := range vas {
-			if fr, ok := e.Frames[va]; ok {
-				out[va] = sourceFrames(fr)
+			if fr, ok := e.FramesAt(va); ok {
+				if len(fr) > 0 {
+					sf, ok := conv[&fr[0]]
+					if !ok {
+						sf = sourceFrames(fr)
+						conv[&fr[0]] = sf
+					}
+					out[va] = sf
+				} else {
+					out[va] = nil
+				}
 			} else {
 				missing = append(missing, va)
 			}
@@ -89,7 +108,11 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 			return out, cacheAll
 		}
 	}
-	if !o.loadSymbols(logf) {
+	var loaded *symbol.Symbols
+	if e != nil {
+		loaded = fromEntry()
+	}
+	if !o.loadSymbols(loaded, logf) {
 		if e == nil {
 			return nil, cacheNone
 		}
@@ -129,18 +152,121 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		Frames:   make(map[uint64][]symbol.Frame),
 	}
 	if e != nil {
-		next.Frames = e.Frames
+		next.Frames, next.Covered, next.Runs, next.FrameLists = e.Frames, e.Covered, e.Runs, e.FrameLists
+	}
+	if e != nil {
+		o.cacheWhole(next, fresh)
 	}
 	for va, fr := range fresh {
 		if len(next.Frames) >= maxCachedAddrs {
 			break
 		}
-		next.Frames[va] = symbolFrames(fr)
+		if _, ok := next.FramesAt(va); !ok {
+			next.Frames[va] = symbolFrames(fr)
+		}
 	}
 	if err := c.Put(key, next); err != nil {
 		logf("%s: %v", o.path, err)
 	}
 	return out, use
+}
+
+// Bounds on the runs of frames (symbol.FrameRange) an entry keeps.
+const (
+	// maxRunsPerFunction: a function of more runs keeps only the
+	// frames of its addresses resolved.
+	maxRunsPerFunction = 1 << 16
+	// maxCachedRuns: beyond it, functions newly sampled keep only the
+	// frames of their addresses resolved.
+	maxCachedRuns = 1 << 22
+	// maxWholeFunctions: an object of more functions keeps only those
+	// sampled (libc has 3,761, python3.11 10,309).
+	maxWholeFunctions = 1 << 15
+)
+
+// cacheWhole adds to e, the entry of a file read again for addresses
+// new to it, the frames of every address of every function of the file
+// that e does not cover yet, as runs of addresses with the same ones
+// ([symbol.Symbols.FrameRanges]): a file recorded twice is likely to be
+// recorded again, and each recording samples some functions none before
+// did (a compile loop's, or a Python loop's start-up and exit: 30-40 of
+// python3.11's 3,400 sampled addresses each time), so that caching only
+// the functions sampled still read the file every time. A file of more
+// than maxWholeFunctions functions has only those holding the addresses
+// resolved, fresh, added. The frames of addresses of e.Frames the
+// functions cover are dropped from it.
+//
+// Only functions whose frames come from DWARF are added, whose units
+// are inflated and parsed to be read again; a Go function's come from
+// its line table, read in pages, cheaply enough.
+func (o *symObj) cacheWhole(e *symcache.Entry, fresh map[uint64][]capture.SourceFrame) {
+	if !o.syms.HasLines() {
+		return // no frames anywhere: NoLines says so
+	}
+	var addrs []uint64
+	if all := o.syms.Table().All(); len(all) <= maxWholeFunctions {
+		for _, sym := range all {
+			if !o.syms.InGoLineTable(sym.Addr) && !overlaps(e.Covered, sym.Addr, sym.Addr+sym.Size) {
+				addrs = append(addrs, sym.Addr)
+			}
+		}
+	} else {
+		addrs = sortedKeys(fresh)
+	}
+	// Their DWARF in one pass: reading it for each unit made it again
+	// for each. Then a unit at a time, read and let go after: all of
+	// python3.11's units held together made the recording's peak RSS
+	// 263 MB instead of 100, and batches of functions read its units
+	// (of thousands of functions each, from link-time optimization)
+	// again for each batch.
+	o.syms.PrepareDWARF(addrs)
+	var spans []symcache.Span
+	var runs []symbol.FrameRange
+	seen := make(map[uint64]bool)
+	for _, unit := range o.syms.ByUnit(addrs) {
+		o.syms.PrepareFrames(unit)
+		spans, runs = o.addFunctions(e, unit, seen, spans, runs)
+		o.syms.ForgetUnits()
+	}
+	e.AddFunctions(spans, runs)
+}
+
+// addFunctions appends to spans and runs the frames of the functions
+// (symbols) holding the link-time addresses addrs that e does not cover
+// and seen (by their addresses) holds none of, up to the bounds on runs.
+func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64, seen map[uint64]bool, spans []symcache.Span, runs []symbol.FrameRange) ([]symcache.Span, []symbol.FrameRange) {
+	for _, va := range addrs {
+		if o.syms.InGoLineTable(va) {
+			// Read again from the file for an address new to the
+			// entry, a Go function's frames cost less than the runs
+			// of whole functions cost to keep: over a compile loop,
+			// entries twice the size, each recording 0.07 CPU-s
+			// more to read and write them.
+			continue
+		}
+		sym, ok := o.syms.Lookup(va)
+		if !ok || sym.Size == 0 || seen[sym.Addr] || len(e.Runs)+len(runs) >= maxCachedRuns {
+			continue
+		}
+		seen[sym.Addr] = true
+		lo, hi := sym.Addr, sym.Addr+sym.Size
+		if hi < lo || overlaps(e.Covered, lo, hi) {
+			continue
+		}
+		rs, ok := o.syms.FrameRanges(lo, hi, maxRunsPerFunction)
+		if !ok {
+			continue
+		}
+		spans = append(spans, symcache.Span{Lo: lo, Hi: hi})
+		runs = append(runs, rs...)
+	}
+	return spans, runs
+}
+
+// overlaps reports whether [lo, hi) overlaps a span of sorted spans.
+func overlaps(spans []symcache.Span, lo, hi uint64) bool {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].Hi > lo })
+	return i < len(spans) && spans[i].Lo < hi
 }
 
 // dropLines lets go of o's line tables (a Go binary's pclntab, DWARF
@@ -288,10 +414,19 @@ func (o *symObj) openELF(logf func(string, ...any)) bool {
 
 // loadSymbols reads o's symbols: its own tables, or debug files found
 // inside the owning process's root first, then on the host, then
-// debuginfod.
-func (o *symObj) loadSymbols(logf func(string, ...any)) bool {
+// debuginfod. Where they come from the source of known (a cache
+// entry's), its table is taken, and only the lines are read.
+func (o *symObj) loadSymbols(known *symbol.Symbols, logf func(string, ...any)) bool {
 	l := o.loader()
 	l.Debuginfod = symbol.DebuginfodFromEnv()
+	if known != nil {
+		l.Known = func(source string) *symbol.Table {
+			if source == known.Source() {
+				return known.Table()
+			}
+			return nil
+		}
+	}
 	syms, err := l.Load(o.elf, o.path)
 	if err != nil {
 		logf("%s: no symbols: %v", o.path, err)

@@ -231,7 +231,7 @@ func (t *goLineTable) u32(b goSpan, off uint64) (uint32, bool) {
 
 // goFunc is what frames needs of one _func record.
 type goFunc struct {
-	entry                 uint64
+	entry, end            uint64 // end: the next function's entry
 	nameOff, pcfile, pcln uint32
 	cuOff                 uint32
 	inlIndex, inlTree     uint32 // pctab offset of PCDATA_InlTreeIndex, gofunc offset of the tree
@@ -267,7 +267,7 @@ func (t *goLineTable) funcAt(pc uint64) (goFunc, bool) {
 			return goFunc{}, false
 		}
 	}
-	fn := goFunc{entry: t.text + uint64(w[0]), nameOff: w[1], pcfile: w[5], pcln: w[6], cuOff: w[8]}
+	fn := goFunc{entry: t.text + uint64(w[0]), end: t.text + uint64(next), nameOff: w[1], pcfile: w[5], pcln: w[6], cuOff: w[8]}
 	if fn.entry > pc {
 		return goFunc{}, false
 	}
@@ -319,10 +319,20 @@ func cstring(b goSpan, off uint64) string {
 	return s
 }
 
+// strAt reads the NUL-terminated string at an offset of a table:
+// cstring, or a memo of it.
+type strAt func(b goSpan, off uint64) string
+
+// pcValue gives the value of a function's pcvalue table (at a pctab
+// offset) at a pc, -1 where the table does not cover it: decoded from the
+// table for each pc ([goLineTable.pcvalue]), or looked up in steps decoded
+// once ([goLineTable.frameRuns]).
+type pcValue func(off uint32, pc uint64) int32
+
 // position returns the file and line of pc in fn.
-func (t *goLineTable) position(fn goFunc, pc uint64) (string, int) {
-	line := t.pcvalue(fn.pcln, fn.entry, pc)
-	fileno := t.pcvalue(fn.pcfile, fn.entry, pc)
+func (t *goLineTable) position(fn goFunc, pc uint64, val pcValue, str strAt) (string, int) {
+	line := val(fn.pcln, pc)
+	fileno := val(fn.pcfile, pc)
 	if line < 0 || fileno < 0 {
 		return "", 0
 	}
@@ -330,7 +340,7 @@ func (t *goLineTable) position(fn goFunc, pc uint64) (string, int) {
 	if !ok || fo == ^uint32(0) {
 		return "", int(line)
 	}
-	return cstring(t.filetab, uint64(fo)), int(line)
+	return str(t.filetab, uint64(fo)), int(line)
 }
 
 // frames returns the source frames at pc, innermost first, as
@@ -340,21 +350,27 @@ func (t *goLineTable) frames(pc uint64) []Frame {
 	if !ok {
 		return nil
 	}
-	file, line := t.position(fn, pc)
+	return t.framesIn(fn, pc, func(off uint32, pc uint64) int32 { return t.pcvalue(off, fn.entry, pc) }, cstring)
+}
+
+// framesIn returns the source frames at pc of fn, its tables read
+// through val and its strings through str.
+func (t *goLineTable) framesIn(fn goFunc, pc uint64, val pcValue, str strAt) []Frame {
+	file, line := t.position(fn, pc, val, str)
 	var out []Frame
 	if fn.hasInl {
-		for ix, depth := t.pcvalue(fn.inlIndex, fn.entry, pc), 0; ix >= 0 && depth < maxGoInlDepth; depth++ {
+		for ix, depth := val(fn.inlIndex, pc), 0; ix >= 0 && depth < maxGoInlDepth; depth++ {
 			at := uint64(fn.inlTree) + uint64(ix)*goInlinedCall
 			nameOff, ok1 := t.u32(t.funcdata, at+4)
 			parent, ok2 := t.u32(t.funcdata, at+8)
 			if !ok1 || !ok2 {
 				break
 			}
-			out = append(out, Frame{Function: cstring(t.funcnames, uint64(nameOff)), File: file, Line: line})
+			out = append(out, Frame{Function: str(t.funcnames, uint64(nameOff)), File: file, Line: line})
 			callPC := fn.entry + uint64(int64(int32(parent)))
-			file, line = t.position(fn, callPC)
-			ix = t.pcvalue(fn.inlIndex, fn.entry, callPC)
+			file, line = t.position(fn, callPC, val, str)
+			ix = val(fn.inlIndex, callPC)
 		}
 	}
-	return append(out, Frame{Function: cstring(t.funcnames, uint64(fn.nameOff)), File: file, Line: line})
+	return append(out, Frame{Function: str(t.funcnames, uint64(fn.nameOff)), File: file, Line: line})
 }

@@ -82,7 +82,15 @@ func (t *lineTable) frames(pc uint64) []Frame {
 // PrepareFrames tells s the link-time addresses [Symbols.Frames] will be
 // asked about, so that the compilation units holding them are read at
 // once (and no others, when the file has .debug_aranges).
-func (s *Symbols) PrepareFrames(vaddrs []uint64) {
+func (s *Symbols) PrepareFrames(vaddrs []uint64) { s.prepare(vaddrs, true) }
+
+// PrepareDWARF reads the DWARF holding the compilation units of the
+// link-time addresses vaddrs in one pass, as [Symbols.PrepareFrames]
+// does, but not the units themselves: Frames reads each as it is asked,
+// and [Symbols.ForgetUnits] lets them go, while their DWARF stays.
+func (s *Symbols) PrepareDWARF(vaddrs []uint64) { s.prepare(vaddrs, false) }
+
+func (s *Symbols) prepare(vaddrs []uint64, units bool) {
 	if s == nil || s.lines == nil {
 		return
 	}
@@ -107,14 +115,14 @@ func (s *Symbols) PrepareFrames(vaddrs []uint64) {
 	}
 	s.lines.inlMu.Lock()
 	defer s.lines.inlMu.Unlock()
-	x.prepare(vaddrs)
+	x.prepare(vaddrs, units)
 }
 
-// prepare reads the units of pcs at once. When .debug_aranges leaves out
-// one of them, the whole DWARF is read now, as the first lookup of it
-// would: reading the units of the others first would inflate
-// .debug_info twice.
-func (x *inlineIndex) prepare(pcs []uint64) {
+// prepare reads the units of pcs at once (with units; else only the
+// DWARF holding them). When .debug_aranges leaves out one of them, the
+// whole DWARF is read now, as the first lookup of it would: reading the
+// units of the others first would inflate .debug_info twice.
+func (x *inlineIndex) prepare(pcs []uint64, units bool) {
 	if sp, ok := x.units.(*sparseUnits); ok && x.full != nil {
 		// The units, then the abstract origins they lead to, are read
 		// from one stream.
@@ -127,7 +135,9 @@ func (x *inlineIndex) prepare(pcs []uint64) {
 		}
 	}
 	x.units.prepare(pcs)
-	x.readUnits(pcs)
+	if units {
+		x.readUnits(pcs)
+	}
 }
 
 // readUnits reads the units of pcs not read yet and names their
@@ -266,14 +276,18 @@ func (x *inlineIndex) prepareEntries(offs []dwarf.Offset) { x.units.prepareEntri
 
 // unit returns the compilation unit holding pc, read on first use; nil
 // when no unit covers pc.
-func (x *inlineIndex) unit(pc uint64) (u *unitIndex) {
+func (x *inlineIndex) unit(pc uint64) (u *unitIndex) { return x.unitAt(pc, true) }
+
+// unitAt is unit; without whole, an address .debug_aranges leaves out
+// gets no unit rather than the whole DWARF read to look for one.
+func (x *inlineIndex) unitAt(pc uint64, whole bool) (u *unitIndex) {
 	defer func() {
 		if recover() != nil {
 			u = nil
 		}
 	}()
 	d, off, ok := x.units.unit(pc)
-	if !ok && x.full != nil {
+	if !ok && x.full != nil && whole {
 		// .debug_aranges need not list every unit (some compilers leave
 		// it out): ask the whole DWARF, once read, from now on.
 		if x.toFull() {

@@ -62,6 +62,20 @@ type Loader struct {
 	// debug file was found and the object has no MiniDebugInfo or Go
 	// line table. nil means no network.
 	Debuginfod *Debuginfod
+	// Known, when not nil, gives the symbol table an earlier load of the
+	// same object (by build-id) found from a source ([Symbols.Source]),
+	// nil if none: a load that finds its symbols at that source takes
+	// that table instead of reading them again, and reads only the
+	// source lines there (a symbol cache's).
+	Known func(source string) *Table
+}
+
+// known returns the table Known gives for source, nil without one.
+func (l *Loader) known(source string) *Table {
+	if l.Known == nil {
+		return nil
+	}
+	return l.Known(source)
 }
 
 // Symbols is the result of [Loader.Load]: the symbols of one object, at its
@@ -131,6 +145,9 @@ func (l *Loader) Load(obj *File, path string) (*Symbols, error) {
 // symbols were found at all. ctx bounds the Debuginfod request.
 func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symbols, error) {
 	if obj.hasSection(elf.SHT_SYMTAB) {
+		if t := l.known("symtab"); t != nil {
+			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path), golines: obj.goLinesOrNil(), plt: obj.pltRanges()}, nil
+		}
 		if t, err := obj.Symbols(); err == nil && t.Len() > 0 {
 			return &Symbols{table: t, source: "symtab", lines: l.ownLineTable(obj, path), golines: obj.goLinesOrNil(), plt: obj.pltRanges()}, nil
 		}
@@ -151,7 +168,7 @@ func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symb
 		var p string
 		p, dErr = l.Debuginfod.Fetch(ctx, obj.BuildID())
 		if dErr == nil {
-			if s, err := useDebugFile(obj, HostOpener, p, "debuginfod", nil); err == nil {
+			if s, err := useDebugFile(obj, HostOpener, p, "debuginfod", nil, l.known("debuginfod")); err == nil {
 				return s, nil
 			} else {
 				dErr = err
@@ -193,14 +210,14 @@ func (l *Loader) findDebugFile(obj *File, objPath string) *Symbols {
 		if id != nil {
 			for _, d := range dirs {
 				p := buildIDPath(d, id)
-				if s, err := useDebugFile(obj, open, p, "build-id:"+p, nil); err == nil {
+				if s, err := useDebugFile(obj, open, p, "build-id:"+p, nil, l.known("build-id:"+p)); err == nil {
 					return s
 				}
 			}
 		}
 		if hasLink && path.IsAbs(objPath) {
 			for _, p := range debugLinkPaths(objPath, name, dirs) {
-				if s, err := useDebugFile(obj, open, p, "debuglink:"+p, &crc); err == nil {
+				if s, err := useDebugFile(obj, open, p, "debuglink:"+p, &crc, l.known("debuglink:"+p)); err == nil {
 					return s
 				}
 			}
@@ -292,13 +309,18 @@ func openDebugFile(obj *File, open Opener, p string, crc *uint32) (_ *os.File, _
 
 // useDebugFile opens the debug file p through open and, if it matches obj
 // (same build-id when both have one; same CRC32 when crc is not nil) and
-// has a .symtab, returns its symbols merged with obj's .dynsym and PLT.
-func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbols, error) {
+// has a .symtab, returns its symbols merged with obj's .dynsym and PLT;
+// known, when not nil, is that table as read before, and only the
+// file's lines are read.
+func useDebugFile(obj *File, open Opener, p, source string, crc *uint32, known *Table) (*Symbols, error) {
 	osf, df, err := openDebugFile(obj, open, p, crc)
 	if err != nil {
 		return nil, err
 	}
 	defer osf.Close()
+	if known != nil {
+		return &Symbols{table: known, source: source, lines: debugLines(df, open, p), plt: obj.pltRanges()}, nil
+	}
 	es, err := df.symtab(elf.SHT_SYMTAB)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
@@ -312,9 +334,14 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32) (*Symbo
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
 	}
-	var lines *lineTable
-	if df.hasDebugInfo() {
-		lines = newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
+	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: debugLines(df, open, p), plt: obj.pltRanges()}, nil
+}
+
+// debugLines returns the line table of the debug file df, opened at p
+// through open; nil when it has no DWARF.
+func debugLines(df *File, open Opener, p string) *lineTable {
+	if !df.hasDebugInfo() {
+		return nil
 	}
-	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: lines, plt: obj.pltRanges()}, nil
+	return newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
 }

@@ -1,10 +1,13 @@
 package symcache
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +30,13 @@ func testEntry() *Entry {
 			0x1030: {{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
 			0x1040: {},
 			0x2000: {{Function: "", File: "/src/b.cc", Line: 7}},
+		},
+		Covered: []Span{{0x1000, 0x1020}, {0x1020, 0x1120}},
+		Runs:    []Run{{0x1000, 0x1008, 0}, {0x1020, 0x1030, 1}, {0x1030, 0x1034, 2}, {0x1040, 0x1044, 1}},
+		FrameLists: [][]symbol.Frame{
+			{{Function: "_start", File: "/src/s.S", Line: 3}},
+			{{Function: "main", File: "/src/a.c", Line: 39}},
+			{{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
 		},
 	}
 }
@@ -310,6 +320,118 @@ func TestTrimEvictsOldest(t *testing.T) {
 	}
 }
 
+// FramesAt answers from Frames, then from the runs, and for an address
+// in a covered function outside every run with no frames; elsewhere it
+// does not know.
+func TestFramesAt(t *testing.T) {
+	e := testEntry()
+	for _, c := range []struct {
+		va     uint64
+		frames int
+		ok     bool
+	}{
+		{0x1030, 2, true}, // Frames
+		{0x1031, 2, true}, // a run
+		{0x1000, 1, true},
+		{0x1008, 0, true}, // covered, in no run
+		{0x111f, 0, true},
+		{0x1120, 0, false},
+		{0x0fff, 0, false},
+		{0x2001, 0, false},
+	} {
+		fr, ok := e.FramesAt(c.va)
+		if len(fr) != c.frames || ok != c.ok {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %d frames, %v", c.va, fr, ok, c.frames, c.ok)
+		}
+	}
+	if !e.IsCovered(0x1020, 0x1120) || e.IsCovered(0x1010, 0x1030) || e.IsCovered(0x1100, 0x1121) {
+		t.Error("IsCovered is wrong")
+	}
+}
+
+// Runs that would answer for addresses the entry does not cover, or
+// give no frames, make the entry corrupt; an entry of version 1 (no
+// runs) is still read.
+func TestDecodeRanges(t *testing.T) {
+	for name, mod := range map[string]func(e *Entry){
+		"run outside": func(e *Entry) { e.Runs[0].Hi = 0x1021 },
+		"run across":  func(e *Entry) { e.Runs[1].Lo = 0x1010 },
+		"no list":     func(e *Entry) { e.Runs[2].Frames = 3 },
+		"no frames":   func(e *Entry) { e.FrameLists[2] = nil },
+		"overlap":     func(e *Entry) { e.Covered[1].Lo = 0x1010 },
+		"empty":       func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo },
+		"empty run":   func(e *Entry) { e.Runs[3].Hi = e.Runs[3].Lo },
+	} {
+		e := testEntry()
+		mod(e)
+		if _, err := decode(testKey, encode(testKey, e)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: decode error %v, want ErrCorrupt", name, err)
+		}
+	}
+	e := testEntry()
+	e.Covered, e.Runs, e.FrameLists = nil, nil, nil
+	b := encode(testKey, e)
+	b = b[:len(b)-3] // no counts of covered spans, frame lists and runs
+	b[len(magic)] = 1
+	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
+	binary.LittleEndian.PutUint32(b[len(magic)+12:], crc32.Checksum(b[headerSize:], castagnoli()))
+	got, err := decode(testKey, b)
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Errorf("version 1 entry: %v, %+v", err, got)
+	}
+}
+
+// AddFunctions merges spans and runs in address order, shares equal
+// frame lists, and drops the addresses of Frames it covers.
+func TestAddFunctions(t *testing.T) {
+	e := testEntry()
+	main := []symbol.Frame{{Function: "main", File: "/src/a.c", Line: 39}}
+	g := []symbol.Frame{{Function: "g", File: "/src/g.c", Line: 1}}
+	e.AddFunctions([]Span{{0x0800, 0x0900}, {0x2000, 0x2010}}, []symbol.FrameRange{
+		{Lo: 0x0800, Hi: 0x0810, Frames: g},
+		{Lo: 0x0810, Hi: 0x0820, Frames: main},
+		{Lo: 0x0830, Hi: 0x0840, Frames: slices.Clone(g)},
+		{Lo: 0x2000, Hi: 0x2004, Frames: main},
+	})
+	if want := []Span{{0x0800, 0x0900}, {0x1000, 0x1020}, {0x1020, 0x1120}, {0x2000, 0x2010}}; !slices.Equal(e.Covered, want) {
+		t.Errorf("Covered %v, want %v", e.Covered, want)
+	}
+	if len(e.FrameLists) != 5 {
+		t.Errorf("%d frame lists, want 5 (the 3 before, and g and main once each)", len(e.FrameLists))
+	}
+	if _, ok := e.Frames[0x2000]; ok {
+		t.Error("an address of Frames the spans cover was kept")
+	}
+	if _, err := decode(testKey, encode(testKey, e)); err != nil {
+		t.Fatalf("entry after AddFunctions does not decode: %v", err)
+	}
+	for va, want := range map[uint64][]symbol.Frame{0x0805: g, 0x0815: main, 0x0835: g, 0x0825: nil, 0x2002: main, 0x2008: nil} {
+		if fr, ok := e.FramesAt(va); !ok || !slices.Equal(fr, want) {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %v", va, fr, ok, want)
+		}
+	}
+
+	// Out of order; spans overlapping those covered, or each other, are
+	// left out with their runs, as is a run in no span.
+	covered, runs := slices.Clone(e.Covered), len(e.Runs)
+	e.AddFunctions([]Span{{0x3000, 0x3010}, {0x2008, 0x2020}, {0x0f00, 0x1010}, {0x3008, 0x3018}, {0x2800, 0x2810}}, []symbol.FrameRange{
+		{Lo: 0x2800, Hi: 0x2808, Frames: g},
+		{Lo: 0x2010, Hi: 0x2018, Frames: g},
+		{Lo: 0x0f00, Hi: 0x0f08, Frames: g},
+		{Lo: 0x3008, Hi: 0x300c, Frames: g},
+		{Lo: 0x4000, Hi: 0x4004, Frames: g},
+	})
+	if want := append(slices.Clone(covered), Span{0x2800, 0x2810}, Span{0x3000, 0x3010}); !slices.Equal(e.Covered, want) {
+		t.Errorf("Covered %v, want %v", e.Covered, want)
+	}
+	if len(e.Runs) != runs+2 {
+		t.Errorf("%d runs, want %d: those in the spans kept", len(e.Runs), runs+2)
+	}
+	if _, err := decode(testKey, encode(testKey, e)); err != nil {
+		t.Fatalf("entry after AddFunctions does not decode: %v", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(testKey, testEntry()))
 	f.Add(encode(testKey, &Entry{}))
@@ -330,6 +452,16 @@ func FuzzDecode(f *testing.F) {
 		}
 		if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
 			t.Fatal("decoded symbols are not a table")
+		}
+		// Every run answers its addresses with its frames, unless
+		// Frames holds the address.
+		for _, r := range e.Runs {
+			for _, va := range []uint64{r.Lo, r.Hi - 1} {
+				fr, ok := e.FramesAt(va)
+				if _, inFrames := e.Frames[va]; !inFrames && (!ok || !slices.Equal(fr, e.FrameLists[r.Frames])) {
+					t.Fatalf("FramesAt(%#x) = %v, %v; the run [%#x, %#x) gives %v", va, fr, ok, r.Lo, r.Hi, e.FrameLists[r.Frames])
+				}
+			}
 		}
 	})
 }

@@ -1,8 +1,9 @@
 // Package symcache keeps, across recordings, what symbolizing an object
-// cost: its symbol table and the source frames of the addresses resolved in
-// it, keyed by the object's build-id, as perf keeps ~/.debug. A second
-// recording of the same binaries reads them back instead of parsing symbol
-// tables and inflating DWARF again.
+// cost: its symbol table, the source frames of the addresses resolved in
+// it, and the frames of every address of whole functions (runs of
+// addresses with the same frames), keyed by the object's build-id, as
+// perf keeps ~/.debug. Later recordings of the same binaries read them
+// back instead of parsing symbol tables and inflating DWARF again.
 //
 // The cache is a directory owned by the user, writable by no one else,
 // holding one file per build-id. Entries are written atomically (a

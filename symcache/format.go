@@ -1,11 +1,13 @@
 package symcache
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sort"
 	"sync"
 
 	"nsprof/symbol"
@@ -28,12 +30,134 @@ type Entry struct {
 	// so far, innermost first; an address without any maps to an empty
 	// slice, so that it is not resolved again.
 	Frames map[uint64][]symbol.Frame
+	// Covered are ranges of link-time addresses (whole functions) whose
+	// frames Runs gives all of: an address in one of them and in no run
+	// has none. Sorted, disjoint, none empty.
+	Covered []Span
+	// Runs are runs of addresses within Covered with the same frames
+	// ([symbol.Symbols.FrameRanges]). Sorted, disjoint, none empty.
+	Runs []Run
+	// FrameLists are the frames runs give, which runs share; none
+	// empty.
+	FrameLists [][]symbol.Frame
 }
 
-// magic starts every entry file; version is the format's.
+// Span is a range of addresses, [Lo, Hi).
+type Span struct{ Lo, Hi uint64 }
+
+// Run is a run of addresses, [Lo, Hi), with the frames of
+// Entry.FrameLists[Frames].
+type Run struct {
+	Lo, Hi uint64
+	Frames uint32
+}
+
+// FramesAt returns the frames e knows of the link-time address va: from
+// Frames, else from the run holding it (none when va is in a span of
+// Covered outside every run). ok is false when e does not know.
+func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
+	if fr, ok := e.Frames[va]; ok {
+		return fr, true
+	}
+	if !e.IsCovered(va, va+1) {
+		return nil, false
+	}
+	j := sort.Search(len(e.Runs), func(j int) bool { return e.Runs[j].Hi > va })
+	if j < len(e.Runs) && e.Runs[j].Lo <= va {
+		return e.FrameLists[e.Runs[j].Frames], true
+	}
+	return nil, true
+}
+
+// IsCovered reports whether the whole of [lo, hi) is in one span of
+// Covered.
+func (e *Entry) IsCovered(lo, hi uint64) bool {
+	i := sort.Search(len(e.Covered), func(i int) bool { return e.Covered[i].Hi > lo })
+	return i < len(e.Covered) && e.Covered[i].Lo <= lo && hi <= e.Covered[i].Hi
+}
+
+// AddFunctions adds to e the frames of whole functions: the spans and
+// the runs of frames in them ([symbol.Symbols.FrameRanges]), in any
+// order. A span that overlaps Covered or another span is left out, with
+// its runs, as is a run in no span left. The frame lists of the runs
+// added are shared where equal, and the addresses of Frames the spans
+// cover are dropped from it.
+func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
+	if len(spans) == 0 {
+		return
+	}
+	spans = slices.SortedFunc(slices.Values(spans), func(a, b Span) int { return cmp.Compare(a.Lo, b.Lo) })
+	kept := spans[:0]
+	for _, sp := range spans {
+		if sp.Hi <= sp.Lo || (len(kept) > 0 && kept[len(kept)-1].Hi > sp.Lo) || overlapsAny(e.Covered, sp) {
+			continue
+		}
+		kept = append(kept, sp)
+	}
+	lists := make(map[string]uint32)
+	var key []byte
+	add := make([]Run, 0, len(runs))
+	for _, r := range runs {
+		if r.Hi <= r.Lo || len(r.Frames) == 0 {
+			continue
+		}
+		key = key[:0]
+		for _, f := range r.Frames {
+			key = append(append(append(key, f.Function...), 0), f.File...)
+			key = binary.AppendUvarint(append(key, 0), uint64(f.Line))
+		}
+		i, ok := lists[string(key)]
+		if !ok {
+			i = uint32(len(e.FrameLists))
+			lists[string(key)] = i
+			e.FrameLists = append(e.FrameLists, r.Frames)
+		}
+		add = append(add, Run{Lo: r.Lo, Hi: r.Hi, Frames: i})
+	}
+	slices.SortFunc(add, func(a, b Run) int { return cmp.Compare(a.Lo, b.Lo) })
+	in := add[:0]
+	k := 0
+	for _, r := range add {
+		for k < len(kept) && kept[k].Hi <= r.Lo {
+			k++
+		}
+		if k < len(kept) && kept[k].Lo <= r.Lo && r.Hi <= kept[k].Hi && (len(in) == 0 || in[len(in)-1].Hi <= r.Lo) {
+			in = append(in, r)
+		}
+	}
+	e.Covered = mergeSorted(e.Covered, kept, func(s Span) uint64 { return s.Lo })
+	e.Runs = mergeSorted(e.Runs, in, func(r Run) uint64 { return r.Lo })
+	for va := range e.Frames {
+		if e.IsCovered(va, va+1) {
+			delete(e.Frames, va)
+		}
+	}
+}
+
+// overlapsAny reports whether sp overlaps a span of sorted spans.
+func overlapsAny(spans []Span, sp Span) bool {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].Hi > sp.Lo })
+	return i < len(spans) && spans[i].Lo < sp.Hi
+}
+
+// mergeSorted merges a and b, each sorted by key, into a new slice.
+func mergeSorted[T any](a, b []T, key func(T) uint64) []T {
+	out := make([]T, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if key(b[0]) < key(a[0]) {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// magic starts every entry file; version is the format's. Version 1,
+// without Covered and Ranges, is still read.
 const (
 	magic   = "nsprofSC"
-	version = 1
+	version = 2
 )
 
 // flagNoLines marks an Entry.NoLines.
@@ -107,6 +231,32 @@ func encode(key string, e *Entry) []byte {
 			body = binary.AppendUvarint(body, uint64(f.Line))
 		}
 	}
+	// Covered, the frame lists, then the runs: each start as the
+	// distance from the end of the one before, then its length.
+	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
+	prev = 0
+	for _, c := range e.Covered {
+		body = binary.AppendUvarint(body, c.Lo-prev)
+		body = binary.AppendUvarint(body, c.Hi-c.Lo)
+		prev = c.Hi
+	}
+	body = binary.AppendUvarint(body, uint64(len(e.FrameLists)))
+	for _, fr := range e.FrameLists {
+		body = binary.AppendUvarint(body, uint64(len(fr)))
+		for _, f := range fr {
+			body = binary.AppendUvarint(body, intern(f.Function))
+			body = binary.AppendUvarint(body, intern(f.File))
+			body = binary.AppendUvarint(body, uint64(f.Line))
+		}
+	}
+	body = binary.AppendUvarint(body, uint64(len(e.Runs)))
+	prev = 0
+	for _, r := range e.Runs {
+		body = binary.AppendUvarint(body, r.Lo-prev)
+		body = binary.AppendUvarint(body, r.Hi-r.Lo)
+		body = binary.AppendUvarint(body, uint64(r.Frames))
+		prev = r.Hi
+	}
 	var p []byte
 	p = appendString(p, key)
 	p = appendString(p, e.Source)
@@ -143,7 +293,8 @@ func decode(key string, b []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
 	}
 	h := b[len(magic):]
-	if v := binary.LittleEndian.Uint32(h); v != version {
+	v := binary.LittleEndian.Uint32(h)
+	if v != version && v != 1 {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, version)
 	}
 	n := binary.LittleEndian.Uint64(h[4:])
@@ -202,6 +353,20 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
+	// frames reads n frames of the address va.
+	frames := func(n int, va uint64) []symbol.Frame {
+		fr := make([]symbol.Frame, 0, n)
+		for range n {
+			f := symbol.Frame{Function: str(), File: str()}
+			line := d.uvarint()
+			if line > maxLine {
+				d.fail("address %#x: line %d", va, line)
+			}
+			f.Line = int(line)
+			fr = append(fr, f)
+		}
+		return fr
+	}
 	nva := d.count(2)
 	e.Frames = make(map[uint64][]symbol.Frame, nva)
 	var va uint64
@@ -221,28 +386,95 @@ func decode(key string, b []byte) (*Entry, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		fr := make([]symbol.Frame, 0, nf)
-		for range nf {
-			f := symbol.Frame{Function: str(), File: str()}
-			line := d.uvarint()
-			if line > maxLine {
-				d.fail("address %#x: line %d", va, line)
-			}
-			f.Line = int(line)
-			fr = append(fr, f)
-		}
+		fr := frames(nf, va)
 		if d.err != nil {
 			return nil, d.err
 		}
 		e.Frames[va] = fr
 	}
+	if v >= 2 {
+		if err := decodeRanges(&d, e, frames); err != nil {
+			return nil, err
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the last address", len(d.b))
+		d.fail("%d bytes after the last range", len(d.b))
 	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return e, nil
+}
+
+// decodeRanges reads e's Covered, FrameLists and Runs, checking that
+// spans and runs are sorted, disjoint and not empty, that each run lies
+// in a covered span and names a frame list, and that no list is empty:
+// a run outside would answer for an address the entry does not know.
+func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.Frame) error {
+	span := func(prev uint64, what string, i int) (lo, hi uint64) {
+		gap, n := d.uvarint(), d.uvarint()
+		lo, hi = prev+gap, prev+gap+n
+		if d.err == nil && (lo < prev || hi <= lo) {
+			d.fail("%s %d: empty, out of order or overflowing", what, i)
+		}
+		return lo, hi
+	}
+	nc := d.count(2)
+	if nc > 0 {
+		e.Covered = make([]Span, 0, nc)
+	}
+	prev := uint64(0)
+	for i := range nc {
+		lo, hi := span(prev, "covered range", i)
+		if d.err != nil {
+			return d.err
+		}
+		e.Covered = append(e.Covered, Span{lo, hi})
+		prev = hi
+	}
+	nl := d.count(4) // frames, function, file, line
+	if nl > 0 {
+		e.FrameLists = make([][]symbol.Frame, 0, nl)
+	}
+	for i := range nl {
+		nf := d.count(3)
+		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
+			d.fail("frame list %d: %d frames", i, nf)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		fr := frames(nf, 0)
+		if d.err != nil {
+			return d.err
+		}
+		e.FrameLists = append(e.FrameLists, fr)
+	}
+	nr := d.count(3)
+	if nr > 0 {
+		e.Runs = make([]Run, 0, nr)
+	}
+	prev = 0
+	c := 0 // the covered span the runs are in so far
+	for i := range nr {
+		lo, hi := span(prev, "run", i)
+		for d.err == nil && c < len(e.Covered) && e.Covered[c].Hi <= lo {
+			c++
+		}
+		if d.err == nil && (c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi) {
+			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
+		}
+		l := d.uvarint()
+		if d.err == nil && l >= uint64(len(e.FrameLists)) {
+			d.fail("run %d: frame list %d of %d", i, l, len(e.FrameLists))
+		}
+		if d.err != nil {
+			return d.err
+		}
+		e.Runs = append(e.Runs, Run{Lo: lo, Hi: hi, Frames: uint32(l)})
+		prev = hi
+	}
+	return d.err
 }
 
 // decoder reads varints and strings from b; the first error sticks.

@@ -1,0 +1,211 @@
+package record
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/symbol"
+	"nsprof/symcache"
+)
+
+// checkNewAddresses bundles each set of file offsets of before with a
+// cache, then others (seen, which none before sampled, in the same
+// functions) with the cache and without it: the bundle of seen must
+// name the same symbols and source frames either way, and use the cache
+// as want says.
+func checkNewAddresses(t *testing.T, path string, id []byte, before [][]uint64, seen []uint64, want cacheUse) {
+	t.Helper()
+	const pid, base = 42, 0x7f0000000000
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + uint64(st.Size()), BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		return syms, lines, s.cacheUses
+	}
+	wantSyms, wantLines, _ := run(nil, seen)
+	inlined := 0
+	for _, l := range wantLines {
+		if len(l.Frames) > 1 {
+			inlined++
+		}
+	}
+	if len(wantSyms) == 0 || len(wantLines) == 0 || inlined == 0 {
+		t.Fatalf("without the cache: %d symbols, %d lines, %d with inlined calls: the test checks too little", len(wantSyms), len(wantLines), inlined)
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, offs := range before {
+		want := [3]int{cachePart: 1}
+		if i == 0 {
+			want = [3]int{cacheNone: 1}
+		}
+		if _, _, uses := run(c, offs); uses != want {
+			t.Fatalf("bundle %d: uses %v, want %v", i+1, uses, want)
+		}
+	}
+	syms, lines, uses := run(c, seen)
+	var wantUses [3]int
+	wantUses[want] = 1
+	if uses != wantUses {
+		t.Errorf("bundle of new addresses: uses %v, want %v", uses, wantUses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) {
+		t.Errorf("symbols with the cache differ from those without it")
+	}
+	if !reflect.DeepEqual(lines, wantLines) {
+		want := make(map[uint64][]capture.SourceFrame)
+		for _, l := range wantLines {
+			want[l.Addr] = l.Frames
+		}
+		bad := 0
+		for _, l := range lines {
+			if !reflect.DeepEqual(l.Frames, want[l.Addr]) {
+				if bad++; bad <= 5 {
+					t.Errorf("%#x: frames from the cache %v, without it %v", l.Addr, l.Frames, want[l.Addr])
+				}
+			}
+			delete(want, l.Addr)
+		}
+		for a, fr := range want {
+			if bad++; bad <= 10 {
+				t.Errorf("%#x: no frames from the cache, without it %v", a, fr)
+			}
+		}
+	}
+	t.Logf("%d addresses new to the cache, %d with source frames (%d with inlined calls)", len(seen), len(wantLines), inlined)
+}
+
+// funcOffsets returns the file offsets of every step-th byte of the
+// named functions of the ELF file at path.
+func funcOffsets(t *testing.T, path string, step uint64, names ...string) (offs []uint64) {
+	t.Helper()
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := f.Symbols() // a Go test binary's from its line table: it has no .symtab
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[string]bool)
+	for _, n := range names {
+		want[n] = true
+	}
+	for _, s := range tab.All() {
+		if !want[s.Name] {
+			continue
+		}
+		delete(want, s.Name)
+		for d := uint64(0); d < s.Size; d += step {
+			if off, ok := f.FileOffset(s.Addr + d); ok {
+				offs = append(offs, off)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("%s: functions %v not found", path, want)
+	}
+	return offs
+}
+
+// split deals offs out into n sets, round robin.
+func split(offs []uint64, n int) [][]uint64 {
+	out := make([][]uint64, n)
+	for i, o := range offs {
+		out[i%n] = append(out[i%n], o)
+	}
+	return out
+}
+
+// A file read a second time for addresses new to its entry has its
+// functions cached whole: a third recording's new addresses come from
+// the cache, with the frames the C program's DWARF gives them, inlined
+// calls included.
+func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	sets := split(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"), 3)
+	checkNewAddresses(t, path, id, sets[:2], sets[2], cacheAll)
+}
+
+// For a Go binary (this test's) the file's line table is read again for
+// addresses new to the entry, however often, with the entry's symbol
+// table, and gives the same frames.
+func TestSymbolCacheNewAddressesGo(t *testing.T) {
+	path, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	sets := split(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"), 3)
+	checkNewAddresses(t, path, id, sets[:2], sets[2], cachePart)
+}
+
+// A file read a second time for addresses new to its entry has all its
+// functions cached: a third bundle, of functions neither before sampled,
+// is answered from the cache alone, with the frames a bundle without
+// the cache gives.
+func TestSymbolCacheWholeObject(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	const pid, base = 42, 0x7f0000000000
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.cache = c
+		defer s.close()
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
+		return syms, lines, s.cacheUses
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	third := funcOffsets(t, path, 1, "main")
+	wantSyms, wantLines, _ := run(nil, third)
+	if len(wantSyms) == 0 || len(wantLines) == 0 {
+		t.Fatalf("without the cache: %d symbols, %d lines", len(wantSyms), len(wantLines))
+	}
+	for i, step := range []struct {
+		fn   string
+		want [3]int
+	}{{"leaf_fn", [3]int{cacheNone: 1}}, {"mid_fn", [3]int{cachePart: 1}}} {
+		if _, _, uses := run(c, funcOffsets(t, path, 1, step.fn)); uses != step.want {
+			t.Fatalf("bundle %d (%s): uses %v, want %v", i+1, step.fn, uses, step.want)
+		}
+	}
+	syms, lines, uses := run(c, third)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("third bundle, of a function not sampled before: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("third bundle differs from one without the cache:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
+	}
+}
