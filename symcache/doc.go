@@ -3,7 +3,9 @@
 // it, and the frames of every address of whole functions (runs of
 // addresses with the same frames), keyed by the object's build-id, as
 // perf keeps ~/.debug. Later recordings of the same binaries read them
-// back instead of parsing symbol tables and inflating DWARF again.
+// back instead of parsing symbol tables and inflating DWARF again. It
+// also keeps blobs (GetBlob, PutBlob): bytes under a key of the caller's
+// making, such as this boot's /proc/kallsyms with its index.
 //
 // The cache is a directory owned by the user, writable by no one else,
 // holding one file per build-id. Entries are written atomically (a
