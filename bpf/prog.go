@@ -102,22 +102,15 @@ func switchInTail(rb, targets, drops int) asm.Instructions {
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 		)
 	}
+	insns = append(insns, reserveRecord(rb, recordSize, "drop")...)
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
-		asm.Mov.Reg(asm.R8, asm.R0),
-		asm.LoadMapPtr(asm.R1, rb),
-		asm.Mov.Imm(asm.R2, recordSize),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "drop"),
 		asm.StoreMem(asm.R0, 0, asm.R7, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),
 		asm.StoreMem(asm.R0, 4, asm.R1, asm.Word),
 		asm.StoreMem(asm.R0, 8, asm.R8, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.Mov.Imm(asm.R2, rbNoWakeup),
-		asm.FnRingbufSubmit.Call(),
-		asm.Ja.Label("exit"),
+	)
+	insns = append(insns, submitRecord()...)
+	insns = append(insns,
 		// The ring is full: count the record lost.
 		asm.StoreImm(asm.RFP, -12, 0, asm.Word).WithSymbol("drop"),
 		asm.LoadMapPtr(asm.R1, drops),
@@ -217,29 +210,43 @@ func cloneInsns(off taskOffsets, rb, drops int) asm.Instructions {
 	insns = append(insns, readU32(asm.R7, off.pid, -40)...)
 	insns = append(insns, readU32(asm.R6, off.pid, -44)...)
 	insns = append(insns, readU32(asm.R6, off.tgid, -48)...)
-	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
-		asm.Mov.Reg(asm.R8, asm.R0),
-		asm.LoadMapPtr(asm.R1, rb),
-		asm.Mov.Imm(asm.R2, cloneRecordSize),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "clonedrop"),
-	)
+	insns = append(insns, reserveRecord(rb, cloneRecordSize, "clonedrop")...)
 	for i, slot := range []int16{-44, -48, -40, -36} {
 		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.RFP, slot, asm.Word),
 			asm.StoreMem(asm.R0, int16(4*i), asm.R1, asm.Word),
 		)
 	}
-	insns = append(insns,
-		asm.StoreMem(asm.R0, 16, asm.R8, asm.DWord),
+	insns = append(insns, asm.StoreMem(asm.R0, 16, asm.R8, asm.DWord))
+	insns = append(insns, submitRecord()...)
+	return append(insns, countDrop(drops, "clonedrop")...)
+}
+
+// reserveRecord takes the time into R8 and reserves a record of size
+// bytes in the ring buffer rb, in R0; it goes to the label drop when the
+// ring is full.
+func reserveRecord(rb int, size int32, drop string) asm.Instructions {
+	return asm.Instructions{
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.LoadMapPtr(asm.R1, rb),
+		asm.Mov.Imm(asm.R2, size),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, drop),
+	}
+}
+
+// submitRecord submits the record reserveRecord reserved, in R0, without
+// waking the reader (which drains the ring when it reads its perf rings),
+// and goes to "exit".
+func submitRecord() asm.Instructions {
+	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.Mov.Imm(asm.R2, rbNoWakeup),
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label("exit"),
-	)
-	return append(insns, countDrop(drops, "clonedrop")...)
+	}
 }
 
 // countDrop adds one to the per-CPU counter of the array drops, from the

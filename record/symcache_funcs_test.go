@@ -1,14 +1,12 @@
 package record
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"nsprof/capture"
-	"nsprof/container"
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
@@ -20,22 +18,12 @@ import (
 // as want says.
 func checkNewAddresses(t *testing.T, path string, id []byte, before [][]uint64, seen []uint64, want cacheUse) {
 	t.Helper()
-	const pid, base = 42, 0x7f0000000000
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
-		s := newSymbolizer()
-		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
-		s.cache = c
-		defer s.close()
-		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + uint64(st.Size()), BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-		return syms, lines, s.cacheUses
+		return cachedBundle(t, c, path, id, uint64(st.Size()), offs)
 	}
 	wantSyms, wantLines, _ := run(nil, seen)
 	inlined := 0
@@ -170,18 +158,8 @@ func TestSymbolCacheNewAddressesGo(t *testing.T) {
 // the cache gives.
 func TestSymbolCacheWholeObject(t *testing.T) {
 	path, id, _ := cachedImage(t)
-	const pid, base = 42, 0x7f0000000000
 	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
-		s := newSymbolizer()
-		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
-		s.cache = c
-		defer s.close()
-		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
-		return syms, lines, s.cacheUses
+		return cachedBundle(t, c, path, id, 1<<20, offs)
 	}
 	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
 	if err != nil {

@@ -75,19 +75,8 @@ int main(int c, char **v) { return mid_fn(c); }
 // source lines. Addresses new to the entry are added to it.
 func TestSymbolCacheSecondBundle(t *testing.T) {
 	path, id, offs := cachedImage(t)
-	const pid, base = 42, 0x7f0000000000
-	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
 	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
-		s := newSymbolizer()
-		s.open = gone
-		s.cache = c
-		defer s.close()
-		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-		return syms, lines, s.cacheUses
+		return cachedBundle(t, c, path, id, 1<<20, offs)
 	}
 	first := offs[:len(offs)/2]
 	wantSyms, wantLines, _ := run(nil, first)
@@ -183,18 +172,8 @@ func TestSymbolCacheNoLines(t *testing.T) {
 	if out, err := exec.Command(objcopy, "--strip-debug", path, stripped).CombinedOutput(); err != nil {
 		t.Fatalf("objcopy: %v: %s", err, out)
 	}
-	const pid, base = 42, 0x7f0000000000
 	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
-		s := newSymbolizer()
-		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
-		s.cache = c
-		defer s.close()
-		s.mapped(pid, container.Mapping{Path: stripped, Start: base, End: base + 1<<20, BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-		syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(string, ...any) {})
-		return syms, lines, s.cacheUses
+		return cachedBundle(t, c, stripped, id, 1<<20, offs)
 	}
 	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
 	if err != nil {
@@ -482,4 +461,23 @@ func TestBundlePackedKernel(t *testing.T) {
 	if got, _ := run(true, true); !reflect.DeepEqual(got, wantLate) || len(wantLate) != 41 {
 		t.Errorf("packed, then a late sample: %d symbols; want %d (41)", len(got), len(wantLate))
 	}
+}
+
+// cachedBundle bundles the file offsets offs of the file at path (build-id
+// id, its first size bytes mapped in a process that is gone) with the
+// symbol cache c (nil: none), and returns the records and how the cache
+// was used.
+func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+	t.Helper()
+	const pid, base = 42, 0x7f0000000000
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	s.cache = c
+	defer s.close()
+	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + size, BuildID: id})
+	for _, off := range offs {
+		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+	}
+	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
+	return syms, lines, s.cacheUses
 }
