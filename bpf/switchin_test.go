@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,4 +229,27 @@ func testClones(t *testing.T, all bool) {
 	if !found {
 		t.Errorf("no clone record of the sleep, id %d in its namespace: %+v", nsid, clones)
 	}
+}
+
+// TestLostWhenFull fills a one-page ring buffer with the switch-ins of
+// the test process itself, never read, and checks that the records that
+// found it full are counted.
+func TestLostWhenFull(t *testing.T) {
+	s := open(t, Options{TGIDs: []int{os.Getpid()}, RingBytes: os.Getpagesize()})
+	// A one-page ring holds about 200 records of 16 bytes: sleeping
+	// threads come back to a CPU a few thousand times.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 500 {
+				time.Sleep(50 * time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
+	lost, err := s.Lost()
+	if err != nil || lost == 0 {
+		t.Errorf("Lost() = %d, %v; want some", lost, err)
+	}
+	t.Logf("%d switch-ins lost to a full ring", lost)
 }
