@@ -196,6 +196,17 @@ func encode(key string, e *Entry) []byte {
 		}
 		return i
 	}
+	// A list of frames: their count, then each one's function, file
+	// (indexes of the string table) and line.
+	appendFrames := func(body []byte, fr []symbol.Frame) []byte {
+		body = binary.AppendUvarint(body, uint64(len(fr)))
+		for _, f := range fr {
+			body = binary.AppendUvarint(body, intern(f.Function))
+			body = binary.AppendUvarint(body, intern(f.File))
+			body = binary.AppendUvarint(body, uint64(f.Line))
+		}
+		return body
+	}
 	var body []byte
 	var prev uint64
 	body = binary.AppendUvarint(body, uint64(len(e.Symbols)))
@@ -224,12 +235,7 @@ func encode(key string, e *Entry) []byte {
 		prev = va
 		fr := e.Frames[va]
 		body = binary.AppendUvarint(body, d)
-		body = binary.AppendUvarint(body, uint64(len(fr)))
-		for _, f := range fr {
-			body = binary.AppendUvarint(body, intern(f.Function))
-			body = binary.AppendUvarint(body, intern(f.File))
-			body = binary.AppendUvarint(body, uint64(f.Line))
-		}
+		body = appendFrames(body, fr)
 	}
 	// Covered, the frame lists, then the runs: each start as the
 	// distance from the end of the one before, then its length.
@@ -242,12 +248,7 @@ func encode(key string, e *Entry) []byte {
 	}
 	body = binary.AppendUvarint(body, uint64(len(e.FrameLists)))
 	for _, fr := range e.FrameLists {
-		body = binary.AppendUvarint(body, uint64(len(fr)))
-		for _, f := range fr {
-			body = binary.AppendUvarint(body, intern(f.Function))
-			body = binary.AppendUvarint(body, intern(f.File))
-			body = binary.AppendUvarint(body, uint64(f.Line))
-		}
+		body = appendFrames(body, fr)
 	}
 	body = binary.AppendUvarint(body, uint64(len(e.Runs)))
 	prev = 0
