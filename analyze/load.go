@@ -544,7 +544,7 @@ func (b *builder) add(f capture.Frame) {
 	switch f := f.(type) {
 	case *capture.Map:
 		pr := b.process(f.PID)
-		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID})
+		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID, time: f.Time})
 	case *capture.Process:
 		b.process(f.PID).Cmdline = f.Cmdline
 	case *capture.Exit:
@@ -710,15 +710,7 @@ func (b *builder) finish() *Profile {
 	p.Warnings = append(p.Warnings, symWarnings...)
 	b.files.forget(capture.ProcessFile)
 	for _, pr := range p.procIndex {
-		slices.SortStableFunc(pr.Maps, func(x, y Mapping) int {
-			switch {
-			case x.Start < y.Start:
-				return -1
-			case x.Start > y.Start:
-				return 1
-			}
-			return 0
-		})
+		pr.Maps = resolveMaps(pr.Maps)
 		if pr.Comm == "" {
 			pr.Comm = commOf(pr.Cmdline)
 		}

@@ -245,6 +245,8 @@ type Thread struct {
 type Mapping struct {
 	Start, End, Offset, Inode uint64
 	File, BuildID             string
+	// time is the MAP frame's, for [resolveMaps].
+	time int64
 }
 
 // Base returns the base name of the mapped file, the name itself for
@@ -328,18 +330,17 @@ func (p *Profile) Process(pid int32) *Process { return p.procIndex[pid] }
 func (p *Profile) Thread(tid int32) *Thread { return p.threadIndex[tid] }
 
 // Mapping returns the mapping of process pid containing addr, or nil.
-// Where MAP frames overlap, the one with the highest start wins.
+// Where MAP frames overlap, the latest wins (see [resolveMaps]).
 func (p *Profile) Mapping(pid int32, addr uint64) *Mapping {
 	pr := p.procIndex[pid]
 	if pr == nil {
 		return nil
 	}
 	ms := pr.Maps
+	// The maps do not overlap (see [resolveMaps]).
 	i := sort.Search(len(ms), func(i int) bool { return ms[i].Start > addr }) - 1
-	for j := i; j >= 0 && j > i-16; j-- {
-		if addr < ms[j].End {
-			return &ms[j]
-		}
+	if i >= 0 && addr < ms[i].End {
+		return &ms[i]
 	}
 	return nil
 }

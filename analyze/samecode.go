@@ -7,12 +7,11 @@ package analyze
 // addresses once per process: naming a 60 s capture of Go builds named
 // 508 k frames for 88 k addresses, its slowest step but one.
 //
-// Two user frames are at the same code when each address is in exactly
-// one mapping of its process (exec does not leave two images' mappings
-// over it), the two mappings are of files with the same build-id (not
-// merely the same path: containers hold different files at one path),
-// at the same offset in them, and the frames are both return addresses
-// or both not. Kernel frames are at the same code when their addresses
+// Two user frames are at the same code when the mappings holding them in
+// their processes (see [resolveMaps]) are of files with the same build-id
+// (not merely the same path: containers hold different files at one
+// path), at the same offset in them, and the frames are both return
+// addresses or both not. Kernel frames are at the same code when their addresses
 // and kinds are equal. Other frames (JIT code, anonymous memory, files
 // without a build-id, the vdso) are named each on its own.
 //
@@ -27,13 +26,13 @@ func (p *Profile) sameCode() []int32 {
 	// Each frame's code is found side by side (a mapping lookup per
 	// frame: half of this), then the frames at each code are matched in
 	// frame order.
-	objOf, overlaps := p.codeObjects()
+	objOf := p.codeObjects()
 	keys := make([]uint64, len(p.Frames))
 	class := make([]codeClass, len(p.Frames))
 	parallelFrames(len(p.Frames), func(int) {}, func() func(i int) {
 		return func(i int) {
 			rep[i] = int32(i)
-			if k, ok := p.codeOf(&p.Frames[i], objOf, overlaps); ok {
+			if k, ok := p.codeOf(&p.Frames[i], objOf); ok {
 				keys[i], class[i] = k.pack()
 			}
 		}
@@ -51,7 +50,7 @@ func (p *Profile) sameCode() []int32 {
 		case codePacked:
 			m = packed
 		default:
-			k, _ := p.codeOf(&p.Frames[i], objOf, overlaps)
+			k, _ := p.codeOf(&p.Frames[i], objOf)
 			if j, ok := first[k]; ok {
 				rep[i] = j
 			} else {
@@ -100,22 +99,13 @@ func (k codeKey) pack() (uint64, codeClass) {
 }
 
 // codeObjects numbers the build-ids of the files mapped in p's processes
-// (-1: a mapping of no file with a build-id), and says by process
-// whether any of its mappings overlap (most processes' do not).
-func (p *Profile) codeObjects() (map[*Mapping]int32, map[int32]bool) {
+// (-1: a mapping of no file with a build-id).
+func (p *Profile) codeObjects() map[*Mapping]int32 {
 	objs := make(map[string]int32)
 	objOf := make(map[*Mapping]int32)
-	overlaps := make(map[int32]bool, len(p.procIndex))
-	for pid, pr := range p.procIndex {
-		ms := pr.Maps
-		// The maps are sorted by start (see Mapping).
-		end := uint64(0)
-		for i := range ms {
-			m := &ms[i]
-			if m.Start < end {
-				overlaps[pid] = true
-			}
-			end = max(end, m.End)
+	for _, pr := range p.procIndex {
+		for i := range pr.Maps {
+			m := &pr.Maps[i]
 			obj := int32(-1)
 			if m.BuildID != "" && m.IsFile() {
 				var ok bool
@@ -127,15 +117,15 @@ func (p *Profile) codeObjects() (map[*Mapping]int32, map[int32]bool) {
 			objOf[m] = obj
 		}
 	}
-	return objOf, overlaps
+	return objOf
 }
 
 // codeOf returns the code frame f is at, false for a frame named alone.
-func (p *Profile) codeOf(f *Frame, objOf map[*Mapping]int32, overlaps map[int32]bool) (codeKey, bool) {
+func (p *Profile) codeOf(f *Frame, objOf map[*Mapping]int32) (codeKey, bool) {
 	if f.Kernel {
 		return codeKey{obj: -1, off: f.Addr, caller: f.Caller}, true
 	}
-	m := p.onlyMapping(f.PID, f.Addr, overlaps)
+	m := p.Mapping(f.PID, f.Addr)
 	if m == nil {
 		return codeKey{}, false
 	}
@@ -144,21 +134,4 @@ func (p *Profile) codeOf(f *Frame, objOf map[*Mapping]int32, overlaps map[int32]
 		return codeKey{}, false
 	}
 	return codeKey{obj: obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}, true
-}
-
-// onlyMapping returns the mapping of process pid containing addr when
-// exactly one of its mappings does, or nil. overlaps says by process
-// whether any of its mappings overlap.
-func (p *Profile) onlyMapping(pid int32, addr uint64, overlaps map[int32]bool) *Mapping {
-	m := p.Mapping(pid, addr)
-	if m == nil || !overlaps[pid] {
-		return m
-	}
-	ms := p.procIndex[pid].Maps
-	for i := range ms {
-		if mm := &ms[i]; mm != m && addr >= mm.Start && addr < mm.End {
-			return nil
-		}
-	}
-	return m
 }

@@ -27,10 +27,11 @@ func (n *namesOf) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool
 
 // TestSymbolizeSameCodeOnce: the frames at one offset of one file (by
 // build-id) in several processes are named once, from the first, and
-// share its name; a file with another build-id at the same path and
-// address, a process whose mappings overlap there, or a file without a
-// build-id is named on its own; and a frame whose first could not be
-// named is named on its own.
+// share its name, also in a process whose latest mapping there replaced
+// another's (an exec over a forked parent's image); a file with another
+// build-id at the same path and address, or a file without a build-id,
+// is named on its own; and a frame whose first could not be named is
+// named on its own.
 func TestSymbolizeSameCodeOnce(t *testing.T) {
 	type mapping struct {
 		start, off uint64
@@ -44,7 +45,7 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 		{1, []mapping{{0x1000, 0, "/bin/a", "aa"}}, 0x1010},
 		{2, []mapping{{0x5000, 0, "/bin/a", "aa"}}, 0x5010},                                // same code as pid 1
 		{3, []mapping{{0x1000, 0, "/bin/a", "bb"}}, 0x1010},                                // another build of /bin/a
-		{4, []mapping{{0x1000, 0, "/bin/a", "aa"}, {0x1000, 0, "/bin/old", "cc"}}, 0x1010}, // two images over it
+		{4, []mapping{{0x1000, 0, "/bin/old", "cc"}, {0x1000, 0, "/bin/a", "aa"}}, 0x1010}, // pid 1's code: /bin/a replaced /bin/old
 		{5, []mapping{{0x1000, 0, "/bin/a", ""}}, 0x1010},                                  // no build-id
 		{6, []mapping{{0x7000, 0x2000, "/lib/d", "dd"}}, 0x7010},                           // not named in its process...
 		{7, []mapping{{0x9000, 0x2000, "/lib/d", "dd"}}, 0x9010},                           // ...but in this one
@@ -71,21 +72,24 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 	}
 	s := &namesOf{names: map[[2]uint64]string{
 		{1, 0x1010}: "a_f", {2, 0x5010}: "wrong: pid 2 is named from pid 1",
-		{3, 0x1010}: "b_f", {4, 0x1010}: "old_f", {5, 0x1010}: "noid_f",
+		{3, 0x1010}: "b_f", {4, 0x1010}: "wrong: pid 4 is named from pid 1", {5, 0x1010}: "noid_f",
 		{7, 0x9010}: "d_f",
 	}, asked: map[[2]uint64]int{}}
 	p.Symbolize(s)
-	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "old_f", 5: "noid_f", 6: "d_f", 7: "d_f"}
+	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "a_f", 5: "noid_f", 6: "d_f", 7: "d_f"}
 	for _, f := range p.Frames {
 		if f.Loc.Function != want[f.PID] {
 			t.Errorf("pid %d %#x named %q, want %q", f.PID, f.Addr, f.Loc.Function, want[f.PID])
 		}
 	}
-	if n := s.asked[[2]uint64{2, 0x5010}]; n != 0 {
-		t.Errorf("pid 2's frame was looked up %d times, want 0 (named from pid 1's)", n)
+	for _, pid := range []int32{2, 4} {
+		k := [2]uint64{uint64(pid), procs[pid-1].addr}
+		if n := s.asked[k]; n != 0 {
+			t.Errorf("pid %d's frame was looked up %d times, want 0 (named from pid 1's)", pid, n)
+		}
 	}
 	for _, pr := range procs {
-		if pr.pid == 2 {
+		if pr.pid == 2 || pr.pid == 4 {
 			continue
 		}
 		if n := s.asked[[2]uint64{uint64(pr.pid), pr.addr}]; n != 1 {

@@ -190,19 +190,9 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 // process and address.
 func (p *Profile) sourceLines(pid int32, addr uint64, m *Mapping) ([]capture.SourceFrame, bool) {
 	if m != nil && p.Lines.Files() > 0 {
-		id := m.BuildID
-		if id == "" && m.IsFile() {
-			// The same mapping written twice, without its build-id
-			// then with it (read from /proc, then from the kernel's
-			// record): the one found may be the first.
-			for _, o := range p.procIndex[pid].Maps {
-				if o.Start == m.Start && o.End == m.End && o.Offset == m.Offset && o.File == m.File && o.BuildID != "" {
-					id = o.BuildID
-					break
-				}
-			}
-		}
-		if id != "" {
+		// (A mapping read twice, with and without its build-id, has
+		// it: see resolveMaps.)
+		if id := m.BuildID; id != "" {
 			if fr, ok := p.Lines.LookupObject(id, addr-m.Start+m.Offset); ok {
 				return fr, true
 			}
