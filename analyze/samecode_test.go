@@ -97,3 +97,59 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSameCodeShards: with frames enough to be matched in several shards,
+// each frame's representative is the first frame, in frame order, at
+// its code, as one pass over the frames finds it.
+func TestSameCodeShards(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const procs, perProc = 64, 600
+	for pid := int32(1); pid <= procs; pid++ {
+		h := capture.FrameHeader{PID: pid, Time: 1, CPU: -1}
+		w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: "p"})
+		base := uint64(0x400000) + uint64(pid%4)*0x100000 // four layouts of one file
+		w.WriteFrame(&capture.Map{FrameHeader: h, Start: base, End: base + 0x10000, Filename: "/bin/a", BuildID: "aa"})
+		for j := range perProc {
+			off := uint64((int(pid)*7919 + j*104729) % 0x8000)
+			addrs := []uint64{capture.ContextKernel, 0xffffffff81000000 + off, capture.ContextUser, base + off, base + (off*31)%0x10000}
+			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: int64(2 + j), CPU: 0}, TID: pid, Addrs: addrs})
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{NoSymbolize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Frames) < 1<<15 {
+		t.Fatalf("%d frames: too few for shards", len(p.Frames))
+	}
+	rep := p.sameCode()
+	objOf := p.codeObjects()
+	first := make(map[codeKey]int32)
+	shared := 0
+	for i := range p.Frames {
+		k, ok := p.codeOf(&p.Frames[i], objOf)
+		want := int32(i)
+		if ok {
+			if j, seen := first[k]; seen {
+				want = j
+				shared++
+			} else {
+				first[k] = int32(i)
+			}
+		}
+		if rep[i] != want {
+			t.Fatalf("frame %d (%+v): represented by %d, want %d", i, p.Frames[i], rep[i], want)
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no frames share code: the test checks nothing")
+	}
+	t.Logf("%d frames, %d named in another's place", len(p.Frames), shared)
+}
