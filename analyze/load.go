@@ -668,6 +668,12 @@ func (b *builder) finish() *Profile {
 		k += int(int64(user) * int64(calls) / int64(recs))
 	}
 	all := make([]Frame, n, n+k+k/8)
+	// The room is written now, while no collection has read it: a
+	// collection reads all of a new slice of pointers, its fresh pages
+	// then mapped to the zero page, and each page written afterwards
+	// faulted again to be copied, with every CPU's TLB flushed (writing
+	// a 60 s capture's inlined calls took 20 ms instead of 5).
+	clear(all[n:cap(all)])
 	p.Frames = all[:n:n]
 	p.inline = &lazyInline{room: all}
 	for i, k := range b.frameKeys {
