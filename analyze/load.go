@@ -716,7 +716,7 @@ func (b *builder) finish() *Profile {
 	p.Warnings = append(p.Warnings, symWarnings...)
 	b.files.forget(capture.ProcessFile)
 	for _, pr := range p.procIndex {
-		pr.Maps = resolveMaps(pr.Maps)
+		pr.Maps, pr.replaced = resolveMaps(pr.Maps)
 		if pr.Comm == "" {
 			pr.Comm = commOf(pr.Cmdline)
 		}

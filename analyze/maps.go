@@ -21,9 +21,13 @@ import (
 // names each address of a process once too). A mapping read again over
 // the same range of the same file (from /proc, then from the kernel's
 // record) keeps the build-id one of them gave.
-func resolveMaps(ms []Mapping) []Mapping {
+//
+// replaced are the ranges, sorted, where a mapping replaced another of a
+// different file or offset: a frame there may be of either image (see
+// [Profile.sameCode]).
+func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
 	if len(ms) < 2 {
-		return ms
+		return ms, nil
 	}
 	read := slices.Clone(ms)
 	slices.SortStableFunc(ms, func(x, y Mapping) int { return cmp.Compare(x.Start, y.Start) })
@@ -37,7 +41,7 @@ func resolveMaps(ms []Mapping) []Mapping {
 		end = max(end, ms[i].End)
 	}
 	if !overlap {
-		return ms
+		return ms, nil
 	}
 	// The mappings in the order they were made: by time, in the order
 	// they were read among equal times.
@@ -54,8 +58,12 @@ func resolveMaps(ms []Mapping) []Mapping {
 				next = append(next, o)
 				continue
 			}
-			if o.Start == m.Start && o.End == m.End && o.Offset == m.Offset && o.File == m.File && m.BuildID == "" {
-				m.BuildID = o.BuildID
+			if o.Start == m.Start && o.End == m.End && o.Offset == m.Offset && o.File == m.File {
+				if m.BuildID == "" {
+					m.BuildID = o.BuildID
+				}
+			} else if o.File != m.File || o.Offset-o.Start != m.Offset-m.Start || o.BuildID != m.BuildID && o.BuildID != "" && m.BuildID != "" {
+				replaced = append(replaced, addrSpan{max(o.Start, m.Start), min(o.End, m.End)})
 			}
 			if o.Start < m.Start {
 				left := o
@@ -72,5 +80,36 @@ func resolveMaps(ms []Mapping) []Mapping {
 		cur, next = append(next, m), cur
 	}
 	slices.SortFunc(cur, func(x, y Mapping) int { return cmp.Compare(x.Start, y.Start) })
-	return cur
+	return cur, mergeSpans(replaced)
+}
+
+// addrSpan is the range of addresses [lo, hi).
+type addrSpan struct{ lo, hi uint64 }
+
+// mergeSpans returns spans sorted, those that overlap or touch joined.
+func mergeSpans(spans []addrSpan) []addrSpan {
+	slices.SortFunc(spans, func(a, b addrSpan) int { return cmp.Compare(a.lo, b.lo) })
+	out := spans[:0]
+	for _, s := range spans {
+		if n := len(out); n > 0 && s.lo <= out[n-1].hi {
+			out[n-1].hi = max(out[n-1].hi, s.hi)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// inSpans reports whether addr is in one of sorted spans.
+func inSpans(spans []addrSpan, addr uint64) bool {
+	i, _ := slices.BinarySearchFunc(spans, addr, func(s addrSpan, a uint64) int {
+		switch {
+		case s.hi <= a:
+			return -1
+		case s.lo > a:
+			return 1
+		}
+		return 0
+	})
+	return i < len(spans) && spans[i].lo <= addr && addr < spans[i].hi
 }

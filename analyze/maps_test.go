@@ -16,6 +16,7 @@ func TestResolveMaps(t *testing.T) {
 	cases := []struct {
 		name     string
 		in, want []Mapping
+		replaced []addrSpan
 	}{
 		{
 			name: "apart, unsorted",
@@ -37,6 +38,7 @@ func TestResolveMaps(t *testing.T) {
 				m(0x400000, 0x980000, 0, "/go/pkg/tool/compile", "c", 20),
 				m(0x980000, 0xa00000, 0x580000, "/go/bin/go", "g", 10),
 			},
+			replaced: []addrSpan{{0x400000, 0x980000}},
 		},
 		{
 			name: "a mapping punched in the middle of another",
@@ -46,18 +48,21 @@ func TestResolveMaps(t *testing.T) {
 				m(0x3000, 0x4000, 0, "small", "", 2),
 				m(0x4000, 0x9000, 0x103000, "big", "", 1),
 			},
+			replaced: []addrSpan{{0x3000, 0x4000}},
 		},
 		{
 			// A mapping of the image before an exec, read after the
 			// new image's but older: the newer image stays.
-			name: "older mapping read later",
-			in:   []Mapping{m(0x1000, 0x2000, 0, "new", "n", 20), m(0x1000, 0x2000, 0, "old", "o", 10)},
-			want: []Mapping{m(0x1000, 0x2000, 0, "new", "n", 20)},
+			name:     "older mapping read later",
+			in:       []Mapping{m(0x1000, 0x2000, 0, "new", "n", 20), m(0x1000, 0x2000, 0, "old", "o", 10)},
+			want:     []Mapping{m(0x1000, 0x2000, 0, "new", "n", 20)},
+			replaced: []addrSpan{{0x1000, 0x2000}},
 		},
 		{
-			name: "equal times: the one read last",
-			in:   []Mapping{m(0x1000, 0x2000, 0, "first", "", 5), m(0x1000, 0x2000, 0, "second", "", 5)},
-			want: []Mapping{m(0x1000, 0x2000, 0, "second", "", 5)},
+			name:     "equal times: the one read last",
+			in:       []Mapping{m(0x1000, 0x2000, 0, "first", "", 5), m(0x1000, 0x2000, 0, "second", "", 5)},
+			want:     []Mapping{m(0x1000, 0x2000, 0, "second", "", 5)},
+			replaced: []addrSpan{{0x1000, 0x2000}},
 		},
 		{
 			// The same mapping read from /proc after the kernel's
@@ -67,15 +72,35 @@ func TestResolveMaps(t *testing.T) {
 			want: []Mapping{m(0x1000, 0x2000, 0x3000, "lib", "ab", 2)},
 		},
 		{
-			name: "another file over the same range keeps its own (no) build-id",
-			in:   []Mapping{m(0x1000, 0x2000, 0, "lib", "ab", 1), m(0x1000, 0x2000, 0, "other", "", 2)},
-			want: []Mapping{m(0x1000, 0x2000, 0, "other", "", 2)},
+			name:     "another file over the same range keeps its own (no) build-id",
+			in:       []Mapping{m(0x1000, 0x2000, 0, "lib", "ab", 1), m(0x1000, 0x2000, 0, "other", "", 2)},
+			want:     []Mapping{m(0x1000, 0x2000, 0, "other", "", 2)},
+			replaced: []addrSpan{{0x1000, 0x2000}},
+		},
+		{
+			// The same file at the same place again, split by a
+			// change of protection: the same code, nothing replaced.
+			name: "the same file split",
+			in:   []Mapping{m(0x1000, 0x5000, 0x2000, "lib", "ab", 1), m(0x2000, 0x3000, 0x3000, "lib", "ab", 2)},
+			want: []Mapping{
+				m(0x1000, 0x2000, 0x2000, "lib", "ab", 1),
+				m(0x2000, 0x3000, 0x3000, "lib", "ab", 2),
+				m(0x3000, 0x5000, 0x4000, "lib", "ab", 1),
+			},
 		},
 	}
 	for _, c := range cases {
-		got := resolveMaps(slices.Clone(c.in))
+		got, replaced := resolveMaps(slices.Clone(c.in))
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, fmtMaps(got), fmtMaps(c.want))
+		}
+		if !slices.Equal(replaced, c.replaced) {
+			t.Errorf("%s: replaced %x, want %x", c.name, replaced, c.replaced)
+		}
+		for _, sp := range c.replaced {
+			if !inSpans(replaced, sp.lo) || !inSpans(replaced, sp.hi-1) || inSpans(replaced, sp.hi) {
+				t.Errorf("%s: inSpans wrong at the ends of %x", c.name, sp)
+			}
 		}
 	}
 }

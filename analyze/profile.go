@@ -162,6 +162,9 @@ type Process struct {
 	// Samples is the number of stack samples (SAMPLE frames) of the
 	// process.
 	Samples int
+	// replaced are the ranges of Maps that replaced other mappings
+	// (see [resolveMaps]).
+	replaced []addrSpan
 }
 
 // Container labels what a process runs in, from nsprof's process file or,

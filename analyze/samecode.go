@@ -37,7 +37,7 @@ func (p *Profile) sameCode() []int32 {
 	parallelFrames(len(p.Frames), func(int) {}, func() func(i int) {
 		return func(i int) {
 			rep[i] = int32(i)
-			if k, ok := p.codeOf(&p.Frames[i], objOf); ok {
+			if k, ok := p.codeOf(&p.Frames[i], objOf); ok && !p.otherImage(&p.Frames[i]) {
 				keys[i], class[i] = k.pack()
 			}
 		}
@@ -98,6 +98,35 @@ func codeShard(k uint64, c codeClass, n int) int {
 		return 0
 	}
 	return int((k^uint64(c)<<62)*0x9e3779b97f4a7c15>>32) % n
+}
+
+// otherImage reports whether user frame f may be of another image than
+// the one its process maps at its address now (see [resolveMaps]): the
+// address is in a range a later mapping replaced, and the capture's bundle
+// does not name it in f's process. The recorder names such an address
+// from the later image when the later image was sampled there, and
+// leaves it out when only the earlier one was (a forked go command's
+// samples before it execed a compiler): named from another process's
+// compiler, it would take a compiler function's name for go's code.
+// Such a frame is named on its own, as it would be without other
+// processes.
+func (p *Profile) otherImage(f *Frame) bool {
+	if f.Kernel {
+		return false
+	}
+	pr := p.procIndex[f.PID]
+	if pr == nil || len(pr.replaced) == 0 || !inSpans(pr.replaced, f.Addr) {
+		return false
+	}
+	if p.Bundle == nil {
+		return true
+	}
+	addr := f.Addr
+	if f.Caller && addr > 0 {
+		addr-- // as nameReturn looks it up
+	}
+	s, ok := p.Bundle.Lookup(f.PID, addr)
+	return !ok || s.Name == "" || sysprofPlaceholder(s.Name)
 }
 
 // codeKey is the code a frame is at: the index of a file's build-id

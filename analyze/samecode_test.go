@@ -27,9 +27,9 @@ func (n *namesOf) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool
 
 // TestSymbolizeSameCodeOnce: the frames at one offset of one file (by
 // build-id) in several processes are named once, from the first, and
-// share its name, also in a process whose latest mapping there replaced
-// another's (an exec over a forked parent's image); a file with another
-// build-id at the same path and address, or a file without a build-id,
+// share its name; a file with another build-id at the same path and
+// address, a frame where a process's mapping replaced another's that no
+// bundle names (see TestSameCodeAfterExec), or a file without a build-id
 // is named on its own; and a frame whose first could not be named is
 // named on its own.
 func TestSymbolizeSameCodeOnce(t *testing.T) {
@@ -45,7 +45,7 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 		{1, []mapping{{0x1000, 0, "/bin/a", "aa"}}, 0x1010},
 		{2, []mapping{{0x5000, 0, "/bin/a", "aa"}}, 0x5010},                                // same code as pid 1
 		{3, []mapping{{0x1000, 0, "/bin/a", "bb"}}, 0x1010},                                // another build of /bin/a
-		{4, []mapping{{0x1000, 0, "/bin/old", "cc"}, {0x1000, 0, "/bin/a", "aa"}}, 0x1010}, // pid 1's code: /bin/a replaced /bin/old
+		{4, []mapping{{0x1000, 0, "/bin/old", "cc"}, {0x1000, 0, "/bin/a", "aa"}}, 0x1010}, // /bin/a replaced /bin/old
 		{5, []mapping{{0x1000, 0, "/bin/a", ""}}, 0x1010},                                  // no build-id
 		{6, []mapping{{0x7000, 0x2000, "/lib/d", "dd"}}, 0x7010},                           // not named in its process...
 		{7, []mapping{{0x9000, 0x2000, "/lib/d", "dd"}}, 0x9010},                           // ...but in this one
@@ -72,24 +72,21 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 	}
 	s := &namesOf{names: map[[2]uint64]string{
 		{1, 0x1010}: "a_f", {2, 0x5010}: "wrong: pid 2 is named from pid 1",
-		{3, 0x1010}: "b_f", {4, 0x1010}: "wrong: pid 4 is named from pid 1", {5, 0x1010}: "noid_f",
+		{3, 0x1010}: "b_f", {4, 0x1010}: "old_f", {5, 0x1010}: "noid_f",
 		{7, 0x9010}: "d_f",
 	}, asked: map[[2]uint64]int{}}
 	p.Symbolize(s)
-	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "a_f", 5: "noid_f", 6: "d_f", 7: "d_f"}
+	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "old_f", 5: "noid_f", 6: "d_f", 7: "d_f"}
 	for _, f := range p.Frames {
 		if f.Loc.Function != want[f.PID] {
 			t.Errorf("pid %d %#x named %q, want %q", f.PID, f.Addr, f.Loc.Function, want[f.PID])
 		}
 	}
-	for _, pid := range []int32{2, 4} {
-		k := [2]uint64{uint64(pid), procs[pid-1].addr}
-		if n := s.asked[k]; n != 0 {
-			t.Errorf("pid %d's frame was looked up %d times, want 0 (named from pid 1's)", pid, n)
-		}
+	if n := s.asked[[2]uint64{2, 0x5010}]; n != 0 {
+		t.Errorf("pid 2's frame was looked up %d times, want 0 (named from pid 1's)", n)
 	}
 	for _, pr := range procs {
-		if pr.pid == 2 || pr.pid == 4 {
+		if pr.pid == 2 {
 			continue
 		}
 		if n := s.asked[[2]uint64{uint64(pr.pid), pr.addr}]; n != 1 {
@@ -152,4 +149,68 @@ func TestSameCodeShards(t *testing.T) {
 		t.Fatal("no frames share code: the test checks nothing")
 	}
 	t.Logf("%d frames, %d named in another's place", len(p.Frames), shared)
+}
+
+// TestSameCodeAfterExec: in processes that execed a program over the
+// image they were forked with, both at one address, a frame there whose
+// process's bundle names it shares its code's name with the other
+// processes (named once), and one the bundle leaves out (the recorder's
+// sample of the earlier image, which the later one shadows) is not named
+// from the later image's code in another process.
+func TestSameCodeAfterExec(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x400000
+	var syms []capture.Symbol
+	for pid := int32(1); pid <= 3; pid++ {
+		w.WriteFrame(&capture.Process{FrameHeader: capture.FrameHeader{PID: pid, Time: 1, CPU: -1}, Cmdline: "go"})
+		if pid > 1 {
+			// The forked go command's image, then the compiler's.
+			w.WriteFrame(&capture.Map{FrameHeader: capture.FrameHeader{PID: pid, Time: 2, CPU: -1}, Start: base, End: base + 0x2000, Filename: "/bin/go", BuildID: "99"})
+		}
+		w.WriteFrame(&capture.Map{FrameHeader: capture.FrameHeader{PID: pid, Time: 5, CPU: -1}, Start: base, End: base + 0x2000, Filename: "/bin/compile", BuildID: "cc"})
+		for _, off := range []uint64{0x10, 0x110} {
+			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: 10, CPU: 0}, TID: pid, Addrs: []uint64{capture.ContextUser, base + off}})
+		}
+		// Pid 1 ran the compiler alone; pid 2's compiler was sampled at
+		// both addresses; pid 3's at the first only, its sample at the
+		// second being go's before the exec, which the recorder leaves
+		// out.
+		syms = append(syms, capture.Symbol{PID: pid, Begin: base, End: base + 0xff, Name: "compile_f"})
+		if pid < 3 {
+			syms = append(syms, capture.Symbol{PID: pid, Begin: base + 0x100, End: base + 0x1ff, Name: "compile_g"})
+		}
+	}
+	bundle, err := capture.EncodeSymbols(syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(capture.FrameHeader{PID: -1, Time: 20}, capture.SymbolsFile, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.sameCode()
+	for i, f := range p.Frames {
+		name := p.Frames[i].Loc.Function
+		switch {
+		case f.PID == 3 && f.Addr == base+0x110:
+			if name == "compile_g" || rep[i] != int32(i) {
+				t.Errorf("pid 3's sample of go's image named %q (represented by frame %d): want it named on its own", name, rep[i])
+			}
+		case f.Addr == base+0x10 && name != "compile_f", f.Addr == base+0x110 && name != "compile_g":
+			t.Errorf("pid %d %#x named %q", f.PID, f.Addr, name)
+		}
+		if f.PID > 1 && f.Addr == base+0x10 && rep[i] == int32(i) {
+			t.Errorf("pid %d %#x is named on its own, not as pid 1's frame at the same code", f.PID, f.Addr)
+		}
+	}
 }
