@@ -61,6 +61,13 @@ const (
 	// full ring buffer (their intervals count as unpaired).
 	MetaOffCPUSwitchIns     = "nsprof.offcpu.switch-ins"
 	MetaOffCPUSwitchInsLost = "nsprof.offcpu.switch-ins-lost"
+	// MetaOffCPUKernelReused counts the intervals whose kernel stack
+	// the BPF program walked at an earlier switch out of the thread at
+	// the same place and reused (it walks it afresh at least every
+	// 16th), MetaOffCPUNoKernel those it gave no kernel stack; both
+	// only when the kernel stacks came from it.
+	MetaOffCPUKernelReused = "nsprof.offcpu.kernel-reused"
+	MetaOffCPUNoKernel     = "nsprof.offcpu.no-kernel"
 )
 
 // The values of [MetaOffCPUSwitchIns]: a BPF program on the sched_switch
