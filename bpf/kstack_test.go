@@ -1,42 +1,134 @@
 package bpf
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
 )
 
-func TestKernelStacksDump(t *testing.T) {
+// kernelSymbols returns a function naming kernel addresses from
+// /proc/kallsyms (the test runs as root: real addresses).
+func kernelSymbols(t *testing.T) func(uint64) string {
+	t.Helper()
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type sym struct {
+		addr uint64
+		name string
+	}
+	var syms []sym
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || !strings.ContainsAny(fields[1], "tTwW") {
+			continue
+		}
+		a, err := strconv.ParseUint(fields[0], 16, 64)
+		if err == nil && a != 0 {
+			syms = append(syms, sym{a, fields[2]})
+		}
+	}
+	sort.Slice(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
+	return func(a uint64) string {
+		i := sort.Search(len(syms), func(i int) bool { return syms[i].addr > a })
+		if i == 0 {
+			return "?"
+		}
+		return syms[i-1].name
+	}
+}
+
+// TestKernelStacksReused runs pingpong, whose two threads block over and
+// over in one read each (and are preempted in one write), with the kernel
+// stacks of Options.KernelStacks: nearly every switch-in carries a kernel
+// stack, no more than about one in KernelStackReuse was walked afresh,
+// each reused stack is one its thread's switch outs walked before, and
+// the stacks are the scheduler's under the system call: __schedule (or
+// the tracepoint's iterator, when another probe shares it) first, the
+// system call entry last, a blocked read through the pipe's read.
+func TestKernelStacksReused(t *testing.T) {
+	const rounds = 5000
 	bin := testutils.BuildFixture(t, "pingpong")
-	cmd := exec.Command("taskset", "-c", "0", bin, "2000")
+	cmd := exec.Command("taskset", "-c", "0", bin, strconv.Itoa(rounds))
 	s := open(t, Options{TGIDs: []int{os.Getpid()}, KernelStacks: true})
 	if ok, err := s.KernelStacks(); !ok {
-		t.Fatal(err)
+		testutils.RequireCI(t, "no kernel stacks from the program: %v", err)
 	}
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v: %v", cmd, err)
 	}
-	n, reused, with := 0, 0, 0
-	var sample []uint64
+	name := kernelSymbols(t)
+	pid := int32(cmd.Process.Pid)
+	walked := map[int32][][]uint64{} // by thread: the stacks walked
+	var n, with, reused, foreign, read int
+	bad := map[string]int{}
 	if _, err := s.Read(func(r SwitchIn) {
-		if r.PID != int32(cmd.Process.Pid) {
+		if r.PID != pid {
 			return
 		}
 		n++
-		if r.Kernel != nil {
-			with++
-			sample = r.Kernel
+		if r.Kernel == nil {
+			return
 		}
+		with++
+		k := r.Kernel
 		if r.KernelReused {
 			reused++
+			if !slices.ContainsFunc(walked[r.TID], func(w []uint64) bool { return slices.Equal(w, k) }) {
+				foreign++
+			}
+		} else {
+			walked[r.TID] = append(walked[r.TID], k)
+		}
+		if len(k) < 3 {
+			bad["short"]++
+			return
+		}
+		if first := name(k[0]); first != "__schedule" && first != "__traceiter_sched_switch" {
+			bad["first frame "+first]++
+		}
+		if last := name(k[len(k)-1]); !strings.HasPrefix(last, "entry_SYSCALL_64") {
+			bad["last frame "+last]++
+		}
+		if slices.ContainsFunc(k, func(a uint64) bool { return strings.HasSuffix(name(a), "pipe_read") }) {
+			read++
 		}
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("n=%d with=%d reused=%d", n, with, reused)
-	for _, a := range sample {
-		t.Logf("%x", a)
+	fresh := with - reused
+	t.Logf("pingpong %d rounds: %d switch-ins, %d with a kernel stack, %d walked, %d reused, %d through the pipe's read; odd stacks %v",
+		rounds, n, with, fresh, reused, read, bad)
+	if n < 2*rounds || with < n*99/100 {
+		t.Errorf("%d switch-ins with a kernel stack of %d; want nearly all of at least %d", with, n, 2*rounds)
+	}
+	if fresh > with/KernelStackReuse+with/100+8 {
+		t.Errorf("%d of %d kernel stacks walked afresh; want about one in %d", fresh, with, KernelStackReuse)
+	}
+	if fresh < with/KernelStackReuse {
+		t.Errorf("%d of %d kernel stacks walked afresh; want at least one in %d", fresh, with, KernelStackReuse)
+	}
+	if foreign > 0 {
+		t.Errorf("%d reused kernel stacks that their thread never walked", foreign)
+	}
+	odd := 0
+	for _, k := range bad {
+		odd += k
+	}
+	if odd > with/100 {
+		t.Errorf("kernel stacks not the scheduler's under a system call: %v", bad)
+	}
+	if read < n/4 {
+		t.Errorf("%d of %d kernel stacks through the pipe's read; want about half (each thread blocks in read)", read, n)
 	}
 }

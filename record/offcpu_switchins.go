@@ -16,6 +16,14 @@ const (
 	OffCPUSwitchInsPerf = capture.OffCPUSwitchInsPerf
 )
 
+// The program's reuse of kernel stacks is the one the capture's
+// metadata promises (capture.OffCPUKernelStackReuse): a compile error
+// when the two differ.
+const (
+	_ = uint(bpf.KernelStackReuse - capture.OffCPUKernelStackReuse)
+	_ = uint(capture.OffCPUKernelStackReuse - bpf.KernelStackReuse)
+)
+
 // switchIns are the switch-ins of the BPF program (bpf.SwitchIns) on
 // their way to offCPU.switchIn, merged in time order with the switch
 // outs that the perf rings bring: before a switch out is handled, the
@@ -54,7 +62,7 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	}
 	// The tracepoint's per-task events see every switch out of a
 	// followed thread, and so the switch-ins it hands its CPU to.
-	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system", Clones: true, KernelStacks: true}
+	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system", Clones: true, KernelStacks: o.OffCPUKernelStacks != OffCPUSwitchInsPerf}
 	switch mode {
 	case "command":
 		opts.TGIDs = []int{r.child.pid()}
