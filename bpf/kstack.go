@@ -25,24 +25,25 @@ const kstackFrames = 127
 // the map places as the switch in found it, kstackHeader bytes then
 // the frames: the thread id and process id (u32 each), the time (u64),
 // flags (u32, kstackReused), the frames' length in bytes (u32), the
-// reuse count (u32) and 4 bytes of padding; never as short as the other
-// records.
+// reuse count (u32), 4 bytes of padding and the place's hash (u64);
+// never as short as the other records.
 const (
-	kstackHeader    = 32
+	kstackHeader    = 40
 	kstackValueSize = kstackHeader + 8*kstackFrames
 	kstackFlags     = 16
 	kstackLen       = 20
 	kstackReuses    = 24
+	kstackHash      = 32
 	// kstackReused is the flag of a record whose kernel stack was
 	// walked at an earlier switch out.
 	kstackReused = 1
 )
 
-// The sizes of the maps of kernel stacks: places (one kernel stack per
-// thread and place, least recently used evicted) and pending (each
-// thread's place of its last switch out).
+// The sizes of the maps of kernel stacks: places (a kernel stack per
+// thread and place, least recently used evicted: 9 MB) and pending
+// (each thread's place of its last switch out).
 const (
-	kstackPlaces  = 4096
+	kstackPlaces  = 8192
 	kstackThreads = 1 << 16
 )
 
@@ -126,10 +127,11 @@ func mix() asm.Instructions {
 // frame pointers, the system call and its first argument: no system
 // call is -1), the word at its user stack pointer (a frameless system
 // call wrapper's return address) and whether it was preempted. The map
-// places holds one kernel stack per thread and place; the kernel stack
-// is walked (bpf_get_stack) into it when the place is new or its stack
-// was reused KernelStackReuse-1 times, else reused. pending[tid] names
-// the place for the switch in (kstackInInsns).
+// places holds a kernel stack per thread and place, with the place's
+// hash (checked: an LRU map may recycle an entry another CPU holds); the
+// kernel stack is walked (bpf_get_stack) into it when the place is new
+// or its stack was reused KernelStackReuse-1 times, else reused.
+// pending[tid] names the place for the switch in (kstackInInsns).
 func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instructions {
 	r := off.regs
 	insns := asm.Instructions{
@@ -228,6 +230,8 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.Ja.Label("walk"),
 		asm.Mov.Reg(asm.R7, asm.R0).WithSymbol("found"),
+		asm.LoadMem(asm.R1, asm.R7, kstackHash, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R8, "walk"), // recycled
 		asm.LoadMem(asm.R1, asm.R7, kstackLen, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "walk"),
 		asm.LoadMem(asm.R1, asm.R7, kstackReuses, asm.Word),
@@ -236,7 +240,8 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		asm.StoreMem(asm.R7, kstackReuses, asm.R1, asm.Word),
 		asm.StoreImm(asm.R7, kstackFlags, kstackReused, asm.Word),
 		asm.Ja.Label("in"),
-		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord).WithSymbol("walk"),
+		asm.StoreMem(asm.R7, kstackHash, asm.R8, asm.DWord).WithSymbol("walk"),
+		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, kstackHeader),
 		asm.Mov.Imm(asm.R3, 8*kstackFrames),
@@ -254,8 +259,9 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 // kstackInInsns writes the switch-in record of the thread R7 (tid), fp-4
 // its tgid, with the kernel stack of the place its last switch out named
 // in pending (kstackOutInsns), and goes to "exit", or to "drop" when the
-// ring is full; with no place pending it goes to "plain" (the short
-// record).
+// ring is full; with no place pending, or its entry gone or holding
+// another place's stack (the map recycled it), it goes to "plain" (the
+// short record).
 func kstackInInsns(m *kstackMaps, rb int) asm.Instructions {
 	return asm.Instructions{
 		asm.StoreMem(asm.RFP, -72, asm.R7, asm.Word),
@@ -268,6 +274,7 @@ func kstackInInsns(m *kstackMaps, rb int) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, "plain"),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord), // taken
+		asm.StoreMem(asm.RFP, -104, asm.R1, asm.DWord),
 		asm.StoreMem(asm.RFP, -96, asm.R7, asm.Word),
 		asm.StoreImm(asm.RFP, -92, 0, asm.Word),
 		asm.StoreMem(asm.RFP, -88, asm.R1, asm.DWord),
@@ -277,6 +284,9 @@ func kstackInInsns(m *kstackMaps, rb int) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "plain"), // evicted
 		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.LoadMem(asm.R1, asm.R6, kstackHash, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, -104, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, "plain"),
 		asm.StoreMem(asm.R6, 0, asm.R7, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),
 		asm.StoreMem(asm.R6, 4, asm.R1, asm.Word),

@@ -86,6 +86,13 @@ func TestKernelStacksReused(t *testing.T) {
 			reused++
 			if !slices.ContainsFunc(walked[r.TID], func(w []uint64) bool { return slices.Equal(w, k) }) {
 				foreign++
+				if foreign <= 3 {
+					var names []string
+					for _, a := range k {
+						names = append(names, name(a))
+					}
+					t.Logf("reused stack of thread %d never walked by it (walked %d): %v", r.TID, len(walked[r.TID]), names)
+				}
 			}
 		} else {
 			walked[r.TID] = append(walked[r.TID], k)
@@ -119,7 +126,8 @@ func TestKernelStacksReused(t *testing.T) {
 		t.Errorf("%d of %d kernel stacks walked afresh; want at least one in %d", fresh, with, KernelStackReuse)
 	}
 	if foreign > 0 {
-		t.Errorf("%d reused kernel stacks that their thread never walked", foreign)
+		lost, err := s.Lost()
+		t.Errorf("%d reused kernel stacks that their thread never walked (records lost: %d, %v)", foreign, lost, err)
 	}
 	odd := 0
 	for _, k := range bad {
