@@ -310,11 +310,19 @@ func kstackInInsns(m *kstackMaps, rb int) asm.Instructions {
 // caller (__schedule), where perf's sched:sched_switch stacks begin.
 const kstackSkip = 2
 
-// kstacksHeld bounds the distinct kernel stacks SwitchIns interns; past
-// it they are forgotten and interned anew.
+// kstacksHeld bounds the kernel stacks SwitchIns keeps by thread and
+// place; past it they are forgotten and decoded anew.
 const kstacksHeld = 1 << 14
 
-// kstackRecord decodes a switch-in record with a kernel stack.
+// kstackKey identifies a thread's place, the key of SwitchIns.kstacks.
+type kstackKey struct {
+	tid  int32
+	hash uint64
+}
+
+// kstackRecord decodes a switch-in record with a kernel stack. The
+// stack is the one decoded before for the thread's place when the
+// frames are the same (a reused stack always is): records share it.
 func (s *SwitchIns) kstackRecord(raw []byte) SwitchIn {
 	in := SwitchIn{
 		TID:          int32(binary.NativeEndian.Uint32(raw)),
@@ -322,13 +330,14 @@ func (s *SwitchIns) kstackRecord(raw []byte) SwitchIn {
 		Time:         int64(binary.NativeEndian.Uint64(raw[8:])),
 		KernelReused: binary.NativeEndian.Uint32(raw[kstackFlags:])&kstackReused != 0,
 	}
+	key := kstackKey{in.TID, binary.NativeEndian.Uint64(raw[kstackHash:])}
 	n := int(binary.NativeEndian.Uint32(raw[kstackLen:]))
 	frames := raw[kstackHeader:]
 	if n > len(frames) {
 		n = len(frames)
 	}
 	frames = frames[:n&^7]
-	if st, ok := s.kstacks[string(frames)]; ok {
+	if st, ok := s.kstacks[key]; ok && sameFrames(st, frames) {
 		in.Kernel = st
 		return in
 	}
@@ -339,7 +348,20 @@ func (s *SwitchIns) kstackRecord(raw []byte) SwitchIn {
 	for i := range st {
 		st[i] = binary.NativeEndian.Uint64(frames[8*i:])
 	}
-	s.kstacks[string(frames)] = st
+	s.kstacks[key] = st
 	in.Kernel = st
 	return in
+}
+
+// sameFrames says whether raw encodes the frames st.
+func sameFrames(st []uint64, raw []byte) bool {
+	if len(raw) != 8*len(st) {
+		return false
+	}
+	for i, a := range st {
+		if binary.NativeEndian.Uint64(raw[8*i:]) != a {
+			return false
+		}
+	}
+	return true
 }

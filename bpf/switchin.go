@@ -110,11 +110,11 @@ type SwitchIns struct {
 	// clones says the fork program writes Clone records.
 	clones bool
 	// ks are the maps of the kernel stacks (Options.KernelStacks),
-	// nil without; ksErr says why not. kstacks interns the stacks
-	// read.
+	// nil without; ksErr says why not. kstacks are the stacks read,
+	// by thread and place.
 	ks      *kstackMaps
 	ksErr   error
-	kstacks map[string][]uint64
+	kstacks map[kstackKey][]uint64
 }
 
 // Open loads the programs and attaches them: switch-ins are recorded from
@@ -129,7 +129,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 	if size == 0 {
 		size = DefaultRingBytes
 	}
-	s = &SwitchIns{skipsSameProcess: opts.SkipSameProcess && off.perfCtx >= 0, kstacks: make(map[string][]uint64)}
+	s = &SwitchIns{skipsSameProcess: opts.SkipSameProcess && off.perfCtx >= 0, kstacks: make(map[kstackKey][]uint64)}
 	defer func() {
 		if err != nil {
 			s.Close()
