@@ -306,8 +306,10 @@ func kstackInInsns(m *kstackMaps, rb int) asm.Instructions {
 }
 
 // kstackSkip is how many frames of the kernel stack bpf_get_stack gives
-// the program skips: those of its own call chain, up to the tracepoint's
-// caller (__schedule), where perf's sched:sched_switch stacks begin.
+// the program skips: its own and bpf_trace_run4's. The stack then begins
+// where perf's sched:sched_switch stacks do: at __traceiter_sched_switch
+// when more than one probe is on the tracepoint (perf's events too, as
+// when nsprof records), else at __schedule.
 const kstackSkip = 2
 
 // kstacksHeld bounds the kernel stacks SwitchIns keeps by thread and
@@ -364,4 +366,30 @@ func sameFrames(st []uint64, raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// PendingKernel returns the kernel stack of the last switch out of thread
+// tid when the thread has not come back onto a CPU since (its switch-in
+// record, which would carry the stack, is not written yet): for a thread
+// still off the CPU when a recording ends or is cut. ok is false when the
+// program has none (Options.KernelStacks off, the thread's place evicted,
+// or the thread back on a CPU).
+func (s *SwitchIns) PendingKernel(tid int32) (stack []uint64, reused, ok bool) {
+	if s.closed || s.ks == nil {
+		return nil, false, false
+	}
+	var hash uint64
+	if err := s.ks.pending.Lookup(uint32(tid), &hash); err != nil || hash == 0 {
+		return nil, false, false
+	}
+	key := make([]byte, 16)
+	binary.NativeEndian.PutUint32(key, uint32(tid))
+	binary.NativeEndian.PutUint64(key[8:], hash)
+	val := make([]byte, kstackValueSize)
+	if err := s.ks.places.Lookup(key, &val); err != nil || binary.NativeEndian.Uint64(val[kstackHash:]) != hash {
+		return nil, false, false
+	}
+	binary.NativeEndian.PutUint32(val, uint32(tid))
+	in := s.kstackRecord(val)
+	return in.Kernel, in.KernelReused, true
 }

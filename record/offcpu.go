@@ -286,7 +286,7 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 		o.pair(r, tid, th, end+1)
 		for _, e := range th.events {
 			if e.out && e.state != 'X' && e.state != 'Z' && end > e.time {
-				o.write(r, tid, e, end)
+				o.writeOpen(r, tid, e, end)
 				o.opened++
 			}
 		}
@@ -306,6 +306,18 @@ func (o *offCPU) writeWith(r *recorder, tid int32, e switchEvent, in switchEvent
 		}
 	}
 	o.write(r, tid, e, in.time)
+}
+
+// writeOpen writes the interval from the switch out e up to end, the
+// thread still off the CPU: with the kernel stacks from the BPF program,
+// the stack its switch-in would carry is looked up in the program's maps
+// (when the thread has not come back since; else it has none).
+func (o *offCPU) writeOpen(r *recorder, tid int32, e switchEvent, end int64) {
+	in := switchEvent{time: end}
+	if o.bpf != nil && o.bpf.kernelStacks {
+		in.kernel, in.kernelReused, _ = o.bpf.prog.PendingKernel(tid)
+	}
+	o.writeWith(r, tid, e, in)
 }
 
 // withKernel returns e's stack with the kernel stack in carries after
@@ -399,7 +411,7 @@ func (o *offCPU) cut(r *recorder) {
 			case e.state == 'X' || e.state == 'Z':
 				continue // exited: it never comes back
 			}
-			o.write(r, tid, e, end)
+			o.writeOpen(r, tid, e, end)
 			o.opened++
 			e.time = end
 			ev = append(ev, e)

@@ -69,3 +69,36 @@ func TestOffCPUKernelStacksReused(t *testing.T) {
 		}
 	}
 }
+
+// TestOffCPUKernelStacksOpen: a thread still off the CPU when the
+// recording ends has no switch-in to carry its kernel stack; the
+// recorder takes it from the BPF program's maps. The offcpu fixture
+// sleeps 300 ms of every 310 in nanosleep; recorded for 1 s with -p, it
+// is most likely asleep at the end (3 % of the time it is not: then
+// the test checks what it checks of every interval): every interval's
+// kernel stack goes through the scheduler, the open one's too, and the
+// sleeps' through the kernel's nanosleep.
+func TestOffCPUKernelStacksOpen(t *testing.T) {
+	testutils.RequireRoot(t, "recording tests need root")
+	bin := testutils.BuildFixture(t, "offcpu")
+	fixture := exec.Command(bin, "100", "300", "10")
+	if err := fixture.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fixture.Process.Kill(); fixture.Wait() })
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "-o", capPath, "-p", strconv.Itoa(fixture.Process.Pid), "--duration", "1"}
+	_, stderr, status := nsprof(t, nil, args...)
+	if status != 0 {
+		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+	}
+	open := metadataValue(t, capPath, capture.MetaOffCPUOpen)
+	off, _ := functionTotals(t, capPath, "--off-cpu")
+	total, sched, sleep := off["[off-CPU: S sleeping]"], off["__schedule"], off["fixture_block"]
+	t.Logf("%s intervals open at the end; off-CPU asleep %.3fs, under __schedule %.3fs, fixture_block %.3fs, hrtimer_nanosleep %.3fs",
+		open, float64(total)/1e9, float64(sched)/1e9, float64(sleep)/1e9, float64(off["hrtimer_nanosleep"])/1e9)
+	if sleep < 500e6 || sched < total*999/1000 || off["hrtimer_nanosleep"] < sleep*999/1000 {
+		t.Errorf("off-CPU time asleep %d ns, in fixture_block %d, under __schedule %d, under hrtimer_nanosleep %d: want most of a second, all through the kernel's nanosleep\n%s",
+			total, sleep, sched, off["hrtimer_nanosleep"], stderr)
+	}
+}
