@@ -125,8 +125,10 @@ func TestKernelStacksReused(t *testing.T) {
 	if fresh < with/KernelStackReuse {
 		t.Errorf("%d of %d kernel stacks walked afresh; want at least one in %d", fresh, with, KernelStackReuse)
 	}
-	if foreign > 0 {
-		lost, err := s.Lost()
+	// A walked stack's record lost (a full ring, or the program not run
+	// at that switch-in) leaves up to KernelStackReuse-1 reuses of it
+	// unexplained.
+	if lost, err := s.Lost(); foreign > int(lost)*(KernelStackReuse-1) || err != nil {
 		t.Errorf("%d reused kernel stacks that their thread never walked (records lost: %d, %v)", foreign, lost, err)
 	}
 	odd := 0
