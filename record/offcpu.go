@@ -22,8 +22,11 @@ const offCPUHorizon = 100_000_000 // ns
 
 // offCPU turns context switches into off-CPU intervals (Options.OffCPU):
 // a thread's switch out (the sched_switch tracepoint, with its stack and
-// task state) paired with its next switch in (a SWITCH record, or a
-// SWITCH_CPU_WIDE one of a system-wide recording). The switch in does
+// task state) paired with its next switch in (a record of the BPF
+// program, or a SWITCH record, or a SWITCH_CPU_WIDE one of a system-wide
+// recording). When the BPF program takes the kernel stacks
+// (switchIns.kernelStacks), the tracepoint's stack is the user part and
+// the switch in carries the kernel part (writeWith). The switch in does
 // not come from the tracepoint naming the thread as the next task: the
 // kernel drops some of the hits whose previous task is the idle task
 // (perf record -a -e sched:sched_switch misses them too), the very
