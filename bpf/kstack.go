@@ -17,6 +17,9 @@ import (
 // off-CPU profile costs a switch-heavy program, perf's included).
 const KernelStackReuse = 16
 
+// pfKthread is the task flag of a kernel thread (PF_KTHREAD).
+const pfKthread = 0x00200000
+
 // kstackFrames is the most kernel frames a switch out keeps: the
 // kernel's default perf_event_max_stack.
 const kstackFrames = 127
@@ -126,7 +129,9 @@ func mix() asm.Instructions {
 // at: a hash of its user registers (instruction pointer, stack and
 // frame pointers, the system call and its first argument: no system
 // call is -1), the word at its user stack pointer (a frameless system
-// call wrapper's return address) and whether it was preempted. The map
+// call wrapper's return address) and whether it was preempted; a
+// kernel thread has no user registers that say where it is, and its
+// kernel stack is walked at every switch out. The map
 // places holds a kernel stack per thread and place, with the place's
 // hash (checked: an LRU map may recycle an entry another CPU holds); the
 // kernel stack is walked (bpf_get_stack) into it when the place is new
@@ -151,6 +156,11 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		)
 	}
 	insns = append(insns,
+		// fp-112: a kernel thread, whose user registers say nothing of
+		// where it is: its stack is walked at every switch out.
+		asm.LoadMem(asm.R1, asm.R9, off.flags, asm.Word),
+		asm.And.Imm(asm.R1, pfKthread),
+		asm.StoreMem(asm.RFP, -112, asm.R1, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.R9),
 		asm.FnTaskPtRegs.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0),
@@ -230,6 +240,8 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.Ja.Label("walk"),
 		asm.Mov.Reg(asm.R7, asm.R0).WithSymbol("found"),
+		asm.LoadMem(asm.R1, asm.RFP, -112, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "walk"),
 		asm.LoadMem(asm.R1, asm.R7, kstackHash, asm.DWord),
 		asm.JNE.Reg(asm.R1, asm.R8, "walk"), // recycled
 		asm.LoadMem(asm.R1, asm.R7, kstackLen, asm.Word),

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/internal/testutils"
 )
@@ -141,4 +142,83 @@ func TestKernelStacksReused(t *testing.T) {
 	if read < n/4 {
 		t.Errorf("%d of %d kernel stacks through the pipe's read; want about half (each thread blocks in read)", read, n)
 	}
+}
+
+// TestKernelThreadsWalked: a kernel thread has no user registers that
+// tell where it leaves the CPU, so its kernel stack is walked at every
+// switch out, never reused (with Options.All the program sees the
+// machine's kernel threads: those a file's writes and syncs wake, the
+// writeback and journal threads).
+func TestKernelThreadsWalked(t *testing.T) {
+	s := open(t, Options{All: true, KernelStacks: true})
+	if ok, err := s.KernelStacks(); !ok {
+		testutils.RequireCI(t, "no kernel stacks from the program: %v", err)
+	}
+	// Writing and syncing a file wakes the kernel's writeback and
+	// journal threads.
+	f, err := os.Create(t.TempDir() + "/sync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
+		if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kthread := map[int32]bool{}
+	isKthread := func(tid int32) bool {
+		k, ok := kthread[tid]
+		if !ok {
+			k = taskFlags(tid)&pfKthread != 0
+			kthread[tid] = k
+		}
+		return k
+	}
+	var n, reused, users, usersReused int
+	if _, err := s.Read(func(r SwitchIn) {
+		if r.Kernel == nil {
+			return
+		}
+		if !isKthread(r.TID) {
+			users++
+			if r.KernelReused {
+				usersReused++
+			}
+			return
+		}
+		n++
+		if r.KernelReused {
+			reused++
+		}
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kernel threads: %d kernel stacks, %d reused; other tasks: %d, %d reused", n, reused, users, usersReused)
+	if n == 0 || reused > 0 {
+		t.Errorf("kernel threads: %d kernel stacks, %d reused; want some, none reused", n, reused)
+	}
+}
+
+// taskFlags returns the flags of thread tid (/proc/TID/stat's ninth
+// field), 0 when it is gone.
+func taskFlags(tid int32) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(tid)) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 7 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[6], 10, 64)
+	return v
 }

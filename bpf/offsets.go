@@ -29,6 +29,9 @@ type taskOffsets struct {
 	// own call chain).
 	regs       regsOffsets
 	kstackSkip int
+	// flags is the offset of task_struct.flags (PF_KTHREAD), -1 when
+	// the BTF does not say.
+	flags int16
 }
 
 // pidOffsets locate a task's id at a level of its PID namespaces:
@@ -62,6 +65,9 @@ func kernelOffsets() (taskOffsets, error) {
 	o.perfCtx = perfContextOffset(task)
 	o.ids = idOffsets(spec, task)
 	o.regs = regsOffsetsOf(spec)
+	if o.flags, err = memberOffset(task, "flags"); err != nil {
+		o.flags = -1
+	}
 	return o, nil
 }
 

@@ -238,8 +238,8 @@ func (s *SwitchIns) attachTyped(name, tp string, insns asm.Instructions) error {
 // with kernel stacks (Options.KernelStacks); on an error nothing of it
 // is left.
 func (s *SwitchIns) attachKernelStacks(off taskOffsets, targets int) error {
-	if !off.regs.ok {
-		return errors.New("bpf: the kernel's BTF gives no struct pt_regs offsets (ip, sp, bp, orig_ax, di)")
+	if !off.regs.ok || off.flags < 0 {
+		return errors.New("bpf: the kernel's BTF gives no struct pt_regs offsets (ip, sp, bp, orig_ax, di) or task_struct.flags")
 	}
 	ks, err := newKstackMaps()
 	if err != nil {
