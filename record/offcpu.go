@@ -335,7 +335,18 @@ func (o *offCPU) withKernel(r *recorder, e switchEvent, in switchEvent) []uint64
 	if r.sym != nil && !r.opts.NoDecode {
 		r.sym.sampled(int(e.pid), k, false, e.time)
 	}
-	o.sbuf = append(append(append(o.sbuf[:0], 0, 0), k...), e.addrs[2:]...)
+	// The hit's own stack is the user part; a task with none (a kernel
+	// thread) has the sampled IP alone, a kernel address the program's
+	// stack holds.
+	rest := e.addrs[2:]
+	if len(rest) > 0 && rest[0] == capture.ContextKernel {
+		i := slices.Index(rest, capture.ContextUser)
+		if i < 0 {
+			i = len(rest)
+		}
+		rest = rest[i:]
+	}
+	o.sbuf = append(append(append(o.sbuf[:0], 0, 0), k...), rest...)
 	return o.sbuf
 }
 
