@@ -27,6 +27,13 @@ var (
 type offCPUStats struct {
 	recorded                    bool
 	intervals, unpaired, opened int64
+	// kernelReused counts the intervals whose kernel stack the
+	// recorder's BPF program reused from an earlier switch out of the
+	// thread at the same place, noKernel those it gave none; kernel
+	// says the capture counts them (its kernel stacks came from the
+	// program).
+	kernelReused, noKernel int64
+	kernel                 bool
 	// noRecord counts the off-CPU samples without a record (a file
 	// cut short).
 	noRecord int
@@ -44,6 +51,11 @@ func (b *builder) offCPUMeta(id, value string) {
 		s.unpaired, _ = strconv.ParseInt(value, 10, 64)
 	case capture.MetaOffCPUOpen:
 		s.opened, _ = strconv.ParseInt(value, 10, 64)
+	case capture.MetaOffCPUKernelReused:
+		s.kernel = true
+		s.kernelReused, _ = strconv.ParseInt(value, 10, 64)
+	case capture.MetaOffCPUNoKernel:
+		s.noKernel, _ = strconv.ParseInt(value, 10, 64)
 	default:
 		b.blockingMeta(id, value)
 	}
@@ -118,6 +130,13 @@ func (b *builder) offCPUDurations() map[int32]int64 {
 	if n := b.offStats.unpaired; n > 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: the recording lost one side of %d context switches (their time is not counted)", n))
 	}
+	if s := b.offStats; s.kernelReused > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: %d of %d intervals have the kernel stack walked at an earlier switch out of their thread at the same place (walked afresh at least every %d)",
+			s.kernelReused, s.intervals, capture.OffCPUKernelStackReuse))
+	}
+	if n := b.offStats.noKernel; n > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: %d intervals have no kernel stack", n))
+	}
 	return out
 }
 
@@ -126,6 +145,15 @@ func (b *builder) offCPUDurations() map[int32]int64 {
 // capture recorded off-CPU time at all.
 func (p *Profile) OffCPULost() (int64, bool) {
 	return p.offStats.unpaired, p.offStats.recorded
+}
+
+// OffCPUKernelReused returns the off-CPU intervals whose kernel stack
+// was walked at an earlier switch out of their thread at the same place
+// and reused (the recorder walks it afresh at least every
+// [capture.OffCPUKernelStackReuse]), and whether the capture counts them
+// (its kernel stacks came from the recorder's BPF program).
+func (p *Profile) OffCPUKernelReused() (int64, bool) {
+	return p.offStats.kernelReused, p.offStats.kernel
 }
 
 // onCPUKey is the key of the on-CPU samples' group in [GroupState].

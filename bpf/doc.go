@@ -22,6 +22,18 @@
 // Its times come from bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock of
 // nsprof's perf events.
 //
+// With Options.KernelStacks the sched_switch program also takes the
+// kernel stack of each followed thread leaving a CPU (bpf_get_stack), for
+// a caller whose perf events take the user stacks only, and writes it
+// with the thread's next switch-in. The kernel's walk of a kernel stack
+// (about 1 µs on a 2-CPU VM, ORC) is most of what a switch-heavy program
+// pays for an off-CPU profile, so the program walks it once in
+// KernelStackReuse switch outs of a thread at one place: a hash of the
+// thread's user registers (instruction, stack and frame pointers,
+// system call and first argument), the word at its user stack pointer
+// and whether it was preempted. The records say which stacks were
+// reused (SwitchIn.KernelReused).
+//
 // A program on sched_process_fork follows the children of the followed
 // processes and, with Options.Clones, writes a Clone record for each task
 // created in a PID namespace other than the initial one, with the id its

@@ -23,6 +23,15 @@ type taskOffsets struct {
 	// its creator's PID namespace with; ids.ok is false when the BTF
 	// does not give them all.
 	ids pidOffsets
+	// regs are the offsets of struct pt_regs that the kernel-stack
+	// program hashes (Options.KernelStacks); kstackSkip is how many
+	// frames of the kernel stack it skips (those of the BPF program's
+	// own call chain).
+	regs       regsOffsets
+	kstackSkip int
+	// flags is the offset of task_struct.flags (PF_KTHREAD), -1 when
+	// the BTF does not say.
+	flags int16
 }
 
 // pidOffsets locate a task's id at a level of its PID namespaces:
@@ -55,6 +64,10 @@ func kernelOffsets() (taskOffsets, error) {
 	o.exitGroupDead = tracepointArgs(spec, "sched_process_exit") == 2
 	o.perfCtx = perfContextOffset(task)
 	o.ids = idOffsets(spec, task)
+	o.regs = regsOffsetsOf(spec)
+	if o.flags, err = memberOffset(task, "flags"); err != nil {
+		o.flags = -1
+	}
 	return o, nil
 }
 

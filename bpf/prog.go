@@ -55,7 +55,7 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 			asm.JNE.Imm(asm.R1, 0, "exit"),
 		)
 	}
-	return append(insns, switchInTail(rb, targets, drops)...)
+	return append(insns, switchInTail(rb, targets, drops, nil)...)
 }
 
 // switchInBTFInsns returns the program of switchInInsns for a BTF-typed
@@ -64,16 +64,33 @@ func switchInInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool
 // bpf_probe_read_kernel and bpf_get_current_pid_tgid. Those calls were
 // most of its run at each switch (about 25 of 55 ns with the kernel's
 // BPF statistics on a 2-CPU VM, the statistics taking the other 30).
-func switchInBTFInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool) asm.Instructions {
+//
+// With ks (Options.KernelStacks), the program first takes the kernel
+// stack of prev when it is followed (kstackOutInsns), and a switch in of
+// a thread whose switch out it took writes that stack with the record
+// (kstackInInsns): skipSameProcess is then ignored.
+func switchInBTFInsns(off taskOffsets, rb, targets, drops int, skipSameProcess bool, ks *kstackMaps) asm.Instructions {
 	insns := asm.Instructions{
-		asm.LoadMem(asm.R9, asm.R1, 8, asm.DWord),  // prev
+		asm.StoreMem(asm.RFP, -64, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R9, asm.R1, 8, asm.DWord), // prev
+	}
+	if ks != nil {
+		insns = append(insns, kstackOutInsns(off, ks, targets)...)
+		skipSameProcess = false
+	}
+	in := asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord)
+	if ks != nil {
+		in = in.WithSymbol("in")
+	}
+	insns = append(insns,
+		in,
 		asm.LoadMem(asm.R6, asm.R1, 16, asm.DWord), // next
 		asm.LoadMem(asm.R7, asm.R6, off.pid, asm.Word),
 		asm.JEq.Imm(asm.R7, 0, "exit"), // the idle task
 		// fp-4: next->tgid, the key of targets and the record's.
 		asm.LoadMem(asm.R1, asm.R6, off.tgid, asm.Word),
 		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
-	}
+	)
 	if skipSameProcess && off.perfCtx >= 0 {
 		// As in switchInInsns: prev of next's process, with its perf
 		// context (not exiting), tells this switch in its sample.
@@ -84,14 +101,16 @@ func switchInBTFInsns(off taskOffsets, rb, targets, drops int, skipSameProcess b
 			asm.JNE.Imm(asm.R2, 0, "exit"),
 		)
 	}
-	return append(insns, switchInTail(rb, targets, drops)...)
+	return append(insns, switchInTail(rb, targets, drops, ks)...)
 }
 
 // switchInTail is the end of the switch-in programs, from the label
 // "next", with R7 next's pid and fp-4 its tgid: the check of the map
 // targets (when not 0), the record written to the ring buffer rb, or
-// counted in drops when it is full, and the label "exit".
-func switchInTail(rb, targets, drops int) asm.Instructions {
+// counted in drops when it is full, and the label "exit". With ks, the
+// record carries the thread's kernel stack when its switch out took one
+// (kstackInInsns).
+func switchInTail(rb, targets, drops int, ks *kstackMaps) asm.Instructions {
 	var insns asm.Instructions
 	if targets != 0 {
 		insns = append(insns,
@@ -102,7 +121,12 @@ func switchInTail(rb, targets, drops int) asm.Instructions {
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 		)
 	}
-	insns = append(insns, reserveRecord(rb, recordSize, "drop")...)
+	plain := reserveRecord(rb, recordSize, "drop")
+	if ks != nil {
+		insns = append(insns, kstackInInsns(ks, rb)...)
+		plain[0] = plain[0].WithSymbol("plain")
+	}
+	insns = append(insns, plain...)
 	insns = append(insns,
 		asm.StoreMem(asm.R0, 0, asm.R7, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, -4, asm.Word),

@@ -55,6 +55,18 @@ type Options struct {
 	// the kernel's tracing path. [SwitchIns.Clones] says whether the
 	// kernel's BTF let the program do it.
 	Clones bool
+	// KernelStacks has the sched_switch program take the kernel stack
+	// of each followed thread leaving a CPU and write it with the
+	// thread's next switch-in (SwitchIn.Kernel), for a caller whose
+	// sched:sched_switch perf events take user stacks only: the
+	// kernel's walk of the kernel stack is most of what a context
+	// switch costs such a caller, and the program walks it once in
+	// KernelStackReuse switch outs of a thread that leaves at one
+	// place (see KernelStackReuse, and SwitchIn.KernelReused).
+	// SkipSameProcess is then ignored: each switch-in carries its
+	// stack. [SwitchIns.KernelStacks] says whether the kernel let the
+	// program do it (a BTF-typed program is needed).
+	KernelStacks bool
 }
 
 // Clone is a task created in a PID namespace other than the initial one.
@@ -70,6 +82,14 @@ type Clone struct {
 type SwitchIn struct {
 	TID, PID int32
 	Time     int64 // ns of CLOCK_MONOTONIC
+	// Kernel is the kernel stack of the thread's switch out before
+	// this switch in, innermost first (Options.KernelStacks), nil when
+	// the program took none; shared between records with the same
+	// stack: not to be modified. KernelReused says the stack was
+	// walked at an earlier switch out of the thread at the same place
+	// and reused for this one.
+	Kernel       []uint64
+	KernelReused bool
 }
 
 // SwitchIns is the loaded and attached switch-in program and the reader
@@ -89,6 +109,12 @@ type SwitchIns struct {
 	typedErr error
 	// clones says the fork program writes Clone records.
 	clones bool
+	// ks are the maps of the kernel stacks (Options.KernelStacks),
+	// nil without; ksErr says why not. kstacks are the stacks read,
+	// by thread and place.
+	ks      *kstackMaps
+	ksErr   error
+	kstacks map[kstackKey][]uint64
 }
 
 // Open loads the programs and attaches them: switch-ins are recorded from
@@ -103,7 +129,7 @@ func Open(opts Options) (s *SwitchIns, err error) {
 	if size == 0 {
 		size = DefaultRingBytes
 	}
-	s = &SwitchIns{skipsSameProcess: opts.SkipSameProcess && off.perfCtx >= 0}
+	s = &SwitchIns{skipsSameProcess: opts.SkipSameProcess && off.perfCtx >= 0, kstacks: make(map[kstackKey][]uint64)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -148,8 +174,13 @@ func Open(opts Options) (s *SwitchIns, err error) {
 	}
 	// BTF-typed where the kernel can (Linux 5.5 and later): cheaper at
 	// each switch of the machine; else through helper calls.
-	typed := switchInBTFInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)
-	if s.typedErr = s.attachTyped("nsprof_swin", "sched_switch", typed); s.typedErr == nil {
+	if opts.KernelStacks {
+		s.ksErr = s.attachKernelStacks(off, targets)
+	}
+	if s.ks != nil {
+		s.typed = true
+		s.skipsSameProcess = false
+	} else if s.typedErr = s.attachTyped("nsprof_swin", "sched_switch", switchInBTFInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess, nil)); s.typedErr == nil {
 		s.typed = true
 	} else if err = s.attach("nsprof_swin", "sched_switch", switchInInsns(off, s.ring.FD(), targets, s.drops.FD(), opts.SkipSameProcess)); err != nil {
 		return nil, fmt.Errorf("%w (and as a BTF-typed program: %v)", err, s.typedErr)
@@ -202,6 +233,31 @@ func (s *SwitchIns) attachTyped(name, tp string, insns asm.Instructions) error {
 	s.links = append(s.links, l)
 	return nil
 }
+
+// attachKernelStacks loads and attaches the typed sched_switch program
+// with kernel stacks (Options.KernelStacks); on an error nothing of it
+// is left.
+func (s *SwitchIns) attachKernelStacks(off taskOffsets, targets int) error {
+	if !off.regs.ok || off.flags < 0 {
+		return errors.New("bpf: the kernel's BTF gives no struct pt_regs offsets (ip, sp, bp, orig_ax, di) or task_struct.flags")
+	}
+	ks, err := newKstackMaps()
+	if err != nil {
+		return err
+	}
+	off.kstackSkip = kstackSkip
+	insns := switchInBTFInsns(off, s.ring.FD(), targets, s.drops.FD(), false, ks)
+	if err := s.attachTyped("nsprof_swin", "sched_switch", insns); err != nil {
+		ks.close()
+		return err
+	}
+	s.ks = ks
+	return nil
+}
+
+// KernelStacks says whether the switch-ins carry kernel stacks
+// (Options.KernelStacks), and if not, why.
+func (s *SwitchIns) KernelStacks() (bool, error) { return s.ks != nil, s.ksErr }
 
 // Clones says whether the program reports Clone records
 // (Options.Clones).
@@ -282,6 +338,11 @@ func (s *SwitchIns) Read(fn func(SwitchIn), clone func(Clone)) (int, error) {
 			}
 			continue
 		}
+		if len(raw) >= kstackHeader {
+			fn(s.kstackRecord(raw))
+			n++
+			continue
+		}
 		if len(raw) < recordSize {
 			continue
 		}
@@ -339,6 +400,9 @@ func (s *SwitchIns) Close() error {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
+	}
+	if s.ks != nil {
+		errs = append(errs, s.ks.close()...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bpf: closing switch-in reader: %w", err)

@@ -61,7 +61,19 @@ const (
 	// full ring buffer (their intervals count as unpaired).
 	MetaOffCPUSwitchIns     = "nsprof.offcpu.switch-ins"
 	MetaOffCPUSwitchInsLost = "nsprof.offcpu.switch-ins-lost"
+	// MetaOffCPUKernelReused counts the intervals whose kernel stack
+	// the BPF program walked at an earlier switch out of the thread at
+	// the same place and reused (it walks it afresh at least every
+	// [OffCPUKernelStackReuse]th), MetaOffCPUNoKernel those it gave no
+	// kernel stack; both only when the kernel stacks came from it.
+	MetaOffCPUKernelReused = "nsprof.offcpu.kernel-reused"
+	MetaOffCPUNoKernel     = "nsprof.offcpu.no-kernel"
 )
+
+// OffCPUKernelStackReuse is how many switch outs in a row of a thread at
+// one place the recorder's BPF program gives the kernel stack it walked
+// at the first of them ([MetaOffCPUKernelReused]).
+const OffCPUKernelStackReuse = 16
 
 // The values of [MetaOffCPUSwitchIns]: a BPF program on the sched_switch
 // raw tracepoint, or perf's SWITCH records (context_switch), the

@@ -452,21 +452,26 @@ func (s *settings) dummyAttr(onExec bool) unix.PerfEventAttr {
 
 // sidebandTracepoint returns the index in s.tpIDs of the tracepoint whose
 // per-task event carries the side-band records of Options.SampleCPUWide
-// instead of a dummy event: the first of StackTracepoints; -1 without.
+// instead of a dummy event: the first of StackTracepoints, else of
+// UserStackTracepoints; -1 without.
 func (s *settings) sidebandTracepoint() int {
+	user := -1
 	for i := range s.tpIDs {
-		if s.tpStack[i] && !s.tpUser[i] {
+		switch {
+		case s.tpStack[i] && !s.tpUser[i]:
 			return i
+		case s.tpUser[i] && user < 0:
+			user = i
 		}
 	}
-	return -1
+	return user
 }
 
 // sidebandTracepointAttr builds the attributes of tracepoint i of
 // sidebandTracepoint: its hits, and the records of dummyAttr.
 func (s *settings) sidebandTracepointAttr(i int, onExec bool) unix.PerfEventAttr {
 	const sideband = attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch
-	a := s.tracepointAttr(s.tpIDs[i], true, false, false, onExec)
+	a := s.tracepointAttr(s.tpIDs[i], true, s.tpUser[i], false, onExec)
 	a.Bits |= s.dummyAttr(onExec).Bits & sideband
 	return a
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"nsprof/bpf"
 	"nsprof/capture"
 	"nsprof/perf"
 )
@@ -21,8 +22,11 @@ const offCPUHorizon = 100_000_000 // ns
 
 // offCPU turns context switches into off-CPU intervals (Options.OffCPU):
 // a thread's switch out (the sched_switch tracepoint, with its stack and
-// task state) paired with its next switch in (a SWITCH record, or a
-// SWITCH_CPU_WIDE one of a system-wide recording). The switch in does
+// task state) paired with its next switch in (a record of the BPF
+// program, or a SWITCH record, or a SWITCH_CPU_WIDE one of a system-wide
+// recording). When the BPF program takes the kernel stacks
+// (switchIns.kernelStacks), the tracepoint's stack is the user part and
+// the switch in carries the kernel part (writeWith). The switch in does
 // not come from the tracepoint naming the thread as the next task: the
 // kernel drops some of the hits whose previous task is the idle task
 // (perf record -a -e sched:sched_switch misses them too), the very
@@ -58,11 +62,19 @@ type offCPU struct {
 	// bpf brings the switch-ins when the BPF program loaded (nil: they
 	// are perf's SWITCH records).
 	bpf *switchIns
+	// With the kernel stacks from the BPF program: kernelReused counts
+	// the intervals whose kernel stack was walked at an earlier switch
+	// out of the thread (bpf.KernelStackReuse), noKernel those that got
+	// none (the program's record of the place was evicted); kbuf and
+	// sbuf are withKernel's buffers.
+	kernelReused, noKernel uint64
+	kbuf, sbuf             []uint64
 }
 
 // offCPUCounts are the counts of the captures a split recording ended.
 type offCPUCounts struct {
 	intervals, unpaired, opened, unmarked uint64
+	kernelReused, noKernel                uint64
 	offNs                                 int64
 }
 
@@ -83,6 +95,11 @@ type switchEvent struct {
 	pid   int32
 	cpu   int16
 	addrs []uint64 // the stack of a switch out, after 2 free slots
+	// kernel is the kernel stack of the switch out before a switch in
+	// that carries it (bpf.SwitchIn.Kernel), kernelReused says it was
+	// walked at an earlier switch out.
+	kernel       []uint64
+	kernelReused bool
 }
 
 // DefaultOffCPUMarks is the shortest off-CPU interval written as a mark
@@ -215,7 +232,7 @@ func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
 	for len(ev) > 0 {
 		e := ev[0]
 		if e.out && len(ev) > 1 && !ev[1].out {
-			o.write(r, tid, e, ev[1].time)
+			o.writeWith(r, tid, e, ev[1])
 			if len(o.free) < 64 {
 				o.free = append(o.free, e.addrs)
 			}
@@ -272,12 +289,65 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 		o.pair(r, tid, th, end+1)
 		for _, e := range th.events {
 			if e.out && e.state != 'X' && e.state != 'Z' && end > e.time {
-				o.write(r, tid, e, end)
+				o.writeOpen(r, tid, e, end)
 				o.opened++
 			}
 		}
 		delete(o.threads, tid)
 	}
+}
+
+// writeWith writes the interval from the switch out e to the switch in
+// in, with the kernel stack in carries: the switch outs' hits carry none
+// when the BPF program takes them (switchIns.kernelStacks).
+func (o *offCPU) writeWith(r *recorder, tid int32, e switchEvent, in switchEvent) {
+	if o.bpf != nil && o.bpf.kernelStacks {
+		if in.kernel == nil {
+			o.noKernel++
+		} else {
+			e.addrs = o.withKernel(r, e, in)
+		}
+	}
+	o.write(r, tid, e, in.time)
+}
+
+// writeOpen writes the interval from the switch out e up to end, the
+// thread still off the CPU: with the kernel stacks from the BPF program,
+// the stack its switch-in would carry is looked up in the program's maps
+// (when the thread has not come back since; else it has none).
+func (o *offCPU) writeOpen(r *recorder, tid int32, e switchEvent, end int64) {
+	in := switchEvent{time: end}
+	if o.bpf != nil && o.bpf.kernelStacks {
+		in.kernel, in.kernelReused, _ = o.bpf.prog.PendingKernel(tid)
+	}
+	o.writeWith(r, tid, e, in)
+}
+
+// withKernel returns e's stack with the kernel stack in carries after
+// its 2 free slots, in o.kbuf.
+func (o *offCPU) withKernel(r *recorder, e switchEvent, in switchEvent) []uint64 {
+	if in.kernelReused {
+		o.kernelReused++
+	}
+	k := append(o.kbuf[:0], capture.ContextKernel)
+	k = append(k, in.kernel...)
+	o.kbuf = k
+	if r.sym != nil && !r.opts.NoDecode {
+		r.sym.sampled(int(e.pid), k, false, e.time)
+	}
+	// The hit's own stack is the user part; a task with none (a kernel
+	// thread) has the sampled IP alone, a kernel address the program's
+	// stack holds.
+	rest := e.addrs[2:]
+	if len(rest) > 0 && rest[0] == capture.ContextKernel {
+		i := slices.Index(rest, capture.ContextUser)
+		if i < 0 {
+			i = len(rest)
+		}
+		rest = rest[i:]
+	}
+	o.sbuf = append(append(append(o.sbuf[:0], 0, 0), k...), rest...)
+	return o.sbuf
 }
 
 // write writes one interval: its stack, its record, and its mark when it
@@ -355,7 +425,7 @@ func (o *offCPU) cut(r *recorder) {
 			case e.state == 'X' || e.state == 'Z':
 				continue // exited: it never comes back
 			}
-			o.write(r, tid, e, end)
+			o.writeOpen(r, tid, e, end)
 			o.opened++
 			e.time = end
 			ev = append(ev, e)
@@ -376,8 +446,11 @@ func (o *offCPU) cut(r *recorder) {
 	o.done.unpaired += o.unpaired
 	o.done.opened += o.opened
 	o.done.unmarked += o.unmarked
+	o.done.kernelReused += o.kernelReused
+	o.done.noKernel += o.noKernel
 	o.done.offNs += o.offNs
 	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs = 0, 0, 0, 0, 0
+	o.kernelReused, o.noKernel = 0, 0
 	// The marker frames are JIT addresses of the capture ended.
 	o.markers = [256]uint64{}
 }
@@ -411,11 +484,20 @@ func (o *offCPU) finish(r *recorder) {
 	all.unpaired += o.unpaired
 	all.opened += o.opened
 	all.unmarked += o.unmarked
+	all.kernelReused += o.kernelReused
+	all.noKernel += o.noKernel
 	all.offNs += o.offNs
 	r.notef("off-CPU (switch-ins from %s): %d intervals, %.3fs in all; %d still off the CPU at the end (counted up to it); %s",
 		o.source(), all.intervals, float64(all.offNs)/1e9, all.opened, o.marksNote(all))
 	if o.bpf != nil && o.bpf.lostAll > 0 {
 		r.logf("off-CPU: %d switch-ins lost by the BPF program (its ring buffer was full)", o.bpf.lostAll)
+	}
+	if o.bpf != nil && o.bpf.kernelStacks {
+		r.notef("off-CPU: %d of %d intervals reused the kernel stack walked at an earlier switch out of their thread at the same place (walked afresh at least every %d)",
+			all.kernelReused, all.intervals, bpf.KernelStackReuse)
+		if all.noKernel > 0 {
+			r.logf("off-CPU: %d intervals without their kernel stack (the BPF program's record of the place was evicted)", all.noKernel)
+		}
 	}
 	if all.unpaired > 0 {
 		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", all.unpaired)
@@ -436,6 +518,11 @@ func (o *offCPU) endCapture(r *recorder) {
 		{capture.MetaOffCPUMarkNs, strconv.FormatInt(o.markNs, 10)},
 		{capture.MetaOffCPUUnmarked, strconv.FormatUint(o.unmarked, 10)},
 		{capture.MetaOffCPUSwitchIns, o.source()},
+	}
+	if o.bpf != nil && o.bpf.kernelStacks {
+		md = append(md,
+			[2]string{capture.MetaOffCPUKernelReused, strconv.FormatUint(o.kernelReused, 10)},
+			[2]string{capture.MetaOffCPUNoKernel, strconv.FormatUint(o.noKernel, 10)})
 	}
 	if o.bpf != nil {
 		lost := o.switchInsLost()

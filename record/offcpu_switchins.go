@@ -16,6 +16,14 @@ const (
 	OffCPUSwitchInsPerf = capture.OffCPUSwitchInsPerf
 )
 
+// The program's reuse of kernel stacks is the one the capture's
+// metadata promises (capture.OffCPUKernelStackReuse): a compile error
+// when the two differ.
+const (
+	_ = uint(bpf.KernelStackReuse - capture.OffCPUKernelStackReuse)
+	_ = uint(capture.OffCPUKernelStackReuse - bpf.KernelStackReuse)
+)
+
 // switchIns are the switch-ins of the BPF program (bpf.SwitchIns) on
 // their way to offCPU.switchIn, merged in time order with the switch
 // outs that the perf rings bring: before a switch out is handled, the
@@ -29,8 +37,12 @@ type switchIns struct {
 	// thread of the same process, which the switch outs give
 	// (offCPU.switchInSameProcess).
 	sameProcess bool
-	pending     []bpf.SwitchIn
-	next        int // pending[next:] are not handed on yet
+	// kernelStacks says the switch-ins carry the kernel stacks of the
+	// switch outs (bpf.Options.KernelStacks), which the sched_switch
+	// perf events then leave out.
+	kernelStacks bool
+	pending      []bpf.SwitchIn
+	next         int // pending[next:] are not handed on yet
 	// readAt is when the ring buffer was last read (capture clock):
 	// the switch-ins before it are in pending.
 	readAt int64
@@ -50,7 +62,7 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	}
 	// The tracepoint's per-task events see every switch out of a
 	// followed thread, and so the switch-ins it hands its CPU to.
-	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system", Clones: true}
+	opts := bpf.Options{All: mode == "system", SkipSameProcess: mode != "system", Clones: true, KernelStacks: o.OffCPUKernelStacks != OffCPUSwitchInsPerf}
 	switch mode {
 	case "command":
 		opts.TGIDs = []int{r.child.pid()}
@@ -63,7 +75,8 @@ func (r *recorder) openSwitchIns(mode string) (*switchIns, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &switchIns{prog: prog, sameProcess: prog.SkipsSameProcess()}, nil
+	ks, _ := prog.KernelStacks()
+	return &switchIns{prog: prog, sameProcess: prog.SkipsSameProcess(), kernelStacks: ks}, nil
 }
 
 // feedSwitchIns hands on the switch-ins up to time upTo to switchIn,
@@ -96,7 +109,7 @@ func (o *offCPU) feedSwitchIns(r *recorder, upTo int64) {
 		// events were enabled (a command before its exec), and the
 		// switch-in pairs with nothing.
 		if o.threads[in.TID] != nil {
-			o.switchIn(r, in.TID, in.Time)
+			o.add(r, in.TID, switchEvent{time: in.Time, kernel: in.Kernel, kernelReused: in.KernelReused})
 		}
 	}
 }
@@ -144,9 +157,20 @@ func (o *offCPU) close() {
 // sched_switch tracepoint with stacks and, when the BPF program that
 // reports the switch-ins does not load, the SWITCH records that say when
 // a thread comes back.
+//
+// When the BPF program takes the kernel stacks of the switch outs
+// (bpf.Options.KernelStacks), the tracepoint's hits carry the user
+// callchain only: the kernel's walk of the kernel stack at every switch
+// was most of what --off-cpu cost a switch-heavy program, and the
+// program walks it once in bpf.KernelStackReuse switch outs of a thread
+// leaving at one place.
 func (r *recorder) setupOffCPU(popts *perf.Options, mode string) error {
-	popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
 	s, err := r.openSwitchIns(mode)
+	if err == nil && s.kernelStacks {
+		popts.UserStackTracepoints = append(popts.UserStackTracepoints, switchTracepoint)
+	} else {
+		popts.StackTracepoints = append(popts.StackTracepoints, switchTracepoint)
+	}
 	switch {
 	case err == nil:
 		r.off.bpf = s
@@ -158,6 +182,11 @@ func (r *recorder) setupOffCPU(popts *perf.Options, mode string) error {
 			kind = "BTF-typed raw tracepoint (tp_btf)"
 		}
 		r.notef("off-CPU: switch-ins from a BPF program on the sched_switch %s", kind)
+		if ok, why := s.prog.KernelStacks(); ok {
+			r.notef("off-CPU: kernel stacks from the BPF program, walked at least every %d switch outs of a thread at one place", bpf.KernelStackReuse)
+		} else {
+			r.notef("off-CPU: kernel stacks from perf, at every switch out (%v)", why)
+		}
 	case r.opts.OffCPUSwitchIns == OffCPUSwitchInsBPF:
 		return err
 	default:

@@ -82,6 +82,13 @@ type Options struct {
 	// the BPF program or an error; OffCPUSwitchInsPerf, the SWITCH
 	// records (for tests and comparisons).
 	OffCPUSwitchIns string
+	// OffCPUKernelStacks says where the kernel stacks of the switch
+	// outs come from: "" or "bpf", the BPF program of the switch-ins
+	// when it can take them (walked once in bpf.KernelStackReuse
+	// switch outs of a thread at one place), else perf's hits of the
+	// tracepoint; "perf", those hits at every switch out (for tests
+	// and comparisons).
+	OffCPUKernelStacks string
 	// Blocking, when positive, also records the system calls of the
 	// recorded threads that take at least this long, each as a mark of
 	// group "syscall" with the thread's user stack at entry (see
@@ -253,6 +260,11 @@ func (o *Options) setDefaults() error {
 	case OffCPUSwitchInsAuto, OffCPUSwitchInsBPF, OffCPUSwitchInsPerf:
 	default:
 		return fmt.Errorf("off-CPU switch-ins from %q: want bpf or perf", o.OffCPUSwitchIns)
+	}
+	switch o.OffCPUKernelStacks {
+	case "", OffCPUSwitchInsBPF, OffCPUSwitchInsPerf:
+	default:
+		return fmt.Errorf("off-CPU kernel stacks from %q: want bpf or perf", o.OffCPUKernelStacks)
 	}
 	if o.OffCPU && o.Tracepoint == switchTracepoint {
 		return errors.New("off-CPU time records " + switchTracepoint + " itself: sample on another event")

@@ -73,15 +73,22 @@ func otherThread(t *testing.T, pid int) int {
 
 // TestOffCPUSameProcessSwitchIns: two threads passing a byte back and
 // forth through pipes 20000 times on one CPU switch to each other twice
-// a round, and the BPF program
+// a round. With the kernel stacks from perf the BPF program
 // writes none of the switch-ins from one to the other (the switch outs
-// name them): the switches still make intervals, at least one a round,
+// name them); with its own kernel stacks it writes them all, each with
+// the stack: either way the switches make intervals, at least one a round,
 // with no more unpaired than the rare ones of the BPF path (1 to 8 in
 // 40000 here, with or without this; 0.5 % allowed), and no thread is
 // left off the CPU at the end (the thread that exits hands its CPU to
 // the one waiting in pthread_join without a perf event to say it: the
 // program must write that switch-in).
 func TestOffCPUSameProcessSwitchIns(t *testing.T) {
+	for _, kernel := range []string{"bpf", "perf"} {
+		t.Run("kernel-stacks="+kernel, func(t *testing.T) { testOffCPUSameProcessSwitchIns(t, kernel) })
+	}
+}
+
+func testOffCPUSameProcessSwitchIns(t *testing.T, kernel string) {
 	testutils.RequireRoot(t, "recording tests need root")
 	bin := testutils.BuildFixture(t, "pingpong")
 	capPath := filepath.Join(t.TempDir(), "off.syscap")
@@ -92,12 +99,15 @@ func TestOffCPUSameProcessSwitchIns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "-o", capPath, "--", taskset, "-c", "0", bin, strconv.Itoa(rounds)}
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "--off-cpu-kernel-stacks=" + kernel, "-o", capPath, "--", taskset, "-c", "0", bin, strconv.Itoa(rounds)}
 	_, stderr, status := nsprof(t, nil, args...)
 	if status != 0 {
 		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
 	}
 	checkSwitchIns(t, capPath, capture.OffCPUSwitchInsBPF)
+	if got := metadataValue(t, capPath, capture.MetaOffCPUKernelReused); (got != "") != (kernel == "bpf") {
+		t.Errorf("kernel stacks from %s: metadata %s = %q", kernel, capture.MetaOffCPUKernelReused, got)
+	}
 	n, _ := strconv.Atoi(metadataValue(t, capPath, capture.MetaOffCPUIntervals))
 	unpaired, _ := strconv.Atoi(metadataValue(t, capPath, capture.MetaOffCPUUnpaired))
 	open := metadataValue(t, capPath, capture.MetaOffCPUOpen)

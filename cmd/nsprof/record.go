@@ -280,6 +280,8 @@ SIGTERM; the capture is complete in every case.`,
 	f.DurationVar(&opts.OffCPUMarks, "off-cpu-marks", record.DefaultOffCPUMarks, "with --off-cpu, also write the off-CPU intervals of at least `DURATION` as marks of group off-cpu, which Sysprof's timeline shows (negative: none); all intervals' stacks are kept either way")
 	f.StringVar(&opts.OffCPUSwitchIns, "off-cpu-switch-ins", "", "with --off-cpu, take the switch-ins from `bpf` (or fail) or perf (SWITCH records); default: bpf when it loads, else perf")
 	f.MarkHidden("off-cpu-switch-ins")
+	f.StringVar(&opts.OffCPUKernelStacks, "off-cpu-kernel-stacks", "", "with --off-cpu, take the kernel stacks of the switch outs from `bpf` (the switch-in program, walked once in 16 switch outs of a thread at one place) or perf (every switch out); default: bpf when it can, else perf")
+	f.MarkHidden("off-cpu-kernel-stacks")
 	f.StringVar(&fl.callGraph, "call-graph", "", "how user stacks are taken, `MODE` fp[,SIZE] (the default): frame pointers, with SIZE bytes of stack copied per sample (default 512) to find the caller the kernel's walk skips when the sampled function has set up no frame pointer (fp,0: the kernel's chain alone); or dwarf[,SIZE]: unwound from CFI while recording, SIZE bytes copied per sample (default 8192); SIZE at most 65528")
 	f.BoolVarP(&fl.fp, "fp-call-graph", "g", false, "frame-pointer call graphs (the default; as perf record -g)")
 	f.StringVar(&fl.redact, "redact-cmdlines", "others", "cut command lines to the program's name: `WHOSE` others (the default: processes of users other than you, SUDO_UID when run through sudo, and the user nsprof runs as), all, or none")

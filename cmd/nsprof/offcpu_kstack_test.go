@@ -1,0 +1,104 @@
+package main
+
+import (
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/internal/testutils"
+)
+
+// TestOffCPUKernelStacksReused: pingpong's two threads block over and
+// over in one read each (and are preempted in one write), 20000 rounds
+// on one CPU. With the kernel stacks from the BPF program, walked once
+// in capture.OffCPUKernelStackReuse switch outs of a thread at one place,
+// the capture counts nearly all of its intervals as reused (not one: the
+// program walked every stack), none without a kernel stack, and the
+// stacks are still right: every interval's goes through the scheduler
+// (__schedule), and the time under the kernel's read of the pipe
+// (ksys_read) is the time under libc's read, as with the kernel stacks
+// perf walks at every switch out: a stack reused at the wrong place
+// would move time between the two.
+func TestOffCPUKernelStacksReused(t *testing.T) {
+	testutils.RequireRoot(t, "recording tests need root")
+	bin := testutils.BuildFixture(t, "pingpong")
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 20000
+	for _, kernel := range []string{"bpf", "perf"} {
+		capPath := filepath.Join(t.TempDir(), "off.syscap")
+		args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "--off-cpu-kernel-stacks=" + kernel, "-o", capPath, "--", taskset, "-c", "0", bin, strconv.Itoa(rounds)}
+		_, stderr, status := nsprof(t, nil, args...)
+		if status != 0 {
+			t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+		}
+		n, _ := strconv.ParseInt(metadataValue(t, capPath, capture.MetaOffCPUIntervals), 10, 64)
+		reused, _ := strconv.ParseInt(metadataValue(t, capPath, capture.MetaOffCPUKernelReused), 10, 64)
+		none := metadataValue(t, capPath, capture.MetaOffCPUNoKernel)
+		off, _ := functionTotals(t, capPath, "--off-cpu")
+		var total int64
+		for name, v := range off {
+			if capture.IsOffCPUMarker(name) {
+				total += v
+			}
+		}
+		read, kread, sched := off["read"], off["ksys_read"], off["__schedule"]
+		t.Logf("kernel stacks from %s: %d intervals, %d reused; off-CPU %.3fs, under __schedule %.3fs, read %.3fs, ksys_read %.3fs",
+			kernel, n, reused, float64(total)/1e9, float64(sched)/1e9, float64(read)/1e9, float64(kread)/1e9)
+		if n < 2*rounds*9/10 {
+			t.Errorf("kernel stacks from %s: %d intervals, want about %d", kernel, n, 2*rounds)
+		}
+		if kernel == "bpf" {
+			if min := n - n/capture.OffCPUKernelStackReuse - n/50; reused < min || reused >= n {
+				t.Errorf("%d of %d intervals with a reused kernel stack; want at least %d (one walk in %d), not all", reused, n, min, capture.OffCPUKernelStackReuse)
+			}
+			if none != "0" {
+				t.Errorf("%s = %q, want 0", capture.MetaOffCPUNoKernel, none)
+			}
+		}
+		if total == 0 || sched < total*999/1000 {
+			t.Errorf("kernel stacks from %s: %d ns of %d off-CPU under __schedule, want all", kernel, sched, total)
+		}
+		if read < total/5 || math.Abs(float64(kread-read)) > 0.01*float64(read) {
+			t.Errorf("kernel stacks from %s: %d ns under ksys_read, %d under read (of %d); want the same, at least a fifth", kernel, kread, read, total)
+		}
+	}
+}
+
+// TestOffCPUKernelStacksOpen: a thread still off the CPU when the
+// recording ends has no switch-in to carry its kernel stack; the
+// recorder takes it from the BPF program's maps. The offcpu fixture
+// sleeps 300 ms of every 310 in nanosleep; recorded for 1 s with -p, it
+// is most likely asleep at the end (3 % of the time it is not: then
+// the test checks what it checks of every interval): every interval's
+// kernel stack goes through the scheduler, the open one's too, and the
+// sleeps' through the kernel's nanosleep.
+func TestOffCPUKernelStacksOpen(t *testing.T) {
+	testutils.RequireRoot(t, "recording tests need root")
+	bin := testutils.BuildFixture(t, "offcpu")
+	fixture := exec.Command(bin, "100", "300", "10")
+	if err := fixture.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fixture.Process.Kill(); fixture.Wait() })
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "-o", capPath, "-p", strconv.Itoa(fixture.Process.Pid), "--duration", "1"}
+	_, stderr, status := nsprof(t, nil, args...)
+	if status != 0 {
+		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+	}
+	open := metadataValue(t, capPath, capture.MetaOffCPUOpen)
+	off, _ := functionTotals(t, capPath, "--off-cpu")
+	total, sched, sleep := off["[off-CPU: S sleeping]"], off["__schedule"], off["fixture_block"]
+	t.Logf("%s intervals open at the end; off-CPU asleep %.3fs, under __schedule %.3fs, fixture_block %.3fs, hrtimer_nanosleep %.3fs",
+		open, float64(total)/1e9, float64(sched)/1e9, float64(sleep)/1e9, float64(off["hrtimer_nanosleep"])/1e9)
+	if sleep < 500e6 || sched < total*999/1000 || off["hrtimer_nanosleep"] < sleep*999/1000 {
+		t.Errorf("off-CPU time asleep %d ns, in fixture_block %d, under __schedule %d, under hrtimer_nanosleep %d: want most of a second, all through the kernel's nanosleep\n%s",
+			total, sleep, sched, off["hrtimer_nanosleep"], stderr)
+	}
+}
