@@ -16,15 +16,17 @@ import (
 // frames were named anew (347 k of a 60 s capture's 709 k frames).
 //
 // A frame is one address of one process over the whole capture: an
-// address that held code of an earlier image is named as the latest
-// image's, where the process spends its life (the recorder's bundle
-// names each address of a process once too). A mapping read again over
-// the same range of the same file (from /proc, then from the kernel's
-// record) keeps the build-id one of them gave.
+// address that held code of an earlier image is in the latest image's
+// mapping, where the process spends its life (the recorder's bundle
+// names each address of a process once too, from the later image when
+// it was sampled there). A mapping read again over the same range of the
+// same file (from /proc, then from the kernel's record) keeps the
+// build-id one of them gave.
 //
 // replaced are the ranges, sorted, where a mapping replaced another of a
-// different file or offset: a frame there may be of either image (see
-// [Profile.sameCode]).
+// different file or offset: a frame there may be of either image, and
+// is named from its own process's bundle only (see
+// [Profile.otherImage]).
 func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
 	if len(ms) < 2 {
 		return ms, nil

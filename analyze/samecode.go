@@ -16,9 +16,11 @@ import (
 // their processes (see [resolveMaps]) are of files with the same build-id
 // (not merely the same path: containers hold different files at one
 // path), at the same offset in them, and the frames are both return
-// addresses or both not. Kernel frames are at the same code when their addresses
-// and kinds are equal. Other frames (JIT code, anonymous memory, files
-// without a build-id, the vdso) are named each on its own.
+// addresses or both not. Kernel frames are at the same code when their
+// addresses and kinds are equal. Other frames (JIT code, anonymous
+// memory, files without a build-id, the vdso, and those that may be of
+// an image an exec replaced: see [Profile.otherImage]) are named each on
+// its own.
 //
 // A symbolizer names code, not processes: the recorder bundles names and
 // lines per file, the kernel's are the same in every process. One that
