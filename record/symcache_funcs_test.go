@@ -187,3 +187,59 @@ func TestSymbolCacheWholeObject(t *testing.T) {
 		t.Errorf("third bundle differs from one without the cache:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
 	}
 }
+
+// A Go binary's entry is not written again for a few addresses new to
+// it (fewer than goRewriteMin): its line table answers them at the next
+// recording again, for less than writing the entry (its whole symbol
+// table) each time; the frames are those a bundle without the cache
+// gives. Many new addresses are added to it.
+func TestSymbolCacheGoFewNew(t *testing.T) {
+	path, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
+		return cachedBundle(t, c, path, id, uint64(st.Size()), offs)
+	}
+	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run(c, funcOffsets(t, path, 3, "runtime.mallocgc"))
+	few := funcOffsets(t, path, 1, "nsprof/record.overlaps")
+	many := funcOffsets(t, path, 1, "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle")
+	if len(few) >= goRewriteMin || len(many) < goRewriteMin {
+		t.Fatalf("%d and %d offsets: the test needs fewer and more than %d", len(few), len(many), goRewriteMin)
+	}
+	wantSyms, wantLines, _ := run(nil, few)
+	for i := range 2 {
+		syms, lines, uses := run(c, few)
+		if uses != [3]int{cachePart: 1} {
+			t.Errorf("bundle %d of a few new addresses: uses %v, want the file read", i+1, uses)
+		}
+		if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+			t.Errorf("bundle %d of a few new addresses differs from one without the cache", i+1)
+		}
+	}
+	if w := c.Stats().Written; w != 1 {
+		t.Errorf("%d entries written, want 1 (none for a few new addresses)", w)
+	}
+	run(c, many)
+	if w := c.Stats().Written; w != 2 {
+		t.Errorf("%d entries written, want 2 (one for %d new addresses)", w, len(many))
+	}
+	if _, _, uses := run(c, many); uses != [3]int{cacheAll: 1} {
+		t.Errorf("many addresses again: uses %v, want all from the cache", uses)
+	}
+}
