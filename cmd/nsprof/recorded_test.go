@@ -20,8 +20,9 @@ import (
 // TestRecordedCapture records the callchain fixture with record.Record and
 // loads it with analyze.Load (in cmd/nsprof, the one package allowed to
 // import both):
-// kernel frames are named from the embedded kallsyms, and user frames by
-// the bundle when the recorder adds one, else as callchain+0xOFFSET.
+// kernel frames (when some were sampled) are named from the embedded
+// kallsyms, and user frames by the bundle when the recorder adds one,
+// else as callchain+0xOFFSET.
 func TestRecordedCapture(t *testing.T) {
 	rd, err := perf.Open(perf.Processes(os.Getpid()))
 	if err != nil {
@@ -58,9 +59,6 @@ func TestRecordedCapture(t *testing.T) {
 	if len(samples) < 200 {
 		t.Fatalf("%d samples of the fixture", len(samples))
 	}
-	if p.Kallsyms == nil {
-		t.Fatal("no embedded kallsyms")
-	}
 	kernelNamed, kernelFrames := 0, 0
 	userInFixture := 0
 	base := filepath.Base(bin)
@@ -79,9 +77,16 @@ func TestRecordedCapture(t *testing.T) {
 			}
 		}
 	}
+	// The recorder embeds the lines of kallsyms holding the kernel
+	// addresses sampled, and none when there are none (a user loop's
+	// samples may all be in user mode: TestKallsymsNotRead).
+	if kernelFrames > 0 && p.Kallsyms == nil {
+		t.Fatalf("%d kernel frames and no embedded kallsyms", kernelFrames)
+	}
 	if kernelFrames > 0 && kernelNamed*10 < kernelFrames*9 {
 		t.Errorf("%d of %d kernel frames named from kallsyms (%v)", kernelNamed, kernelFrames, p.Kallsyms.Err())
 	}
+	t.Logf("%d kernel frames, %d named", kernelFrames, kernelNamed)
 	if userInFixture == 0 {
 		t.Error("no frames in the fixture binary")
 	}
