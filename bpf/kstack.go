@@ -130,8 +130,9 @@ func mix() asm.Instructions {
 // frame pointers, the system call and its first argument: no system
 // call is -1), the word at its user stack pointer (a frameless system
 // call wrapper's return address) and whether it was preempted; a
-// kernel thread has no user registers that say where it is, and its
-// kernel stack is walked at every switch out. The map
+// kernel thread has no user registers that say where it is, and a
+// preempted task stopped wherever the kernel was: their kernel stacks are
+// walked at every switch out. The map
 // places holds a kernel stack per thread and place, with the place's
 // hash (checked: an LRU map may recycle an entry another CPU holds); the
 // kernel stack is walked (bpf_get_stack) into it when the place is new
@@ -177,6 +178,11 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		asm.LoadMem(asm.R2, asm.RFP, -64, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R2, 0, asm.DWord), // preempt
 		asm.And.Imm(asm.R1, 0xff),
+		// A preempted task stopped wherever the kernel was: walked at
+		// every switch out too (fp-112).
+		asm.LoadMem(asm.R3, asm.RFP, -112, asm.Word),
+		asm.Or.Reg(asm.R3, asm.R1),
+		asm.StoreMem(asm.RFP, -112, asm.R3, asm.Word),
 	)
 	insns = append(insns, mix()...)
 	insns = append(insns,
