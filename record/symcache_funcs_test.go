@@ -134,10 +134,9 @@ func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
 	checkNewAddresses(t, path, id, sets[:2], sets[2], cacheAll)
 }
 
-// For a Go binary (this test's) the file's line table is read again for
-// addresses new to the entry, however often, with the entry's symbol
-// table, and gives the same frames.
-func TestSymbolCacheNewAddressesGo(t *testing.T) {
+// testImage returns the path and build-id of this test's binary, a Go one.
+func testImage(t *testing.T) (path string, id []byte) {
+	t.Helper()
 	path, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -146,8 +145,15 @@ func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := f.BuildID()
-	f.Close()
+	defer f.Close()
+	return path, f.BuildID()
+}
+
+// For a Go binary (this test's) the file's line table is read again for
+// addresses new to the entry, however often, with the entry's symbol
+// table, and gives the same frames.
+func TestSymbolCacheNewAddressesGo(t *testing.T) {
+	path, id := testImage(t)
 	sets := split(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"), 3)
 	checkNewAddresses(t, path, id, sets[:2], sets[2], cachePart)
 }
@@ -194,16 +200,7 @@ func TestSymbolCacheWholeObject(t *testing.T) {
 // table) each time; the frames are those a bundle without the cache
 // gives. Many new addresses are added to it.
 func TestSymbolCacheGoFewNew(t *testing.T) {
-	path, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := symbol.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := f.BuildID()
-	f.Close()
+	path, id := testImage(t)
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
