@@ -45,7 +45,7 @@ type stackKey [2]uint64
 
 // stack interns the stack of pid's addrs: the key is the pid and the raw
 // addresses, so a stack seen before costs one map lookup and no
-// allocation. ret says every address is a return address, as in an
+// allocation (see [builder.procStacks]). ret says every address is a return address, as in an
 // allocation's stack; such stacks have keys of their own. The map holds
 // a 128-bit hash of the key (two 64-bit hashes of independent random
 // seeds), not the key: the keys of a large capture's stacks took as many
@@ -65,16 +65,41 @@ func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	if r.key == h && r.id >= 0 {
 		id = r.id
 	} else {
-		v, ok := b.stacks[h]
+		m := b.procStacks(pid)
+		v, ok := m[h]
 		if !ok {
 			v = b.addStack(pid, addrs, ret)
-			b.stacks[h] = v
+			m[h] = v
 		}
 		*r = recentStack{h, v}
 		id = v
 	}
 	b.lastStack = id
 	return id
+}
+
+// procStacks returns the map of pid's stacks. Each process has its own:
+// a process's samples come in runs, while its map stays in the
+// processor's caches. One map for all, of the 263 k stacks of a 60 s
+// capture of 858 processes, missed the caches at nearly every lookup
+// (57 ms of 0.47 s against 9 ms; the whole report 8 % slower).
+func (b *builder) procStacks(pid int32) map[stackKey]StackID {
+	if b.lastStacks != nil && b.lastStackPID == pid {
+		return b.lastStacks
+	}
+	m := b.stacks[pid]
+	if m == nil {
+		// Sized for as many stacks as the processes before it had on
+		// average, as newFrameMap sizes the frames' maps.
+		hint := 0
+		if len(b.stacks) > 0 {
+			hint = min(int(b.nStacks)/len(b.stacks), 1<<12)
+		}
+		m = make(map[stackKey]StackID, hint)
+		b.stacks[pid] = m
+	}
+	b.lastStackPID, b.lastStacks = pid, m
+	return m
 }
 
 // appendStackKey appends the key of the stack of pid's addrs to k (see

@@ -417,11 +417,14 @@ type builder struct {
 	p *Profile
 	// stacks and frames intern stacks and frames; the frames are kept
 	// as keys until finish makes Profile.Frames of them, at their
-	// number: a Frame is five times the size of its key.
-	stacks    map[stackKey]StackID
-	seeds     [2]maphash.Seed
-	frames    map[int32]*procFrames
-	frameKeys []frameKey
+	// number: a Frame is five times the size of its key. The stacks
+	// are interned by process; lastStacks are those of lastStackPID.
+	stacks       map[int32]map[stackKey]StackID
+	lastStackPID int32
+	lastStacks   map[stackKey]StackID
+	seeds        [2]maphash.Seed
+	frames       map[int32]*procFrames
+	frameKeys    []frameKey
 	// kindFrames and kindMaps count the frames and the processes' maps
 	// of them, by kind (kernel, user, caller: see newFrameMap).
 	kindFrames, kindMaps [4]int
@@ -505,7 +508,7 @@ func newBuilder(h capture.FileHeader) *builder {
 			stackStart:  make([]int32, 1),
 			JIT:         make(map[uint64]string),
 		},
-		stacks:       make(map[stackKey]StackID),
+		stacks:       make(map[int32]map[stackKey]StackID),
 		seeds:        [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		frames:       make(map[int32]*procFrames),
 		minTime:      math.MaxInt64,
@@ -632,7 +635,7 @@ func (b *builder) finish() *Profile {
 	calls := b.callSamples()
 	// No stack is interned after these: the tables that intern them go
 	// before the frames and the bundle take their room.
-	b.frames, b.lastFrames, b.stacks, b.recent, b.recentStacks = nil, nil, nil, nil, nil
+	b.frames, b.lastFrames, b.stacks, b.lastStacks, b.recent, b.recentStacks = nil, nil, nil, nil, nil, nil
 	if len(b.chunks) == 0 {
 		p.Samples = b.chunk
 	} else {
