@@ -89,10 +89,15 @@ func (b *builder) procStacks(pid int32) map[stackKey]StackID {
 	}
 	m := b.stacks[pid]
 	if m == nil {
-		// Sized for as many stacks as the processes before it had on
-		// average, as newFrameMap sizes the frames' maps.
+		// Sized for its share of the capture's samples at the rate of
+		// new stacks read so far: grown from small, the maps' rehashing
+		// was most of adding the 60 s capture's stacks to them. Before
+		// the sizes are known, for as many as the processes before it
+		// had on average, as newFrameMap sizes the frames' maps.
 		hint := 0
-		if len(b.stacks) > 0 {
+		if n, ok := b.stackBound[pid]; ok {
+			hint = min(int(float64(n)*b.stackRate)+1, int(n))
+		} else if len(b.stacks) > 0 {
 			hint = min(int(b.nStacks)/len(b.stacks), 1<<12)
 		}
 		m = make(map[stackKey]StackID, hint)

@@ -175,6 +175,9 @@ type sizes struct {
 	// addrs counts the addresses they hold, and slots bounds those of
 	// all frames with addresses, for [capture.DecodeLinesMax].
 	samples, addrs, slots int
+	// procStacks counts the SAMPLE and ALLOCATION frames of each
+	// process: the most stacks it can have.
+	procStacks map[int32]int32
 }
 
 // countSamples returns the sizes of the capture data, and the views of
@@ -182,7 +185,7 @@ type sizes struct {
 // data is a mapping whose pages it lets go as it goes (see
 // [capture.DropMapped]).
 func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
-	var n sizes
+	n := sizes{procStacks: make(map[int32]int32)}
 	fs := &capture.Files{}
 	cr, err := capture.NewBytesReader(data, capture.ReaderOptions{})
 	if err != nil {
@@ -214,8 +217,12 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 			}
 			n.samples++
 			n.addrs += k
-		case capture.TypeTrace, capture.TypeAllocation:
+			n.procStacks[f.Head().PID]++
+		case capture.TypeTrace:
 			n.slots += len(f.Bytes) / 8
+		case capture.TypeAllocation:
+			n.slots += len(f.Bytes) / 8
+			n.procStacks[f.Head().PID]++
 		case capture.TypeFileChunk:
 			if f.DecodeFileChunk(&c) == nil && isBundlePath(c.Path) {
 				fs.AddView(&c)
@@ -422,9 +429,14 @@ type builder struct {
 	stacks       map[int32]map[stackKey]StackID
 	lastStackPID int32
 	lastStacks   map[stackKey]StackID
-	seeds        [2]maphash.Seed
-	frames       map[int32]*procFrames
-	frameKeys    []frameKey
+	// stackBound, once the capture's sizes are known, bounds the stacks
+	// of each process, and stackRate is the share of samples read
+	// before that which were of new stacks (see [builder.procStacks]).
+	stackBound map[int32]int32
+	stackRate  float64
+	seeds      [2]maphash.Seed
+	frames     map[int32]*procFrames
+	frameKeys  []frameKey
 	// kindFrames and kindMaps count the frames and the processes' maps
 	// of them, by kind (kernel, user, caller: see newFrameMap).
 	kindFrames, kindMaps [4]int

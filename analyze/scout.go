@@ -102,6 +102,10 @@ func (b *builder) reserve(n sizes) {
 	// of 2, 15 and 60 s have 2.2, 1.8 and 1.5 frames a sample: sized for
 	// one, their keys grew twice (copied, and the collector's work).
 	b.frameKeys = grow(b.frameKeys, 2*samples)
+	b.stackBound, b.stackRate = n.procStacks, 0.5
+	if b.nSamples > 0 {
+		b.stackRate = min(1.15*float64(b.nStacks)/float64(b.nSamples), 1)
+	}
 	read := len(b.chunk)
 	for _, c := range b.chunks {
 		read += len(c)
