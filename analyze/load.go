@@ -707,13 +707,20 @@ func (b *builder) finish() *Profile {
 	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))
+	var (
+		pr *Process
+		t  *Thread
+	)
 	for i := range p.Samples {
 		s := &p.Samples[i]
-		pr := b.process(s.PID)
-		t := p.threadIndex[s.TID]
-		if t == nil {
-			t = &Thread{TID: s.TID, PID: s.PID}
-			p.threadIndex[s.TID] = t
+		if pr == nil || pr.PID != s.PID {
+			pr = b.process(s.PID)
+		}
+		if t == nil || t.TID != s.TID {
+			if t = p.threadIndex[s.TID]; t == nil {
+				t = &Thread{TID: s.TID, PID: s.PID}
+				p.threadIndex[s.TID] = t
+			}
 		}
 		for j := range p.Totals {
 			p.Totals[j] += p.Value(s, j)

@@ -51,6 +51,9 @@ func (loc *Location) withFrames(fr []capture.SourceFrame) {
 	last := fr[len(fr)-1]
 	loc.File, loc.Line = last.File, last.Line
 	loc.Inline = nil
+	if len(fr) > 1 {
+		loc.Inline = make([]Location, 0, len(fr)-1)
+	}
 	for i, f := range fr[:len(fr)-1] {
 		in := Location{Function: f.Function, DSO: loc.DSO, File: f.File, Line: f.Line}
 		if in.Function == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -59,6 +60,9 @@ func writeAllocs(path string) {
 	if path == "" {
 		return
 	}
+	// The profile tells the allocations up to the last collection: one
+	// now has it tell them all.
+	runtime.GC()
 	f, err := outfile.Create(path, outfile.Options{Replace: true})
 	if err == nil {
 		if err = pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
