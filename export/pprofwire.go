@@ -332,6 +332,10 @@ func (w *wireWriter) collectSamples() {
 	}
 	index := make(map[sampleKey]int32)
 	n := len(w.cols)
+	// A sample a stack at least: grown from empty, the copies were most
+	// of collecting a 60 s capture's 263 k.
+	w.samples = slices.Grow(w.samples, len(first))
+	w.values = slices.Grow(w.values, len(first)*n)
 	for i := range w.v.Samples {
 		s := &w.v.Samples[i]
 		f := &first[s.Stack]
