@@ -436,62 +436,93 @@ func TestAddFunctions(t *testing.T) {
 	}
 }
 
+// fuzzSeeds are entries to start fuzzing from.
+func fuzzSeeds() [][]byte {
+	return [][]byte{
+		encode(testKey, testEntry()),
+		encode(testKey, &Entry{}),
+		encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}),
+		encode(testKey, manyRuns(3*runBlockLen+5)),
+	}
+}
+
 func FuzzDecode(f *testing.F) {
-	f.Add(encode(testKey, testEntry()))
-	f.Add(encode(testKey, &Entry{}))
-	f.Add(encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}))
-	f.Add(encode(testKey, manyRuns(3*runBlockLen+5)))
+	for _, b := range fuzzSeeds() {
+		f.Add(b)
+	}
 	f.Add([]byte(magic))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := decode(testKey, b)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
-			}
-			return
-		}
-		if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
-			t.Fatal("decoded symbols are not a table")
-		}
-		full, err := decode(testKey, b)
-		if err != nil {
-			t.Fatalf("decoded once, not twice: %v", err)
-		}
-		full.materialize()
-		// The entry as read (its runs and lists undecoded) answers
-		// every address of the runs, of the covered spans and around
-		// them as the entry decoded whole does.
-		var vas []uint64
-		for _, r := range full.runs {
-			vas = append(vas, r.Lo-1, r.Lo, r.Hi-1, r.Hi)
-			if !slices.Equal(full.lists[r.Frames], mustFramesAt(t, full, r.Lo)) && !hasFrames(full, r.Lo) {
-				t.Fatalf("the run [%#x, %#x) does not give list %d", r.Lo, r.Hi, r.Frames)
-			}
-		}
-		for _, c := range full.Covered {
-			vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
-		}
-		for _, va := range vas {
-			fr, ok := e.FramesAt(va)
-			want, wantOK := full.FramesAt(va)
-			if ok != wantOK || !slices.Equal(fr, want) {
-				t.Fatalf("FramesAt(%#x) = %v, %v; decoded whole, %v, %v", va, fr, ok, want, wantOK)
-			}
-		}
-		// What decodes encodes back to what decodes the same, the
-		// same bytes whether its runs and lists were decoded or not.
-		enc := encode(testKey, e)
-		if !bytes.Equal(enc, encode(testKey, full)) {
-			t.Fatal("an entry encodes otherwise once its runs and lists are decoded")
-		}
-		e2, err := decode(testKey, enc)
-		if err == nil {
-			e2.materialize()
-		}
-		if err != nil || !reflect.DeepEqual(full, e2) {
-			t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, full)
-		}
+	f.Fuzz(checkDecode)
+}
+
+// FuzzDecodePayload fuzzes what follows an entry's header, the header
+// made to match it: mutated under its checksum, the rest of an entry is
+// what Get checks field by field, and what lookups of an entry read
+// decode.
+func FuzzDecodePayload(f *testing.F) {
+	for _, b := range fuzzSeeds() {
+		f.Add(b[headerSize:])
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		b := append([]byte(magic), 0, 0, 0, 0)
+		binary.LittleEndian.PutUint32(b[len(magic):], version)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(p)))
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, castagnoli()))
+		checkDecode(t, append(b, p...))
 	})
+}
+
+// checkDecode checks what decode makes of b: an error wrapping
+// ErrCorrupt, or an entry whose lookups answer as the entry decoded
+// whole does, and that encodes back to itself.
+func checkDecode(t *testing.T, b []byte) {
+	e, err := decode(testKey, b)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("error %v does not wrap ErrCorrupt", err)
+		}
+		return
+	}
+	if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
+		t.Fatal("decoded symbols are not a table")
+	}
+	full, err := decode(testKey, b)
+	if err != nil {
+		t.Fatalf("decoded once, not twice: %v", err)
+	}
+	full.materialize()
+	// The entry as read (its runs and lists undecoded) answers
+	// every address of the runs, of the covered spans and around
+	// them as the entry decoded whole does.
+	var vas []uint64
+	for _, r := range full.runs {
+		vas = append(vas, r.Lo-1, r.Lo, r.Hi-1, r.Hi)
+		if !slices.Equal(full.lists[r.Frames], mustFramesAt(t, full, r.Lo)) && !hasFrames(full, r.Lo) {
+			t.Fatalf("the run [%#x, %#x) does not give list %d", r.Lo, r.Hi, r.Frames)
+		}
+	}
+	for _, c := range full.Covered {
+		vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
+	}
+	for _, va := range vas {
+		fr, ok := e.FramesAt(va)
+		want, wantOK := full.FramesAt(va)
+		if ok != wantOK || !slices.Equal(fr, want) {
+			t.Fatalf("FramesAt(%#x) = %v, %v; decoded whole, %v, %v", va, fr, ok, want, wantOK)
+		}
+	}
+	// What decodes encodes back to what decodes the same, the
+	// same bytes whether its runs and lists were decoded or not.
+	enc := encode(testKey, e)
+	if !bytes.Equal(enc, encode(testKey, full)) {
+		t.Fatal("an entry encodes otherwise once its runs and lists are decoded")
+	}
+	e2, err := decode(testKey, enc)
+	if err == nil {
+		e2.materialize()
+	}
+	if err != nil || !reflect.DeepEqual(full, e2) {
+		t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, full)
+	}
 }
 
 // mustFramesAt returns the frames e knows at va, failing t if it knows
