@@ -13,7 +13,9 @@ import (
 	"nsprof/symbol"
 )
 
-// Entry is what the cache holds for one object.
+// Entry is what the cache holds for one object. Its runs of frames are
+// added by AddFunctions and looked up by FramesAt; an entry Get returns
+// decodes them as lookups need them.
 type Entry struct {
 	// Source says where the symbols came from ([symbol.Symbols.Source]).
 	Source string
