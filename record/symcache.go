@@ -153,16 +153,17 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		logf("%s: symbols not cached: %s", o.path, why)
 		return out, use | cacheUntrusted
 	}
-	next := &symcache.Entry{
-		Source:   o.syms.Source(),
-		NoLines:  !o.syms.HasLines(),
-		LoadedAt: time.Now().Unix(),
-		Symbols:  o.syms.Table().All(),
-		Frames:   make(map[uint64][]symbol.Frame),
+	// The entry read (of the same source) is written back, its
+	// frames and runs kept, with what was read of the file added.
+	next := e
+	if next == nil {
+		next = &symcache.Entry{}
 	}
-	if e != nil {
-		next.Frames, next.Covered, next.Runs, next.FrameLists = e.Frames, e.Covered, e.Runs, e.FrameLists
+	if next.Frames == nil {
+		next.Frames = make(map[uint64][]symbol.Frame)
 	}
+	next.Source, next.NoLines, next.LoadedAt = o.syms.Source(), !o.syms.HasLines(), time.Now().Unix()
+	next.Symbols = o.syms.Table().All()
 	if e != nil {
 		o.cacheWhole(next, fresh)
 	}
@@ -281,7 +282,7 @@ func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64, seen map[uint64
 			continue
 		}
 		sym, ok := o.syms.Lookup(va)
-		if !ok || sym.Size == 0 || seen[sym.Addr] || len(e.Runs)+len(runs) >= maxCachedRuns {
+		if !ok || sym.Size == 0 || seen[sym.Addr] || e.NumRuns()+len(runs) >= maxCachedRuns {
 			continue
 		}
 		seen[sym.Addr] = true

@@ -2,7 +2,6 @@ package symbol
 
 import (
 	"bytes"
-	"cmp"
 	"slices"
 )
 
@@ -18,10 +17,7 @@ import (
 func (k *Kallsyms) Excerpt(addrs []uint64) []byte {
 	keep := []int{0}
 	for _, a := range addrs {
-		i, found := slices.BinarySearchFunc(k.syms, a, func(s ksym, a uint64) int { return cmp.Compare(s.addr, a) })
-		if !found {
-			i--
-		}
+		i := k.find(a)
 		if i < 0 {
 			continue
 		}
@@ -29,7 +25,7 @@ func (k *Kallsyms) Excerpt(addrs []uint64) []byte {
 			continue // past the bound of the symbol before it
 		}
 		keep = append(keep, i)
-		if i+1 < len(k.syms) {
+		if i+1 < k.Len() {
 			keep = append(keep, i+1)
 		}
 	}
@@ -37,7 +33,7 @@ func (k *Kallsyms) Excerpt(addrs []uint64) []byte {
 	keep = slices.Compact(keep)
 	var out []byte
 	for _, i := range keep {
-		out = append(out, k.line(k.syms[i].off)...)
+		out = append(out, k.line(k.sym(i).off)...)
 		out = append(out, '\n')
 	}
 	return out

@@ -15,17 +15,14 @@ const kallsymsIndexEntry = 13
 // 120 k lines of a distribution kernel's kallsyms takes several
 // milliseconds, the encoded index 1.6 MB.
 func (k *Kallsyms) AppendIndex(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(k.syms)))
-	for _, s := range k.syms {
-		b = binary.LittleEndian.AppendUint64(b, s.addr)
-		b = binary.LittleEndian.AppendUint32(b, s.off)
-		b = append(b, s.rank)
-	}
-	return b
+	b = binary.LittleEndian.AppendUint32(b, uint32(k.Len()))
+	return append(b, k.idx...)
 }
 
 // KallsymsWithIndex returns the index of data that [Kallsyms.AppendIndex]
-// encoded, as [NewKallsyms] of data would make it, keeping data. The
+// encoded, as [NewKallsyms] of data would make it, keeping data and
+// index, which must not be modified afterwards (index is used in place,
+// not copied). The
 // index is checked as far as lookups rely on it: symbols in increasing
 // address order, none at address zero, each name starting in data after
 // a line's "ADDR TYPE " and not empty. It does no I/O.
@@ -41,12 +38,12 @@ func KallsymsWithIndex(data, index []byte) (*Kallsyms, error) {
 	if n == 0 || len(index) != n*kallsymsIndexEntry {
 		return nil, bad("%d bytes for %d symbols", len(index), n)
 	}
-	k := &Kallsyms{data: data, syms: make([]ksym, n)}
-	for i := range k.syms {
-		e := index[i*kallsymsIndexEntry:]
-		s := ksym{addr: binary.LittleEndian.Uint64(e), off: binary.LittleEndian.Uint32(e[8:]), rank: e[12]}
+	k := &Kallsyms{data: data, idx: index}
+	var prev uint64
+	for i := range n {
+		s := k.sym(i)
 		switch {
-		case s.addr == 0 || i > 0 && s.addr <= k.syms[i-1].addr:
+		case s.addr == 0 || i > 0 && s.addr <= prev:
 			return nil, bad("symbol %d at %#x out of order", i, s.addr)
 		case s.rank > 2:
 			return nil, bad("symbol %d of rank %d", i, s.rank)
@@ -57,7 +54,7 @@ func KallsymsWithIndex(data, index []byte) (*Kallsyms, error) {
 			// of taking an index back, is not needed to tell.)
 			return nil, bad("symbol %d's name at %d is empty", i, s.off)
 		}
-		k.syms[i] = s
+		prev = s.addr
 	}
 	return k, nil
 }

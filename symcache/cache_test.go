@@ -1,6 +1,7 @@
 package symcache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -32,8 +33,8 @@ func testEntry() *Entry {
 			0x2000: {{Function: "", File: "/src/b.cc", Line: 7}},
 		},
 		Covered: []Span{{0x1000, 0x1020}, {0x1020, 0x1120}},
-		Runs:    []Run{{0x1000, 0x1008, 0}, {0x1020, 0x1030, 1}, {0x1030, 0x1034, 2}, {0x1040, 0x1044, 1}},
-		FrameLists: [][]symbol.Frame{
+		runs:    []Run{{0x1000, 0x1008, 0}, {0x1020, 0x1030, 1}, {0x1030, 0x1034, 2}, {0x1040, 0x1044, 1}},
+		lists: [][]symbol.Frame{
 			{{Function: "_start", File: "/src/s.S", Line: 3}},
 			{{Function: "main", File: "/src/a.c", Line: 39}},
 			{{Function: "inlined", File: "/src/a.c", Line: 12}, {Function: "main", File: "/src/a.c", Line: 40}},
@@ -64,7 +65,10 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
+	if got.lazy == nil {
+		t.Error("Get decoded the runs and frame lists of the entry")
+	}
+	if got.materialize(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Get = %+v, want %+v", got, want)
 	}
 	st, err := os.Stat(c.Dir())
@@ -354,13 +358,13 @@ func TestFramesAt(t *testing.T) {
 // runs) is still read.
 func TestDecodeRanges(t *testing.T) {
 	for name, mod := range map[string]func(e *Entry){
-		"run outside": func(e *Entry) { e.Runs[0].Hi = 0x1021 },
-		"run across":  func(e *Entry) { e.Runs[1].Lo = 0x1010 },
-		"no list":     func(e *Entry) { e.Runs[2].Frames = 3 },
-		"no frames":   func(e *Entry) { e.FrameLists[2] = nil },
+		"run outside": func(e *Entry) { e.runs[0].Hi = 0x1021 },
+		"run across":  func(e *Entry) { e.runs[1].Lo = 0x1010 },
+		"no list":     func(e *Entry) { e.runs[2].Frames = 3 },
+		"no frames":   func(e *Entry) { e.lists[2] = nil },
 		"overlap":     func(e *Entry) { e.Covered[1].Lo = 0x1010 },
 		"empty":       func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo },
-		"empty run":   func(e *Entry) { e.Runs[3].Hi = e.Runs[3].Lo },
+		"empty run":   func(e *Entry) { e.runs[3].Hi = e.runs[3].Lo },
 	} {
 		e := testEntry()
 		mod(e)
@@ -369,7 +373,7 @@ func TestDecodeRanges(t *testing.T) {
 		}
 	}
 	e := testEntry()
-	e.Covered, e.Runs, e.FrameLists = nil, nil, nil
+	e.Covered, e.runs, e.lists = nil, nil, nil
 	b := encode(testKey, e)
 	b = b[:len(b)-3] // no counts of covered spans, frame lists and runs
 	b[len(magic)] = 1
@@ -396,8 +400,8 @@ func TestAddFunctions(t *testing.T) {
 	if want := []Span{{0x0800, 0x0900}, {0x1000, 0x1020}, {0x1020, 0x1120}, {0x2000, 0x2010}}; !slices.Equal(e.Covered, want) {
 		t.Errorf("Covered %v, want %v", e.Covered, want)
 	}
-	if len(e.FrameLists) != 5 {
-		t.Errorf("%d frame lists, want 5 (the 3 before, and g and main once each)", len(e.FrameLists))
+	if e.NumFrameLists() != 5 {
+		t.Errorf("%d frame lists, want 5 (the 3 before, and g and main once each)", e.NumFrameLists())
 	}
 	if _, ok := e.Frames[0x2000]; ok {
 		t.Error("an address of Frames the spans cover was kept")
@@ -413,7 +417,7 @@ func TestAddFunctions(t *testing.T) {
 
 	// Out of order; spans overlapping those covered, or each other, are
 	// left out with their runs, as is a run in no span.
-	covered, runs := slices.Clone(e.Covered), len(e.Runs)
+	covered, runs := slices.Clone(e.Covered), e.NumRuns()
 	e.AddFunctions([]Span{{0x3000, 0x3010}, {0x2008, 0x2020}, {0x0f00, 0x1010}, {0x3008, 0x3018}, {0x2800, 0x2810}}, []symbol.FrameRange{
 		{Lo: 0x2800, Hi: 0x2808, Frames: g},
 		{Lo: 0x2010, Hi: 0x2018, Frames: g},
@@ -424,44 +428,116 @@ func TestAddFunctions(t *testing.T) {
 	if want := append(slices.Clone(covered), Span{0x2800, 0x2810}, Span{0x3000, 0x3010}); !slices.Equal(e.Covered, want) {
 		t.Errorf("Covered %v, want %v", e.Covered, want)
 	}
-	if len(e.Runs) != runs+2 {
-		t.Errorf("%d runs, want %d: those in the spans kept", len(e.Runs), runs+2)
+	if e.NumRuns() != runs+2 {
+		t.Errorf("%d runs, want %d: those in the spans kept", e.NumRuns(), runs+2)
 	}
 	if _, err := decode(testKey, encode(testKey, e)); err != nil {
 		t.Fatalf("entry after AddFunctions does not decode: %v", err)
 	}
 }
 
+// fuzzSeeds are entries to start fuzzing from.
+func fuzzSeeds() [][]byte {
+	return [][]byte{
+		encode(testKey, testEntry()),
+		encode(testKey, &Entry{}),
+		encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}),
+		encode(testKey, manyRuns(3*runBlockLen+5)),
+	}
+}
+
 func FuzzDecode(f *testing.F) {
-	f.Add(encode(testKey, testEntry()))
-	f.Add(encode(testKey, &Entry{}))
-	f.Add(encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}))
+	for _, b := range fuzzSeeds() {
+		f.Add(b)
+	}
 	f.Add([]byte(magic))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := decode(testKey, b)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
-			}
-			return
-		}
-		// What decodes encodes back to what decodes the same.
-		e2, err := decode(testKey, encode(testKey, e))
-		if err != nil || !reflect.DeepEqual(e, e2) {
-			t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, e)
-		}
-		if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
-			t.Fatal("decoded symbols are not a table")
-		}
-		// Every run answers its addresses with its frames, unless
-		// Frames holds the address.
-		for _, r := range e.Runs {
-			for _, va := range []uint64{r.Lo, r.Hi - 1} {
-				fr, ok := e.FramesAt(va)
-				if _, inFrames := e.Frames[va]; !inFrames && (!ok || !slices.Equal(fr, e.FrameLists[r.Frames])) {
-					t.Fatalf("FramesAt(%#x) = %v, %v; the run [%#x, %#x) gives %v", va, fr, ok, r.Lo, r.Hi, e.FrameLists[r.Frames])
-				}
-			}
-		}
+	f.Fuzz(checkDecode)
+}
+
+// FuzzDecodePayload fuzzes what follows an entry's header, the header
+// made to match it: mutated under its checksum, the rest of an entry is
+// what Get checks field by field, and what lookups of an entry read
+// decode.
+func FuzzDecodePayload(f *testing.F) {
+	for _, b := range fuzzSeeds() {
+		f.Add(b[headerSize:])
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		b := append([]byte(magic), 0, 0, 0, 0)
+		binary.LittleEndian.PutUint32(b[len(magic):], version)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(p)))
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, castagnoli()))
+		checkDecode(t, append(b, p...))
 	})
+}
+
+// checkDecode checks what decode makes of b: an error wrapping
+// ErrCorrupt, or an entry whose lookups answer as the entry decoded
+// whole does, and that encodes back to itself.
+func checkDecode(t *testing.T, b []byte) {
+	e, err := decode(testKey, b)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("error %v does not wrap ErrCorrupt", err)
+		}
+		return
+	}
+	if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
+		t.Fatal("decoded symbols are not a table")
+	}
+	full, err := decode(testKey, b)
+	if err != nil {
+		t.Fatalf("decoded once, not twice: %v", err)
+	}
+	full.materialize()
+	// The entry as read (its runs and lists undecoded) answers
+	// every address of the runs, of the covered spans and around
+	// them as the entry decoded whole does.
+	var vas []uint64
+	for _, r := range full.runs {
+		vas = append(vas, r.Lo-1, r.Lo, r.Hi-1, r.Hi)
+		if !slices.Equal(full.lists[r.Frames], mustFramesAt(t, full, r.Lo)) && !hasFrames(full, r.Lo) {
+			t.Fatalf("the run [%#x, %#x) does not give list %d", r.Lo, r.Hi, r.Frames)
+		}
+	}
+	for _, c := range full.Covered {
+		vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
+	}
+	for _, va := range vas {
+		fr, ok := e.FramesAt(va)
+		want, wantOK := full.FramesAt(va)
+		if ok != wantOK || !slices.Equal(fr, want) {
+			t.Fatalf("FramesAt(%#x) = %v, %v; decoded whole, %v, %v", va, fr, ok, want, wantOK)
+		}
+	}
+	// What decodes encodes back to what decodes the same, the
+	// same bytes whether its runs and lists were decoded or not.
+	enc := encode(testKey, e)
+	if !bytes.Equal(enc, encode(testKey, full)) {
+		t.Fatal("an entry encodes otherwise once its runs and lists are decoded")
+	}
+	e2, err := decode(testKey, enc)
+	if err == nil {
+		e2.materialize()
+	}
+	if err != nil || !reflect.DeepEqual(full, e2) {
+		t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, full)
+	}
+}
+
+// mustFramesAt returns the frames e knows at va, failing t if it knows
+// none.
+func mustFramesAt(t *testing.T, e *Entry, va uint64) []symbol.Frame {
+	t.Helper()
+	fr, ok := e.FramesAt(va)
+	if !ok {
+		t.Fatalf("FramesAt(%#x) does not know the address of a run", va)
+	}
+	return fr
+}
+
+// hasFrames reports whether e.Frames holds va.
+func hasFrames(e *Entry, va uint64) bool {
+	_, ok := e.Frames[va]
+	return ok
 }

@@ -11,7 +11,9 @@
 // holding one file per build-id. Entries are written atomically (a
 // temporary file renamed into place), opened without following symbolic
 // links, checked for their owner, and decoded with a checksum and bounds:
-// a corrupt or planted entry is ignored (and counted), never trusted. The
-// directory's total size is bounded; the entries least recently used are
-// removed first.
+// a corrupt or planted entry is ignored (and counted), never trusted. An
+// entry's runs of frames, checked whole when it is read, are decoded only
+// as addresses are looked up in them: a recording looks up a few
+// thousand of libc's 137 k. The directory's total size is bounded; the
+// entries least recently used are removed first.
 package symcache

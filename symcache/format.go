@@ -13,7 +13,9 @@ import (
 	"nsprof/symbol"
 )
 
-// Entry is what the cache holds for one object.
+// Entry is what the cache holds for one object. Its runs of frames are
+// added by AddFunctions and looked up by FramesAt; an entry Get returns
+// decodes them as lookups need them.
 type Entry struct {
 	// Source says where the symbols came from ([symbol.Symbols.Source]).
 	Source string
@@ -31,22 +33,25 @@ type Entry struct {
 	// slice, so that it is not resolved again.
 	Frames map[uint64][]symbol.Frame
 	// Covered are ranges of link-time addresses (whole functions) whose
-	// frames Runs gives all of: an address in one of them and in no run
-	// has none. Sorted, disjoint, none empty.
+	// frames the entry's runs give all of: an address in one of them and
+	// in no run has none. Sorted, disjoint, none empty.
 	Covered []Span
-	// Runs are runs of addresses within Covered with the same frames
-	// ([symbol.Symbols.FrameRanges]). Sorted, disjoint, none empty.
-	Runs []Run
-	// FrameLists are the frames runs give, which runs share; none
-	// empty.
-	FrameLists [][]symbol.Frame
+
+	// runs are runs of addresses within Covered with the same frames
+	// ([symbol.Symbols.FrameRanges]), each naming one of lists, the
+	// frames runs give, which runs share. Runs are sorted, disjoint and
+	// not empty; lists are not empty. An entry read from the cache holds
+	// them in lazy instead, undecoded, until it is changed.
+	runs  []Run
+	lists [][]symbol.Frame
+	lazy  *lazyRanges
 }
 
 // Span is a range of addresses, [Lo, Hi).
 type Span struct{ Lo, Hi uint64 }
 
-// Run is a run of addresses, [Lo, Hi), with the frames of
-// Entry.FrameLists[Frames].
+// Run is a run of addresses, [Lo, Hi), with the frames of the entry's
+// frame list of index Frames.
 type Run struct {
 	Lo, Hi uint64
 	Frames uint32
@@ -54,7 +59,10 @@ type Run struct {
 
 // FramesAt returns the frames e knows of the link-time address va: from
 // Frames, else from the run holding it (none when va is in a span of
-// Covered outside every run). ok is false when e does not know.
+// Covered outside every run). ok is false when e does not know. The
+// frames of one run's list are one slice, whatever address of the run
+// asked; they are not to be changed. FramesAt is not safe to call
+// concurrently on one entry (it decodes the lists it is asked for).
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
 		return fr, true
@@ -62,9 +70,15 @@ func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if !e.IsCovered(va, va+1) {
 		return nil, false
 	}
-	j := sort.Search(len(e.Runs), func(j int) bool { return e.Runs[j].Hi > va })
-	if j < len(e.Runs) && e.Runs[j].Lo <= va {
-		return e.FrameLists[e.Runs[j].Frames], true
+	if e.lazy != nil {
+		if l, ok := e.lazy.run(va); ok {
+			return e.lazy.list(l), true
+		}
+		return nil, true
+	}
+	j := sort.Search(len(e.runs), func(j int) bool { return e.runs[j].Hi > va })
+	if j < len(e.runs) && e.runs[j].Lo <= va {
+		return e.lists[e.runs[j].Frames], true
 	}
 	return nil, true
 }
@@ -86,6 +100,7 @@ func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 	if len(spans) == 0 {
 		return
 	}
+	e.materialize()
 	spans = slices.SortedFunc(slices.Values(spans), func(a, b Span) int { return cmp.Compare(a.Lo, b.Lo) })
 	kept := spans[:0]
 	for _, sp := range spans {
@@ -108,9 +123,9 @@ func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 		}
 		i, ok := lists[string(key)]
 		if !ok {
-			i = uint32(len(e.FrameLists))
+			i = uint32(len(e.lists))
 			lists[string(key)] = i
-			e.FrameLists = append(e.FrameLists, r.Frames)
+			e.lists = append(e.lists, r.Frames)
 		}
 		add = append(add, Run{Lo: r.Lo, Hi: r.Hi, Frames: i})
 	}
@@ -126,7 +141,7 @@ func (e *Entry) AddFunctions(spans []Span, runs []symbol.FrameRange) {
 		}
 	}
 	e.Covered = mergeSorted(e.Covered, kept, func(s Span) uint64 { return s.Lo })
-	e.Runs = mergeSorted(e.Runs, in, func(r Run) uint64 { return r.Lo })
+	e.runs = mergeSorted(e.runs, in, func(r Run) uint64 { return r.Lo })
 	for va := range e.Frames {
 		if e.IsCovered(va, va+1) {
 			delete(e.Frames, va)
@@ -246,13 +261,13 @@ func encode(key string, e *Entry) []byte {
 		body = binary.AppendUvarint(body, c.Hi-c.Lo)
 		prev = c.Hi
 	}
-	body = binary.AppendUvarint(body, uint64(len(e.FrameLists)))
-	for _, fr := range e.FrameLists {
+	body = binary.AppendUvarint(body, uint64(e.NumFrameLists()))
+	for fr := range e.allLists() {
 		body = appendFrames(body, fr)
 	}
-	body = binary.AppendUvarint(body, uint64(len(e.Runs)))
+	body = binary.AppendUvarint(body, uint64(e.NumRuns()))
 	prev = 0
-	for _, r := range e.Runs {
+	for r := range e.allRuns() {
 		body = binary.AppendUvarint(body, r.Lo-prev)
 		body = binary.AppendUvarint(body, r.Hi-r.Lo)
 		body = binary.AppendUvarint(body, uint64(r.Frames))
@@ -292,6 +307,10 @@ func appendString(b []byte, s string) []byte {
 func decode(key string, b []byte) (*Entry, error) {
 	if len(b) < headerSize || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
+	}
+	if len(b) > MaxEntrySize {
+		// Offsets into the payload are kept in 32 bits (lazyRanges).
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCorrupt, len(b), MaxEntrySize)
 	}
 	h := b[len(magic):]
 	v := binary.LittleEndian.Uint32(h)
@@ -394,7 +413,7 @@ func decode(key string, b []byte) (*Entry, error) {
 		e.Frames[va] = fr
 	}
 	if v >= 2 {
-		if err := decodeRanges(&d, e, frames); err != nil {
+		if err := decodeRanges(&d, e, p, table); err != nil {
 			return nil, err
 		}
 	}
@@ -407,11 +426,14 @@ func decode(key string, b []byte) (*Entry, error) {
 	return e, nil
 }
 
-// decodeRanges reads e's Covered, FrameLists and Runs, checking that
-// spans and runs are sorted, disjoint and not empty, that each run lies
-// in a covered span and names a frame list, and that no list is empty:
-// a run outside would answer for an address the entry does not know.
-func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.Frame) error {
+// decodeRanges reads e's Covered, then checks its frame lists and runs
+// and keeps them undecoded in e.lazy, with the string table and the
+// payload p they are in: spans and runs must be sorted, disjoint and not
+// empty, each run must lie in a covered span and name a frame list, and
+// each list must have 1 to maxFramesPerAddr frames of strings of the
+// table and lines up to maxLine. A run outside would answer for an
+// address the entry does not know.
+func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 	span := func(prev uint64, what string, i int) (lo, hi uint64) {
 		gap, n := d.uvarint(), d.uvarint()
 		lo, hi = prev+gap, prev+gap+n
@@ -433,31 +455,40 @@ func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.F
 		e.Covered = append(e.Covered, Span{lo, hi})
 		prev = hi
 	}
+	z := &lazyRanges{p: p, table: table}
 	nl := d.count(4) // frames, function, file, line
 	if nl > 0 {
-		e.FrameLists = make([][]symbol.Frame, 0, nl)
+		z.listOffs = make([]uint32, 0, nl)
 	}
 	for i := range nl {
+		off := d.off
 		nf := d.count(3)
 		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
 			d.fail("frame list %d: %d frames", i, nf)
 		}
+		for range nf {
+			fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
+			if d.err == nil && (fn >= uint64(len(table)) || file >= uint64(len(table))) {
+				d.fail("frame list %d: strings %d, %d of %d", i, fn, file, len(table))
+			}
+			if d.err == nil && line > maxLine {
+				d.fail("frame list %d: line %d", i, line)
+			}
+		}
 		if d.err != nil {
 			return d.err
 		}
-		fr := frames(nf, 0)
-		if d.err != nil {
-			return d.err
-		}
-		e.FrameLists = append(e.FrameLists, fr)
+		z.listOffs = append(z.listOffs, uint32(off))
 	}
 	nr := d.count(3)
 	if nr > 0 {
-		e.Runs = make([]Run, 0, nr)
+		z.blocks = make([]runBlock, 0, (nr+runBlockLen-1)/runBlockLen)
 	}
+	z.nruns = nr
 	prev = 0
 	c := 0 // the covered span the runs are in so far
 	for i := range nr {
+		off := d.off
 		lo, hi := span(prev, "run", i)
 		for d.err == nil && c < len(e.Covered) && e.Covered[c].Hi <= lo {
 			c++
@@ -466,14 +497,19 @@ func decodeRanges(d *decoder, e *Entry, frames func(n int, va uint64) []symbol.F
 			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
 		}
 		l := d.uvarint()
-		if d.err == nil && l >= uint64(len(e.FrameLists)) {
-			d.fail("run %d: frame list %d of %d", i, l, len(e.FrameLists))
+		if d.err == nil && l >= uint64(nl) {
+			d.fail("run %d: frame list %d of %d", i, l, nl)
 		}
 		if d.err != nil {
 			return d.err
 		}
-		e.Runs = append(e.Runs, Run{Lo: lo, Hi: hi, Frames: uint32(l)})
+		if i%runBlockLen == 0 {
+			z.blocks = append(z.blocks, runBlock{lo: lo, prev: prev, off: uint32(off)})
+		}
 		prev = hi
+	}
+	if nl > 0 || nr > 0 {
+		e.lazy = z
 	}
 	return d.err
 }
