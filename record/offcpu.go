@@ -479,6 +479,11 @@ func (o *offCPU) finish(r *recorder) {
 	if r.writeErr != nil {
 		return
 	}
+	if r.split != nil && r.split.n > 1 && o.unpaired > 0 {
+		// As each capture before it said at its cut: the last one's
+		// count was only in the sum.
+		r.logf("off-CPU: capture %d: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", r.split.n, o.unpaired)
+	}
 	all := o.done
 	all.intervals += o.intervals
 	all.unpaired += o.unpaired

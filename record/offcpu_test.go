@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -354,4 +355,36 @@ func newTestRecorder(t *testing.T) (*recorder, *capture.Writer, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	return &recorder{w: w, opts: &Options{Log: io.Discard}}, w, buf
+}
+
+// TestOffCPUFinishSplit: the last capture of a split recording says its
+// own count of context switches that lost their other half, as every
+// capture before it did at its cut, before the sum over all of them.
+func TestOffCPUFinishSplit(t *testing.T) {
+	const ms = 1_000_000
+	var buf, log bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{w: w, opts: &Options{Log: &log}, split: &splitState{n: 3}}
+	o := &offCPU{threads: make(map[int32]*switches), markNs: 2 * ms, done: offCPUCounts{unpaired: 5}}
+	const b = 1000 * ms
+	o.add(r, 30, switchEvent{time: b + 1*ms, out: true, state: 'S', pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000}})
+	o.switchIn(r, 30, b+2*ms)
+	o.switchIn(r, 30, b+4*ms) // its out was lost
+	o.add(r, 30, switchEvent{time: b + 5*ms, out: true, state: 'S', pid: 1, addrs: []uint64{0, 0, capture.ContextUser, 0x1000}})
+	o.switchIn(r, 30, b+6*ms)
+	o.latest = b + 6*ms
+	r.stopAt = b + 20*ms
+	o.finish(r)
+	got := log.String()
+	for _, want := range []string{
+		"nsprof: off-CPU: capture 3: 1 context switches lost their other half",
+		"nsprof: off-CPU: 6 context switches lost their other half",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
 }
