@@ -45,13 +45,13 @@ type stackKey [2]uint64
 
 // stack interns the stack of pid's addrs: the key is the pid and the raw
 // addresses, so a stack seen before costs one map lookup and no
-// allocation (see [builder.procStacks]). ret says every address is a return address, as in an
-// allocation's stack; such stacks have keys of their own. The map holds
-// a 128-bit hash of the key (two 64-bit hashes of independent random
-// seeds), not the key: the keys of a large capture's stacks took as many
-// bytes as the stacks themselves and their hashing and copying most of
-// the interning time. Two distinct stacks share a hash with a chance
-// below 10^-26 for a million stacks.
+// allocation (in the process's map: see [builder.procStacks]). ret says
+// every address is a return address, as in an allocation's stack; such
+// stacks have keys of their own. The map holds a 128-bit hash of the key
+// (two 64-bit hashes of independent random seeds), not the key: the keys
+// of a large capture's stacks took as many bytes as the stacks themselves
+// and their hashing and copying most of the interning time. Two distinct
+// stacks share a hash with a chance below 10^-26 for a million stacks.
 func (b *builder) stack(pid int32, addrs []uint64, ret bool) StackID {
 	k := appendStackKey(b.key[:0], pid, addrs, ret)
 	b.key = k
