@@ -716,6 +716,12 @@ func (b *builder) finish() *Profile {
 		if pr == nil || pr.PID != s.PID {
 			pr = b.process(s.PID)
 		}
+		switch {
+		case s.Time <= 0:
+			pr.firstSample = -1
+		case pr.firstSample == 0, pr.firstSample > 0 && s.Time < pr.firstSample:
+			pr.firstSample = s.Time
+		}
 		if t == nil || t.TID != s.TID {
 			if t = p.threadIndex[s.TID]; t == nil {
 				t = &Thread{TID: s.TID, PID: s.PID}

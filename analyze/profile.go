@@ -165,6 +165,9 @@ type Process struct {
 	// replaced are the ranges of Maps that replaced other mappings
 	// (see [resolveMaps]).
 	replaced []addrSpan
+	// firstSample is the time of the process's earliest sample of any
+	// kind (its stack taken then): 0 for none, -1 when one has no time.
+	firstSample int64
 }
 
 // Container labels what a process runs in, from nsprof's process file or,

@@ -29,26 +29,28 @@ func (n *namesOf) Symbolize(pid int32, addr uint64, kernel bool) (Location, bool
 // build-id) in several processes are named once, from the first, and
 // share its name; a file with another build-id at the same path and
 // address, a frame where a process's mapping replaced another's that no
-// bundle names (see TestSameCodeAfterExec), or a file without a build-id
-// is named on its own; and a frame whose first could not be named is
-// named on its own.
+// bundle names in a process sampled before the replacement (see
+// TestSameCodeAfterExec), or a file without a build-id is named on its
+// own; and a frame whose first could not be named is named on its own.
 func TestSymbolizeSameCodeOnce(t *testing.T) {
 	type mapping struct {
 		start, off uint64
 		file, id   string
+		time       int64 // of the MAP frame; 0: 1
 	}
 	procs := []struct {
 		pid  int32
 		maps []mapping
 		addr uint64
 	}{
-		{1, []mapping{{0x1000, 0, "/bin/a", "aa"}}, 0x1010},
-		{2, []mapping{{0x5000, 0, "/bin/a", "aa"}}, 0x5010},                                // same code as pid 1
-		{3, []mapping{{0x1000, 0, "/bin/a", "bb"}}, 0x1010},                                // another build of /bin/a
-		{4, []mapping{{0x1000, 0, "/bin/old", "cc"}, {0x1000, 0, "/bin/a", "aa"}}, 0x1010}, // /bin/a replaced /bin/old
-		{5, []mapping{{0x1000, 0, "/bin/a", ""}}, 0x1010},                                  // no build-id
-		{6, []mapping{{0x7000, 0x2000, "/lib/d", "dd"}}, 0x7010},                           // not named in its process...
-		{7, []mapping{{0x9000, 0x2000, "/lib/d", "dd"}}, 0x9010},                           // ...but in this one
+		{1, []mapping{{0x1000, 0, "/bin/a", "aa", 0}}, 0x1010},
+		{2, []mapping{{0x5000, 0, "/bin/a", "aa", 0}}, 0x5010},                                    // same code as pid 1
+		{3, []mapping{{0x1000, 0, "/bin/a", "bb", 0}}, 0x1010},                                    // another build of /bin/a
+		{4, []mapping{{0x1000, 0, "/bin/old", "cc", 0}, {0x1000, 0, "/bin/a", "aa", 50}}, 0x1010}, // /bin/a replaced /bin/old after the sample
+		{5, []mapping{{0x1000, 0, "/bin/a", "", 0}}, 0x1010},                                      // no build-id
+		{6, []mapping{{0x7000, 0x2000, "/lib/d", "dd", 0}}, 0x7010},                               // not named in its process...
+		{7, []mapping{{0x9000, 0x2000, "/lib/d", "dd", 0}}, 0x9010},                               // ...but in this one
+		{8, []mapping{{0x1000, 0, "/bin/old", "cc", 0}, {0x1000, 0, "/bin/a", "aa", 1}}, 0x1010},  // /bin/a replaced /bin/old before the sample: pid 1's code
 	}
 	var buf bytes.Buffer
 	w, err := capture.NewWriter(&buf)
@@ -59,7 +61,9 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 		h := capture.FrameHeader{PID: pr.pid, Time: 1, CPU: -1}
 		w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: "p"})
 		for _, m := range pr.maps {
-			w.WriteFrame(&capture.Map{FrameHeader: h, Start: m.start, End: m.start + 0x1000, Offset: m.off, Filename: m.file, BuildID: m.id})
+			mh := h
+			mh.Time = max(m.time, 1)
+			w.WriteFrame(&capture.Map{FrameHeader: mh, Start: m.start, End: m.start + 0x1000, Offset: m.off, Filename: m.file, BuildID: m.id})
 		}
 		w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pr.pid, Time: int64(2 + i), CPU: 0}, TID: pr.pid, Addrs: []uint64{capture.ContextUser, pr.addr}})
 	}
@@ -76,17 +80,19 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 		{7, 0x9010}: "d_f",
 	}, asked: map[[2]uint64]int{}}
 	p.Symbolize(s)
-	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "old_f", 5: "noid_f", 6: "d_f", 7: "d_f"}
+	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "old_f", 5: "noid_f", 6: "d_f", 7: "d_f", 8: "a_f"}
 	for _, f := range p.Frames {
 		if f.Loc.Function != want[f.PID] {
 			t.Errorf("pid %d %#x named %q, want %q", f.PID, f.Addr, f.Loc.Function, want[f.PID])
 		}
 	}
-	if n := s.asked[[2]uint64{2, 0x5010}]; n != 0 {
-		t.Errorf("pid 2's frame was looked up %d times, want 0 (named from pid 1's)", n)
+	for _, pid := range []uint64{2, 8} {
+		if n := s.asked[[2]uint64{pid, procs[pid-1].addr}]; n != 0 {
+			t.Errorf("pid %d's frame was looked up %d times, want 0 (named from pid 1's)", pid, n)
+		}
 	}
 	for _, pr := range procs {
-		if pr.pid == 2 {
+		if pr.pid == 2 || pr.pid == 8 {
 			continue
 		}
 		if n := s.asked[[2]uint64{uint64(pr.pid), pr.addr}]; n != 1 {
@@ -131,7 +137,7 @@ func TestSameCodeShards(t *testing.T) {
 	first := make(map[codeKey]int32)
 	shared := 0
 	for i := range p.Frames {
-		k, ok := p.codeOf(&p.Frames[i], objOf)
+		k, _, ok := p.codeOf(&p.Frames[i], objOf)
 		want := int32(i)
 		if ok {
 			if j, seen := first[k]; seen {
@@ -156,7 +162,9 @@ func TestSameCodeShards(t *testing.T) {
 // process's bundle names it shares its code's name with the other
 // processes (named once), and one the bundle leaves out (the recorder's
 // sample of the earlier image, which the later one shadows) is not named
-// from the later image's code in another process.
+// from the later image's code in another process; in a process sampled
+// only after its exec, one the bundle leaves out is of the later image
+// and shares its code's name.
 func TestSameCodeAfterExec(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := capture.NewWriter(&buf)
@@ -165,7 +173,7 @@ func TestSameCodeAfterExec(t *testing.T) {
 	}
 	const base = 0x400000
 	var syms []capture.Symbol
-	for pid := int32(1); pid <= 3; pid++ {
+	for pid := int32(1); pid <= 4; pid++ {
 		w.WriteFrame(&capture.Process{FrameHeader: capture.FrameHeader{PID: pid, Time: 1, CPU: -1}, Cmdline: "go"})
 		if pid > 1 {
 			// The forked go command's image, then the compiler's.
@@ -173,12 +181,17 @@ func TestSameCodeAfterExec(t *testing.T) {
 		}
 		w.WriteFrame(&capture.Map{FrameHeader: capture.FrameHeader{PID: pid, Time: 5, CPU: -1}, Start: base, End: base + 0x2000, Filename: "/bin/compile", BuildID: "cc"})
 		for _, off := range []uint64{0x10, 0x110} {
-			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: 10, CPU: 0}, TID: pid, Addrs: []uint64{capture.ContextUser, base + off}})
+			at := int64(10)
+			if pid == 3 && off == 0x110 {
+				at = 3 // go's, before the exec
+			}
+			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: at, CPU: 0}, TID: pid, Addrs: []uint64{capture.ContextUser, base + off}})
 		}
 		// Pid 1 ran the compiler alone; pid 2's compiler was sampled at
 		// both addresses; pid 3's at the first only, its sample at the
 		// second being go's before the exec, which the recorder leaves
-		// out.
+		// out; pid 4's bundle lacks the second too, sampled after the
+		// exec (a symbol the recorder could not name in it).
 		syms = append(syms, capture.Symbol{PID: pid, Begin: base, End: base + 0xff, Name: "compile_f"})
 		if pid < 3 {
 			syms = append(syms, capture.Symbol{PID: pid, Begin: base + 0x100, End: base + 0x1ff, Name: "compile_g"})
@@ -209,7 +222,7 @@ func TestSameCodeAfterExec(t *testing.T) {
 		case f.Addr == base+0x10 && name != "compile_f", f.Addr == base+0x110 && name != "compile_g":
 			t.Errorf("pid %d %#x named %q", f.PID, f.Addr, name)
 		}
-		if f.PID > 1 && f.Addr == base+0x10 && rep[i] == int32(i) {
+		if (f.PID > 1 && f.Addr == base+0x10 || f.PID == 4 && f.Addr == base+0x110) && rep[i] == int32(i) {
 			t.Errorf("pid %d %#x is named on its own, not as pid 1's frame at the same code", f.PID, f.Addr)
 		}
 	}
