@@ -50,6 +50,13 @@ func (r *recorder) writeSymbols() {
 			}()
 		}
 	}
+	if r.sym.cache != nil && r.sym.sampledKernel() {
+		// This boot's kallsyms, taken back from the cache now: checking
+		// it maps all of its 6.8 MB for a moment, which at the kernel
+		// addresses' turn, with the files' symbol tables held, raised
+		// the recording's peak.
+		r.kernelSymbols()
+	}
 	// The records are written as the bundle gives them, 32 bytes each
 	// with each name once (as capture.Symbol values, 56 bytes each
 	// holding its strings, a 60 s recording over a compile loop

@@ -31,6 +31,18 @@ type kernelSymbols struct {
 	stable *kernelLayout
 	// refresh reads /proc/kallsyms again.
 	refresh func(*kernelSymbols)
+	// mapped, when set, is the symbol cache's blob text and k are in:
+	// unmapped by close.
+	mapped *symcache.Mapped
+}
+
+// close lets go of the mapped text, when the text is that: ks's text and
+// index must not be used after.
+func (ks *kernelSymbols) close() {
+	if ks.mapped != nil {
+		ks.mapped.Close()
+		ks.text, ks.k, ks.mapped = nil, nil, nil
+	}
 }
 
 // Lookup implements kernelTable, noting addr for the excerpt.
@@ -65,8 +77,8 @@ func (r *recorder) kernelSymbols() *kernelSymbols {
 	ks := &kernelSymbols{refresh: func(ks *kernelSymbols) { r.readKallsyms(ks, kc) }}
 	r.kern = ks
 	if kc != nil {
-		if text, k := kc.get(); k != nil {
-			ks.text, ks.k, ks.stable = text, k, kc.layout(text)
+		if c := kc.get(); c != nil {
+			ks.text, ks.k, ks.stable, ks.mapped = c.text, c.k, c.stable, c.mapped
 			return ks
 		}
 	}

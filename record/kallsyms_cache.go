@@ -68,47 +68,75 @@ func (r *recorder) kernelCache(c *symcache.Cache) *kernelCache {
 		return nil
 	}
 	ranges, layout := parseModules(mods)
-	return &kernelCache{cache: c, key: symcache.BlobKey("kallsyms", "indexed", string(boot), string(notes), layout), modules: ranges}
+	return &kernelCache{cache: c, key: symcache.BlobKey("kallsyms", "indexed+text", string(boot), string(notes), layout), modules: ranges}
 }
 
-// get returns the cached text and its index, nil when none can be used.
-// The blob holds the length of the index (4 bytes, little-endian), the
-// index ([symbol.Kallsyms.AppendIndex]: parsing the text again took
-// 7 ms of a 1 s recording's 45), then the text.
-func (kc *kernelCache) get() ([]byte, *symbol.Kallsyms) {
-	b, err := kc.cache.GetBlob(kc.key)
-	if err != nil || len(b) < 4 {
-		return nil, nil
+// get returns the cached text, its index and what it names for sure, the
+// text mapped from the cache (see [symcache.Cache.MapBlob]: read whole,
+// it was 6.8 MB of the 13.7 MB live at the end of a warm system-wide
+// recording, which names a few hundred lines of it), or nil when none
+// can be used. The blob holds the length of the index (4 bytes,
+// little-endian), the kernel image's text range (two 8-byte addresses,
+// 0 when the text does not say: finding them in the text touched 2 MB
+// of it), the index ([symbol.Kallsyms.AppendIndex]: parsing the text
+// again took 7 ms of a 1 s recording's 45), then the text. The mapping
+// stays until close.
+func (kc *kernelCache) get() *cachedKallsyms {
+	m, err := kc.cache.MapBlob(kc.key)
+	if err != nil || m == nil {
+		return nil
+	}
+	b := m.Bytes()
+	if len(b) < 20 {
+		m.Close()
+		return nil
 	}
 	n := uint64(binary.LittleEndian.Uint32(b))
-	if n > uint64(len(b)-4) {
-		return nil, nil
+	if n > uint64(len(b)-20) {
+		m.Close()
+		return nil
 	}
-	index, text := b[4:4+n], b[4+n:]
+	lo, hi := binary.LittleEndian.Uint64(b[4:]), binary.LittleEndian.Uint64(b[12:])
+	index, text := b[20:20+n], b[20+n:]
 	k, err := symbol.KallsymsWithIndex(text, index)
 	if err != nil {
-		return nil, nil
+		m.Close()
+		return nil
 	}
-	return text, k
+	m.Evict() // the check of the index touched every name
+	l := &kernelLayout{ranges: kc.modules}
+	if lo != 0 && lo < hi {
+		l.ranges = append(l.ranges, kernelRange{lo, hi})
+	}
+	return &cachedKallsyms{text: text, k: k, stable: l, mapped: m}
+}
+
+// cachedKallsyms is what kernelCache.get takes back from the cache.
+type cachedKallsyms struct {
+	text   []byte
+	k      *symbol.Kallsyms
+	stable *kernelLayout
+	mapped *symcache.Mapped
 }
 
 // put keeps text and its index k in the cache.
 func (kc *kernelCache) put(text []byte, k *symbol.Kallsyms) error {
-	b := k.AppendIndex(make([]byte, 4, 4+16*k.Len()+len(text)))
-	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
+	b := make([]byte, 20, 20+16*k.Len()+len(text))
+	if lo, hi, ok := kernelText(text); ok {
+		binary.LittleEndian.PutUint64(b[4:], lo)
+		binary.LittleEndian.PutUint64(b[12:], hi)
+	}
+	b = k.AppendIndex(b)
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-20))
 	return kc.cache.PutBlob(kc.key, append(b, text...))
 }
 
-// layout returns what the cached text names for sure: the modules' ranges
-// and the kernel image's text, from _stext to _etext as text lists them.
-func (kc *kernelCache) layout(text []byte) *kernelLayout {
-	l := &kernelLayout{ranges: kc.modules}
+// kernelText returns the kernel image's text, from _stext to _etext as a
+// kallsyms text lists them.
+func kernelText(text []byte) (lo, hi uint64, ok bool) {
 	lo, lok := kallsymsAddr(text, "_stext")
 	hi, hok := kallsymsAddr(text, "_etext")
-	if lok && hok && lo < hi {
-		l.ranges = append(l.ranges, kernelRange{lo, hi})
-	}
-	return l
+	return lo, hi, lok && hok && lo < hi
 }
 
 // kallsymsAddr returns the address of the global text symbol name in a

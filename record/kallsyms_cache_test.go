@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -126,5 +127,66 @@ func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
 	k.Lookup(0xffffffffc0000000) // outside: read again, restricted now
 	if s, ok := k.Lookup(0xffffffff81000150); !ok || s.Name != "schedule" {
 		t.Errorf("after a failed read, %+v (%v), want the cached text's schedule", s, ok)
+	}
+}
+
+// TestKallsymsCachedMapped: a recording takes this boot's kallsyms back
+// from the symbol cache mapped, not read into its heap, names addresses
+// from it as from /proc/kallsyms, and lets the mapping go with close.
+func TestKallsymsCachedMapped(t *testing.T) {
+	root, sys := t.TempDir(), t.TempDir()
+	var text strings.Builder
+	text.WriteString("ffffffff81000000 T _stext\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&text, "%x T kernel_function_number_%d\n", 0xffffffff81001000+uint64(i)*0x40, i)
+	}
+	text.WriteString("ffffffff82000000 T _etext\n")
+	for name, data := range map[string]string{
+		root + "/kallsyms":                  text.String(),
+		root + "/sys/kernel/random/boot_id": "boot\n",
+		sys + "/kernel/notes":               "notes",
+	} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	recording := func() *recorder {
+		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
+		r.sym.cache = cache
+		return r
+	}
+	const addr, want = uint64(0xffffffff81001000 + 500*0x40 + 8), "kernel_function_number_500"
+	first := recording()
+	if k, err := first.kernelTable(); err != nil {
+		t.Fatal(err)
+	} else if s, _ := k.Lookup(addr); s.Name != want || first.kern.mapped != nil {
+		t.Fatalf("first recording: %#x named %q (mapped %v), want %q from /proc/kallsyms", addr, s.Name, first.kern.mapped != nil, want)
+	}
+	second := recording()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	k, err := second.kernelTable()
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.kern.mapped == nil {
+		t.Fatal("the second recording's kallsyms is not the cache's mapped text")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(text.Len()/16) {
+		t.Errorf("taking the cached kallsyms back allocated %d bytes for a text of %d: want it mapped", n, text.Len())
+	}
+	if s, _ := k.Lookup(addr); s.Name != want {
+		t.Errorf("%#x named %q from the cache, want %q", addr, s.Name, want)
+	}
+	second.kern.close()
+	if second.kern.text != nil || second.kern.k != nil || second.kern.mapped != nil {
+		t.Error("close left the mapped text in use")
 	}
 }

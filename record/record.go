@@ -566,7 +566,10 @@ func (r *recorder) endCapture() {
 		r.embedKallsyms(bundled)
 		r.embedKernelNotes()
 	}
-	r.kern = nil // read again for the next capture of a split recording
+	if r.kern != nil {
+		r.kern.close()
+		r.kern = nil // read again for the next capture of a split recording
+	}
 	if err := r.w.CloseProcessFile(); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}

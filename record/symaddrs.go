@@ -225,6 +225,20 @@ func (p *symProc) pack() {
 	p.kernel = nil
 }
 
+// sampledKernel reports whether any process's stacks, or the idle
+// task's, held a kernel address.
+func (s *symbolizer) sampledKernel() bool {
+	if len(s.idle) > 0 {
+		return true
+	}
+	for _, p := range s.procs {
+		if len(p.kernel) > 0 || len(p.kernelPacked) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // kernelAddrs returns the kernel addresses p sampled, sorted, once each.
 func (p *symProc) kernelAddrs() []uint64 {
 	if len(p.kernel) == 0 {

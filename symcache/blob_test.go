@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -69,6 +70,9 @@ func TestBlob(t *testing.T) {
 		if b, err := c.GetBlob(key); b != nil || !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: GetBlob = %d bytes, %v; want ignored as corrupt", name, len(b), err)
 		}
+		if m, err := c.MapBlob(key); m != nil || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: MapBlob = %v, %v; want ignored as corrupt", name, m, err)
+		}
 	}
 	// Blobs count in the size bound: two of 600 kB in a 1 MiB cache.
 	os.Remove(path)
@@ -80,6 +84,36 @@ func TestBlob(t *testing.T) {
 	}
 	if n, err := c.Trim(); err != nil || n != 1 {
 		t.Errorf("Trim removed %d (%v), want 1 of the two blobs", n, err)
+	}
+}
+
+// TestMapBlob: a blob mapped holds what was written, without its bytes
+// read into the heap, and none when there is none.
+func TestMapBlob(t *testing.T) {
+	c := openTest(t, Options{MaxBytes: 64 << 20})
+	key := BlobKey("kallsyms", "mapped")
+	if m, err := c.MapBlob(key); m != nil || err != nil {
+		t.Fatalf("MapBlob of none = %v, %v", m, err)
+	}
+	data := bytes.Repeat([]byte("ffffffff81000000 T _stext\n"), 160_000) // 4 MB
+	if err := c.PutBlob(key, data); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m, err := c.MapBlob(key)
+	runtime.ReadMemStats(&after)
+	if err != nil || m == nil {
+		t.Fatalf("MapBlob = %v, %v", m, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+		t.Errorf("MapBlob allocated %d bytes for a blob of %d: want it mapped, not read", n, len(data))
+	}
+	if !bytes.Equal(m.Bytes(), data) {
+		t.Fatalf("MapBlob gives %d bytes, want the %d written", len(m.Bytes()), len(data))
+	}
+	if err := m.Close(); err != nil || m.Bytes() != nil {
+		t.Errorf("Close = %v, bytes %d after", err, len(m.Bytes()))
 	}
 }
 

@@ -211,6 +211,22 @@ func (c *Cache) Get(key string) (*Entry, error) {
 // larger than MaxEntrySize is counted as corrupt and returned as an error
 // wrapping ErrCorrupt.
 func (c *Cache) readFile(key string) ([]byte, error) {
+	f, err := c.openFile(key)
+	if f == nil || err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := c.read(f)
+	if err != nil {
+		c.corrupt.Add(1)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+	}
+	return b, nil
+}
+
+// openFile opens the file of key for readFile, nil when there is none
+// (counted as a miss).
+func (c *Cache) openFile(key string) (*os.File, error) {
 	if !validKey(key) {
 		return nil, fmt.Errorf("symbol cache: invalid key %q", key)
 	}
@@ -224,13 +240,7 @@ func (c *Cache) readFile(key string) ([]byte, error) {
 		c.corrupt.Add(1)
 		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(c.dir, key), err)
 	}
-	defer f.Close()
-	b, err := c.read(f)
-	if err != nil {
-		c.corrupt.Add(1)
-		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
-	}
-	return b, nil
+	return f, nil
 }
 
 // used counts a hit on key and marks it used, for Trim.
@@ -241,6 +251,22 @@ func (c *Cache) used(key string) {
 }
 
 func (c *Cache) read(f *os.File) ([]byte, error) {
+	st, err := c.check(f)
+	if err != nil {
+		return nil, err
+	}
+	// Read into a slice of the file's size: grown from 512 bytes as
+	// io.ReadAll grows it, a 5 MB blob left twice that in copies.
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return b, nil
+}
+
+// check returns what stat says of f, a file of the cache, or an error
+// when it is not the user's regular file or is larger than MaxEntrySize.
+func (c *Cache) check(f *os.File) (os.FileInfo, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -254,13 +280,7 @@ func (c *Cache) read(f *os.File) ([]byte, error) {
 	if st.Size() > MaxEntrySize {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCorrupt, st.Size(), MaxEntrySize)
 	}
-	// Read into a slice of the file's size: grown from 512 bytes as
-	// io.ReadAll grows it, a 5 MB blob left twice that in copies.
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return b, nil
+	return st, nil
 }
 
 // Put writes the entry of key, replacing any: into a new file of the
