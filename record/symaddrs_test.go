@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"nsprof/capture"
 )
 
 // expandModel is what symProc.expand must leave of the addresses noted in
@@ -98,5 +100,43 @@ func TestExpandPackedInPlace(t *testing.T) {
 	}
 	if allocs > 1 { // the list of images
 		t.Errorf("expanding a packed process with no calls: %.0f allocations, want at most 1", allocs)
+	}
+}
+
+// TestSeenStacksNoAllocs: noting stacks new to the symbolizer whose
+// addresses it knows already allocates nothing, however many there are:
+// the stacks seen are remembered in fixed slots (seenStackSlots), not in
+// a map that grew, and was made anew, as they came.
+func TestSeenStacksNoAllocs(t *testing.T) {
+	s := newSymbolizer()
+	defer s.close()
+	const pid, n = 4321, 64
+	var addrs []uint64
+	for i := range n {
+		addrs = append(addrs, 0x400000+uint64(16*i))
+	}
+	stack := make([]uint64, 4)
+	stack[0] = capture.ContextUser
+	next := 0
+	sampleNext := func() {
+		// Stacks of three of the addresses: n^3 distinct ones.
+		stack[1], stack[2], stack[3] = addrs[next%n], addrs[next/n%n], addrs[next/n/n%n]
+		next++
+		s.sampled(pid, stack, false, int64(next))
+	}
+	for range n * n { // every address noted
+		sampleNext()
+	}
+	// More new stacks than a map of them held before it was made anew.
+	const many = 100_000
+	if allocs := testing.AllocsPerRun(1, func() {
+		for range many {
+			sampleNext()
+		}
+	}); allocs > 0 {
+		t.Errorf("%.0f allocations for %d new stacks of known addresses, want none", allocs, many)
+	}
+	if next > n*n*n {
+		t.Fatalf("%d stacks: some repeat", next)
 	}
 }
