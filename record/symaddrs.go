@@ -168,20 +168,57 @@ func (g *symGen) unpack() {
 }
 
 // expand gives the calls noted with their return addresses entries of
-// their own, with their frames wanted.
+// their own, with their frames wanted, and packs the addresses: the
+// calls are taken from the packed form, where a process written out
+// (procSpill) or packed at its exit already holds its addresses, so
+// that one with no call left to expand costs a pass over its flags.
+// Unpacking them into the map to expand it, and sorting them again to
+// pack it, was three quarters of what packing the exited processes of a
+// compile loop cost, and done again for each process at the end.
 func (g *symGen) expand() {
-	var calls []uint64
-	for a, u := range g.user {
-		if u.call {
-			calls = append(calls, a)
+	g.pack()
+	var calls []uint64 // in the order of packed: sorted
+	for i, f := range g.flags {
+		if f&packCall != 0 {
+			g.flags[i] = f &^ packCall
+			if a := g.packed[i]; a > 0 {
+				calls = append(calls, a-1)
+			}
 		}
 	}
-	for _, a := range calls {
-		u := g.user[a]
-		u.call = false
-		g.user[a] = u
-		g.note(a-1, u.t, true, false)
+	if len(calls) > 0 {
+		g.packed, g.flags = mergeLines(g.packed, g.flags, calls)
 	}
+}
+
+// mergeLines returns the sorted addresses packed (with their flags)
+// and the sorted addresses lines, whose frames are wanted, as one
+// sorted list without repeats: an address in both keeps its flags,
+// with packLine added.
+func mergeLines(packed []uint64, flags []uint8, lines []uint64) ([]uint64, []uint8) {
+	out := make([]uint64, 0, len(packed)+len(lines))
+	outFlags := make([]uint8, 0, len(packed)+len(lines))
+	i, j := 0, 0
+	for i < len(packed) || j < len(lines) {
+		switch {
+		case j == len(lines) || i < len(packed) && packed[i] < lines[j]:
+			out, outFlags = append(out, packed[i]), append(outFlags, flags[i])
+			i++
+		case i == len(packed) || lines[j] < packed[i]:
+			a := lines[j]
+			if k := len(out) - 1; k >= 0 && out[k] == a {
+				outFlags[k] |= packLine // a repeat of lines
+			} else {
+				out, outFlags = append(out, a), append(outFlags, packLine)
+			}
+			j++
+		default: // the same address
+			out, outFlags = append(out, packed[i]), append(outFlags, flags[i]|packLine)
+			i++
+			j++
+		}
+	}
+	return out, outFlags
 }
 
 // genAt returns the image p ran at time t.
@@ -204,13 +241,11 @@ func shadowed(gens []symGen, a uint64) bool {
 	return false
 }
 
-// expand gives the calls noted in each of p's images entries of their own
-// (symGen.expand), and packs their addresses.
+// expand gives the calls noted in each of p's images entries of their own,
+// and packs their addresses (symGen.expand).
 func (p *symProc) expand() {
 	for _, g := range p.gensRef() {
-		g.unpack()
 		g.expand()
-		g.pack()
 	}
 }
 

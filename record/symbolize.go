@@ -38,9 +38,10 @@ import (
 type symbolizer struct {
 	procs map[int]*symProc
 	objs  map[objKey]*symObj
-	// seenStacks holds hashes of the stacks sampled already, at most
-	// maxSeenStacks: then it starts again.
-	seenStacks map[uint64]struct{}
+	// seenStacks holds hashes of the stacks sampled already, each in
+	// the slot its low bits pick (seenStackSlots of them; 0 is an empty
+	// slot); nil before the first.
+	seenStacks []uint64
 	// idle holds the kernel addresses of stacks of no process (see
 	// noteIdle).
 	idle map[uint64]struct{}
@@ -509,13 +510,17 @@ func (s *symbolizer) sampled(pid int, addrs []uint64, returns bool, t int64) {
 	if returns {
 		h = ^h
 	}
-	if _, ok := s.seenStacks[h]; ok {
+	if h == 0 {
+		h = 1 // 0 is an empty slot
+	}
+	if s.seenStacks == nil {
+		s.seenStacks = make([]uint64, seenStackSlots)
+	}
+	slot := &s.seenStacks[h&(seenStackSlots-1)]
+	if *slot == h {
 		return
 	}
-	if s.seenStacks == nil || len(s.seenStacks) >= maxSeenStacks {
-		s.seenStacks = make(map[uint64]struct{})
-	}
-	s.seenStacks[h] = struct{}{}
+	*slot = h
 	if pid <= 0 {
 		s.noteIdle(addrs)
 		return
@@ -572,12 +577,17 @@ func (s *symbolizer) idleKernelAddrs() []uint64 {
 	return out
 }
 
-// maxSeenStacks bounds the stacks symbolizer.sampled remembers. A stack
-// forgotten is noted again when next sampled, at no more than the cost of
-// a new one; a million (some 30 MB) missed the processor's caches on
-// every lookup, when the stacks that repeat (a busy loop's, off-CPU
-// waits) are a few thousand.
-const maxSeenStacks = 1 << 16
+// seenStackSlots is the number of stacks symbolizer.sampled remembers
+// (8 bytes each), a new stack taking the place of the one whose hash
+// picked the same slot. A stack forgotten is noted again when next
+// sampled, at no more than the cost of a new one; a million (some 30 MB
+// as a map) missed the processor's caches on every lookup, when the
+// stacks that repeat (a busy loop's, off-CPU waits) are a few thousand.
+// They were a map of up to 1<<16, made anew when full: over a compile
+// loop, whose stacks rarely repeat, its lookups were 4% of the
+// recorder's CPU, and each new map grew and rehashed its way back to its
+// bound. A slot is one load and no allocation.
+const seenStackSlots = 1 << 16
 
 // stackSeed hashes stacks for symbolizer.sampled.
 var stackSeed = maphash.MakeSeed()

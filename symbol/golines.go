@@ -37,6 +37,10 @@ type goLineTable struct {
 	// where the inline trees are: funcdata offsets count from it.
 	funcdata     goSpan
 	funcdataAddr uint64
+
+	// steps holds the decoded tables of the function frames was last
+	// asked about.
+	steps goSteps
 }
 
 // Layout of the Go 1.20+ runtime structures read here.
@@ -350,7 +354,7 @@ func (t *goLineTable) frames(pc uint64) []Frame {
 	if !ok {
 		return nil
 	}
-	return t.framesIn(fn, pc, func(off uint32, pc uint64) int32 { return t.pcvalue(off, fn.entry, pc) }, cstring)
+	return t.framesOf(fn, pc)
 }
 
 // framesIn returns the source frames at pc of fn, its tables read
