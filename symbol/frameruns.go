@@ -2,11 +2,8 @@ package symbol
 
 import (
 	"debug/dwarf"
-	"math"
 	"slices"
 	"sort"
-
-	"nsprof/internal/gopclntab"
 )
 
 // FrameRange is a run of link-time addresses, [Lo, Hi), that have the
@@ -168,20 +165,8 @@ func (t *goLineTable) frameRuns(fn goFunc, lo, hi uint64, max int) ([]FrameRange
 		if ok {
 			return st
 		}
-		if off != 0 && uint64(off) < t.pctab.len() {
-			// As pcvalue reads a table: the same window, decoded to its
-			// end (or to where it stops holding together).
-			t.pctab.window(uint64(off), func(b []byte) bool {
-				st = st[:0]
-				return gopclntab.Decode(b, fn.entry, math.MaxUint64, t.quantum, func(_, next uint64, v int32) bool {
-					if len(st) >= maxPCSteps {
-						full = true
-						return false
-					}
-					st = append(st, pcStep{next, v})
-					return true
-				})
-			})
+		if st, ok = t.decodeSteps(fn, off); !ok {
+			full = true
 		}
 		tabs[off] = st
 		return st
