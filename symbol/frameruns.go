@@ -171,14 +171,7 @@ func (t *goLineTable) frameRuns(fn goFunc, lo, hi uint64, max int) ([]FrameRange
 		tabs[off] = st
 		return st
 	}
-	val := func(off uint32, pc uint64) int32 {
-		st := decode(off)
-		i := sort.Search(len(st), func(i int) bool { return st[i].next > pc })
-		if i == len(st) {
-			return -1
-		}
-		return st[i].val
-	}
+	val := func(off uint32, pc uint64) int32 { return stepAt(decode(off), pc) }
 	type strKey struct{ start, off uint64 }
 	strs := make(map[strKey]string)
 	str := func(b goSpan, off uint64) string {

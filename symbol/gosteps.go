@@ -57,12 +57,17 @@ func (t *goLineTable) framesOf(fn goFunc, pc uint64) []Frame {
 			}
 			s.tabs[off] = st
 		}
-		i := sort.Search(len(st), func(i int) bool { return st[i].next > pc })
-		if i == len(st) {
-			return -1
-		}
-		return st[i].val
+		return stepAt(st, pc)
 	}, cstring)
+}
+
+// stepAt returns the value decoded steps st give pc, -1 past their end.
+func stepAt(st []pcStep, pc uint64) int32 {
+	i := sort.Search(len(st), func(i int) bool { return st[i].next > pc })
+	if i == len(st) {
+		return -1
+	}
+	return st[i].val
 }
 
 // decodeSteps decodes fn's pcvalue table at off whole, as pcvalue reads
