@@ -164,6 +164,11 @@ func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 		}
 		delete(s.objs, k)
 	}
+	for k, o := range s.alias {
+		if !used[o] {
+			delete(s.alias, k)
+		}
+	}
 	for pid, p := range s.procs {
 		if live(pid) {
 			continue

@@ -38,6 +38,9 @@ import (
 type symbolizer struct {
 	procs map[int]*symProc
 	objs  map[objKey]*symObj
+	// alias holds second keys of objects in objs: a file's build-id and
+	// its device and inode (see sameFile).
+	alias map[objKey]*symObj
 	// seenStacks holds hashes of the stacks sampled already, each in
 	// the slot its low bits pick (seenStackSlots of them; 0 is an empty
 	// slot); nil before the first.
@@ -262,6 +265,10 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 	}
 	o := s.objs[k]
 	if o == nil {
+		o = s.alias[k]
+	}
+	fresh := o == nil
+	if fresh {
 		o = &symObj{path: m.Path, tag: path.Base(m.Path), key: fmt.Sprintf("%x/%d/%d/%s/%d", k.buildID, k.dev, k.ino, k.path, k.pid)}
 		s.objs[k] = o
 	}
@@ -294,8 +301,57 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 		return ""
 	}
 	id := o.buildID()
+	if k.ino != 0 && id != "" {
+		o = s.sameFile(k, o, id, fresh)
+	}
 	p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o, id: id})
 	return id
+}
+
+// sameFile returns the object of the file of build-id id (hex) that o,
+// keyed by device and inode (k), was found to be. A system-wide recording
+// maps the processes it finds at its start from /proc (device and inode)
+// and those started since from the kernel's records (build-id): libc and
+// ld.so were two objects, read and resolved twice. An object made for k
+// just now (fresh: no mapping refers to it yet) gives way to one the
+// build-id names already, which takes over its file when it has none and
+// which k then names; otherwise the build-id names o too. The second key
+// of an object is in alias, so that each object is in objs once.
+func (s *symbolizer) sameFile(k objKey, o *symObj, id string, fresh bool) *symObj {
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		return o
+	}
+	kb := objKey{buildID: string(raw)}
+	tw := s.objs[kb]
+	if tw == nil {
+		tw = s.alias[kb]
+	}
+	switch {
+	case tw == nil:
+		s.setAlias(kb, o)
+		return o
+	case tw == o || !fresh:
+		return o
+	}
+	if tw.f == nil && o.f != nil {
+		tw.f, tw.via, tw.err, tw.root = o.f, o.via, nil, o.root
+	} else if o.f != nil {
+		o.f.Close()
+		s.opened--
+	}
+	o.f = nil
+	delete(s.objs, k)
+	s.setAlias(k, tw)
+	return tw
+}
+
+// setAlias makes k a second key of o (see [symbolizer.sameFile]).
+func (s *symbolizer) setAlias(k objKey, o *symObj) {
+	if s.alias == nil {
+		s.alias = make(map[objKey]*symObj)
+	}
+	s.alias[k] = o
 }
 
 // buildID returns the build-id of the object's opened file, read once, in

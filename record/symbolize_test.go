@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"os"
+	"syscall"
 	"testing"
 
 	"nsprof/container"
@@ -50,6 +51,61 @@ func TestSymbolizerHostByBuildID(t *testing.T) {
 			}
 			if tc.want && o.via != viaHostBuildID {
 				t.Errorf("via %q, want %q", o.via, viaHostBuildID)
+			}
+		})
+	}
+}
+
+// TestSymbolizerOneObjectPerFile: a file mapped by one process with the
+// build-id the kernel gave (a process started during the recording) and
+// by another with only its device and inode (one the /proc scan found),
+// in either order, is one object, held open once.
+func TestSymbolizerOneObjectPerFile(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := symbol.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	if len(id) == 0 {
+		t.Skip("test binary has no build-id")
+	}
+	st, err := os.Stat(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	byInode := container.Mapping{Path: self, Start: 0x1000, End: 0x2000, Dev: uint64(sys.Dev), Inode: sys.Ino}
+	byID := container.Mapping{Path: self, Start: 0x1000, End: 0x2000, BuildID: id}
+	me, other := os.Getpid(), 1<<22+7 // another, gone
+	for _, order := range []string{"inode first", "build-id first"} {
+		t.Run(order, func(t *testing.T) {
+			s := newSymbolizer()
+			s.open = func(pid int) (*container.Process, error) {
+				if pid != me {
+					return nil, errors.New("no such process")
+				}
+				return container.Open(pid)
+			}
+			defer s.close()
+			if order == "inode first" {
+				s.mapped(me, byInode)
+				s.mapped(other, byID)
+			} else {
+				s.mapped(other, byID)
+				s.mapped(me, byInode)
+			}
+			s.mapped(me, byInode) // found again
+			a, b := s.procs[me].maps, s.procs[other].maps
+			if len(a) != 2 || len(b) != 1 || a[0].obj != b[0].obj || a[1].obj != a[0].obj {
+				t.Fatalf("mappings %d and %d, objects %p %p %p: want one object", len(a), len(b), a[0].obj, a[len(a)-1].obj, b[0].obj)
+			}
+			if o := a[0].obj; o.f == nil || s.opened != 1 {
+				t.Errorf("object opened %v (via %q), %d files open: want one", o.f != nil, o.via, s.opened)
 			}
 		})
 	}
