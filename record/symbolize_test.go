@@ -10,9 +10,10 @@ import (
 	"nsprof/symbol"
 )
 
-// A process gone before its mapping is looked at: its file is taken from
-// the host path only when the build-id matches.
-func TestSymbolizerHostByBuildID(t *testing.T) {
+// selfBuildID returns the path of the test binary and its GNU build-id
+// (Go's linker writes one on Linux).
+func selfBuildID(t *testing.T) (string, []byte) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -21,11 +22,18 @@ func TestSymbolizerHostByBuildID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	id := f.BuildID()
-	f.Close()
 	if len(id) == 0 {
-		t.Skip("test binary has no build-id")
+		t.Fatalf("%s has no build-id", self)
 	}
+	return self, id
+}
+
+// A process gone before its mapping is looked at: its file is taken from
+// the host path only when the build-id matches.
+func TestSymbolizerHostByBuildID(t *testing.T) {
+	self, id := selfBuildID(t)
 	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
 	for _, tc := range []struct {
 		name string
@@ -61,19 +69,7 @@ func TestSymbolizerHostByBuildID(t *testing.T) {
 // by another with only its device and inode (one the /proc scan found),
 // in either order, is one object, held open once.
 func TestSymbolizerOneObjectPerFile(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := symbol.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := f.BuildID()
-	f.Close()
-	if len(id) == 0 {
-		t.Skip("test binary has no build-id")
-	}
+	self, id := selfBuildID(t)
 	st, err := os.Stat(self)
 	if err != nil {
 		t.Fatal(err)
