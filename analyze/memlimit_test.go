@@ -87,3 +87,30 @@ func TestLimitMemoryGivesWay(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestMemGovernorTwoInARow: the limit is raised only when two
+// collections in a row leave more than three quarters of it live, to
+// twice the last live heap, never over the ceiling.
+func TestMemGovernorTwoInARow(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	const limit = 100 << 20
+	g := &memGovernor{limit: limit, ceiling: 300 << 20}
+	debug.SetMemoryLimit(limit)
+	over, under := int64(80<<20), int64(70<<20)
+	for i, live := range []int64{over, under, over, under} {
+		g.observe(live)
+		if g.limit != limit || debug.SetMemoryLimit(-1) != limit {
+			t.Fatalf("after collection %d (%d MiB live): limit %d MiB, want it kept", i, live>>20, g.limit>>20)
+		}
+	}
+	g.observe(over)
+	g.observe(over + 1<<20)
+	if want := 2 * (over + 1<<20); g.limit != want || debug.SetMemoryLimit(-1) != want {
+		t.Errorf("after two collections over: limit %d MiB, want %d MiB", g.limit>>20, want>>20)
+	}
+	g.observe(200 << 20)
+	g.observe(200 << 20)
+	if g.limit != 300<<20 {
+		t.Errorf("limit %d MiB, want the ceiling", g.limit>>20)
+	}
+}
