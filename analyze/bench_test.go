@@ -215,21 +215,3 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkSameCode matches the frames at the same code (see
-// [Profile.sameCode]) of the capture NSPROF_BENCH_CAPTURE names (a
-// system-wide capture of many processes of the same programs is what it
-// is for), else of the synthetic one.
-func BenchmarkSameCode(b *testing.B) {
-	path := os.Getenv("NSPROF_BENCH_CAPTURE")
-	if path == "" {
-		path = benchCapture(b)
-	}
-	p, err := LoadFile(path, LoadOptions{NoSymbolize: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		p.sameCode()
-	}
-}

@@ -80,10 +80,10 @@ func (b *builder) blockingDurations() map[int32]int64 {
 	for i := range p.Samples {
 		smp := &p.Samples[i]
 		st := p.Stack(smp.Stack)
-		if len(st) == 0 || p.Frames[st[0]].Kernel {
+		if len(st) == 0 || b.frameKeys[st[0]].Kernel {
 			continue
 		}
-		name, ok := markers[p.Frames[st[0]].Addr]
+		name, ok := markers[b.frameKeys[st[0]].Addr]
 		if !ok {
 			continue
 		}

@@ -21,9 +21,11 @@
 // pass, into the samples, their values and, with [LoadOptions.Timeline],
 // the [Timeline].
 //
-// Stacks are interned: a Profile holds each distinct stack once, and each
-// distinct (pid, address) as one [Frame] named once, so operations cost
-// in proportion to the distinct stacks, not the samples.
+// Stacks are interned: a Profile holds each distinct stack of a process
+// once, and each distinct place in code as one [Frame] named once (the
+// same offset of one build of a file in many processes is one frame), so
+// operations cost in proportion to the distinct stacks and code, not the
+// samples and processes.
 //
 // Robustness: [Load] never panics on damaged input. When reading stops at
 // damage, it returns the profile of everything before the damage together

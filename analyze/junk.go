@@ -27,15 +27,15 @@ const minCodeAddr = 0x10000
 //
 // Stacks are trimmed in place: two stacks may become equal, which every
 // view handles (they sum per function, not per stack).
-func (p *Profile) trimJunk(unmapped bool) {
-	named := func(f *Frame) bool { // the recorder named it: code
+func (p *Profile) trimJunk(frames []frameKey, unmapped bool) {
+	named := func(f *frameKey) bool { // the recorder named it: code
 		if p.Bundle == nil {
 			return false
 		}
 		s, ok := p.Bundle.Lookup(f.PID, f.Addr-1)
 		return ok && s.Name != "" && !sysprofPlaceholder(s.Name)
 	}
-	junk := func(f *Frame) bool {
+	junk := func(f *frameKey) bool {
 		if f.Kernel || !f.Caller {
 			return false
 		}
@@ -61,11 +61,11 @@ func (p *Profile) trimJunk(unmapped bool) {
 		}
 		return !named(f) // code whose MAP frame is missing, when named
 	}
-	verdict := make([]int8, len(p.Frames)) // 0 undecided, 1 junk, -1 not
+	verdict := make([]int8, len(frames)) // 0 undecided, 1 junk, -1 not
 	isJunk := func(id FrameID) bool {
 		if verdict[id] == 0 {
 			verdict[id] = -1
-			if junk(&p.Frames[id]) {
+			if junk(&frames[id]) {
 				verdict[id] = 1
 			}
 		}
@@ -77,7 +77,7 @@ func (p *Profile) trimJunk(unmapped bool) {
 		hi := p.stackStart[i+1]
 		st := p.stackFrames[lo:hi]
 		n := len(st)
-		for n > 0 && isJunk(st[n-1]) && !firstUser(p, st[:n-1]) {
+		for n > 0 && isJunk(st[n-1]) && !firstUser(frames, st[:n-1]) {
 			n--
 		}
 		copy(p.stackFrames[out:], st[:n]) // out <= lo: never ahead of the reads
@@ -90,9 +90,9 @@ func (p *Profile) trimJunk(unmapped bool) {
 
 // firstUser reports whether rest (the frames inside a user frame) holds
 // no user frame: the frame after it is the innermost user frame, kept.
-func firstUser(p *Profile, rest []FrameID) bool {
+func firstUser(frames []frameKey, rest []FrameID) bool {
 	for _, id := range rest {
-		if !p.Frames[id].Kernel {
+		if !frames[id].Kernel {
 			return false
 		}
 	}

@@ -100,7 +100,7 @@ func (b *builder) offCPUDurations() map[int32]int64 {
 		off, ok := isOff[s.Stack]
 		if !ok {
 			st := p.Stack(s.Stack)
-			off = len(st) > 0 && markers[p.Frames[st[0]].Addr] && !p.Frames[st[0]].Kernel
+			off = len(st) > 0 && markers[b.frameKeys[st[0]].Addr] && !b.frameKeys[st[0]].Kernel
 			isOff[s.Stack] = off
 		}
 		if !off {

@@ -39,7 +39,9 @@ type Profile struct {
 	SampleTypes []ValueType
 	// Totals are the sums of each column over all samples.
 	Totals []int64
-	// Frames are the distinct (pid, address) pairs of all stacks.
+	// Frames are the distinct places in code of all stacks: one frame
+	// a (pid, address) pair, except that the frames at the same code in
+	// several processes are one (see [Frame]).
 	Frames []Frame
 	// Funcs are the distinct (name, DSO) pairs the frames resolve to.
 	Funcs []Function
@@ -136,6 +138,10 @@ type Profile struct {
 	// inline holds the frames of the inlined calls, made once for the
 	// views that show them; shallow copies of the profile share it.
 	inline *lazyInline
+	// alts are the processes and addresses of the frames merged into
+	// each frame, for symbolizers that know some processes only (see
+	// [Profile.mergeSameCode]).
+	alts altFrames
 	// inlineCalls counts the inlined calls of the frames as last named:
 	// the entries of their locations' Inline.
 	inlineCalls int
@@ -285,10 +291,13 @@ type Sample struct {
 	CPU int16
 }
 
-// Frame is one distinct code address of one process.
+// Frame is one place in code: an address of a process, standing for the
+// same code in every process that runs it (the same offset of a file of
+// the same build-id, the same kernel address; see
+// [Profile.mergeSameCode]). PID and Addr are those of the first sample
+// that had it; a sample's own process is [Sample.PID].
 type Frame struct {
-	// (The fields are ordered for size: 32 bytes, not 40, for each of
-	// a large capture's half a million frames.)
+	// (The fields are ordered for size: 32 bytes, not 40.)
 	Addr uint64
 	// Loc names the code (never nil once the profile is loaded; frames
 	// naming the same place may share it: do not modify it); Func is the

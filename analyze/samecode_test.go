@@ -81,10 +81,14 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 	}, asked: map[[2]uint64]int{}}
 	p.Symbolize(s)
 	want := map[int32]string{1: "a_f", 2: "a_f", 3: "b_f", 4: "old_f", 5: "noid_f", 6: "d_f", 7: "d_f", 8: "a_f"}
-	for _, f := range p.Frames {
-		if f.Loc.Function != want[f.PID] {
-			t.Errorf("pid %d %#x named %q, want %q", f.PID, f.Addr, f.Loc.Function, want[f.PID])
+	for _, smp := range p.Samples {
+		f := p.Frames[p.Stack(smp.Stack)[0]]
+		if f.Loc.Function != want[smp.PID] {
+			t.Errorf("pid %d %#x named %q, want %q", smp.PID, f.Addr, f.Loc.Function, want[smp.PID])
 		}
+	}
+	if len(p.Samples) != len(procs) {
+		t.Errorf("%d samples, want %d", len(p.Samples), len(procs))
 	}
 	for _, pid := range []uint64{2, 8} {
 		if n := s.asked[[2]uint64{pid, procs[pid-1].addr}]; n != 0 {
@@ -102,14 +106,21 @@ func TestSymbolizeSameCodeOnce(t *testing.T) {
 }
 
 // TestSameCodeShards: with frames enough to be matched in several shards,
-// each frame's representative is the first frame, in frame order, at
-// its code, as one pass over the frames finds it.
+// the frames at one code are one frame, standing for the first sampled
+// (in stack order) of them, and every stack's frames are renumbered to
+// the merged ones, as one pass over the frames as read finds them.
 func TestSameCodeShards(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := capture.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	type raw struct {
+		pid            int32
+		addr           uint64
+		kernel, caller bool
+	}
+	var stacks [][]raw
 	const procs, perProc = 64, 600
 	for pid := int32(1); pid <= procs; pid++ {
 		h := capture.FrameHeader{PID: pid, Time: 1, CPU: -1}
@@ -118,8 +129,10 @@ func TestSameCodeShards(t *testing.T) {
 		w.WriteFrame(&capture.Map{FrameHeader: h, Start: base, End: base + 0x10000, Filename: "/bin/a", BuildID: "aa"})
 		for j := range perProc {
 			off := uint64((int(pid)*7919 + j*104729) % 0x8000)
-			addrs := []uint64{capture.ContextKernel, 0xffffffff81000000 + off, capture.ContextUser, base + off, base + (off*31)%0x10000}
+			k, u0, u1 := 0xffffffff81000000+off, base+off, base+(off*31)%0x10000
+			addrs := []uint64{capture.ContextKernel, k, capture.ContextUser, u0, u1}
 			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: int64(2 + j), CPU: 0}, TID: pid, Addrs: addrs})
+			stacks = append(stacks, []raw{{pid, k, true, false}, {pid, u0, false, false}, {pid, u1, false, true}})
 		}
 	}
 	if err := w.Close(); err != nil {
@@ -129,32 +142,48 @@ func TestSameCodeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Frames) < 1<<15 {
-		t.Fatalf("%d frames: too few for shards", len(p.Frames))
+	if len(p.Samples) != len(stacks) {
+		t.Fatalf("%d samples, want %d", len(p.Samples), len(stacks))
 	}
-	rep := p.sameCode()
 	objOf := p.codeObjects()
-	first := make(map[codeKey]int32)
-	shared := 0
-	for i := range p.Frames {
-		k, _, ok := p.codeOf(&p.Frames[i], objOf)
-		want := int32(i)
-		if ok {
-			if j, seen := first[k]; seen {
-				want = j
-				shared++
-			} else {
-				first[k] = int32(i)
+	first := make(map[codeKey]FrameID)
+	read := make(map[raw]bool) // the frames as read, one per process and address
+	for i, s := range p.Samples {
+		st := p.Stack(s.Stack)
+		if len(st) != len(stacks[i]) {
+			t.Fatalf("sample %d: %d frames, want %d", i, len(st), len(stacks[i]))
+		}
+		for j, r := range stacks[i] {
+			read[r] = true
+			got := p.Frames[st[j]]
+			k, _, ok := p.codeOf(&frameKey{PID: r.pid, Addr: r.addr, Kernel: r.kernel, Caller: r.caller}, objOf)
+			if !ok {
+				t.Fatalf("sample %d frame %d (%+v): no code", i, j, r)
+			}
+			id, seen := first[k]
+			if !seen {
+				// The first frame at this code stands for the others.
+				if got.PID != r.pid || got.Addr != r.addr || got.Kernel != r.kernel || got.Caller != r.caller {
+					t.Fatalf("sample %d frame %d: %+v, want the first at its code %+v", i, j, got, r)
+				}
+				first[k] = st[j]
+				continue
+			}
+			if st[j] != id {
+				t.Fatalf("sample %d frame %d (%+v): frame %d, want %d (%+v) of the same code", i, j, r, st[j], id, p.Frames[id])
 			}
 		}
-		if rep[i] != want {
-			t.Fatalf("frame %d (%+v): represented by %d, want %d", i, p.Frames[i], rep[i], want)
-		}
 	}
-	if shared == 0 {
+	if len(p.Frames) != len(first) {
+		t.Errorf("%d frames for %d codes", len(p.Frames), len(first))
+	}
+	if len(read) < 1<<15 {
+		t.Fatalf("%d frames as read: too few for shards", len(read))
+	}
+	if len(first) == len(read) {
 		t.Fatal("no frames share code: the test checks nothing")
 	}
-	t.Logf("%d frames, %d named in another's place", len(p.Frames), shared)
+	t.Logf("%d frames as read, %d after merging", len(read), len(first))
 }
 
 // TestSameCodeAfterExec: in processes that execed a program over the
@@ -211,19 +240,24 @@ func TestSameCodeAfterExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := p.sameCode()
-	for i, f := range p.Frames {
-		name := p.Frames[i].Loc.Function
+	// Each sample's frame: one of another process stands for the code
+	// of both.
+	for _, smp := range p.Samples {
+		f := p.Frames[p.Stack(smp.Stack)[0]]
+		name, pid, own := f.Loc.Function, smp.PID, f.PID == smp.PID
 		switch {
-		case f.PID == 3 && f.Addr == base+0x110:
-			if name == "compile_g" || rep[i] != int32(i) {
-				t.Errorf("pid 3's sample of go's image named %q (represented by frame %d): want it named on its own", name, rep[i])
+		case pid == 3 && f.Addr == base+0x110:
+			if name == "compile_g" || !own {
+				t.Errorf("pid 3's sample of go's image named %q (frame of pid %d): want it named on its own", name, f.PID)
 			}
 		case f.Addr == base+0x10 && name != "compile_f", f.Addr == base+0x110 && name != "compile_g":
-			t.Errorf("pid %d %#x named %q", f.PID, f.Addr, name)
+			t.Errorf("pid %d %#x named %q", pid, f.Addr, name)
 		}
-		if (f.PID > 1 && f.Addr == base+0x10 || f.PID == 4 && f.Addr == base+0x110) && rep[i] == int32(i) {
-			t.Errorf("pid %d %#x is named on its own, not as pid 1's frame at the same code", f.PID, f.Addr)
+		if (pid > 1 && f.Addr == base+0x10 || pid == 4 && f.Addr == base+0x110) && own {
+			t.Errorf("pid %d %#x is named on its own, not as pid 1's frame at the same code", pid, f.Addr)
 		}
+	}
+	if len(p.Samples) != 8 {
+		t.Errorf("%d samples, want 8", len(p.Samples))
 	}
 }

@@ -71,8 +71,7 @@ func (sc *scout) wait() { <-sc.done }
 // frames go to a pipe (see [builder.startPipe]): the tables are the
 // caller's.
 //
-// The samples get one slice, and the frames twice as many keys as samples
-// (a capture of many processes has about two frames per sample). What was
+// The samples get one slice. What was
 // read so far says how many distinct stacks, and frames of them, the
 // samples make: their tables are sized for the whole capture at that rate
 // and 15 % more, at least for as many stacks as half the samples and half
@@ -95,13 +94,6 @@ func (b *builder) reserve(n sizes) {
 	}
 	p.stackStart = grow(p.stackStart, at(len(p.stackStart), int(b.nSamples), samples, samples/2+1, samples+1))
 	p.stackFrames = grow(p.stackFrames, at(len(p.stackFrames), int(b.addrSlots), slots, n.addrs/2, slots))
-	// Fewer new frames come as more are read: sized at the early rate,
-	// the table of a 60 s capture's frames was twice what it needed, and
-	// the early rate is erratic (1.75 times the frames at 15 s, 0.9 at
-	// 60 s, as the scout is ready sooner or later). The builds' captures
-	// of 2, 15 and 60 s have 2.2, 1.8 and 1.5 frames a sample: sized for
-	// one, their keys grew twice (copied, and the collector's work).
-	b.frameKeys = grow(b.frameKeys, 2*samples)
 	b.stackBound, b.stackRate = n.procStacks, 0.5
 	if b.nSamples > 0 {
 		b.stackRate = min(1.15*float64(b.nStacks)/float64(b.nSamples), 1)

@@ -289,7 +289,6 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		}
 	}
 	var again []int32
-	var rep []int32 // see sameCode; nil when not used
 	var ns *funcNamers
 	var nf []named // by frame, when ns is set
 	if later == nil {
@@ -299,55 +298,35 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 		// stay in the cache from one frame to the next: frames are
 		// numbered as first sampled, the processes interleaved (naming
 		// a large capture's frames took twice as long).
-		// Each code is named once, the frames at the same code in
-		// other processes taking its name (see sameCode).
-		rep = p.sameCode()
-		var reps []int32
-		for i, r := range rep {
-			if int(r) == i {
-				reps = append(reps, r)
-			}
+		// Each code is one frame (see mergeSameCode); one whose first
+		// process no symbolizer could name is named in the others'.
+		order := make([]int32, len(p.Frames))
+		for i := range order {
+			order[i] = int32(i)
 		}
-		reps = p.framesByProcess(reps)
+		order = p.framesByProcess(order)
 		ns, nf = &funcNamers{}, make([]named, len(p.Frames))
-		nameAll := func(order []int32, base int) {
+		nameAll := func(order []int32, base int, alts bool) {
 			parallelFrames(len(order), func(d int) { step(base + d) }, func() func(i int) {
 				w := ns.worker(len(order) / min(runtime.GOMAXPROCS(0), 8))
 				return func(j int) {
 					i := order[j]
 					f := &p.Frames[i]
-					loc, k := name(chain, f)
+					var loc Location
+					k := -1
+					if alts {
+						loc, k = p.nameAlt(chain, name, int(i))
+					} else {
+						loc, k = name(chain, f)
+					}
 					if by[i] = int16(k); k >= 0 {
 						f.Loc, nf[i] = ns.name(w, loc, f.Kernel)
 					}
 				}
 			})
 		}
-		nameAll(reps, 0)
-		var alone []int32
-		for i, r := range rep {
-			if int(r) == i {
-				continue
-			}
-			if by[r] < 0 {
-				alone = append(alone, int32(i))
-				continue
-			}
-			p.Frames[i].Loc, by[i], nf[i] = p.Frames[r].Loc, by[r], nf[r]
-		}
-		nameAll(alone, len(reps))
-		// The frames at code whose first frame got no name take the
-		// name another frame at it got.
-		for _, i := range alone {
-			if r := rep[i]; by[i] >= 0 && by[r] < 0 {
-				p.Frames[r].Loc, by[r], nf[r] = p.Frames[i].Loc, by[i], nf[i]
-			}
-		}
-		for _, i := range alone {
-			if r := rep[i]; by[i] < 0 && by[r] >= 0 {
-				p.Frames[i].Loc, by[i], nf[i] = p.Frames[r].Loc, by[r], nf[r]
-			}
-		}
+		nameAll(order, 0, false)
+		nameAll(p.unnamedWithAlts(by), len(order), true)
 	}
 	locs := locations{}
 	for i := range p.Frames {
@@ -371,6 +350,13 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 			f := &p.Frames[i]
 			loc, k := name(chain, f)
 			f.Loc, by[i] = locs.of(loc), int16(k)
+		}
+	}
+	if later != nil {
+		for _, i := range p.unnamedWithAlts(by) {
+			if loc, k := p.nameAlt(chain, name, int(i)); k >= 0 {
+				p.Frames[i].Loc, by[i] = locs.of(loc), int16(k)
+			}
 		}
 	}
 	p.Funcs = p.Funcs[:0]

@@ -146,7 +146,9 @@ func Gmon(w io.Writer, v *analyze.View, o GmonOptions) (*GmonStats, error) {
 		}
 		if callCol > 0 {
 			if n := v.Value(s, callCol); n > 0 {
-				m.arc(stack, n, arcs, pids, st)
+				if m.arc(stack, n, arcs, st) {
+					pids[s.PID] = true
+				}
 				continue
 			}
 		}
@@ -161,7 +163,7 @@ func Gmon(w io.Writer, v *analyze.View, o GmonOptions) (*GmonStats, error) {
 		if !in {
 			continue
 		}
-		pids[fr.PID] = true
+		pids[s.PID] = true // a frame stands for its code in every process
 		if addr < g.Low || addr >= g.High() {
 			st.Outside++
 			continue
@@ -293,19 +295,19 @@ func (m *gmonMapper) vaddr(fr *analyze.Frame, st *GmonStats, samples int64) (uin
 }
 
 // arc adds the n calls of a calls sample's stack ([callee, call site])
-// to arcs when both are in the file.
-func (m *gmonMapper) arc(stack []analyze.FrameID, n int64, arcs map[[2]uint64]uint64, pids map[int32]bool, st *GmonStats) {
+// to arcs when both are in the file, and says whether it did.
+func (m *gmonMapper) arc(stack []analyze.FrameID, n int64, arcs map[[2]uint64]uint64, st *GmonStats) bool {
 	callee := &m.v.Frames[stack[0]]
 	mp := m.v.Mapping(callee.PID, callee.Addr)
 	if mp == nil {
-		return
+		return false
 	}
 	switch m.verdict(callee.PID, mp) {
 	case gmonOther:
-		return
+		return false
 	case gmonMismatch:
 		st.MismatchedCalls += n
-		return
+		return false
 	}
 	self, _ := m.vaddr(callee, st, 0)
 	from, in := uint64(0), false
@@ -315,10 +317,10 @@ func (m *gmonMapper) arc(stack []analyze.FrameID, n int64, arcs map[[2]uint64]ui
 	if !in || self == math.MaxUint64 || from == math.MaxUint64 {
 		st.ForeignArcs++
 		st.ForeignCalls += n
-		return
+		return false
 	}
-	pids[callee.PID] = true
 	k := [2]uint64{from, self}
 	arcs[k] += uint64(n)
 	st.Calls += n
+	return true
 }
