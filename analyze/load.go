@@ -391,6 +391,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 	}
 	restoreGC()
 	prog("reading symbols", 0, 0)
+	b.namedLater = opts.NoSymbolize
 	p := b.finish()
 	if tl != nil {
 		tl.finish()
@@ -491,6 +492,9 @@ type builder struct {
 	// symbolsComplete says the recording's symbol bundle names all it
 	// could (capture.MetaSymbolsComplete): host files are not read.
 	symbolsComplete bool
+	// namedLater says the frames are named after loading
+	// (LoadOptions.NoSymbolize), by symbolizers not known yet.
+	namedLater bool
 	// offStats are the off-CPU counts the recording wrote.
 	offStats offCPUStats
 	// blockStats are the blocking calls' counts and marks.
@@ -733,7 +737,7 @@ func (b *builder) finish() *Profile {
 	// The frames as read are one per process and address until those
 	// at the same code are merged.
 	p.trimJunk(b.frameKeys, foreign)
-	p.mergeSameCode(b.frameKeys)
+	p.mergeSameCode(b.frameKeys, foreign || b.namedLater || !b.symbolsComplete || p.Bundle == nil)
 	b.frameKeys = nil
 	// Only the kallsyms is read later (see loadSymbols): the others may
 	// be views of a mapping that ends with loading.

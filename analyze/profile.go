@@ -259,6 +259,9 @@ type Mapping struct {
 	File, BuildID             string
 	// time is the MAP frame's, for [resolveMaps].
 	time int64
+	// obj numbers the mapped file by its build-id, -1 for none (see
+	// [Profile.numberObjects]).
+	obj int32
 }
 
 // Base returns the base name of the mapped file, the name itself for
@@ -347,7 +350,12 @@ func (p *Profile) Thread(tid int32) *Thread { return p.threadIndex[tid] }
 // Mapping returns the mapping of process pid containing addr, or nil.
 // Where MAP frames overlap, the latest wins (see [resolveMaps]).
 func (p *Profile) Mapping(pid int32, addr uint64) *Mapping {
-	pr := p.procIndex[pid]
+	return p.procIndex[pid].mapping(addr)
+}
+
+// mapping returns the mapping of pr holding addr, or nil (also for a nil
+// pr).
+func (pr *Process) mapping(addr uint64) *Mapping {
 	if pr == nil {
 		return nil
 	}

@@ -32,13 +32,21 @@ func (p *Profile) sameCode(frames []frameKey) []int32 {
 	// Each frame's code is found side by side (a mapping lookup per
 	// frame: half of this), then the frames at each code are matched in
 	// frame order.
-	objOf := p.codeObjects()
+	p.numberObjects()
 	keys := make([]uint64, len(frames))
 	class := make([]codeClass, len(frames))
 	parallelFrames(len(frames), func(int) {}, func() func(i int) {
+		// Frames come in runs of one process's: its process is
+		// looked up once a run.
+		var pr *Process
+		pid := int32(-1)
 		return func(i int) {
 			rep[i] = int32(i)
-			if k, m, ok := p.codeOf(&frames[i], objOf); ok && !p.otherImage(&frames[i], m) {
+			f := &frames[i]
+			if !f.Kernel && (pr == nil || f.PID != pid) {
+				pr, pid = p.procIndex[f.PID], f.PID
+			}
+			if k, m, ok := codeIn(pr, f); ok && !p.otherImage(pr, f, m) {
 				keys[i], class[i] = k.pack()
 			}
 		}
@@ -65,7 +73,7 @@ func (p *Profile) sameCode(frames []frameKey) []int32 {
 				if shard != 0 {
 					continue
 				}
-				k, _, _ := p.codeOf(&frames[i], objOf)
+				k, _, _ := p.codeOf(&frames[i])
 				if j, ok := first[k]; ok {
 					rep[i] = j
 				} else {
@@ -121,12 +129,11 @@ func codeShard(k uint64, c codeClass, n int) int {
 // switch out's for off-CPU time), a MAP frame's no earlier than its
 // mapping was made.
 //
-// m is the mapping at f's address in its process (nil for none).
-func (p *Profile) otherImage(f *frameKey, m *Mapping) bool {
+// pr is f's process, m the mapping at f's address in it (nil for none).
+func (p *Profile) otherImage(pr *Process, f *frameKey, m *Mapping) bool {
 	if f.Kernel {
 		return false
 	}
-	pr := p.procIndex[f.PID]
 	if pr == nil || len(pr.replaced) == 0 || !inSpans(pr.replaced, f.Addr) {
 		return false
 	}
@@ -175,41 +182,45 @@ func (k codeKey) pack() (uint64, codeClass) {
 	return 0, codeOther
 }
 
-// codeObjects numbers the build-ids of the files mapped in p's processes
-// (-1: a mapping of no file with a build-id).
-func (p *Profile) codeObjects() map[*Mapping]int32 {
+// numberObjects numbers the build-ids of the files mapped in p's
+// processes, in each mapping's obj (-1: a mapping of no file with a
+// build-id).
+func (p *Profile) numberObjects() {
 	objs := make(map[string]int32)
-	objOf := make(map[*Mapping]int32)
 	for _, pr := range p.procIndex {
 		for i := range pr.Maps {
 			m := &pr.Maps[i]
-			obj := int32(-1)
+			m.obj = -1
 			if m.BuildID != "" && m.IsFile() {
-				var ok bool
-				if obj, ok = objs[m.BuildID]; !ok {
+				obj, ok := objs[m.BuildID]
+				if !ok {
 					obj = int32(len(objs))
 					objs[m.BuildID] = obj
 				}
+				m.obj = obj
 			}
-			objOf[m] = obj
 		}
 	}
-	return objOf
 }
 
 // codeOf returns the code frame f is at, and the mapping of a user frame
-// at its address; false for a frame named alone.
-func (p *Profile) codeOf(f *frameKey, objOf map[*Mapping]int32) (codeKey, *Mapping, bool) {
+// at its address; false for a frame named alone. The objects must have
+// been numbered (see [Profile.numberObjects]).
+func (p *Profile) codeOf(f *frameKey) (codeKey, *Mapping, bool) {
+	return codeIn(p.procIndex[f.PID], f)
+}
+
+// codeIn is codeOf with f's process pr.
+func codeIn(pr *Process, f *frameKey) (codeKey, *Mapping, bool) {
 	if f.Kernel {
 		return codeKey{obj: -1, off: f.Addr, caller: f.Caller}, nil, true
 	}
-	m := p.Mapping(f.PID, f.Addr)
+	m := pr.mapping(f.Addr)
 	if m == nil {
 		return codeKey{}, nil, false
 	}
-	obj := objOf[m]
-	if obj < 0 {
+	if m.obj < 0 {
 		return codeKey{}, m, false
 	}
-	return codeKey{obj: obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}, m, true
+	return codeKey{obj: m.obj, off: f.Addr - m.Start + m.Offset, caller: f.Caller}, m, true
 }

@@ -145,7 +145,6 @@ func TestSameCodeShards(t *testing.T) {
 	if len(p.Samples) != len(stacks) {
 		t.Fatalf("%d samples, want %d", len(p.Samples), len(stacks))
 	}
-	objOf := p.codeObjects()
 	first := make(map[codeKey]FrameID)
 	read := make(map[raw]bool) // the frames as read, one per process and address
 	for i, s := range p.Samples {
@@ -156,7 +155,7 @@ func TestSameCodeShards(t *testing.T) {
 		for j, r := range stacks[i] {
 			read[r] = true
 			got := p.Frames[st[j]]
-			k, _, ok := p.codeOf(&frameKey{PID: r.pid, Addr: r.addr, Kernel: r.kernel, Caller: r.caller}, objOf)
+			k, _, ok := p.codeOf(&frameKey{PID: r.pid, Addr: r.addr, Kernel: r.kernel, Caller: r.caller})
 			if !ok {
 				t.Fatalf("sample %d frame %d (%+v): no code", i, j, r)
 			}
