@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"nsprof/capture"
 )
@@ -231,17 +234,40 @@ type recentFrame struct {
 // keysOfFrames returns the keys of the frames b's processes' maps hold,
 // by frame id. The maps are all the keys reading needs: a list of them
 // kept beside, for this, was a seventh of the live heap at the end of
-// reading a 60 s capture (15 MB).
+// reading a 60 s capture (15 MB). The processes are taken in parts, side
+// by side: one goroutine took 21 to 28 ms over that capture's 709 k.
 func (b *builder) keysOfFrames() []frameKey {
 	keys := make([]frameKey, b.nFrames)
+	type proc struct {
+		pid int32
+		f   *procFrames
+	}
+	procs := make([]proc, 0, len(b.frames))
 	for pid, pf := range b.frames {
-		for kind, m := range [...]map[uint64]FrameID{pf.user, pf.caller, pf.kernel} {
-			k := frameKey{PID: pid, Kernel: kind == 2, Caller: kind == 1}
-			for a, id := range m {
-				k.Addr = a
-				keys[id] = k
+		procs = append(procs, proc{pid, pf})
+	}
+	var next atomic.Int32
+	work := func() {
+		for {
+			j := int(next.Add(1)) - 1
+			if j >= len(procs) {
+				return
+			}
+			pid, pf := procs[j].pid, procs[j].f
+			for kind, m := range [...]map[uint64]FrameID{pf.user, pf.caller, pf.kernel} {
+				k := frameKey{PID: pid, Kernel: kind == 2, Caller: kind == 1}
+				for a, id := range m {
+					k.Addr = a
+					keys[id] = k
+				}
 			}
 		}
 	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), 8, int(b.nFrames)>>14+1) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 	return keys
 }
