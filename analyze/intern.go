@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"nsprof/capture"
 )
@@ -246,28 +244,15 @@ func (b *builder) keysOfFrames() []frameKey {
 	for pid, pf := range b.frames {
 		procs = append(procs, proc{pid, pf})
 	}
-	var next atomic.Int32
-	work := func() {
-		for {
-			j := int(next.Add(1)) - 1
-			if j >= len(procs) {
-				return
-			}
-			pid, pf := procs[j].pid, procs[j].f
-			for kind, m := range [...]map[uint64]FrameID{pf.user, pf.caller, pf.kernel} {
-				k := frameKey{PID: pid, Kernel: kind == 2, Caller: kind == 1}
-				for a, id := range m {
-					k.Addr = a
-					keys[id] = k
-				}
+	parallelItems(len(procs), min(runtime.GOMAXPROCS(0), 8, int(b.nFrames)>>14+1), func(j int) {
+		pid, pf := procs[j].pid, procs[j].f
+		for kind, m := range [...]map[uint64]FrameID{pf.user, pf.caller, pf.kernel} {
+			k := frameKey{PID: pid, Kernel: kind == 2, Caller: kind == 1}
+			for a, id := range m {
+				k.Addr = a
+				keys[id] = k
 			}
 		}
-	}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), 8, int(b.nFrames)>>14+1) - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+	})
 	return keys
 }

@@ -601,28 +601,37 @@ func (p *Profile) framesByProcess(frames []int32) []int32 {
 		groups[g] = int32(g)
 	}
 	slices.SortFunc(groups, func(a, b int32) int { return cmp.Compare(count[b], count[a]) })
-	var taken atomic.Int32
-	var wg sync.WaitGroup
-	sortGroups := func() {
-		for {
-			j := int(taken.Add(1)) - 1
-			if j >= len(groups) {
-				return
-			}
-			g := groups[j]
-			slices.SortFunc(byAddr[start[g]:next[g]], func(a, b frameAt) int { return cmp.Compare(a.at, b.at) })
-		}
-	}
-	for range min(runtime.GOMAXPROCS(0), 8, len(frames)>>12+1) - 1 {
-		wg.Go(sortGroups)
-	}
-	sortGroups()
-	wg.Wait()
+	parallelItems(len(groups), min(runtime.GOMAXPROCS(0), 8, len(frames)>>12+1), func(j int) {
+		g := groups[j]
+		slices.SortFunc(byAddr[start[g]:next[g]], func(a, b frameAt) int { return cmp.Compare(a.at, b.at) })
+	})
 	order := make([]int32, len(frames))
 	for j, f := range byAddr {
 		order[j] = f.i
 	}
 	return order
+}
+
+// parallelItems calls do(i) for every i below n, from up to workers
+// goroutines (the calling one among them), each taking the next i in
+// turn: for items of unequal sizes, such as processes.
+func parallelItems(n, workers int, do func(i int)) {
+	var taken atomic.Int32
+	work := func() {
+		for {
+			i := int(taken.Add(1)) - 1
+			if i >= n {
+				return
+			}
+			do(i)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 }
 
 // b2i returns 1 for true, else 0.
