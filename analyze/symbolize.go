@@ -244,6 +244,12 @@ func (p *Profile) CaptureSymbolizer() Chain {
 // "[unknown] 0xADDR". Their function is that name when
 // [Profile.Addresses] is set, else the one [UnnamedFunction] gives
 // all the unnamed addresses of their DSO. s may be nil.
+//
+// A frame stands for the same code in several processes (see [Frame]): s
+// is asked its process and address, and when it names neither, the other
+// processes' where the profile kept them (those of other recorders'
+// captures, or loaded with [LoadOptions.NoSymbolize]: see
+// [Profile.mergeSameCode]).
 func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
 
 // symbolize is Symbolize, telling prog (when set) how many frames of how
