@@ -247,9 +247,9 @@ func (p *Profile) CaptureSymbolizer() Chain {
 //
 // A frame stands for the same code in several processes (see [Frame]): s
 // is asked its process and address, and when it names neither, the other
-// processes' where the profile kept them (those of other recorders'
-// captures, or loaded with [LoadOptions.NoSymbolize]: see
-// [Profile.mergeSameCode]).
+// processes' where the profile kept them (captures without nsprof's
+// complete bundle, such as other recorders', and profiles loaded with
+// [LoadOptions.NoSymbolize]: see [Profile.mergeSameCode]).
 func (p *Profile) Symbolize(s Symbolizer) { p.symbolize(s, nil) }
 
 // symbolize is Symbolize, telling prog (when set) how many frames of how
