@@ -260,3 +260,69 @@ func TestSameCodeAfterExec(t *testing.T) {
 		t.Errorf("%d samples, want 8", len(p.Samples))
 	}
 }
+
+// TestMergeAlternates: frames at one code in two processes are one frame
+// either way; the other process's address is kept, for symbolizers that
+// know some processes only, unless the capture is nsprof's with its
+// bundle complete (its recorder named the code the same in every process)
+// and is named as it loads; a profile named later keeps it.
+func TestMergeAlternates(t *testing.T) {
+	capt := func(nsprofComplete bool) []byte {
+		var buf bytes.Buffer
+		w, err := capture.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var syms []capture.Symbol
+		for _, pid := range []int32{1, 2} {
+			h := capture.FrameHeader{PID: pid, Time: 1, CPU: -1}
+			w.WriteFrame(&capture.Process{FrameHeader: h, Cmdline: "p"})
+			base := uint64(pid) << 20 // a PIE file at two places
+			w.WriteFrame(&capture.Map{FrameHeader: h, Start: base, End: base + 0x1000, Filename: "/bin/a", BuildID: "aa"})
+			w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: 2, CPU: 0}, TID: pid, Addrs: []uint64{capture.ContextUser, base + 0x10}})
+			syms = append(syms, capture.Symbol{PID: pid, Begin: base, End: base + 0xff, Name: "f"})
+		}
+		if nsprofComplete {
+			if err := w.AddProcessInfo(capture.ProcessInfo{Kind: capture.KindProcess, Time: 1, PID: 1, Comm: "p"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddMetadata(3, capture.MetaSymbolsComplete, "1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := capture.EncodeSymbols(syms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddFileGzip(capture.FrameHeader{PID: -1, Time: 3}, capture.SymbolsFile, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		name           string
+		nsprofComplete bool
+		opts           LoadOptions
+		alts           int
+	}{
+		{"other recorder", false, LoadOptions{NoHostFiles: true}, 1},
+		{"nsprof, complete", true, LoadOptions{NoHostFiles: true}, 0},
+		{"nsprof, named later", true, LoadOptions{NoHostFiles: true, NoSymbolize: true}, 1},
+	} {
+		p, err := LoadBytes(capt(c.nsprofComplete), c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Frames) != 1 || len(p.Samples) != 2 {
+			t.Fatalf("%s: %d frames for %d samples, want 1 for 2", c.name, len(p.Frames), len(p.Samples))
+		}
+		if pids, addrs := p.alts.of(0); len(pids) != c.alts {
+			t.Errorf("%s: alternates %v at %#x, want %d", c.name, pids, addrs, c.alts)
+		} else if c.alts > 0 && (pids[0] != 2 || addrs[0] != 2<<20+0x10) {
+			t.Errorf("%s: alternate pid %d at %#x, want pid 2 at %#x", c.name, pids[0], addrs[0], 2<<20+0x10)
+		}
+	}
+}
