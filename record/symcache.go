@@ -32,7 +32,7 @@ const maxCachedAddrs = 1 << 20
 // its symbol table, and the frames of the addresses earlier recordings
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
-// to it; an entry of symbols without source lines (a stripped library)
+// to it (appended to its file where only addresses are added); an entry of symbols without source lines (a stripped library)
 // answers new addresses too, for a day after the file was read.
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
@@ -162,20 +162,33 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if next.Frames == nil {
 		next.Frames = make(map[uint64][]symbol.Frame)
 	}
+	hadLines := e != nil && !e.NoLines
 	next.Source, next.NoLines, next.LoadedAt = o.syms.Source(), !o.syms.HasLines(), time.Now().Unix()
 	next.Symbols = o.syms.Table().All()
+	covered := 0
 	if e != nil {
+		covered = len(e.Covered)
 		o.cacheWhole(next, fresh)
 	}
+	add := make(map[uint64][]symbol.Frame, len(fresh))
 	for va, fr := range fresh {
-		if len(next.Frames) >= maxCachedAddrs {
+		if len(next.Frames)+len(add) >= maxCachedAddrs {
 			break
 		}
 		if _, ok := next.FramesAt(va); !ok {
-			next.Frames[va] = symbolFrames(fr)
+			add[va] = symbolFrames(fr)
 		}
 	}
-	if err := c.Put(key, next); err != nil {
+	var err error
+	if hadLines && !next.NoLines && len(next.Covered) == covered {
+		// Only addresses added (a Go binary's): appended to the
+		// entry's file, not the entry written whole again.
+		err = c.AddFrames(key, next, add)
+	} else {
+		maps.Copy(next.Frames, add)
+		err = c.Put(key, next)
+	}
+	if err != nil {
 		logf("%s: %v", o.path, err)
 	}
 	return out, use

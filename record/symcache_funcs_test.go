@@ -198,7 +198,7 @@ func TestSymbolCacheWholeObject(t *testing.T) {
 // it (fewer than goRewriteMin): its line table answers them at the next
 // recording again, for less than writing the entry (its whole symbol
 // table) each time; the frames are those a bundle without the cache
-// gives. Many new addresses are added to it.
+// gives. Many new addresses are appended to it.
 func TestSymbolCacheGoFewNew(t *testing.T) {
 	path, id := testImage(t)
 	st, err := os.Stat(path)
@@ -214,6 +214,19 @@ func TestSymbolCacheGoFewNew(t *testing.T) {
 	}
 	defer c.Close()
 	run(c, funcOffsets(t, path, 3, "runtime.mallocgc"))
+	entry := func() os.FileInfo {
+		t.Helper()
+		ents, err := os.ReadDir(c.Dir())
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("cache directory: %v, %v; want one entry", ents, err)
+		}
+		st, err := os.Stat(filepath.Join(c.Dir(), ents[0].Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := entry()
 	few := funcOffsets(t, path, 1, "nsprof/record.overlaps")
 	many := funcOffsets(t, path, 1, "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle")
 	if len(few) >= goRewriteMin || len(many) < goRewriteMin {
@@ -236,7 +249,17 @@ func TestSymbolCacheGoFewNew(t *testing.T) {
 	if w := c.Stats().Written; w != 2 {
 		t.Errorf("%d entries written, want 2 (one for %d new addresses)", w, len(many))
 	}
-	if _, _, uses := run(c, many); uses != [3]int{cacheAll: 1} {
+	// Appended to the entry's file as a delta, not the file written
+	// anew with the symbol table.
+	if st := entry(); !os.SameFile(first, st) || st.Size() <= first.Size() {
+		t.Errorf("the entry was written whole again (%d bytes, then %d): want the new addresses appended", first.Size(), st.Size())
+	}
+	wantSyms, wantLines, _ = run(nil, many)
+	syms, lines, uses := run(c, many)
+	if uses != [3]int{cacheAll: 1} {
 		t.Errorf("many addresses again: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("bundle of the addresses appended differs from one without the cache")
 	}
 }
