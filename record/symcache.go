@@ -172,7 +172,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	}
 	add := make(map[uint64][]symbol.Frame, len(fresh))
 	for va, fr := range fresh {
-		if len(next.Frames)+len(add) >= maxCachedAddrs {
+		if next.NumAddrs()+len(add) >= maxCachedAddrs {
 			break
 		}
 		if _, ok := next.FramesAt(va); !ok {

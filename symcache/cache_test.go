@@ -65,8 +65,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.lazy == nil {
-		t.Error("Get decoded the runs and frame lists of the entry")
+	if got.lazy == nil || got.lazyFrames == nil {
+		t.Error("Get decoded the runs and frame lists, or the frames of addresses, of the entry")
 	}
 	if got.materialize(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Get = %+v, want %+v", got, want)
@@ -380,6 +380,9 @@ func TestDecodeRanges(t *testing.T) {
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
 	binary.LittleEndian.PutUint32(b[len(magic)+12:], crc32.Checksum(b[headerSize:], castagnoli()))
 	got, err := decode(testKey, b)
+	if err == nil {
+		got.materialize()
+	}
 	if err != nil || !reflect.DeepEqual(got, e) {
 		t.Errorf("version 1 entry: %v, %+v", err, got)
 	}
@@ -443,6 +446,7 @@ func fuzzSeeds() [][]byte {
 		encode(testKey, &Entry{}),
 		encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}),
 		encode(testKey, manyRuns(3*runBlockLen+5)),
+		encode(testKey, manyAddrs(3*addrBlockLen+1)),
 		withDeltas(encode(testKey, testEntry()), map[uint64][]symbol.Frame{
 			0x5000: {{Function: "late", File: "/src/c.c", Line: 3}},
 			0x5008: {},
@@ -550,6 +554,9 @@ func checkDecode(t *testing.T, b []byte) {
 	}
 	for _, c := range full.Covered {
 		vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
+	}
+	for va := range full.Frames {
+		vas = append(vas, va-1, va, va+1)
 	}
 	for _, va := range vas {
 		fr, ok := e.FramesAt(va)

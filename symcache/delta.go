@@ -52,52 +52,86 @@ type fileRef struct {
 
 // decodeDeltas merges into e the frames of the deltas in b, which starts
 // at byte off of the file and follows e's payload, of checksum
-// e.file.sum. An address e knows already keeps its frames. The first delta
+// e.file.sum. An address of an earlier delta keeps its frames. The first delta
 // that cannot be used (truncated, a checksum mismatch, appended to
 // another payload, a bad field) ends them: it is returned as an error
 // wrapping ErrCorrupt, the deltas before it merged.
-func decodeDeltas(key string, e *Entry, b []byte, off int) error {
+func decodeDeltas(e *Entry, b []byte, off int) error {
+	// Each delta checked first, then all of them decoded into Frames
+	// made to their size: grown delta by delta it was rehashed again
+	// and again.
+	var deltas []*lazyFrames
+	var err error
+	n := 0
 	for i := 0; len(b) > 0; i++ {
-		fail := func(format string, args ...any) error {
-			return fmt.Errorf("%w: delta %d at byte %d: %s", ErrCorrupt, i, off, fmt.Sprintf(format, args...))
+		var z *lazyFrames
+		var size int
+		if z, size, err = checkDelta(e.file.sum, b, off, i); err != nil {
+			break
 		}
-		if len(b) < deltaHeaderSize {
-			return fail("truncated: %d bytes of its %d-byte header", len(b), deltaHeaderSize)
-		}
-		if string(b[:len(deltaMagic)]) != deltaMagic {
-			return fail("no delta header")
-		}
-		n := binary.LittleEndian.Uint64(b[len(deltaMagic):])
-		sum := binary.LittleEndian.Uint32(b[len(deltaMagic)+8:])
-		if n > uint64(len(b)-deltaHeaderSize) {
-			return fail("truncated: payload of %d bytes, header says %d", len(b)-deltaHeaderSize, n)
-		}
-		p := b[deltaHeaderSize : deltaHeaderSize+int(n)]
-		if crc32.Checksum(p, castagnoli()) != sum {
-			return fail("checksum mismatch")
-		}
-		d := decoder{b: p, off: off + deltaHeaderSize}
-		if base := d.uvarint(); d.err == nil && base != uint64(e.file.sum) {
-			return fail("appended to another entry (of checksum %#x, not %#x)", base, e.file.sum)
-		}
-		table := d.table()
-		frames := d.addrFrames(table, nil)
-		if d.err == nil && len(d.b) != 0 {
-			d.fail("%d bytes after its last address", len(d.b))
-		}
-		if d.err != nil {
-			return fmt.Errorf("delta %d: %w", i, d.err)
-		}
-		for va, fr := range frames {
-			if _, ok := e.FramesAt(va); !ok {
-				e.Frames[va] = fr
-			}
-		}
+		deltas = append(deltas, z)
+		n += z.n
 		e.file.deltas++
-		e.file.deltaBytes += deltaHeaderSize + int(n)
-		b, off = b[deltaHeaderSize+int(n):], off+deltaHeaderSize+int(n)
+		e.file.deltaBytes += size
+		b, off = b[size:], off+size
 	}
-	return nil
+	if n > 0 {
+		frames := make(map[uint64][]symbol.Frame, len(e.Frames)+n)
+		for va, fr := range e.Frames {
+			frames[va] = fr
+		}
+		// Its addresses were new to the entry its writer read: no
+		// lookup of each in the entry's payload (of up to
+		// maxCachedAddrs addresses), which cost more than decoding
+		// them. One another recorder appended too keeps the frames
+		// of the first delta (of the same object: the same frames).
+		for _, z := range deltas {
+			z.all(func(va uint64, fr []symbol.Frame) {
+				if _, ok := frames[va]; !ok {
+					frames[va] = fr
+				}
+			})
+		}
+		e.Frames = frames
+	}
+	return err
+}
+
+// checkDelta checks delta i, at the start of b and at byte off of the
+// file, of an entry of payload checksum base, and returns its frames,
+// undecoded, and its size.
+func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: delta %d at byte %d: %s", ErrCorrupt, i, off, fmt.Sprintf(format, args...))
+	}
+	if len(b) < deltaHeaderSize {
+		return nil, 0, fail("truncated: %d bytes of its %d-byte header", len(b), deltaHeaderSize)
+	}
+	if string(b[:len(deltaMagic)]) != deltaMagic {
+		return nil, 0, fail("no delta header")
+	}
+	n := binary.LittleEndian.Uint64(b[len(deltaMagic):])
+	sum := binary.LittleEndian.Uint32(b[len(deltaMagic)+8:])
+	if n > uint64(len(b)-deltaHeaderSize) {
+		return nil, 0, fail("truncated: payload of %d bytes, header says %d", len(b)-deltaHeaderSize, n)
+	}
+	p := b[deltaHeaderSize : deltaHeaderSize+int(n)]
+	if crc32.Checksum(p, castagnoli()) != sum {
+		return nil, 0, fail("checksum mismatch")
+	}
+	d := decoder{b: p}
+	if got := d.uvarint(); d.err == nil && got != uint64(base) {
+		return nil, 0, fail("appended to another entry (of checksum %#x, not %#x)", got, base)
+	}
+	table := d.table()
+	z := checkAddrFrames(&d, p, table)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after its last address", len(d.b))
+	}
+	if d.err != nil {
+		return nil, 0, fmt.Errorf("delta %d at byte %d: %w", i, off, d.err)
+	}
+	return z, deltaHeaderSize + int(n), nil
 }
 
 // encodeDelta returns the delta adding frames to the entry of payload

@@ -45,6 +45,10 @@ type Entry struct {
 	runs  []Run
 	lists [][]symbol.Frame
 	lazy  *lazyRanges
+	// lazyFrames are the addresses of an entry read from the cache
+	// and their frames, undecoded (see lazyframes.go); Frames holds
+	// those added since.
+	lazyFrames *lazyFrames
 
 	// file is what the entry was read from or written as, for
 	// Cache.AddFrames.
@@ -62,7 +66,8 @@ type Run struct {
 }
 
 // FramesAt returns the frames e knows of the link-time address va: from
-// Frames, else from the run holding it (none when va is in a span of
+// Frames (or the addresses of an entry read, decoded as they are looked
+// up), else from the run holding it (none when va is in a span of
 // Covered outside every run). ok is false when e does not know. The
 // frames of one run's list are one slice, whatever address of the run
 // asked; they are not to be changed. FramesAt is not safe to call
@@ -70,6 +75,11 @@ type Run struct {
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
 		return fr, true
+	}
+	if e.lazyFrames != nil {
+		if fr, ok := e.lazyFrames.frames(va); ok {
+			return fr, true
+		}
 	}
 	if !e.IsCovered(va, va+1) {
 		return nil, false
@@ -219,7 +229,7 @@ func encode(key string, e *Entry) []byte {
 		body = binary.AppendUvarint(body, s.Size)
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
-	body = strs.appendAddrFrames(body, e.Frames)
+	body = strs.appendAddrFrames(body, e.allFrames())
 	// Covered, the frame lists, then the runs: each start as the
 	// distance from the end of the one before, then its length.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
@@ -387,10 +397,12 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
-	e.Frames = d.addrFrames(table, nil)
-	if d.err != nil {
+	if z := checkAddrFrames(&d, p, table); d.err != nil {
 		return nil, d.err
+	} else if z.n > 0 {
+		e.lazyFrames = z
 	}
+	e.Frames = make(map[uint64][]symbol.Frame)
 	if v >= 2 {
 		if err := decodeRanges(&d, e, p, table); err != nil {
 			return nil, err
@@ -404,7 +416,7 @@ func decode(key string, b []byte) (*Entry, error) {
 	}
 	if v >= 3 {
 		e.file = fileRef{payload: n, sum: sum}
-		if err := decodeDeltas(key, e, rest, headerSize+int(n)); err != nil {
+		if err := decodeDeltas(e, rest, headerSize+int(n)); err != nil {
 			e.file.bad = true
 			return e, err
 		}
@@ -440,6 +452,7 @@ func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map
 	if into == nil {
 		into = make(map[uint64][]symbol.Frame, nva)
 	}
+	var arena frameArena
 	var va uint64
 	for i := range nva {
 		delta := d.uvarint()
@@ -457,7 +470,7 @@ func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map
 		if d.err != nil {
 			return into
 		}
-		fr := make([]symbol.Frame, 0, nf)
+		fr := arena.alloc(nf)
 		for range nf {
 			f := symbol.Frame{Function: str(), File: str()}
 			line := d.uvarint()
