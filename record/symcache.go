@@ -379,7 +379,10 @@ func (o *symObj) untrusted() string {
 }
 
 // vaddrs returns the link-time addresses of the file offsets offs that
-// o's segments map.
+// o's segments map, sorted, each once: the bundle gives the offsets of
+// every process, and over a compile loop the compiler's 110 k were a few
+// thousand addresses, each looked up in its cache entry again for every
+// process that sampled it.
 func (o *symObj) vaddrs(offs []uint64) []uint64 {
 	vas := make([]uint64, 0, len(offs))
 	for _, off := range offs {
@@ -387,7 +390,8 @@ func (o *symObj) vaddrs(offs []uint64) []uint64 {
 			vas = append(vas, va)
 		}
 	}
-	return vas
+	slices.Sort(vas)
+	return slices.Compact(vas)
 }
 
 // frames returns the source frames of the link-time addresses vas, from
