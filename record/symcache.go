@@ -137,15 +137,6 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if key == "" {
 		return out, use
 	}
-	if e != nil && o.fewGoAddresses(fresh) {
-		// A Go binary's entry (its symbol table and the frames of its
-		// addresses) is not written again for a few new addresses: the
-		// next recording reads its line table for them again, in pages,
-		// for less than writing the entry at every recording (the
-		// recorder's own binary, sampled at a few hundred new addresses
-		// each time: 6 MB of a warm recording's peak).
-		return out, use
-	}
 	if why := o.untrusted(); why != "" {
 		// What a user could have written is not kept for the
 		// recordings of others: a file forging the build-id of a
@@ -192,24 +183,6 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		logf("%s: %v", o.path, err)
 	}
 	return out, use
-}
-
-// goRewriteMin is the fewest new addresses of a Go binary for which its
-// entry is written again (see fewGoAddresses).
-const goRewriteMin = 1024
-
-// fewGoAddresses reports whether the addresses of fresh are fewer than
-// goRewriteMin and all in o's Go line table.
-func (o *symObj) fewGoAddresses(fresh map[uint64][]capture.SourceFrame) bool {
-	if !o.syms.HasGoLineTable() || len(fresh) >= goRewriteMin {
-		return false
-	}
-	for va := range fresh {
-		if !o.syms.InGoLineTable(va) {
-			return false // DWARF (cgo's C, assembly) is dear to read again
-		}
-	}
-	return true
 }
 
 // Bounds on the runs of frames (symbol.FrameRange) an entry keeps.
