@@ -160,9 +160,17 @@ func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
 	ftabLen, pctabLen := src.Len()-l.FuncTab, src.Len()-l.PCTab
 	g := &goFuncs{text: text, nfunc: l.NFunc, quantum: l.Quantum, covered: func(uint64) bool { return false }, funcs: make(map[int]*goRecent)}
 	g.entries = make([]uint32, l.NFunc+1)
+	funcOffs := make([]uint32, l.NFunc)
 	for i := range g.entries {
 		g.entries[i] = le.Uint32(pairs[8*i:])
+		if i < l.NFunc {
+			funcOffs[i] = le.Uint32(pairs[8*i+4:])
+		}
 	}
+	// What is kept is copied as it is read from here on: the pages
+	// read are read into again, not made anew (8 MB of them at each
+	// load of the Go compiler's table).
+	src.ReusePages()
 	g.sp = make([]uint32, l.NFunc)
 	// A table shared by functions is kept once. The copies are bounded
 	// by the size of the pclntab, so a hostile table pointing every
@@ -172,7 +180,7 @@ func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
 	budget := src.Len()
 	for i := range l.NFunc {
 		entry, end := uint64(g.entries[i]), uint64(g.entries[i+1])
-		funcOff := uint64(le.Uint32(pairs[8*i+4:]))
+		funcOff := uint64(funcOffs[i])
 		if end <= entry || funcOff+20 > ftabLen {
 			continue
 		}
