@@ -93,7 +93,7 @@ func (r *recorder) writeSymbols() {
 	}
 	r.symbolized = n
 	if len(lines) > 0 {
-		if err := r.w.AddFileGzipLevel(h, capture.LinesFile, capture.EncodeLines(lines), gzip.BestSpeed); err != nil {
+		if err := r.w.AddLinesFile(h, lines, gzip.BestSpeed); err != nil {
 			if r.writeErr == nil {
 				r.writeErr = err
 			}
