@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"nsprof/symbol"
@@ -233,5 +234,44 @@ func TestAddFramesFileReplaced(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(victim); !slices.Equal(b, keep) {
 		t.Fatal("AddFrames wrote through a planted symbolic link")
+	}
+}
+
+// Recorders appending to one entry at once each append whole deltas: the
+// entry read after holds the frames of every delta, none rejected.
+func TestAddFramesConcurrent(t *testing.T) {
+	c := openTest(t, Options{})
+	big := manyAddrs(4000) // a payload the deltas stay under
+	if err := c.Put(testKey, big); err != nil {
+		t.Fatal(err)
+	}
+	const writers, rounds = 4, 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		e := getOK(t, c, testKey)
+		wg.Go(func() {
+			for r := range rounds {
+				va := uint64(0x900000 + 0x1000*w + 16*r)
+				if err := c.AddFrames(testKey, e, map[uint64][]symbol.Frame{va: {{Function: "f", File: "/src/f.c", Line: w*100 + r}}}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e, err := c.Get(testKey)
+	if err != nil || e == nil {
+		t.Fatalf("Get after concurrent appends = %v, %v", e, err)
+	}
+	if e.file.deltas != writers*rounds {
+		t.Errorf("%d deltas read, want %d", e.file.deltas, writers*rounds)
+	}
+	for w := range writers {
+		for r := range rounds {
+			va := uint64(0x900000 + 0x1000*w + 16*r)
+			if fr, ok := e.FramesAt(va); !ok || len(fr) != 1 || fr[0].Line != w*100+r {
+				t.Errorf("FramesAt(%#x) = %v, %v", va, fr, ok)
+			}
+		}
 	}
 }
