@@ -151,6 +151,8 @@ func TestFilesReassembly(t *testing.T) {
 	h := FrameHeader{PID: -1, CPU: -1}
 	w.AddFileBytes(h, "/big", big)
 	w.AddFileBytes(h, "/empty", nil)
+	exact := big[:2*fileChunkSize] // two chunks, the last full
+	w.AddFileBytes(h, "/exact", exact)
 	w.AddFileGzip(h, "/proc/mounts", []byte("proc /proc proc rw 0 0\n"))
 	w.WriteFrame(&FileChunk{FrameHeader: h, Path: "/partial", Data: []byte("no end")})
 	w.Close()
@@ -165,6 +167,9 @@ func TestFilesReassembly(t *testing.T) {
 	if got, _ := fs.Lookup("/big"); !bytes.Equal(got, big) {
 		t.Errorf("/big: %d bytes, want %d", len(got), len(big))
 	}
+	if got, _ := fs.Lookup("/exact"); !bytes.Equal(got, exact) {
+		t.Errorf("/exact: %d bytes, want %d", len(got), len(exact))
+	}
 	if got, err := fs.Lookup("/empty"); err != nil || len(got) != 0 {
 		t.Errorf("/empty: %q %v", got, err)
 	}
@@ -175,7 +180,7 @@ func TestFilesReassembly(t *testing.T) {
 		t.Error("missing file found")
 	}
 	list := fs.List()
-	want := []string{"/big", "/empty", "/partial", "/proc/mounts.gz"}
+	want := []string{"/big", "/empty", "/exact", "/partial", "/proc/mounts.gz"}
 	for i, e := range list {
 		if e.Path != want[i] {
 			t.Fatalf("list %v, want %v", list, want)

@@ -138,9 +138,18 @@ func (w *Writer) AddFile(h FrameHeader, path string, r io.Reader) error {
 	}
 }
 
-// AddFileBytes embeds data at path; see [Writer.AddFile].
+// AddFileBytes embeds data at path; see [Writer.AddFile]. The chunks are
+// written from data itself: through AddFile's two chunk buffers, the
+// mountinfo embedded for each process of a compile loop made 32 KB.
 func (w *Writer) AddFileBytes(h FrameHeader, path string, data []byte) error {
-	return w.AddFile(h, path, bytes.NewReader(data))
+	for {
+		n := min(len(data), fileChunkSize)
+		last := n == len(data)
+		if err := w.writeFileChunk(&FileChunk{FrameHeader: h, Path: path, Data: data[:n], IsLast: last}); err != nil || last {
+			return err
+		}
+		data = data[n:]
+	}
 }
 
 // AddFileGzip embeds data gzip-compressed at path+".gz", as Sysprof 45+

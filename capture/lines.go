@@ -106,6 +106,22 @@ type AddrLines struct {
 // binaries would otherwise write each chain once per process.
 func EncodeLines(recs []AddrLines) []byte {
 	var b bytes.Buffer
+	writeLines(&b, recs)
+	return b.Bytes()
+}
+
+// linesWriter is what writeLines writes to: a bytes.Buffer, or a
+// bufio.Writer in front of a compressor.
+type linesWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+// writeLines writes the contents of a LinesFile of recs (see
+// EncodeLines) to b; what it returns is b's first error (those of a
+// bytes.Buffer are none).
+func writeLines(b linesWriter, recs []AddrLines) error {
 	head := linesMagicV2
 	for i := range recs {
 		if recs[i].Object != "" {
@@ -151,9 +167,11 @@ func EncodeLines(recs []AddrLines) []byte {
 			b.WriteByte('\t')
 			b.WriteString(strconv.Itoa(max(f.Line, 0)))
 		}
-		b.WriteByte('\n')
+		if err := b.WriteByte('\n'); err != nil {
+			return err
+		}
 	}
-	return b.Bytes()
+	return nil
 }
 
 // LineTable answers which source frames a process's address, or a file's
@@ -695,4 +713,27 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// AddLinesFile embeds the LinesFile of recs gzip-compressed at level, as
+// AddFileGzipLevel(h, LinesFile, EncodeLines(recs), level) does, without
+// the file held uncompressed: the 8 MB of a compile loop's source lines,
+// grown by doubling, were some 16 MB allocated as a recording ended.
+func (w *Writer) AddLinesFile(h FrameHeader, recs []AddrLines, level int) error {
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, level)
+	if err != nil {
+		return fmt.Errorf("embedded file %s: %w", LinesFile, err)
+	}
+	bw := bufio.NewWriterSize(zw, 64<<10)
+	if err := writeLines(bw, recs); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return w.AddFile(h, LinesFile+".gz", &b)
 }

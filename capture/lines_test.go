@@ -294,3 +294,36 @@ func TestLinesFieldParsers(t *testing.T) {
 		}
 	}
 }
+
+// AddLinesFile embeds, compressed, the bytes EncodeLines gives, found
+// under LinesFile as AddFileGzipLevel's are.
+func TestAddLinesFile(t *testing.T) {
+	shared := []SourceFrame{{"inl\tleaf", "/src/a.c", 26}, {"outer", "/src/a.c", 38}}
+	var recs []AddrLines
+	for pid := int32(100); pid < 3000; pid++ { // more than a buffer's worth
+		recs = append(recs, AddrLines{PID: pid, Addr: 0x401020, Frames: shared},
+			AddrLines{PID: pid, Addr: uint64(0x402000 + pid), Frames: []SourceFrame{{fmt.Sprint("f", pid), "/src/b.c", int(pid)}}})
+	}
+	recs = append(recs, AddrLines{Object: "ABCDEF0123", Addr: 0x1010, Frames: shared})
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddLinesFile(FrameHeader{CPU: -1, PID: -1}, recs, 1); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ReadFiles(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fs.Lookup(LinesFile)
+	if want := EncodeLines(recs); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("embedded lines file: %d bytes, %v; want EncodeLines' %d", len(got), err, len(want))
+	}
+}

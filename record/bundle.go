@@ -93,7 +93,7 @@ func (r *recorder) writeSymbols() {
 	}
 	r.symbolized = n
 	if len(lines) > 0 {
-		if err := r.w.AddFileGzipLevel(h, capture.LinesFile, capture.EncodeLines(lines), gzip.BestSpeed); err != nil {
+		if err := r.w.AddLinesFile(h, lines, gzip.BestSpeed); err != nil {
 			if r.writeErr == nil {
 				r.writeErr = err
 			}
@@ -183,11 +183,12 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	}
 	frames := s.resolveObjects(objs, hit, prog, logf)
 
-	type fileOffset struct {
-		id  string
-		off uint64
-	}
-	byFile := make(map[fileOffset]bool)
+	// The file offsets whose lines are described, by build-id: a map
+	// per file, the last one used kept at hand (keyed by build-id and
+	// offset together, each lookup hashed the build-id).
+	byFile := make(map[string]map[uint64]bool)
+	var curID string
+	var cur map[uint64]bool
 	var fileLines []capture.AddrLines
 	var kern kernelTable
 	kernTried := false
@@ -247,15 +248,28 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				if g.flags[ai]&packLine == 0 {
 					continue
 				}
-				if fr := frames[o][va]; len(fr) > 0 {
-					if m.id == "" {
+				if m.id == "" {
+					if fr := frames[o][va]; len(fr) > 0 {
 						lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
-					} else if k := (fileOffset{m.id, a - m.start + m.off}); !byFile[k] {
-						// Described once for every process mapping
-						// the file, which its MAP frames name by
-						// build-id.
-						byFile[k] = true
-						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: k.off, Frames: fr})
+					}
+					continue
+				}
+				// Described once for every process mapping the
+				// file, which its MAP frames name by build-id: the
+				// offset is looked up first, the frames (of a map
+				// of the compiler's tens of thousands of
+				// addresses, missing the caches) only once.
+				if cur == nil || m.id != curID {
+					curID, cur = m.id, byFile[m.id]
+					if cur == nil {
+						cur = make(map[uint64]bool)
+						byFile[m.id] = cur
+					}
+				}
+				if off := a - m.start + m.off; !cur[off] {
+					if fr := frames[o][va]; len(fr) > 0 {
+						cur[off] = true
+						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: off, Frames: fr})
 					}
 				}
 			}

@@ -62,14 +62,14 @@ func (l *leafCallers) complete(s *perf.Sample, addrs []uint64) []uint64 {
 		start, loading := time.Now(), l.u.loading
 		defer func() { l.spent += leafTimed * (time.Since(start) - (l.u.loading - loading)) }()
 	}
-	ip, callers, ok := l.callers(s)
-	if !ok || addrs[user+1] != ip {
-		l.unknown++
-		return addrs
-	}
 	var next uint64 // the walk's first return address
 	if user+2 < len(addrs) {
 		next = addrs[user+2]
+	}
+	ip, callers, ok := l.callers(s, next)
+	if !ok || addrs[user+1] != ip {
+		l.unknown++
+		return addrs
 	}
 	if callers[0] == next {
 		l.agreed++
@@ -130,8 +130,12 @@ const leafSteps = 4
 
 // callers unwinds up to leafSteps frames from the sample's user
 // registers and stack copy: the user IP and the return addresses found,
-// at least one.
-func (l *leafCallers) callers(s *perf.Sample) (ip uint64, callers []uint64, ok bool) {
+// at least one. It stops at next, the walk's first return address (0 for
+// none): complete needs no frame past it, and each step costs a table
+// lookup (over a Go compile loop most samples agree with the walk at the
+// first step or the second, and the steps past them were half of the
+// recorder's unwinding).
+func (l *leafCallers) callers(s *perf.Sample, next uint64) (ip uint64, callers []uint64, ok bool) {
 	u := l.u
 	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
 	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
@@ -140,7 +144,7 @@ func (l *leafCallers) callers(s *perf.Sample) (ip uint64, callers []uint64, ok b
 		return 0, nil, false
 	}
 	u.mapper.use(int(s.PID))
-	l.step, _ = unwind.Unwind(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, leafSteps+1)
+	l.step, _ = unwind.UnwindTo(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, leafSteps+1, next)
 	if len(l.step) < 2 {
 		return ip, nil, false
 	}

@@ -32,7 +32,7 @@ const maxCachedAddrs = 1 << 20
 // its symbol table, and the frames of the addresses earlier recordings
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
-// to it; an entry of symbols without source lines (a stripped library)
+// to it (appended to its file where only addresses are added); an entry of symbols without source lines (a stripped library)
 // answers new addresses too, for a day after the file was read.
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
@@ -137,15 +137,6 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if key == "" {
 		return out, use
 	}
-	if e != nil && o.fewGoAddresses(fresh) {
-		// A Go binary's entry (its symbol table and the frames of its
-		// addresses) is not written again for a few new addresses: the
-		// next recording reads its line table for them again, in pages,
-		// for less than writing the entry at every recording (the
-		// recorder's own binary, sampled at a few hundred new addresses
-		// each time: 6 MB of a warm recording's peak).
-		return out, use
-	}
 	if why := o.untrusted(); why != "" {
 		// What a user could have written is not kept for the
 		// recordings of others: a file forging the build-id of a
@@ -162,41 +153,36 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if next.Frames == nil {
 		next.Frames = make(map[uint64][]symbol.Frame)
 	}
+	hadLines := e != nil && !e.NoLines
 	next.Source, next.NoLines, next.LoadedAt = o.syms.Source(), !o.syms.HasLines(), time.Now().Unix()
 	next.Symbols = o.syms.Table().All()
+	covered := 0
 	if e != nil {
+		covered = len(e.Covered)
 		o.cacheWhole(next, fresh)
 	}
+	add := make(map[uint64][]symbol.Frame, len(fresh))
 	for va, fr := range fresh {
-		if len(next.Frames) >= maxCachedAddrs {
+		if next.NumAddrs()+len(add) >= maxCachedAddrs {
 			break
 		}
 		if _, ok := next.FramesAt(va); !ok {
-			next.Frames[va] = symbolFrames(fr)
+			add[va] = symbolFrames(fr)
 		}
 	}
-	if err := c.Put(key, next); err != nil {
+	var err error
+	if hadLines && !next.NoLines && len(next.Covered) == covered {
+		// Only addresses added (a Go binary's): appended to the
+		// entry's file, not the entry written whole again.
+		err = c.AddFrames(key, next, add)
+	} else {
+		maps.Copy(next.Frames, add)
+		err = c.Put(key, next)
+	}
+	if err != nil {
 		logf("%s: %v", o.path, err)
 	}
 	return out, use
-}
-
-// goRewriteMin is the fewest new addresses of a Go binary for which its
-// entry is written again (see fewGoAddresses).
-const goRewriteMin = 1024
-
-// fewGoAddresses reports whether the addresses of fresh are fewer than
-// goRewriteMin and all in o's Go line table.
-func (o *symObj) fewGoAddresses(fresh map[uint64][]capture.SourceFrame) bool {
-	if !o.syms.HasGoLineTable() || len(fresh) >= goRewriteMin {
-		return false
-	}
-	for va := range fresh {
-		if !o.syms.InGoLineTable(va) {
-			return false // DWARF (cgo's C, assembly) is dear to read again
-		}
-	}
-	return true
 }
 
 // Bounds on the runs of frames (symbol.FrameRange) an entry keeps.
@@ -366,7 +352,10 @@ func (o *symObj) untrusted() string {
 }
 
 // vaddrs returns the link-time addresses of the file offsets offs that
-// o's segments map.
+// o's segments map, sorted, each once: the bundle gives the offsets of
+// every process, and over a compile loop the compiler's 110 k were a few
+// thousand addresses, each looked up in its cache entry again for every
+// process that sampled it.
 func (o *symObj) vaddrs(offs []uint64) []uint64 {
 	vas := make([]uint64, 0, len(offs))
 	for _, off := range offs {
@@ -374,7 +363,8 @@ func (o *symObj) vaddrs(offs []uint64) []uint64 {
 			vas = append(vas, va)
 		}
 	}
-	return vas
+	slices.Sort(vas)
+	return slices.Compact(vas)
 }
 
 // frames returns the source frames of the link-time addresses vas, from

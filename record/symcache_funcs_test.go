@@ -194,12 +194,11 @@ func TestSymbolCacheWholeObject(t *testing.T) {
 	}
 }
 
-// A Go binary's entry is not written again for a few addresses new to
-// it (fewer than goRewriteMin): its line table answers them at the next
-// recording again, for less than writing the entry (its whole symbol
-// table) each time; the frames are those a bundle without the cache
-// gives. Many new addresses are added to it.
-func TestSymbolCacheGoFewNew(t *testing.T) {
+// Addresses new to a Go binary's entry, however few, are appended to its
+// file as a delta (the entry is not written whole again: its symbol
+// table and every address before), and the next bundle of them reads
+// them from the cache, with the frames a bundle without it gives.
+func TestSymbolCacheGoNewAppended(t *testing.T) {
 	path, id := testImage(t)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -214,29 +213,40 @@ func TestSymbolCacheGoFewNew(t *testing.T) {
 	}
 	defer c.Close()
 	run(c, funcOffsets(t, path, 3, "runtime.mallocgc"))
+	entry := func() os.FileInfo {
+		t.Helper()
+		ents, err := os.ReadDir(c.Dir())
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("cache directory: %v, %v; want one entry", ents, err)
+		}
+		st, err := os.Stat(filepath.Join(c.Dir(), ents[0].Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := entry()
 	few := funcOffsets(t, path, 1, "nsprof/record.overlaps")
 	many := funcOffsets(t, path, 1, "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle")
-	if len(few) >= goRewriteMin || len(many) < goRewriteMin {
-		t.Fatalf("%d and %d offsets: the test needs fewer and more than %d", len(few), len(many), goRewriteMin)
-	}
-	wantSyms, wantLines, _ := run(nil, few)
-	for i := range 2 {
-		syms, lines, uses := run(c, few)
-		if uses != [3]int{cachePart: 1} {
-			t.Errorf("bundle %d of a few new addresses: uses %v, want the file read", i+1, uses)
+	for i, offs := range [][]uint64{few, many} {
+		wantSyms, wantLines, _ := run(nil, offs)
+		if _, _, uses := run(c, offs); uses != [3]int{cachePart: 1} {
+			t.Errorf("bundle of %d new addresses: uses %v, want the file read", len(offs), uses)
+		}
+		if w := c.Stats().Written; w != i+2 {
+			t.Errorf("%d entries written, want %d (one for %d new addresses)", w, i+2, len(offs))
+		}
+		// Appended to the entry's file as a delta, not the file
+		// written anew with the symbol table.
+		if st := entry(); !os.SameFile(first, st) || st.Size() <= first.Size() {
+			t.Errorf("the entry was written whole again (%d bytes, then %d): want the new addresses appended", first.Size(), st.Size())
+		}
+		syms, lines, uses := run(c, offs)
+		if uses != [3]int{cacheAll: 1} {
+			t.Errorf("%d addresses again: uses %v, want all from the cache", len(offs), uses)
 		}
 		if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
-			t.Errorf("bundle %d of a few new addresses differs from one without the cache", i+1)
+			t.Errorf("bundle of the %d addresses appended differs from one without the cache", len(offs))
 		}
-	}
-	if w := c.Stats().Written; w != 1 {
-		t.Errorf("%d entries written, want 1 (none for a few new addresses)", w)
-	}
-	run(c, many)
-	if w := c.Stats().Written; w != 2 {
-		t.Errorf("%d entries written, want 2 (one for %d new addresses)", w, len(many))
-	}
-	if _, _, uses := run(c, many); uses != [3]int{cacheAll: 1} {
-		t.Errorf("many addresses again: uses %v, want all from the cache", uses)
 	}
 }

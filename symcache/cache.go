@@ -3,6 +3,7 @@ package symcache
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -190,8 +191,10 @@ func Key(gnuBuildID, goBuildID []byte) string {
 // Get returns the entry of key, nil when there is none. An entry that
 // cannot be used (corrupt, truncated, not a regular file of the user's,
 // too large) is counted in Stats.Corrupt and returned as an error wrapping
-// ErrCorrupt; the caller goes on without it. Get marks the entry used, for
-// Trim.
+// ErrCorrupt; the caller goes on without it. An entry whose own payload
+// is sound but one of whose deltas (see AddFrames) is not is returned
+// without that delta and those after it, with such an error too, and
+// written again without them. Get marks the entry used, for Trim.
 func (c *Cache) Get(key string) (*Entry, error) {
 	b, err := c.readFile(key)
 	if b == nil || err != nil {
@@ -200,7 +203,15 @@ func (c *Cache) Get(key string) (*Entry, error) {
 	e, err := decode(key, b)
 	if err != nil {
 		c.corrupt.Add(1)
-		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+		err = fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+		if e == nil {
+			return nil, err
+		}
+		// A delta that cannot be used: the entry is written again
+		// without it, for the deltas of later recordings to follow.
+		c.put(key, e)
+		c.used(key)
+		return e, err
 	}
 	c.used(key)
 	return e, nil
@@ -311,7 +322,11 @@ func (c *Cache) put(key string, e *Entry) error {
 	if len(b) > MaxEntrySize {
 		return fmt.Errorf("entry %s of %d bytes is larger than %d", key, len(b), MaxEntrySize)
 	}
-	return c.writeFile(key, b)
+	if err := c.writeFile(key, b); err != nil {
+		return err
+	}
+	e.file = fileRef{payload: uint64(len(b) - headerSize), sum: binary.LittleEndian.Uint32(b[headerSize-4:])}
+	return nil
 }
 
 // writeFile writes b as the file key: into a new file of the directory

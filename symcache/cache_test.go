@@ -65,8 +65,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.lazy == nil {
-		t.Error("Get decoded the runs and frame lists of the entry")
+	if got.lazy == nil || got.lazyFrames == nil {
+		t.Error("Get decoded the runs and frame lists, or the frames of addresses, of the entry")
 	}
 	if got.materialize(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Get = %+v, want %+v", got, want)
@@ -380,6 +380,9 @@ func TestDecodeRanges(t *testing.T) {
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
 	binary.LittleEndian.PutUint32(b[len(magic)+12:], crc32.Checksum(b[headerSize:], castagnoli()))
 	got, err := decode(testKey, b)
+	if err == nil {
+		got.materialize()
+	}
 	if err != nil || !reflect.DeepEqual(got, e) {
 		t.Errorf("version 1 entry: %v, %+v", err, got)
 	}
@@ -443,7 +446,23 @@ func fuzzSeeds() [][]byte {
 		encode(testKey, &Entry{}),
 		encode(testKey, &Entry{Source: "dynsym", NoLines: true, Symbols: []symbol.Symbol{{Name: "f", Addr: 1, Size: 2}}}),
 		encode(testKey, manyRuns(3*runBlockLen+5)),
+		encode(testKey, manyAddrs(3*addrBlockLen+1)),
+		withDeltas(encode(testKey, testEntry()), map[uint64][]symbol.Frame{
+			0x5000: {{Function: "late", File: "/src/c.c", Line: 3}},
+			0x5008: {},
+			0x1030: {{Function: "other", File: "/src/a.c", Line: 1}}, // known: kept as it was
+		}, map[uint64][]symbol.Frame{0x6000: {{Function: "later", File: "/src/c.c", Line: 9}, {Function: "late", File: "/src/c.c", Line: 4}}}),
 	}
+}
+
+// withDeltas returns the entry file b with a delta of each of deltas
+// appended.
+func withDeltas(b []byte, deltas ...map[uint64][]symbol.Frame) []byte {
+	sum := binary.LittleEndian.Uint32(b[headerSize-4:])
+	for _, d := range deltas {
+		b = append(b, encodeDelta(sum, d)...)
+	}
+	return b
 }
 
 func FuzzDecode(f *testing.F) {
@@ -452,6 +471,33 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(magic))
 	f.Fuzz(checkDecode)
+}
+
+// FuzzDecodeDeltas fuzzes what follows a sound entry's payload: the
+// deltas later recordings appended, and whatever else may lie there.
+func FuzzDecodeDeltas(f *testing.F) {
+	base := encode(testKey, testEntry())
+	f.Add([]byte(nil))
+	f.Add(withDeltas(base, map[uint64][]symbol.Frame{0x5000: {{Function: "f", File: "g", Line: 1}}})[len(base):])
+	f.Add(withDeltas(base, map[uint64][]symbol.Frame{0x5000: {}}, map[uint64][]symbol.Frame{0x7000: {{Function: "h"}}})[len(base):])
+	f.Add([]byte(deltaMagic))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		checkDecode(t, append(slices.Clip(base), tail...))
+	})
+}
+
+// FuzzDecodeDeltaPayload fuzzes a delta's payload under a matching
+// header, as FuzzDecodePayload does an entry's.
+func FuzzDecodeDeltaPayload(f *testing.F) {
+	base := encode(testKey, testEntry())
+	sum := binary.LittleEndian.Uint32(base[headerSize-4:])
+	f.Add(encodeDelta(sum, map[uint64][]symbol.Frame{0x5000: {{Function: "f", File: "g", Line: 1}}, 0x5001: {}})[deltaHeaderSize:])
+	f.Fuzz(func(t *testing.T, p []byte) {
+		b := append(slices.Clip(base), deltaMagic...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(p)))
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, castagnoli()))
+		checkDecode(t, append(b, p...))
+	})
 }
 
 // FuzzDecodePayload fuzzes what follows an entry's header, the header
@@ -480,14 +526,20 @@ func checkDecode(t *testing.T, b []byte) {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("error %v does not wrap ErrCorrupt", err)
 		}
-		return
+		if e == nil {
+			return
+		}
+		// A bad delta: the entry without it is checked as any.
+		if !e.file.bad {
+			t.Fatalf("entry returned with error %v not marked bad", err)
+		}
 	}
 	if symbol.NewTable(e.Symbols).Len() != len(e.Symbols) {
 		t.Fatal("decoded symbols are not a table")
 	}
-	full, err := decode(testKey, b)
-	if err != nil {
-		t.Fatalf("decoded once, not twice: %v", err)
+	full, err2 := decode(testKey, b)
+	if (err2 == nil) != (err == nil) || full == nil {
+		t.Fatalf("decoded once with %v, then with %v", err, err2)
 	}
 	full.materialize()
 	// The entry as read (its runs and lists undecoded) answers
@@ -502,6 +554,9 @@ func checkDecode(t *testing.T, b []byte) {
 	}
 	for _, c := range full.Covered {
 		vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
+	}
+	for va := range full.Frames {
+		vas = append(vas, va-1, va, va+1)
 	}
 	for _, va := range vas {
 		fr, ok := e.FramesAt(va)
@@ -519,6 +574,7 @@ func checkDecode(t *testing.T, b []byte) {
 	e2, err := decode(testKey, enc)
 	if err == nil {
 		e2.materialize()
+		e2.file, full.file = fileRef{}, fileRef{}
 	}
 	if err != nil || !reflect.DeepEqual(full, e2) {
 		t.Fatalf("re-encoded entry: %v, %+v != %+v", err, e2, full)

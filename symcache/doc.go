@@ -14,6 +14,9 @@
 // a corrupt or planted entry is ignored (and counted), never trusted. An
 // entry's runs of frames, checked whole when it is read, are decoded only
 // as addresses are looked up in them: a recording looks up a few
-// thousand of libc's 137 k. The directory's total size is bounded; the
-// entries least recently used are removed first.
+// thousand of libc's 137 k. Frames of addresses added to an entry read
+// from the cache are appended to its file as a delta (AddFrames), merged
+// as it is read, until the deltas outweigh the entry and it is written
+// whole again. The directory's total size is bounded; the entries least
+// recently used are removed first.
 package symcache

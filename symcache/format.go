@@ -45,6 +45,14 @@ type Entry struct {
 	runs  []Run
 	lists [][]symbol.Frame
 	lazy  *lazyRanges
+	// lazyFrames are the addresses of an entry read from the cache
+	// and their frames, undecoded (see lazyframes.go); Frames holds
+	// those added since.
+	lazyFrames *lazyFrames
+
+	// file is what the entry was read from or written as, for
+	// Cache.AddFrames.
+	file fileRef
 }
 
 // Span is a range of addresses, [Lo, Hi).
@@ -58,7 +66,8 @@ type Run struct {
 }
 
 // FramesAt returns the frames e knows of the link-time address va: from
-// Frames, else from the run holding it (none when va is in a span of
+// Frames (or the addresses of an entry read, decoded as they are looked
+// up), else from the run holding it (none when va is in a span of
 // Covered outside every run). ok is false when e does not know. The
 // frames of one run's list are one slice, whatever address of the run
 // asked; they are not to be changed. FramesAt is not safe to call
@@ -66,6 +75,11 @@ type Run struct {
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
 		return fr, true
+	}
+	if e.lazyFrames != nil {
+		if fr, ok := e.lazyFrames.frames(va); ok {
+			return fr, true
+		}
 	}
 	if !e.IsCovered(va, va+1) {
 		return nil, false
@@ -169,10 +183,11 @@ func mergeSorted[T any](a, b []T, key func(T) uint64) []T {
 }
 
 // magic starts every entry file; version is the format's. Version 1,
-// without Covered and Ranges, is still read.
+// without Covered and Ranges, and version 2, without deltas after the
+// payload (see delta.go), are still read.
 const (
 	magic   = "nsprofSC"
-	version = 2
+	version = 3
 )
 
 // flagNoLines marks an Entry.NoLines.
@@ -200,28 +215,7 @@ var ErrCorrupt = errors.New("corrupt symbol cache entry")
 
 // encode returns the file contents of e for the object of build-id key.
 func encode(key string, e *Entry) []byte {
-	strs := make(map[string]uint64)
-	var table []string
-	intern := func(s string) uint64 {
-		i, ok := strs[s]
-		if !ok {
-			i = uint64(len(table))
-			strs[s] = i
-			table = append(table, s)
-		}
-		return i
-	}
-	// A list of frames: their count, then each one's function, file
-	// (indexes of the string table) and line.
-	appendFrames := func(body []byte, fr []symbol.Frame) []byte {
-		body = binary.AppendUvarint(body, uint64(len(fr)))
-		for _, f := range fr {
-			body = binary.AppendUvarint(body, intern(f.Function))
-			body = binary.AppendUvarint(body, intern(f.File))
-			body = binary.AppendUvarint(body, uint64(f.Line))
-		}
-		return body
-	}
+	var strs stringTable
 	var body []byte
 	var prev uint64
 	body = binary.AppendUvarint(body, uint64(len(e.Symbols)))
@@ -235,23 +229,7 @@ func encode(key string, e *Entry) []byte {
 		body = binary.AppendUvarint(body, s.Size)
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
-	vas := make([]uint64, 0, len(e.Frames))
-	for va := range e.Frames {
-		vas = append(vas, va)
-	}
-	slices.Sort(vas)
-	body = binary.AppendUvarint(body, uint64(len(vas)))
-	prev = 0
-	for i, va := range vas {
-		d := va - prev
-		if i == 0 {
-			d = va
-		}
-		prev = va
-		fr := e.Frames[va]
-		body = binary.AppendUvarint(body, d)
-		body = appendFrames(body, fr)
-	}
+	body = strs.appendAddrFrames(body, e.allFrames())
 	// Covered, the frame lists, then the runs: each start as the
 	// distance from the end of the one before, then its length.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
@@ -263,7 +241,7 @@ func encode(key string, e *Entry) []byte {
 	}
 	body = binary.AppendUvarint(body, uint64(e.NumFrameLists()))
 	for fr := range e.allLists() {
-		body = appendFrames(body, fr)
+		body = strs.appendFrames(body, fr)
 	}
 	body = binary.AppendUvarint(body, uint64(e.NumRuns()))
 	prev = 0
@@ -282,10 +260,7 @@ func encode(key string, e *Entry) []byte {
 	}
 	p = binary.AppendUvarint(p, flags)
 	p = binary.AppendUvarint(p, uint64(e.LoadedAt))
-	p = binary.AppendUvarint(p, uint64(len(table)))
-	for _, s := range table {
-		p = appendString(p, s)
-	}
+	p = strs.appendTable(p)
 	p = append(p, body...)
 
 	out := make([]byte, 0, headerSize+len(p))
@@ -296,6 +271,66 @@ func encode(key string, e *Entry) []byte {
 	return append(out, p...)
 }
 
+// stringTable numbers the strings of an encoding (function and file
+// names), each kept once.
+type stringTable struct {
+	index map[string]uint64
+	strs  []string
+}
+
+func (t *stringTable) intern(s string) uint64 {
+	i, ok := t.index[s]
+	if !ok {
+		if t.index == nil {
+			t.index = make(map[string]uint64)
+		}
+		i = uint64(len(t.strs))
+		t.index[s] = i
+		t.strs = append(t.strs, s)
+	}
+	return i
+}
+
+// appendFrames appends a list of frames: their count, then each one's
+// function, file (indexes of the string table) and line.
+func (t *stringTable) appendFrames(b []byte, fr []symbol.Frame) []byte {
+	b = binary.AppendUvarint(b, uint64(len(fr)))
+	for _, f := range fr {
+		b = binary.AppendUvarint(b, t.intern(f.Function))
+		b = binary.AppendUvarint(b, t.intern(f.File))
+		b = binary.AppendUvarint(b, uint64(f.Line))
+	}
+	return b
+}
+
+// appendAddrFrames appends the frames of addresses: their count, then
+// for each address in order its distance from the one before and its
+// frames.
+func (t *stringTable) appendAddrFrames(b []byte, frames map[uint64][]symbol.Frame) []byte {
+	vas := make([]uint64, 0, len(frames))
+	for va := range frames {
+		vas = append(vas, va)
+	}
+	slices.Sort(vas)
+	b = binary.AppendUvarint(b, uint64(len(vas)))
+	prev := uint64(0)
+	for _, va := range vas {
+		b = binary.AppendUvarint(b, va-prev)
+		prev = va
+		b = t.appendFrames(b, frames[va])
+	}
+	return b
+}
+
+// appendTable appends the strings: their count, then each one.
+func (t *stringTable) appendTable(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(t.strs)))
+	for _, s := range t.strs {
+		b = appendString(b, s)
+	}
+	return b
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -303,7 +338,9 @@ func appendString(b []byte, s string) []byte {
 
 // decode parses the file contents b of the entry of build-id key. Every
 // count and length is checked against what is left of b, so that a hostile
-// entry costs no more memory than its size.
+// entry costs no more memory than its size. A delta after the payload
+// that cannot be used (see decodeDeltas) is returned as an error with the
+// entry, without it and the deltas after it; any other error with none.
 func decode(key string, b []byte) (*Entry, error) {
 	if len(b) < headerSize || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
@@ -314,15 +351,16 @@ func decode(key string, b []byte) (*Entry, error) {
 	}
 	h := b[len(magic):]
 	v := binary.LittleEndian.Uint32(h)
-	if v != version && v != 1 {
+	if v < 1 || v > version {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, version)
 	}
 	n := binary.LittleEndian.Uint64(h[4:])
 	sum := binary.LittleEndian.Uint32(h[12:])
 	p := b[headerSize:]
-	if n != uint64(len(p)) {
+	if n > uint64(len(p)) || (v < 3 && n != uint64(len(p))) {
 		return nil, fmt.Errorf("%w: payload of %d bytes, header says %d", ErrCorrupt, len(p), n)
 	}
+	p, rest := p[:n], p[n:]
 	if crc32.Checksum(p, castagnoli()) != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
@@ -337,21 +375,7 @@ func decode(key string, b []byte) (*Entry, error) {
 	}
 	e.NoLines = flags&flagNoLines != 0
 	e.LoadedAt = int64(d.uvarint())
-	nstr := d.count(1)
-	table := make([]string, 0, nstr)
-	for range nstr {
-		table = append(table, d.str())
-	}
-	str := func() string {
-		i := d.uvarint()
-		if d.err == nil && i >= uint64(len(table)) {
-			d.fail("string %d of %d", i, len(table))
-		}
-		if d.err != nil {
-			return ""
-		}
-		return table[i]
-	}
+	table := d.table()
 	nsym := d.count(3) // address, size, name length
 	e.Symbols = make([]symbol.Symbol, 0, nsym)
 	var addr uint64
@@ -373,22 +397,62 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
-	// frames reads n frames of the address va.
-	frames := func(n int, va uint64) []symbol.Frame {
-		fr := make([]symbol.Frame, 0, n)
-		for range n {
-			f := symbol.Frame{Function: str(), File: str()}
-			line := d.uvarint()
-			if line > maxLine {
-				d.fail("address %#x: line %d", va, line)
-			}
-			f.Line = int(line)
-			fr = append(fr, f)
+	if z := checkAddrFrames(&d, p, table); d.err != nil {
+		return nil, d.err
+	} else if z.n > 0 {
+		e.lazyFrames = z
+	}
+	e.Frames = make(map[uint64][]symbol.Frame)
+	if v >= 2 {
+		if err := decodeRanges(&d, e, p, table); err != nil {
+			return nil, err
 		}
-		return fr
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after the last range", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if v >= 3 {
+		e.file = fileRef{payload: n, sum: sum}
+		if err := decodeDeltas(e, rest, headerSize+int(n)); err != nil {
+			e.file.bad = true
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// table reads a string table: its count, then each string.
+func (d *decoder) table() []string {
+	n := d.count(1)
+	table := make([]string, 0, n)
+	for range n {
+		table = append(table, d.str())
+	}
+	return table
+}
+
+// addrFrames reads the frames of addresses (stringTable.appendAddrFrames)
+// into into, made when nil, and returns it. An address into holds already
+// keeps its frames.
+func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map[uint64][]symbol.Frame {
+	str := func() string {
+		i := d.uvarint()
+		if d.err == nil && i >= uint64(len(table)) {
+			d.fail("string %d of %d", i, len(table))
+		}
+		if d.err != nil {
+			return ""
+		}
+		return table[i]
 	}
 	nva := d.count(2)
-	e.Frames = make(map[uint64][]symbol.Frame, nva)
+	if into == nil {
+		into = make(map[uint64][]symbol.Frame, nva)
+	}
+	var arena frameArena
 	var va uint64
 	for i := range nva {
 		delta := d.uvarint()
@@ -404,26 +468,26 @@ func decode(key string, b []byte) (*Entry, error) {
 			d.fail("address %#x: %d frames", va, nf)
 		}
 		if d.err != nil {
-			return nil, d.err
+			return into
 		}
-		fr := frames(nf, va)
+		fr := arena.alloc(nf)
+		for range nf {
+			f := symbol.Frame{Function: str(), File: str()}
+			line := d.uvarint()
+			if line > maxLine {
+				d.fail("address %#x: line %d", va, line)
+			}
+			f.Line = int(line)
+			fr = append(fr, f)
+		}
 		if d.err != nil {
-			return nil, d.err
+			return into
 		}
-		e.Frames[va] = fr
-	}
-	if v >= 2 {
-		if err := decodeRanges(&d, e, p, table); err != nil {
-			return nil, err
+		if _, ok := into[va]; !ok {
+			into[va] = fr
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the last range", len(d.b))
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return e, nil
+	return into
 }
 
 // decodeRanges reads e's Covered, then checks its frame lists and runs

@@ -172,6 +172,10 @@ func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
 // materialize decodes the runs and frame lists of a lazy e, to be
 // changed.
 func (e *Entry) materialize() {
+	if e.lazyFrames != nil {
+		e.Frames = e.allFrames()
+		e.lazyFrames = nil
+	}
 	z := e.lazy
 	if z == nil {
 		return
@@ -193,4 +197,18 @@ func (e *Entry) materialize() {
 			e.lists = append(e.lists, fr)
 		}
 	}
+}
+
+// allFrames returns the frames of every address of e outside its runs:
+// Frames, with those of a lazy e decoded into a new map.
+func (e *Entry) allFrames() map[uint64][]symbol.Frame {
+	if e.lazyFrames == nil {
+		return e.Frames
+	}
+	all := make(map[uint64][]symbol.Frame, e.NumAddrs())
+	e.lazyFrames.all(func(va uint64, fr []symbol.Frame) { all[va] = fr })
+	for va, fr := range e.Frames {
+		all[va] = fr
+	}
+	return all
 }

@@ -3,6 +3,7 @@ package symcache
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -117,5 +118,60 @@ func TestLazyFramesAt(t *testing.T) {
 		if fr, _ := e.FramesAt(0x10000 + 16*uint64(n-1)); !slices.Equal(fr, want.lists[n-1]) {
 			t.Errorf("%d runs: last run after AddFunctions gives %v", n, fr)
 		}
+	}
+}
+
+// manyAddrs returns an entry of n addresses outside any run, 4 bytes
+// apart, each with 0 to 2 frames.
+func manyAddrs(n int) *Entry {
+	e := &Entry{Source: "gopclntab", Frames: map[uint64][]symbol.Frame{}}
+	for i := range n {
+		var fr []symbol.Frame
+		for k := range i % 3 {
+			fr = append(fr, symbol.Frame{Function: "f" + string(rune('a'+k)), File: "/src/f.go", Line: i + k})
+		}
+		if fr == nil {
+			fr = []symbol.Frame{}
+		}
+		e.Frames[uint64(0x400000+4*i)] = fr
+	}
+	return e
+}
+
+// An entry read keeps the frames of its addresses undecoded, and answers
+// each address (of every block of them, the first and last included) as
+// the entry written, and no address between them.
+func TestLazyFrames(t *testing.T) {
+	want := manyAddrs(5*addrBlockLen + 3)
+	c := openTest(t, Options{})
+	if err := c.Put(testKey, want); err != nil {
+		t.Fatal(err)
+	}
+	e := getOK(t, c, testKey)
+	if e.lazyFrames == nil || len(e.Frames) != 0 {
+		t.Fatalf("Get decoded the frames of the entry's addresses: %d in Frames", len(e.Frames))
+	}
+	if e.NumAddrs() != len(want.Frames) {
+		t.Errorf("NumAddrs = %d, want %d", e.NumAddrs(), len(want.Frames))
+	}
+	for va, fr := range want.Frames {
+		got, ok := e.FramesAt(va)
+		if !ok || !slices.Equal(got, fr) || got == nil {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %v", va, got, ok, fr)
+		}
+		for _, near := range []uint64{va - 1, va + 1} {
+			if _, ok := e.FramesAt(near); ok {
+				t.Errorf("FramesAt(%#x) knows an address the entry does not hold", near)
+			}
+		}
+	}
+	if _, ok := e.FramesAt(0); ok {
+		t.Error("FramesAt(0) known")
+	}
+	// Written back whole (a rewrite), the same entry.
+	e.materialize()
+	e.file, want.file = fileRef{}, fileRef{}
+	if !reflect.DeepEqual(e.Frames, want.Frames) {
+		t.Error("the entry's frames, decoded whole, differ from those written")
 	}
 }

@@ -239,3 +239,78 @@ func strippedGoTable(t *testing.T) (*Table, *elf.File) {
 	t.Cleanup(func() { ef.Close() })
 	return tab, ef
 }
+
+// The bucket index finds, for every offset, the function a binary search
+// of the entries finds: over a Go binary's text and past its ends, and
+// over synthetic tables of hundreds of functions at one address (the
+// index saturated), of a gap of many buckets, and out of order (a
+// hostile table: an answer, no fault).
+func TestGoFuncsIndex(t *testing.T) {
+	check := func(t *testing.T, g *goFuncs, offs []uint64) {
+		t.Helper()
+		got := make([]int, len(offs))
+		for i, off := range offs {
+			got[i] = g.lookup(off)
+		}
+		buckets := g.buckets
+		g.buckets = nil // a binary search
+		defer func() { g.buckets = buckets }()
+		bad := 0
+		for i, off := range offs {
+			if want := g.lookup(off); got[i] != want {
+				if bad++; bad <= 5 {
+					t.Errorf("lookup(%#x) = %d, binary search %d", off, got[i], want)
+				}
+			}
+		}
+	}
+	g := loadFile(t, buildGo(t, "-s -w")).gofuncs
+	if g == nil || g.buckets == nil {
+		t.Fatal("no indexed Go functions in the table of a Go binary")
+	}
+	var offs []uint64
+	for i := range g.nfunc + 1 {
+		e := g.entry(i)
+		offs = append(offs, e, e+1, e+255, e+256, e+4095, e+4096)
+		if e > 0 {
+			offs = append(offs, e-1)
+		}
+	}
+	offs = append(offs, 0, 1<<40)
+	check(t, g, offs)
+
+	synth := func(entries ...uint32) *goFuncs {
+		g := &goFuncs{nfunc: len(entries) - 1, entries: entries}
+		g.index()
+		return g
+	}
+	dense := []uint32{0x100}
+	for range 600 {
+		dense = append(dense, 0x180) // 600 functions at one address
+	}
+	dense = append(dense, 0x200, 0x3000, 0x3010)
+	g = synth(dense...)
+	if g.buckets == nil {
+		t.Fatal("dense table not indexed")
+	}
+	var all []uint64
+	for off := uint64(0); off < 0x4000; off += 7 {
+		all = append(all, off)
+	}
+	check(t, g, append(all, 0x180, 0x17f, 0x200, 0x3010, 0x3011))
+	g = synth(0, 0x10, 0x300000, 0x300010)
+	if g.buckets == nil {
+		t.Fatal("table with a gap not indexed")
+	}
+	check(t, g, append(all, 0x2fffff, 0x300000, 0x30000f, 0x300010, 0x300011))
+	if g := synth(0, 0x10, 0xffff0000, 0xffff0010); g.buckets != nil {
+		t.Errorf("%d buckets for 3 functions over 4 GiB", len(g.buckets))
+	}
+	// Out of order: any answer, within the table.
+	g = synth(0x5000, 0x100, 0x3000, 0x20, 0x6000)
+	for _, off := range all {
+		if i := g.lookup(off); i < -1 || i >= g.nfunc {
+			t.Fatalf("lookup(%#x) = %d of %d functions", off, i, g.nfunc)
+		}
+	}
+}

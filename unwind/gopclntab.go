@@ -42,17 +42,94 @@ type goFuncs struct {
 	// pcsp table; 0 for none.
 	sp   []uint32
 	pcsp []byte
+	// buckets index entries by address, as the Go runtime's findfunctab
+	// does: a binary search of the compiler's 40 k entries missed the
+	// processor's caches at each step, and was a third of the lookups'
+	// time over a compile loop. Nil when the text is too sparse for it.
+	buckets []funcBucket
 	// covered says whether the object's CFI rows cover an address: a
 	// function whose entry they cover is theirs (cgo and assembly with
 	// .eh_frame), not the pclntab's.
 	covered func(uint64) bool
 
-	mu    sync.Mutex
-	funcs map[int][]row // decoded, by index; nil for one left out
+	mu sync.Mutex
+	// funcs holds the functions decoded, by index, rows nil for one
+	// left out; recent points into them (one made at each miss of
+	// recent was a third of the lookups' time).
+	funcs map[int]*goRecent
 	// recent holds functions looked up lately, by address: samples come
 	// back to the same few, and the search of the function table (160 kB
 	// for the Go compiler) missed the processor's caches each time.
 	recent [256]atomic.Pointer[goRecent]
+}
+
+// funcBucket holds, for a bucketSize range of text, the index of the
+// last function starting at or before each of its subBuckets parts, as
+// base plus sub (saturated at 255: the search goes on from there).
+type funcBucket struct {
+	base uint32
+	sub  [subBuckets]uint8
+}
+
+const (
+	bucketShift = 12 // a bucket covers 4 KiB of text
+	subBuckets  = 16 // of 256 bytes each
+	subShift    = bucketShift - 4
+)
+
+// index makes g.buckets from g.entries: 20 bytes for every 4 KiB of
+// text (58 KB for the Go compiler's 11.8 MB), none when the functions'
+// span is far larger than their number accounts for (a hostile table).
+func (g *goFuncs) index() {
+	span := uint64(g.entries[g.nfunc])
+	nb := span>>bucketShift + 1
+	if nb > 4*uint64(g.nfunc)+1024 {
+		return
+	}
+	g.buckets = make([]funcBucket, nb)
+	j := 0
+	for b := range g.buckets {
+		for k := range subBuckets {
+			p := uint64(b)<<bucketShift | uint64(k)<<subShift
+			for j+1 < g.nfunc && uint64(g.entries[j+1]) <= p {
+				j++
+			}
+			if k == 0 {
+				g.buckets[b].base = uint32(j)
+			}
+			g.buckets[b].sub[k] = uint8(min(j-int(g.buckets[b].base), 255))
+		}
+	}
+}
+
+// lookup returns the index of the last function whose entry is at off
+// or below (an offset from text), or -1.
+func (g *goFuncs) lookup(off uint64) int {
+	if g.buckets == nil {
+		// The last function whose entry is at off or below.
+		lo, hi := 0, g.nfunc
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if g.entry(m) <= off {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo - 1
+	}
+	i := g.nfunc - 1
+	if b := off >> bucketShift; b < uint64(len(g.buckets)) {
+		bk := &g.buckets[b]
+		i = int(bk.base) + int(bk.sub[(off>>subShift)%subBuckets])
+	}
+	for i+1 < g.nfunc && g.entry(i+1) <= off {
+		i++
+	}
+	if g.entry(i) > off {
+		return -1
+	}
+	return i
 }
 
 // goRecent is a function looked up lately: its rows for addresses from
@@ -81,11 +158,19 @@ func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
 		return nil
 	}
 	ftabLen, pctabLen := src.Len()-l.FuncTab, src.Len()-l.PCTab
-	g := &goFuncs{text: text, nfunc: l.NFunc, quantum: l.Quantum, covered: func(uint64) bool { return false }, funcs: make(map[int][]row)}
+	g := &goFuncs{text: text, nfunc: l.NFunc, quantum: l.Quantum, covered: func(uint64) bool { return false }, funcs: make(map[int]*goRecent)}
 	g.entries = make([]uint32, l.NFunc+1)
+	funcOffs := make([]uint32, l.NFunc)
 	for i := range g.entries {
 		g.entries[i] = le.Uint32(pairs[8*i:])
+		if i < l.NFunc {
+			funcOffs[i] = le.Uint32(pairs[8*i+4:])
+		}
 	}
+	// What is kept is copied as it is read from here on: the pages
+	// read are read into again, not made anew (8 MB of them at each
+	// load of the Go compiler's table).
+	src.ReusePages()
 	g.sp = make([]uint32, l.NFunc)
 	// A table shared by functions is kept once. The copies are bounded
 	// by the size of the pclntab, so a hostile table pointing every
@@ -95,7 +180,7 @@ func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
 	budget := src.Len()
 	for i := range l.NFunc {
 		entry, end := uint64(g.entries[i]), uint64(g.entries[i+1])
-		funcOff := uint64(le.Uint32(pairs[8*i+4:]))
+		funcOff := uint64(funcOffs[i])
 		if end <= entry || funcOff+20 > ftabLen {
 			continue
 		}
@@ -129,12 +214,13 @@ func newGoFuncs(src *pageread.Source, textAddr uint64) *goFuncs {
 		})
 	}
 	g.pcsp = slices.Clip(g.pcsp)
+	g.index()
 	return g
 }
 
 // size returns the memory g holds once loaded, in bytes.
 func (g *goFuncs) size() int {
-	return 4*cap(g.entries) + 4*cap(g.sp) + cap(g.pcsp)
+	return 4*cap(g.entries) + 4*cap(g.sp) + cap(g.pcsp) + (4+subBuckets)*cap(g.buckets)
 }
 
 // entry returns the start of function i, as an offset from text.
@@ -177,35 +263,24 @@ func (g *goFuncs) find(a uint64) *row {
 	if r := slot.Load(); r != nil && a >= r.start && a < r.end {
 		return findLive(r.rows, a)
 	}
-	off := a - g.text
-	// The last function whose entry is at off or below.
-	lo, hi := 0, g.nfunc
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if g.entry(m) <= off {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
+	i := g.lookup(a - g.text)
+	if i < 0 {
 		return nil
 	}
-	i := lo - 1
-	start, end := g.text+g.entry(i), g.text+g.end(i)
 	g.mu.Lock()
-	rows, ok := g.funcs[i]
+	f, ok := g.funcs[i]
 	if !ok {
-		if !g.covered(start) {
-			rows = g.decode(i)
+		f = &goRecent{start: g.text + g.entry(i), end: g.text + g.end(i)}
+		if !g.covered(f.start) {
+			f.rows = g.decode(i)
 		}
-		g.funcs[i] = rows
+		g.funcs[i] = f
 	}
 	g.mu.Unlock()
-	if a < end {
-		slot.Store(&goRecent{start: start, end: end, rows: rows})
+	if a < f.end {
+		slot.Store(f)
 	}
-	return findLive(rows, a)
+	return findLive(f.rows, a)
 }
 
 // end returns the end of function i, as an offset from text.

@@ -44,7 +44,8 @@ const (
 	// StopUnsupported: a CFA or register rule this package does not
 	// follow (such as a CFA in a register other than rsp or rbp).
 	StopUnsupported
-	// StopDepth: the most frames asked for were found.
+	// StopDepth: the most frames asked for were found, or (UnwindTo)
+	// the return address asked for.
 	StopDepth
 )
 
@@ -82,6 +83,13 @@ func (s *stackReader) read(addr uint64) (uint64, Stop, bool) {
 // stack holds the bytes copied from regs.SP upwards. It returns the
 // chain and why it ended; it never guesses past a frame it cannot read.
 func Unwind(dst []uint64, regs Regs, stack []byte, m Mapper, max int) ([]uint64, Stop) {
+	return UnwindTo(dst, regs, stack, m, max, 0)
+}
+
+// UnwindTo is Unwind that also ends, with StopDepth, once it has appended
+// the return address to (0: never): a caller that needs the frames up to
+// one it already knows of takes no more steps, each a table lookup.
+func UnwindTo(dst []uint64, regs Regs, stack []byte, m Mapper, max int, to uint64) ([]uint64, Stop) {
 	st := stackReader{b: stack, sp: regs.SP}
 	pc, sp, bp := regs.IP, regs.SP, regs.BP
 	exact := true // pc is the interrupted instruction, not a return address
@@ -169,6 +177,9 @@ func Unwind(dst []uint64, regs Regs, stack []byte, m Mapper, max int) ([]uint64,
 		}
 		if ra == 0 {
 			return dst, StopEnd
+		}
+		if ra == to && n+1 < max {
+			return append(dst, ra), StopDepth
 		}
 		pc, sp, bp = ra, cfa, nbp
 	}

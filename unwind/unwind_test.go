@@ -121,6 +121,36 @@ func TestUnwindFramePointersAndTruncation(t *testing.T) {
 	}
 }
 
+// UnwindTo ends at the return address asked for, having looked up no
+// frame past it, and otherwise unwinds as Unwind does.
+func TestUnwindTo(t *testing.T) {
+	const sp = 0x8000
+	// Three frames by frame pointers: return addresses 0x111, 0x222,
+	// 0x333, then the end.
+	stack := words(0, 0, sp+0x20, 0x111, sp+0x30, 0x222, sp+0x40, 0x333, 0, 0)
+	var looked []uint64
+	m := mapFunc(func(pc uint64) (Module, bool) { looked = append(looked, pc); return Module{}, false })
+	regs := Regs{IP: 0x100, SP: sp, BP: sp + 0x10}
+	chain, stop := UnwindTo(nil, regs, stack, m, 16, 0x222)
+	if !slices.Equal(chain, []uint64{0x100, 0x111, 0x222}) || stop != StopDepth {
+		t.Fatalf("to 0x222: chain %x stop %v, want [100 111 222] depth", chain, stop)
+	}
+	if len(looked) != 2 {
+		t.Errorf("to 0x222: %d lookups (%x), want 2: none for the frame stopped at", len(looked), looked)
+	}
+	for _, to := range []uint64{0, 0x999} {
+		want, wantStop := Unwind(nil, regs, stack, m, 16)
+		chain, stop = UnwindTo(nil, regs, stack, m, 16, to)
+		if !slices.Equal(chain, want) || stop != wantStop {
+			t.Errorf("to %#x: chain %x stop %v, want Unwind's %x %v", to, chain, stop, want, wantStop)
+		}
+	}
+	// The bound on frames holds: the address is not appended past it.
+	if chain, _ = UnwindTo(nil, regs, stack, m, 2, 0x222); !slices.Equal(chain, []uint64{0x100, 0x111}) {
+		t.Errorf("max 2, to 0x222: chain %x, want [100 111]", chain)
+	}
+}
+
 func TestCache(t *testing.T) {
 	small := &Table{rows: make([]row, 10)}
 	c := NewCache(2*small.Size() + 10)

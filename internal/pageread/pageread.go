@@ -26,6 +26,10 @@ type Source struct {
 	pages    map[uint64][]byte // by page index
 	maxPages int
 	pageSize uint64
+	// reuse says the buffers of pages let go are read into again
+	// (ReusePages); spare holds them.
+	reuse bool
+	spare [][]byte
 }
 
 // Held returns a Source of b.
@@ -40,6 +44,18 @@ func File(r io.ReaderAt, off int64, n uint64, pageSize, maxPages int) *Source {
 		pageSize = PageSize
 	}
 	return &Source{r: r, off: off, n: n, pages: make(map[uint64][]byte), maxPages: max(maxPages, 1), pageSize: uint64(pageSize)}
+}
+
+// ReusePages has s read later pages into the buffers of those it lets
+// go, rather than into new ones: a slice At gave, or Window passed, is
+// then good only until the next call of At or Window. For a reader that
+// copies what it keeps as it goes (the unwinder's table of a Go binary,
+// whose 8 MB line table of the Go compiler was read into new pages of
+// 64 KiB at every recording that sampled it).
+func (s *Source) ReusePages() {
+	s.mu.Lock()
+	s.reuse = true
+	s.mu.Unlock()
 }
 
 // Len returns the length of the range.
@@ -103,9 +119,20 @@ func (s *Source) page(i uint64) []byte {
 		return p
 	}
 	if len(s.pages) >= s.maxPages {
+		if s.reuse {
+			for _, p := range s.pages {
+				s.spare = append(s.spare, p[:cap(p)])
+			}
+		}
 		clear(s.pages)
 	}
-	p := make([]byte, min(s.pageSize, s.n-i*s.pageSize))
+	size := min(s.pageSize, s.n-i*s.pageSize)
+	var p []byte
+	if k := len(s.spare); k > 0 && uint64(cap(s.spare[k-1])) >= size {
+		p, s.spare = s.spare[k-1][:size], s.spare[:k-1]
+	} else {
+		p = make([]byte, size)
+	}
 	k, _ := s.r.ReadAt(p, s.off+int64(i*s.pageSize))
 	p = p[:k]
 	s.pages[i] = p

@@ -63,3 +63,28 @@ func TestWindow(t *testing.T) {
 		t.Errorf("windows to the end %v, want 256, 512, 999", seen)
 	}
 }
+
+// With ReusePages, pages let go are read into again: the bytes read are
+// right across evictions, and a pass over a range many times the pages
+// kept makes no new page once the first ones are made.
+func TestReusePages(t *testing.T) {
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	s := File(bytes.NewReader(data), 0, uint64(len(data)), 4096, 4)
+	s.ReusePages()
+	pass := func() {
+		for off := 0; off+100 <= len(data); off += 1000 {
+			if b := s.At(uint64(off), 100); !bytes.Equal(b, data[off:off+100]) {
+				t.Fatalf("At(%d, 100) = %x..., want %x...", off, b[:min(len(b), 8)], data[off:off+8])
+			}
+		}
+	}
+	pass()
+	// Reading 256 pages through 4 kept: without reuse, 256 pages of
+	// 4 KiB made again at each pass.
+	if n := testing.AllocsPerRun(3, pass); n > 60 {
+		t.Errorf("%.0f allocations a pass, want few: pages are made anew", n)
+	}
+}
