@@ -14,8 +14,9 @@
 #   nsprof record -a -F FREQ --duration SECONDS -o X -f [--no-symbol-cache]
 #   perf record -a -g -F FREQ -e cpu-clock -o Y -- sleep SECONDS
 # nsprof runs twice per round: with its symbol cache (a private directory,
-# warmed by one untimed recording of the workload before the rounds: what a
-# second recording of the same binaries costs) and without (what the first
+# warmed by two untimed recordings of the workload before the rounds: what
+# a recording of binaries recorded before costs, once the second recording
+# has cached whole the files with DWARF it read again) and without (what the first
 # recording costs: every file read). Each recorder's CPU (user+sys of
 # the recorder process, from GNU time) and peak RSS are printed per run,
 # then the medians and the ratios nsprof/perf. perf's figures are those of
@@ -132,8 +133,11 @@ modes=(nsprof nsprof-nocache perf)
 [ -n "${NSPROF_OLD:-}" ] && modes+=(nsprof-old)
 for w in $workloads; do
 	start_workload "$w"
-	# Warm the symbol cache with this workload's binaries, untimed.
-	"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>&1 || true
+	# Warm the symbol cache with this workload's binaries, untimed: the
+	# second recording caches whole the files with DWARF read again.
+	for _ in 1 2; do
+		"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>&1 || true
+	done
 	for f in $freqs; do
 		echo
 		echo "== $w, -F $f, $runs rounds (each recorder alone in turn, order rotating)"
