@@ -289,6 +289,15 @@ type objHits struct {
 	all, lines []uint64
 }
 
+// distinct sorts offs and drops their repeats, in place: an object mapped
+// by many processes has its offsets once for each (over a compile loop,
+// the toolchain's hundreds of processes made the map of frames resolve
+// sizes by the offsets it is given 8 MB at the peak).
+func distinct(offs []uint64) []uint64 {
+	slices.Sort(offs)
+	return slices.Compact(offs)
+}
+
 // resolveObjects loads the objects samples hit and gives the source
 // frames of their addresses (hit holds each object's file offsets), by
 // link-time address, and the names of all their sampled offsets; each
@@ -312,10 +321,9 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 		wg.Go(func() {
 			for o := range work {
 				h := hit[o]
-				fr, use := o.resolve(h.lines, s.cache, locked)
+				fr, use := o.resolve(distinct(h.lines), s.cache, locked)
 				o.dropLines()
-				slices.Sort(h.all)
-				n := o.nameOffsets(slices.Compact(h.all))
+				n := o.nameOffsets(distinct(h.all))
 				o.releaseTables(s.carry)
 				mu.Lock()
 				out[o] = fr

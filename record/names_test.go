@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"nsprof/capture"
@@ -110,5 +111,39 @@ func TestBundleSplitNamesNextCapture(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lines2, lines) {
 		t.Errorf("second capture's source lines differ: %d; want %d", len(lines2), len(lines))
+	}
+}
+
+// TestResolveObjectsRepeatedOffsets: an object's file offsets come once
+// for every process that sampled them; resolving them costs what resolving
+// them once does (it sized its map of frames by the repeats: 8 MB at the
+// peak of a recording over a compile loop).
+func TestResolveObjectsRepeatedOffsets(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const procs = 1000
+	allocs := func(repeats int) uint64 {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		defer s.close()
+		s.mapped(1, container.Mapping{Path: path, Start: 0x400000, End: 0x400000 + 1<<20, BuildID: id})
+		o := s.procs[1].maps[0].obj
+		h := &objHits{}
+		for range repeats {
+			h.all = append(h.all, offs...)
+			h.lines = append(h.lines, offs...)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		frames, names := s.resolveObjects([]*symObj{o}, map[*symObj]*objHits{o: h}, nil, func(f string, a ...any) { t.Logf(f, a...) })
+		runtime.ReadMemStats(&after)
+		if len(frames[o]) == 0 || names[o] == nil || len(names[o].offs) != len(offs) {
+			t.Fatalf("%d repeats: %d frames, names %v", repeats, len(frames[o]), names[o])
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	once := allocs(1)
+	repeated := allocs(procs)
+	if repeated > 2*once+64<<10 {
+		t.Errorf("resolving %d offsets, each given %d times, allocated %d bytes; %d given once", len(offs), procs, repeated, once)
 	}
 }
