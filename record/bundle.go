@@ -304,7 +304,8 @@ func distinct(offs []uint64) []uint64 {
 // object's tables are let go once it is named (releaseTables). Objects
 // are independent and most of the wait at record end is theirs (symbol
 // tables, inflating DWARF, debuginfod), so they are done side by side,
-// one per CPU. The frames are shared by every record of an address.
+// one per CPU, as far as the memory they take allows (resolveGate). The
+// frames are shared by every record of an address.
 func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, prog progress, logf func(string, ...any)) (map[*symObj]map[uint64][]capture.SourceFrame, map[*symObj]*objNames) {
 	var mu sync.Mutex // for logf, prog and out
 	locked := func(format string, args ...any) {
@@ -316,15 +317,19 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 	names := make(map[*symObj]*objNames, len(objs))
 	done := 0
 	work := make(chan *symObj)
+	gate := newResolveGate(s.resolveBudget)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for o := range work {
 				h := hit[o]
+				size := o.size()
+				gate.enter(size)
 				fr, use := o.resolve(distinct(h.lines), s.cache, locked)
 				o.dropLines()
 				n := o.nameOffsets(distinct(h.all))
 				o.releaseTables(s.carry)
+				gate.leave(size)
 				mu.Lock()
 				out[o] = fr
 				names[o] = n
