@@ -177,11 +177,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 						objs = append(objs, m.obj)
 						hit[m.obj] = h
 					}
-					off := a - m.start + m.off
-					h.all = append(h.all, off)
-					if g.flags[i]&packLine != 0 {
-						h.lines = append(h.lines, off)
-					}
+					h.add(a-m.start+m.off, g.flags[i]&packLine != 0)
 				}
 			}
 		}
@@ -283,21 +279,6 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	return append(lines, fileLines...)
 }
 
-// objHits are the file offsets of an object that samples hit (all), and
-// those of them whose source frames are wanted (lines), with repeats.
-type objHits struct {
-	all, lines []uint64
-}
-
-// distinct sorts offs and drops their repeats, in place: an object mapped
-// by many processes has its offsets once for each (over a compile loop,
-// the toolchain's hundreds of processes made the map of frames resolve
-// sizes by the offsets it is given 8 MB at the peak).
-func distinct(offs []uint64) []uint64 {
-	slices.Sort(offs)
-	return slices.Compact(offs)
-}
-
 // resolveObjects loads the objects samples hit and gives the source
 // frames of their addresses (hit holds each object's file offsets), by
 // link-time address, and the names of all their sampled offsets; each
@@ -328,6 +309,7 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 				fr, use := o.resolve(distinct(h.lines), s.cache, locked)
 				o.dropLines()
 				n := o.nameOffsets(distinct(h.all))
+				h.all, h.lines = nil, nil
 				o.releaseTables(s.carry)
 				gate.leave(size)
 				mu.Lock()

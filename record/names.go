@@ -30,12 +30,13 @@ type namedFunc struct {
 }
 
 // nameOffsets names the file offsets offs (sorted, without repeats) of o
-// from its symbol table; nil when o has none.
+// from its symbol table; nil when o has none. offs is not kept.
 func (o *symObj) nameOffsets(offs []uint64) *objNames {
 	if o.syms == nil || o.elf == nil {
 		return nil
 	}
-	n := &objNames{offs: offs, vas: make([]uint64, len(offs)), fn: make([]int32, len(offs))}
+	// A copy: offs may have room for the repeats it was made from.
+	n := &objNames{offs: slices.Clone(offs), vas: make([]uint64, len(offs)), fn: make([]int32, len(offs))}
 	index := make(map[uint64]int32) // function address -> index in fns
 	for i, off := range offs {
 		n.fn[i] = -1
@@ -95,4 +96,43 @@ func (o *symObj) releaseTables(carry bool) {
 	}
 	o.elf.Close()
 	o.loaded, o.linesDropped, o.elf, o.syms = false, false, nil, nil
+}
+
+// objHits are the file offsets of an object that samples hit (all), and
+// those of them whose source frames are wanted (lines). An object mapped
+// by many processes has its offsets given once for each (the Go
+// toolchain's over a compile loop, hundreds of processes), so repeats
+// are dropped as they pile up: allKept and linesKept are the lengths
+// after the last time.
+type objHits struct {
+	all, lines         []uint64
+	allKept, linesKept int
+}
+
+// add notes file offset off, whose frames are wanted if line is set.
+func (h *objHits) add(off uint64, line bool) {
+	h.all = appendDistinct(h.all, &h.allKept, off)
+	if line {
+		h.lines = appendDistinct(h.lines, &h.linesKept, off)
+	}
+}
+
+// appendDistinct appends off to offs, and sorts offs and drops its repeats
+// when it has grown to twice its length after the last time (*kept), so
+// that it stays within about twice its distinct offsets.
+func appendDistinct(offs []uint64, kept *int, off uint64) []uint64 {
+	offs = append(offs, off)
+	if len(offs) >= 2*(*kept)+1024 {
+		offs = distinct(offs)
+		*kept = len(offs)
+	}
+	return offs
+}
+
+// distinct sorts offs and drops their repeats, in place: resolve sizes
+// its map of frames by the offsets it is given (over a compile loop, with
+// a repeat for every process, 8 MB at the peak).
+func distinct(offs []uint64) []uint64 {
+	slices.Sort(offs)
+	return slices.Compact(offs)
 }

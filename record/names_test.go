@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"nsprof/capture"
@@ -139,11 +140,37 @@ func TestResolveObjectsRepeatedOffsets(t *testing.T) {
 		if len(frames[o]) == 0 || names[o] == nil || len(names[o].offs) != len(offs) {
 			t.Fatalf("%d repeats: %d frames, names %v", repeats, len(frames[o]), names[o])
 		}
+		if n := names[o].offs; cap(n) != len(n) {
+			t.Errorf("%d repeats: the names keep room for %d offsets, for %d", repeats, cap(n), len(n))
+		}
 		return after.TotalAlloc - before.TotalAlloc
 	}
 	once := allocs(1)
 	repeated := allocs(procs)
 	if repeated > 2*once+64<<10 {
 		t.Errorf("resolving %d offsets, each given %d times, allocated %d bytes; %d given once", len(offs), procs, repeated, once)
+	}
+}
+
+// TestObjHitsDropRepeats: the offsets noted for an object, given once for
+// every process that sampled them, stay within about twice the distinct
+// ones, and come out sorted without repeats.
+func TestObjHitsDropRepeats(t *testing.T) {
+	var h objHits
+	const distinctOffs, procs = 300, 1000
+	for p := range procs {
+		for i := range distinctOffs {
+			h.add(uint64((i*7919+p)%distinctOffs)*16, i%2 == 0)
+		}
+		if limit := 2*distinctOffs + 1024; len(h.all) > limit || len(h.lines) > limit {
+			t.Fatalf("after %d processes: %d offsets, %d with lines held; want at most %d", p+1, len(h.all), len(h.lines), limit)
+		}
+	}
+	all, lines := distinct(h.all), distinct(h.lines)
+	if len(all) != distinctOffs || len(lines) != distinctOffs {
+		t.Errorf("%d offsets, %d with lines; want %d each", len(all), len(lines), distinctOffs)
+	}
+	if !slices.IsSorted(all) {
+		t.Error("offsets not sorted")
 	}
 }
