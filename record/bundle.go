@@ -298,7 +298,7 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 	names := make(map[*symObj]*objNames, len(objs))
 	done := 0
 	work := make(chan *symObj)
-	gate := newResolveGate(s.resolveBudget)
+	gate := newResolveGate(resolveBudget)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {

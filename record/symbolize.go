@@ -88,9 +88,6 @@ type symbolizer struct {
 	// carry says objects are carried into another capture (a split
 	// recording): see releaseTables.
 	carry bool
-	// resolveBudget bounds the sizes of the files resolved side by side
-	// (resolveGate); resolveBudget outside tests.
-	resolveBudget int64
 	// mapsGen counts the changes of any process's mappings (and of the
 	// objects they map, whose files a mapping may open): what the
 	// unwinder remembers of a process's mappings holds while it stays.
@@ -189,8 +186,6 @@ func newSymbolizer() *symbolizer {
 		maxOpen:  maxOpenFiles,
 		readVDSO: unwind.ReadVDSOAt,
 		ownVDSO:  unwind.ReadVDSO,
-		// The sizes of the files resolved side by side.
-		resolveBudget: resolveBudget,
 	}
 }
 
