@@ -306,10 +306,11 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 				h := hit[o]
 				size := o.size()
 				gate.enter(size)
-				fr, use := o.resolve(distinct(h.lines), s.cache, locked)
+				all, lines := h.offsets()
+				h.line = nil
+				fr, use := o.resolve(lines, s.cache, locked)
 				o.dropLines()
-				n := o.nameOffsets(distinct(h.all))
-				h.all, h.lines = nil, nil
+				n := o.nameOffsets(all)
 				o.releaseTables(s.carry)
 				gate.leave(size)
 				mu.Lock()

@@ -30,13 +30,12 @@ type namedFunc struct {
 }
 
 // nameOffsets names the file offsets offs (sorted, without repeats) of o
-// from its symbol table; nil when o has none. offs is not kept.
+// from its symbol table, keeping offs; nil when o has none.
 func (o *symObj) nameOffsets(offs []uint64) *objNames {
 	if o.syms == nil || o.elf == nil {
 		return nil
 	}
-	// A copy: offs may have room for the repeats it was made from.
-	n := &objNames{offs: slices.Clone(offs), vas: make([]uint64, len(offs)), fn: make([]int32, len(offs))}
+	n := &objNames{offs: offs, vas: make([]uint64, len(offs)), fn: make([]int32, len(offs))}
 	index := make(map[uint64]int32) // function address -> index in fns
 	for i, off := range offs {
 		n.fn[i] = -1
@@ -98,41 +97,35 @@ func (o *symObj) releaseTables(carry bool) {
 	o.loaded, o.linesDropped, o.elf, o.syms = false, false, nil, nil
 }
 
-// objHits are the file offsets of an object that samples hit (all), and
-// those of them whose source frames are wanted (lines). An object mapped
-// by many processes has its offsets given once for each (the Go
-// toolchain's over a compile loop, hundreds of processes), so repeats
-// are dropped as they pile up: allKept and linesKept are the lengths
-// after the last time.
+// objHits are the file offsets of an object that samples hit, each once
+// whichever processes sampled it (the Go toolchain's binaries over a
+// compile loop, hundreds of processes each), with whether its source
+// frames are wanted.
 type objHits struct {
-	all, lines         []uint64
-	allKept, linesKept int
+	line map[uint64]bool
 }
 
 // add notes file offset off, whose frames are wanted if line is set.
 func (h *objHits) add(off uint64, line bool) {
-	h.all = appendDistinct(h.all, &h.allKept, off)
-	if line {
-		h.lines = appendDistinct(h.lines, &h.linesKept, off)
+	if h.line == nil {
+		h.line = make(map[uint64]bool)
+	}
+	if was, ok := h.line[off]; !ok || line && !was {
+		h.line[off] = line || was
 	}
 }
 
-// appendDistinct appends off to offs, and sorts offs and drops its repeats
-// when it has grown to twice its length after the last time (*kept), so
-// that it stays within about twice its distinct offsets.
-func appendDistinct(offs []uint64, kept *int, off uint64) []uint64 {
-	offs = append(offs, off)
-	if len(offs) >= 2*(*kept)+1024 {
-		offs = distinct(offs)
-		*kept = len(offs)
+// offsets returns the offsets noted, sorted, and those whose frames are
+// wanted, sorted.
+func (h *objHits) offsets() (all, lines []uint64) {
+	all = make([]uint64, 0, len(h.line))
+	for off, line := range h.line {
+		all = append(all, off)
+		if line {
+			lines = append(lines, off)
+		}
 	}
-	return offs
-}
-
-// distinct sorts offs and drops their repeats, in place: resolve sizes
-// its map of frames by the offsets it is given (over a compile loop, with
-// a repeat for every process, 8 MB at the peak).
-func distinct(offs []uint64) []uint64 {
-	slices.Sort(offs)
-	return slices.Compact(offs)
+	slices.Sort(all)
+	slices.Sort(lines)
+	return all, lines
 }

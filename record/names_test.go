@@ -130,8 +130,9 @@ func TestResolveObjectsRepeatedOffsets(t *testing.T) {
 		o := s.procs[1].maps[0].obj
 		h := &objHits{}
 		for range repeats {
-			h.all = append(h.all, offs...)
-			h.lines = append(h.lines, offs...)
+			for _, off := range offs {
+				h.add(off, true)
+			}
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -152,25 +153,31 @@ func TestResolveObjectsRepeatedOffsets(t *testing.T) {
 	}
 }
 
-// TestObjHitsDropRepeats: the offsets noted for an object, given once for
-// every process that sampled them, stay within about twice the distinct
-// ones, and come out sorted without repeats.
-func TestObjHitsDropRepeats(t *testing.T) {
+// TestObjHitsOnce: the offsets noted for an object, given once for every
+// process that sampled them, are held once each, and come out sorted,
+// those whose frames any process wanted with them.
+func TestObjHitsOnce(t *testing.T) {
 	var h objHits
 	const distinctOffs, procs = 300, 1000
 	for p := range procs {
 		for i := range distinctOffs {
-			h.add(uint64((i*7919+p)%distinctOffs)*16, i%2 == 0)
-		}
-		if limit := 2*distinctOffs + 1024; len(h.all) > limit || len(h.lines) > limit {
-			t.Fatalf("after %d processes: %d offsets, %d with lines held; want at most %d", p+1, len(h.all), len(h.lines), limit)
+			k := (i*7919 + p) % distinctOffs
+			h.add(uint64(k)*16, k%3 == 0 && p%2 == 0)
 		}
 	}
-	all, lines := distinct(h.all), distinct(h.lines)
-	if len(all) != distinctOffs || len(lines) != distinctOffs {
-		t.Errorf("%d offsets, %d with lines; want %d each", len(all), len(lines), distinctOffs)
+	if len(h.line) != distinctOffs {
+		t.Errorf("%d offsets held; want %d", len(h.line), distinctOffs)
 	}
-	if !slices.IsSorted(all) {
-		t.Error("offsets not sorted")
+	all, lines := h.offsets()
+	if len(all) != distinctOffs || !slices.IsSorted(all) {
+		t.Errorf("%d offsets, sorted %v; want %d, sorted", len(all), slices.IsSorted(all), distinctOffs)
+	}
+	if len(lines) != distinctOffs/3 || !slices.IsSorted(lines) {
+		t.Errorf("%d offsets with lines, sorted %v; want %d, sorted", len(lines), slices.IsSorted(lines), distinctOffs/3)
+	}
+	for _, off := range lines {
+		if off/16%3 != 0 {
+			t.Errorf("offset %#x with lines; no process wanted its frames", off)
+		}
 	}
 }
