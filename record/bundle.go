@@ -159,10 +159,11 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 		return &symProc{}
 	}
 
-	// The objects samples hit, and the file offsets in each whose
-	// frames are wanted: loaded first, so that each reads the DWARF of
-	// just those addresses.
-	hit := make(map[*symObj][]uint64)
+	// The objects samples hit, the file offsets in each sampled, and
+	// those whose frames are wanted: loaded first, so that each reads
+	// the DWARF of just those addresses, and names its offsets before
+	// the next is read.
+	hit := make(map[*symObj]*objHits)
 	var objs []*symObj
 	for _, pid := range pids {
 		p := procOf(pid)
@@ -170,18 +171,18 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 		for _, g := range p.gens() {
 			for i, a := range g.packed {
 				if m := g.find(a); m != nil {
-					if _, ok := hit[m.obj]; !ok {
+					h := hit[m.obj]
+					if h == nil {
+						h = &objHits{}
 						objs = append(objs, m.obj)
-						hit[m.obj] = nil
+						hit[m.obj] = h
 					}
-					if g.flags[i]&packLine != 0 {
-						hit[m.obj] = append(hit[m.obj], a-m.start+m.off)
-					}
+					h.add(a-m.start+m.off, g.flags[i]&packLine != 0)
 				}
 			}
 		}
 	}
-	frames := s.resolveObjects(objs, hit, prog, logf)
+	frames, names := s.resolveObjects(objs, hit, prog, logf)
 
 	// The file offsets whose lines are described, by build-id: a map
 	// per file, the last one used kept at hand (keyed by build-id and
@@ -232,19 +233,12 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					continue
 				}
 				o := m.obj
-				if o.syms == nil {
-					continue
-				}
-				va, ok := o.elf.Vaddr(a - m.start + m.off)
+				va, fn, ok := names[o].lookup(a - m.start + m.off)
 				if !ok {
 					continue
 				}
-				sym, ok := o.syms.Lookup(va)
-				if !ok {
-					continue
-				}
-				begin := a - (va - sym.Addr)
-				add(begin, begin+max(sym.Size, 1)-1, symbol.Demangle(sym.Name), o.tag)
+				begin := a - (va - fn.addr)
+				add(begin, begin+max(fn.size, 1)-1, fn.name, o.tag)
 				if g.flags[ai]&packLine == 0 {
 					continue
 				}
@@ -301,11 +295,13 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 
 // resolveObjects loads the objects samples hit and gives the source
 // frames of their addresses (hit holds each object's file offsets), by
-// link-time address. Objects are independent and most of the wait at
-// record end is theirs (symbol tables, inflating DWARF, debuginfod), so
-// they are done side by side, one per CPU. The frames are shared by
-// every record of an address.
-func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, prog progress, logf func(string, ...any)) map[*symObj]map[uint64][]capture.SourceFrame {
+// link-time address, and the names of all their sampled offsets; each
+// object's tables are let go once it is named (releaseTables). Objects
+// are independent and most of the wait at record end is theirs (symbol
+// tables, inflating DWARF, debuginfod), so they are done side by side,
+// one per CPU, as far as the memory they take allows (resolveGate). The
+// frames are shared by every record of an address.
+func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, prog progress, logf func(string, ...any)) (map[*symObj]map[uint64][]capture.SourceFrame, map[*symObj]*objNames) {
 	var mu sync.Mutex // for logf, prog and out
 	locked := func(format string, args ...any) {
 		mu.Lock()
@@ -313,16 +309,27 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 		logf(format, args...)
 	}
 	out := make(map[*symObj]map[uint64][]capture.SourceFrame, len(objs))
+	names := make(map[*symObj]*objNames, len(objs))
 	done := 0
 	work := make(chan *symObj)
+	gate := newResolveGate(resolveBudget)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for o := range work {
-				fr, use := o.resolve(hit[o], s.cache, locked)
+				h := hit[o]
+				size := o.size()
+				gate.enter(size)
+				all, lines := h.offsets()
+				h.line = nil
+				fr, use := o.resolve(lines, s.cache, locked)
 				o.dropLines()
+				n := o.nameOffsets(all)
+				o.releaseTables(s.carry)
+				gate.leave(size)
 				mu.Lock()
 				out[o] = fr
+				names[o] = n
 				if use&cacheUntrusted != 0 {
 					s.cacheUntrusted++
 					use &^= cacheUntrusted
@@ -341,5 +348,5 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj][]uint64, pr
 	}
 	close(work)
 	wg.Wait()
-	return out
+	return out, names
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"nsprof/internal/testutils"
 	"nsprof/proc"
 	"nsprof/symcache"
 )
@@ -189,4 +191,104 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	if second.kern.text != nil || second.kern.k != nil || second.kern.mapped != nil {
 		t.Error("close left the mapped text in use")
 	}
+}
+
+// TestKallsymsCachedCheckNotResident: checking the index of a cached
+// kallsyms, which reads all of it and every name, lets the pages it
+// touched go as it goes: the mapped blob is never resident all at once
+// (6.8 MB for a moment raised a busy recording's peak RSS).
+func TestKallsymsCachedCheckNotResident(t *testing.T) {
+	root, sys := t.TempDir(), t.TempDir()
+	var text strings.Builder
+	text.WriteString("ffffffff81000000 T _stext\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&text, "%x T kernel_function_number_%d\n", 0xffffffff81001000+uint64(i)*0x40, i)
+	}
+	text.WriteString("ffffffff82000000 T _etext\n")
+	for name, data := range map[string]string{
+		root + "/kallsyms":                  text.String(),
+		root + "/sys/kernel/random/boot_id": "boot\n",
+		sys + "/kernel/notes":               "notes",
+	} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "symbols")
+	cache, err := symcache.Open(dir, symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	recording := func() *recorder {
+		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
+		r.sym.cache = cache
+		return r
+	}
+	first := recording()
+	if _, err := first.kernelTable(); err != nil {
+		t.Fatal(err)
+	}
+	// The blob written again a page at a time, as a file read back
+	// from the disk would be in the page cache: a file just written
+	// whole can be held in folios of up to 2 MB, which a fault maps
+	// whole (Linux 6.18), whatever is let go between.
+	blob := filepath.Join(dir, first.kernelCache(cache).key)
+	b, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(blob)
+	f, err := os.OpenFile(blob, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range slices.Chunk(b, 4096) {
+		if _, err := f.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = nil
+	second := recording()
+	runtime.GC()
+	// Writing 5 to clear_refs resets the peak RSS (VmHWM) to the RSS.
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
+	}
+	before := statusKB(t, "VmRSS")
+	if _, err := second.kernelTable(); err != nil {
+		t.Fatal(err)
+	}
+	defer second.kern.close()
+	if second.kern.mapped == nil {
+		t.Fatal("the second recording's kallsyms is not the cache's mapped text")
+	}
+	size := len(second.kern.mapped.Bytes())
+	if grew := (statusKB(t, "VmHWM") - before) << 10; grew > size/4 {
+		t.Errorf("taking the cached kallsyms back raised the peak RSS by %d bytes, the blob being %d", grew, size)
+	}
+}
+
+// statusKB returns a field of /proc/self/status given in kB.
+func statusKB(t *testing.T, field string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }

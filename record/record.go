@@ -42,6 +42,7 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 		cfi := (opts.DWARFStack > 0 || opts.LeafStack > 0) && !opts.NoPerf
 		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof || opts.Calls)) || cfi {
 			r.sym = newSymbolizer()
+			r.sym.carry = sp != nil
 			r.tr.sym = r.sym
 		}
 	}

@@ -85,6 +85,9 @@ type symbolizer struct {
 	exits []exitedProc
 	// spill holds the exited processes written out (packExited).
 	spill procSpill
+	// carry says objects are carried into another capture (a split
+	// recording): see releaseTables.
+	carry bool
 	// mapsGen counts the changes of any process's mappings (and of the
 	// objects they map, whose files a mapping may open): what the
 	// unwinder remembers of a process's mappings holds while it stays.

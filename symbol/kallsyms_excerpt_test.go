@@ -136,6 +136,16 @@ func TestKallsymsIndex(t *testing.T) {
 			}
 		}
 	}
+	// Checked dropping: the same index, drop called after every 1000
+	// symbols.
+	drops := 0
+	dropped, err := KallsymsWithIndexDropping(text, index, 1000, func() { drops++ })
+	if err != nil || dropped.Len() != k.Len() {
+		t.Fatalf("KallsymsWithIndexDropping: %v symbols, %v; want %d", dropped.Len(), err, k.Len())
+	}
+	if drops != k.Len()/1000 {
+		t.Errorf("drop called %d times for %d symbols; want %d", drops, k.Len(), k.Len()/1000)
+	}
 	for name, damage := range map[string]func([]byte) []byte{
 		"truncated":    func(b []byte) []byte { return b[:len(b)-1] },
 		"count":        func(b []byte) []byte { b[0]++; return b },

@@ -136,3 +136,35 @@ func FuzzDecodeBlob(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeBlobDropping: a blob checked a part at a time is checked as
+// whole (a byte changed anywhere refused), and every part of it is
+// handed to drop once, in order.
+func TestDecodeBlobDropping(t *testing.T) {
+	data := make([]byte, 1<<20+123)
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	b := encodeBlob(data)
+	const chunk = 64 << 10
+	var dropped []byte
+	got, err := decodeBlobDropping(b, chunk, func(p []byte) {
+		if len(p) != chunk && len(dropped)+len(p) != len(b) {
+			t.Errorf("part of %d bytes at %d", len(p), len(dropped))
+		}
+		dropped = append(dropped, p...)
+	})
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("decodeBlobDropping = %d bytes, %v", len(got), err)
+	}
+	if !bytes.Equal(dropped, b) {
+		t.Errorf("parts dropped: %d bytes, not the blob's %d", len(dropped), len(b))
+	}
+	for _, at := range []int{len(b) - len(data), len(b) / 2, len(b) - 1} {
+		bad := bytes.Clone(b)
+		bad[at] ^= 1
+		if _, err := decodeBlobDropping(bad, chunk, func([]byte) {}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("byte %d changed: %v; want refused as corrupt", at, err)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package record
+
+import (
+	"slices"
+	"strings"
+
+	"nsprof/symbol"
+)
+
+// objNames are the names of the sampled file offsets of one object, taken
+// from its symbol table as soon as it is resolved so that the table can be
+// let go before the next objects are read: the bundle names processes
+// after every object is resolved, and holding every object's table until
+// then made the peak of a recording over many large binaries (a loop of
+// Go compiles: the toolchain's tables, 47 k–85 k symbols).
+type objNames struct {
+	// offs are the sampled file offsets, sorted; vas their link-time
+	// addresses and fn the index of the function holding each in fns,
+	// -1 for none.
+	offs []uint64
+	vas  []uint64
+	fn   []int32
+	fns  []namedFunc
+}
+
+// namedFunc is a function of the symbol table, its name demangled.
+type namedFunc struct {
+	addr, size uint64
+	name       string
+}
+
+// nameOffsets names the file offsets offs (sorted, without repeats) of o
+// from its symbol table, keeping offs; nil when o has none.
+func (o *symObj) nameOffsets(offs []uint64) *objNames {
+	if o.syms == nil || o.elf == nil {
+		return nil
+	}
+	n := &objNames{offs: offs, vas: make([]uint64, len(offs)), fn: make([]int32, len(offs))}
+	index := make(map[uint64]int32) // function address -> index in fns
+	for i, off := range offs {
+		n.fn[i] = -1
+		va, ok := o.elf.Vaddr(off)
+		if !ok {
+			continue
+		}
+		n.vas[i] = va
+		sym, ok := o.syms.Lookup(va)
+		if !ok {
+			continue
+		}
+		k, ok := index[sym.Addr]
+		if !ok {
+			k = int32(len(n.fns))
+			index[sym.Addr] = k
+			n.fns = append(n.fns, namedFunc{addr: sym.Addr, size: sym.Size, name: symbol.Demangle(sym.Name)})
+		}
+		n.fn[i] = k
+	}
+	// The names, copied into one string: those of an ELF symbol table
+	// share the table's string, which one kept would keep whole.
+	var b strings.Builder
+	for _, f := range n.fns {
+		b.WriteString(f.name)
+	}
+	all, at := b.String(), 0
+	for i := range n.fns {
+		k := len(n.fns[i].name)
+		n.fns[i].name = all[at : at+k]
+		at += k
+	}
+	return n
+}
+
+// lookup returns the link-time address of file offset off and the function
+// holding it; false when off was not named.
+func (n *objNames) lookup(off uint64) (va uint64, f *namedFunc, ok bool) {
+	if n == nil {
+		return 0, nil, false
+	}
+	i, found := slices.BinarySearch(n.offs, off)
+	if !found || n.fn[i] < 0 {
+		return 0, nil, false
+	}
+	return n.vas[i], &n.fns[n.fn[i]], true
+}
+
+// releaseTables lets go of o's symbol table and file headers once its
+// sampled offsets are named (nameOffsets): a later resolve reads them
+// again. A split recording (carry) keeps the table of an object without
+// source lines for the next capture, as before names were taken early:
+// one with lines is read again at its next resolve anyway (dropLines).
+func (o *symObj) releaseTables(carry bool) {
+	if o.syms == nil || (carry && !o.linesDropped) {
+		return
+	}
+	o.elf.Close()
+	o.loaded, o.linesDropped, o.elf, o.syms = false, false, nil, nil
+}
+
+// objHits are the file offsets of an object that samples hit, each once
+// whichever processes sampled it (the Go toolchain's binaries over a
+// compile loop, hundreds of processes each), with whether its source
+// frames are wanted.
+type objHits struct {
+	line map[uint64]bool
+}
+
+// add notes file offset off, whose frames are wanted if line is set.
+func (h *objHits) add(off uint64, line bool) {
+	if h.line == nil {
+		h.line = make(map[uint64]bool)
+	}
+	if was, ok := h.line[off]; !ok || line && !was {
+		h.line[off] = line || was
+	}
+}
+
+// offsets returns the offsets noted, sorted, and those whose frames are
+// wanted, sorted.
+func (h *objHits) offsets() (all, lines []uint64) {
+	all = make([]uint64, 0, len(h.line))
+	for off, line := range h.line {
+		all = append(all, off)
+		if line {
+			lines = append(lines, off)
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(lines)
+	return all, lines
+}
