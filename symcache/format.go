@@ -530,15 +530,7 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
 			d.fail("frame list %d: %d frames", i, nf)
 		}
-		for range nf {
-			fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
-			if d.err == nil && (fn >= uint64(len(table)) || file >= uint64(len(table))) {
-				d.fail("frame list %d: strings %d, %d of %d", i, fn, file, len(table))
-			}
-			if d.err == nil && line > maxLine {
-				d.fail("frame list %d: line %d", i, line)
-			}
-		}
+		d.skipFrames(nf, len(table), "frame list %d", uint64(i))
 		if d.err != nil {
 			return d.err
 		}
@@ -583,6 +575,22 @@ type decoder struct {
 	b   []byte
 	off int
 	err error
+}
+
+// skipFrames reads nf frames (function and file string indexes, line)
+// without keeping them, checking the strings are of a table of n and the
+// lines bounded; what (a format of one argument) and at name the frames
+// in an error.
+func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
+	for range nf {
+		fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
+		if d.err == nil && (fn >= uint64(n) || file >= uint64(n)) {
+			d.fail(what+": strings %d, %d of %d", at, fn, file, n)
+		}
+		if d.err == nil && line > maxLine {
+			d.fail(what+": line %d", at, line)
+		}
+	}
 }
 
 func (d *decoder) fail(format string, args ...any) {

@@ -88,15 +88,7 @@ func checkAddrFrames(d *decoder, p []byte, table []string) *lazyFrames {
 		if nf > maxFramesPerAddr {
 			d.fail("address %#x: %d frames", va, nf)
 		}
-		for range nf {
-			fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
-			if d.err == nil && (fn >= uint64(len(table)) || file >= uint64(len(table))) {
-				d.fail("address %#x: strings %d, %d of %d", va, fn, file, len(table))
-			}
-			if d.err == nil && line > maxLine {
-				d.fail("address %#x: line %d", va, line)
-			}
-		}
+		d.skipFrames(nf, len(table), "address %#x", va)
 		if d.err != nil {
 			return nil
 		}
