@@ -136,23 +136,7 @@ func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
 // from the symbol cache mapped, not read into its heap, names addresses
 // from it as from /proc/kallsyms, and lets the mapping go with close.
 func TestKallsymsCachedMapped(t *testing.T) {
-	root, sys := t.TempDir(), t.TempDir()
-	var text strings.Builder
-	text.WriteString("ffffffff81000000 T _stext\n")
-	for i := range 100_000 {
-		fmt.Fprintf(&text, "%x T kernel_function_number_%d\n", 0xffffffff81001000+uint64(i)*0x40, i)
-	}
-	text.WriteString("ffffffff82000000 T _etext\n")
-	for name, data := range map[string]string{
-		root + "/kallsyms":                  text.String(),
-		root + "/sys/kernel/random/boot_id": "boot\n",
-		sys + "/kernel/notes":               "notes",
-	} {
-		os.MkdirAll(filepath.Dir(name), 0o755)
-		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, sys := largeKallsyms(t)
 	cache, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +165,8 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	if second.kern.mapped == nil {
 		t.Fatal("the second recording's kallsyms is not the cache's mapped text")
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(text.Len()/16) {
-		t.Errorf("taking the cached kallsyms back allocated %d bytes for a text of %d: want it mapped", n, text.Len())
+	if size := textSize(t, root); after.TotalAlloc-before.TotalAlloc > uint64(size/16) {
+		t.Errorf("taking the cached kallsyms back allocated %d bytes for a text of %d: want it mapped", after.TotalAlloc-before.TotalAlloc, size)
 	}
 	if s, _ := k.Lookup(addr); s.Name != want {
 		t.Errorf("%#x named %q from the cache, want %q", addr, s.Name, want)
@@ -198,23 +182,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 // touched go as it goes: the mapped blob is never resident all at once
 // (6.8 MB for a moment raised a busy recording's peak RSS).
 func TestKallsymsCachedCheckNotResident(t *testing.T) {
-	root, sys := t.TempDir(), t.TempDir()
-	var text strings.Builder
-	text.WriteString("ffffffff81000000 T _stext\n")
-	for i := range 100_000 {
-		fmt.Fprintf(&text, "%x T kernel_function_number_%d\n", 0xffffffff81001000+uint64(i)*0x40, i)
-	}
-	text.WriteString("ffffffff82000000 T _etext\n")
-	for name, data := range map[string]string{
-		root + "/kallsyms":                  text.String(),
-		root + "/sys/kernel/random/boot_id": "boot\n",
-		sys + "/kernel/notes":               "notes",
-	} {
-		os.MkdirAll(filepath.Dir(name), 0o755)
-		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, sys := largeKallsyms(t)
 	dir := filepath.Join(t.TempDir(), "symbols")
 	cache, err := symcache.Open(dir, symcache.Options{})
 	if err != nil {
@@ -291,4 +259,39 @@ func statusKB(t *testing.T, field string) int {
 	}
 	t.Fatalf("no %s in /proc/self/status", field)
 	return 0
+}
+
+// largeKallsyms writes a /proc of 100 000 kernel text symbols (about 4.8
+// MB of kallsyms), a boot id and kernel notes under new directories, and
+// returns the /proc root and the /sys root.
+func largeKallsyms(t *testing.T) (root, sys string) {
+	t.Helper()
+	root, sys = t.TempDir(), t.TempDir()
+	var text strings.Builder
+	text.WriteString("ffffffff81000000 T _stext\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&text, "%x T kernel_function_number_%d\n", 0xffffffff81001000+uint64(i)*0x40, i)
+	}
+	text.WriteString("ffffffff82000000 T _etext\n")
+	for name, data := range map[string]string{
+		root + "/kallsyms":                  text.String(),
+		root + "/sys/kernel/random/boot_id": "boot\n",
+		sys + "/kernel/notes":               "notes",
+	} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, sys
+}
+
+// textSize returns the size of the kallsyms under root.
+func textSize(t *testing.T, root string) int64 {
+	t.Helper()
+	fi, err := os.Stat(root + "/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
