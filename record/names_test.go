@@ -37,17 +37,8 @@ func byProcess(syms []capture.Symbol, bases map[int]uint64) map[int][]capture.Sy
 // binaries held them all until every process was named), while every
 // process mapping it is named as the first one is.
 func TestBundleReleasesTables(t *testing.T) {
-	path, id, offs := cachedImage(t)
-	s := newSymbolizer()
-	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	s, _, bases := imageInThreeProcesses(t)
 	defer s.close()
-	bases := map[int]uint64{10: 0x400000, 11: 0x7f0000000000, 12: 0x500000}
-	for pid, base := range bases {
-		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-	}
 	syms, lines := bundleNoKernel(t, s)
 	if len(lines) == 0 {
 		t.Error("no source lines bundled")

@@ -281,17 +281,8 @@ func TestBundleDropsLineTables(t *testing.T) {
 // once, by build-id and file offset, for every process mapping the file
 // (at any address).
 func TestBundleLinesByFile(t *testing.T) {
-	path, id, offs := cachedImage(t)
-	s := newSymbolizer()
-	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	s, id, _ := imageInThreeProcesses(t)
 	defer s.close()
-	bases := map[int]uint64{10: 0x400000, 11: 0x7f0000000000, 12: 0x500000}
-	for pid, base := range bases {
-		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
-		for _, off := range offs {
-			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-		}
-	}
 	_, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	byFile := map[uint64]int{}
 	for _, l := range lines {
@@ -480,4 +471,22 @@ func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size 
 	}
 	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
 	return syms, lines, s.cacheUses
+}
+
+// imageInThreeProcesses returns a symbolizer of processes 10, 11 and 12
+// (which cannot be opened) mapping cachedImage's file at the bases given,
+// each sampled at its offsets, and the file's build-id.
+func imageInThreeProcesses(t *testing.T) (s *symbolizer, id []byte, bases map[int]uint64) {
+	t.Helper()
+	path, id, offs := cachedImage(t)
+	s = newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	bases = map[int]uint64{10: 0x400000, 11: 0x7f0000000000, 12: 0x500000}
+	for pid, base := range bases {
+		s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		for _, off := range offs {
+			s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
+		}
+	}
+	return s, id, bases
 }
