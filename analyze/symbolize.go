@@ -291,7 +291,7 @@ func (p *Profile) symbolize(s Symbolizer, prog func(done, total int)) {
 	total := len(p.Frames)
 	step := func(i int) {
 		if prog != nil && i&(1<<12-1) == 0 {
-			prog(i, total)
+			prog(min(i, total), total) // frames named again in other processes count past total
 		}
 	}
 	var again []int32
