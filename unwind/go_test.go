@@ -314,3 +314,34 @@ func TestGoFuncsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestGoRowsSizedExactly: a decoded Go function's rows, kept for the whole
+// recording, hold no room beyond their last row and come from a single
+// allocation (grown by append, they held up to twice their size).
+func TestGoRowsSizedExactly(t *testing.T) {
+	tab := loadFile(t, buildGo(t, "-s -w"))
+	g := tab.gofuncs
+	if g == nil {
+		t.Fatal("no Go functions in the table of a Go binary")
+	}
+	decoded, most := 0, -1
+	for i := range g.nfunc {
+		rows := g.decode(i)
+		if rows == nil {
+			continue
+		}
+		decoded++
+		if cap(rows) != len(rows) {
+			t.Fatalf("function %d: %d rows in room for %d", i, len(rows), cap(rows))
+		}
+		if most < 0 || len(rows) > len(g.decode(most)) {
+			most = i
+		}
+	}
+	if decoded < 1000 {
+		t.Fatalf("%d functions decoded", decoded)
+	}
+	if a := testing.AllocsPerRun(10, func() { g.decode(most) }); a != 1 {
+		t.Errorf("decoding function %d (%d rows): %.0f allocations, want 1", most, len(g.decode(most)), a)
+	}
+}

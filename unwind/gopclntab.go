@@ -227,19 +227,28 @@ func (g *goFuncs) size() int {
 func (g *goFuncs) entry(i int) uint64 { return uint64(g.entries[i]) }
 
 // decode returns the rows of function i, ended by a terminator; nil when
-// its pcsp table is missing or not understood.
+// its pcsp table is missing or not understood. The table is read twice,
+// first to count its rows: decoded functions stay in memory for the whole
+// recording, and rows grown by append held up to twice what they used
+// (and left the smaller copies as garbage), the largest part of a Go
+// toolchain binary's table in the heap.
 func (g *goFuncs) decode(i int) []row {
 	entry, end := g.entry(i), g.end(i)
 	if end <= entry || g.sp[i] == 0 {
 		return nil
 	}
-	var rows []row
-	bad := false
-	ok := gopclntab.Decode(g.pcsp[g.sp[i]-1:], g.text+entry, g.text+end, g.quantum, func(pc, _ uint64, sp int32) bool {
-		if sp < 0 || sp > 1<<24 {
-			bad = true
-			return false
-		}
+	tab := g.pcsp[g.sp[i]-1:]
+	n, bad := 0, false
+	ok := gopclntab.Decode(tab, g.text+entry, g.text+end, g.quantum, func(_, _ uint64, sp int32) bool {
+		n++
+		bad = sp < 0 || sp > 1<<24
+		return !bad
+	})
+	if !ok || bad || n == 0 {
+		return nil
+	}
+	rows := make([]row, 0, n+1)
+	gopclntab.Decode(tab, g.text+entry, g.text+end, g.quantum, func(pc, _ uint64, sp int32) bool {
 		r := row{addr: pc, cfa: cfaSP, cfaOff: sp + 8, ra: ruleCFA, raOff: -8}
 		if sp >= 8 {
 			r.bp, r.bpOff = ruleCFA, -16
@@ -247,14 +256,9 @@ func (g *goFuncs) decode(i int) []row {
 		rows = append(rows, r)
 		return true
 	})
-	if !ok || bad || len(rows) == 0 {
-		return nil
-	}
 	return append(rows, row{addr: g.text + end})
 }
 
-// find returns the row of the Go function holding link-time address a,
-// or nil.
 func (g *goFuncs) find(a uint64) *row {
 	if a < g.text {
 		return nil
