@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func allRows(t *Table) []row {
 	if g := t.gofuncs; g != nil {
 		for i := range g.nfunc {
 			if !g.covered(g.text + g.entry(i)) {
-				out = append(out, g.decode(i)...)
+				out = append(out, g.decodedRows(i)...)
 			}
 		}
 	}
@@ -62,7 +63,7 @@ func TestGoRowsDecodedOnUse(t *testing.T) {
 	}
 	var want []row
 	for i := range g.nfunc {
-		want = append(want, g.decode(i)...)
+		want = append(want, g.decodedRows(i)...)
 	}
 	if len(want) < 1000 {
 		t.Fatalf("%d rows", len(want))
@@ -312,5 +313,62 @@ func TestGoFuncsIndex(t *testing.T) {
 		if i := g.lookup(off); i < -1 || i >= g.nfunc {
 			t.Fatalf("lookup(%#x) = %d of %d functions", off, i, g.nfunc)
 		}
+	}
+}
+
+// TestGoRowsSizedExactly: a decoded Go function's rows, kept for the whole
+// recording, hold no room beyond their last row and come from a single
+// allocation (grown by append, they held up to twice their size).
+func TestGoRowsSizedExactly(t *testing.T) {
+	tab := loadFile(t, buildGo(t, "-s -w"))
+	g := tab.gofuncs
+	if g == nil {
+		t.Fatal("no Go functions in the table of a Go binary")
+	}
+	decoded, most := 0, -1
+	for i := range g.nfunc {
+		rows := g.decode(i)
+		if rows == nil {
+			continue
+		}
+		decoded++
+		if cap(rows) != len(rows) {
+			t.Fatalf("function %d: %d rows in room for %d", i, len(rows), cap(rows))
+		}
+		if most < 0 || len(rows) > len(g.decode(most)) {
+			most = i
+		}
+	}
+	if decoded < 1000 {
+		t.Fatalf("%d functions decoded", decoded)
+	}
+	if a := testing.AllocsPerRun(10, func() { g.decode(most) }); a != 1 {
+		t.Errorf("decoding function %d (%d rows): %.0f allocations, want 1", most, len(g.decode(most)), a)
+	}
+}
+
+// TestGoRowsCompact: decoding every function of a Go binary allocates
+// about 8 bytes a row (a 24-byte row each, as Table rows take, was the
+// largest growing part of a recording's heap over Go compiles).
+func TestGoRowsCompact(t *testing.T) {
+	tab := loadFile(t, buildGo(t, "-s -w"))
+	g := tab.gofuncs
+	if g == nil {
+		t.Fatal("no Go functions in the table of a Go binary")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rows := 0
+	for i := range g.nfunc {
+		rows += len(g.decode(i))
+	}
+	runtime.ReadMemStats(&after)
+	if rows < 1000 {
+		t.Fatalf("%d rows", rows)
+	}
+	perRow := float64(after.TotalAlloc-before.TotalAlloc) / float64(rows)
+	t.Logf("%d rows of %d functions: %.1f bytes allocated a row", rows, g.nfunc, perRow)
+	if perRow > 12 {
+		t.Errorf("%.1f bytes allocated a decoded row, want at most 12", perRow)
 	}
 }

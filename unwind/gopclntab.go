@@ -136,7 +136,30 @@ func (g *goFuncs) lookup(off uint64) int {
 // start to end.
 type goRecent struct {
 	start, end uint64
-	rows       []row
+	rows       []goRow
+}
+
+// goRow is a decoded Go function's row, kept in 8 bytes rather than a
+// row's 24: a Go function's frame is described by its stack pointer's
+// offset alone (the pcsp table's value), from which row makes the rest.
+// Decoded functions stay in memory for the whole recording: over a loop
+// of Go toolchain compiles they were the largest growing part of the
+// recorder's heap.
+type goRow struct {
+	// off is the row's first address, as an offset from its function's
+	// start.
+	off uint32
+	// sp is the frame's size below the return address.
+	sp int32
+}
+
+// row returns r as the row of a function starting at start.
+func (r goRow) row(start uint64) row {
+	out := row{addr: start + uint64(r.off), cfa: cfaSP, cfaOff: r.sp + 8, ra: ruleCFA, raOff: -8}
+	if r.sp >= 8 {
+		out.bp, out.bpOff = ruleCFA, -16
+	}
+	return out
 }
 
 // newGoFuncs parses the pclntab in src and copies out what unwinding
@@ -226,46 +249,46 @@ func (g *goFuncs) size() int {
 // entry returns the start of function i, as an offset from text.
 func (g *goFuncs) entry(i int) uint64 { return uint64(g.entries[i]) }
 
-// decode returns the rows of function i, ended by a terminator; nil when
-// its pcsp table is missing or not understood.
-func (g *goFuncs) decode(i int) []row {
+// decode returns the rows of function i, which cover it to its end; nil
+// when its pcsp table is missing or not understood. The table is read
+// twice, first to count its rows: decoded functions stay in memory for the
+// whole recording, and rows grown by append held up to twice what they
+// used (and left the smaller copies as garbage).
+func (g *goFuncs) decode(i int) []goRow {
 	entry, end := g.entry(i), g.end(i)
-	if end <= entry || g.sp[i] == 0 {
+	if end <= entry || end-entry > math.MaxUint32 || g.sp[i] == 0 {
 		return nil
 	}
-	var rows []row
-	bad := false
-	ok := gopclntab.Decode(g.pcsp[g.sp[i]-1:], g.text+entry, g.text+end, g.quantum, func(pc, _ uint64, sp int32) bool {
-		if sp < 0 || sp > 1<<24 {
-			bad = true
-			return false
-		}
-		r := row{addr: pc, cfa: cfaSP, cfaOff: sp + 8, ra: ruleCFA, raOff: -8}
-		if sp >= 8 {
-			r.bp, r.bpOff = ruleCFA, -16
-		}
-		rows = append(rows, r)
+	tab := g.pcsp[g.sp[i]-1:]
+	n, bad := 0, false
+	ok := gopclntab.Decode(tab, entry, end, g.quantum, func(_, _ uint64, sp int32) bool {
+		n++
+		bad = sp < 0 || sp > 1<<24
+		return !bad
+	})
+	if !ok || bad || n == 0 {
+		return nil
+	}
+	rows := make([]goRow, 0, n)
+	gopclntab.Decode(tab, entry, end, g.quantum, func(pc, _ uint64, sp int32) bool {
+		rows = append(rows, goRow{off: uint32(pc - entry), sp: sp})
 		return true
 	})
-	if !ok || bad || len(rows) == 0 {
-		return nil
-	}
-	return append(rows, row{addr: g.text + end})
+	return rows
 }
 
-// find returns the row of the Go function holding link-time address a,
-// or nil.
-func (g *goFuncs) find(a uint64) *row {
+// find returns the row covering address a, false for none.
+func (g *goFuncs) find(a uint64) (row, bool) {
 	if a < g.text {
-		return nil
+		return row{}, false
 	}
 	slot := &g.recent[(a>>6)%uint64(len(g.recent))]
 	if r := slot.Load(); r != nil && a >= r.start && a < r.end {
-		return findLive(r.rows, a)
+		return r.find(a)
 	}
 	i := g.lookup(a - g.text)
 	if i < 0 {
-		return nil
+		return row{}, false
 	}
 	g.mu.Lock()
 	f, ok := g.funcs[i]
@@ -277,24 +300,33 @@ func (g *goFuncs) find(a uint64) *row {
 		g.funcs[i] = f
 	}
 	g.mu.Unlock()
-	if a < f.end {
-		slot.Store(f)
+	if a >= f.end {
+		return row{}, false
 	}
-	return findLive(f.rows, a)
+	slot.Store(f)
+	return f.find(a)
+}
+
+// find returns the row of f covering a, which lies in f.
+func (f *goRecent) find(a uint64) (row, bool) {
+	off := a - f.start
+	lo, hi := 0, len(f.rows) // rows[:lo] start at or before off
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if uint64(f.rows[m].off) <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return row{}, false
+	}
+	return f.rows[lo-1].row(f.start), true
 }
 
 // end returns the end of function i, as an offset from text.
 func (g *goFuncs) end(i int) uint64 { return uint64(g.entries[i+1]) }
-
-// findLive returns the row of rows covering a, nil for none or a
-// terminator.
-func findLive(rows []row, a uint64) *row {
-	r := findRow(rows, a)
-	if r == nil || r.cfa == cfaNone {
-		return nil
-	}
-	return r
-}
 
 // A pclntab is read in pages of goLoadPageSize while a table is loaded,
 // goLoadPages of them kept (512 KiB): the function table and the pcsp

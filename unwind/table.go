@@ -85,13 +85,16 @@ func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
 	return 0, false
 }
 
-// find returns the row covering link-time address a, or nil. The
+// lookup returns the row covering link-time address a, false for none. The
 // binary search is written out: through slices.BinarySearchFunc's
 // comparison closure it was most of a leaf step's time (an off-CPU
 // recording takes one per context switch).
-func (t *Table) find(a uint64) *row {
-	if r := t.findHinted(a); r != nil || t.gofuncs == nil {
-		return r
+func (t *Table) lookup(a uint64) (row, bool) {
+	if r := t.findHinted(a); r != nil {
+		return *r, true
+	}
+	if t.gofuncs == nil {
+		return row{}, false
 	}
 	return t.gofuncs.find(a)
 }

@@ -104,14 +104,15 @@ func UnwindTo(dst []uint64, regs Regs, stack []byte, m Mapper, max int, to uint6
 			// function that does not return.
 			look--
 		}
-		var r *row
+		var r row
+		found := false
 		if mod, ok := m.Find(look); ok && mod.Table != nil {
-			r = mod.Table.find(look - mod.Bias)
+			r, found = mod.Table.lookup(look - mod.Bias)
 		}
 		var cfa, ra, nbp uint64
 		var stop Stop
 		ok := true
-		if r == nil {
+		if !found {
 			// Frame pointers: the saved rbp at rbp, the return address
 			// above it.
 			if bp < sp || bp&7 != 0 {

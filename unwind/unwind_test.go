@@ -195,7 +195,8 @@ func TestTableHints(t *testing.T) {
 		if i%3 == 0 {
 			a = 0x1000 + uint64(rng.IntN(8))*0x10 + uint64(rng.IntN(0x10)) // a few hot ones
 		}
-		if got, want := tab.find(a), findRow(rows, a); got != want {
+		got, want := tab.find(a), findRow(rows, a)
+		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("lookup %d of %#x: row %+v, want %+v", i, a, got, want)
 		}
 	}

@@ -318,7 +318,10 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 		return err
 	}
 	defer f.Discard() // when an error returns before Close
-	w, err := capture.NewWriterWithOptions(f.File, capture.WriterOptions{BufferSize: 1 << 20})
+	// The writer's default buffer (256 KiB): touched in full within a
+	// second at 4 kHz, a larger one is held in memory for the whole
+	// recording, and a flush a few times a second costs nothing seen.
+	w, err := capture.NewWriterWithOptions(f.File, capture.WriterOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.output, err)
 	}
