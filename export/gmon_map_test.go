@@ -170,3 +170,58 @@ func TestGmonAddresses(t *testing.T) {
 		t.Errorf("pid 20 only: %v, want %v", err, ErrGmonBuildID)
 	}
 }
+
+// TestGmonProcessesOfSharedCode: two processes running one library at
+// different bases sample the same code, which loading makes one frame
+// (the first process's): gmon.out counts both samples at the code's
+// link-time address, and both processes.
+func TestGmonProcessesOfSharedCode(t *testing.T) {
+	f, path, a, _ := gmonTestLib(t)
+	off, ok := f.FileOffset(a)
+	if !ok {
+		t.Fatalf("no file offset of %#x", a)
+	}
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: 1e9, EndTime: 2e9, CaptureTime: time.Unix(0, 0), Clock: func() int64 { return 1e9 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.AddMetadata(1e9, capture.MetaFrequency, "250"))
+	id := hex.EncodeToString(f.BuildID())
+	for i, base := range []uint64{0x7f12_3456_0000, 0x7f65_4321_0000} {
+		pid := int32(10 + i)
+		h := capture.FrameHeader{PID: pid, Time: 1e9 + 1}
+		must(w.WriteFrame(&capture.Map{FrameHeader: h, Start: base, End: base + 0x10_0000, Filename: "/opt/x/libgm.so", BuildID: id}))
+		must(w.WriteFrame(&capture.Sample{FrameHeader: h, TID: pid, Addrs: []uint64{capture.ContextUser, base + off}}))
+	}
+	must(w.Close())
+	p, err := analyze.LoadBytes(buf.Bytes(), analyze.LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Frames) != 1 {
+		t.Fatalf("%d frames, want the processes' one code as one", len(p.Frames))
+	}
+	v, err := p.View(analyze.ViewOptions{AllKinds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	st, err := Gmon(&out, v, GmonOptions{File: f, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Samples != 2 || st.Processes != 2 {
+		t.Errorf("stats %+v, want 2 samples of 2 processes", st)
+	}
+	hist := decodeGmon(t, out.Bytes(), 8, f.ByteOrder()).hists[0]
+	if i := (a - hist.low) / 4; a < hist.low || i >= uint64(len(hist.bins)) || hist.bins[i] != 2 {
+		t.Errorf("bin of gm_a %#x in %#x..%#x: want 2 samples", a, hist.low, hist.high)
+	}
+}
