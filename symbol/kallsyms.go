@@ -213,17 +213,19 @@ func (k *Kallsyms) Lookup(addr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	s := k.sym(i)
-	end := s.addr + maxKernelFunc
-	if end < s.addr {
-		end = math.MaxUint64
+	// The symbol's last byte, not its end: a symbol near the top of the
+	// address space has no end that fits in 64 bits.
+	last := s.addr + (maxKernelFunc - 1)
+	if last < s.addr {
+		last = math.MaxUint64
 	}
 	if i+1 < k.Len() {
-		end = min(end, k.addr(i+1))
+		last = min(last, k.addr(i+1)-1)
 	}
-	if addr >= end {
+	if addr > last {
 		return Symbol{}, false
 	}
-	return Symbol{Name: k.name(s.off), Addr: s.addr, Size: end - s.addr}, true
+	return Symbol{Name: k.name(s.off), Addr: s.addr, Size: last - s.addr + 1}, true
 }
 
 // name returns the name of the line whose name starts at off, with its
