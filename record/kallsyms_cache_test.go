@@ -136,17 +136,7 @@ func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
 // from the symbol cache mapped, not read into its heap, names addresses
 // from it as from /proc/kallsyms, and lets the mapping go with close.
 func TestKallsymsCachedMapped(t *testing.T) {
-	root, sys := largeKallsyms(t)
-	cache, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cache.Close()
-	recording := func() *recorder {
-		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
-		r.sym.cache = cache
-		return r
-	}
+	recording, root, _, _ := largeKallsymsRecordings(t)
 	const addr, want = uint64(0xffffffff81001000 + 500*0x40 + 8), "kernel_function_number_500"
 	first := recording()
 	if k, err := first.kernelTable(); err != nil {
@@ -182,18 +172,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 // touched go as it goes: the mapped blob is never resident all at once
 // (6.8 MB for a moment raised a busy recording's peak RSS).
 func TestKallsymsCachedCheckNotResident(t *testing.T) {
-	root, sys := largeKallsyms(t)
-	dir := filepath.Join(t.TempDir(), "symbols")
-	cache, err := symcache.Open(dir, symcache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cache.Close()
-	recording := func() *recorder {
-		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
-		r.sym.cache = cache
-		return r
-	}
+	recording, _, dir, cache := largeKallsymsRecordings(t)
 	first := recording()
 	if _, err := first.kernelTable(); err != nil {
 		t.Fatal(err)
@@ -294,4 +273,24 @@ func textSize(t *testing.T, root string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// largeKallsymsRecordings returns a maker of recorders of largeKallsyms's
+// system sharing one symbol cache (closed when the test ends), the /proc
+// root, and the cache's directory and the cache.
+func largeKallsymsRecordings(t *testing.T) (recording func() *recorder, root, dir string, cache *symcache.Cache) {
+	t.Helper()
+	root, sys := largeKallsyms(t)
+	dir = filepath.Join(t.TempDir(), "symbols")
+	cache, err := symcache.Open(dir, symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	recording = func() *recorder {
+		r := &recorder{opts: &Options{Log: io.Discard, FS: proc.FS{Root: root}, SysRoot: sys}, sym: newSymbolizer()}
+		r.sym.cache = cache
+		return r
+	}
+	return recording, root, dir, cache
 }
