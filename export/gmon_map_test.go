@@ -61,17 +61,7 @@ func TestGmonAddresses(t *testing.T) {
 		return base + off
 	}
 	const base10, base20, host = 0x7f12_3456_0000, 0x7f65_4321_0000, 0x55_5555_4000
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: 1e9, EndTime: 2e9, CaptureTime: time.Unix(0, 0), Clock: func() int64 { return 1e9 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, buf, must := gmonCapture(t)
 	h := func(pid int32) capture.FrameHeader { return capture.FrameHeader{PID: pid, Time: 1e9 + 1} }
 	must(w.AddMetadata(1e9, capture.MetaEvent, "cpu-clock"))
 	must(w.AddMetadata(1e9, capture.MetaFrequency, "250"))
@@ -181,17 +171,7 @@ func TestGmonProcessesOfSharedCode(t *testing.T) {
 	if !ok {
 		t.Fatalf("no file offset of %#x", a)
 	}
-	var buf bytes.Buffer
-	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: 1e9, EndTime: 2e9, CaptureTime: time.Unix(0, 0), Clock: func() int64 { return 1e9 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, buf, must := gmonCapture(t)
 	must(w.AddMetadata(1e9, capture.MetaFrequency, "250"))
 	id := hex.EncodeToString(f.BuildID())
 	for i, base := range []uint64{0x7f12_3456_0000, 0x7f65_4321_0000} {
@@ -224,4 +204,22 @@ func TestGmonProcessesOfSharedCode(t *testing.T) {
 	if i := (a - hist.low) / 4; a < hist.low || i >= uint64(len(hist.bins)) || hist.bins[i] != 2 {
 		t.Errorf("bin of gm_a %#x in %#x..%#x: want 2 samples", a, hist.low, hist.high)
 	}
+}
+
+// gmonCapture returns a writer of a capture from 1 to 2 s into buf, and a
+// check that fails the test on an error.
+func gmonCapture(t *testing.T) (w *capture.Writer, buf *bytes.Buffer, must func(error)) {
+	t.Helper()
+	buf = new(bytes.Buffer)
+	w, err := capture.NewWriterWithOptions(buf, capture.WriterOptions{StartTime: 1e9, EndTime: 2e9, CaptureTime: time.Unix(0, 0), Clock: func() int64 { return 1e9 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must = func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, buf, must
 }
