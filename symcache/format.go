@@ -455,18 +455,8 @@ func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map
 	var arena frameArena
 	var va uint64
 	for i := range nva {
-		delta := d.uvarint()
-		if i > 0 && delta == 0 {
-			d.fail("address %d repeats the one before", i)
-		}
-		if va+delta < va {
-			d.fail("address %d overflows", i)
-		}
-		va += delta
-		nf := d.count(3)
-		if nf > maxFramesPerAddr {
-			d.fail("address %#x: %d frames", va, nf)
-		}
+		var nf int
+		va, nf = d.nextAddr(i, va)
 		if d.err != nil {
 			return into
 		}
@@ -575,6 +565,24 @@ type decoder struct {
 	b   []byte
 	off int
 	err error
+}
+
+// nextAddr reads the i-th address of a list of addresses with frames (its
+// delta from the one before, va) and its number of frames, checked.
+func (d *decoder) nextAddr(i int, va uint64) (uint64, int) {
+	delta := d.uvarint()
+	if i > 0 && delta == 0 {
+		d.fail("address %d repeats the one before", i)
+	}
+	if va+delta < va {
+		d.fail("address %d overflows", i)
+	}
+	va += delta
+	nf := d.count(3)
+	if nf > maxFramesPerAddr {
+		d.fail("address %#x: %d frames", va, nf)
+	}
+	return va, nf
 }
 
 // skipFrames reads nf frames (function and file string indexes, line)

@@ -76,18 +76,8 @@ func checkAddrFrames(d *decoder, p []byte, table []string) *lazyFrames {
 	for i := range nva {
 		off := d.off
 		prev := va
-		delta := d.uvarint()
-		if i > 0 && delta == 0 {
-			d.fail("address %d repeats the one before", i)
-		}
-		if va+delta < va {
-			d.fail("address %d overflows", i)
-		}
-		va += delta
-		nf := d.count(3)
-		if nf > maxFramesPerAddr {
-			d.fail("address %#x: %d frames", va, nf)
-		}
+		var nf int
+		va, nf = d.nextAddr(i, va)
 		d.skipFrames(nf, len(table), "address %#x", va)
 		if d.err != nil {
 			return nil
