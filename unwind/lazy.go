@@ -21,7 +21,10 @@ type lazyFDEs struct {
 	cies  []*cie
 	data  []byte
 	// rows holds the rows of each FDE once made, ended by a terminator
-	// at its end; an FDE whose instructions are malformed has none.
+	// at its end; an FDE whose instructions are malformed has none, and
+	// covers nothing (interpreted whole, a later FDE overlapping it
+	// would have covered its addresses: no real object seen has such
+	// overlaps, and the tests check libc, cc1 and libstdc++ row by row).
 	rows []atomic.Pointer[[]row]
 	// made counts the rows made so far.
 	made atomic.Int64
