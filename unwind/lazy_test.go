@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"debug/elf"
 	"os"
 	"slices"
 	"sync"
@@ -85,15 +84,7 @@ func TestLazyEHFrameMatchesEager(t *testing.T) {
 // interpreted covers nothing when looked up, as it covers nothing when
 // .eh_frame is interpreted whole.
 func TestLazyEHFrameBadFDE(t *testing.T) {
-	if _, err := os.Stat(libcPath); err != nil {
-		testutils.RequireCI(t, "%s: %v", libcPath, err)
-	}
-	f, err := elf.Open(libcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, ok, err := ehFrame(f, maxSection)
+	s, ok, err := ehFrame(openLibc(t), maxSection)
 	if err != nil || !ok {
 		t.Fatalf("libc .eh_frame: %v %v", ok, err)
 	}
