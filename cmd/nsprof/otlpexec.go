@@ -32,7 +32,7 @@ make build puts next to nsprof; its --help gives the flags.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := findOTLPBinary()
 			if err != nil {
-				return fmt.Errorf("nsprof %s: %w", name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			return execOTLP(path, append([]string{otlpBinary, name}, args...))
 		},
