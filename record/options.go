@@ -205,6 +205,10 @@ type Result struct {
 	// does not exist, perf events were refused): the capture then holds
 	// no more than its preamble.
 	Started bool
+	// Fill, when not nil, is what the recording left to fill in its
+	// symbol cache: the caller starts it (SymbolFill.Start) once the
+	// capture is closed, or closes it. RecordSplit starts it itself.
+	Fill *SymbolFill
 }
 
 func (o *Options) setDefaults() error {

@@ -194,8 +194,8 @@ func TestSymbolCacheNoLines(t *testing.T) {
 }
 
 // A file another user could have written (which could forge a library's
-// build-id) is symbolized but not cached: neither one owned by another
-// user nor one writable by others.
+// build-id) is symbolized but not cached, nor handed to the filler:
+// neither one owned by another user nor one writable by others.
 func TestSymbolCacheUntrustedFile(t *testing.T) {
 	path, id, offs := cachedImage(t)
 	b, err := os.ReadFile(path)
@@ -244,6 +244,9 @@ func TestSymbolCacheUntrustedFile(t *testing.T) {
 			}
 			if st := c.Stats(); st.Written != 0 || s.cacheUntrusted != 1 {
 				t.Errorf("cache stats %+v, %d untrusted: want nothing written, 1 untrusted", st, s.cacheUntrusted)
+			}
+			if len(s.fills) != 0 {
+				t.Errorf("%d untrusted files handed over to fill the cache", len(s.fills))
 			}
 		})
 	}
