@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,13 @@ import (
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
+
+// fillGCPercent is the filler's GC percent: its CPU is idle time, its
+// memory is not. Filling a Python loop's four files (python3.11 whole:
+// 10,309 functions) peaked at 176 MB with the default 100, 140 MB with
+// 25 for 1.27 times the CPU (2.34 s against 1.84), 112 MB with 10 for
+// twice the CPU (one run each, load 8).
+const fillGCPercent = 25
 
 // FillOptions are the arguments of FillSymbolCache, as SymbolFill.Start
 // passes them on the filler's command line.
@@ -73,6 +81,7 @@ func FillSymbolCache(opts FillOptions) error {
 		return nil
 	}
 	defer unlock()
+	debug.SetGCPercent(fillGCPercent)
 	if err := unix.SetIdlePriority(); err != nil {
 		logf("idle priority not set: %v", err)
 	}
