@@ -336,10 +336,8 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 					use &^= cacheUntrusted
 				}
 				s.cacheUses[use]++
-				if o.fill != nil {
-					s.fills = append(s.fills, o.fill)
-					o.fill = nil
-				}
+				s.addFill(o.fill)
+				o.fill = nil
 				done++
 				if prog != nil {
 					prog(done, len(objs), o.path)

@@ -33,7 +33,10 @@ const maxCachedAddrs = 1 << 20
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
 // to it (appended to its file where only addresses are added); an entry of symbols without source lines (a stripped library)
-// answers new addresses too, for a day after the file was read.
+// answers new addresses too, for a day after the file was read. A file
+// with DWARF read so, whose entry does not hold all its functions yet,
+// is left open in o.fill, for the filler the recording starts once its
+// capture is written to cache them whole (see SymbolFill).
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
 	if o.loaded && o.linesDropped {
@@ -178,7 +181,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		logf("%s: %v", o.path, err)
 		return out, use
 	}
-	if len(wholeAddrs(o.syms, next)) > 0 {
+	if len(wholeAddrs(o.syms, next, sortedKeys(fresh))) > 0 {
 		// Functions left to cache whole: by a process of their own
 		// once the capture is written (see SymbolFill), not here.
 		o.fill = o.fillFile(key, len(vas), logf)
@@ -202,14 +205,15 @@ const (
 // wholeAddrs returns the link-time addresses, one in each, of the
 // functions of syms whose frames e is to keep whole and does not cover
 // yet (see wholeFunctions): every function of a file of at most
-// maxWholeFunctions, else those holding addresses e resolved. None for
+// maxWholeFunctions, else those holding the addresses resolved (those
+// of e when nil; sorted). None for
 // symbols without source lines (NoLines says every address has none),
 // nor for a Go binary's: it is read again from its line table for new
 // addresses. Its few functions outside the table (assembly, cgo's C)
 // cached whole read its whole DWARF and walked its 40 k symbols at
 // every recording of it: a warm 10 s record -a, the nsprof binary among
 // its processes, took 0.24 CPU-s where the cache before it took 0.14.
-func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry) []uint64 {
+func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry, resolved []uint64) []uint64 {
 	if !syms.HasLines() || syms.HasGoLineTable() {
 		return nil
 	}
@@ -222,7 +226,10 @@ func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry) []uint64 {
 		}
 		return addrs
 	}
-	for _, va := range e.Addrs() {
+	if resolved == nil {
+		resolved = e.Addrs()
+	}
+	for _, va := range resolved {
 		if sym, ok := syms.Lookup(va); ok && sym.Size > 0 && !overlaps(e.Covered, va, va+1) {
 			addrs = append(addrs, va)
 		}

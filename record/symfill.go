@@ -156,9 +156,32 @@ func (f *SymbolFill) Start() (int, error) {
 	return pid, nil
 }
 
+// addFill keeps f (if not nil) among the files to fill: the
+// maxFillFiles of the most addresses, the others closed.
+func (s *symbolizer) addFill(f *fillFile) {
+	if f == nil {
+		return
+	}
+	if len(s.fills) < maxFillFiles {
+		s.fills = append(s.fills, f)
+		return
+	}
+	i := 0
+	for j, g := range s.fills {
+		if g.addrs < s.fills[i].addrs {
+			i = j
+		}
+	}
+	if s.fills[i].addrs >= f.addrs {
+		(&SymbolFill{files: []*fillFile{f}}).Close()
+		return
+	}
+	(&SymbolFill{files: s.fills[i : i+1]}).Close()
+	s.fills[i] = f
+}
+
 // takeFill returns what the symbolizer's recording left to fill in cache
-// c, at most maxFillFiles files (of the most addresses; the others
-// closed), nil when nothing.
+// c, of the most sampled files first, nil when nothing.
 func (s *symbolizer) takeFill(c *symcache.Cache, maxBytes int64) *SymbolFill {
 	files := s.fills
 	s.fills = nil
@@ -166,10 +189,6 @@ func (s *symbolizer) takeFill(c *symcache.Cache, maxBytes int64) *SymbolFill {
 		return nil
 	}
 	slices.SortStableFunc(files, func(a, b *fillFile) int { return cmp.Compare(b.addrs, a.addrs) })
-	if len(files) > maxFillFiles {
-		(&SymbolFill{files: files[maxFillFiles:]}).Close()
-		files = files[:maxFillFiles]
-	}
 	return &SymbolFill{dir: c.Dir(), maxBytes: maxBytes, files: files}
 }
 

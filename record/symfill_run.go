@@ -176,7 +176,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		return 0, fmt.Errorf("source lines: %w", err)
 	}
 	lf.Close()
-	addrs := wholeAddrs(syms, e)
+	addrs := wholeAddrs(syms, e, nil)
 	if len(addrs) == 0 {
 		return 0, nil
 	}

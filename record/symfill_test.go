@@ -283,3 +283,38 @@ func dwarfFrames(t *testing.T, path string, offs []uint64) map[uint64][]symbol.F
 	}
 	return out
 }
+
+// A recording hands over at most maxFillFiles files, those of the most
+// addresses, most first; the others are closed.
+func TestSymbolFillBound(t *testing.T) {
+	s := newSymbolizer()
+	var all []*fillFile
+	for i := range maxFillFiles + 5 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fillFile{key: fmt.Sprint(i), elf: r, lines: w, addrs: (i * 7) % (maxFillFiles + 5)}
+		all = append(all, f)
+		s.addFill(f)
+	}
+	fill := s.takeFill(openCache(t), 0)
+	defer fill.Close()
+	if fill.Files() != maxFillFiles {
+		t.Fatalf("%d files handed over, want %d", fill.Files(), maxFillFiles)
+	}
+	for i, f := range fill.files {
+		if f.addrs != maxFillFiles+4-i {
+			t.Errorf("file %d of %d addresses, want %d", i, f.addrs, maxFillFiles+4-i)
+		}
+	}
+	closed := 0
+	for _, f := range all {
+		if _, err := f.elf.Stat(); err != nil {
+			closed++
+		}
+	}
+	if closed != 5 {
+		t.Errorf("%d files closed, want the 5 of the fewest addresses", closed)
+	}
+}
