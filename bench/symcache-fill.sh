@@ -11,15 +11,17 @@
 # (the loop prints it: the command is the recorder's child); peak RSS is
 # the largest of the two, the recorder's. Before the next recording, the
 # filler the last one started (if any) is waited for, as when recordings
-# are seconds apart on a machine with an idle CPU; its CPU and peak RSS
-# are read from the cache's fill log, and printed apart: they are spent,
-# but not by the recording. With NSPROF_OLD (a build before the filler),
+# are seconds apart on a machine with an idle CPU (WAIT=0: not; the
+# recordings follow each other at once, a filler still running beside
+# the next one); its CPU and peak RSS are read from the cache's fill log
+# once it has exited, and printed apart: they are spent, but not by the
+# recording. With NSPROF_OLD (a build before the filler),
 # its sequences interleave with NSPROF's (order alternating per round),
 # each from its own empty cache.
 #
 #   bench/symcache-fill.sh [SECONDS]
 #
-# Environment: RUNS (sequences per build, 3), FREQ (4000), PYTHON
+# Environment: RUNS (sequences per build, 3), FREQ (4000), WAIT (1), PYTHON
 # (/usr/bin/python3.11: its DWARF comes from libpython3.11-dbg, libc's from
 # libc6-dbg), NSPROF (a built nsprof; default: build this checkout),
 # NSPROF_OLD, BENCH_DIR (/dev/shm). Needs root. Results go to stdout: one
@@ -29,6 +31,7 @@ set -euo pipefail
 secs=${1:-3}
 runs=${RUNS:-3}
 freq=${FREQ:-4000}
+wait_fill=${WAIT:-1}
 python=${PYTHON:-/usr/bin/python3.11}
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${BENCH_DIR:-/dev/shm}
@@ -67,7 +70,7 @@ EOF
 
 # sequence BUILD ROUND: four recordings from an empty cache.
 sequence() {
-	local build=$1 round=$2 bin=$nsprof
+	local build=$1 round=$2 bin=$nsprof lines=() loads=()
 	[ "$build" = old ] && bin=$NSPROF_OLD
 	local cache=$tmp/cache-$build-$round
 	rm -rf "$cache"
@@ -77,18 +80,24 @@ sequence() {
 		/usr/bin/time -f 'cpu_s=%U+%S rss_kb=%M wall_s=%e' -o "$tmp/time" \
 			"$bin" record -F "$freq" -v --symbol-cache "$cache" -o "$tmp/x.syscap" -f -- "$python" "$tmp/loop.py" \
 			>"$tmp/out" 2>"$tmp/err"
-		wait_filler "$tmp/err"
-		local total work cpu rss wall bundle fill="- -"
+		[ "$wait_fill" = 0 ] || wait_filler "$tmp/err"
+		cp "$tmp/err" "$tmp/err-$i"
+		local total work cpu rss wall bundle
 		total=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time" | awk '{print $1 + $2}')
 		work=$(sed -n 's/^workload_cpu_s //p' "$tmp/out")
 		cpu=$(awk -v t="$total" -v w="$work" 'BEGIN { printf "%.2f", t - w }')
 		rss=$(($(sed -n 's/.*rss_kb=\([0-9]*\).*/\1/p' "$tmp/time") / 1024))
 		wall=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$tmp/time")
 		bundle=$(sed -n 's/.*bundled .* in \([0-9.]*\)s .*/\1/p' "$tmp/err")
-		local pid
-		pid=$(filler_pid "$tmp/err")
+		lines[i]="build=$build round=$round rec=$i cpu_s=$cpu wall_s=$wall rss_mb=$rss bundle_s=${bundle:--}"
+		loads[i]=$load
+	done
+	for i in 1 2 3 4; do
+		local pid fill="- -"
+		wait_filler "$tmp/err-$i"
+		pid=$(filler_pid "$tmp/err-$i")
 		[ -n "$pid" ] && fill=$(filler_usage "$cache" "$pid")
-		echo "build=$build round=$round rec=$i cpu_s=$cpu wall_s=$wall rss_mb=$rss bundle_s=${bundle:--} filler_cpu_s=${fill% *} filler_rss_mb=${fill#* } load=$load" | tee -a "$tmp/results"
+		echo "${lines[i]} filler_cpu_s=${fill% *} filler_rss_mb=${fill#* } load=${loads[i]}" | tee -a "$tmp/results"
 	done
 }
 

@@ -463,6 +463,15 @@ func TestBundlePackedKernel(t *testing.T) {
 // was used.
 func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
 	t.Helper()
+	syms, lines, uses, fill := cachedBundleFill(t, c, path, id, size, offs)
+	fill.Close()
+	return syms, lines, uses
+}
+
+// cachedBundleFill is cachedBundle, which also returns what the bundle
+// left to fill in the cache (see SymbolFill).
+func cachedBundleFill(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int, *SymbolFill) {
+	t.Helper()
 	const pid, base = 42, 0x7f0000000000
 	s := newSymbolizer()
 	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
@@ -473,7 +482,11 @@ func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size 
 		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 	}
 	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-	return syms, lines, s.cacheUses
+	var fill *SymbolFill
+	if c != nil {
+		fill = s.takeFill(c, 0)
+	}
+	return syms, lines, s.cacheUses, fill
 }
 
 // imageInThreeProcesses returns a symbolizer of processes 10, 11 and 12

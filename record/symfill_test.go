@@ -1,7 +1,6 @@
 package record
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"nsprof/capture"
-	"nsprof/container"
 	"nsprof/internal/testutils"
 	"nsprof/symbol"
 	"nsprof/symcache"
@@ -49,21 +46,12 @@ func TestMain(m *testing.M) {
 }
 
 // bundleForFill bundles the file offsets offs of the file at path
-// (build-id id), as cachedBundle does, and returns how the cache was
-// used and what the bundle left to fill.
+// (build-id id, its first size bytes mapped), as cachedBundle does, and
+// returns how the cache was used and what the bundle left to fill.
 func bundleForFill(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([3]int, *SymbolFill) {
 	t.Helper()
-	const pid, base = 42, 0x7f0000000000
-	s := newSymbolizer()
-	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
-	s.cache = c
-	defer s.close()
-	s.mapped(pid, container.Mapping{Path: path, Start: base, End: base + size, BuildID: id})
-	for _, off := range offs {
-		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
-	}
-	bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-	return s.cacheUses, s.takeFill(c, 0)
+	_, _, uses, fill := cachedBundleFill(t, c, path, id, size, offs)
+	return uses, fill
 }
 
 // runFill starts f's filler, waits for it, and returns the cache's fill
