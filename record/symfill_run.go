@@ -205,21 +205,14 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 
 // inherited returns the file of descriptor fd, which this process
 // inherited, named name; an error for a descriptor not open, or not a
-// regular file.
+// regular file (one the runtime opened itself, on a command line that
+// named a descriptor not handed over, is left alone).
 func inherited(fd int, name string) (*os.File, error) {
-	if fd < 3 {
-		return nil, fmt.Errorf("descriptor %d: not one handed over", fd)
+	var st syscall.Stat_t
+	if fd < 3 || syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("descriptor %d (%s): not a regular file handed over", fd, name)
 	}
-	f := os.NewFile(uintptr(fd), name)
-	if f == nil {
-		return nil, fmt.Errorf("descriptor %d: not open", fd)
-	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("descriptor %d (%s): not a regular file open", fd, name)
-	}
-	return f, nil
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // inheritedOpener opens only name: as a new descriptor of f, read from
