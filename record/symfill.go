@@ -203,6 +203,10 @@ func joinFill(a, b *SymbolFill) *SymbolFill {
 	return a
 }
 
+// fillStarted, when set (by tests), is told the pid of each filler
+// StartFill starts.
+var fillStarted func(pid int)
+
 // StartFill starts f (see SymbolFill.Start), when it has files, and
 // says so with logf, or why it could not.
 func StartFill(f *SymbolFill, logf func(string, ...any)) {
@@ -214,6 +218,9 @@ func StartFill(f *SymbolFill, logf func(string, ...any)) {
 	if err != nil {
 		logf("symbol cache: entries of %d files not filled: %v", n, err)
 		return
+	}
+	if fillStarted != nil {
+		fillStarted(pid)
 	}
 	logf("symbol cache: filling the entries of %d files whole in the background (pid %d, at idle priority; log in %s)", n, pid, filepath.Join(f.dir, symcache.FillLogName))
 }

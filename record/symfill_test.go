@@ -45,6 +45,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// waitFillers makes the fillers StartFill starts until the test ends
+// waited for before its TempDir cleanups remove the caches they write
+// into.
+func waitFillers(t *testing.T) {
+	var pids []int
+	fillStarted = func(pid int) { pids = append(pids, pid) }
+	t.Cleanup(func() {
+		fillStarted = nil
+		for _, pid := range pids {
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+		}
+	})
+}
+
 // bundleForFill bundles the file offsets offs of the file at path
 // (build-id id, its first size bytes mapped), as cachedBundle does, and
 // returns how the cache was used and what the bundle left to fill.
