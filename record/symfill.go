@@ -189,7 +189,13 @@ func (s *symbolizer) takeFill(c *symcache.Cache, maxBytes int64) *SymbolFill {
 		return nil
 	}
 	slices.SortStableFunc(files, func(a, b *fillFile) int { return cmp.Compare(b.addrs, a.addrs) })
-	return &SymbolFill{dir: c.Dir(), maxBytes: maxBytes, files: files}
+	// The filler runs in /: a directory given relative is made absolute.
+	dir, err := filepath.Abs(c.Dir())
+	if err != nil {
+		(&SymbolFill{files: files}).Close()
+		return nil
+	}
+	return &SymbolFill{dir: dir, maxBytes: maxBytes, files: files}
 }
 
 // joinFill returns the files of a and b to fill (in one cache).

@@ -321,3 +321,26 @@ func TestSymbolFillBound(t *testing.T) {
 		t.Errorf("%d files closed, want the 5 of the fewest addresses", closed)
 	}
 }
+
+// The filler runs in /: a cache given by a relative path is handed over
+// by its absolute one.
+func TestSymbolFillRelativeCache(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	c, err := symcache.Open("rel", symcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSymbolizer()
+	s.addFill(&fillFile{elf: r, lines: w, addrs: 1})
+	fill := s.takeFill(c, 0)
+	defer fill.Close()
+	if want := filepath.Join(dir, "rel"); fill.dir != want {
+		t.Errorf("cache handed over as %q, want %q", fill.dir, want)
+	}
+}
