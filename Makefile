@@ -30,6 +30,9 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # DWARF/objdump comparisons that take minutes under -race and exercise no
 # concurrency. record, perf, container, cmd/nsprof and e2e need root
 # throughout.
+# cmd/nsprof's tests of the commands only nsprof-otlp has (build tag otlp).
+OTLP_TESTS = ^(TestAgent|TestPush)
+
 RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
 	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./symcache ./unwind ./web
 RACE_SKIP = ^(TestKallsymsHost|TestKallsymsExcerpt|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
@@ -41,8 +44,13 @@ all: build
 # nsprof is linked statically (no cgo: only package net would use it, for
 # the C resolver): no libc to load, 1.5-3 MB less resident memory for a
 # recording and a report.
+#
+# nsprof-otlp is nsprof with the OTLP client (tag otlp): nsprof runs it for
+# agent and push, so that the other commands neither initialize nor map
+# that client's gRPC, protobuf and pdata code (README, "Two binaries").
 build: preload
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/nsprof ./cmd/nsprof
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -tags otlp -o bin/nsprof-otlp ./cmd/nsprof
 
 # The memprof LD_PRELOAD library (the only C in the product), found by
 # nsprof next to its executable. Frame pointers: its stack walk starts in
@@ -98,9 +106,11 @@ demo: build
 # detector and a fuzz smoke run, in that order.
 test: deps otelcol
 	$(GO) vet ./...
+	$(GO) vet -tags otlp ./cmd/nsprof
 	@$(FMT_CHECK)
 	@$(TIDY_CHECK)
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags otlp -run '$(OTLP_TESTS)' ./cmd/nsprof
 	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 	@FUZZTIME=$(SMOKE_FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) GO=$(GO) bash scripts/fuzz.sh
 
@@ -117,6 +127,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags otlp ./cmd/nsprof
 
 fmt-check:
 	@$(FMT_CHECK)

@@ -73,9 +73,10 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 	if l.built.Load() {
 		return false
 	}
+	fns := l.frameFuncs(funcOf)
 	workers := min(runtime.GOMAXPROCS(0), 8, len(counts)/funcTotalsPart)
 	if workers < 2 {
-		l.addTotals(counts, 0, funcOf, self, total, seen)
+		l.addTotals(counts, 0, fns, self, total, seen)
 		return true
 	}
 	var wg sync.WaitGroup
@@ -85,7 +86,7 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 		wg.Go(func() {
 			self1, total1 := make([]int, len(self)), make([]int, len(total))
 			lo, hi := n*w/workers, n*(w+1)/workers
-			l.addTotals(counts[lo:hi], StackID(lo), funcOf, self1, total1, make([]StackID, len(seen)))
+			l.addTotals(counts[lo:hi], StackID(lo), fns, self1, total1, make([]StackID, len(seen)))
 			mu.Lock()
 			for i := range self1 {
 				self[i] += self1[i]
@@ -95,7 +96,7 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 		})
 	}
 	mu.Lock()
-	l.addTotals(counts[:n/workers], 0, funcOf, self, total, seen)
+	l.addTotals(counts[:n/workers], 0, fns, self, total, seen)
 	mu.Unlock()
 	wg.Wait()
 	return true
@@ -104,34 +105,69 @@ func (l *lazyStacks) funcTotals(counts []int64, funcOf []FuncID, self, total []i
 // funcTotalsPart is the fewest stacks funcTotals gives a goroutine.
 var funcTotalsPart = 1 << 14
 
-// addTotals is funcTotals over counts, those of the stacks from base on.
-func (l *lazyStacks) addTotals(counts []int64, base StackID, funcOf []FuncID, self, total []int, seen []StackID) {
+// frameFuncs are the functions of the source's frames, as addTotals
+// reads them: one number a frame, its function (>= 0) or, for a frame
+// with inlined calls, ^i where chain[i:] lists the functions of the
+// calls and of the frame itself, leaf first, ended by -1. Reading the
+// frame's chain bounds and then its function (two tables as large as
+// the frames, in no order) was most of a large report's table.
+type frameFuncs struct {
+	fn    []int32
+	chain []int32
+}
+
+// frameFuncs makes the frameFuncs of l's source frames, funcOf giving
+// the view's frames' functions.
+func (l *lazyStacks) frameFuncs(funcOf []FuncID) frameFuncs {
 	x := l.inl
-	add := func(fr FrameID, id StackID, c int) {
-		if fn := funcOf[fr]; seen[fn] != id+1 {
-			seen[fn] = id + 1
-			total[fn] += c
+	n := len(x.at) - 1
+	f := frameFuncs{fn: make([]int32, n)}
+	for fr := range n {
+		a, b := x.at[fr], x.at[fr+1]
+		if a == b {
+			f.fn[fr] = int32(funcOf[fr])
+			continue
 		}
+		f.fn[fr] = ^int32(len(f.chain))
+		for _, in := range x.chains[a:b] {
+			f.chain = append(f.chain, int32(funcOf[in]))
+		}
+		f.chain = append(f.chain, -1)
 	}
+	return f
+}
+
+// addTotals is funcTotals over counts, those of the stacks from base on.
+func (l *lazyStacks) addTotals(counts []int64, base StackID, f frameFuncs, self, total []int, seen []StackID) {
 	for i, c := range counts {
 		id := base + StackID(i)
 		st := l.src.Stack(id)
 		if c == 0 || len(st) == 0 {
 			continue
 		}
-		leaf := st[0]
-		if a, b := x.at[leaf], x.at[leaf+1]; a < b {
-			leaf = x.chains[a]
+		mark := id + 1
+		leaf := f.fn[st[0]]
+		if leaf < 0 {
+			leaf = f.chain[^leaf]
 		}
-		self[funcOf[leaf]] += int(c)
+		self[leaf] += int(c)
 		for _, fr := range st {
-			a, b := x.at[fr], x.at[fr+1]
-			if a == b {
-				add(fr, id, int(c))
+			fn := f.fn[fr]
+			if fn >= 0 {
+				if seen[fn] != mark {
+					seen[fn] = mark
+					total[fn] += int(c)
+				}
 				continue
 			}
-			for _, in := range x.chains[a:b] {
-				add(in, id, int(c))
+			for _, in := range f.chain[^fn:] {
+				if in < 0 {
+					break
+				}
+				if seen[in] != mark {
+					seen[in] = mark
+					total[in] += int(c)
+				}
 			}
 		}
 	}

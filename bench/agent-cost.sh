@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$here" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof)
+(cd "$here" && CGO_ENABLED=0 go build -o "$tmp/nsprof" ./cmd/nsprof && CGO_ENABLED=0 go build -tags otlp -o "$tmp/nsprof-otlp" ./cmd/nsprof)
 otelcol=$(bash "$here/scripts/build-otelcol.sh")
 port=$((20000 + RANDOM % 20000))
 cat >"$tmp/collector.yaml" <<EOF

@@ -15,8 +15,9 @@
 #   perf record -a -g -F FREQ -e cpu-clock -o Y -- sleep SECONDS
 # nsprof runs twice per round: with its symbol cache (a private directory,
 # warmed by two untimed recordings of the workload before the rounds: what
-# a recording of binaries recorded before costs, once the second recording
-# has cached whole the files with DWARF it read again) and without (what the first
+# a recording of binaries recorded before costs, once the symbol cache
+# filler the recordings start has cached whole the files with DWARF they
+# read) and without (what the first
 # recording costs: every file read). Each recorder's CPU (user+sys of
 # the recorder process, from GNU time) and peak RSS are printed per run,
 # then the medians and the ratios nsprof/perf. perf's figures are those of
@@ -71,6 +72,8 @@ ncpu=$(nproc)
 # The compile workload's source: 200 small types and functions, no imports.
 # shellcheck source=lib/compile-src.sh
 . "$root/bench/lib/compile-src.sh"
+# shellcheck source=lib/filler.sh
+. "$root/bench/lib/filler.sh"
 write_compile_src "$tmp/src"
 
 # start_workload NAME starts the background workload in its own process
@@ -119,11 +122,19 @@ run1() {
 		echo "   workload=$w freq=$f mode=$mode rep=$rep FAILED after $(sed -n 's/.*cpu_s=\([0-9.+]*\) rss_kb=\([0-9]*\).*/cpu_s=\1 rss_kb=\2/p' "$tmp/time") ($(grep -v '^\[' "$tmp/stderr" | sort | uniq -c | sort -rn | head -2 | tr -s ' \n' ' '))"
 		return 0
 	fi
+	# A filler the recording started would run, and be sampled, in the
+	# next timed run: its cost is its own (not the recorder's), so it is
+	# waited for, and its CPU said apart.
+	wait_filler "$tmp/stderr"
+	local fill=""
+	if [ -n "$(filler_pid "$tmp/stderr")" ]; then
+		fill=" filler_cpu_s=$(filler_usage "$tmp/symcache" "$(filler_pid "$tmp/stderr")" | cut -d' ' -f1)"
+	fi
 	local cpu rss wall
 	cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time" | awk '{printf "%.2f", $1 + $2}')
 	rss=$(sed -n 's/.*rss_kb=\([0-9]*\).*/\1/p' "$tmp/time")
 	wall=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$tmp/time")
-	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall load=$load"
+	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall load=$load$fill"
 	echo "   $line"
 	echo "$line" >>"$tmp/results"
 }
@@ -134,9 +145,12 @@ modes=(nsprof nsprof-nocache perf)
 for w in $workloads; do
 	start_workload "$w"
 	# Warm the symbol cache with this workload's binaries, untimed: the
-	# second recording caches whole the files with DWARF read again.
+	# filler each recording starts in the background caches whole the
+	# files with DWARF it read (waited for: it would run in the timed
+	# rounds, and be sampled by them).
 	for _ in 1 2; do
-		"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>&1 || true
+		"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>"$tmp/warm.err" || true
+		wait_filler "$tmp/warm.err"
 	done
 	for f in $freqs; do
 		echo

@@ -138,6 +138,7 @@ func recordChroot(t *testing.T, root string, env ...string) string {
 		t.Fatalf("nsprof record: %v\n%s", err, b)
 	}
 	t.Logf("nsprof record:\n%s", b)
+	testutils.StopFiller(t, string(b)) // it writes into the TempDir
 	return out
 }
 
@@ -264,6 +265,7 @@ func TestDebugLinkInRootAfterExec(t *testing.T) {
 		t.Fatalf("nsprof record: %v\n%s", err, b)
 	}
 	t.Logf("nsprof record:\n%s", b)
+	testutils.StopFiller(t, string(b)) // it writes into the TempDir
 	checkChain(t, out, cChain, "dbg_hot_step")
 }
 

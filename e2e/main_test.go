@@ -21,13 +21,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nsprofBin = filepath.Join(dir, "nsprof")
-	build := exec.Command("go", "build", "-o", nsprofBin, "nsprof/cmd/nsprof")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make builds it
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building nsprof:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	// nsprof-otlp beside it, as make builds them: nsprof runs it for
+	// agent and push.
+	for _, b := range [][]string{{"-o", nsprofBin}, {"-tags", "otlp", "-o", filepath.Join(dir, "nsprof-otlp")}} {
+		build := exec.Command("go", append(append([]string{"build"}, b...), "nsprof/cmd/nsprof")...)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make builds it
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building nsprof:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

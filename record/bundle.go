@@ -40,6 +40,7 @@ func (r *recorder) writeSymbols() {
 		} else {
 			r.sym.cache = c
 			defer func() {
+				r.fill = joinFill(r.fill, r.sym.takeFill(c, r.opts.SymbolCacheMaxBytes))
 				if n, err := c.Trim(); err != nil {
 					r.logf("symbols cached, but the cache not trimmed: %v", err)
 				} else if n > 0 {
@@ -357,6 +358,8 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 					use &^= cacheUntrusted
 				}
 				s.cacheUses[use]++
+				s.addFill(o.fill)
+				o.fill = nil
 				done++
 				if prog != nil {
 					prog(done, len(objs), o.path)

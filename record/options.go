@@ -126,7 +126,10 @@ type Options struct {
 	// tables of the files samples hit and the source frames of their
 	// addresses, by build-id (package symcache; symcache.DefaultDir is
 	// the usual one): a second recording of the same binaries reads them
-	// instead of parsing the files again. Empty: no cache. A directory
+	// instead of parsing the files again. The frames of the other
+	// addresses of the files with DWARF read are cached by a filler
+	// process started once the capture is closed (Result.Fill; a split
+	// recording starts it itself). Empty: no cache. A directory
 	// that is unsafe (a symbolic link, another user's, writable by
 	// others) is refused with a warning, and the recording goes on
 	// without it.
@@ -205,6 +208,10 @@ type Result struct {
 	// does not exist, perf events were refused): the capture then holds
 	// no more than its preamble.
 	Started bool
+	// Fill, when not nil, is what the recording left to fill in its
+	// symbol cache: the caller starts it (SymbolFill.Start) once the
+	// capture is closed, or closes it. RecordSplit starts it itself.
+	Fill *SymbolFill
 }
 
 func (o *Options) setDefaults() error {

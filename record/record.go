@@ -47,6 +47,7 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 		}
 	}
 	defer func() {
+		r.fill.Close() // not handed to the caller: an error in setting up
 		if r.sym != nil {
 			r.sym.close()
 		}
@@ -73,7 +74,8 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 	}
 	r.loop(ctx)
 	r.finish()
-	res = Result{Stats: r.stats(), Stopped: r.stopped, Started: true}
+	res = Result{Stats: r.stats(), Stopped: r.stopped, Started: true, Fill: r.fill}
+	r.fill = nil
 	if r.child != nil {
 		res.ExitCode, res.Exit = r.child.exitStatus()
 	}
@@ -116,8 +118,11 @@ type recorder struct {
 	// symbolized counts the names in the symbol bundle.
 	symbolized int
 	writeErr   error
-	clonesTP   []*perf.Tracepoint
-	off        *offCPU // with Options.OffCPU
+	// fill is what the capture's symbol bundle left to fill in the
+	// symbol cache, started once the capture is closed.
+	fill     *SymbolFill
+	clonesTP []*perf.Tracepoint
+	off      *offCPU // with Options.OffCPU
 	// filter drops the samples of other processes when the sampling
 	// event is opened per CPU (perf.Options.SampleCPUWide).
 	filter *targetFilter

@@ -86,6 +86,12 @@ func RecordSplit(ctx context.Context, opts Options, s Split) (res Result, err er
 	if cerr := sp.w.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing %s: %w", sp.path, cerr)
 	}
+	StartFill(res.Fill, func(format string, args ...any) {
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "nsprof: "+format+"\n", args...)
+		}
+	})
+	res.Fill = nil
 	if err != nil || !res.Started {
 		return res, err
 	}
@@ -137,6 +143,8 @@ func (r *recorder) cut(now time.Time) {
 	if err := old.Close(); err != nil && r.writeErr == nil {
 		r.writeErr = fmt.Errorf("closing %s: %w", sp.path, err)
 	}
+	StartFill(r.fill, r.logf)
+	r.fill = nil
 	if r.writeErr != nil {
 		return
 	}

@@ -45,6 +45,7 @@ func TestRecordSplit(t *testing.T) {
 	// With a cache, each cut drops the tables read of the files the
 	// capture did not sample.
 	opts.SymbolCache = t.TempDir()
+	waitFillers(t) // after the TempDir: its cleanup runs first
 	res, err := RecordSplit(context.Background(), opts, Split{
 		Every: time.Second,
 		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },

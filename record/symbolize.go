@@ -80,6 +80,9 @@ type symbolizer struct {
 	// cacheUntrusted counts the objects not written to the cache: files
 	// others than root and the recording user could write.
 	cacheUntrusted int
+	// fills are the files whose cache entries are left to fill (see
+	// SymbolFill).
+	fills []*fillFile
 	// exits are the processes exited whose addresses are to be packed,
 	// oldest first (packExited).
 	exits []exitedProc
@@ -152,6 +155,10 @@ type symObj struct {
 	// afterCall caches, by file offset, whether the code before the
 	// outermost return addresses of stacks ends in a call (trimCallers).
 	afterCall map[uint64]bool
+
+	// fill is what resolve leaves to fill in its cache entry (see
+	// SymbolFill), taken by resolveObjects.
+	fill *fillFile
 }
 
 const maxOpenFiles = 4096
@@ -724,6 +731,8 @@ func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Ta
 // close releases every file and pinned root.
 func (s *symbolizer) close() {
 	s.spill.close()
+	(&SymbolFill{files: s.fills}).Close()
+	s.fills = nil
 	for _, o := range s.objs {
 		if o.f != nil {
 			o.f.Close()

@@ -30,7 +30,10 @@ const maxCachedAddrs = 1 << 20
 // resolved. The object's own tables and DWARF are read only when the
 // entry is missing or lacks some of the addresses, which are then added
 // to it (appended to its file where only addresses are added); an entry of symbols without source lines (a stripped library)
-// answers new addresses too, for a day after the file was read.
+// answers new addresses too, for a day after the file was read. A file
+// with DWARF read so, whose entry does not hold all its functions yet,
+// is left open in o.fill, for the filler the recording starts once its
+// capture is written to cache them whole (see SymbolFill).
 // The use it made of the cache is returned.
 func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...any)) (map[uint64][]capture.SourceFrame, cacheUse) {
 	if o.loaded && o.linesDropped {
@@ -153,11 +156,6 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	hadLines := e != nil && !e.NoLines
 	next.Source, next.NoLines, next.LoadedAt = o.syms.Source(), !o.syms.HasLines(), time.Now().Unix()
 	next.Symbols = o.syms.Table().All()
-	covered := 0
-	if e != nil {
-		covered = len(e.Covered)
-		o.cacheWhole(next, fresh)
-	}
 	add := make(map[uint64][]symbol.Frame, len(fresh))
 	for va, fr := range fresh {
 		if next.NumAddrs()+len(add) >= maxCachedAddrs {
@@ -168,9 +166,9 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		}
 	}
 	var err error
-	if hadLines && !next.NoLines && len(next.Covered) == covered {
-		// Only addresses added (a Go binary's): appended to the
-		// entry's file, not the entry written whole again.
+	if hadLines && !next.NoLines {
+		// Only addresses added: appended to the entry's file, not the
+		// entry written whole again.
 		err = c.AddFrames(key, next, add)
 	} else {
 		maps.Copy(next.Frames, add)
@@ -178,6 +176,12 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	}
 	if err != nil {
 		logf("%s: %v", o.path, err)
+		return out, use
+	}
+	if len(wholeAddrs(o.syms, next, sortedKeys(fresh))) > 0 {
+		// Functions left to cache whole: by a process of their own
+		// once the capture is written (see SymbolFill), not here.
+		o.fill = o.fillFile(key, len(vas), logf)
 	}
 	return out, use
 }
@@ -195,76 +199,81 @@ const (
 	maxWholeFunctions = 1 << 15
 )
 
-// cacheWhole adds to e, the entry of a file read again for addresses
-// new to it, the frames of every address of every function of the file
-// that e does not cover yet, as runs of addresses with the same ones
-// ([symbol.Symbols.FrameRanges]): a file recorded twice is likely to be
-// recorded again, and each recording samples some functions none before
-// did (a compile loop's, or a Python loop's start-up and exit: 30-40 of
-// python3.11's 3,400 sampled addresses each time), so that caching only
-// the functions sampled still read the file every time. A file of more
-// than maxWholeFunctions functions has only those holding the addresses
-// resolved, fresh, added. The frames of addresses of e.Frames the
-// functions cover are dropped from it.
-//
-// Only functions whose frames come from DWARF are added, whose units
-// are inflated and parsed to be read again; a Go function's come from
-// its line table, read in pages, cheaply enough.
-func (o *symObj) cacheWhole(e *symcache.Entry, fresh map[uint64][]capture.SourceFrame) {
-	if !o.syms.HasLines() {
-		return // no frames anywhere: NoLines says so
-	}
-	if o.syms.HasGoLineTable() {
-		// A Go binary is read again from its line table for new
-		// addresses (see addFunctions). Its few functions outside the
-		// table (assembly, cgo's C) cached whole read its whole DWARF
-		// and walked its 40 k symbols at every recording of it: a
-		// warm 10 s record -a, the nsprof binary among its processes,
-		// took 0.24 CPU-s where the cache before it took 0.14.
-		return
+// wholeAddrs returns the link-time addresses, one in each, of the
+// functions of syms whose frames e is to keep whole and does not cover
+// yet (see wholeFunctions): every function of a file of at most
+// maxWholeFunctions, else those holding the addresses resolved (those
+// of e when nil; sorted). None for
+// symbols without source lines (NoLines says every address has none),
+// nor for a Go binary's: it is read again from its line table for new
+// addresses. Its few functions outside the table (assembly, cgo's C)
+// cached whole read its whole DWARF and walked its 40 k symbols at
+// every recording of it: a warm 10 s record -a, the nsprof binary among
+// its processes, took 0.24 CPU-s where the cache before it took 0.14.
+func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry, resolved []uint64) []uint64 {
+	if !syms.HasLines() || syms.HasGoLineTable() {
+		return nil
 	}
 	var addrs []uint64
-	if all := o.syms.Table().All(); len(all) <= maxWholeFunctions {
+	if all := syms.Table().All(); len(all) <= maxWholeFunctions {
 		for _, sym := range all {
-			if !o.syms.InGoLineTable(sym.Addr) && !overlaps(e.Covered, sym.Addr, sym.Addr+sym.Size) {
+			if !overlaps(e.Covered, sym.Addr, sym.Addr+sym.Size) {
 				addrs = append(addrs, sym.Addr)
 			}
 		}
-	} else {
-		addrs = sortedKeys(fresh)
+		return addrs
 	}
+	if resolved == nil {
+		resolved = e.Addrs()
+	}
+	for _, va := range resolved {
+		if sym, ok := syms.Lookup(va); ok && sym.Size > 0 && !overlaps(e.Covered, va, va+1) {
+			addrs = append(addrs, va)
+		}
+	}
+	return addrs
+}
+
+// wholeFunctions returns the frames of every address of the functions
+// of syms holding addrs (wholeAddrs) that e does not cover, as runs of
+// addresses with the same frames ([symbol.Symbols.FrameRanges]), with
+// the spans of those functions, for e.AddFunctions: a file recorded
+// once is likely to be recorded again, and each recording samples some
+// functions none before did (a compile loop's, or a Python loop's
+// start-up and exit: 30-40 of python3.11's 3,400 sampled addresses each
+// time), so that caching only the functions sampled still read the file
+// every time.
+//
+// It is the work of the process that fills entries in the background
+// (SymbolFill): done by the recording that read a file a second time, it
+// took that recording three times the first's (a Python loop: 1.06 s
+// against 0.33, 73 MB more at its peak).
+func wholeFunctions(syms *symbol.Symbols, e *symcache.Entry, addrs []uint64) ([]symcache.Span, []symbol.FrameRange) {
 	// Their DWARF in one pass: reading it for each unit made it again
 	// for each. Then a unit at a time, read and let go after: all of
-	// python3.11's units held together made the recording's peak RSS
-	// 263 MB instead of 100, and batches of functions read its units
-	// (of thousands of functions each, from link-time optimization)
-	// again for each batch.
-	o.syms.PrepareDWARF(addrs)
+	// python3.11's units held together made the peak RSS 263 MB
+	// instead of 100, and batches of functions read its units (of
+	// thousands of functions each, from link-time optimization) again
+	// for each batch.
+	syms.PrepareDWARF(addrs)
 	var spans []symcache.Span
 	var runs []symbol.FrameRange
 	seen := make(map[uint64]bool)
-	for _, unit := range o.syms.ByUnit(addrs) {
-		o.syms.PrepareFrames(unit)
-		spans, runs = o.addFunctions(e, unit, seen, spans, runs)
-		o.syms.ForgetUnits()
+	for _, unit := range syms.ByUnit(addrs) {
+		syms.PrepareFrames(unit)
+		spans, runs = addFunctions(syms, e, unit, seen, spans, runs)
+		syms.ForgetUnits()
 	}
-	e.AddFunctions(spans, runs)
+	return spans, runs
 }
 
 // addFunctions appends to spans and runs the frames of the functions
-// (symbols) holding the link-time addresses addrs that e does not cover
-// and seen (by their addresses) holds none of, up to the bounds on runs.
-func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64, seen map[uint64]bool, spans []symcache.Span, runs []symbol.FrameRange) ([]symcache.Span, []symbol.FrameRange) {
+// (symbols) of syms holding the link-time addresses addrs that e does
+// not cover and seen (by their addresses) holds none of, up to the
+// bounds on runs.
+func addFunctions(syms *symbol.Symbols, e *symcache.Entry, addrs []uint64, seen map[uint64]bool, spans []symcache.Span, runs []symbol.FrameRange) ([]symcache.Span, []symbol.FrameRange) {
 	for _, va := range addrs {
-		if o.syms.InGoLineTable(va) {
-			// Read again from the file for an address new to the
-			// entry, a Go function's frames cost less than the runs
-			// of whole functions cost to keep: over a compile loop,
-			// entries twice the size, each recording 0.07 CPU-s
-			// more to read and write them.
-			continue
-		}
-		sym, ok := o.syms.Lookup(va)
+		sym, ok := syms.Lookup(va)
 		if !ok || sym.Size == 0 || seen[sym.Addr] || e.NumRuns()+len(runs) >= maxCachedRuns {
 			continue
 		}
@@ -273,7 +282,7 @@ func (o *symObj) addFunctions(e *symcache.Entry, addrs []uint64, seen map[uint64
 		if hi < lo || overlaps(e.Covered, lo, hi) {
 			continue
 		}
-		rs, ok := o.syms.FrameRanges(lo, hi, maxRunsPerFunction)
+		rs, ok := syms.FrameRanges(lo, hi, maxRunsPerFunction)
 		if !ok {
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // checkNewAddresses bundles each set of file offsets of before with a
-// cache, then others (seen, which none before sampled, in the same
+// cache, each followed by the filler when it left one (SymbolFill), then others (seen, which none before sampled, in the same
 // functions) with the cache and without it: the bundle of seen must
 // name the same symbols and source frames either way, and use the cache
 // as want says.
@@ -45,8 +45,12 @@ func checkNewAddresses(t *testing.T, path string, id []byte, before [][]uint64, 
 		if i == 0 {
 			want = [3]int{cacheNone: 1}
 		}
-		if _, _, uses := run(c, offs); uses != want {
+		uses, fill := bundleForFill(t, c, path, id, uint64(st.Size()), offs)
+		if uses != want {
 			t.Fatalf("bundle %d: uses %v, want %v", i+1, uses, want)
+		}
+		if fill.Files() > 0 {
+			runFill(t, c, fill)
 		}
 	}
 	syms, lines, uses := run(c, seen)
@@ -124,14 +128,14 @@ func split(offs []uint64, n int) [][]uint64 {
 	return out
 }
 
-// A file read a second time for addresses new to its entry has its
-// functions cached whole: a third recording's new addresses come from
-// the cache, with the frames the C program's DWARF gives them, inlined
-// calls included.
+// A file with DWARF has its functions cached whole by the filler the
+// first recording of it starts: a second recording's new addresses come
+// from the cache, with the frames the C program's DWARF gives them,
+// inlined calls included.
 func TestSymbolCacheNewAddressesDWARF(t *testing.T) {
 	path, id, _ := cachedImage(t)
-	sets := split(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"), 3)
-	checkNewAddresses(t, path, id, sets[:2], sets[2], cacheAll)
+	sets := split(funcOffsets(t, path, 1, "leaf_fn", "mid_fn", "main"), 2)
+	checkNewAddresses(t, path, id, sets[:1], sets[1], cacheAll)
 }
 
 // testImage returns the path and build-id of this test's binary, a Go one.
@@ -156,42 +160,6 @@ func TestSymbolCacheNewAddressesGo(t *testing.T) {
 	path, id := testImage(t)
 	sets := split(funcOffsets(t, path, 3, "runtime.mallocgc", "nsprof/record.(*symObj).resolve", "runtime.findRunnable", "nsprof/record.(*symbolizer).bundle"), 3)
 	checkNewAddresses(t, path, id, sets[:2], sets[2], cachePart)
-}
-
-// A file read a second time for addresses new to its entry has all its
-// functions cached: a third bundle, of functions neither before sampled,
-// is answered from the cache alone, with the frames a bundle without
-// the cache gives.
-func TestSymbolCacheWholeObject(t *testing.T) {
-	path, id, _ := cachedImage(t)
-	run := func(c *symcache.Cache, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
-		return cachedBundle(t, c, path, id, 1<<20, offs)
-	}
-	c, err := symcache.Open(filepath.Join(t.TempDir(), "symbols"), symcache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	third := funcOffsets(t, path, 1, "main")
-	wantSyms, wantLines, _ := run(nil, third)
-	if len(wantSyms) == 0 || len(wantLines) == 0 {
-		t.Fatalf("without the cache: %d symbols, %d lines", len(wantSyms), len(wantLines))
-	}
-	for i, step := range []struct {
-		fn   string
-		want [3]int
-	}{{"leaf_fn", [3]int{cacheNone: 1}}, {"mid_fn", [3]int{cachePart: 1}}} {
-		if _, _, uses := run(c, funcOffsets(t, path, 1, step.fn)); uses != step.want {
-			t.Fatalf("bundle %d (%s): uses %v, want %v", i+1, step.fn, uses, step.want)
-		}
-	}
-	syms, lines, uses := run(c, third)
-	if uses != [3]int{cacheAll: 1} {
-		t.Errorf("third bundle, of a function not sampled before: uses %v, want all from the cache", uses)
-	}
-	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
-		t.Errorf("third bundle differs from one without the cache:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
-	}
 }
 
 // Addresses new to a Go binary's entry, however few, are appended to its

@@ -194,8 +194,8 @@ func TestSymbolCacheNoLines(t *testing.T) {
 }
 
 // A file another user could have written (which could forge a library's
-// build-id) is symbolized but not cached: neither one owned by another
-// user nor one writable by others.
+// build-id) is symbolized but not cached, nor handed to the filler:
+// neither one owned by another user nor one writable by others.
 func TestSymbolCacheUntrustedFile(t *testing.T) {
 	path, id, offs := cachedImage(t)
 	b, err := os.ReadFile(path)
@@ -244,6 +244,9 @@ func TestSymbolCacheUntrustedFile(t *testing.T) {
 			}
 			if st := c.Stats(); st.Written != 0 || s.cacheUntrusted != 1 {
 				t.Errorf("cache stats %+v, %d untrusted: want nothing written, 1 untrusted", st, s.cacheUntrusted)
+			}
+			if len(s.fills) != 0 {
+				t.Errorf("%d untrusted files handed over to fill the cache", len(s.fills))
 			}
 		})
 	}
@@ -460,6 +463,15 @@ func TestBundlePackedKernel(t *testing.T) {
 // was used.
 func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int) {
 	t.Helper()
+	syms, lines, uses, fill := cachedBundleFill(t, c, path, id, size, offs)
+	fill.Close()
+	return syms, lines, uses
+}
+
+// cachedBundleFill is cachedBundle, which also returns what the bundle
+// left to fill in the cache (see SymbolFill).
+func cachedBundleFill(t *testing.T, c *symcache.Cache, path string, id []byte, size uint64, offs []uint64) ([]capture.Symbol, []capture.AddrLines, [3]int, *SymbolFill) {
+	t.Helper()
 	const pid, base = 42, 0x7f0000000000
 	s := newSymbolizer()
 	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
@@ -470,7 +482,11 @@ func cachedBundle(t *testing.T, c *symcache.Cache, path string, id []byte, size 
 		s.sampled(pid, []uint64{capture.ContextUser, base + off}, false, 10)
 	}
 	syms, lines := bundleAll(s, func() (kernelTable, error) { return nil, errors.New("none") }, func(int) int { return 0 }, nil, func(f string, a ...any) { t.Logf(f, a...) })
-	return syms, lines, s.cacheUses
+	var fill *SymbolFill
+	if c != nil {
+		fill = s.takeFill(c, 0)
+	}
+	return syms, lines, s.cacheUses, fill
 }
 
 // imageInThreeProcesses returns a symbolizer of processes 10, 11 and 12

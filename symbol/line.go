@@ -139,6 +139,23 @@ func (t *lineTable) openFile() (*File, error) {
 	return f, nil
 }
 
+// OpenLines opens again the file s reads its DWARF source lines from
+// (the object itself or its debug file), through the opener the load
+// found it with, and checks that it carries the object's build-id; an
+// error when s has none (no DWARF, or a Go line table only).
+func (s *Symbols) OpenLines() (*os.File, error) {
+	if s == nil || s.lines == nil {
+		return nil, errors.New("no DWARF line table")
+	}
+	f, err := s.lines.openFile()
+	if err != nil {
+		return nil, err
+	}
+	osf := f.closer.(*os.File)
+	f.closer = nil
+	return osf, nil
+}
+
 // dwarf returns the DWARF data of f, with every .debug_ section checked
 // against the file and bounded in size first.
 func (f *File) dwarf() (d *dwarf.Data, err error) {

@@ -18,5 +18,7 @@
 // from the cache are appended to its file as a delta (AddFrames), merged
 // as it is read, until the deltas outweigh the entry and it is written
 // whole again. The directory's total size is bounded; the entries least
-// recently used are removed first.
+// recently used are removed first. Two files of the directory are not
+// entries: the lock of the process that fills entries whole in the
+// background (LockFill, one at a time) and its log (OpenFillLog).
 package symcache

@@ -39,6 +39,20 @@ func sectionTable(t *testing.T, path, name string) (*Table, []fde) {
 	return tab, fdes
 }
 
+// openLibc opens libc as an ELF file, closed when the test ends.
+func openLibc(t *testing.T) *elf.File {
+	t.Helper()
+	if _, err := os.Stat(libcPath); err != nil {
+		testutils.RequireCI(t, "%s: %v", libcPath, err)
+	}
+	f, err := elf.Open(libcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func TestDebugFrameOnly(t *testing.T) {
 	bin := testutils.BuildFixture(t, "omitfp", "-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-exceptions")
 	tab, fdes := sectionTable(t, bin, ".debug_frame")
@@ -52,14 +66,7 @@ func TestDebugFrameOnly(t *testing.T) {
 // .eh_frame found through it (as for an object without section headers)
 // gives the same FDEs.
 func TestEHFrameHdr(t *testing.T) {
-	if _, err := os.Stat(libcPath); err != nil {
-		testutils.RequireCI(t, "%s: %v", libcPath, err)
-	}
-	f, err := elf.Open(libcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openLibc(t)
 	hs := f.Section(".eh_frame_hdr")
 	data, _ := hs.Data()
 	h, err := parseHdr(data, hs.Addr)

@@ -44,6 +44,9 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 	}
 	var fdes []fde
 	var errs []error
+	// A Go binary's .debug_frame (compressed, and large) says what its
+	// .gopclntab says: the pclntab is read instead, ten times faster.
+	isGo := f.Section(".gopclntab") != nil
 	add := func(s section, ok bool, err error) {
 		if err != nil {
 			errs = append(errs, err)
@@ -52,15 +55,22 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 			return
 		}
 		got, err := parseFDEs(s)
-		fdes = append(fdes, got...)
 		if err != nil {
 			errs = append(errs, err)
 		}
+		if s.eh && !isGo && lazyEHFrame {
+			// Interpreted as looked up (see lazyFDEs), and first:
+			// where .eh_frame describes an address, it wins. A Go
+			// binary's few (cgo's C) are made into rows, which its
+			// pclntab's functions are checked against.
+			if t.eh = newLazyFDEs(s, got); t.eh != nil {
+				t.fdes += len(t.eh.fdes)
+			}
+			return
+		}
+		fdes = append(fdes, got...)
 	}
 	add(ehFrame(f, limit))
-	// A Go binary's .debug_frame (compressed, and large) says what its
-	// .gopclntab says: the pclntab is read instead, ten times faster.
-	isGo := f.Section(".gopclntab") != nil
 	if !isGo {
 		add(debugFrame(f, limit))
 	}
@@ -78,11 +88,15 @@ func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 		}
 	}
 	t.addGoRows(f, obj, limit)
-	if len(t.rows) == 0 && t.gofuncs == nil {
+	if len(t.rows) == 0 && t.gofuncs == nil && t.eh == nil {
 		return nil, errors.Join(append([]error{ErrNoCFI}, errs...)...)
 	}
 	return t, errors.Join(errs...)
 }
+
+// lazyEHFrame says [Load] interprets .eh_frame as looked up (see
+// lazyFDEs): false only for the tests that compare both ways.
+var lazyEHFrame = true
 
 // sizeOf returns the size of r when it can tell, else maxSection.
 func sizeOf(r io.ReaderAt) uint64 {

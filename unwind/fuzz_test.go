@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzCFI parses hostile .eh_frame or .debug_frame bytes (eh says which),
-// interprets them into a table and looks addresses up in it, and parses
+// interprets them into a table (and, for .eh_frame, as looked up) and
+// looks addresses up in it, and parses
 // the same bytes as an .eh_frame_hdr and as a Go .gopclntab. Nothing may panic, and a table's
 // rows must be sorted.
 func FuzzCFI(f *testing.F) {
@@ -35,6 +36,16 @@ func FuzzCFI(f *testing.F) {
 		for _, f := range fdes {
 			tab.find(f.begin)
 			tab.find(f.end - 1)
+		}
+		if eh {
+			// The same FDEs interpreted as looked up.
+			lazy := &Table{eh: newLazyFDEs(section{name: name, data: data, vaddr: 0x1000, eh: eh}, fdes)}
+			if lazy.eh != nil {
+				for _, f := range fdes {
+					lazy.find(f.begin)
+					lazy.find(f.end - 1)
+				}
+			}
 		}
 		parseHdr(data, 0x1000)
 		if g := newGoFuncs(pageread.Held(data), 0x1000); g != nil {

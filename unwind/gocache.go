@@ -24,13 +24,13 @@ const maxGoSegments = 64
 
 // AppendGo appends to b the encoding of t, when t is a Go binary's table
 // from its pclntab alone, and reports whether it was: a table with rows
-// from CFI (cgo, assembly with .eh_frame) is not encoded. The encoding is
+// or FDEs from CFI (cgo, assembly with .eh_frame) is not encoded. The encoding is
 // the segments, then the text address, pc quantum and function count,
 // the function entries, the pcsp offsets and the pcsp tables, integers
 // little-endian.
 func (t *Table) AppendGo(b []byte) ([]byte, bool) {
 	g := t.gofuncs
-	if g == nil || len(t.rows) > 0 || len(t.segs) > maxGoSegments || g.quantum == 0 || g.quantum > 255 {
+	if g == nil || len(t.rows) > 0 || t.eh != nil || len(t.segs) > maxGoSegments || g.quantum == 0 || g.quantum > 255 {
 		return b, false
 	}
 	le := binary.LittleEndian

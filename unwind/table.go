@@ -37,6 +37,9 @@ type segment struct {
 // concurrent use.
 type Table struct {
 	rows []row
+	// eh holds the FDEs of a non-Go object's .eh_frame, interpreted as
+	// looked up; rows then holds those of its .debug_frame sections.
+	eh   *lazyFDEs
 	segs []segment
 	// fdes counts the FDEs the rows came from.
 	fdes int
@@ -62,15 +65,27 @@ const (
 	tableHints    = 1 << tableHintBits
 )
 
-// Len returns the number of rows from CFI: a Go binary's functions the
-// pclntab describes are not counted.
-func (t *Table) Len() int { return len(t.rows) }
+// Len returns the number of rows from CFI made so far (those of
+// .eh_frame are made as their addresses are looked up): a Go binary's
+// functions the pclntab describes are not counted.
+func (t *Table) Len() int {
+	n := len(t.rows)
+	if t.eh != nil {
+		n += int(t.eh.made.Load())
+	}
+	return n
+}
 
-// Size returns the memory the table holds, in bytes: its rows, and what
-// a Go binary's table keeps of its pclntab (the functions decoded from it
-// are not counted).
+// Size returns the memory the table holds, in bytes: its rows, the
+// .eh_frame it interprets as looked up with the rows made of it so far,
+// and what a Go binary's table keeps of its pclntab (the functions
+// decoded from it are not counted).
 func (t *Table) Size() int {
-	return int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t)) + t.goBytes
+	n := int(unsafe.Sizeof(row{}))*cap(t.rows) + int(unsafe.Sizeof(segment{}))*cap(t.segs) + int(unsafe.Sizeof(*t)) + t.goBytes
+	if t.eh != nil {
+		n += t.eh.size()
+	}
+	return n
 }
 
 // Bias returns what to subtract from an address in a mapping that starts
@@ -90,6 +105,11 @@ func (t *Table) Bias(mapStart, mapOff uint64) (bias uint64, ok bool) {
 // comparison closure it was most of a leaf step's time (an off-CPU
 // recording takes one per context switch).
 func (t *Table) lookup(a uint64) (row, bool) {
+	if t.eh != nil {
+		if r := t.eh.find(a); r != nil {
+			return *r, true
+		}
+	}
 	if r := t.findHinted(a); r != nil {
 		return *r, true
 	}
@@ -160,13 +180,7 @@ func (t *Table) build(fdes []fde) error {
 			continue // overlaps a preferred or earlier FDE
 		}
 		c := f.cie
-		if !c.inited {
-			c.inited = true
-			in := interp{c: c}
-			c.init = state{cfa: cfaSP, cfaReg: dwarfRSP}
-			c.initErr = in.run(&buf{b: c.initial}, &c.init, 0, ^uint64(0), nil)
-		}
-		if c.initErr != nil {
+		if initCIE(c) != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("CIE of FDE at %#x: %w", f.off, c.initErr)
 			}
@@ -176,24 +190,8 @@ func (t *Table) build(fdes []fde) error {
 			t.rows = append(t.rows, row{addr: end}) // a gap without CFI
 		}
 		n := len(t.rows)
-		st := c.init
-		scratch.c, scratch.init, scratch.stack = c, &c.init, scratch.stack[:0]
-		r := buf{b: f.insns, text: 0}
-		err := scratch.run(&r, &st, f.begin, f.end, func(addr uint64, s *state) {
-			nr := makeRow(addr, s, c.signal)
-			if len(t.rows) > n {
-				last := &t.rows[len(t.rows)-1]
-				if sameRule(last, &nr) {
-					return
-				}
-				if last.addr == addr {
-					*last = nr
-					return
-				}
-			}
-			t.rows = append(t.rows, nr)
-		})
-		if err != nil {
+		var err error
+		if t.rows, err = scratch.rows(t.rows, f); err != nil {
 			t.rows = t.rows[:n]
 			if firstErr == nil {
 				firstErr = fmt.Errorf("FDE at %#x: %w", f.off, err)
@@ -211,6 +209,43 @@ func (t *Table) build(fdes []fde) error {
 	}
 	t.rows = slices.Clip(t.rows)
 	return firstErr
+}
+
+// initCIE interprets c's initial instructions once, and returns the
+// error they gave (c.initErr).
+func initCIE(c *cie) error {
+	if !c.inited {
+		c.inited = true
+		in := interp{c: c}
+		c.init = state{cfa: cfaSP, cfaReg: dwarfRSP}
+		c.initErr = in.run(&buf{b: c.initial}, &c.init, 0, ^uint64(0), nil)
+	}
+	return c.initErr
+}
+
+// rows appends to out the rows of f, whose CIE is initialized, with in
+// as scratch space; on an error, out is returned with part of them.
+func (in *interp) rows(out []row, f *fde) ([]row, error) {
+	c := f.cie
+	n := len(out)
+	st := c.init
+	in.c, in.init, in.stack = c, &c.init, in.stack[:0]
+	r := buf{b: f.insns, text: 0}
+	err := in.run(&r, &st, f.begin, f.end, func(addr uint64, s *state) {
+		nr := makeRow(addr, s, c.signal)
+		if len(out) > n {
+			last := &out[len(out)-1]
+			if sameRule(last, &nr) {
+				return
+			}
+			if last.addr == addr {
+				*last = nr
+				return
+			}
+		}
+		out = append(out, nr)
+	})
+	return out, err
 }
 
 // sortFDEs returns fdes sorted by begin address, those of one address in

@@ -1,3 +1,5 @@
+//go:build otlp
+
 package main
 
 import (
@@ -21,8 +23,8 @@ func newAgentCmd() *cobra.Command {
 		spoolMax string
 	)
 	cmd := &cobra.Command{
-		Use:   "agent --otlp-endpoint URL [flags]",
-		Short: "Profile the whole system continuously and push each period to an OpenTelemetry Collector",
+		Use:   agentUse,
+		Short: agentShort,
 		Long: `Agent records the whole system at -F Hz per CPU, one recording cut into
 periods of --period (as perf record --switch-output does: no sample falls
 between two periods), and pushes each period as nsprof push does (OTLP

@@ -1,3 +1,5 @@
+//go:build otlp
+
 package main
 
 import (
@@ -18,8 +20,8 @@ func newPushCmd() *cobra.Command {
 		input   string
 	)
 	cmd := &cobra.Command{
-		Use:   "push [flags] FILE --otlp-endpoint URL",
-		Short: "Send the CPU samples and off-CPU time of a capture to an OpenTelemetry Collector (OTLP profiles)",
+		Use:   pushUse,
+		Short: pushShort,
 		Long: `Push sends the stack samples of a capture as OpenTelemetry profiles
 (OTLP profiles v1development, protobuf over HTTP, or gRPC with --protocol
 grpc) to the receiver at --otlp-endpoint, such as an OpenTelemetry Collector

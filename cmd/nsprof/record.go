@@ -332,6 +332,7 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 		opts.StatusWidth = unix.TerminalWidth(int(sf.Fd()))
 	}
 	res, recErr := record.Record(cmd.Context(), w, opts)
+	defer res.Fill.Close() // unless started below
 	closeErr := w.Close()
 	if recErr == nil && closeErr != nil {
 		recErr = closeErr
@@ -350,6 +351,11 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 		return fmt.Errorf("recording to %s: %w; frames flushed before the error are readable (%d bytes)", fl.output, recErr, size)
 	}
 	fmt.Fprintf(stderr, "nsprof: %s\n", res.Summary(fl.output))
+	// The capture is closed: what is left for the symbol cache is done
+	// by a process of its own, for the next recording of these files.
+	record.StartFill(res.Fill, func(format string, args ...any) {
+		fmt.Fprintf(stderr, "nsprof: "+format+"\n", args...)
+	})
 	if res.Stopped == "signal" {
 		fmt.Fprintf(stderr, "nsprof: stopped by signal\n")
 	}

@@ -134,6 +134,6 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("nsprof {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef(cmd, "%v", err) })
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.AddCommand(newRecordCmd(), newDumpCmd(), newCatCmd(), newReportCmd(), newExportCmd(), newWebCmd(), newPushCmd(), newAgentCmd())
+	root.AddCommand(newRecordCmd(), newDumpCmd(), newCatCmd(), newReportCmd(), newExportCmd(), newWebCmd(), newPushCmd(), newAgentCmd(), newFillCmd())
 	return root
 }

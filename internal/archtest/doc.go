@@ -11,5 +11,7 @@
 //   - internal/unix is the only package importing golang.org/x/sys/unix.
 //
 // The rules are checked over the import declarations of every Go file of
-// the module, test files and files of every build tag included.
+// the module, test files and files of every build tag included. A second
+// test checks, with go list, that the nsprof binary links none of the
+// OTLP client, which only nsprof-otlp (cmd/nsprof with the otlp tag) has.
 package archtest
