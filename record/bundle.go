@@ -166,19 +166,25 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	// the next is read.
 	hit := make(map[*symObj]*objHits)
 	var objs []*symObj
+	// The addresses of an image are sorted: those of one object come
+	// in a row, and its hits are looked up once for them.
+	var lastObj *symObj
+	var lastHits *objHits
 	for _, pid := range pids {
 		p := procOf(pid)
 		p.expand()
 		for _, g := range p.gens() {
 			for i, a := range g.packed {
 				if m := g.find(a); m != nil {
-					h := hit[m.obj]
-					if h == nil {
-						h = &objHits{}
-						objs = append(objs, m.obj)
-						hit[m.obj] = h
+					if m.obj != lastObj {
+						lastObj, lastHits = m.obj, hit[m.obj]
+						if lastHits == nil {
+							lastHits = &objHits{}
+							objs = append(objs, m.obj)
+							hit[m.obj] = lastHits
+						}
 					}
-					h.add(a-m.start+m.off, g.flags[i]&packLine != 0)
+					lastHits.add(a-m.start+m.off, g.flags[i]&packLine != 0)
 				}
 			}
 		}
@@ -194,10 +200,23 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	var fileLines []capture.AddrLines
 	var kern kernelTable
 	kernTried := false
+	// The names and frames of the object of the address before, looked
+	// up again only when the object changes (each map lookup, five for
+	// every address of every process, missed the caches).
+	var curObj *symObj
+	var curNames *objNames
+	var curFrames map[uint64][]capture.SourceFrame
 	for _, pid := range pids {
 		p := procOf(pid)
 		seen := make(map[uint64]bool)
+		// lastBegin is the function named last: the addresses of an
+		// image come sorted, those of a function in a row.
+		lastBegin, named := uint64(0), false
 		add := func(begin, end uint64, name, tag string) {
+			if named && begin == lastBegin {
+				return
+			}
+			lastBegin, named = begin, true
 			if !seen[begin] {
 				seen[begin] = true
 				emit(capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
@@ -234,7 +253,10 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					continue
 				}
 				o := m.obj
-				va, fn, ok := names[o].lookup(a - m.start + m.off)
+				if o != curObj {
+					curObj, curNames, curFrames = o, names[o], frames[o]
+				}
+				va, fn, ok := curNames.lookup(a - m.start + m.off)
 				if !ok {
 					continue
 				}
@@ -244,7 +266,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					continue
 				}
 				if m.id == "" {
-					if fr := frames[o][va]; len(fr) > 0 {
+					if fr := curFrames[va]; len(fr) > 0 {
 						lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
 					}
 					continue
@@ -262,7 +284,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					}
 				}
 				if off := a - m.start + m.off; !cur[off] {
-					if fr := frames[o][va]; len(fr) > 0 {
+					if fr := curFrames[va]; len(fr) > 0 {
 						cur[off] = true
 						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: off, Frames: fr})
 					}

@@ -151,6 +151,14 @@ func (l *leafCallers) callers(s *perf.Sample, next uint64) (ip uint64, callers [
 	return ip, l.step[1:], true
 }
 
+// leafUnwinder returns the unwinder of the leaf step, nil without one.
+func (r *recorder) leafUnwinder() *dwarfUnwinder {
+	if r.leaf == nil {
+		return nil
+	}
+	return r.leaf.u
+}
+
 // summary describes what the step did, for the log.
 func (l *leafCallers) summary(stackSize int) string {
 	n := l.inserted + l.agreed + l.unknown
@@ -159,7 +167,7 @@ func (l *leafCallers) summary(stackSize int) string {
 	}
 	pct := func(k uint64) float64 { return 100 * float64(k) / float64(n) }
 	used, loads, _ := l.u.cache.Stats()
-	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held)",
+	return fmt.Sprintf("leaf callers: %d user stacks, %.1f%% completed with the caller the frame-pointer walk skipped, %.1f%% already complete, %.1f%% undetermined (no CFI, or beyond the %d-byte stack copy: --call-graph fp,SIZE); %.2f us per sample; %d CFI tables read in %.2fs (%s%.1f MB held)",
 		n, pct(l.inserted), pct(l.agreed), pct(l.unknown), stackSize,
-		float64(l.spent.Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), float64(used)/1e6)
+		float64(l.spent.Nanoseconds())/1e3/float64(n), loads, l.u.loading.Seconds(), l.u.goTables.summary(), float64(used)/1e6)
 }

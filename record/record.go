@@ -381,6 +381,13 @@ func (r *recorder) setup() error {
 		} else if popts.UserStack > 0 {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
+		if o.SymbolCache != "" {
+			for _, u := range []*dwarfUnwinder{r.dwarf, r.leafUnwinder()} {
+				if u != nil {
+					u.goTables = &goTables{dir: o.SymbolCache, maxBytes: o.SymbolCacheMaxBytes}
+				}
+			}
+		}
 	}
 	if r.split != nil {
 		r.split.mode, r.split.event = mode, event

@@ -1,9 +1,7 @@
 package record
 
 import (
-	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -11,7 +9,6 @@ import (
 
 	"nsprof/capture"
 	"nsprof/container"
-	"nsprof/internal/unix"
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
@@ -339,18 +336,8 @@ func (o *symObj) untrusted() string {
 	if o.f == nil {
 		return "no file"
 	}
-	st, err := o.f.Stat()
-	if err != nil {
-		return err.Error()
-	}
-	owner, ok := unix.StatOwner(st)
-	switch {
-	case !ok || !st.Mode().IsRegular():
-		return "not a regular file"
-	case owner != 0 && owner != uint32(os.Geteuid()):
-		return fmt.Sprintf("owned by uid %d", owner)
-	case st.Mode().Perm()&0o022 != 0:
-		return fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())
+	if why := fileUntrusted(o.f); why != "" {
+		return why
 	}
 	src := o.syms.Source()
 	fromDebugFile := strings.HasPrefix(src, "build-id:") || strings.HasPrefix(src, "debuglink:")

@@ -58,6 +58,9 @@ type dwarfUnwinder struct {
 	spent   time.Duration
 	// loading is the part of spent that went into reading tables.
 	loading time.Duration
+	// goTables keeps Go binaries' tables in the symbol cache; nil
+	// without one.
+	goTables *goTables
 }
 
 // truncatedName names the frame that ends a user stack whose callers lie
@@ -143,10 +146,10 @@ func (u *dwarfUnwinder) summary(stackSize uint32) string {
 	}
 	pct := func(n uint64) float64 { return 100 * float64(n) / float64(u.samples) }
 	used, loads, evictions := u.cache.Stats()
-	s := fmt.Sprintf("dwarf unwinding: %d user stacks, %.1f%% to the outermost frame, %.1f%% truncated by the %d-byte stack copy (--call-graph dwarf,SIZE), %.1f%% stopped at a bad frame; %.2f us per sample; %d CFI tables read in %.2fs (%.1f MB held",
+	s := fmt.Sprintf("dwarf unwinding: %d user stacks, %.1f%% to the outermost frame, %.1f%% truncated by the %d-byte stack copy (--call-graph dwarf,SIZE), %.1f%% stopped at a bad frame; %.2f us per sample; %d CFI tables read in %.2fs (%s%.1f MB held",
 		u.samples, pct(u.stops[unwind.StopEnd]), pct(u.stops[unwind.StopTruncated]), stackSize,
 		pct(u.stops[unwind.StopBadFrame]+u.stops[unwind.StopUnsupported]),
-		float64((u.spent-u.loading).Nanoseconds())/1e3/float64(u.samples), loads, u.loading.Seconds(), float64(used)/1e6)
+		float64((u.spent-u.loading).Nanoseconds())/1e3/float64(u.samples), loads, u.loading.Seconds(), u.goTables.summary(), float64(used)/1e6)
 	if evictions > 0 {
 		s += fmt.Sprintf(", %d dropped", evictions)
 	}
@@ -261,12 +264,14 @@ func (u *dwarfUnwinder) table(o *symObj) *unwind.Table {
 	}
 	t, _ := u.cache.Get(o.key, func() (*unwind.Table, error) {
 		defer u.timeLoad(time.Now())
-		// A table is kept even if some FDEs could not be read.
-		if dbg := debugFrameFile(o); dbg != nil {
-			defer dbg.Close()
-			return unwind.Load(o.f, dbg)
-		}
-		return unwind.Load(o.f, nil)
+		return u.goTables.load(o, func() (*unwind.Table, error) {
+			// A table is kept even if some FDEs could not be read.
+			if dbg := debugFrameFile(o); dbg != nil {
+				defer dbg.Close()
+				return unwind.Load(o.f, dbg)
+			}
+			return unwind.Load(o.f, nil)
+		})
 	})
 	return t
 }
@@ -302,6 +307,7 @@ func debugFrameFile(o *symObj) *os.File {
 // heap (tens of megabytes for the Go toolchain's binaries). A later call
 // reads them again.
 func (u *dwarfUnwinder) release() {
+	u.goTables.close()
 	u.cache = unwind.NewCache(unwindCacheBytes)
 	u.mapper = unwindMapper{u: u}
 }

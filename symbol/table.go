@@ -78,11 +78,29 @@ func bindingRank(info byte) int {
 // shorter name. A zero-size symbol extends to the next symbol, but at most
 // 1 MiB, and the last one covers 4 KiB. NewTable does not modify syms.
 func NewTable(syms []Symbol) *Table {
+	if sortedSized(syms) {
+		// Already as a table holds them (a symbol cache entry's, read
+		// back at every recording: the Go compiler's 40 k were copied
+		// twice and sorted again).
+		return &Table{syms: slices.Clone(syms)}
+	}
 	es := make([]entry, len(syms))
 	for i, s := range syms {
 		es[i] = entry{Symbol: s, rank: rankGlobal}
 	}
 	return buildTable(es, nil)
+}
+
+// sortedSized reports whether syms are in strictly increasing address
+// order and each of non-zero size: what buildTable would leave as they
+// are.
+func sortedSized(syms []Symbol) bool {
+	for i, s := range syms {
+		if s.Size == 0 || (i > 0 && s.Addr <= syms[i-1].Addr) {
+			return false
+		}
+	}
+	return true
 }
 
 // buildTable sorts, dedups and sizes es (which it reorders). bounds, sorted

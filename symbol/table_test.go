@@ -1,6 +1,9 @@
 package symbol
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -92,4 +95,50 @@ func TestTableConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// NewTable of symbols already sorted, one at an address and sized (as a
+// symbol cache entry holds them) gives the table the general path gives,
+// and keeps no reference to them.
+func TestNewTableSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var syms []Symbol
+	addr := uint64(0x400000)
+	for i := range 2000 {
+		addr += 1 + r.Uint64N(64)
+		syms = append(syms, Symbol{Name: fmt.Sprint("f", i), Addr: addr, Size: 1 + r.Uint64N(100)})
+	}
+	fast := NewTable(syms)
+	// The general path: one zero-size symbol at the end, sized to
+	// lastExtend, then dropped from what is compared.
+	slow := NewTable(append(slices.Clone(syms), Symbol{Name: "end", Addr: addr + 1<<30}))
+	if got, want := fast.All(), slow.All()[:len(syms)]; !slices.Equal(got, want) {
+		t.Fatal("the table of sorted, sized symbols differs from the general path's")
+	}
+	syms[0].Name = "changed"
+	if fast.All()[0].Name == "changed" {
+		t.Error("the table shares the slice it was made of")
+	}
+	// Not sorted, or with a symbol of size 0: the general path.
+	unsorted := []Symbol{{Name: "b", Addr: 0x2000, Size: 4}, {Name: "a", Addr: 0x1000, Size: 4}}
+	if got := NewTable(unsorted).All(); got[0].Name != "a" {
+		t.Errorf("unsorted symbols not sorted: %v", got)
+	}
+	zero := []Symbol{{Name: "a", Addr: 0x1000}, {Name: "b", Addr: 0x1010, Size: 4}}
+	if got := NewTable(zero).All(); got[0].Size != 0x10 {
+		t.Errorf("a zero-size symbol not sized to the next: %v", got)
+	}
+}
+
+// BenchmarkNewTableSorted makes the table of 40,000 sorted, sized
+// symbols, as a recording does from the Go compiler's cache entry.
+func BenchmarkNewTableSorted(b *testing.B) {
+	syms := make([]Symbol, 40000)
+	for i := range syms {
+		syms[i] = Symbol{Name: "f", Addr: 0x400000 + 64*uint64(i), Size: 48}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		NewTable(syms)
+	}
 }

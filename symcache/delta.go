@@ -50,19 +50,16 @@ type fileRef struct {
 	bad        bool
 }
 
-// decodeDeltas merges into e the frames of the deltas in b, which starts
-// at byte off of the file and follows e's payload, of checksum
-// e.file.sum. An address of an earlier delta keeps its frames. The first delta
+// decodeDeltas gives e the frames of the deltas in b, which starts at
+// byte off of the file and follows e's payload, of checksum e.file.sum,
+// undecoded (see deltaAddrs). An address of an earlier delta keeps its
+// frames. The first delta
 // that cannot be used (truncated, a checksum mismatch, appended to
 // another payload, a bad field) ends them: it is returned as an error
 // wrapping ErrCorrupt, the deltas before it merged.
 func decodeDeltas(e *Entry, b []byte, off int) error {
-	// Each delta checked first, then all of them decoded into Frames
-	// made to their size: grown delta by delta it was rehashed again
-	// and again.
 	var deltas []*lazyFrames
 	var err error
-	n := 0
 	for i := 0; len(b) > 0; i++ {
 		var z *lazyFrames
 		var size int
@@ -70,30 +67,11 @@ func decodeDeltas(e *Entry, b []byte, off int) error {
 			break
 		}
 		deltas = append(deltas, z)
-		n += z.n
 		e.file.deltas++
 		e.file.deltaBytes += size
 		b, off = b[size:], off+size
 	}
-	if n > 0 {
-		frames := make(map[uint64][]symbol.Frame, len(e.Frames)+n)
-		for va, fr := range e.Frames {
-			frames[va] = fr
-		}
-		// Its addresses were new to the entry its writer read: no
-		// lookup of each in the entry's payload (of up to
-		// maxCachedAddrs addresses), which cost more than decoding
-		// them. One another recorder appended too keeps the frames
-		// of the first delta (of the same object: the same frames).
-		for _, z := range deltas {
-			z.all(func(va uint64, fr []symbol.Frame) {
-				if _, ok := frames[va]; !ok {
-					frames[va] = fr
-				}
-			})
-		}
-		e.Frames = frames
-	}
+	e.deltas = indexDeltas(deltas)
 	return err
 }
 
@@ -124,7 +102,7 @@ func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
 		return nil, 0, fail("appended to another entry (of checksum %#x, not %#x)", got, base)
 	}
 	table := d.table()
-	z := checkAddrFrames(&d, p, table)
+	z := checkAddrFrames(&d, p, table, true)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after its last address", len(d.b))
 	}

@@ -49,6 +49,9 @@ type Entry struct {
 	// and their frames, undecoded (see lazyframes.go); Frames holds
 	// those added since.
 	lazyFrames *lazyFrames
+	// deltas are the addresses of the deltas after the payload of an
+	// entry read, and their frames, undecoded (see deltaAddrs).
+	deltas *deltaAddrs
 
 	// file is what the entry was read from or written as, for
 	// Cache.AddFrames.
@@ -66,14 +69,17 @@ type Run struct {
 }
 
 // FramesAt returns the frames e knows of the link-time address va: from
-// Frames (or the addresses of an entry read, decoded as they are looked
-// up), else from the run holding it (none when va is in a span of
+// Frames (or the addresses of an entry read and of its deltas, decoded
+// as they are looked up), else from the run holding it (none when va is in a span of
 // Covered outside every run). ok is false when e does not know. The
 // frames of one run's list are one slice, whatever address of the run
 // asked; they are not to be changed. FramesAt is not safe to call
 // concurrently on one entry (it decodes the lists it is asked for).
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
+		return fr, true
+	}
+	if fr, ok := e.deltas.frames(va); ok {
 		return fr, true
 	}
 	if e.lazyFrames != nil {
@@ -397,7 +403,7 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
-	if z := checkAddrFrames(&d, p, table); d.err != nil {
+	if z := checkAddrFrames(&d, p, table, false); d.err != nil {
 		return nil, d.err
 	} else if z.n > 0 {
 		e.lazyFrames = z

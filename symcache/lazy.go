@@ -2,6 +2,7 @@ package symcache
 
 import (
 	"iter"
+	"slices"
 	"sort"
 
 	"nsprof/symbol"
@@ -172,9 +173,9 @@ func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
 // materialize decodes the runs and frame lists of a lazy e, to be
 // changed.
 func (e *Entry) materialize() {
-	if e.lazyFrames != nil {
+	if e.lazyFrames != nil || e.deltas != nil {
 		e.Frames = e.allFrames()
-		e.lazyFrames = nil
+		e.lazyFrames, e.deltas = nil, nil
 	}
 	z := e.lazy
 	if z == nil {
@@ -200,13 +201,24 @@ func (e *Entry) materialize() {
 }
 
 // allFrames returns the frames of every address of e outside its runs:
-// Frames, with those of a lazy e decoded into a new map.
+// Frames, with those of a lazy e's payload and deltas decoded into a new
+// map.
 func (e *Entry) allFrames() map[uint64][]symbol.Frame {
-	if e.lazyFrames == nil {
+	if e.lazyFrames == nil && e.deltas == nil {
 		return e.Frames
 	}
 	all := make(map[uint64][]symbol.Frame, e.NumAddrs())
-	e.lazyFrames.all(func(va uint64, fr []symbol.Frame) { all[va] = fr })
+	add := func(va uint64, fr []symbol.Frame) { all[va] = fr }
+	if e.lazyFrames != nil {
+		e.lazyFrames.all(add)
+	}
+	if e.deltas != nil {
+		// The last delta first: an address of an earlier one keeps
+		// its frames.
+		for _, z := range slices.Backward(e.deltas.zs) {
+			z.all(add)
+		}
+	}
 	for va, fr := range e.Frames {
 		all[va] = fr
 	}

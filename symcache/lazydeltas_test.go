@@ -1,0 +1,86 @@
+package symcache
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"nsprof/symbol"
+)
+
+// frame returns a one-frame list naming f.
+func frame(f string) []symbol.Frame { return []symbol.Frame{{Function: f, File: "/src/d.go", Line: 1}} }
+
+// TestDeltasReadLazily: the frames of an entry's deltas are decoded as
+// they are looked up, not as the entry is read (Frames stays empty), an
+// address of several deltas has the earliest one's frames, NumAddrs
+// counts each address once, and the entry made eager holds them all.
+func TestDeltasReadLazily(t *testing.T) {
+	const a, b, c, d = 0x900000, 0x900010, 0x900020, 0x900030
+	file := withDeltas(encode(testKey, manyAddrs(100)),
+		map[uint64][]symbol.Frame{a: frame("a1"), b: frame("b1")},
+		map[uint64][]symbol.Frame{b: frame("b2"), c: frame("c2")},
+		map[uint64][]symbol.Frame{a: frame("a3"), d: {}, 0x400000: frame("over the payload")},
+	)
+	e, err := decode(testKey, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Frames) != 0 {
+		t.Errorf("%d addresses of the deltas decoded as the entry was read", len(e.Frames))
+	}
+	want := map[uint64][]symbol.Frame{a: frame("a1"), b: frame("b1"), c: frame("c2"), d: {}, 0x400000: frame("over the payload")}
+	for va, fr := range want {
+		if got, ok := e.FramesAt(va); !ok || !slices.Equal(got, fr) {
+			t.Errorf("FramesAt(%#x) = %v, %v; want %v", va, got, ok, fr)
+		}
+	}
+	if _, ok := e.FramesAt(b + 1); ok {
+		t.Errorf("FramesAt(%#x) knows an address no delta holds", b+1)
+	}
+	if n := e.NumAddrs(); n != 100+5 {
+		t.Errorf("NumAddrs = %d, want 105 (the payload's 100 and the deltas' 5, one of them the payload's too)", n)
+	}
+	e.materialize()
+	for va, fr := range want {
+		if got := e.Frames[va]; !slices.Equal(got, fr) {
+			t.Errorf("made eager: Frames[%#x] = %v, want %v", va, got, fr)
+		}
+	}
+	if len(e.Frames) != 100+4 {
+		t.Errorf("made eager: %d addresses, want 104", len(e.Frames))
+	}
+}
+
+// BenchmarkGetDeltas reads an entry of 72 k addresses with 13 deltas of
+// 2,000 each, as the Go compiler's over a compile loop, and looks up
+// 1,000 of the deltas' addresses.
+func BenchmarkGetDeltas(b *testing.B) {
+	var deltas []map[uint64][]symbol.Frame
+	var look []uint64
+	for k := range 13 {
+		d := make(map[uint64][]symbol.Frame)
+		for i := range 2000 {
+			va := uint64(0x800000 + 8*(i*13+k))
+			d[va] = []symbol.Frame{{Function: fmt.Sprintf("pkg.f%d", i%500), File: "/src/pkg/f.go", Line: i}, {Function: "pkg.caller", File: "/src/pkg/g.go", Line: k}}
+			if i%26 == 0 {
+				look = append(look, va)
+			}
+		}
+		deltas = append(deltas, d)
+	}
+	file := withDeltas(encode(testKey, manyAddrs(72000)), deltas...)
+	b.SetBytes(int64(len(file)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e, err := decode(testKey, file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, va := range look {
+			if _, ok := e.FramesAt(va); !ok {
+				b.Fatalf("no frames at %#x", va)
+			}
+		}
+	}
+}
