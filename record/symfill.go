@@ -106,10 +106,21 @@ type fillSpec struct {
 	Lines  int    `json:"lines"`
 }
 
-// fillExec returns the program the filler runs and its environment:
-// nsprof itself, without the variables that make nsprof profile itself
-// (the filler would write over the recording's profile).
-var fillExec = func() (string, []string) {
+// FillProgram returns the program that runs FillCommand, and its
+// environment, for [SymbolFill.Start]; nil, the default, starts no
+// filler, and [StartFill] lets the files go. Only a program that is
+// nsprof itself sets it (cmd/nsprof does, in main, to
+// [SelfFillProgram]): any other program embedding record, run again with
+// FillCommand's arguments, would do something else entirely. A test
+// binary runs its tests again, whose recordings start fillers of their
+// own: the first CI run after the filler landed had nine copies of
+// cmd/nsprof's tests running at once, and timed out.
+var FillProgram func() (path string, env []string)
+
+// SelfFillProgram is FillProgram for nsprof: the running executable,
+// with the environment less the variables that make nsprof profile
+// itself (the filler would write over the recording's profile).
+func SelfFillProgram() (string, []string) {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NSPROF_CPUPROFILE=") && !strings.HasPrefix(kv, "NSPROF_MEMPROFILE=") {
@@ -133,7 +144,10 @@ func (f *SymbolFill) Start() (int, error) {
 		return 0, err
 	}
 	defer null.Close()
-	prog, env := fillExec()
+	if FillProgram == nil {
+		return 0, errors.New("no program to fill the cache with (record.FillProgram)")
+	}
+	prog, env := FillProgram()
 	args := []string{"nsprof", FillCommand, "--dir", f.dir, "--max-bytes", strconv.FormatInt(f.maxBytes, 10)}
 	var extra []*os.File
 	for _, ff := range f.files {
@@ -216,7 +230,8 @@ var fillStarted func(pid int)
 // StartFill starts f (see SymbolFill.Start), when it has files, and
 // says so with logf, or why it could not.
 func StartFill(f *SymbolFill, logf func(string, ...any)) {
-	if f.Files() == 0 {
+	if f.Files() == 0 || FillProgram == nil {
+		f.Close()
 		return
 	}
 	n := f.Files()

@@ -19,7 +19,7 @@ import (
 const fillerEnv = "NSPROF_TEST_FILLER"
 
 // TestMain runs the test binary as the symbol cache filler when
-// SymbolFill.Start, through fillExec, runs it so.
+// SymbolFill.Start, through FillProgram, runs it so.
 func TestMain(m *testing.M) {
 	if os.Getenv(fillerEnv) == "1" {
 		fs := flag.NewFlagSet(FillCommand, flag.ExitOnError)
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	}
 	exe, err := os.Executable()
 	if err == nil {
-		fillExec = func() (string, []string) { return exe, append(os.Environ(), fillerEnv+"=1") }
+		FillProgram = func() (string, []string) { return exe, append(os.Environ(), fillerEnv+"=1") }
 	}
 	os.Exit(m.Run())
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"nsprof/internal/outfile"
+	"nsprof/record"
 )
 
 // cpuProfileEnv names a file to which nsprof writes a pprof CPU profile of
@@ -23,6 +24,10 @@ const cpuProfileEnv = "NSPROF_CPUPROFILE"
 const memProfileEnv = "NSPROF_MEMPROFILE"
 
 func main() {
+	// This program has the hidden command that fills the symbol cache
+	// in the background: recordings may start it (tests running
+	// commands in-process do not, see record.FillProgram).
+	record.FillProgram = record.SelfFillProgram
 	stopProfile := profileSelf(os.Getenv(cpuProfileEnv))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -108,3 +108,22 @@ func TestRecordFillsSymbolCache(t *testing.T) {
 		t.Errorf("%s handed to the filler %d times, want once:\n%s", bin, n, log)
 	}
 }
+
+// TestInProcessRecordStartsNoFiller: a recording run in-process, as this
+// package's tests run commands, starts no symbol cache filler. Only
+// nsprof's main says the program has the filler's command; this test
+// binary run again with its arguments ran all its tests again (record.FillProgram).
+func TestInProcessRecordStartsNoFiller(t *testing.T) {
+	testutils.RequireRoot(t, "recording needs root")
+	bin := testutils.BuildFixture(t, "callchain")
+	dir := filepath.Join(t.TempDir(), "symbols")
+	out := filepath.Join(t.TempDir(), "c.syscap")
+	_, stderr, status := nsprof(t, nil, "record", "-v", "-F", "999", "--symbol-cache", dir, "-o", out, "-f",
+		"--no-cpu", "--no-memory", "--no-disk", "--no-network", "--", bin, "1", "1", "nofork")
+	if status != 0 {
+		t.Fatalf("record: status %d\n%s", status, stderr)
+	}
+	if pid, _ := testutils.FillerStarted(stderr); pid != 0 || strings.Contains(stderr, "filling the entries") {
+		t.Fatalf("an in-process recording started a filler (pid %d):\n%s", pid, stderr)
+	}
+}
