@@ -311,8 +311,12 @@ func DecodeLinesGzip(path string, z []byte, maxRecords int) (*LineTable, error) 
 			if maxRecords >= 0 {
 				n = min(n, int64(maxRecords))
 			}
-			p.t.recs = slices.Grow(p.t.recs, int(n)-len(p.t.recs))
-			p.d.reserve(int(n))
+			// The estimate may be under the records read (a bound
+			// below them, a trailer that lies): nothing to reserve.
+			if more := int(n) - len(p.t.recs); more > 0 {
+				p.t.recs = slices.Grow(p.t.recs, more)
+				p.d.reserve(int(n))
+			}
 		}
 		if maxRecords >= 0 && len(p.t.recs) > maxRecords {
 			// Count the rest, for the message, within the bound.

@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -219,6 +220,9 @@ func TestDecodeLinesGzipAsWhole(t *testing.T) {
 		{"references", linesMagic + "\n" + good + long + "\n2\t10\t^2\n3\t20\t^2\n", -1},
 		{"version 1", linesMagicV1 + "\n" + good + "2\t5\tg\th.c\t1\n", -1},
 		{"too many", linesMagic + "\n" + good + good + good, 2},
+		// The table is sized at its 1024th record, from the bound
+		// too: a bound below it panicked (slices.Grow by -1).
+		{"too many at the sizing", linesMagic + "\n" + strings.Repeat(good, 1030), 1023},
 		{"as many as allowed", linesMagic + "\n" + good + good, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +235,16 @@ func TestDecodeLinesGzipAsWhole(t *testing.T) {
 				t.Errorf("records\n%v\nwant\n%v", got.records(), want.records())
 			}
 		})
+	}
+}
+
+// A gzip trailer that says the text is smaller than what was read by
+// the time the table is sized gives an error, not a panic.
+func TestDecodeLinesGzipTrailerLies(t *testing.T) {
+	z := gzipOf(t, []byte(linesMagic+"\n"+strings.Repeat("1\t10\tf\tfile.c\t3\n", 2000)))
+	binary.LittleEndian.PutUint32(z[len(z)-4:], 10)
+	if _, err := DecodeLinesGzip(LinesFile+".gz", z, -1); err == nil {
+		t.Fatal("no error for a gzip trailer of the wrong size")
 	}
 }
 
@@ -252,6 +266,8 @@ func FuzzDecodeLinesGzip(f *testing.F) {
 	f.Add([]byte(linesMagic+"\n7\t401020\tinl_leaf\t/src/a.c\t26\tinl_outer\t/src/a.c\t38\n"), 5)
 	f.Add([]byte(linesMagic+"\r\n-1\t0\t\t\t0"), -1)
 	f.Add([]byte(linesMagic+"\n@ab\t10\tf\ta.c\t1\n@ab\t11\t^1\n"), 1)
+	// Past the 1024 records at which the table is sized.
+	f.Add([]byte(linesMagic+"\n"+strings.Repeat("1\t10\tf\ta.c\t3\n", 1030)), 1023)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		want, wantErr := DecodeLinesMax(data, max)
 		got, gotErr := DecodeLinesGzip(LinesFile+".gz", gzipOf(t, data), max)
