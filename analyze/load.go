@@ -226,8 +226,23 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 			n.slots += len(f.Bytes) / 8
 			n.procStacks[f.Head().PID]++
 		case capture.TypeFileChunk:
-			if f.DecodeFileChunk(&c) == nil && isBundlePath(c.Path) {
+			if f.DecodeFileChunk(&c) != nil {
+				break
+			}
+			if isBundlePath(c.Path) {
 				fs.AddView(&c)
+			}
+			// The stacks of off-CPU time and blocking calls have
+			// addresses the lines file names too (8 bytes each, at
+			// most, gzipped as much as it may inflate): counted only
+			// from the SAMPLE frames, the lines of an off-CPU capture
+			// of few CPU samples (nsprof agent --off-cpu at 19 Hz)
+			// passed the bound, and those past it were dropped.
+			switch c.Path {
+			case capture.StacksFile:
+				n.slots += len(c.Data) / 8
+			case capture.StacksFile + ".gz":
+				n.slots += int(min(capture.MaxInflated(c.Path, len(c.Data))/8, math.MaxInt32))
 			}
 		}
 	}

@@ -107,3 +107,22 @@ func TestStackPipeHandoff(t *testing.T) {
 		})
 	}
 }
+
+// TestScoutCountsStacksFile: the addresses of the off-CPU stacks file
+// count towards the bound on the lines file's records, as the SAMPLE
+// frames' do: an off-CPU capture of few CPU samples had its lines past
+// the bound dropped (and DecodeLinesGzip, sizing below the records read,
+// panicked).
+func TestScoutCountsStacksFile(t *testing.T) {
+	var recs []capture.StackRecord
+	addrs := 0
+	for i := range 300 {
+		recs = append(recs, capture.StackRecord{Time: testStart + int64(i), PID: 100, TID: 100,
+			Addrs: []uint64{capture.ContextUser, 0x500000 + uint64(i)*16, 0x600000 + uint64(i)*16}})
+		addrs += 3
+	}
+	n, _ := countSamples(handoffCapture(t, 2, recs), false)
+	if n.slots < addrs {
+		t.Fatalf("the scout counts %d slots for a stacks file of %d addresses (and %d in samples)", n.slots, addrs, n.addrs)
+	}
+}
