@@ -46,6 +46,16 @@ func (p procMapper) Find(pc uint64) (Module, bool) {
 	return Module{}, false
 }
 
+// has reports whether a mapping's path contains part.
+func (p procMapper) has(part string) bool {
+	for i := range p {
+		if strings.Contains(p[i].path, part) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p procMapper) name(pc uint64) string {
 	for i := range p {
 		m := &p[i]
@@ -157,7 +167,10 @@ func sampleFixture(t testing.TB, seconds float64) ([]liveSample, procMapper) {
 			continue
 		}
 		s := &rec.Sample
-		if mapper == nil {
+		// Sampling starts at exec: a first sample read while the
+		// dynamic loader runs found libc not mapped yet, and no sample
+		// unwound through it (once in CI: 0 of 1891 crossed qsort).
+		if !mapper.has("/libc.so") {
 			mapper = readMapper(t, cmd.Process.Pid)
 		}
 		ip, _ := format.UserReg(s, perf.RegX86IP)
