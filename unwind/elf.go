@@ -19,9 +19,12 @@ const maxSection = 256 << 20
 // into a table: its .eh_frame (located through PT_GNU_EH_FRAME and
 // .eh_frame_hdr when the section headers are gone) and its .debug_frame,
 // then the .debug_frame of debug, a separate debug file for obj, which may
-// be nil. Where both describe an address, .eh_frame wins. An FDE that
-// cannot be interpreted is left out; Load then returns the table with an
-// error saying so. Load never panics.
+// be nil. Where both describe an address, .eh_frame wins. A non-Go
+// object's .eh_frame is interpreted an FDE at a time as its addresses are
+// first looked up (see lazyFDEs): an FDE of it that cannot be interpreted
+// covers nothing, and no error says so. Any other FDE that cannot be
+// interpreted is left out; Load then returns the table with an error
+// saying so. Load never panics.
 func Load(obj, debug io.ReaderAt) (t *Table, err error) {
 	defer func() {
 		if p := recover(); p != nil {
