@@ -334,7 +334,7 @@ func TestBrowser(t *testing.T) {
 	if !strings.HasSuffix(link, fmt.Sprintf("/pprof/%d-%d-%d/", since, until, cpu)) {
 		t.Errorf("pprof link %q", link)
 	}
-	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, link+"top"), new(bool))
+	d.Navigate(link + "top")
 	waitFor(t, d, `!window.oldPage && document.querySelectorAll("#toptable tbody tr").length > 0`)
 	var rowsText string
 	d.Eval(`document.getElementById("toptable").textContent`, &rowsText)
@@ -342,7 +342,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("pprof's top table: %q", rowsText)
 	}
 	screenshot(t, d, shots, "toptable")
-	d.Eval(fmt.Sprintf(`window.oldPage = true; location.href = %q; true`, s.URL()+"#"+strings.TrimPrefix(hash, "#")), new(bool))
+	d.Navigate(s.URL() + "#" + strings.TrimPrefix(hash, "#"))
 	waitFor(t, d, `!window.oldPage && document.body && document.body.dataset.ready === "1"`)
 
 	// Escape selects the whole capture again.

@@ -86,6 +86,16 @@ func (d *DevTools) Eval(expr string, v any) {
 	}
 }
 
+// Navigate marks the page it leaves (window.oldPage = true, for a wait
+// on !window.oldPage) and has the browser load url. Through Page.navigate,
+// not by setting location.href in an evaluation, whose answer the page
+// it tears down may never give ("Inspected target navigated or closed").
+func (d *DevTools) Navigate(url string) {
+	d.t.Helper()
+	d.Eval(`window.oldPage = true; true`, new(bool))
+	d.Call("Page.navigate", map[string]any{"url": url})
+}
+
 // TryEval is [DevTools.Eval] returning what went wrong, such as the
 // page having no context to evaluate in while it navigates.
 func (d *DevTools) TryEval(expr string, v any) error {
