@@ -156,14 +156,7 @@ func TestFilesReassembly(t *testing.T) {
 	w.AddFileGzip(h, "/proc/mounts", []byte("proc /proc proc rw 0 0\n"))
 	w.WriteFrame(&FileChunk{FrameHeader: h, Path: "/partial", Data: []byte("no end")})
 	w.Close()
-	r, err := NewReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := ReadFiles(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := filesOf(t, buf.Bytes())
 	if got, _ := fs.Lookup("/big"); !bytes.Equal(got, big) {
 		t.Errorf("/big: %d bytes, want %d", len(got), len(big))
 	}
@@ -248,4 +241,18 @@ func TestCatFilesMergesPastDamage(t *testing.T) {
 	if len(frames) != len(fa)+len(fcut) {
 		t.Errorf("merged %d frames, want %d of a.syscap and %d before the damage of cut.syscap", len(frames), len(fa), len(fcut))
 	}
+}
+
+// filesOf reads the embedded files of the capture data.
+func filesOf(t *testing.T, data []byte) *Files {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ReadFiles(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

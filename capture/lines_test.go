@@ -330,14 +330,7 @@ func TestAddLinesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	r, err := NewReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := ReadFiles(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := filesOf(t, buf.Bytes())
 	got, err := fs.Lookup(LinesFile)
 	if want := EncodeLines(recs); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("embedded lines file: %d bytes, %v; want EncodeLines' %d", len(got), err, len(want))
