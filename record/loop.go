@@ -23,7 +23,7 @@ const tick = 100 * time.Millisecond
 func (r *recorder) loop(ctx context.Context) {
 	var deadline time.Time
 	if r.opts.Duration > 0 {
-		deadline = r.started.Add(r.opts.Duration)
+		deadline = r.setUp.Add(r.opts.Duration)
 	}
 	var childDone <-chan struct{}
 	if r.child != nil {

@@ -25,8 +25,12 @@ type Options struct {
 	// System records the whole system while Command runs (perf record -a
 	// -- COMMAND): recording ends when the command exits.
 	System bool
-	// Duration stops the recording after this long. Zero: until the
-	// command exits or the context is cancelled.
+	// Duration stops the recording after this long, counted from the
+	// end of setting up (events open, processes scanned, the command
+	// started), as perf record -- sleep N counts from its child's start:
+	// on a loaded machine setting up takes up to a second, which
+	// otherwise came out of a short recording. Zero: until the command
+	// exits or the context is cancelled.
 	Duration time.Duration
 	// Frequency is the sampling rate per CPU in Hz. Default 999, a little
 	// off 1 kHz so sampling does not beat with millisecond timers.

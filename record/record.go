@@ -72,6 +72,8 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 	if err := r.setup(); err != nil {
 		return res, err
 	}
+	afterSetup()
+	r.setUp = time.Now()
 	r.loop(ctx)
 	r.finish()
 	res = Result{Stats: r.stats(), Stopped: r.stopped, Started: true, Fill: r.fill}
@@ -84,6 +86,10 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 	}
 	return res, r.tr.err
 }
+
+// afterSetup runs between setting up and recording; tests make setting
+// up slow with it.
+var afterSetup = func() {}
 
 type recorder struct {
 	w      *capture.Writer
@@ -103,6 +109,8 @@ type recorder struct {
 	// command shares the terminal.
 	live    bool
 	started time.Time
+	// setUp is when setup ended: Options.Duration counts from it.
+	setUp   time.Time
 	flushed time.Time
 	stopped string
 	// stopAt is when recording stopped (capture clock; 0 before), the

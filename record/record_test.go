@@ -311,6 +311,40 @@ func TestRecordPIDs(t *testing.T) {
 	checkEveryPIDDescribed(t, c)
 }
 
+// TestDurationCountsFromSetUp: Options.Duration counts from the end of
+// setting up, not from the call: with setting up made 600 ms slow, a
+// 400 ms recording of a busy process still samples it for about 400 ms
+// after that (before, the deadline had passed when the loop began, and
+// it stopped at once).
+func TestDurationCountsFromSetUp(t *testing.T) {
+	requirePerf(t)
+	cmd := exec.Command(testutils.BuildFixture(t, "callchain"), "5", "1", "nofork")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var setUp int64
+	defer func(f func()) { afterSetup = f }(afterSetup)
+	afterSetup = func() {
+		time.Sleep(600 * time.Millisecond)
+		setUp = capture.Now()
+	}
+	opts := quiet
+	opts.PIDs = []int{cmd.Process.Pid}
+	opts.Duration = 400 * time.Millisecond
+	path, res := recordTo(t, context.Background(), opts)
+	if res.Stopped != "duration" {
+		t.Errorf("stopped by %q", res.Stopped)
+	}
+	last := setUp
+	for _, s := range load(t, path).samples {
+		last = max(last, s.Time)
+	}
+	if after := time.Duration(last - setUp); after < 300*time.Millisecond || after > 2*time.Second {
+		t.Errorf("samples for %v after setting up ended, want about 400ms", after)
+	}
+}
+
 // TestRecordSystemWide records everything for 2 seconds while processes
 // start and exit.
 func TestRecordSystemWide(t *testing.T) {
