@@ -103,5 +103,22 @@ func TestOffCPUKernelStacksOpen(t *testing.T) {
 	if sleep < 500e6 || sched < total*999/1000 || off["hrtimer_nanosleep"] < sleep*999/1000 {
 		t.Errorf("off-CPU time asleep %d ns, in fixture_block %d, under __schedule %d, under hrtimer_nanosleep %d: want most of a second, all through the kernel's nanosleep\n%s",
 			total, sleep, sched, off["hrtimer_nanosleep"], stderr)
+		logOffCPUStacks(t, capPath)
 	}
+}
+
+// logOffCPUStacks logs the off-CPU stacks of the capture at capPath
+// (folded, with their nanoseconds) and how many intervals had a kernel
+// stack walked at another switch out: what a failure needs to tell a
+// wrong kernel stack from a reused one.
+func logOffCPUStacks(t *testing.T, capPath string) {
+	t.Helper()
+	out, stderr, status := nsprof(t, nil, "export", capPath, "--format", "folded", "--off-cpu")
+	if status != 0 {
+		t.Logf("export --off-cpu: status %d\n%s", status, stderr)
+		return
+	}
+	t.Logf("%s intervals, %s with a reused kernel stack, %s without one; off-CPU stacks:\n%s",
+		metadataValue(t, capPath, capture.MetaOffCPUIntervals), metadataValue(t, capPath, capture.MetaOffCPUKernelReused),
+		metadataValue(t, capPath, capture.MetaOffCPUNoKernel), out)
 }
