@@ -31,9 +31,9 @@
 // KernelStackReuse switch outs of a thread at one place: a hash of the
 // thread's user registers (instruction, stack and frame pointers,
 // system call and first argument), the word at its user stack pointer
-// and whether it was preempted. A kernel thread's stack, and a preempted
-// thread's (stopped wherever the kernel was), are walked at every switch
-// out. The records say which stacks were reused (SwitchIn.KernelReused).
+// whether it was preempted, and whether it left runnable (rescheduled,
+// not blocked). A kernel thread's stack, and a preempted thread's
+// (stopped wherever the kernel was), are walked at every switch out. The records say which stacks were reused (SwitchIn.KernelReused).
 //
 // A program on sched_process_fork follows the children of the followed
 // processes and, with Options.Clones, writes a Clone record for each task

@@ -19,6 +19,10 @@ type taskOffsets struct {
 	// group_dead argument (Linux 6.16 and later), which the exit
 	// program needs.
 	exitGroupDead bool
+	// switchPrevState says the sched_switch tracepoint has the
+	// prev_state argument (Linux 5.18 and later), which tells the
+	// kernel-stack program a task left runnable.
+	switchPrevState bool
 	// ids are the offsets the fork program reads a new task's id in
 	// its creator's PID namespace with; ids.ok is false when the BTF
 	// does not give them all.
@@ -62,6 +66,7 @@ func kernelOffsets() (taskOffsets, error) {
 		return taskOffsets{}, err
 	}
 	o.exitGroupDead = tracepointArgs(spec, "sched_process_exit") == 2
+	o.switchPrevState = tracepointArgs(spec, "sched_switch") >= 4
 	o.perfCtx = perfContextOffset(task)
 	o.ids = idOffsets(spec, task)
 	o.regs = regsOffsetsOf(spec)

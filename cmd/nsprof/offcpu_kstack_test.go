@@ -4,7 +4,9 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -69,6 +71,61 @@ func TestOffCPUKernelStacksReused(t *testing.T) {
 		}
 		if read < total/5 || math.Abs(float64(kread-read)) > 0.05*float64(read) {
 			t.Errorf("kernel stacks from %s: %d ns under ksys_read, %d under read (of %d); want the same within 5 %%, at least a fifth", kernel, kread, read, total)
+		}
+	}
+}
+
+// TestOffCPUKernelStacksRunnable: pipefill's threads, on one CPU, sleep
+// in the pipe's write and read, and are switched out runnable on their
+// way back from the same write and read (their stacks then end in
+// exit_to_user_mode_loop, without ksys_write or ksys_read): the same
+// user registers, other kernel stacks. Each thread's time asleep in its
+// loop must be under ksys_write or ksys_read. When the kernel stack
+// walked at a runnable switch out was reused for the sleeps at that
+// place, 8 to 44 % of the reader's time asleep was under ksys_read in
+// three runs (the rest under exit_to_user_mode_loop).
+func TestOffCPUKernelStacksRunnable(t *testing.T) {
+	testutils.RequireRoot(t, "recording tests need root")
+	bin := testutils.BuildFixture(t, "pipefill")
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capPath := filepath.Join(t.TempDir(), "off.syscap")
+	args := []string{"record", "--off-cpu", "--off-cpu-switch-ins=bpf", "--off-cpu-kernel-stacks=bpf", "-o", capPath, "--", taskset, "-c", "0", bin, "3000"}
+	_, stderr, status := nsprof(t, nil, args...)
+	if status != 0 {
+		t.Fatalf("record %q: status %d\n%s", args, status, stderr)
+	}
+	folded, stderr, status := nsprof(t, nil, "export", capPath, "--format", "folded", "--off-cpu")
+	if status != 0 {
+		t.Fatalf("export: status %d\n%s", status, stderr)
+	}
+	for _, c := range []struct{ loop, call string }{{"pipefill_read", "ksys_read"}, {"pipefill_write", "ksys_write"}} {
+		var asleep, under int64
+		for line := range strings.Lines(folded) {
+			line = strings.TrimSpace(line)
+			sp := strings.LastIndexByte(line, ' ')
+			if sp < 0 {
+				continue
+			}
+			stack, value := line[:sp], line[sp+1:]
+			frames := strings.Split(stack, ";")
+			if !slices.Contains(frames, c.loop) || frames[len(frames)-1] != "[off-CPU: S sleeping]" {
+				continue
+			}
+			v, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				t.Fatalf("folded line %q: %v", line, err)
+			}
+			asleep += v
+			if slices.Contains(frames, c.call) {
+				under += v
+			}
+		}
+		t.Logf("%s: %.3f ms asleep, %.3f under %s", c.loop, float64(asleep)/1e6, float64(under)/1e6, c.call)
+		if asleep == 0 || under < asleep*99/100 {
+			t.Errorf("%s: %d ns asleep, %d of it under %s: want all\n%s", c.loop, asleep, under, c.call, folded)
 		}
 	}
 }
