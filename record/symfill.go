@@ -45,12 +45,12 @@ type fillFile struct {
 
 // fillFile returns what the filler needs of o, a file with DWARF whose
 // entry key is not whole; nil (logged) when it cannot be had. Only files
-// whose symbols come from the file itself or from a debug file found by
-// build-id or debug link are handed over (not debuginfod's: the filler
-// asks no server).
+// whose symbols come from the file itself or from a debug file (found by
+// build-id or debug link, or served by debuginfod) are handed over; the
+// filler reads the debug file handed over and asks no server.
 func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fillFile {
 	src := o.syms.Source()
-	if o.f == nil || (src != "symtab" && !strings.HasPrefix(src, "build-id:") && !strings.HasPrefix(src, "debuglink:")) {
+	if o.f == nil || !fillable(src) {
 		return nil
 	}
 	lines, err := o.syms.OpenLines()
@@ -66,6 +66,16 @@ func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fil
 	}
 	return &fillFile{key: key, path: o.path, source: src, elf: os.NewFile(uintptr(fd), o.path), lines: lines, addrs: addrs}
 }
+
+// fillable says whether the filler fills entries of symbols from source.
+func fillable(source string) bool {
+	return source == "symtab" || source == debuginfodSource ||
+		strings.HasPrefix(source, "build-id:") || strings.HasPrefix(source, "debuglink:")
+}
+
+// debuginfodSource is the source of symbols from a debug file that
+// debuginfod served ([symbol.Symbols.Source]).
+const debuginfodSource = "debuginfod"
 
 // SymbolFill is what a recording leaves to fill in its symbol cache:
 // the entries of files with DWARF that are not whole yet, with the files

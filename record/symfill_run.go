@@ -120,6 +120,8 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		linesPath = p
 	} else if p, ok := strings.CutPrefix(sp.Source, "debuglink:"); ok {
 		linesPath = p
+	} else if sp.Source == debuginfodSource {
+		linesPath = sp.Path + " (debuginfod)"
 	} else if sp.Source != "symtab" {
 		return 0, fmt.Errorf("symbols from %q: not filled", sp.Source)
 	}
@@ -162,7 +164,14 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 			return nil
 		},
 	}
-	syms, err := l.Load(obj, sp.Path)
+	var syms *symbol.Symbols
+	if sp.Source == debuginfodSource {
+		// The debug file the recording had from debuginfod, handed
+		// over: no server is asked.
+		syms, err = symbol.LoadDebugFile(obj, l.Roots[0], linesPath, sp.Source, l.Known(sp.Source))
+	} else {
+		syms, err = l.Load(obj, sp.Path)
+	}
 	if err != nil {
 		return 0, err
 	}

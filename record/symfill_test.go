@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -135,6 +136,47 @@ func TestSymbolFillWholeEntry(t *testing.T) {
 	if _, fill := bundleForFill(t, c, path, id, 1<<20, funcOffsets(t, path, 1, "mid_fn")); fill.Files() != 0 {
 		t.Errorf("a whole entry was handed over again (%d files)", fill.Files())
 		fill.Close()
+	}
+}
+
+// A file whose debug file debuginfod served is handed over with it:
+// the filler, asking no server (it is stopped before the filler runs),
+// caches the file whole, and the next bundle reads nothing of it, with
+// the frames the server's debug file gives.
+func TestSymbolFillDebuginfod(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	served, dir := t.TempDir(), t.TempDir()
+	objcopy := testutils.LookPathOrSkip(t, "objcopy")
+	stripped := filepath.Join(dir, "cached")
+	for _, args := range [][]string{{"--only-keep-debug", path, filepath.Join(served, "cached.debug")}, {"--strip-all", path, stripped}} {
+		if out, err := exec.Command(objcopy, args...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %q: %v\n%s", args, err, out)
+		}
+	}
+	url, stop := testutils.StartDebuginfod(t, served, id)
+	t.Setenv("DEBUGINFOD_URLS", url)
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
+	main := funcOffsets(t, path, 1, "main")
+	wantSyms, wantLines, _ := cachedBundle(t, nil, stripped, id, 1<<20, main)
+	if len(wantLines) == 0 {
+		t.Fatal("no source lines from the debug file debuginfod serves")
+	}
+	c := openCache(t)
+	uses, fill := bundleForFill(t, c, stripped, id, 1<<20, funcOffsets(t, path, 1, "leaf_fn"))
+	if e, _ := c.Get(symcache.Key(id, nil)); uses != [3]int{cacheNone: 1} || e == nil || e.Source != debuginfodSource {
+		t.Fatalf("first bundle: uses %v, entry %v; want symbols from debuginfod", uses, e)
+	}
+	if fill.Files() != 1 {
+		t.Fatalf("first bundle left %d files to fill, want 1", fill.Files())
+	}
+	stop()
+	t.Logf("fill log:\n%s", runFill(t, c, fill))
+	syms, lines, uses := cachedBundle(t, c, stripped, id, 1<<20, main)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("bundle after the filler: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("bundle after the filler differs from one from debuginfod:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
 	}
 }
 

@@ -4,70 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"nsprof/internal/testutils"
 )
-
-// startDebuginfod runs elfutils' debuginfod over dir and waits until it
-// serves the debug file of buildID. It returns the server URL and a
-// function that stops it.
-func startDebuginfod(t *testing.T, dir string, buildID []byte) (url string, stop func()) {
-	t.Helper()
-	bin := testutils.LookPathOrSkip(t, "debuginfod")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	db := filepath.Join(t.TempDir(), "debuginfod.sqlite")
-	var logs syncBuffer
-	cmd := exec.Command(bin, "-v", "-p", fmt.Sprint(port), "-F", dir, "-d", db, "-t", "1", "-g", "0")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	url = fmt.Sprintf("http://127.0.0.1:%d", port)
-	probe := url + "/buildid/" + hex.EncodeToString(buildID) + "/debuginfo"
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(probe) // debuginfod answers HEAD with 400
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url, stop
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("debuginfod did not serve %s within 60s (last: %v)\n%s", probe, err, logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 func TestDebuginfod(t *testing.T) {
 	dir := t.TempDir()
@@ -75,7 +20,7 @@ func TestDebuginfod(t *testing.T) {
 	lib, stripped, debug := strippedWithDebug(t, dir, false)
 	copyFile(t, debug, filepath.Join(served, "libfixture.debug"))
 	obj := openFile(t, stripped)
-	url, stop := startDebuginfod(t, served, obj.BuildID())
+	url, stop := testutils.StartDebuginfod(t, served, obj.BuildID())
 
 	cache := t.TempDir()
 	l := &Loader{
@@ -126,7 +71,7 @@ func TestDebuginfodNotFound(t *testing.T) {
 	served := t.TempDir()
 	copyFile(t, debug, filepath.Join(served, "libfixture.debug"))
 	obj := openFile(t, stripped)
-	url, _ := startDebuginfod(t, served, obj.BuildID())
+	url, _ := testutils.StartDebuginfod(t, served, obj.BuildID())
 	d := &Debuginfod{URLs: []string{url}, CacheDir: t.TempDir()}
 	_, err := d.Fetch(context.Background(), []byte{0xde, 0xad, 0xbe, 0xef})
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -171,22 +116,4 @@ func TestDebuginfodFromEnv(t *testing.T) {
 	if d := DebuginfodFromEnv(); d.CacheDir != "/c" || d.Timeout != 7*time.Second {
 		t.Errorf("DebuginfodFromEnv = %+v", d)
 	}
-}
-
-// syncBuffer collects a child's output while the test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -307,6 +307,18 @@ func openDebugFile(obj *File, open Opener, p string, crc *uint32) (_ *os.File, _
 	return osf, df, nil
 }
 
+// LoadDebugFile returns the symbols of obj from the debug file at p,
+// opened through open (and only through it, its lines too), as
+// [Loader.Load] returns those of a debug file it found: checked to carry
+// obj's build-id, merged with obj's .dynsym and PLT, with source as
+// [Symbols.Source]. known, when not nil, is that table as read before:
+// only the file's lines are read. For a process that was handed a debug
+// file another found (nsprof's symbol cache filler is handed those
+// debuginfod served).
+func LoadDebugFile(obj *File, open Opener, p, source string, known *Table) (*Symbols, error) {
+	return useDebugFile(obj, open, p, source, nil, known)
+}
+
 // useDebugFile opens the debug file p through open and, if it matches obj
 // (same build-id when both have one; same CRC32 when crc is not nil) and
 // has a .symtab, returns its symbols merged with obj's .dynsym and PLT;
