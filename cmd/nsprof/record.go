@@ -264,7 +264,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
 	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
 	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
-	f.Float64Var(&fl.duration, "duration", 0, "stop after `SECONDS`")
+	f.Float64Var(&fl.duration, "duration", 0, "stop `SECONDS` after setting up (perf events open, processes read)")
 	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
 	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print routine notes (counters not available, symbolization and unwinding statistics)")
