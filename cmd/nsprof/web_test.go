@@ -2,37 +2,17 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"nsprof/internal/testcaptures"
+	"nsprof/internal/testutils"
 )
-
-// lockedBuffer is a bytes.Buffer safe to write from one goroutine and
-// read from another.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestWeb runs nsprof web on loopback and on every address: it prints a
 // URL that answers with the token and refuses without, warns of a
@@ -51,7 +31,7 @@ func TestWeb(t *testing.T) {
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
 		r, w := io.Pipe()
-		var stderr lockedBuffer
+		var stderr testutils.SyncBuffer
 		done := make(chan error, 1)
 		go func() { done <- runIO(ctx, c.args, nil, w, &stderr); w.Close() }()
 		var url string

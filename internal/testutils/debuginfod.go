@@ -28,7 +28,7 @@ func StartDebuginfod(t *testing.T, dir string, buildID []byte) (url string, stop
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	db := filepath.Join(t.TempDir(), "debuginfod.sqlite")
-	var logs syncBuffer
+	var logs SyncBuffer
 	cmd := exec.Command(bin, "-v", "-p", fmt.Sprint(port), "-F", dir, "-d", db, "-t", "1", "-g", "0")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -63,19 +63,22 @@ func StartDebuginfod(t *testing.T, dir string, buildID []byte) (url string, stop
 	}
 }
 
-// syncBuffer collects a child's output while the test may read it.
-type syncBuffer struct {
+// SyncBuffer collects what a child process or a goroutine writes while
+// the test may read it: safe for concurrent use.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
