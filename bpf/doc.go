@@ -30,10 +30,11 @@
 // pays for an off-CPU profile, so the program walks it once in
 // KernelStackReuse switch outs of a thread at one place: a hash of the
 // thread's user registers (instruction, stack and frame pointers,
-// system call and first argument), the word at its user stack pointer
+// system call and first argument), the word at its user stack pointer,
 // whether it was preempted, and whether it left runnable (rescheduled,
 // not blocked). A kernel thread's stack, and a preempted thread's
-// (stopped wherever the kernel was), are walked at every switch out. The records say which stacks were reused (SwitchIn.KernelReused).
+// (stopped wherever the kernel was), are walked at every switch out.
+// The records say which stacks were reused (SwitchIn.KernelReused).
 //
 // A program on sched_process_fork follows the children of the followed
 // processes and, with Options.Clones, writes a Clone record for each task

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"nsprof/internal/unix"
+	"nsprof/symbol"
 	"nsprof/symcache"
 )
 
@@ -69,13 +70,9 @@ func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fil
 
 // fillable says whether the filler fills entries of symbols from source.
 func fillable(source string) bool {
-	return source == "symtab" || source == debuginfodSource ||
+	return source == "symtab" || source == symbol.SourceDebuginfod ||
 		strings.HasPrefix(source, "build-id:") || strings.HasPrefix(source, "debuglink:")
 }
-
-// debuginfodSource is the source of symbols from a debug file that
-// debuginfod served ([symbol.Symbols.Source]).
-const debuginfodSource = "debuginfod"
 
 // SymbolFill is what a recording leaves to fill in its symbol cache:
 // the entries of files with DWARF that are not whole yet, with the files

@@ -120,7 +120,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		linesPath = p
 	} else if p, ok := strings.CutPrefix(sp.Source, "debuglink:"); ok {
 		linesPath = p
-	} else if sp.Source == debuginfodSource {
+	} else if sp.Source == symbol.SourceDebuginfod {
 		linesPath = sp.Path + " (debuginfod)"
 	} else if sp.Source != "symtab" {
 		return 0, fmt.Errorf("symbols from %q: not filled", sp.Source)
@@ -153,10 +153,11 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		return 0, fmt.Errorf("the file handed over is build %s, not the entry's %s", k, sp.Key)
 	}
 	known := symbol.NewTable(e.Symbols)
+	open := inheritedOpener(linesPath, lines)
 	l := symbol.Loader{
 		// Every search ends at the descriptor handed over: no other
 		// file is opened.
-		Roots: []symbol.Opener{inheritedOpener(linesPath, lines)},
+		Roots: []symbol.Opener{open},
 		Known: func(source string) *symbol.Table {
 			if source == e.Source {
 				return known
@@ -165,10 +166,10 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		},
 	}
 	var syms *symbol.Symbols
-	if sp.Source == debuginfodSource {
+	if sp.Source == symbol.SourceDebuginfod {
 		// The debug file the recording had from debuginfod, handed
 		// over: no server is asked.
-		syms, err = symbol.LoadDebugFile(obj, l.Roots[0], linesPath, sp.Source, l.Known(sp.Source))
+		syms, err = symbol.LoadDebugFile(obj, open, linesPath, sp.Source, l.Known(sp.Source))
 	} else {
 		syms, err = l.Load(obj, sp.Path)
 	}

@@ -163,7 +163,7 @@ func TestSymbolFillDebuginfod(t *testing.T) {
 	}
 	c := openCache(t)
 	uses, fill := bundleForFill(t, c, stripped, id, 1<<20, funcOffsets(t, path, 1, "leaf_fn"))
-	if e, _ := c.Get(symcache.Key(id, nil)); uses != [3]int{cacheNone: 1} || e == nil || e.Source != debuginfodSource {
+	if e, _ := c.Get(symcache.Key(id, nil)); uses != [3]int{cacheNone: 1} || e == nil || e.Source != symbol.SourceDebuginfod {
 		t.Fatalf("first bundle: uses %v, entry %v; want symbols from debuginfod", uses, e)
 	}
 	if fill.Files() != 1 {

@@ -168,7 +168,7 @@ func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symb
 		var p string
 		p, dErr = l.Debuginfod.Fetch(ctx, obj.BuildID())
 		if dErr == nil {
-			if s, err := useDebugFile(obj, HostOpener, p, "debuginfod", nil, l.known("debuginfod")); err == nil {
+			if s, err := useDebugFile(obj, HostOpener, p, SourceDebuginfod, nil, l.known(SourceDebuginfod)); err == nil {
 				return s, nil
 			} else {
 				dErr = err
@@ -306,6 +306,10 @@ func openDebugFile(obj *File, open Opener, p string, crc *uint32) (_ *os.File, _
 	}
 	return osf, df, nil
 }
+
+// SourceDebuginfod is the [Symbols.Source] of symbols from a debug file
+// a debuginfod server served.
+const SourceDebuginfod = "debuginfod"
 
 // LoadDebugFile returns the symbols of obj from the debug file at p,
 // opened through open (and only through it, its lines too), as
