@@ -300,12 +300,7 @@ func midAllocTime(p *analyze.Profile) string {
 func foldedSum(t *testing.T, folded string) int64 {
 	t.Helper()
 	var n int64
-	for line := range strings.Lines(folded) {
-		i := strings.LastIndexByte(line, ' ')
-		c, err := strconv.ParseInt(strings.TrimSpace(line[i+1:]), 10, 64)
-		if err != nil {
-			t.Fatalf("folded line %q: %v", line, err)
-		}
+	for _, c := range foldedCounts(t, folded) {
 		n += c
 	}
 	return n

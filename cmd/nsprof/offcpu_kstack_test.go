@@ -103,20 +103,10 @@ func TestOffCPUKernelStacksRunnable(t *testing.T) {
 	}
 	for _, c := range []struct{ loop, call string }{{"pipefill_read", "ksys_read"}, {"pipefill_write", "ksys_write"}} {
 		var asleep, under int64
-		for line := range strings.Lines(folded) {
-			line = strings.TrimSpace(line)
-			sp := strings.LastIndexByte(line, ' ')
-			if sp < 0 {
-				continue
-			}
-			stack, value := line[:sp], line[sp+1:]
+		for stack, v := range foldedCounts(t, folded) {
 			frames := strings.Split(stack, ";")
 			if !slices.Contains(frames, c.loop) || frames[len(frames)-1] != "[off-CPU: S sleeping]" {
 				continue
-			}
-			v, err := strconv.ParseInt(value, 10, 64)
-			if err != nil {
-				t.Fatalf("folded line %q: %v", line, err)
 			}
 			asleep += v
 			if slices.Contains(frames, c.call) {

@@ -29,16 +29,31 @@ func foldedStacks(t *testing.T, args ...string) (stacks map[string]int, total in
 		t.Fatalf("export exited %d: %s", status, errs)
 	}
 	stacks = make(map[string]int)
-	for _, line := range strings.Split(strings.TrimSpace(folded), "\n") {
-		i := strings.LastIndexByte(line, ' ')
-		n, err := strconv.Atoi(line[i+1:])
-		if i < 0 || err != nil {
-			t.Fatalf("folded line %q", line)
-		}
-		stacks[line[:i]] += n
-		total += n
+	for stack, n := range foldedCounts(t, folded) {
+		stacks[stack] = int(n)
+		total += int(n)
 	}
 	return stacks, total, stderr
+}
+
+// foldedCounts returns the counts of the folded stacks of export
+// --format folded, by stack.
+func foldedCounts(t *testing.T, folded string) map[string]int64 {
+	t.Helper()
+	counts := make(map[string]int64)
+	for line := range strings.Lines(folded) {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("folded line %q", line)
+		}
+		n, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("folded line %q: %v", line, err)
+		}
+		counts[line[:i]] += n
+	}
+	return counts
 }
 
 // omitfpChains counts the fixture's stacks that reach main or the thread
