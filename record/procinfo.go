@@ -16,6 +16,15 @@ type procInfo struct {
 	// uidKnown says UID was read: the redaction policy treats a process
 	// whose owner is unknown as another user's.
 	uidKnown bool
+	// rootDev and rootInode identify the root directory (Root is its
+	// path).
+	rootDev   string
+	rootInode uint64
+}
+
+// mountKey returns the key of pi's mountinfo in mountTables.
+func (pi *procInfo) mountKey() mountKey {
+	return mountKey{ns: pi.MntNS, root: pi.Root, dev: pi.rootDev, rootInode: pi.rootInode}
 }
 
 // inspect reads what is known about pid from /proc. It never fails: what
@@ -42,7 +51,7 @@ func inspect(fs proc.FS, pid int, t int64) procInfo {
 	note("pid ns", err)
 	pi.UserNS, _ = fs.NamespaceID(pid, "user")
 	if l, err := fs.ReadLink(pid, "root"); err == nil {
-		pi.Root = l.Target
+		pi.Root, pi.rootDev, pi.rootInode = l.Target, l.Dev.String(), l.Inode
 	}
 	if l, err := fs.ReadLink(pid, "exe"); err == nil {
 		pi.Exe, pi.ExeDev, pi.ExeInode = l.Target, l.Dev.String(), l.Inode

@@ -2,7 +2,6 @@ package record
 
 import (
 	"encoding/hex"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +53,8 @@ type tracker struct {
 	// redact, when set, cuts the command lines the capture must not
 	// keep before they are written.
 	redact *redactor
+	// mounts reads the processes' mountinfo.
+	mounts mountTables
 	err    error
 }
 
@@ -102,7 +103,7 @@ type procState struct {
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
 	hostNS, _ := fs.NamespaceID(proc.Self, "pid")
 	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), parentOf: make(map[int]int), pm: newPIDMap(hostNS), hostNS: hostNS,
-		withSamples: make(map[int]struct{})}
+		withSamples: make(map[int]struct{}), mounts: mountTables{fs: fs}}
 }
 
 func (t *tracker) write(f capture.Frame) {
@@ -331,7 +332,7 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		t.err = t.w.AddProcessInfo(info.ProcessInfo)
 	}
 	t.write(&capture.Process{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, Cmdline: ps.name})
-	if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
+	if mi, err := t.mounts.read(pid, info.mountKey()); err == nil && t.err == nil {
 		t.err = t.w.AddFileBytes(capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
 	}
 }

@@ -47,6 +47,7 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 		}
 	}
 	defer func() {
+		r.tr.mounts.close()
 		r.fill.Close() // not handed to the caller: an error in setting up
 		if r.sym != nil {
 			r.sym.close()

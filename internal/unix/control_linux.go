@@ -45,3 +45,28 @@ func PollReadable(fd, timeout int) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// PollPriority reports whether fd has an exceptional condition pending
+// (POLLPRI or POLLERR), without waiting: for /proc/PID/mountinfo, that
+// its mount namespace's mount table changed since the file was opened or
+// last polled.
+func PollPriority(fd int) (bool, error) {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+	n, err := unix.Poll(p, 0)
+	if err != nil {
+		return false, os.NewSyscallError("poll", err)
+	}
+	return n > 0 && p[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0, nil
+}
+
+// OpenUnpolled opens path read-only as a blocking file that the Go
+// runtime's poller leaves alone: os.Open adds a file that can be polled
+// (as /proc/PID/mountinfo can) to the runtime's epoll, whose wake-ups
+// consume the event a later PollPriority is to see.
+func OpenUnpolled(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
