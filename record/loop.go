@@ -171,6 +171,7 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 		r.sym.packExited(now)
 	}
 	r.tr.forgetExited(now)
+	r.tr.mounts.expire(now)
 	if r.live {
 		r.status.update(r.stats())
 	}

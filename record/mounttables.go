@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"nsprof/internal/unix"
 	"nsprof/proc"
@@ -18,7 +19,9 @@ import (
 // processes in 10 s), and more on a host of hundreds of container mounts. The table read is kept
 // with the file open: a poll of it says when a mount or unmount changed
 // the namespace since (POLLPRI, as for /proc/PID/mounts), and the table
-// is then read again.
+// is then read again. A table not used for mountTableIdle is let go: its
+// open file holds the mount namespace, which a container's outlives it
+// otherwise.
 type mountTables struct {
 	fs     proc.FS
 	tables map[mountKey]*mountTable
@@ -41,7 +44,11 @@ type mountKey struct {
 type mountTable struct {
 	f    *os.File
 	data []byte
+	used time.Time
 }
+
+// mountTableIdle is how long a table is kept unused.
+const mountTableIdle = 10 * time.Second
 
 // maxMountTables bounds the tables kept (each holds its mount namespace
 // while open): past it, they are all let go.
@@ -53,6 +60,7 @@ func (m *mountTables) read(pid int, key mountKey) ([]byte, error) {
 	keep := key.ns != 0 && key.rootInode != 0
 	if t := m.tables[key]; keep && t != nil {
 		if changed, err := unix.PollPriority(int(t.f.Fd())); err == nil && !changed {
+			t.used = time.Now()
 			return t.data, nil
 		}
 		t.f.Close()
@@ -74,8 +82,18 @@ func (m *mountTables) read(pid int, key mountKey) ([]byte, error) {
 	if m.tables == nil {
 		m.tables = make(map[mountKey]*mountTable)
 	}
-	m.tables[key] = &mountTable{f: f, data: data}
+	m.tables[key] = &mountTable{f: f, data: data, used: time.Now()}
 	return data, nil
+}
+
+// expire lets go of the tables not used for mountTableIdle before now.
+func (m *mountTables) expire(now time.Time) {
+	for k, t := range m.tables {
+		if now.Sub(t.used) >= mountTableIdle {
+			t.f.Close()
+			delete(m.tables, k)
+		}
+	}
 }
 
 // close lets every table go.

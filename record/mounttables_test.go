@@ -72,4 +72,13 @@ func TestMountTablesReused(t *testing.T) {
 	if m.reads != 3 || bytes.Equal(before, after) || !strings.Contains(string(after), " "+filepath.Clean(dir)+" ") {
 		t.Errorf("after a mount in the namespace: %d reads in all (want 3), new mount %s listed: %v", m.reads, dir, strings.Contains(string(after), dir))
 	}
+	// Unused for long enough, the tables are let go, their files closed.
+	m.expire(time.Now().Add(mountTableIdle - time.Second))
+	if len(m.tables) != 2 {
+		t.Errorf("%d tables kept before they expire, want 2", len(m.tables))
+	}
+	m.expire(time.Now().Add(mountTableIdle))
+	if len(m.tables) != 0 {
+		t.Errorf("%d tables kept once expired, want none", len(m.tables))
+	}
 }
