@@ -74,7 +74,7 @@ func (t *tracker) describeLive(now int64) {
 		}
 		h := capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}
 		t.write(&capture.Process{FrameHeader: h, Cmdline: ps.name})
-		if mi, err := os.ReadFile(t.fs.Root + "/" + strconv.Itoa(pid) + "/mountinfo"); err == nil && t.err == nil {
+		if mi, err := t.mounts.read(pid, ps.mounts); err == nil && t.err == nil {
 			t.err = t.w.AddFileBytes(h, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
 		}
 		for _, m := range ps.maps {

@@ -67,11 +67,13 @@ type procState struct {
 	private bool
 	name    string
 	// info is the process-table line written for it, which a split
-	// recording writes again in each capture (see describeLive).
-	info  capture.ProcessInfo
-	maps  []capture.Map
-	have  map[mapKey]string // build-id written for the mapping
-	pidns uint64
+	// recording writes again in each capture (see describeLive), with
+	// the key of its mountinfo (see mountTables).
+	info   capture.ProcessInfo
+	mounts mountKey
+	maps   []capture.Map
+	have   map[mapKey]string // build-id written for the mapping
+	pidns  uint64
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
@@ -327,7 +329,7 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		}
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
-	ps.info = info.ProcessInfo
+	ps.info, ps.mounts = info.ProcessInfo, info.mountKey()
 	if t.err == nil {
 		t.err = t.w.AddProcessInfo(info.ProcessInfo)
 	}
@@ -640,7 +642,7 @@ func (t *tracker) inherit(parent *procState, ppid, pid int, ps *procState, now i
 	}
 	// Described again: without the error saying its mappings are
 	// unknown, with its parent's name if it had none.
-	info := procInfo{ProcessInfo: ps.info}
+	info := procInfo{ProcessInfo: ps.info, rootDev: ps.mounts.dev, rootInode: ps.mounts.rootInode}
 	if info.Comm == "" {
 		info.Comm = parent.name
 	}
