@@ -2,9 +2,10 @@ package proc
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
+
+	"nsprof/internal/unix"
 )
 
 // Self is the pid that names the calling process (/proc/self) in every
@@ -57,10 +58,13 @@ func pidDir(pid int) string {
 }
 
 // parseFile opens path and runs parse on it, naming path in syntax errors.
-// On error it returns the zero T.
+// On error it returns the zero T. The file is opened outside the Go
+// runtime's poller: os.Open tries to add each file to it, three fcntl and
+// an epoll_ctl more per file read (a recording of many short-lived
+// processes reads thousands).
 func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
 	var zero T
-	f, err := os.Open(path)
+	f, err := unix.OpenUnpolled(path)
 	if err != nil {
 		return zero, err
 	}
