@@ -193,8 +193,11 @@ func kstackOutInsns(off taskOffsets, m *kstackMaps, targets int) asm.Instruction
 		// stacks still reused: walked at each, pingpong had 38 % of
 		// its stacks walked instead of 6 %.
 		insns = append(insns,
-			asm.LoadMem(asm.R3, asm.R2, 24, asm.Word), // prev_state
-			asm.JNE.Imm(asm.R3, 0, "blocked"),
+			// prev_state, an unsigned int in the argument's 8 bytes:
+			// loaded whole, as the verifier checks arguments, and
+			// compared as 32 bits.
+			asm.LoadMem(asm.R3, asm.R2, 24, asm.DWord),
+			asm.JNE.Imm32(asm.R3, 0, "blocked"),
 			asm.Or.Imm(asm.R1, 2),
 			asm.Mov.Reg(asm.R1, asm.R1).WithSymbol("blocked"),
 		)
