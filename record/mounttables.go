@@ -16,12 +16,12 @@ import (
 // not change. The kernel writes the table out at each read, a line per
 // mount with its paths: about 50 µs each for the 20 mounts of a 2-CPU
 // VM, 3.5 % of the recorder's CPU over a loop of Go compiles (430
-// processes in 10 s), and more on a host of hundreds of container mounts. The table read is kept
-// with the file open: a poll of it says when a mount or unmount changed
-// the namespace since (POLLPRI, as for /proc/PID/mounts), and the table
-// is then read again. A table not used for mountTableIdle is let go: its
-// open file holds the mount namespace, which a container's outlives it
-// otherwise.
+// processes in 10 s), and more on a host of hundreds of container
+// mounts. The table read is kept with the file open: a poll of it says
+// when a mount or unmount changed the namespace since (POLLPRI, as for
+// /proc/PID/mounts), and the table is then read again. A table not used
+// for mountTableIdle is let go: its open file holds the mount namespace,
+// which would otherwise outlive the container it was made for.
 type mountTables struct {
 	fs     proc.FS
 	tables map[mountKey]*mountTable
