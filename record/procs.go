@@ -334,6 +334,9 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		t.err = t.w.AddProcessInfo(info.ProcessInfo)
 	}
 	t.write(&capture.Process{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, Cmdline: ps.name})
+	if info.gone {
+		return
+	}
 	if mi, err := t.mounts.read(pid, info.mountKey()); err == nil && t.err == nil {
 		t.err = t.w.AddFileBytes(capture.FrameHeader{CPU: -1, PID: int32(pid), Time: now}, "/proc/"+strconv.Itoa(pid)+"/mountinfo", mi)
 	}
