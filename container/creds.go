@@ -48,6 +48,7 @@ func (p *Process) Creds() (unix.Creds, error) {
 	if p.credsErr != nil {
 		return unix.Creds{}, p.credsErr
 	}
+	p.credsReads.Add(1)
 	st, err := proc.ReadStatus(p.pid)
 	if err != nil {
 		return p.creds, nil
@@ -62,7 +63,33 @@ func (p *Process) Creds() (unix.Creds, error) {
 
 // asProcess runs open with the process's credentials.
 func (p *Process) asProcess(open func() (*os.File, string, error)) (f *os.File, via string, err error) {
-	c, err := p.Creds()
+	return asCredsOf(p.Creds, open)
+}
+
+// credsOnce returns a function giving p's credentials ([Process.Creds]),
+// read at its first call and the same at every later one. The routes of
+// one open try up to four places, each with the process's credentials,
+// within microseconds of each other; reading the credentials is two /proc
+// files, and a debug file looked for under its six names through every
+// route read them 48 times.
+func (p *Process) credsOnce() func() (unix.Creds, error) {
+	var (
+		c    unix.Creds
+		err  error
+		read bool
+	)
+	return func() (unix.Creds, error) {
+		if !read {
+			c, err = p.Creds()
+			read = true
+		}
+		return c, err
+	}
+}
+
+// asCredsOf runs open with the credentials creds gives.
+func asCredsOf(creds func() (unix.Creds, error), open func() (*os.File, string, error)) (f *os.File, via string, err error) {
+	c, err := creds()
 	if err != nil {
 		return nil, "", err
 	}

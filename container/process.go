@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"nsprof/internal/unix"
 	"nsprof/proc"
@@ -66,6 +67,9 @@ type Process struct {
 	creds     unix.Creds
 	credsErr  error
 	startTime uint64
+	// credsReads counts the reads of the credentials from /proc (for
+	// tests).
+	credsReads atomic.Int64
 
 	snap *snapshot
 }
@@ -237,21 +241,22 @@ type route struct {
 // Every route but map_files opens with the process's credentials, and the
 // storage layers with those of the storage's owner (see creds.go).
 func (p *Process) routes() []route {
+	creds := p.credsOnce()
 	return []route{
 		{ViaMapFiles, true, p.openMapFiles},
-		{ViaRoot, true, p.asProcessRoute(func(_ Mapping, name string) (*os.File, string, error) { return p.openInRoot(name) })},
+		{ViaRoot, true, asProcessRoute(creds, func(_ Mapping, name string) (*os.File, string, error) { return p.openInRoot(name) })},
 		{ViaStorageLayer, false, p.openStorageLayer},
-		{ViaOverlayLower, false, p.asProcessRoute(p.openOverlayLower)},
-		{ViaFlatpak, false, p.asProcessRoute(p.openFlatpak)},
-		{ViaMountinfo, false, p.asProcessRoute(p.openMountinfo)},
+		{ViaOverlayLower, false, asProcessRoute(creds, p.openOverlayLower)},
+		{ViaFlatpak, false, asProcessRoute(creds, p.openFlatpak)},
+		{ViaMountinfo, false, asProcessRoute(creds, p.openMountinfo)},
 	}
 }
 
-// asProcessRoute wraps a route's open to run with the process's
-// credentials.
-func (p *Process) asProcessRoute(open func(Mapping, string) (*os.File, string, error)) func(Mapping, string) (*os.File, string, error) {
+// asProcessRoute wraps a route's open to run with the credentials creds
+// gives: the process's, read once for all the routes of one open.
+func asProcessRoute(creds func() (unix.Creds, error), open func(Mapping, string) (*os.File, string, error)) func(Mapping, string) (*os.File, string, error) {
 	return func(m Mapping, name string) (*os.File, string, error) {
-		return p.asProcess(func() (*os.File, string, error) { return open(m, name) })
+		return asCredsOf(creds, func() (*os.File, string, error) { return open(m, name) })
 	}
 }
 
