@@ -97,7 +97,7 @@ func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
 	if crc32.Checksum(p, castagnoli()) != sum {
 		return nil, 0, fail("checksum mismatch")
 	}
-	d := decoder{b: p}
+	d := newDecoder(p, 0)
 	if got := d.uvarint(); d.err == nil && got != uint64(base) {
 		return nil, 0, fail("appended to another entry (of checksum %#x, not %#x)", got, base)
 	}

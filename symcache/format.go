@@ -370,7 +370,7 @@ func decode(key string, b []byte) (*Entry, error) {
 	if crc32.Checksum(p, castagnoli()) != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	d := decoder{b: p}
+	d := newDecoder(p, 0)
 	if id := d.str(); d.err == nil && id != key {
 		return nil, fmt.Errorf("%w: entry of build-id %q under %q", ErrCorrupt, id, key)
 	}
@@ -521,7 +521,7 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 		z.listOffs = make([]uint32, 0, nl)
 	}
 	for i := range nl {
-		off := d.off
+		off := d.offset()
 		nf := d.count(3)
 		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
 			d.fail("frame list %d: %d frames", i, nf)
@@ -540,7 +540,7 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 	prev = 0
 	c := 0 // the covered span the runs are in so far
 	for i := range nr {
-		off := d.off
+		off := d.offset()
 		lo, hi := span(prev, "run", i)
 		for d.err == nil && c < len(e.Covered) && e.Covered[c].Hi <= lo {
 			c++
@@ -568,10 +568,18 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 
 // decoder reads varints and strings from b; the first error sticks.
 type decoder struct {
-	b   []byte
-	off int
+	b []byte
+	// end is the offset of b's end in what it is read from (the
+	// offset of what is read next is end - len(b)).
+	end int
 	err error
 }
+
+// newDecoder returns a decoder of p from byte off.
+func newDecoder(p []byte, off int) decoder { return decoder{b: p[off:], end: len(p)} }
+
+// offset returns the offset of what d reads next.
+func (d *decoder) offset() int { return d.end - len(d.b) }
 
 // nextAddr reads the i-th address of a list of addresses with frames (its
 // delta from the one before, va) and its number of frames, checked.
@@ -607,13 +615,30 @@ func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
 	}
 }
 
+// fail sets the error, if none is set, and empties b: every read after it
+// gives zero values.
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: at byte %d: %s", ErrCorrupt, d.off, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: at byte %d: %s", ErrCorrupt, d.offset(), fmt.Sprintf(format, args...))
 	}
+	d.b = nil
 }
 
 func (d *decoder) uvarint() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		// Most are one byte (gaps, lengths, lines, small indexes),
+		// read here, inlined: the call was a quarter of the reading
+		// of an entry. An error emptied b (fail).
+		v := uint64(d.b[0])
+		d.b = d.b[1:]
+		return v
+	}
+	return d.uvarintSlow()
+}
+
+// uvarintSlow is uvarint for a varint of more than one byte, an error or
+// the end of b.
+func (d *decoder) uvarintSlow() uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -622,7 +647,7 @@ func (d *decoder) uvarint() uint64 {
 		d.fail("bad varint")
 		return 0
 	}
-	d.b, d.off = d.b[n:], d.off+n
+	d.b = d.b[n:]
 	return v
 }
 
@@ -648,6 +673,6 @@ func (d *decoder) str() string {
 		return ""
 	}
 	s := string(d.b[:n])
-	d.b, d.off = d.b[n:], d.off+int(n)
+	d.b = d.b[n:]
 	return s
 }

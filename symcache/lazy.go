@@ -52,7 +52,7 @@ func (z *lazyRanges) run(va uint64) (uint32, bool) {
 		return 0, false
 	}
 	b := z.blocks[j]
-	d := decoder{b: z.p[b.off:], off: int(b.off)}
+	d := newDecoder(z.p, int(b.off))
 	prev := b.prev
 	for range min(runBlockLen, z.nruns-j*runBlockLen) {
 		lo := prev + d.uvarint()
@@ -85,7 +85,7 @@ func (z *lazyRanges) list(i uint32) []symbol.Frame {
 // appendList appends the frames of list i to fr.
 func (z *lazyRanges) appendList(fr []symbol.Frame, i uint32) []symbol.Frame {
 	off := z.listOffs[i]
-	d := decoder{b: z.p[off:], off: int(off)}
+	d := newDecoder(z.p, int(off))
 	n := d.uvarint()
 	for range n {
 		fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
@@ -104,7 +104,7 @@ func (z *lazyRanges) runs() iter.Seq[Run] {
 			return
 		}
 		b := z.blocks[0]
-		d := decoder{b: z.p[b.off:], off: int(b.off)}
+		d := newDecoder(z.p, int(b.off))
 		prev := b.prev
 		for range z.nruns {
 			lo := prev + d.uvarint()

@@ -82,7 +82,7 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 	}
 	var va uint64
 	for i := range nva {
-		off := d.off
+		off := d.offset()
 		prev := va
 		var nf int
 		va, nf = d.nextAddr(i, va)
@@ -108,7 +108,7 @@ func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
 		return nil, false
 	}
 	b := z.blocks[j]
-	d := decoder{b: z.p[b.off:], off: int(b.off)}
+	d := newDecoder(z.p, int(b.off))
 	at := b.prev
 	for range min(addrBlockLen, z.n-j*addrBlockLen) {
 		at += d.uvarint()
@@ -137,7 +137,7 @@ func (z *lazyFrames) all(f func(va uint64, fr []symbol.Frame)) {
 		return
 	}
 	b := z.blocks[0]
-	d := decoder{b: z.p[b.off:], off: int(b.off)}
+	d := newDecoder(z.p, int(b.off))
 	va := b.prev
 	for range z.n {
 		va += d.uvarint()
