@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"nsprof/internal/unix"
 	"nsprof/symbol"
@@ -81,6 +82,8 @@ type SymbolFill struct {
 	dir      string
 	maxBytes int64
 	files    []*fillFile
+	// budget is the filler's (FillOptions.Budget); zero for the default.
+	budget time.Duration
 }
 
 // Files returns the number of files to fill.
@@ -156,6 +159,9 @@ func (f *SymbolFill) Start() (int, error) {
 	}
 	prog, env := FillProgram()
 	args := []string{"nsprof", FillCommand, "--dir", f.dir, "--max-bytes", strconv.FormatInt(f.maxBytes, 10)}
+	if f.budget > 0 {
+		args = append(args, "--budget", f.budget.String())
+	}
 	var extra []*os.File
 	for _, ff := range f.files {
 		spec := fillSpec{Key: ff.key, Path: ff.path, Source: ff.source, ELF: 3 + len(extra), Lines: 4 + len(extra)}

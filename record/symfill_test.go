@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"nsprof/internal/testutils"
 	"nsprof/symbol"
@@ -28,6 +29,7 @@ func TestMain(m *testing.M) {
 		fs.StringVar(&opts.Dir, "dir", "", "")
 		fs.Int64Var(&opts.MaxBytes, "max-bytes", 0, "")
 		fs.Func("file", "", func(v string) error { opts.Files = append(opts.Files, v); return nil })
+		fs.DurationVar(&opts.Budget, "budget", 0, "")
 		if len(os.Args) < 2 || os.Args[1] != FillCommand {
 			fmt.Fprintf(os.Stderr, "filler started as %q\n", os.Args)
 			os.Exit(2)
@@ -384,5 +386,35 @@ func TestSymbolFillRelativeCache(t *testing.T) {
 	defer fill.Close()
 	if want := filepath.Join(dir, "rel"); fill.dir != want {
 		t.Errorf("cache handed over as %q, want %q", fill.dir, want)
+	}
+}
+
+// A filler past its budget gives up, exits and leaves the entry to the
+// next recording: at idle priority on a busy machine it could otherwise
+// hold the fill lock and its memory for many minutes.
+func TestSymbolFillBudget(t *testing.T) {
+	path, id, _ := cachedImage(t)
+	c := openCache(t)
+	_, fill := bundleForFill(t, c, path, id, 1<<20, funcOffsets(t, path, 1, "leaf_fn"))
+	if fill.Files() != 1 {
+		t.Fatalf("the bundle left %d files to fill, want 1", fill.Files())
+	}
+	fill.budget = time.Nanosecond
+	log := runFill(t, c, fill)
+	if !strings.Contains(log, "gave up after 1ns, its budget") {
+		t.Errorf("fill log:\n%s\nwant it to say it gave up", log)
+	}
+	if e, _ := c.Get(symcache.Key(id, nil)); e == nil || len(e.Covered) != 0 {
+		t.Errorf("entry %v after a filler out of budget; want it not filled", e)
+	}
+	// The next recording of a function not cached hands it over again,
+	// and a filler with the default budget fills it.
+	_, fill = bundleForFill(t, c, path, id, 1<<20, funcOffsets(t, path, 1, "mid_fn"))
+	if fill.Files() != 1 {
+		t.Fatalf("the next bundle left %d files to fill, want 1", fill.Files())
+	}
+	log = runFill(t, c, fill)
+	if e, _ := c.Get(symcache.Key(id, nil)); e == nil || len(e.Covered) == 0 {
+		t.Errorf("entry not filled by a filler with the default budget; log:\n%s", log)
 	}
 }

@@ -24,6 +24,7 @@ func newFillCmd() *cobra.Command {
 	f.StringVar(&opts.Dir, "dir", "", "the symbol cache directory")
 	f.Int64Var(&opts.MaxBytes, "max-bytes", 0, "the cache's size bound")
 	f.StringArrayVar(&opts.Files, "file", nil, "a file to fill, as JSON naming its inherited descriptors")
+	f.DurationVar(&opts.Budget, "budget", 0, "how long to take at most (default record.DefaultFillBudget)")
 	cmd.MarkFlagRequired("dir")
 	return cmd
 }
