@@ -165,7 +165,7 @@ func (t *goLineTable) frameRuns(fn goFunc, lo, hi uint64, max int) ([]FrameRange
 		if ok {
 			return st
 		}
-		if st, ok = t.decodeSteps(fn, off); !ok {
+		if st, ok = t.decodeSteps(fn, off, nil); !ok {
 			full = true
 		}
 		tabs[off] = st

@@ -23,6 +23,10 @@ type goSteps struct {
 	entry uint64 // the function's; asked is 0 before the first
 	asked int
 	tabs  map[uint32][]pcStep
+	// free holds the tables of functions asked before, emptied, to
+	// decode the next ones into: made anew for each function, they were
+	// a tenth of what a recording of a compile loop allocated.
+	free [][]pcStep
 	// full says a table of the function has more than maxPCSteps runs:
 	// its addresses are decoded one by one.
 	full bool
@@ -37,6 +41,9 @@ func (t *goLineTable) framesOf(fn goFunc, pc uint64) []Frame {
 	defer s.mu.Unlock()
 	if s.asked == 0 || s.entry != fn.entry {
 		s.entry, s.asked, s.full = fn.entry, 0, false
+		for _, st := range s.tabs {
+			s.free = append(s.free, st[:0])
+		}
 		clear(s.tabs)
 	}
 	s.asked++
@@ -50,7 +57,11 @@ func (t *goLineTable) framesOf(fn goFunc, pc uint64) []Frame {
 	return t.framesIn(fn, pc, func(off uint32, pc uint64) int32 {
 		st, ok := s.tabs[off]
 		if !ok {
-			st, ok = t.decodeSteps(fn, off)
+			var buf []pcStep
+			if n := len(s.free); n > 0 {
+				buf, s.free = s.free[n-1], s.free[:n-1]
+			}
+			st, ok = t.decodeSteps(fn, off, buf)
 			if !ok {
 				s.full = true
 				return perPC(off, pc)
@@ -71,10 +82,9 @@ func stepAt(st []pcStep, pc uint64) int32 {
 }
 
 // decodeSteps decodes fn's pcvalue table at off whole, as pcvalue reads
-// it (the same windows), into its runs; false when it has more than
-// maxPCSteps of them.
-func (t *goLineTable) decodeSteps(fn goFunc, off uint32) ([]pcStep, bool) {
-	var st []pcStep
+// it (the same windows), into its runs, appended to st[:0]; false when it
+// has more than maxPCSteps of them.
+func (t *goLineTable) decodeSteps(fn goFunc, off uint32, st []pcStep) ([]pcStep, bool) {
 	full := false
 	if off != 0 && uint64(off) < t.pctab.len() {
 		t.pctab.window(uint64(off), func(b []byte) bool {
