@@ -197,7 +197,14 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	byFile := make(map[string]map[uint64]bool)
 	var curID string
 	var cur map[uint64]bool
-	var fileLines []capture.AddrLines
+	// At most an address of each object's with frames: grown by append,
+	// the copies were 10.8 MB of the 143 MB a recording of a compile
+	// loop at 4 kHz allocated.
+	nframes := 0
+	for _, fr := range frames {
+		nframes += len(fr)
+	}
+	fileLines := make([]capture.AddrLines, 0, nframes)
 	var kern kernelTable
 	kernTried := false
 	// The names and frames of the object of the address before, looked
