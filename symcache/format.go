@@ -539,27 +539,52 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
 	z.nruns = nr
 	prev = 0
 	c := 0 // the covered span the runs are in so far
+	// On a slice of its own, binary.Uvarint inlined, as skipFrames; a
+	// bad varint is read again by span, for its error.
+	b := d.b
 	for i := range nr {
-		off := d.offset()
-		lo, hi := span(prev, "run", i)
-		for d.err == nil && c < len(e.Covered) && e.Covered[c].Hi <= lo {
+		gap, k1 := binary.Uvarint(b)
+		n, k2 := uint64(0), 0
+		if k1 > 0 {
+			n, k2 = binary.Uvarint(b[k1:])
+		}
+		l, k3 := uint64(0), 0
+		if k2 > 0 {
+			l, k3 = binary.Uvarint(b[k1+k2:])
+		}
+		if k3 <= 0 {
+			d.b = b
+			span(prev, "run", i)
+			d.uvarint()
+			return d.err
+		}
+		off := d.end - len(b)
+		lo, hi := prev+gap, prev+gap+n
+		if lo < prev || hi <= lo {
+			d.b = b
+			d.fail("run %d: empty, out of order or overflowing", i)
+			return d.err
+		}
+		for c < len(e.Covered) && e.Covered[c].Hi <= lo {
 			c++
 		}
-		if d.err == nil && (c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi) {
+		if c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi {
+			d.b = b
 			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
+			return d.err
 		}
-		l := d.uvarint()
-		if d.err == nil && l >= uint64(nl) {
+		if l >= uint64(nl) {
+			d.b = b
 			d.fail("run %d: frame list %d of %d", i, l, nl)
-		}
-		if d.err != nil {
 			return d.err
 		}
 		if i%runBlockLen == 0 {
 			z.blocks = append(z.blocks, runBlock{lo: lo, prev: prev, off: uint32(off)})
 		}
 		prev = hi
+		b = b[k1+k2+k3:]
 	}
+	d.b = b
 	if nl > 0 || nr > 0 {
 		e.lazy = z
 	}
@@ -604,13 +629,41 @@ func (d *decoder) nextAddr(i int, va uint64) (uint64, int) {
 // lines bounded; what (a format of one argument) and at name the frames
 // in an error.
 func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
+	// On a slice of its own, binary.Uvarint inlined: every frame of an
+	// entry read is checked so, and a method call per field was most of
+	// reading one.
+	b := d.b
 	for range nf {
-		fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
-		if d.err == nil && (fn >= uint64(n) || file >= uint64(n)) {
-			d.fail(what+": strings %d, %d of %d", at, fn, file, n)
+		fn, k1 := binary.Uvarint(b)
+		if k1 <= 0 {
+			break
 		}
-		if d.err == nil && line > maxLine {
+		file, k2 := binary.Uvarint(b[k1:])
+		if k2 <= 0 {
+			break
+		}
+		line, k3 := binary.Uvarint(b[k1+k2:])
+		if k3 <= 0 {
+			break
+		}
+		if fn >= uint64(n) || file >= uint64(n) {
+			d.b = b
+			d.fail(what+": strings %d, %d of %d", at, fn, file, n)
+			return
+		}
+		if line > maxLine {
+			d.b = b
 			d.fail(what+": line %d", at, line)
+			return
+		}
+		b = b[k1+k2+k3:]
+		nf--
+	}
+	d.b = b
+	if nf > 0 {
+		// A bad varint: read again as uvarint reads it, for its error.
+		for range 3 {
+			d.uvarint()
 		}
 	}
 }
