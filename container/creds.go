@@ -71,7 +71,7 @@ func (p *Process) asProcess(open func() (*os.File, string, error)) (f *os.File, 
 // one open try up to four places, each with the process's credentials,
 // within microseconds of each other; reading the credentials is two /proc
 // files, and a debug file looked for under its six names through every
-// route read them 48 times.
+// route read 48 of them.
 func (p *Process) credsOnce() func() (unix.Creds, error) {
 	var (
 		c    unix.Creds
