@@ -633,7 +633,8 @@ func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
 	// entry read is checked so, and a method call per field was most of
 	// reading one.
 	b := d.b
-	for range nf {
+	left := nf
+	for ; left > 0; left-- {
 		fn, k1 := binary.Uvarint(b)
 		if k1 <= 0 {
 			break
@@ -657,10 +658,9 @@ func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
 			return
 		}
 		b = b[k1+k2+k3:]
-		nf--
 	}
 	d.b = b
-	if nf > 0 {
+	if left > 0 {
 		// A bad varint: read again as uvarint reads it, for its error.
 		for range 3 {
 			d.uvarint()
