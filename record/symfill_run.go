@@ -42,7 +42,7 @@ type FillOptions struct {
 
 // DefaultFillBudget is how long a filler may take. At idle priority on a
 // machine whose CPUs are all busy it gets a share of about 0.3 % (CFS
-// weight 3 against 1024), and filling python3.11's entry (2.2 s of CPU)
+// weight 3 against 1024), and filling libpython3.11's entry (2.2 s of CPU)
 // would take it some 12 minutes, holding the fill lock, the files handed
 // over and up to 120 MB the while. Past the budget it exits: what it did
 // not fill is handed over by the next recording of it.
