@@ -213,6 +213,11 @@ func (c *Cache) Get(key string) (*Entry, error) {
 		c.used(key)
 		return e, err
 	}
+	if e.lazy != nil {
+		// A block of runs or lists found bad by a lookup (see
+		// lazyRanges) is an entry that cannot be used, counted so.
+		e.lazy.onBad = func() { c.corrupt.Add(1) }
+	}
 	c.used(key)
 	return e, nil
 }

@@ -354,27 +354,67 @@ func TestFramesAt(t *testing.T) {
 }
 
 // Runs that would answer for addresses the entry does not cover, or
-// give no frames, make the entry corrupt; an entry of version 1 (no
-// runs) is still read.
+// give no frames, make the entry corrupt: one of version 3 as it is
+// read; one of version 4 (whose runs and lists are checked a block at a
+// time) as soon as a lookup reaches their block: its runs then answer
+// nothing, it counts once as corrupt, and it is decoded whole and
+// written back without them. Covered spans are checked as an entry is
+// read. An entry of version 1 (no runs) is still read.
 func TestDecodeRanges(t *testing.T) {
-	for name, mod := range map[string]func(e *Entry){
-		"run outside": func(e *Entry) { e.runs[0].Hi = 0x1021 },
-		"run across":  func(e *Entry) { e.runs[1].Lo = 0x1010 },
-		"no list":     func(e *Entry) { e.runs[2].Frames = 3 },
-		"no frames":   func(e *Entry) { e.lists[2] = nil },
-		"overlap":     func(e *Entry) { e.Covered[1].Lo = 0x1010 },
-		"empty":       func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo },
-		"empty run":   func(e *Entry) { e.runs[3].Hi = e.runs[3].Lo },
+	for name, c := range map[string]struct {
+		mod    func(e *Entry)
+		atRead bool // found by decode, in either version
+	}{
+		"run outside": {func(e *Entry) { e.runs[0].Hi = 0x1021 }, false},
+		"run across":  {func(e *Entry) { e.runs[1].Lo = 0x1010 }, false},
+		"no list":     {func(e *Entry) { e.runs[2].Frames = 3 }, false},
+		"no frames":   {func(e *Entry) { e.lists[2] = nil }, true}, // too few bytes for its lists
+		"bad line":    {func(e *Entry) { e.lists[2] = []symbol.Frame{{Function: "f", File: "g", Line: maxLine + 1}} }, false},
+		"empty run":   {func(e *Entry) { e.runs[3].Hi = e.runs[3].Lo }, false},
+		"overlap":     {func(e *Entry) { e.Covered[1].Lo = 0x1010 }, true},
+		"empty":       {func(e *Entry) { e.Covered[0].Hi = e.Covered[0].Lo }, true},
 	} {
 		e := testEntry()
-		mod(e)
-		if _, err := decode(testKey, encode(testKey, e)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: decode error %v, want ErrCorrupt", name, err)
+		c.mod(e)
+		if _, err := decode(testKey, encodeV3(testKey, e)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: version 3: decode error %v, want ErrCorrupt", name, err)
+		}
+		got, err := decode(testKey, encode(testKey, e))
+		if c.atRead {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: decode error %v, want ErrCorrupt", name, err)
+			}
+			continue
+		}
+		if err != nil || got.lazy == nil {
+			t.Errorf("%s: decode = %v; want the entry, its runs checked as they are looked up", name, err)
+			continue
+		}
+		bad := 0
+		got.lazy.onBad = func() { bad++ }
+		for _, r := range testEntry().runs {
+			got.FramesAt(r.Lo)
+			got.FramesAt(r.Lo + 1)
+		}
+		if bad != 1 {
+			t.Errorf("%s: the bad block was counted %d times, want once", name, bad)
+		}
+		for _, va := range []uint64{0x1000, 0x1021, 0x1041, 0x1100} {
+			if fr, ok := got.FramesAt(va); ok {
+				t.Errorf("%s: FramesAt(%#x) = %v from the runs of a bad entry", name, va, fr)
+			}
+		}
+		again, err := decode(testKey, encode(testKey, got))
+		if err != nil || again.NumRuns() != 0 || again.NumFrameLists() != 0 || again.Covered != nil {
+			t.Errorf("%s: written back: %v, %d runs, %d lists, covered %v; want none", name, err, again.NumRuns(), again.NumFrameLists(), again.Covered)
+		}
+		if _, ok := again.FramesAt(0x1030); !ok {
+			t.Errorf("%s: written back without the frames of its addresses", name)
 		}
 	}
 	e := testEntry()
 	e.Covered, e.runs, e.lists = nil, nil, nil
-	b := encode(testKey, e)
+	b := encodeV3(testKey, e)
 	b = b[:len(b)-3] // no counts of covered spans, frame lists and runs
 	b[len(magic)] = 1
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerSize))
@@ -541,11 +581,33 @@ func checkDecode(t *testing.T, b []byte) {
 	if (err2 == nil) != (err == nil) || full == nil {
 		t.Fatalf("decoded once with %v, then with %v", err, err2)
 	}
+	// A block of runs or lists of an entry of version 4 is checked
+	// when a lookup reaches it: one found bad (here, or by materialize)
+	// has the entry answer nothing from its runs, and be decoded whole
+	// and written without them.
+	sound := full.lazy == nil || full.lazy.checkAll()
 	full.materialize()
+	var vas []uint64
+	if !sound {
+		for _, c := range e.Covered {
+			vas = append(vas, c.Lo-1, c.Lo, c.Hi-1, c.Hi)
+		}
+		if e.lazy != nil {
+			for _, b := range e.lazy.blocks {
+				vas = append(vas, b.lo-1, b.lo, b.lo+1)
+			}
+		}
+		for _, va := range vas {
+			e.FramesAt(va) // answers something or nothing; no panic
+		}
+		if full.NumRuns() != 0 || full.NumFrameLists() != 0 || full.Covered != nil {
+			t.Fatal("an entry of a bad block decoded whole with runs")
+		}
+		vas = vas[:0]
+	}
 	// The entry as read (its runs and lists undecoded) answers
 	// every address of the runs, of the covered spans and around
 	// them as the entry decoded whole does.
-	var vas []uint64
 	for _, r := range full.runs {
 		vas = append(vas, r.Lo-1, r.Lo, r.Hi-1, r.Hi)
 		if !slices.Equal(full.lists[r.Frames], mustFramesAt(t, full, r.Lo)) && !hasFrames(full, r.Lo) {
@@ -559,6 +621,9 @@ func checkDecode(t *testing.T, b []byte) {
 		vas = append(vas, va-1, va, va+1)
 	}
 	for _, va := range vas {
+		if !sound {
+			break
+		}
 		fr, ok := e.FramesAt(va)
 		want, wantOK := full.FramesAt(va)
 		if ok != wantOK || !slices.Equal(fr, want) {

@@ -90,11 +90,15 @@ func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if !e.IsCovered(va, va+1) {
 		return nil, false
 	}
-	if e.lazy != nil {
-		if l, ok := e.lazy.run(va); ok {
-			return e.lazy.list(l), true
+	if z := e.lazy; z != nil {
+		if z.bad {
+			return nil, false // a block was found bad: see settle
 		}
-		return nil, true
+		l, found, ok := z.run(va)
+		if !found {
+			return nil, ok
+		}
+		return z.list(l)
 	}
 	j := sort.Search(len(e.runs), func(j int) bool { return e.runs[j].Hi > va })
 	if j < len(e.runs) && e.runs[j].Lo <= va {
@@ -189,11 +193,12 @@ func mergeSorted[T any](a, b []T, key func(T) uint64) []T {
 }
 
 // magic starts every entry file; version is the format's. Version 1,
-// without Covered and Ranges, and version 2, without deltas after the
-// payload (see delta.go), are still read.
+// without Covered and Ranges, version 2, without deltas after the
+// payload (see delta.go), and version 3, without the index of its runs
+// and lists (see lazy.go), are still read.
 const (
 	magic   = "nsprofSC"
-	version = 3
+	version = 4
 )
 
 // flagNoLines marks an Entry.NoLines.
@@ -220,7 +225,12 @@ var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc
 var ErrCorrupt = errors.New("corrupt symbol cache entry")
 
 // encode returns the file contents of e for the object of build-id key.
-func encode(key string, e *Entry) []byte {
+func encode(key string, e *Entry) []byte { return encodeAs(key, e, version, appendIndexed) }
+
+// encodeAs returns the file contents of e for the object of build-id key
+// as version v, its frame lists and runs appended by ranges.
+func encodeAs(key string, e *Entry, v uint32, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
+	e.settle()
 	var strs stringTable
 	var body []byte
 	var prev uint64
@@ -236,8 +246,8 @@ func encode(key string, e *Entry) []byte {
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
 	body = strs.appendAddrFrames(body, e.allFrames())
-	// Covered, the frame lists, then the runs: each start as the
-	// distance from the end of the one before, then its length.
+	// Covered (each start as the distance from the end of the one
+	// before, then its length), then the frame lists and the runs.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
 	prev = 0
 	for _, c := range e.Covered {
@@ -245,18 +255,7 @@ func encode(key string, e *Entry) []byte {
 		body = binary.AppendUvarint(body, c.Hi-c.Lo)
 		prev = c.Hi
 	}
-	body = binary.AppendUvarint(body, uint64(e.NumFrameLists()))
-	for fr := range e.allLists() {
-		body = strs.appendFrames(body, fr)
-	}
-	body = binary.AppendUvarint(body, uint64(e.NumRuns()))
-	prev = 0
-	for r := range e.allRuns() {
-		body = binary.AppendUvarint(body, r.Lo-prev)
-		body = binary.AppendUvarint(body, r.Hi-r.Lo)
-		body = binary.AppendUvarint(body, uint64(r.Frames))
-		prev = r.Hi
-	}
+	body = ranges(body, &strs, e)
 	var p []byte
 	p = appendString(p, key)
 	p = appendString(p, e.Source)
@@ -271,7 +270,7 @@ func encode(key string, e *Entry) []byte {
 
 	out := make([]byte, 0, headerSize+len(p))
 	out = append(out, magic...)
-	out = binary.LittleEndian.AppendUint32(out, version)
+	out = binary.LittleEndian.AppendUint32(out, v)
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(p)))
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(p, castagnoli()))
 	return append(out, p...)
@@ -409,10 +408,11 @@ func decode(key string, b []byte) (*Entry, error) {
 		e.lazyFrames = z
 	}
 	e.Frames = make(map[uint64][]symbol.Frame)
-	if v >= 2 {
-		if err := decodeRanges(&d, e, p, table); err != nil {
-			return nil, err
-		}
+	switch {
+	case v >= 4:
+		decodeIndexed(&d, e, p, table)
+	case v >= 2:
+		decodeRanges(&d, e, p, table)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the last range", len(d.b))
@@ -484,111 +484,6 @@ func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map
 		}
 	}
 	return into
-}
-
-// decodeRanges reads e's Covered, then checks its frame lists and runs
-// and keeps them undecoded in e.lazy, with the string table and the
-// payload p they are in: spans and runs must be sorted, disjoint and not
-// empty, each run must lie in a covered span and name a frame list, and
-// each list must have 1 to maxFramesPerAddr frames of strings of the
-// table and lines up to maxLine. A run outside would answer for an
-// address the entry does not know.
-func decodeRanges(d *decoder, e *Entry, p []byte, table []string) error {
-	span := func(prev uint64, what string, i int) (lo, hi uint64) {
-		gap, n := d.uvarint(), d.uvarint()
-		lo, hi = prev+gap, prev+gap+n
-		if d.err == nil && (lo < prev || hi <= lo) {
-			d.fail("%s %d: empty, out of order or overflowing", what, i)
-		}
-		return lo, hi
-	}
-	nc := d.count(2)
-	if nc > 0 {
-		e.Covered = make([]Span, 0, nc)
-	}
-	prev := uint64(0)
-	for i := range nc {
-		lo, hi := span(prev, "covered range", i)
-		if d.err != nil {
-			return d.err
-		}
-		e.Covered = append(e.Covered, Span{lo, hi})
-		prev = hi
-	}
-	z := &lazyRanges{p: p, table: table}
-	nl := d.count(4) // frames, function, file, line
-	if nl > 0 {
-		z.listOffs = make([]uint32, 0, nl)
-	}
-	for i := range nl {
-		off := d.offset()
-		nf := d.count(3)
-		if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
-			d.fail("frame list %d: %d frames", i, nf)
-		}
-		d.skipFrames(nf, len(table), "frame list %d", uint64(i))
-		if d.err != nil {
-			return d.err
-		}
-		z.listOffs = append(z.listOffs, uint32(off))
-	}
-	nr := d.count(3)
-	if nr > 0 {
-		z.blocks = make([]runBlock, 0, (nr+runBlockLen-1)/runBlockLen)
-	}
-	z.nruns = nr
-	prev = 0
-	c := 0 // the covered span the runs are in so far
-	// On a slice of its own, binary.Uvarint inlined, as skipFrames; a
-	// bad varint is read again by span, for its error.
-	b := d.b
-	for i := range nr {
-		gap, k1 := binary.Uvarint(b)
-		n, k2 := uint64(0), 0
-		if k1 > 0 {
-			n, k2 = binary.Uvarint(b[k1:])
-		}
-		l, k3 := uint64(0), 0
-		if k2 > 0 {
-			l, k3 = binary.Uvarint(b[k1+k2:])
-		}
-		if k3 <= 0 {
-			d.b = b
-			span(prev, "run", i)
-			d.uvarint()
-			return d.err
-		}
-		off := d.end - len(b)
-		lo, hi := prev+gap, prev+gap+n
-		if lo < prev || hi <= lo {
-			d.b = b
-			d.fail("run %d: empty, out of order or overflowing", i)
-			return d.err
-		}
-		for c < len(e.Covered) && e.Covered[c].Hi <= lo {
-			c++
-		}
-		if c == len(e.Covered) || lo < e.Covered[c].Lo || hi > e.Covered[c].Hi {
-			d.b = b
-			d.fail("run %d [%#x, %#x) outside the covered ranges", i, lo, hi)
-			return d.err
-		}
-		if l >= uint64(nl) {
-			d.b = b
-			d.fail("run %d: frame list %d of %d", i, l, nl)
-			return d.err
-		}
-		if i%runBlockLen == 0 {
-			z.blocks = append(z.blocks, runBlock{lo: lo, prev: prev, off: uint32(off)})
-		}
-		prev = hi
-		b = b[k1+k2+k3:]
-	}
-	d.b = b
-	if nl > 0 || nr > 0 {
-		e.lazy = z
-	}
-	return d.err
 }
 
 // decoder reads varints and strings from b; the first error sticks.

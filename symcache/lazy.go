@@ -9,28 +9,65 @@ import (
 )
 
 // An entry read from the cache keeps its runs and frame lists as the
-// file encodes them (lazyRanges), checked whole when read, and decodes
-// a run or a list only when an address is looked up in it: libc cached
-// whole has some 137 k runs, and built as []Run and [][]symbol.Frame
-// they were 15 MB of a warm system-wide recording's peak of 50, though
-// a recording looks up a few thousand addresses in them. An entry is
-// made eager (materialize) before it is changed.
+// file encodes them (lazyRanges) and decodes a run or a list only when an
+// address is looked up in it: libc cached whole has some 137 k runs, and
+// built as []Run and [][]symbol.Frame they were 15 MB of a warm
+// system-wide recording's peak of 50, though a recording looks up a few
+// thousand addresses in them. An entry is made eager (materialize)
+// before it is changed.
+//
+// Entries of version 4 also carry an index of their runs and lists (see
+// encode), so that reading one checks the index only and each block of
+// runs or lists is checked, whole, the first time a lookup decodes it:
+// walking and checking every run and list of libpython3.11's entry (269 k
+// runs) was 11-12 ms of every recording that sampled it, and made caching
+// the Go compiler's functions whole (707 k runs) cost more to read back
+// than resolving its addresses anew. Entries of earlier versions have no
+// index: they are walked and checked whole when read, as before, the
+// same index made on the way.
 
 // runBlockLen is the number of runs between two starts lazyRanges keeps:
 // a lookup decodes at most this many runs.
 const runBlockLen = 32
 
+// listBlockLen is the number of frame lists between two starts
+// lazyRanges keeps: a lookup skips at most this many, less one.
+const listBlockLen = 32
+
+// Checks of a block of runs or lists (lazyRanges.runState, listState).
+const (
+	blockUnchecked = iota
+	blockGood
+	blockBad
+)
+
 // lazyRanges are the runs and frame lists of an entry in its encoded
-// payload p, every offset and index in them checked when p was decoded.
+// payload p, the offsets of its index checked when p was decoded and its
+// blocks checked whole as lookups first reach them.
 type lazyRanges struct {
 	p     []byte
 	table []string // the payload's string table
-	// listOffs are where each frame list starts in p (its count).
-	listOffs []uint32
-	// nruns is the number of runs; blocks the start of every
-	// runBlockLen-th one.
-	nruns  int
-	blocks []runBlock
+	// covered are the entry's covered spans, which every run must lie
+	// in.
+	covered []Span
+	// nlists is the number of frame lists, listsEnd where their region
+	// of p ends, and lists the start in p of every listBlockLen-th list.
+	nlists   int
+	listsEnd int
+	lists    []uint32
+	// nruns is the number of runs, runsEnd where their region of p
+	// ends, and blocks the start of every runBlockLen-th run.
+	nruns   int
+	runsEnd int
+	blocks  []runBlock
+	// runState and listState say, block by block, whether the block has
+	// been checked and was found good or bad; nil when every block was
+	// checked as the entry was read (versions before 4).
+	runState, listState []uint8
+	// bad says a block was found bad: the entry's runs answer nothing
+	// since. onBad, when set, is called then, once.
+	bad   bool
+	onBad func()
 	// memo holds the lists decoded so far, so that a list is one
 	// slice however many addresses look it up.
 	memo map[uint32][]symbol.Frame
@@ -44,12 +81,121 @@ type runBlock struct {
 	off      uint32
 }
 
-// run returns the index of the frame list of the run holding va; false
-// when no run holds it.
-func (z *lazyRanges) run(va uint64) (uint32, bool) {
+// runBlockEnd returns where block j of runs ends in p.
+func (z *lazyRanges) runBlockEnd(j int) int {
+	if j+1 < len(z.blocks) {
+		return int(z.blocks[j+1].off)
+	}
+	return z.runsEnd
+}
+
+// listBlockEnd returns where block k of lists ends in p.
+func (z *lazyRanges) listBlockEnd(k int) int {
+	if k+1 < len(z.lists) {
+		return int(z.lists[k+1])
+	}
+	return z.listsEnd
+}
+
+// fail marks z bad.
+func (z *lazyRanges) fail() {
+	if !z.bad {
+		z.bad = true
+		if z.onBad != nil {
+			z.onBad()
+		}
+	}
+}
+
+// runBlockOK reports whether block j of runs is sound, checking it the
+// first time.
+func (z *lazyRanges) runBlockOK(j int) bool {
+	if z.runState == nil {
+		return true
+	}
+	if z.runState[j] == blockUnchecked {
+		z.runState[j] = blockBad
+		if z.checkRunBlock(j) {
+			z.runState[j] = blockGood
+		} else {
+			z.fail()
+		}
+	}
+	return z.runState[j] == blockGood
+}
+
+// checkRunBlock walks block j of runs: each run must start at or after
+// the one before ends, not be empty, lie in a covered span and name a
+// frame list; the block's first run must start where the index says and
+// its bytes be exactly those between its start and the next's, whose
+// run before must be its last. A block that passes is what walking every
+// run from the first would have found there.
+func (z *lazyRanges) checkRunBlock(j int) bool {
+	b := z.blocks[j]
+	end := z.runBlockEnd(j)
+	d := decoder{b: z.p[b.off:end], end: end}
+	prev := b.prev
+	c := sort.Search(len(z.covered), func(i int) bool { return z.covered[i].Hi > b.lo })
+	for i := range min(runBlockLen, z.nruns-j*runBlockLen) {
+		gap, n, l := d.uvarint(), d.uvarint(), d.uvarint()
+		lo, hi := prev+gap, prev+gap+n
+		if d.err != nil || lo < prev || hi <= lo || (i == 0 && lo != b.lo) || l >= uint64(z.nlists) {
+			return false
+		}
+		for c < len(z.covered) && z.covered[c].Hi <= lo {
+			c++
+		}
+		if c == len(z.covered) || lo < z.covered[c].Lo || hi > z.covered[c].Hi {
+			return false
+		}
+		prev = hi
+	}
+	return len(d.b) == 0 && (j+1 == len(z.blocks) || z.blocks[j+1].prev == prev)
+}
+
+// listBlockOK reports whether block k of lists is sound, checking it
+// the first time.
+func (z *lazyRanges) listBlockOK(k int) bool {
+	if z.listState == nil {
+		return true
+	}
+	if z.listState[k] == blockUnchecked {
+		z.listState[k] = blockBad
+		start, end := int(z.lists[k]), z.listBlockEnd(k)
+		d := decoder{b: z.p[start:end], end: end}
+		for range min(listBlockLen, z.nlists-k*listBlockLen) {
+			d.checkList(len(z.table), k)
+		}
+		if d.err == nil && len(d.b) == 0 {
+			z.listState[k] = blockGood
+		} else {
+			z.fail()
+		}
+	}
+	return z.listState[k] == blockGood
+}
+
+// checkList reads a frame list, checking it: 1 to maxFramesPerAddr
+// frames, of strings of a table of n and bounded lines. block names the
+// list's block in an error.
+func (d *decoder) checkList(n, block int) {
+	nf := d.count(3)
+	if d.err == nil && (nf == 0 || nf > maxFramesPerAddr) {
+		d.fail("frame list of block %d: %d frames", block, nf)
+	}
+	d.skipFrames(nf, n, "frame list of block %d", uint64(block))
+}
+
+// run returns the index of the frame list of the run holding va; found
+// is false when no run holds it, ok false when the block of runs that
+// would hold it is bad.
+func (z *lazyRanges) run(va uint64) (l uint32, found, ok bool) {
 	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].lo > va }) - 1
 	if j < 0 {
-		return 0, false
+		return 0, false, true
+	}
+	if !z.runBlockOK(j) {
+		return 0, false, false
 	}
 	b := z.blocks[j]
 	d := newDecoder(z.p, int(b.off))
@@ -59,45 +205,69 @@ func (z *lazyRanges) run(va uint64) (uint32, bool) {
 		hi := lo + d.uvarint()
 		l := d.uvarint()
 		if d.err != nil || lo > va {
-			return 0, false
+			return 0, false, true
 		}
 		if va < hi {
-			return uint32(l), true
+			return uint32(l), true, true
 		}
 		prev = hi
 	}
-	return 0, false
+	return 0, false, true
 }
 
-// list returns frame list i, decoded once.
-func (z *lazyRanges) list(i uint32) []symbol.Frame {
+// list returns frame list i, decoded once; ok is false when its block
+// is bad.
+func (z *lazyRanges) list(i uint32) (fr []symbol.Frame, ok bool) {
 	if fr, ok := z.memo[i]; ok {
-		return fr
+		return fr, true
 	}
-	fr := z.appendList(nil, i)
+	if !z.listBlockOK(int(i / listBlockLen)) {
+		return nil, false
+	}
+	fr = z.appendList(nil, i)
 	if z.memo == nil {
 		z.memo = make(map[uint32][]symbol.Frame)
 	}
 	z.memo[i] = fr
-	return fr
+	return fr, true
 }
 
-// appendList appends the frames of list i to fr.
+// appendList appends the frames of list i, of a block checked, to fr.
 func (z *lazyRanges) appendList(fr []symbol.Frame, i uint32) []symbol.Frame {
-	off := z.listOffs[i]
-	d := newDecoder(z.p, int(off))
+	d := newDecoder(z.p, int(z.lists[i/listBlockLen]))
+	for range i % listBlockLen {
+		for range 3 * d.uvarint() {
+			d.uvarint()
+		}
+	}
 	n := d.uvarint()
 	for range n {
 		fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
 		if d.err != nil {
-			break // checked when decoded: never
+			break // checked: never
 		}
 		fr = append(fr, symbol.Frame{Function: z.table[fn], File: z.table[file], Line: int(line)})
 	}
 	return fr
 }
 
-// runs yields every run, in order.
+// checkAll checks every block of z not checked yet and reports whether
+// all are sound.
+func (z *lazyRanges) checkAll() bool {
+	for j := range z.blocks {
+		if !z.runBlockOK(j) {
+			return false
+		}
+	}
+	for k := range z.lists {
+		if !z.listBlockOK(k) {
+			return false
+		}
+	}
+	return !z.bad
+}
+
+// runs yields every run, in order, of a z whose blocks are all sound.
 func (z *lazyRanges) runs() iter.Seq[Run] {
 	return func(yield func(Run) bool) {
 		if len(z.blocks) == 0 {
@@ -118,6 +288,17 @@ func (z *lazyRanges) runs() iter.Seq[Run] {
 	}
 }
 
+// settle checks the runs and lists of a lazy e whole, before they are
+// all read, and drops them, with the spans they cover, when a block is
+// bad: an entry is never written back, or decoded whole, with runs no
+// check has passed.
+func (e *Entry) settle() {
+	if e.lazy == nil || e.lazy.checkAll() {
+		return
+	}
+	e.lazy, e.runs, e.lists, e.Covered = nil, nil, nil, nil
+}
+
 // NumRuns returns the number of runs of e.
 func (e *Entry) NumRuns() int {
 	if e.lazy != nil {
@@ -129,28 +310,25 @@ func (e *Entry) NumRuns() int {
 // NumFrameLists returns the number of frame lists of e.
 func (e *Entry) NumFrameLists() int {
 	if e.lazy != nil {
-		return len(e.lazy.listOffs)
+		return e.lazy.nlists
 	}
 	return len(e.lists)
 }
 
-// allRuns yields e's runs in order.
+// allRuns yields e's runs in order, those of a lazy e settled first.
 func (e *Entry) allRuns() iter.Seq[Run] {
+	e.settle()
 	if e.lazy != nil {
 		return e.lazy.runs()
 	}
-	return func(yield func(Run) bool) {
-		for _, r := range e.runs {
-			if !yield(r) {
-				return
-			}
-		}
-	}
+	return slices.Values(e.runs)
 }
 
-// allLists yields e's frame lists in order. A list yielded is good only
-// until the next: those of a lazy entry are decoded into one buffer.
+// allLists yields e's frame lists in order, those of a lazy e settled
+// first. A list yielded is good only until the next: those of a lazy
+// entry are decoded into one buffer.
 func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
+	e.settle()
 	return func(yield func([]symbol.Frame) bool) {
 		if e.lazy == nil {
 			for _, fr := range e.lists {
@@ -161,7 +339,7 @@ func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
 			return
 		}
 		var buf []symbol.Frame
-		for i := range e.lazy.listOffs {
+		for i := range e.lazy.nlists {
 			buf = e.lazy.appendList(buf[:0], uint32(i))
 			if !yield(buf) {
 				return
@@ -171,12 +349,13 @@ func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
 }
 
 // materialize decodes the runs and frame lists of a lazy e, to be
-// changed.
+// changed; those of a bad block are dropped (see settle).
 func (e *Entry) materialize() {
 	if e.lazyFrames != nil || e.deltas != nil {
 		e.Frames = e.allFrames()
 		e.lazyFrames, e.deltas = nil, nil
 	}
+	e.settle()
 	z := e.lazy
 	if z == nil {
 		return
@@ -188,9 +367,9 @@ func (e *Entry) materialize() {
 			e.runs = append(e.runs, r)
 		}
 	}
-	if len(z.listOffs) > 0 {
-		e.lists = make([][]symbol.Frame, 0, len(z.listOffs))
-		for i := range z.listOffs {
+	if z.nlists > 0 {
+		e.lists = make([][]symbol.Frame, 0, z.nlists)
+		for i := range z.nlists {
 			fr, ok := z.memo[uint32(i)]
 			if !ok {
 				fr = z.appendList(nil, uint32(i))

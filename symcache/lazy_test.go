@@ -175,3 +175,31 @@ func TestLazyFrames(t *testing.T) {
 		t.Error("the entry's frames, decoded whole, differ from those written")
 	}
 }
+
+// A block of runs found bad by a lookup in an entry Get returned counts
+// the entry as corrupt, once, and the entry answers nothing from its
+// runs: the caller resolves those addresses from the object itself.
+func TestLazyCorruptCounted(t *testing.T) {
+	c := openTest(t, Options{})
+	e := manyRuns(3 * runBlockLen)
+	e.runs[2*runBlockLen+1].Frames = uint32(len(e.lists)) // no such list
+	if err := c.writeFile(testKey, encode(testKey, e)); err != nil {
+		t.Fatal(err)
+	}
+	got := getOK(t, c, testKey)
+	if fr, ok := got.FramesAt(0x10000); !ok || len(fr) == 0 {
+		t.Fatalf("FramesAt in a sound block = %v, %v", fr, ok)
+	}
+	if n := c.Stats().Corrupt; n != 0 {
+		t.Fatalf("%d corrupt before the bad block was reached", n)
+	}
+	for i := range 3 * runBlockLen {
+		got.FramesAt(0x10000 + 16*uint64(i))
+	}
+	if n := c.Stats().Corrupt; n != 1 {
+		t.Errorf("%d corrupt after lookups reached the bad block, want 1", n)
+	}
+	if fr, ok := got.FramesAt(0x10000); ok {
+		t.Errorf("FramesAt in the runs of an entry found bad = %v, want unknown", fr)
+	}
+}
