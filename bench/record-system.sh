@@ -33,8 +33,10 @@
 # BENCH_DIR (default /dev/shm: captures go to a tmpfs so the disk does not
 # weigh), PERF (perf), CC (gcc), NSPROF (a built nsprof; default: build
 # this checkout), NSPROF_OLD (another build, run without the cache in
-# the same rotation: before and after a change). Needs root. Results go
-# to stdout only.
+# the same rotation: before and after a change), OLD_CACHE (set to 1:
+# NSPROF_OLD runs with a symbol cache of its own too, warmed as nsprof's
+# is: before and after a change to the cache). Needs root. Results go to
+# stdout only.
 set -euo pipefail
 
 secs=${1:-10}
@@ -109,6 +111,7 @@ run1() {
 	nsprof) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f) ;;
 	nsprof-nocache) cmd=("$nsprof" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
 	nsprof-old) cmd=("$NSPROF_OLD" record -a -F "$f" --duration "$secs" --no-symbol-cache -o "$tmp/x.syscap" -f) ;;
+	nsprof-old-cache) cmd=("$NSPROF_OLD" record -a -F "$f" --duration "$secs" --symbol-cache "$tmp/symcache-old" -o "$tmp/x.syscap" -f) ;;
 	perf) cmd=("$perf" record -a -g -F "$f" -e cpu-clock -o "$tmp/x.perf" -- sleep "$secs") ;;
 	esac
 	rm -f "$tmp/x.syscap" "$tmp/x.perf"
@@ -128,7 +131,9 @@ run1() {
 	wait_filler "$tmp/stderr"
 	local fill=""
 	if [ -n "$(filler_pid "$tmp/stderr")" ]; then
-		fill=" filler_cpu_s=$(filler_usage "$tmp/symcache" "$(filler_pid "$tmp/stderr")" | cut -d' ' -f1)"
+		local cache=$tmp/symcache
+		[ "$mode" = nsprof-old-cache ] && cache=$tmp/symcache-old
+		fill=" filler_cpu_s=$(filler_usage "$cache" "$(filler_pid "$tmp/stderr")" | cut -d' ' -f1)"
 	fi
 	local cpu rss wall
 	cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time" | awk '{printf "%.2f", $1 + $2}')
@@ -142,6 +147,7 @@ run1() {
 : >"$tmp/results"
 modes=(nsprof nsprof-nocache perf)
 [ -n "${NSPROF_OLD:-}" ] && modes+=(nsprof-old)
+[ -n "${NSPROF_OLD:-}" ] && [ "${OLD_CACHE:-}" = 1 ] && modes+=(nsprof-old-cache)
 for w in $workloads; do
 	start_workload "$w"
 	# Warm the symbol cache with this workload's binaries, untimed: the
@@ -151,6 +157,10 @@ for w in $workloads; do
 	for _ in 1 2; do
 		"$nsprof" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache" -o "$tmp/x.syscap" -f >/dev/null 2>"$tmp/warm.err" || true
 		wait_filler "$tmp/warm.err"
+		if [[ " ${modes[*]} " == *" nsprof-old-cache "* ]]; then
+			"$NSPROF_OLD" record -a -F "${freqs%% *}" --duration "$secs" --symbol-cache "$tmp/symcache-old" -o "$tmp/x.syscap" -f >/dev/null 2>"$tmp/warm.err" || true
+			wait_filler "$tmp/warm.err"
+		fi
 	done
 	for f in $freqs; do
 		echo
@@ -199,6 +209,8 @@ END {
 		pc = median(cpu[k, "perf"]); pr = median(rss[k, "perf"])
 		if (cpu[k, "nsprof-old"] != "")
 			printf "   %-18s NSPROF_OLD (no cache) %.2fs %d MB: ratios to perf %.2f, %.2f\n", k, median(cpu[k, "nsprof-old"]), median(rss[k, "nsprof-old"]), median(cpu[k, "nsprof-old"]) / pc, median(rss[k, "nsprof-old"]) / pr
+		if (cpu[k, "nsprof-old-cache"] != "")
+			printf "   %-18s NSPROF_OLD (cache) %.2fs %d MB: ratios to perf %.2f, %.2f\n", k, median(cpu[k, "nsprof-old-cache"]), median(rss[k, "nsprof-old-cache"]), median(cpu[k, "nsprof-old-cache"]) / pc, median(rss[k, "nsprof-old-cache"]) / pr
 		printf "   %-18s %8.2fs %6d MB          %8.2fs %6d MB          %6.2fs %4d MB   %-46s %.2f\n",
 			k, nc, nr, xc, xr, pc, pr, sprintf("%.2f, %.2f; %.2f, %.2f", nc / pc, nr / pr, xc / pc, xr / pr), median(ld[k])
 	}

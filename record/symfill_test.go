@@ -418,3 +418,56 @@ func TestSymbolFillBudget(t *testing.T) {
 		t.Errorf("entry not filled by a filler with the default budget; log:\n%s", log)
 	}
 }
+
+// A Go binary without DWARF is handed to the filler too, its own lines
+// file (its line table is in it): the filler caches all its functions
+// from the line table, and the next bundle, of a function never
+// sampled, reads nothing of the file, with the frames a bundle without
+// the cache gives.
+func TestSymbolFillGoBinary(t *testing.T) {
+	goTool := testutils.LookPathOrSkip(t, "go")
+	dir := t.TempDir()
+	src := "package main\n\n//go:noinline\nfunc leaf(x int) int {\n\tfor i := 0; i < x; i++ {\n\t\tx ^= i * 3\n\t}\n\treturn x\n}\n\n" +
+		"//go:noinline\nfunc mid(x int) int { return leaf(x) + 1 }\n\nfunc main() { println(mid(7)) }\n"
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module p\n\ngo 1.22\n"), 0o644)
+	path := filepath.Join(dir, "p")
+	cmd := exec.Command(goTool, "build", "-ldflags=-w", "-o", path, ".")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := symbol.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	size := uint64(st.Size())
+	c := openCache(t)
+	mid := funcOffsets(t, path, 1, "main.mid", "runtime.mallocgc")
+	wantSyms, wantLines, _ := cachedBundle(t, nil, path, id, size, mid)
+	if len(wantLines) == 0 {
+		t.Fatal("no source lines from the Go line table")
+	}
+	uses, fill := bundleForFill(t, c, path, id, size, funcOffsets(t, path, 1, "main.leaf"))
+	if uses != [3]int{cacheNone: 1} {
+		t.Fatalf("first bundle: uses %v", uses)
+	}
+	if fill.Files() != 1 {
+		t.Fatalf("first bundle left %d files to fill, want 1", fill.Files())
+	}
+	log := runFill(t, c, fill)
+	t.Logf("fill log:\n%s", log)
+	syms, lines, uses := cachedBundle(t, c, path, id, size, mid)
+	if uses != [3]int{cacheAll: 1} {
+		t.Errorf("bundle after the filler: uses %v, want all from the cache", uses)
+	}
+	if !reflect.DeepEqual(syms, wantSyms) || !reflect.DeepEqual(lines, wantLines) {
+		t.Errorf("bundle after the filler differs from one without the cache:\n%v\n%v\nwant\n%v\n%v", syms, lines, wantSyms, wantLines)
+	}
+}
