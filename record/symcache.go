@@ -203,20 +203,22 @@ const (
 // functions of syms whose frames e is to keep whole and does not cover
 // yet (see wholeFunctions): every function of a file of at most
 // maxWholeFunctions, else those holding the addresses resolved (those
-// of e when nil; sorted). None for symbols without source lines
-// (NoLines says every address has none).
-//
-// A Go binary's functions are cached whole too, from its line table
-// (and its DWARF for what is outside the table: assembly, cgo's C),
-// since entries are read a block at a time (entry version 4): the Go
-// compiler's 20 k functions make 707 k runs, a 10 MB entry read in 6 ms,
-// where the 88 k addresses a compile loop had sampled took 9 ms to read
-// and each recording of the loop resolved some more from the line table.
-// That is done by the filler, in the background (see SymbolFill): done
-// by the recording, it took a warm 10 s record -a, the nsprof binary
-// among its processes, 0.24 CPU-s where the cache before it took 0.14.
+// of e when nil; sorted). None for
+// symbols without source lines (NoLines says every address has none),
+// nor for a Go binary's: it is read again from its line table for new
+// addresses. Its few functions outside the table (assembly, cgo's C)
+// cached whole read its whole DWARF and walked its 40 k symbols at
+// every recording of it: a warm 10 s record -a, the nsprof binary among
+// its processes, took 0.24 CPU-s where the cache before it took 0.14.
+// Filled whole in the background from their line tables (a scratch
+// change, 2026-11-27), Go binaries made entries each recording read and
+// held: the Go compiler's 20 k functions 707 k runs in 10.4 MB, the
+// nsprof binary's 18.6 k 432 k runs in 7.1 MB; over the compile loop the
+// recorder's CPU was unchanged at 1 kHz and 6 % lower at 4 kHz, its peak
+// RSS 6-7 MB higher, also over two busy loops (bench/record-system.sh,
+// OLD_CACHE=1, three rounds).
 func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry, resolved []uint64) []uint64 {
-	if !syms.HasLines() {
+	if !syms.HasLines() || syms.HasGoLineTable() {
 		return nil
 	}
 	var addrs []uint64

@@ -45,25 +45,17 @@ type fillFile struct {
 	addrs int
 }
 
-// fillFile returns what the filler needs of o, a file with DWARF or a
-// Go line table whose entry key is not whole; nil (logged) when it
-// cannot be had. Only files whose symbols come from the file itself or
-// from a debug file (found by build-id or debug link, or served by
-// debuginfod) are handed over; the filler reads the debug file handed
-// over and asks no server. A Go binary without DWARF is its own lines
-// file.
+// fillFile returns what the filler needs of o, a file with DWARF whose
+// entry key is not whole; nil (logged) when it cannot be had. Only files
+// whose symbols come from the file itself or from a debug file (found by
+// build-id or debug link, or served by debuginfod) are handed over; the
+// filler reads the debug file handed over and asks no server.
 func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fillFile {
 	src := o.syms.Source()
 	if o.f == nil || !fillable(src) {
 		return nil
 	}
 	lines, err := o.syms.OpenLines()
-	if err != nil && o.syms.HasGoLineTable() && !o.syms.HasDWARFLines() {
-		var fd int
-		if fd, err = unix.Dup(int(o.f.Fd())); err == nil {
-			lines = os.NewFile(uintptr(fd), o.path)
-		}
-	}
 	if err != nil {
 		logf("%s: not handed over to fill its symbol cache entry: %v", o.path, err)
 		return nil
@@ -79,7 +71,7 @@ func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fil
 
 // fillable says whether the filler fills entries of symbols from source.
 func fillable(source string) bool {
-	return source == "symtab" || source == "gopclntab" || source == symbol.SourceDebuginfod ||
+	return source == "symtab" || source == symbol.SourceDebuginfod ||
 		strings.HasPrefix(source, "build-id:") || strings.HasPrefix(source, "debuglink:")
 }
 

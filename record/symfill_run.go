@@ -149,7 +149,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		linesPath = p
 	} else if sp.Source == symbol.SourceDebuginfod {
 		linesPath = sp.Path + " (debuginfod)"
-	} else if sp.Source != "symtab" && sp.Source != "gopclntab" {
+	} else if sp.Source != "symtab" {
 		return 0, fmt.Errorf("symbols from %q: not filled", sp.Source)
 	}
 	elfFile, err := inherited(sp.ELF, sp.Path)
@@ -207,15 +207,12 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		return 0, fmt.Errorf("symbols found at %q, the entry's at %q", syms.Source(), e.Source)
 	}
 	// A lines file that cannot be read gives every function no frames:
-	// never cached as such. (A Go binary's line table is in the file,
-	// read already; its DWARF, when it has some, is checked too.)
-	if syms.HasDWARFLines() || !syms.HasGoLineTable() {
-		lf, err := syms.OpenLines()
-		if err != nil {
-			return 0, fmt.Errorf("source lines: %w", err)
-		}
-		lf.Close()
+	// never cached as such.
+	lf, err := syms.OpenLines()
+	if err != nil {
+		return 0, fmt.Errorf("source lines: %w", err)
 	}
+	lf.Close()
 	addrs := wholeAddrs(syms, e, nil)
 	if len(addrs) == 0 {
 		return 0, nil

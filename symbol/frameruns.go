@@ -112,10 +112,6 @@ func (s *Symbols) ByUnit(vaddrs []uint64) [][]uint64 {
 // HasGoLineTable reports whether the object has a Go line table.
 func (s *Symbols) HasGoLineTable() bool { return s != nil && s.golines != nil }
 
-// HasDWARFLines reports whether the symbols have DWARF to read source
-// lines from (see [Symbols.OpenLines]).
-func (s *Symbols) HasDWARFLines() bool { return s != nil && s.lines != nil }
-
 // InGoLineTable reports whether Frames answers vaddr from a Go binary's
 // line table (which a caller can read again cheaply: it is read from the
 // file in pages as functions are looked up) rather than from DWARF.

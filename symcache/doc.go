@@ -12,9 +12,10 @@
 // temporary file renamed into place), opened without following symbolic
 // links, checked for their owner, and decoded with a checksum and bounds:
 // a corrupt or planted entry is ignored (and counted), never trusted. An
-// entry's runs of frames, checked whole when it is read, are decoded only
-// as addresses are looked up in them: a recording looks up a few
-// thousand of libc's 137 k. Frames of addresses added to an entry read
+// entry's runs of frames and their frame lists are indexed in its file
+// and decoded only as addresses are looked up in them, each block of
+// them checked the first time a lookup reaches it: a recording looks up
+// a few thousand of libc's 137 k runs. Frames of addresses added to an entry read
 // from the cache are appended to its file as a delta (AddFrames), merged
 // as it is read, until the deltas outweigh the entry and it is written
 // whole again. The directory's total size is bounded; the entries least
