@@ -216,7 +216,11 @@ const (
 // nsprof binary's 18.6 k 432 k runs in 7.1 MB; over the compile loop the
 // recorder's CPU was unchanged at 1 kHz and 6 % lower at 4 kHz, its peak
 // RSS 6-7 MB higher, also over two busy loops (bench/record-system.sh,
-// OLD_CACHE=1, three rounds).
+// OLD_CACHE=1, three rounds). Only their functions sampled filled (the
+// same day), the recorder's CPU over the compile loop was 0.45 and 0.73
+// CPU-s at 1 and 4 kHz against 0.47 and 0.77 (medians of three, as much
+// memory), but each recording handed the compiler to the filler again
+// (new functions sampled), which spent 0.46-0.60 CPU-s filling it.
 func wholeAddrs(syms *symbol.Symbols, e *symcache.Entry, resolved []uint64) []uint64 {
 	if !syms.HasLines() || syms.HasGoLineTable() {
 		return nil
