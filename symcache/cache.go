@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -213,10 +214,16 @@ func (c *Cache) Get(key string) (*Entry, error) {
 		c.used(key)
 		return e, err
 	}
+	// A block of addresses, runs or lists found bad by a lookup (see
+	// lazyFrames and lazyRanges) is an entry that cannot be used,
+	// counted so, once.
+	var once sync.Once
+	bad := func() { once.Do(func() { c.corrupt.Add(1) }) }
 	if e.lazy != nil {
-		// A block of runs or lists found bad by a lookup (see
-		// lazyRanges) is an entry that cannot be used, counted so.
-		e.lazy.onBad = func() { c.corrupt.Add(1) }
+		e.lazy.onBad = bad
+	}
+	if e.lazyFrames != nil {
+		e.lazyFrames.onBad = bad
 	}
 	c.used(key)
 	return e, nil

@@ -194,8 +194,8 @@ func mergeSorted[T any](a, b []T, key func(T) uint64) []T {
 
 // magic starts every entry file; version is the format's. Version 1,
 // without Covered and Ranges, version 2, without deltas after the
-// payload (see delta.go), and version 3, without the index of its runs
-// and lists (see lazy.go), are still read.
+// payload (see delta.go), and version 3, without the index of its
+// addresses, runs and lists (see lazy.go), are still read.
 const (
 	magic   = "nsprofSC"
 	version = 4
@@ -225,11 +225,14 @@ var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc
 var ErrCorrupt = errors.New("corrupt symbol cache entry")
 
 // encode returns the file contents of e for the object of build-id key.
-func encode(key string, e *Entry) []byte { return encodeAs(key, e, version, appendIndexed) }
+func encode(key string, e *Entry) []byte {
+	return encodeAs(key, e, version, (*stringTable).appendIndexedAddrFrames, appendIndexed)
+}
 
 // encodeAs returns the file contents of e for the object of build-id key
-// as version v, its frame lists and runs appended by ranges.
-func encodeAs(key string, e *Entry, v uint32, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
+// as version v, the frames of its addresses appended by addrs, its frame
+// lists and runs by ranges.
+func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byte, frames map[uint64][]symbol.Frame) []byte, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
 	e.settle()
 	var strs stringTable
 	var body []byte
@@ -245,7 +248,7 @@ func encodeAs(key string, e *Entry, v uint32, ranges func(body []byte, strs *str
 		body = binary.AppendUvarint(body, s.Size)
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
-	body = strs.appendAddrFrames(body, e.allFrames())
+	body = addrs(&strs, body, e.allFrames())
 	// Covered (each start as the distance from the end of the one
 	// before, then its length), then the frame lists and the runs.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
@@ -402,9 +405,15 @@ func decode(key string, b []byte) (*Entry, error) {
 		}
 		e.Symbols = append(e.Symbols, s)
 	}
-	if z := checkAddrFrames(&d, p, table, false); d.err != nil {
+	var z *lazyFrames
+	if v >= 4 {
+		z = decodeIndexedAddrs(&d, p, table)
+	} else {
+		z = checkAddrFrames(&d, p, table, false)
+	}
+	if d.err != nil {
 		return nil, d.err
-	} else if z.n > 0 {
+	} else if z != nil && z.n > 0 {
 		e.lazyFrames = z
 	}
 	e.Frames = make(map[uint64][]symbol.Frame)

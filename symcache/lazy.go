@@ -17,8 +17,9 @@ import (
 // before it is changed.
 //
 // Entries of version 4 also carry an index of their runs and lists (see
-// encode), so that reading one checks the index only and each block of
-// runs or lists is checked, whole, the first time a lookup decodes it:
+// encode), and of their addresses (see lazyframes.go), so that reading
+// one checks the index only and each block of runs, lists or addresses
+// is checked, whole, the first time a lookup decodes it:
 // walking and checking every run and list of libpython3.11's entry (269 k
 // runs) was 11-12 ms of every recording that sampled it, and made caching
 // the Go compiler's functions whole (707 k runs) cost more to read back
@@ -381,8 +382,13 @@ func (e *Entry) materialize() {
 
 // allFrames returns the frames of every address of e outside its runs:
 // Frames, with those of a lazy e's payload and deltas decoded into a new
-// map.
+// map. The addresses of a lazy e's payload are checked whole first, and
+// dropped when a block of them is bad.
 func (e *Entry) allFrames() map[uint64][]symbol.Frame {
+	if e.lazyFrames != nil && !e.lazyFrames.checkAll() {
+		// A block found bad: none of them is kept (see settle).
+		e.lazyFrames = nil
+	}
 	if e.lazyFrames == nil && e.deltas == nil {
 		return e.Frames
 	}

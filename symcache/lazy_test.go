@@ -203,3 +203,35 @@ func TestLazyCorruptCounted(t *testing.T) {
 		t.Errorf("FramesAt in the runs of an entry found bad = %v, want unknown", fr)
 	}
 }
+
+// The addresses of an entry of version 4 are checked a block at a time
+// too: one whose frames are bad answers nothing, counts the entry as
+// corrupt once, and leaves the others answering; written back, the
+// entry keeps none of them.
+func TestLazyFramesCorrupt(t *testing.T) {
+	c := openTest(t, Options{})
+	e := manyAddrs(3 * addrBlockLen)
+	bad := uint64(0x400000 + 4*(2*addrBlockLen+1))
+	e.Frames[bad] = []symbol.Frame{{Function: "f", File: "g", Line: maxLine + 1}}
+	if err := c.writeFile(testKey, encode(testKey, e)); err != nil {
+		t.Fatal(err)
+	}
+	got := getOK(t, c, testKey)
+	if fr, ok := got.FramesAt(0x400000 + 4); !ok || len(fr) != 1 {
+		t.Fatalf("FramesAt in a sound block = %v, %v", fr, ok)
+	}
+	if n := c.Stats().Corrupt; n != 0 {
+		t.Fatalf("%d corrupt before the bad block was reached", n)
+	}
+	if fr, ok := got.FramesAt(bad); ok {
+		t.Errorf("FramesAt in the bad block = %v, want unknown", fr)
+	}
+	got.FramesAt(bad + 4)
+	if n := c.Stats().Corrupt; n != 1 {
+		t.Errorf("%d corrupt after lookups reached the bad block, want 1", n)
+	}
+	again, err := decode(testKey, encode(testKey, got))
+	if err != nil || again.NumAddrs() != 0 {
+		t.Errorf("written back: %v, %d addresses; want none", err, again.NumAddrs())
+	}
+}

@@ -1,6 +1,8 @@
 package symcache
 
 import (
+	"encoding/binary"
+	"maps"
 	"slices"
 	"sort"
 
@@ -8,17 +10,21 @@ import (
 )
 
 // An entry read from the cache keeps the frames of the addresses of its
-// payload as the file encodes them (lazyFrames), checked whole when read,
-// and decodes an address's only when it is looked up: the Go compiler's
-// entry over a compile loop holds tens of thousands of addresses, up to
-// maxCachedAddrs, of which a recording looks up a part, and made into a
-// map of frame slices as it was read they were most of what reading the
-// entry cost (7 % of a warm recording's CPU). Addresses added since, from
-// deltas or by AddFrames, are in Entry.Frames.
+// payload as the file encodes them (lazyFrames) and decodes an address's
+// only when it is looked up: the Go compiler's entry over a compile loop
+// holds tens of thousands of addresses, up to maxCachedAddrs, of which a
+// recording looks up a part, and made into a map of frame slices as it
+// was read they were most of what reading the entry cost (7 % of a warm
+// recording's CPU). An entry of version 4 indexes them, addrBlockLen to a
+// block, each block checked the first time a lookup reaches it (see
+// lazy.go); those of earlier versions, and of deltas, are checked whole
+// as they are read, the same blocks made on the way. Addresses added
+// since, from deltas or by AddFrames, are in Entry.Frames.
 
 // addrBlockLen is the number of addresses between two starts lazyFrames
-// keeps: a lookup decodes at most this many.
-const addrBlockLen = 4
+// keeps (and an entry of version 4 indexes): a lookup decodes at most
+// this many.
+const addrBlockLen = 8
 
 // lazyFrames are the addresses of an entry and their frames in its
 // encoded payload p, every field checked when p was decoded.
@@ -34,6 +40,15 @@ type lazyFrames struct {
 	// arena holds the frames decoded so far, handed out in slices of
 	// it: one allocation per address looked up was most of a lookup.
 	arena frameArena
+	// end is where the addresses' region of p ends; state says, block
+	// by block, whether the block has been checked and was found good
+	// or bad: nil when every block was checked as the entry was read
+	// (versions before 4, and deltas). bad says a block was found bad:
+	// z answers nothing since; onBad, when set, is called then, once.
+	end   int
+	state []uint8
+	bad   bool
+	onBad func()
 }
 
 // frameArena hands out frame slices from chunks, each slice's capacity
@@ -98,13 +113,118 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 		}
 	}
 	z.n = nva
+	z.end = d.offset()
 	return z
+}
+
+// appendIndexedAddrFrames appends the frames of addresses as version 4
+// has them (see appendRegion): their count, the region's length, then
+// for each address in order its distance from the one before and its
+// frames, then the index, the address, the one before (0 for the first)
+// and the offset in the region of every addrBlockLen-th address.
+func (t *stringTable) appendIndexedAddrFrames(b []byte, frames map[uint64][]symbol.Frame) []byte {
+	vas := slices.Sorted(maps.Keys(frames))
+	var region, index []byte
+	prev := uint64(0)
+	for i, va := range vas {
+		if i%addrBlockLen == 0 {
+			index = binary.LittleEndian.AppendUint64(index, va)
+			index = binary.LittleEndian.AppendUint64(index, prev)
+			index = binary.LittleEndian.AppendUint32(index, uint32(len(region)))
+		}
+		region = binary.AppendUvarint(region, va-prev)
+		prev = va
+		region = t.appendFrames(region, frames[va])
+	}
+	return appendRegion(b, len(vas), region, index)
+}
+
+// decodeIndexedAddrs reads the addresses with frames of an entry of
+// version 4 (appendIndexedAddrFrames) from d, a decoder of the payload
+// p, and returns them undecoded, their index checked (starts in the
+// region, in order, addresses increasing): each block is checked whole
+// the first time a lookup reaches it. Nil when there are none.
+func decodeIndexedAddrs(d *decoder, p []byte, table []string) *lazyFrames {
+	n, at, index := d.region("addresses", 2, addrBlockLen, 20) // delta, frames
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	z := &lazyFrames{p: p, table: table, n: n, end: d.offset() - len(index)}
+	nb := len(index) / 20
+	z.blocks, z.state = make([]addrBlock, nb), make([]uint8, nb)
+	for j := range z.blocks {
+		x := index[20*j:]
+		b := addrBlock{va: binary.LittleEndian.Uint64(x), prev: binary.LittleEndian.Uint64(x[8:]), off: binary.LittleEndian.Uint32(x[16:])}
+		abs := at + int(b.off)
+		ok := b.prev <= b.va && abs < z.end
+		if j == 0 {
+			ok = ok && b.off == 0 && b.prev == 0
+		} else {
+			last := z.blocks[j-1]
+			ok = ok && abs > int(last.off) && b.prev > last.va && b.prev < b.va
+		}
+		if !ok {
+			d.fail("address block %d [%#x, after %#x, at %d] out of order", j, b.va, b.prev, b.off)
+			return nil
+		}
+		b.off = uint32(abs)
+		z.blocks[j] = b
+	}
+	return z
+}
+
+// blockOK reports whether block j of z is sound, checking it the first
+// time: as checkAddrFrames checks every address, its first the one the
+// index says, its bytes exactly those up to the next block's, whose
+// address before must be its last.
+func (z *lazyFrames) blockOK(j int) bool {
+	if z.state == nil {
+		return true
+	}
+	if z.state[j] == blockUnchecked {
+		z.state[j] = blockBad
+		b := z.blocks[j]
+		end := z.end
+		if j+1 < len(z.blocks) {
+			end = int(z.blocks[j+1].off)
+		}
+		d := decoder{b: z.p[b.off:end], end: end}
+		va := b.prev
+		for i := range min(addrBlockLen, z.n-j*addrBlockLen) {
+			var nf int
+			va, nf = d.nextAddr(j*addrBlockLen+i, va)
+			if d.err == nil && i == 0 && va != b.va {
+				d.fail("address block %d starts at %#x, not %#x", j, va, b.va)
+			}
+			d.skipFrames(nf, len(z.table), "address %#x", va)
+		}
+		if d.err == nil && len(d.b) == 0 && (j+1 == len(z.blocks) || z.blocks[j+1].prev == va) {
+			z.state[j] = blockGood
+		} else if !z.bad {
+			z.bad = true
+			if z.onBad != nil {
+				z.onBad()
+			}
+		}
+	}
+	return z.state[j] == blockGood
+}
+
+// checkAll checks every block of z not checked yet and reports whether
+// all are sound.
+func (z *lazyFrames) checkAll() bool {
+	for j := range z.blocks {
+		if !z.blockOK(j) {
+			return false
+		}
+	}
+	return !z.bad
 }
 
 // frames returns the frames of va; ok is false when z does not hold it.
 func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
 	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].va > va }) - 1
-	if j < 0 {
+	if j < 0 || z.bad || !z.blockOK(j) {
 		return nil, false
 	}
 	b := z.blocks[j]
