@@ -595,12 +595,12 @@ func checkDecode(t *testing.T, b []byte) {
 		}
 		if e.lazy != nil {
 			for _, b := range e.lazy.blocks {
-				vas = append(vas, b.lo-1, b.lo, b.lo+1)
+				vas = append(vas, b.at-1, b.at, b.at+1)
 			}
 		}
 		if e.lazyFrames != nil {
 			for _, b := range e.lazyFrames.blocks {
-				vas = append(vas, b.va-1, b.va, b.va+1)
+				vas = append(vas, b.at-1, b.at, b.at+1)
 			}
 		}
 		for _, va := range vas {

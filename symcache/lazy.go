@@ -60,7 +60,7 @@ type lazyRanges struct {
 	// ends, and blocks the start of every runBlockLen-th run.
 	nruns   int
 	runsEnd int
-	blocks  []runBlock
+	blocks  []blockStart
 	// runState and listState say, block by block, whether the block has
 	// been checked and was found good or bad; nil when every block was
 	// checked as the entry was read (versions before 4).
@@ -72,14 +72,6 @@ type lazyRanges struct {
 	// memo holds the lists decoded so far, so that a list is one
 	// slice however many addresses look it up.
 	memo map[uint32][]symbol.Frame
-}
-
-// runBlock is where a block of runs starts: the first run's Lo, the Hi
-// of the run before it (0 for the first), which its start is encoded
-// from, and its offset in the payload.
-type runBlock struct {
-	lo, prev uint64
-	off      uint32
 }
 
 // runBlockEnd returns where block j of runs ends in p.
@@ -136,11 +128,11 @@ func (z *lazyRanges) checkRunBlock(j int) bool {
 	end := z.runBlockEnd(j)
 	d := decoder{b: z.p[b.off:end], end: end}
 	prev := b.prev
-	c := sort.Search(len(z.covered), func(i int) bool { return z.covered[i].Hi > b.lo })
+	c := sort.Search(len(z.covered), func(i int) bool { return z.covered[i].Hi > b.at })
 	for i := range min(runBlockLen, z.nruns-j*runBlockLen) {
 		gap, n, l := d.uvarint(), d.uvarint(), d.uvarint()
 		lo, hi := prev+gap, prev+gap+n
-		if d.err != nil || lo < prev || hi <= lo || (i == 0 && lo != b.lo) || l >= uint64(z.nlists) {
+		if d.err != nil || lo < prev || hi <= lo || (i == 0 && lo != b.at) || l >= uint64(z.nlists) {
 			return false
 		}
 		for c < len(z.covered) && z.covered[c].Hi <= lo {
@@ -191,7 +183,7 @@ func (d *decoder) checkList(n, block int) {
 // is false when no run holds it, ok false when the block of runs that
 // would hold it is bad.
 func (z *lazyRanges) run(va uint64) (l uint32, found, ok bool) {
-	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].lo > va }) - 1
+	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].at > va }) - 1
 	if j < 0 {
 		return 0, false, true
 	}

@@ -33,7 +33,7 @@ type lazyFrames struct {
 	table []string
 	n     int
 	// blocks hold the start of every addrBlockLen-th address.
-	blocks []addrBlock
+	blocks []blockStart
 	// vas are the addresses, for a delta's until it is indexed
 	// (indexDeltas); nil otherwise.
 	vas []uint64
@@ -74,14 +74,6 @@ func (a *frameArena) alloc(n int) []symbol.Frame {
 	return fr
 }
 
-// addrBlock is where a block of addresses starts: its first address,
-// the one before it (0 for the first), which the first is encoded from,
-// and its offset in the payload.
-type addrBlock struct {
-	va, prev uint64
-	off      uint32
-}
-
 // checkAddrFrames reads the frames of addresses as appendAddrFrames
 // writes them from d, a decoder of the payload p, checking every field,
 // and returns them undecoded, with z.vas holding the addresses when
@@ -90,7 +82,7 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 	z := &lazyFrames{p: p, table: table}
 	nva := d.count(2)
 	if nva > 0 {
-		z.blocks = make([]addrBlock, 0, (nva+addrBlockLen-1)/addrBlockLen)
+		z.blocks = make([]blockStart, 0, (nva+addrBlockLen-1)/addrBlockLen)
 		if keepAddrs {
 			z.vas = make([]uint64, 0, nva)
 		}
@@ -106,7 +98,7 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 			return nil
 		}
 		if i%addrBlockLen == 0 {
-			z.blocks = append(z.blocks, addrBlock{va: va, prev: prev, off: uint32(off)})
+			z.blocks = append(z.blocks, blockStart{at: va, prev: prev, off: uint32(off)})
 		}
 		if keepAddrs {
 			z.vas = append(z.vas, va)
@@ -128,9 +120,7 @@ func (t *stringTable) appendIndexedAddrFrames(b []byte, frames map[uint64][]symb
 	prev := uint64(0)
 	for i, va := range vas {
 		if i%addrBlockLen == 0 {
-			index = binary.LittleEndian.AppendUint64(index, va)
-			index = binary.LittleEndian.AppendUint64(index, prev)
-			index = binary.LittleEndian.AppendUint32(index, uint32(len(region)))
+			index = appendBlockStart(index, va, prev, len(region))
 		}
 		region = binary.AppendUvarint(region, va-prev)
 		prev = va
@@ -145,31 +135,15 @@ func (t *stringTable) appendIndexedAddrFrames(b []byte, frames map[uint64][]symb
 // region, in order, addresses increasing): each block is checked whole
 // the first time a lookup reaches it. Nil when there are none.
 func decodeIndexedAddrs(d *decoder, p []byte, table []string) *lazyFrames {
-	n, at, index := d.region("addresses", 2, addrBlockLen, 20) // delta, frames
+	n, at, index := d.region("addresses", 2, addrBlockLen, blockIndexSize) // delta, frames
 	if d.err != nil || n == 0 {
 		return nil
 	}
 	z := &lazyFrames{p: p, table: table, n: n, end: d.offset() - len(index)}
-	nb := len(index) / 20
-	z.blocks, z.state = make([]addrBlock, nb), make([]uint8, nb)
-	for j := range z.blocks {
-		x := index[20*j:]
-		b := addrBlock{va: binary.LittleEndian.Uint64(x), prev: binary.LittleEndian.Uint64(x[8:]), off: binary.LittleEndian.Uint32(x[16:])}
-		abs := at + int(b.off)
-		ok := b.prev <= b.va && abs < z.end
-		if j == 0 {
-			ok = ok && b.off == 0 && b.prev == 0
-		} else {
-			last := z.blocks[j-1]
-			ok = ok && abs > int(last.off) && b.prev > last.va && b.prev < b.va
-		}
-		if !ok {
-			d.fail("address block %d [%#x, after %#x, at %d] out of order", j, b.va, b.prev, b.off)
-			return nil
-		}
-		b.off = uint32(abs)
-		z.blocks[j] = b
+	if z.blocks = d.blockIndex("address", index, at, z.end); d.err != nil {
+		return nil
 	}
+	z.state = make([]uint8, len(z.blocks))
 	return z
 }
 
@@ -193,8 +167,8 @@ func (z *lazyFrames) blockOK(j int) bool {
 		for i := range min(addrBlockLen, z.n-j*addrBlockLen) {
 			var nf int
 			va, nf = d.nextAddr(j*addrBlockLen+i, va)
-			if d.err == nil && i == 0 && va != b.va {
-				d.fail("address block %d starts at %#x, not %#x", j, va, b.va)
+			if d.err == nil && i == 0 && va != b.at {
+				d.fail("address block %d starts at %#x, not %#x", j, va, b.at)
 			}
 			d.skipFrames(nf, len(z.table), "address %#x", va)
 		}
@@ -223,7 +197,7 @@ func (z *lazyFrames) checkAll() bool {
 
 // frames returns the frames of va; ok is false when z does not hold it.
 func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
-	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].va > va }) - 1
+	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].at > va }) - 1
 	if j < 0 || z.bad || !z.blockOK(j) {
 		return nil, false
 	}

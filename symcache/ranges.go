@@ -26,9 +26,7 @@ func appendIndexed(body []byte, strs *stringTable, e *Entry) []byte {
 	prev := uint64(0)
 	for r := range e.allRuns() {
 		if i%runBlockLen == 0 {
-			index = binary.LittleEndian.AppendUint64(index, r.Lo)
-			index = binary.LittleEndian.AppendUint64(index, prev)
-			index = binary.LittleEndian.AppendUint32(index, uint32(len(region)))
+			index = appendBlockStart(index, r.Lo, prev, len(region))
 		}
 		region = binary.AppendUvarint(region, r.Lo-prev)
 		region = binary.AppendUvarint(region, r.Hi-r.Lo)
@@ -37,6 +35,62 @@ func appendIndexed(body []byte, strs *stringTable, e *Entry) []byte {
 		i++
 	}
 	return appendRegion(body, i, region, index)
+}
+
+// blockStart is where a block of runs or addresses starts: its first
+// item's address (a run's Lo), the end of the item before it (the Hi of
+// the run before, the address before; 0 for the first), which its start
+// is encoded from, and its offset in the payload.
+type blockStart struct {
+	at, prev uint64
+	off      uint32
+}
+
+// blockIndexSize is the size of an index entry of a block of runs or
+// addresses: its first item's address and the item before (u64 each),
+// its offset in its region (u32).
+const blockIndexSize = 8 + 8 + 4
+
+// appendBlockStart appends the index entry of a block starting at at,
+// after prev, at offset off of its region.
+func appendBlockStart(index []byte, at, prev uint64, off int) []byte {
+	index = binary.LittleEndian.AppendUint64(index, at)
+	index = binary.LittleEndian.AppendUint64(index, prev)
+	return binary.LittleEndian.AppendUint32(index, uint32(off))
+}
+
+// blockIndex reads the index of the blocks of a region of runs or
+// addresses from regionAt to regionEnd in the payload (appendBlockStart),
+// checked: the first block at the region's start, encoded from 0; each
+// after the one before, in the region; each first item at or after the
+// item before it, which is after the first item of the block before.
+// The offsets returned are the payload's. what names the items in an
+// error.
+func (d *decoder) blockIndex(what string, index []byte, regionAt, regionEnd int) []blockStart {
+	n := len(index) / blockIndexSize
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	bs := make([]blockStart, n)
+	for j := range bs {
+		x := index[blockIndexSize*j:]
+		b := blockStart{at: binary.LittleEndian.Uint64(x), prev: binary.LittleEndian.Uint64(x[8:]), off: binary.LittleEndian.Uint32(x[16:])}
+		at := regionAt + int(b.off)
+		ok := b.prev <= b.at && at < regionEnd
+		if j == 0 {
+			ok = ok && b.off == 0 && b.prev == 0
+		} else {
+			last := bs[j-1]
+			ok = ok && at > int(last.off) && b.at > last.at && b.prev > last.at
+		}
+		if !ok {
+			d.fail("%s block %d [%#x, after %#x, at %d] out of order", what, j, b.at, b.prev, b.off)
+			return nil
+		}
+		b.off = uint32(at)
+		bs[j] = b
+	}
+	return bs
 }
 
 // appendRegion appends a region of n items: their count, its length,
@@ -99,33 +153,15 @@ func decodeIndexed(d *decoder, e *Entry, p []byte, table []string) {
 		}
 		z.lists[k] = uint32(at)
 	}
-	nr, runsAt, index := d.region("runs", 3, runBlockLen, 20) // gap, length, list
+	nr, runsAt, index := d.region("runs", 3, runBlockLen, blockIndexSize) // gap, length, list
 	if nr > 0 && nl == 0 {
 		d.fail("%d runs and no frame list", nr)
 	}
 	z.nruns, z.runsEnd = nr, d.offset()-len(index)
-	if nb := len(index) / 20; nb > 0 && d.err == nil {
-		z.blocks = make([]runBlock, nb)
-		z.runState = make([]uint8, nb)
+	if z.blocks = d.blockIndex("run", index, runsAt, z.runsEnd); d.err != nil {
+		return
 	}
-	for j := range z.blocks {
-		x := index[20*j:]
-		b := runBlock{lo: binary.LittleEndian.Uint64(x), prev: binary.LittleEndian.Uint64(x[8:]), off: binary.LittleEndian.Uint32(x[16:])}
-		at := runsAt + int(b.off)
-		ok := b.prev <= b.lo && at < z.runsEnd
-		if j == 0 {
-			ok = ok && b.off == 0 && b.prev == 0
-		} else {
-			last := z.blocks[j-1]
-			ok = ok && at > int(last.off) && b.lo > last.lo && b.prev > last.lo
-		}
-		if !ok {
-			d.fail("run block %d [%#x, after %#x, at %d] out of order", j, b.lo, b.prev, b.off)
-			return
-		}
-		b.off = uint32(at)
-		z.blocks[j] = b
-	}
+	z.runState = make([]uint8, len(z.blocks))
 	if d.err == nil && (nl > 0 || nr > 0) {
 		e.lazy = z
 	}
@@ -185,7 +221,7 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) {
 	z.nlists, z.listsEnd = nl, d.offset()
 	nr := d.count(3)
 	if nr > 0 {
-		z.blocks = make([]runBlock, 0, (nr+runBlockLen-1)/runBlockLen)
+		z.blocks = make([]blockStart, 0, (nr+runBlockLen-1)/runBlockLen)
 	}
 	z.nruns = nr
 	prev := uint64(0)
@@ -230,7 +266,7 @@ func decodeRanges(d *decoder, e *Entry, p []byte, table []string) {
 			return
 		}
 		if i%runBlockLen == 0 {
-			z.blocks = append(z.blocks, runBlock{lo: lo, prev: prev, off: uint32(off)})
+			z.blocks = append(z.blocks, blockStart{at: lo, prev: prev, off: uint32(off)})
 		}
 		prev = hi
 		b = b[k1+k2+k3:]
