@@ -27,7 +27,8 @@ import (
 const addrBlockLen = 8
 
 // lazyFrames are the addresses of an entry and their frames in its
-// encoded payload p, every field checked when p was decoded.
+// encoded payload p, every field checked when p was decoded or, in an
+// entry of version 4, when a lookup first reaches its block.
 type lazyFrames struct {
 	p     []byte
 	table []string
