@@ -449,52 +449,6 @@ func (d *decoder) table() []string {
 	return table
 }
 
-// addrFrames reads the frames of addresses (stringTable.appendAddrFrames)
-// into into, made when nil, and returns it. An address into holds already
-// keeps its frames.
-func (d *decoder) addrFrames(table []string, into map[uint64][]symbol.Frame) map[uint64][]symbol.Frame {
-	str := func() string {
-		i := d.uvarint()
-		if d.err == nil && i >= uint64(len(table)) {
-			d.fail("string %d of %d", i, len(table))
-		}
-		if d.err != nil {
-			return ""
-		}
-		return table[i]
-	}
-	nva := d.count(2)
-	if into == nil {
-		into = make(map[uint64][]symbol.Frame, nva)
-	}
-	var arena frameArena
-	var va uint64
-	for i := range nva {
-		var nf int
-		va, nf = d.nextAddr(i, va)
-		if d.err != nil {
-			return into
-		}
-		fr := arena.alloc(nf)
-		for range nf {
-			f := symbol.Frame{Function: str(), File: str()}
-			line := d.uvarint()
-			if line > maxLine {
-				d.fail("address %#x: line %d", va, line)
-			}
-			f.Line = int(line)
-			fr = append(fr, f)
-		}
-		if d.err != nil {
-			return into
-		}
-		if _, ok := into[va]; !ok {
-			into[va] = fr
-		}
-	}
-	return into
-}
-
 // decoder reads varints and strings from b; the first error sticks.
 type decoder struct {
 	b []byte
