@@ -65,10 +65,8 @@ type lazyRanges struct {
 	// been checked and was found good or bad; nil when every block was
 	// checked as the entry was read (versions before 4).
 	runState, listState []uint8
-	// bad says a block was found bad: the entry's runs answer nothing
-	// since. onBad, when set, is called then, once.
-	bad   bool
-	onBad func()
+	// A block found bad: the entry's runs answer nothing since.
+	badBlocks
 	// memo holds the lists decoded so far, so that a list is one
 	// slice however many addresses look it up.
 	memo map[uint32][]symbol.Frame
@@ -90,12 +88,19 @@ func (z *lazyRanges) listBlockEnd(k int) int {
 	return z.listsEnd
 }
 
-// fail marks z bad.
-func (z *lazyRanges) fail() {
-	if !z.bad {
-		z.bad = true
-		if z.onBad != nil {
-			z.onBad()
+// badBlocks says whether a block of an entry's runs, lists or addresses
+// was found bad (bad), and what to call the first time one is (onBad).
+type badBlocks struct {
+	bad   bool
+	onBad func()
+}
+
+// fail marks the blocks bad, calling onBad the first time.
+func (b *badBlocks) fail() {
+	if !b.bad {
+		b.bad = true
+		if b.onBad != nil {
+			b.onBad()
 		}
 	}
 }

@@ -44,12 +44,11 @@ type lazyFrames struct {
 	// end is where the addresses' region of p ends; state says, block
 	// by block, whether the block has been checked and was found good
 	// or bad: nil when every block was checked as the entry was read
-	// (versions before 4, and deltas). bad says a block was found bad:
-	// z answers nothing since; onBad, when set, is called then, once.
+	// (versions before 4, and deltas). A block found bad: z answers
+	// nothing since.
 	end   int
 	state []uint8
-	bad   bool
-	onBad func()
+	badBlocks
 }
 
 // frameArena hands out frame slices from chunks, each slice's capacity
@@ -175,11 +174,8 @@ func (z *lazyFrames) blockOK(j int) bool {
 		}
 		if d.err == nil && len(d.b) == 0 && (j+1 == len(z.blocks) || z.blocks[j+1].prev == va) {
 			z.state[j] = blockGood
-		} else if !z.bad {
-			z.bad = true
-			if z.onBad != nil {
-				z.onBad()
-			}
+		} else {
+			z.fail()
 		}
 	}
 	return z.state[j] == blockGood
