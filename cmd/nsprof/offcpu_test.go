@@ -54,6 +54,19 @@ func metadataValue(t *testing.T, capPath, key string) string {
 	}
 }
 
+// offCPUCounts returns the capture's off-CPU counts (intervals, those
+// unpaired, still open at the end, switch-ins the BPF program lost) for
+// a failure's message: a missing interval that the recorder counted as
+// lost is told apart from one it lost silently.
+func offCPUCounts(t *testing.T, capPath string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range []string{capture.MetaOffCPUIntervals, capture.MetaOffCPUUnpaired, capture.MetaOffCPUOpen, capture.MetaOffCPUSwitchInsLost} {
+		fmt.Fprintf(&b, " %s=%q", k, metadataValue(t, capPath, k))
+	}
+	return b.String()
+}
+
 // checkSwitchIns checks that the capture says its switch-ins came from
 // source.
 func checkSwitchIns(t *testing.T, capPath, source string) {
@@ -148,7 +161,7 @@ func testOffCPUFixture(t *testing.T, source string) {
 	// Against what the fixture measured it blocked: on a loaded machine
 	// its 200 ms sleeps overrun, and the overrun is off-CPU time too.
 	if math.Abs(float64(got-block)) > 0.05*float64(block) || block < want {
-		t.Errorf("off_cpu of fixture_block: %d ns, want the fixture's %d ns (at least %d) within 5%%", got, block, want)
+		t.Errorf("off_cpu of fixture_block: %d ns, want the fixture's %d ns (at least %d) within 5%%; capture:%s", got, block, want, offCPUCounts(t, capPath))
 	}
 	if s := off["[off-CPU: S sleeping]"]; s < got*95/100 {
 		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
