@@ -191,12 +191,6 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	}
 	frames, names := s.resolveObjects(objs, hit, prog, logf)
 
-	// The file offsets whose lines are described, by build-id: a map
-	// per file, the last one used kept at hand (keyed by build-id and
-	// offset together, each lookup hashed the build-id).
-	byFile := make(map[string]map[uint64]bool)
-	var curID string
-	var cur map[uint64]bool
 	// At most an address of each object's with frames: grown by append,
 	// the copies were 10.8 MB of the 143 MB a recording of a compile
 	// loop at 4 kHz allocated.
@@ -207,25 +201,19 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	fileLines := make([]capture.AddrLines, 0, nframes)
 	var kern kernelTable
 	kernTried := false
-	// The names and frames of the object of the address before, looked
-	// up again only when the object changes (each map lookup, five for
-	// every address of every process, missed the caches).
+	// Each object's sampled offsets walked with a cursor (objCursor),
+	// made when a process first reaches the object; the one of the
+	// address before kept at hand, looked up again only when the object
+	// changes.
+	cursors := make(map[*symObj]*objCursor, len(objs))
 	var curObj *symObj
-	var curNames *objNames
-	var curFrames map[uint64][]capture.SourceFrame
+	var cur *objCursor
+	var named namedBegins
 	for _, pid := range pids {
 		p := procOf(pid)
-		seen := make(map[uint64]bool)
-		// lastBegin is the function named last: the addresses of an
-		// image come sorted, those of a function in a row.
-		lastBegin, named := uint64(0), false
+		named.reset()
 		add := func(begin, end uint64, name, tag string) {
-			if named && begin == lastBegin {
-				return
-			}
-			lastBegin, named = begin, true
-			if !seen[begin] {
-				seen[begin] = true
+			if named.add(begin) {
 				emit(capture.Symbol{PID: int32(pid), Begin: begin, End: end, Name: name, Tag: tag})
 			}
 		}
@@ -261,40 +249,39 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				}
 				o := m.obj
 				if o != curObj {
-					curObj, curNames, curFrames = o, names[o], frames[o]
+					curObj, cur = o, cursors[o]
+					if cur == nil {
+						cur = newObjCursor(names[o], frames[o])
+						cursors[o] = cur
+						frames[o] = nil // held by the cursor, by index
+					}
 				}
-				va, fn, ok := curNames.lookup(a - m.start + m.off)
-				if !ok {
+				off := a - m.start + m.off
+				i, ok := cur.find(off)
+				if !ok || cur.n.fn[i] < 0 {
 					continue
 				}
+				va, fn := cur.n.vas[i], &cur.n.fns[cur.n.fn[i]]
 				begin := a - (va - fn.addr)
 				add(begin, begin+max(fn.size, 1)-1, fn.name, o.tag)
 				if g.flags[ai]&packLine == 0 {
 					continue
 				}
+				fr := cur.frames[i]
+				if len(fr) == 0 {
+					continue
+				}
 				if m.id == "" {
-					if fr := curFrames[va]; len(fr) > 0 {
-						lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
-					}
+					lines = append(lines, capture.AddrLines{PID: int32(pid), Addr: a, Frames: fr})
 					continue
 				}
 				// Described once for every process mapping the
-				// file, which its MAP frames name by build-id: the
-				// offset is looked up first, the frames (of a map
-				// of the compiler's tens of thousands of
-				// addresses, missing the caches) only once.
-				if cur == nil || m.id != curID {
-					curID, cur = m.id, byFile[m.id]
-					if cur == nil {
-						cur = make(map[uint64]bool)
-						byFile[m.id] = cur
-					}
-				}
-				if off := a - m.start + m.off; !cur[off] {
-					if fr := curFrames[va]; len(fr) > 0 {
-						cur[off] = true
-						fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: off, Frames: fr})
-					}
+				// file, which its MAP frames name by build-id (two
+				// objects of one build-id, reached by two paths,
+				// describe it twice: compacted below).
+				if !cur.described[i] {
+					cur.described[i] = true
+					fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: off, Frames: fr})
 				}
 			}
 		}
@@ -319,6 +306,9 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	}
 	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
 		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
+	})
+	fileLines = slices.CompactFunc(fileLines, func(x, y capture.AddrLines) bool {
+		return x.Object == y.Object && x.Addr == y.Addr
 	})
 	return append(lines, fileLines...)
 }
@@ -381,4 +371,53 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 	close(work)
 	wg.Wait()
 	return out, names
+}
+
+// namedBegins are the functions one process's records name, by their
+// first address, for the bundle to name each once. The addresses of an
+// image come sorted, those of a function in a row, and then the
+// kernel's, above them: a function is new when it begins above every
+// one named. Only a process whose functions do not come in order
+// (several images, JIT code) has them in a set, made then: a set made
+// for each process was the bundle's largest cost over a compile loop.
+type namedBegins struct {
+	last, max uint64
+	any       bool
+	begins    []uint64 // in order, while seen is nil
+	seen      map[uint64]bool
+}
+
+// reset forgets the functions named, for the next process.
+func (n *namedBegins) reset() {
+	n.any, n.begins, n.seen = false, n.begins[:0], nil
+}
+
+// add reports whether the function beginning at begin is new, and
+// notes it.
+func (n *namedBegins) add(begin uint64) bool {
+	if n.any && begin == n.last {
+		return false
+	}
+	first := !n.any
+	n.last, n.any = begin, true
+	switch {
+	case first || begin > n.max:
+		n.max = begin
+		if n.seen != nil {
+			n.seen[begin] = true
+		} else {
+			n.begins = append(n.begins, begin)
+		}
+		return true
+	case n.seen == nil:
+		n.seen = make(map[uint64]bool, 2*len(n.begins))
+		for _, b := range n.begins {
+			n.seen[b] = true
+		}
+	}
+	if n.seen[begin] {
+		return false
+	}
+	n.seen[begin] = true
+	return true
 }

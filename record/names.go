@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"nsprof/capture"
 	"nsprof/symbol"
 )
 
@@ -128,4 +129,64 @@ func (h *objHits) offsets() (all, lines []uint64) {
 	slices.Sort(all)
 	slices.Sort(lines)
 	return all, lines
+}
+
+// objCursor walks the sampled offsets of one object (objNames) for the
+// bundle, which names every process's addresses: sorted, so that those
+// of one mapping come with increasing offsets, and the next one is found
+// a step or a few after the one before, where a binary search over the
+// object's offsets and two maps (frames, and whether its lines were
+// written) missed the caches for each address of each process (over a
+// compile loop, the compiler's tens of thousands of offsets, for hundreds
+// of processes).
+type objCursor struct {
+	n *objNames
+	// frames and described are by index in n.offs: the source frames
+	// of the offset's link-time address, and whether its lines were
+	// written by file offset.
+	frames    [][]capture.SourceFrame
+	described []bool
+	i         int // the index found last
+}
+
+// newObjCursor makes the cursor of an object named n (nil: none named),
+// its frames fr by link-time address.
+func newObjCursor(n *objNames, fr map[uint64][]capture.SourceFrame) *objCursor {
+	if n == nil {
+		n = &objNames{}
+	}
+	c := &objCursor{n: n, frames: make([][]capture.SourceFrame, len(n.offs)), described: make([]bool, len(n.offs))}
+	if len(fr) > 0 {
+		for i, va := range n.vas {
+			if n.fn[i] >= 0 {
+				c.frames[i] = fr[va]
+			}
+		}
+	}
+	return c
+}
+
+// find returns the index of offset off in the object's sampled offsets,
+// false when it is not one of them; it looks forward from the offset
+// found last, doubling its step, and searches from the start when off
+// is before it.
+func (c *objCursor) find(off uint64) (int, bool) {
+	offs := c.n.offs
+	lo, hi := 0, len(offs)
+	switch i := c.i; {
+	case i < len(offs) && offs[i] < off:
+		// Gallop from offs[i] < off to the first offset at least off.
+		step := 1
+		lo, hi = i, i+1
+		for hi < len(offs) && offs[hi] < off {
+			lo, step = hi, step*2
+			hi = lo + step
+		}
+		lo, hi = lo+1, min(hi+1, len(offs))
+	case i < len(offs) && offs[i] == off:
+		return i, true
+	}
+	j, found := slices.BinarySearch(offs[lo:hi], off)
+	c.i = lo + j
+	return c.i, found
 }
