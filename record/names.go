@@ -72,19 +72,6 @@ func (o *symObj) nameOffsets(offs []uint64) *objNames {
 	return n
 }
 
-// lookup returns the link-time address of file offset off and the function
-// holding it; false when off was not named.
-func (n *objNames) lookup(off uint64) (va uint64, f *namedFunc, ok bool) {
-	if n == nil {
-		return 0, nil, false
-	}
-	i, found := slices.BinarySearch(n.offs, off)
-	if !found || n.fn[i] < 0 {
-		return 0, nil, false
-	}
-	return n.vas[i], &n.fns[n.fn[i]], true
-}
-
 // releaseTables lets go of o's symbol table and file headers once its
 // sampled offsets are named (nameOffsets): a later resolve reads them
 // again. A split recording (carry) keeps the table of an object without
