@@ -267,7 +267,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				if g.flags[ai]&packLine == 0 {
 					continue
 				}
-				fr := cur.frames[i]
+				fr := cur.framesAt(i)
 				if len(fr) == 0 {
 					continue
 				}

@@ -129,8 +129,8 @@ func (h *objHits) offsets() (all, lines []uint64) {
 type objCursor struct {
 	n *objNames
 	// frames and described are by index in n.offs: the source frames
-	// of the offset's link-time address, and whether its lines were
-	// written by file offset.
+	// of the offset's link-time address (nil for an object without
+	// any), and whether its lines were written by file offset.
 	frames    [][]capture.SourceFrame
 	described []bool
 	i         int // the index found last
@@ -142,8 +142,9 @@ func newObjCursor(n *objNames, fr map[uint64][]capture.SourceFrame) *objCursor {
 	if n == nil {
 		n = &objNames{}
 	}
-	c := &objCursor{n: n, frames: make([][]capture.SourceFrame, len(n.offs)), described: make([]bool, len(n.offs))}
+	c := &objCursor{n: n, described: make([]bool, len(n.offs))}
 	if len(fr) > 0 {
+		c.frames = make([][]capture.SourceFrame, len(n.offs))
 		for i, va := range n.vas {
 			if n.fn[i] >= 0 {
 				c.frames[i] = fr[va]
@@ -151,6 +152,14 @@ func newObjCursor(n *objNames, fr map[uint64][]capture.SourceFrame) *objCursor {
 		}
 	}
 	return c
+}
+
+// framesAt returns the source frames of the offset at index i.
+func (c *objCursor) framesAt(i int) []capture.SourceFrame {
+	if c.frames == nil {
+		return nil
+	}
+	return c.frames[i]
 }
 
 // find returns the index of offset off in the object's sampled offsets,

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"nsprof/capture"
 )
 
 // TestObjCursorFind: the cursor finds each offset as a binary search does,
@@ -40,8 +42,23 @@ func TestObjCursorFind(t *testing.T) {
 		for range 1000 {
 			check(uint64(rng.IntN(int(top))))
 		}
-		for _, off := range offs {
+		for i, off := range offs {
 			check(off)
+			if fr := c.framesAt(i); fr != nil {
+				t.Fatalf("an object without frames: framesAt(%d) = %v", i, fr)
+			}
+		}
+	}
+	// With frames, by link-time address: each offset gets its own.
+	fr := map[uint64][]capture.SourceFrame{0x1010: {{Function: "f"}}, 0x1020: {{Function: "g"}}}
+	c := newObjCursor(&objNames{offs: []uint64{0x10, 0x20, 0x30}, vas: []uint64{0x1010, 0x1020, 0x1030}, fn: []int32{0, 0, -1}}, fr)
+	for i, want := range []string{"f", "g", ""} {
+		got := ""
+		if f := c.framesAt(i); len(f) > 0 {
+			got = f[0].Function
+		}
+		if got != want {
+			t.Errorf("framesAt(%d) = %q, want %q", i, got, want)
 		}
 	}
 }
