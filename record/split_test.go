@@ -245,8 +245,18 @@ func testRecordSplitOffCPU(t *testing.T, source string) {
 	}
 	var asleep int64
 	carried := 0
+	// For a failure's message: the fixture's sleeps whose stack was not
+	// named fixture_block, and the switches each capture counted as
+	// lost (unpaired), tell a naming fault from a lost interval.
+	var unnamed int64
+	var unpaired []string
 	for _, f := range files {
 		c := load(t, f.Path)
+		for _, fr := range c.frames {
+			if m, ok := fr.(*capture.Metadata); ok && m.ID == capture.MetaOffCPUUnpaired && m.Value != "0" {
+				unpaired = append(unpaired, fmt.Sprintf("capture %d: %s", f.N, m.Value))
+			}
+		}
 		data, err := c.files.Lookup(capture.OffCPUFile)
 		if err != nil {
 			t.Fatalf("capture %d: %v", f.N, err)
@@ -284,6 +294,9 @@ func testRecordSplitOffCPU(t *testing.T, source string) {
 			if rc.Time < f.Start || rc.Time+rc.Duration > f.End {
 				t.Errorf("capture %d [%d, %d]: interval of thread %d from %d for %v out of it", f.N, f.Start, f.End, rc.TID, rc.Time, time.Duration(rc.Duration))
 			}
+			if rc.TID == pid && rc.State == 'S' && !inBlock[i] {
+				unnamed += rc.Duration
+			}
 			if rc.TID != pid || rc.State != 'S' || !inBlock[i] {
 				continue
 			}
@@ -296,7 +309,8 @@ func testRecordSplitOffCPU(t *testing.T, source string) {
 	t.Logf("%d captures; fixture_block off the CPU %v, %d parts carried over a cut; the fixture measured %v asleep",
 		len(files), time.Duration(asleep), carried, time.Duration(block))
 	if d := asleep - block; d < -block/20 || d > block/20 {
-		t.Errorf("off-CPU time in fixture_block over the captures: %v; the fixture slept %v (want within 5%%)", time.Duration(asleep), time.Duration(block))
+		t.Errorf("off-CPU time in fixture_block over the captures: %v; the fixture slept %v (want within 5%%); asleep elsewhere than fixture_block %v; unpaired switches %v",
+			time.Duration(asleep), time.Duration(block), time.Duration(unnamed), unpaired)
 	}
 	if carried == 0 {
 		t.Errorf("no off-CPU interval in fixture_block carried over a cut (starting at its capture's start)")
