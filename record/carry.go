@@ -21,18 +21,24 @@ func (t *tracker) live(pid int) bool {
 	return ok
 }
 
-// nextCapture forgets the processes that exited, or are gone from /proc
-// though no EXIT record said so (lost records), before the next capture
-// begins.
+// nextCapture forgets the processes that exited before the next capture
+// begins. A process gone from /proc though no EXIT record said so is
+// forgotten one cut later: it may have exited after the ending capture's
+// end, while the cut was made (bundling its symbols takes a while), and
+// then its last records are the next capture's, which must describe it
+// and name its stacks; its EXIT record may also have been lost, and it
+// is then described in one capture too many.
 func (t *tracker) nextCapture() {
 	for pid, ps := range t.procs {
 		if !ps.described {
 			continue // pending: described at the next tick
 		}
-		if !ps.exited {
+		if !ps.exited && !ps.goneAtCut {
 			if _, err := os.Stat(t.fs.Root + "/" + strconv.Itoa(pid)); err == nil {
 				continue
 			}
+			ps.goneAtCut = true
+			continue
 		}
 		delete(t.procs, pid)
 		delete(t.pending, pid)

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -47,14 +48,16 @@ func TestSymbolizerNextCapture(t *testing.T) {
 }
 
 // TestTrackerNextCapture: at a cut the tracker forgets the processes that
-// exited (by an EXIT record, or gone from /proc without one) and keeps
-// the live ones and those not described yet; the next capture describes
-// the live ones again, with their mappings.
+// exited (by an EXIT record) and keeps the live ones and those not
+// described yet; one gone from /proc without an EXIT record read is kept
+// for one more capture (it may have exited while the cut was made, its
+// EXIT record still to be read), and forgotten at the next cut. The next
+// capture describes those it keeps again, with their mappings.
 func TestTrackerNextCapture(t *testing.T) {
 	root := t.TempDir()
-	maps := "00400000-00401000 r-xp 00000000 08:01 42 /bin/live\n"
-	fakeProcess(t, root, 10, "live", "/bin/live\x00", maps)
-	fakeProcess(t, root, 11, "exited", "/bin/exited\x00", maps)
+	mapping := "00400000-00401000 r-xp 00000000 08:01 42 /bin/live\n"
+	fakeProcess(t, root, 10, "live", "/bin/live\x00", mapping)
+	fakeProcess(t, root, 11, "exited", "/bin/exited\x00", mapping)
 	tr := fakeTracker(t, root)
 	for _, pid := range []int{10, 11, 12} {
 		tr.get(pid).described = true
@@ -62,29 +65,38 @@ func TestTrackerNextCapture(t *testing.T) {
 	}
 	tr.procs[10].maps = []capture.Map{{Start: 0x400000, End: 0x401000, Filename: "/bin/live"}}
 	tr.procs[10].info = capture.ProcessInfo{PID: 10, Cmdline: []string{"/bin/live"}}
+	tr.procs[12].info = capture.ProcessInfo{PID: 12, Cmdline: []string{"/bin/gone"}}
 	tr.procs[11].exited = true // 11 by its EXIT record; 12 gone from /proc
 	tr.get(13)                 // seen in a sample, not described yet
-	// Children waiting for parents never described: 13's wait is kept,
-	// 12's (gone) goes with it.
+	// Children waiting for parents never described: they are kept while
+	// their parent is.
 	tr.parentOf[13], tr.parentOf[12] = 99, 99
+	followed := func() []int {
+		return slices.Sorted(maps.Keys(tr.procs))
+	}
 	tr.nextCapture()
+	if got := followed(); !slices.Equal(got, []int{10, 12, 13}) {
+		t.Errorf("processes followed after the first cut: %v, want [10 12 13]", got)
+	}
+	tr.describeLive(100)
+	var described []int
+	for _, in := range trackerInfos(t, tr) {
+		if in.Time != 100 {
+			t.Errorf("process %d described at %d, want 100", in.PID, in.Time)
+		}
+		described = append(described, in.PID)
+	}
+	if !slices.Equal(described, []int{10, 12}) {
+		t.Errorf("process table after the first cut: %v, want [10 12]", described)
+	}
+	tr.nextCapture()
+	if got := followed(); !slices.Equal(got, []int{10, 13}) {
+		t.Errorf("processes followed after the second cut: %v, want [10 13]", got)
+	}
 	if _, ok := tr.parentOf[12]; ok || tr.parentOf[13] != 99 {
-		t.Errorf("children waiting for their parent after the cut: %v, want 13's only", tr.parentOf)
-	}
-	var kept []int
-	for pid := range tr.procs {
-		kept = append(kept, pid)
-	}
-	slices.Sort(kept)
-	if !slices.Equal(kept, []int{10, 13}) {
-		t.Errorf("processes followed after the cut: %v, want [10 13]", kept)
+		t.Errorf("children waiting for their parent after the second cut: %v, want 13's only", tr.parentOf)
 	}
 	if n := len(tr.withSamples) + tr.sampledGone; n != 3 {
 		t.Errorf("%d sampled processes counted, want 3", n)
-	}
-	tr.describeLive(100)
-	infos := trackerInfos(t, tr)
-	if len(infos) != 1 || infos[0].PID != 10 || infos[0].Time != 100 {
-		t.Errorf("process table after the cut: %+v, want process 10 at time 100", infos)
 	}
 }

@@ -77,6 +77,13 @@ type procState struct {
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
+	// goneAtCut says /proc had no entry for the process at the last cut
+	// of a split recording though no EXIT record was read: it exited
+	// while the cut was made, its last records (its EXIT among them)
+	// waiting in the rings for the capture begun then, or its EXIT
+	// record was lost. It is forgotten at the next cut (see
+	// tracker.nextCapture).
+	goneAtCut bool
 	// mapsRetried says /proc was read again for a process described
 	// without mappings and then sampled.
 	mapsRetried bool

@@ -138,6 +138,7 @@ func (r *recorder) cut(now time.Time) {
 		r.flushStacks(true)
 	}
 	r.endCapture()
+	duringCut(sp.n)
 	old := r.w
 	done := sp.file(old, r.samples, r.lost)
 	if err := old.Close(); err != nil && r.writeErr == nil {
@@ -181,6 +182,11 @@ func (r *recorder) cut(now time.Time) {
 		r.writeErr = err
 	}
 }
+
+// duringCut runs in each cut of a split recording, once capture n is
+// written, before the processes gone are forgotten; tests make the cut
+// slow with it, as a large symbol bundle does.
+var duringCut = func(n int) {}
 
 // beginCapture writes what starts a capture of a split recording after
 // the first: the metadata, the host's files, the processes alive and the

@@ -251,57 +251,23 @@ func testRecordSplitOffCPU(t *testing.T, source string) {
 	var unnamed int64
 	var unpaired []string
 	for _, f := range files {
-		c := load(t, f.Path)
-		for _, fr := range c.frames {
-			if m, ok := fr.(*capture.Metadata); ok && m.ID == capture.MetaOffCPUUnpaired && m.Value != "0" {
-				unpaired = append(unpaired, fmt.Sprintf("capture %d: %s", f.N, m.Value))
+		ivs, lost := offCPUIntervals(t, load(t, f.Path), f.N)
+		if lost != "0" {
+			unpaired = append(unpaired, fmt.Sprintf("capture %d: %s", f.N, lost))
+		}
+		for _, iv := range ivs {
+			if iv.Time < f.Start || iv.Time+iv.Duration > f.End {
+				t.Errorf("capture %d [%d, %d]: interval of thread %d from %d for %v out of it", f.N, f.Start, f.End, iv.TID, iv.Time, time.Duration(iv.Duration))
 			}
-		}
-		data, err := c.files.Lookup(capture.OffCPUFile)
-		if err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		recs, err := capture.DecodeOffCPU(data)
-		if err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		sb, err := c.files.Lookup(capture.SymbolsFile)
-		if err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		syms, err := capture.DecodeSymbols(sb)
-		if err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		// The stacks are in the order of the records (see offCPU.write).
-		sf, err := c.files.Lookup(capture.StacksFile)
-		if err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		var inBlock []bool
-		if err := capture.DecodeStacks(sf, func(r *capture.StackRecord) {
-			inBlock = append(inBlock, slices.ContainsFunc(r.Addrs, func(a uint64) bool {
-				s, ok := syms.Lookup(r.PID, a)
-				return ok && s.Name == "fixture_block"
-			}))
-		}); err != nil {
-			t.Fatalf("capture %d: %v", f.N, err)
-		}
-		if len(inBlock) != len(recs) {
-			t.Fatalf("capture %d: %d stacks, %d off-CPU records", f.N, len(inBlock), len(recs))
-		}
-		for i, rc := range recs {
-			if rc.Time < f.Start || rc.Time+rc.Duration > f.End {
-				t.Errorf("capture %d [%d, %d]: interval of thread %d from %d for %v out of it", f.N, f.Start, f.End, rc.TID, rc.Time, time.Duration(rc.Duration))
-			}
-			if rc.TID == pid && rc.State == 'S' && !inBlock[i] {
-				unnamed += rc.Duration
-			}
-			if rc.TID != pid || rc.State != 'S' || !inBlock[i] {
+			if iv.TID != pid || iv.State != 'S' {
 				continue
 			}
-			asleep += rc.Duration
-			if rc.Time == f.Start {
+			if !iv.inBlock {
+				unnamed += iv.Duration
+				continue
+			}
+			asleep += iv.Duration
+			if iv.Time == f.Start {
 				carried++
 			}
 		}
