@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,6 +66,19 @@ func offCPUCounts(t *testing.T, capPath string) string {
 	var b strings.Builder
 	for _, k := range []string{capture.MetaOffCPUIntervals, capture.MetaOffCPUUnpaired, capture.MetaOffCPUOpen, capture.MetaOffCPUSwitchInsLost} {
 		fmt.Fprintf(&b, " %s=%q", k, metadataValue(t, capPath, k))
+	}
+	return b.String()
+}
+
+// largest formats the entries of totals of at least floor, the largest
+// first: where off-CPU time went when a function lacks some.
+func largest(totals map[string]int64, floor int64) string {
+	names := slices.SortedFunc(maps.Keys(totals), func(a, b string) int { return cmp.Compare(totals[b], totals[a]) })
+	var b strings.Builder
+	for _, n := range names {
+		if totals[n] >= floor {
+			fmt.Fprintf(&b, " %s=%.3fs", n, float64(totals[n])/1e9)
+		}
 	}
 	return b.String()
 }
@@ -161,7 +177,7 @@ func testOffCPUFixture(t *testing.T, source string) {
 	// Against what the fixture measured it blocked: on a loaded machine
 	// its 200 ms sleeps overrun, and the overrun is off-CPU time too.
 	if math.Abs(float64(got-block)) > 0.05*float64(block) || block < want {
-		t.Errorf("off_cpu of fixture_block: %d ns, want the fixture's %d ns (at least %d) within 5%%; capture:%s", got, block, want, offCPUCounts(t, capPath))
+		t.Errorf("off_cpu of fixture_block: %d ns, want the fixture's %d ns (at least %d) within 5%%; capture:%s; functions of 10 ms or more: %s", got, block, want, offCPUCounts(t, capPath), largest(off, 10e6))
 	}
 	if s := off["[off-CPU: S sleeping]"]; s < got*95/100 {
 		t.Errorf("off_cpu under [off-CPU: S sleeping]: %d ns, want at least fixture_block's %d", s, got)
