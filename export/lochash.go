@@ -46,8 +46,9 @@ var (
 // shards of the hashes. The export's location pass, its critical path,
 // had looked up every frame's key in one map (40 bytes and a file name
 // a key, then its 16-byte hash): a cache miss for each of the 15 s
-// capture's half a million frames; it now reads a slice.
-func sameLocations(v *analyze.View) ([]int32, []*analyze.Mapping) {
+// capture's half a million frames; it now reads a slice. It also returns
+// the number of distinct locations, which sizes the export's tables.
+func sameLocations(v *analyze.View) ([]int32, []*analyze.Mapping, int) {
 	n := len(v.Frames)
 	hashes := make([][2]uint64, n)
 	ms := make([]*analyze.Mapping, n)
@@ -60,6 +61,7 @@ func sameLocations(v *analyze.View) ([]int32, []*analyze.Mapping) {
 	}
 	wg.Wait()
 	first := make([]int32, n)
+	distinct := make([]int, parts)
 	for p := range parts {
 		wg.Go(func() {
 			// Shard p holds the hashes whose low bits are p's.
@@ -75,10 +77,15 @@ func sameLocations(v *analyze.View) ([]int32, []*analyze.Mapping) {
 				}
 				first[i] = j
 			}
+			distinct[p] = len(seen)
 		})
 	}
 	wg.Wait()
-	return first, ms
+	sum := 0
+	for _, d := range distinct {
+		sum += d
+	}
+	return first, ms, sum
 }
 
 // hashRange hashes the locKeys of v's frames from lo on into out, and

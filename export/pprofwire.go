@@ -258,7 +258,7 @@ func newWireWriter(v *analyze.View) *wireWriter {
 	return &wireWriter{
 		v:            v,
 		cols:         pprofColumns(v),
-		strs:         map[string]int64{"": 0},
+		strs:         newStrings(len(v.Funcs)),
 		strList:      []string{""},
 		locOf:        make([]int32, len(v.Frames)),
 		byMapping:    make(map[*analyze.Mapping]int32),
@@ -267,6 +267,16 @@ func newWireWriter(v *analyze.View) *wireWriter {
 		mappings:     make(map[mappingKey]int32),
 		threadLabels: make(map[int32]wireLabels),
 	}
+}
+
+// newStrings returns a string table holding "" only, sized for the
+// names of funcs functions (and a few files and labels), so that it is
+// not rehashed as it grows to them (5.7 k strings for a 2 s capture of
+// a build).
+func newStrings(funcs int) map[string]int64 {
+	m := make(map[string]int64, funcs+funcs/4+64)
+	m[""] = 0
+	return m
 }
 
 // str returns the index of s in the string table, adding it when new.
@@ -289,7 +299,16 @@ func (w *wireWriter) str(s string) int64 {
 // are found, each once the locations of its stack are (see
 // [wireWriter.write]); w.done ends when they all are.
 func (w *wireWriter) collect() {
-	w.sameLoc, w.frameMaps = sameLocations(w.v)
+	var locs int
+	w.sameLoc, w.frameMaps, locs = sameLocations(w.v)
+	// The tables the location pass fills, sized for every location of
+	// the view (a line a location, but for inlined calls): grown from
+	// empty, on a 2 s capture of a build (15 k frames, 14.5 k
+	// locations, 6 k functions) their copies made the pass 7-8 ms
+	// instead of 10, and 2.5 of the export's 9.1 MB of garbage.
+	w.locs = make([]wireLoc, 0, locs)
+	w.lines = make([]wireLine, 0, locs+locs/4)
+	w.funcs = make([]wireFunc, 0, len(w.v.Funcs))
 	w.located.tick = make(chan struct{}, 1)
 	w.done.Go(w.locate)
 	w.collectSamples()
