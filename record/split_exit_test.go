@@ -80,27 +80,10 @@ func offCPUIntervals(t *testing.T, c *captured, n int) ([]offInterval, string) {
 // held more than 5 % of the fixture's sleep).
 func TestRecordSplitExitDuringCut(t *testing.T) {
 	requirePerf(t)
-	bin := testutils.BuildFixture(t, "offcpu")
-	times := filepath.Join(t.TempDir(), "times")
 	// One sleep of 900 ms, begun about a second into the recording,
 	// across the cut at 1 or 1.5 s, then 50 ms of spinning.
-	cmd := exec.Command("sh", "-c", `sleep 1; exec "$0" "$@"`, bin, "1", "900", "50", times)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	pid := int32(cmd.Process.Pid)
-	gone := make(chan struct{})
-	exited := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		err := cmd.Wait() // reaped: gone from /proc
-		close(gone)
-		time.Sleep(200 * time.Millisecond)
-		exited <- err
-		cancel()
-	}()
+	fx := startSplitFixture(t, "1", "900", "50")
+	pid := fx.pid
 
 	held := 0 // the capture whose cut waited for the exit
 	defer func(f func(int)) { duringCut = f }(duringCut)
@@ -111,48 +94,19 @@ func TestRecordSplitExitDuringCut(t *testing.T) {
 		// The fixture runs once sh has exec'd it: asleep (or about
 		// to be) in fixture_block.
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil || exe != bin {
+		if err != nil || exe != fx.bin {
 			return
 		}
 		held = n
 		select {
-		case <-gone:
+		case <-fx.gone:
 		case <-time.After(10 * time.Second):
 			t.Errorf("the fixture did not exit within 10 s")
 		}
 	}
 
-	dir := t.TempDir()
-	var files []SplitFile
-	opts := quiet
-	opts.PIDs = []int{int(pid)}
-	opts.Duration = time.Minute
-	opts.Frequency = 99
-	opts.OffCPU = true
-	opts.LeafStack = 512 // fixture_block, the caller of libc's nanosleep
-	opts.Log = testWriter{t}
-	_, err := RecordSplit(ctx, opts, Split{
-		Every: 500 * time.Millisecond,
-		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
-		Done: func(f SplitFile) error {
-			files = append(files, f)
-			return nil
-		},
-	})
-	if err != nil {
-		t.Fatalf("record: %v", err)
-	}
-	if err := <-exited; err != nil {
-		t.Fatalf("fixture: %v", err)
-	}
-	b, err := os.ReadFile(times)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block, spin int64
-	if _, err := fmt.Sscanf(string(b), "block %d spin %d", &block, &spin); err != nil {
-		t.Fatalf("fixture output %q: %v", b, err)
-	}
+	files := fx.record(t, "")
+	block, _ := fx.measured(t)
 	if held == 0 || held >= len(files) {
 		t.Fatalf("no cut waited for the fixture's exit with a capture after it (held at capture %d of %d)", held, len(files))
 	}
@@ -192,4 +146,90 @@ func TestRecordSplitExitDuringCut(t *testing.T) {
 		t.Errorf("off-CPU time in fixture_block over the captures: %v; the fixture slept %v (want within 5%%); asleep elsewhere than fixture_block %v",
 			time.Duration(asleep), time.Duration(block), time.Duration(unnamed))
 	}
+}
+
+// splitFixture is the offcpu fixture, run by sh a second after it starts
+// so that its sleeps fall inside a recording begun meanwhile.
+type splitFixture struct {
+	bin   string // the fixture's path
+	pid   int32
+	times string // where it writes what it measured
+	// gone is closed once it has exited and been reaped (no longer in
+	// /proc); exited gives its exit status 200 ms later, when ctx ends.
+	gone   chan struct{}
+	exited chan error
+	ctx    context.Context
+}
+
+// startSplitFixture starts the offcpu fixture with args (iterations,
+// milliseconds asleep, milliseconds spinning) a second from now.
+func startSplitFixture(t *testing.T, args ...string) *splitFixture {
+	t.Helper()
+	f := &splitFixture{bin: testutils.BuildFixture(t, "offcpu"), times: filepath.Join(t.TempDir(), "times"),
+		gone: make(chan struct{}), exited: make(chan error, 1)}
+	cmd := exec.Command("sh", append([]string{"-c", `sleep 1; exec "$0" "$@"`, f.bin}, append(args, f.times)...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	f.pid = int32(cmd.Process.Pid)
+	var cancel context.CancelFunc
+	f.ctx, cancel = context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		err := cmd.Wait()
+		close(f.gone)
+		time.Sleep(200 * time.Millisecond)
+		f.exited <- err
+		cancel()
+	}()
+	return f
+}
+
+// record records the fixture with off-CPU time, its switch-ins from
+// source ("" for the default), cut every 500 ms, until it has exited,
+// and returns the captures.
+func (f *splitFixture) record(t *testing.T, source string) []SplitFile {
+	t.Helper()
+	dir := t.TempDir()
+	var files []SplitFile
+	opts := quiet
+	opts.PIDs = []int{int(f.pid)}
+	opts.Duration = time.Minute
+	opts.Frequency = 99
+	opts.OffCPU = true
+	opts.OffCPUSwitchIns = source
+	// The leaf step finds fixture_block, the caller of libc's frameless
+	// nanosleep, as record --call-graph fp does by default.
+	opts.LeafStack = 512
+	opts.Log = testWriter{t}
+	_, err := RecordSplit(f.ctx, opts, Split{
+		Every: 500 * time.Millisecond,
+		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
+		Done: func(sf SplitFile) error {
+			files = append(files, sf)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	return files
+}
+
+// measured waits for the fixture's exit and returns what it measured of
+// its time asleep and spinning, in ns.
+func (f *splitFixture) measured(t *testing.T) (block, spin int64) {
+	t.Helper()
+	if err := <-f.exited; err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
+	b, err := os.ReadFile(f.times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(string(b), "block %d spin %d", &block, &spin); err != nil {
+		t.Fatalf("fixture output %q: %v", b, err)
+	}
+	return block, spin
 }

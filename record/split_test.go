@@ -3,9 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -186,60 +184,12 @@ func TestRecordSplitOffCPU(t *testing.T) {
 
 func testRecordSplitOffCPU(t *testing.T, source string) {
 	requirePerf(t)
-	bin := testutils.BuildFixture(t, "offcpu")
-	times := filepath.Join(t.TempDir(), "times")
 	// The fixture starts sleeping a second after the recording starts:
 	// the time before it would not be counted.
-	cmd := exec.Command("sh", "-c", `sleep 1; exec "$0" "$@"`, bin, "5", "700", "50", times)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	pid := int32(cmd.Process.Pid)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exited := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		time.Sleep(200 * time.Millisecond)
-		exited <- err
-		cancel()
-	}()
-
-	dir := t.TempDir()
-	var files []SplitFile
-	opts := quiet
-	opts.PIDs = []int{int(pid)}
-	opts.Duration = time.Minute
-	opts.Frequency = 99
-	opts.OffCPU = true
-	opts.OffCPUSwitchIns = source
-	// The leaf step finds fixture_block, the caller of libc's frameless
-	// nanosleep, as record --call-graph fp does by default.
-	opts.LeafStack = 512
-	opts.Log = testWriter{t}
-	_, err := RecordSplit(ctx, opts, Split{
-		Every: 500 * time.Millisecond,
-		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
-		Done: func(f SplitFile) error {
-			files = append(files, f)
-			return nil
-		},
-	})
-	if err != nil {
-		t.Fatalf("record: %v", err)
-	}
-	if err := <-exited; err != nil {
-		t.Fatalf("fixture: %v", err)
-	}
-	b, err := os.ReadFile(times)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block, spin int64
-	if _, err := fmt.Sscanf(string(b), "block %d spin %d", &block, &spin); err != nil {
-		t.Fatalf("fixture output %q: %v", b, err)
-	}
+	fx := startSplitFixture(t, "5", "700", "50")
+	pid := fx.pid
+	files := fx.record(t, source)
+	block, _ := fx.measured(t)
 	if len(files) < 6 {
 		t.Fatalf("%d captures, want at least 6 (5 s cut every 500 ms)", len(files))
 	}
