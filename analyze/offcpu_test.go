@@ -36,7 +36,7 @@ func TestOffCPUKernelReused(t *testing.T) {
 		if err := w.AddFileChunk(h, capture.OffCPUFile, recs, true); err != nil {
 			t.Fatal(err)
 		}
-		md := [][2]string{{capture.MetaOffCPU, "1"}, {capture.MetaOffCPUIntervals, "4"}, {capture.MetaOffCPUUnpaired, "1"}}
+		md := [][2]string{{capture.MetaOffCPU, "1"}, {capture.MetaOffCPUIntervals, "4"}, {capture.MetaOffCPUUnpaired, "1"}, {capture.MetaOffCPUBySample, "2"}}
 		if reused != "" {
 			md = append(md, [2]string{capture.MetaOffCPUKernelReused, reused}, [2]string{capture.MetaOffCPUNoKernel, "0"})
 		}
@@ -56,17 +56,20 @@ func TestOffCPUKernelReused(t *testing.T) {
 		if ok != (reused != "") || (ok && n != 3) {
 			t.Errorf("key %q: OffCPUKernelReused() = %d, %v", reused, n, ok)
 		}
-		var lost, said int
+		var lost, said, bySample int
 		for i, m := range p.Warnings {
 			if strings.Contains(m, "lost one side of 1 context switches") {
 				lost = i + 1
+			}
+			if strings.Contains(m, "2 intervals lost their switch in and end at their thread's next CPU sample") {
+				bySample = i + 1
 			}
 			if strings.Contains(m, "3 of 4 intervals have the kernel stack walked at an earlier switch out") {
 				said = i + 1
 			}
 		}
-		if lost == 0 || (said != 0) != (reused != "") || (said != 0 && said != lost+1) {
-			t.Errorf("key %q: warnings %q; want the lost switches, then the reused stacks when counted", reused, p.Warnings)
+		if lost == 0 || bySample != lost+1 || (said != 0) != (reused != "") || (said != 0 && said != bySample+1) {
+			t.Errorf("key %q: warnings %q; want the lost switches, those ended at a sample, then the reused stacks when counted", reused, p.Warnings)
 		}
 	}
 }

@@ -50,6 +50,12 @@ const (
 	MetaOffCPUIntervals = "nsprof.offcpu.intervals"
 	MetaOffCPUUnpaired  = "nsprof.offcpu.unpaired"
 	MetaOffCPUOpen      = "nsprof.offcpu.open"
+	// MetaOffCPUBySample counts the intervals whose switch in was never
+	// seen, the thread leaving a CPU again later, that end at the
+	// thread's first CPU sample after the switch out instead (it was
+	// back on a CPU by then: within a sampling period of its switch
+	// in); they are in MetaOffCPUIntervals, not MetaOffCPUUnpaired.
+	MetaOffCPUBySample = "nsprof.offcpu.by-sample"
 	// MetaOffCPUMarkNs is the shortest interval written as a mark, in
 	// nanoseconds; MetaOffCPUUnmarked counts the intervals shorter than
 	// that (in StacksFile and OffCPUFile, not marks).

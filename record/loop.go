@@ -302,9 +302,12 @@ func (r *recorder) sample(rec *perf.Record) {
 	s := &rec.Sample
 	r.tr.sampled(int(s.PID), int64(s.Time))
 	addrs := r.stack(rec)
-	if r.off != nil && r.off.tp.Matches(s.RawData) {
-		r.off.handleSwitch(r, s, addrs)
-		return
+	if r.off != nil {
+		if r.off.tp.Matches(s.RawData) {
+			r.off.handleSwitch(r, s, addrs)
+			return
+		}
+		r.off.ran(int32(s.TID), int64(s.Time))
 	}
 	if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
 		r.writeErr = err

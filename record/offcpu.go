@@ -50,8 +50,10 @@ type offCPU struct {
 	// The counts of the current capture; done sums those of the
 	// captures before it in a split recording.
 	intervals, unpaired, opened uint64
-	offNs                       int64
-	done                        offCPUCounts
+	// bySample counts the intervals ended at a CPU sample (see pair).
+	bySample uint64
+	offNs    int64
+	done     offCPUCounts
 	// markNs is the shortest interval written as a mark (-1: none);
 	// unmarked counts the shorter ones.
 	markNs   int64
@@ -73,9 +75,9 @@ type offCPU struct {
 
 // offCPUCounts are the counts of the captures a split recording ended.
 type offCPUCounts struct {
-	intervals, unpaired, opened, unmarked uint64
-	kernelReused, noKernel                uint64
-	offNs                                 int64
+	intervals, unpaired, opened, unmarked, bySample uint64
+	kernelReused, noKernel                          uint64
+	offNs                                           int64
 }
 
 // switches are one thread's switch events not paired yet, in time
@@ -100,6 +102,9 @@ type switchEvent struct {
 	// walked at an earlier switch out.
 	kernel       []uint64
 	kernelReused bool
+	// ran is the time of the thread's first CPU sample after a switch
+	// out (0: none yet), when no event of it came between.
+	ran int64
 }
 
 // DefaultOffCPUMarks is the shortest off-CPU interval written as a mark
@@ -196,6 +201,24 @@ func (o *offCPU) switchIn(r *recorder, tid int32, t int64) {
 	o.add(r, tid, switchEvent{time: t})
 }
 
+// ran takes a CPU sample of thread tid at time t: when the thread's last
+// event before t is a switch out, the thread was back on a CPU by t,
+// which ends the interval if its switch in never comes (see pair).
+func (o *offCPU) ran(tid int32, t int64) {
+	th := o.threads[tid]
+	if th == nil {
+		return
+	}
+	for i := len(th.events) - 1; i >= 0; i-- {
+		if e := &th.events[i]; e.time < t {
+			if e.out && e.ran == 0 {
+				e.ran = t
+			}
+			return
+		}
+	}
+}
+
 // add inserts e into the thread's events and writes the intervals that
 // are complete: a switch out followed by a switch in.
 func (o *offCPU) add(r *recorder, tid int32, e switchEvent) {
@@ -247,6 +270,12 @@ func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
 		// the CPU since before the recording, or the out was lost. A
 		// switch out followed by another: the switch in was lost.
 		switch {
+		case e.out && len(ev) > 1 && e.ran > e.time && e.ran < ev[1].time:
+			// Its switch in was lost, but a CPU sample of the
+			// thread before its next switch out says it was back
+			// by then.
+			o.endBySample(r, tid, e)
+			th.last = max(th.last, e.ran)
 		case e.out && len(ev) > 1:
 			o.unpaired++
 		case !e.out && th.last != 0:
@@ -288,12 +317,26 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 		}
 		o.pair(r, tid, th, end+1)
 		for _, e := range th.events {
-			if e.out && e.state != 'X' && e.state != 'Z' && end > e.time {
+			switch {
+			case !e.out || e.state == 'X' || e.state == 'Z' || end <= e.time:
+			case e.ran > e.time:
+				o.endBySample(r, tid, e) // it came back: its switch in was lost
+			default:
 				o.writeOpen(r, tid, e, end)
 				o.opened++
 			}
 		}
 		delete(o.threads, tid)
+	}
+}
+
+// endBySample writes the interval of the switch out e up to the thread's
+// first CPU sample after it (e.ran): its switch in was never seen.
+func (o *offCPU) endBySample(r *recorder, tid int32, e switchEvent) {
+	o.writeWith(r, tid, e, switchEvent{time: e.ran})
+	o.bySample++
+	if len(o.free) < 64 {
+		o.free = append(o.free, e.addrs)
 	}
 }
 
@@ -424,6 +467,11 @@ func (o *offCPU) cut(r *recorder) {
 				continue
 			case e.state == 'X' || e.state == 'Z':
 				continue // exited: it never comes back
+			case e.ran > e.time && e.ran <= end:
+				// Back on a CPU before the cut, its switch in lost.
+				o.endBySample(r, tid, e)
+				th.last = max(th.last, e.ran)
+				continue
 			}
 			o.writeOpen(r, tid, e, end)
 			o.opened++
@@ -446,10 +494,11 @@ func (o *offCPU) cut(r *recorder) {
 	o.done.unpaired += o.unpaired
 	o.done.opened += o.opened
 	o.done.unmarked += o.unmarked
+	o.done.bySample += o.bySample
 	o.done.kernelReused += o.kernelReused
 	o.done.noKernel += o.noKernel
 	o.done.offNs += o.offNs
-	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs = 0, 0, 0, 0, 0
+	o.intervals, o.unpaired, o.opened, o.unmarked, o.offNs, o.bySample = 0, 0, 0, 0, 0, 0
 	o.kernelReused, o.noKernel = 0, 0
 	// The marker frames are JIT addresses of the capture ended.
 	o.markers = [256]uint64{}
@@ -489,6 +538,7 @@ func (o *offCPU) finish(r *recorder) {
 	all.unpaired += o.unpaired
 	all.opened += o.opened
 	all.unmarked += o.unmarked
+	all.bySample += o.bySample
 	all.kernelReused += o.kernelReused
 	all.noKernel += o.noKernel
 	all.offNs += o.offNs
@@ -503,6 +553,9 @@ func (o *offCPU) finish(r *recorder) {
 		if all.noKernel > 0 {
 			r.logf("off-CPU: %d intervals without their kernel stack (the BPF program's record of the place was evicted)", all.noKernel)
 		}
+	}
+	if all.bySample > 0 {
+		r.logf("off-CPU: %d intervals lost their switch in and end at the thread's first CPU sample after their switch out (within a sampling period)", all.bySample)
 	}
 	if all.unpaired > 0 {
 		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", all.unpaired)
@@ -520,6 +573,7 @@ func (o *offCPU) endCapture(r *recorder) {
 		{capture.MetaOffCPUIntervals, strconv.FormatUint(o.intervals, 10)},
 		{capture.MetaOffCPUUnpaired, strconv.FormatUint(o.unpaired, 10)},
 		{capture.MetaOffCPUOpen, strconv.FormatUint(o.opened, 10)},
+		{capture.MetaOffCPUBySample, strconv.FormatUint(o.bySample, 10)},
 		{capture.MetaOffCPUMarkNs, strconv.FormatInt(o.markNs, 10)},
 		{capture.MetaOffCPUUnmarked, strconv.FormatUint(o.unmarked, 10)},
 		{capture.MetaOffCPUSwitchIns, o.source()},

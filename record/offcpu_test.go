@@ -86,8 +86,23 @@ func TestOffCPUPairing(t *testing.T) {
 	want[iv{12, b + 5*ms, 1 * ms, 'S'}] = true
 	next()
 
+	out(15, b+1*ms, 'S')
+	o.ran(15, b+3*ms) // a CPU sample of it: back on a CPU, its in lost
+	out(15, b+4*ms, 'R')
+	in(15, b+5*ms)
+	want[iv{15, b + 1*ms, 2 * ms, 'S'}] = true
+	want[iv{15, b + 4*ms, 1 * ms, 'R'}] = true
+	out(17, b+1*ms, 'S')
+	out(17, b+3*ms, 'R')
+	o.ran(17, b+4*ms) // after its next out: ends that one, at the end, not the first (unpaired 4)
+	want[iv{17, b + 3*ms, 1 * ms, 'R'}] = true
+	next()
+
 	out(13, b+1*ms, 'X') // exited: never comes back
 	out(14, b+2*ms, 'S') // still asleep at the end
+	out(16, b+3*ms, 'S')
+	o.ran(16, b+5*ms) // back on a CPU before the end, its in lost
+	want[iv{16, b + 3*ms, 2 * ms, 'S'}] = true
 	openAt := b + 2*ms
 	o.sweep(r, true)
 	o.flush(r, true)
@@ -96,8 +111,8 @@ func TestOffCPUPairing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if o.unpaired != 3 || o.opened != 1 {
-		t.Errorf("unpaired %d, open %d; want 3 and 1", o.unpaired, o.opened)
+	if o.unpaired != 4 || o.opened != 1 || o.bySample != 3 {
+		t.Errorf("unpaired %d, open %d, ended at a sample %d; want 4, 1 and 3", o.unpaired, o.opened, o.bySample)
 	}
 	recs, err := capture.DecodeOffCPU(o.fileWritten(t, buf.Bytes()))
 	if err != nil {

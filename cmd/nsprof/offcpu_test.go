@@ -64,7 +64,7 @@ func metadataValue(t *testing.T, capPath, key string) string {
 func offCPUCounts(t *testing.T, capPath string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, k := range []string{capture.MetaOffCPUIntervals, capture.MetaOffCPUUnpaired, capture.MetaOffCPUOpen, capture.MetaOffCPUSwitchInsLost} {
+	for _, k := range []string{capture.MetaOffCPUIntervals, capture.MetaOffCPUUnpaired, capture.MetaOffCPUBySample, capture.MetaOffCPUOpen, capture.MetaOffCPUSwitchInsLost} {
 		fmt.Fprintf(&b, " %s=%q", k, metadataValue(t, capPath, k))
 	}
 	return b.String()
@@ -172,8 +172,8 @@ func testOffCPUFixture(t *testing.T, source string) {
 		t.Fatalf("report --off-cpu: sample type %q, want off_cpu", typ)
 	}
 	got := off["fixture_block"]
-	t.Logf("off_cpu: fixture_block %.3fs (%d x 200ms = %.3fs; the fixture measured %.3fs); [off-CPU: S sleeping] %.3fs",
-		float64(got)/1e9, iterations, float64(want)/1e9, float64(block)/1e9, float64(off["[off-CPU: S sleeping]"])/1e9)
+	t.Logf("off_cpu: fixture_block %.3fs (%d x 200ms = %.3fs; the fixture measured %.3fs); [off-CPU: S sleeping] %.3fs; capture:%s",
+		float64(got)/1e9, iterations, float64(want)/1e9, float64(block)/1e9, float64(off["[off-CPU: S sleeping]"])/1e9, offCPUCounts(t, capPath))
 	// Against what the fixture measured it blocked: on a loaded machine
 	// its 200 ms sleeps overrun, and the overrun is off-CPU time too.
 	if math.Abs(float64(got-block)) > 0.05*float64(block) || block < want {
