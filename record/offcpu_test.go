@@ -248,7 +248,8 @@ func (o *offCPU) fileWritten(t *testing.T, data []byte) []byte {
 // its interval cut in two, the part before the cut in the capture that
 // ends there (counted as open in it), the rest in the next, from its
 // start, under the same stack: its time is counted once, none lost. A
-// thread that exited off the CPU is not carried; intervals on either side
+// thread that exited off the CPU is not carried, nor one sampled on a
+// CPU since its switch out (its switch in lost: it ends there); intervals on either side
 // of the cut stay whole, each in its own capture, with its own marker
 // frames and marks.
 func TestOffCPUCut(t *testing.T) {
@@ -272,6 +273,8 @@ func TestOffCPUCut(t *testing.T) {
 	out(21, b+2*ms, 'S') // before it
 	in(21, b+4*ms)
 	out(22, b+3*ms, 'X') // exited
+	out(24, b+5*ms, 'S')
+	o.ran(24, b+7*ms) // back on a CPU before the cut, its in lost: not carried
 	r.stopAt = cut
 	o.cut(r)
 	r.flushStacks(true)
@@ -309,10 +312,10 @@ func TestOffCPUCut(t *testing.T) {
 		unmarked uint64
 		meta     map[string]string
 	}{
-		{buf1.Bytes(), []iv{{21, b + 2*ms, 2 * ms}, {20, b + 1*ms, 9 * ms}}, 0,
-			map[string]string{capture.MetaOffCPUIntervals: "2", capture.MetaOffCPUOpen: "1", capture.MetaOffCPUUnpaired: "0"}},
+		{buf1.Bytes(), []iv{{21, b + 2*ms, 2 * ms}, {20, b + 1*ms, 9 * ms}, {24, b + 5*ms, 2 * ms}}, 0,
+			map[string]string{capture.MetaOffCPUIntervals: "3", capture.MetaOffCPUOpen: "1", capture.MetaOffCPUUnpaired: "0", capture.MetaOffCPUBySample: "1"}},
 		{buf2.Bytes(), []iv{{23, cut + 1*ms, 1 * ms}, {20, cut, 5 * ms}}, 1,
-			map[string]string{capture.MetaOffCPUIntervals: "2", capture.MetaOffCPUOpen: "0", capture.MetaOffCPUUnpaired: "0"}},
+			map[string]string{capture.MetaOffCPUIntervals: "2", capture.MetaOffCPUOpen: "0", capture.MetaOffCPUUnpaired: "0", capture.MetaOffCPUBySample: "0"}},
 	} {
 		recs, err := capture.DecodeOffCPU(o.fileWritten(t, c.data))
 		if err != nil {
