@@ -255,10 +255,7 @@ func (o *offCPU) pair(r *recorder, tid int32, th *switches, horizon int64) {
 	for len(ev) > 0 {
 		e := ev[0]
 		if e.out && len(ev) > 1 && !ev[1].out {
-			o.writeWith(r, tid, e, ev[1])
-			if len(o.free) < 64 {
-				o.free = append(o.free, e.addrs)
-			}
+			o.writeEnded(r, tid, e, ev[1])
 			th.last = ev[1].time
 			ev = ev[2:]
 			continue
@@ -319,6 +316,7 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 		for _, e := range th.events {
 			switch {
 			case !e.out || e.state == 'X' || e.state == 'Z' || end <= e.time:
+				// nothing to write: not off the CPU up to the end
 			case e.ran > e.time:
 				o.endBySample(r, tid, e) // it came back: its switch in was lost
 			default:
@@ -333,8 +331,14 @@ func (o *offCPU) sweep(r *recorder, final bool) {
 // endBySample writes the interval of the switch out e up to the thread's
 // first CPU sample after it (e.ran): its switch in was never seen.
 func (o *offCPU) endBySample(r *recorder, tid int32, e switchEvent) {
-	o.writeWith(r, tid, e, switchEvent{time: e.ran})
+	o.writeEnded(r, tid, e, switchEvent{time: e.ran})
 	o.bySample++
+}
+
+// writeEnded writes the interval from the switch out e to the switch in
+// in, which ends it for good, and keeps e's stack for reuse.
+func (o *offCPU) writeEnded(r *recorder, tid int32, e switchEvent, in switchEvent) {
+	o.writeWith(r, tid, e, in)
 	if len(o.free) < 64 {
 		o.free = append(o.free, e.addrs)
 	}
