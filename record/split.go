@@ -197,7 +197,11 @@ func (r *recorder) beginCapture() error {
 		return err
 	}
 	r.embedHostFiles()
-	r.tr.describeLive(capture.Now())
+	// At the capture's start, not now: a cut takes a while (the ending
+	// capture's bundle), and the processes described were alive at its
+	// start; one that exited meanwhile (kept by goneAtCut) would be
+	// described after its EXIT.
+	r.tr.describeLive(r.w.StartTime())
 	if r.tr.err != nil {
 		return r.tr.err
 	}

@@ -134,6 +134,12 @@ func TestRecordSplitExitDuringCut(t *testing.T) {
 			if !c.exits[pid] {
 				t.Errorf("capture %d has no EXIT of the fixture", f.N)
 			}
+			// Described as alive at the capture's start, not when the
+			// cut got to it: after its exit, the frames that describe
+			// the fixture would follow its EXIT.
+			if desc, exit := describedAt(c, pid); desc > exit {
+				t.Errorf("capture %d describes the fixture at %d, after its EXIT at %d", f.N, desc, exit)
+			}
 			t.Logf("capture %d: %v of the fixture asleep in fixture_block; %s switches unpaired", f.N, time.Duration(after), unpaired)
 		}
 	}
@@ -232,4 +238,26 @@ func (f *splitFixture) measured(t *testing.T) (block, spin int64) {
 		t.Fatalf("fixture output %q: %v", b, err)
 	}
 	return block, spin
+}
+
+// describedAt returns the time of the latest PROCESS or MAP frame of pid
+// in c, and of its EXIT frame (0 for none).
+func describedAt(c *captured, pid int32) (desc, exit int64) {
+	for _, fr := range c.frames {
+		switch f := fr.(type) {
+		case *capture.Process:
+			if f.PID == pid {
+				desc = max(desc, f.Time)
+			}
+		case *capture.Map:
+			if f.PID == pid {
+				desc = max(desc, f.Time)
+			}
+		case *capture.Exit:
+			if f.PID == pid {
+				exit = f.Time
+			}
+		}
+	}
+	return desc, exit
 }
