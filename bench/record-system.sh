@@ -22,7 +22,11 @@
 # the recorder process, from GNU time) and peak RSS are printed per run,
 # then the medians and the ratios nsprof/perf. perf's figures are those of
 # `perf record` only: it names nothing at record time (perf report does),
-# while nsprof's include bundling the symbols and source lines.
+# while nsprof's include bundling the symbols and source lines; so after
+# each perf run, `perf report --stdio --no-children -g caller` of its
+# file is timed too (its CPU printed as report_cpu_s; PERF_REPORT=0 skips
+# it), and the medians add a line comparing nsprof with perf record plus
+# that report: what a named profile costs with each.
 #
 #   bench/record-system.sh [SECONDS]
 #
@@ -139,7 +143,16 @@ run1() {
 	cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time" | awk '{printf "%.2f", $1 + $2}')
 	rss=$(sed -n 's/.*rss_kb=\([0-9]*\).*/\1/p' "$tmp/time")
 	wall=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$tmp/time")
-	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall load=$load$fill"
+	# What naming perf's samples costs: perf names nothing at record
+	# time, perf report does (every address of every callchain with -g),
+	# where nsprof's figures include its bundle. Timed alone, after.
+	local named=""
+	if [ "$mode" = perf ] && [ "${PERF_REPORT:-1}" = 1 ]; then
+		if /usr/bin/time -f 'cpu_s=%U+%S rss_kb=%M' -o "$tmp/time2" "$perf" report -i "$tmp/x.perf" --stdio --no-children -g caller >/dev/null 2>&1; then
+			named=" report_cpu_s=$(sed -n 's/.*cpu_s=\([0-9.]*\)+\([0-9.]*\).*/\1 \2/p' "$tmp/time2" | awk '{printf "%.2f", $1 + $2}') report_rss_mb=$(($(sed -n 's/.*rss_kb=\([0-9]*\).*/\1/p' "$tmp/time2") / 1024))"
+		fi
+	fi
+	local line="workload=$w freq=$f mode=$mode rep=$rep cpu_s=$cpu rss_mb=$((rss / 1024)) wall_s=$wall load=$load$fill$named"
 	echo "   $line"
 	echo "$line" >>"$tmp/results"
 }
@@ -194,6 +207,8 @@ function median(list,   a, k, i, j, v) {
 	m = field("mode")
 	cpu[key, m] = cpu[key, m] " " field("cpu_s")
 	rss[key, m] = rss[key, m] " " field("rss_mb")
+	if (m == "perf" && field("report_cpu_s") != "")
+		named[key] = named[key] " " (field("cpu_s") + field("report_cpu_s"))
 	ld[key] = ld[key] " " field("load")
 }
 END {
@@ -213,5 +228,9 @@ END {
 			printf "   %-18s NSPROF_OLD (cache) %.2fs %d MB: ratios to perf %.2f, %.2f\n", k, median(cpu[k, "nsprof-old-cache"]), median(rss[k, "nsprof-old-cache"]), median(cpu[k, "nsprof-old-cache"]) / pc, median(rss[k, "nsprof-old-cache"]) / pr
 		printf "   %-18s %8.2fs %6d MB          %8.2fs %6d MB          %6.2fs %4d MB   %-46s %.2f\n",
 			k, nc, nr, xc, xr, pc, pr, sprintf("%.2f, %.2f; %.2f, %.2f", nc / pc, nr / pr, xc / pc, xr / pr), median(ld[k])
+		if (named[k] != "") {
+			qc = median(named[k])
+			printf "   %-18s perf record + perf report -g (what naming its samples adds) %.2fs: ratios nsprof/that %.2f (cache), %.2f (no cache)\n", k, qc, nc / qc, xc / qc
+		}
 	}
 }' "$tmp/results"
