@@ -28,8 +28,11 @@ type offCPUStats struct {
 	recorded                    bool
 	intervals, unpaired, opened int64
 	// bySample counts the intervals whose switch in was lost, ended at
-	// the thread's next CPU sample (capture.MetaOffCPUBySample).
-	bySample int64
+	// the thread's next CPU sample (capture.MetaOffCPUBySample);
+	// switchIns says where the switch-ins came from
+	// (capture.MetaOffCPUSwitchIns).
+	bySample  int64
+	switchIns string
 	// kernelReused counts the intervals whose kernel stack the
 	// recorder's BPF program reused from an earlier switch out of the
 	// thread at the same place, noKernel those it gave none; kernel
@@ -56,6 +59,8 @@ func (b *builder) offCPUMeta(id, value string) {
 		s.opened, _ = strconv.ParseInt(value, 10, 64)
 	case capture.MetaOffCPUBySample:
 		s.bySample, _ = strconv.ParseInt(value, 10, 64)
+	case capture.MetaOffCPUSwitchIns:
+		s.switchIns = value
 	case capture.MetaOffCPUKernelReused:
 		s.kernel = true
 		s.kernelReused, _ = strconv.ParseInt(value, 10, 64)
@@ -136,7 +141,11 @@ func (b *builder) offCPUDurations() map[int32]int64 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: the recording lost one side of %d context switches (their time is not counted)", n))
 	}
 	if n := b.offStats.bySample; n > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: %d intervals lost their switch in and end at their thread's next CPU sample (within a sampling period)", n))
+		w := fmt.Sprintf("off-CPU time: %d intervals lost their switch in and end at their thread's next CPU sample (within a sampling period)", n)
+		if b.offStats.switchIns == capture.OffCPUSwitchInsBPF {
+			w += "; " + capture.OffCPUUntracedHint
+		}
+		p.Warnings = append(p.Warnings, w)
 	}
 	if s := b.offStats; s.kernelReused > 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("off-CPU time: %d of %d intervals have the kernel stack walked at an earlier switch out of their thread at the same place (walked afresh at least every %d)",

@@ -12,7 +12,8 @@ import (
 // the recorder's BPF program counts the intervals that reused a kernel
 // stack (nsprof.offcpu.kernel-reused); the profile says how many, and its
 // warnings say it beside the switches lost, as report prints them. A
-// capture without the key says it does not count them.
+// capture without the key says it does not count them. With switch-ins
+// from the program, the intervals ended at a sample come with why.
 func TestOffCPUKernelReused(t *testing.T) {
 	for _, reused := range []string{"", "3"} {
 		var buf bytes.Buffer
@@ -38,7 +39,8 @@ func TestOffCPUKernelReused(t *testing.T) {
 		}
 		md := [][2]string{{capture.MetaOffCPU, "1"}, {capture.MetaOffCPUIntervals, "4"}, {capture.MetaOffCPUUnpaired, "1"}, {capture.MetaOffCPUBySample, "2"}}
 		if reused != "" {
-			md = append(md, [2]string{capture.MetaOffCPUKernelReused, reused}, [2]string{capture.MetaOffCPUNoKernel, "0"})
+			// Kernel stacks from the program: its switch-ins too.
+			md = append(md, [2]string{capture.MetaOffCPUKernelReused, reused}, [2]string{capture.MetaOffCPUNoKernel, "0"}, [2]string{capture.MetaOffCPUSwitchIns, capture.OffCPUSwitchInsBPF})
 		}
 		for _, kv := range md {
 			if err := w.AddMetadata(500, kv[0], kv[1]); err != nil {
@@ -57,7 +59,9 @@ func TestOffCPUKernelReused(t *testing.T) {
 			t.Errorf("key %q: OffCPUKernelReused() = %d, %v", reused, n, ok)
 		}
 		var lost, said, bySample int
+		hinted := false
 		for i, m := range p.Warnings {
+			hinted = hinted || strings.Contains(m, "not reported by the kernel's sched_switch tracepoint")
 			if strings.Contains(m, "lost one side of 1 context switches") {
 				lost = i + 1
 			}
@@ -70,6 +74,11 @@ func TestOffCPUKernelReused(t *testing.T) {
 		}
 		if lost == 0 || bySample != lost+1 || (said != 0) != (reused != "") || (said != 0 && said != bySample+1) {
 			t.Errorf("key %q: warnings %q; want the lost switches, those ended at a sample, then the reused stacks when counted", reused, p.Warnings)
+		}
+		// Switch-ins from the BPF program: why they were lost, and
+		// what records them.
+		if hinted != (reused != "") {
+			t.Errorf("key %q: warnings %q: the sched_switch hint said %v, want %v", reused, p.Warnings, hinted, reused != "")
 		}
 	}
 }

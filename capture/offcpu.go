@@ -81,6 +81,16 @@ const (
 // at the first of them ([MetaOffCPUKernelReused]).
 const OffCPUKernelStackReuse = 16
 
+// OffCPUUntracedHint says why intervals recorded with switch-ins from
+// the BPF program ([OffCPUSwitchInsBPF]) end at a CPU sample
+// ([MetaOffCPUBySample]), and what records them otherwise: the program
+// runs on the sched_switch tracepoint, which some kernels do not fire
+// for some tasks' switches (one seen: none when a thread of the
+// sandbox's init process left a CPU), while the SWITCH records come from
+// perf's own scheduler hooks. For the recorder's log and the reports'
+// warnings alike.
+const OffCPUUntracedHint = "their switch in was not reported by the kernel's sched_switch tracepoint (some kernels do not trace some tasks' switches): --off-cpu-switch-ins=perf takes the switch-ins from SWITCH records"
+
 // The values of [MetaOffCPUSwitchIns]: a BPF program on the sched_switch
 // raw tracepoint, or perf's SWITCH records (context_switch), the
 // fallback.

@@ -559,7 +559,11 @@ func (o *offCPU) finish(r *recorder) {
 		}
 	}
 	if all.bySample > 0 {
-		r.logf("off-CPU: %d intervals lost their switch in and end at the thread's first CPU sample after their switch out (within a sampling period)", all.bySample)
+		hint := ""
+		if o.bpf != nil {
+			hint = "; " + capture.OffCPUUntracedHint
+		}
+		r.logf("off-CPU: %d intervals lost their switch in and end at the thread's first CPU sample after their switch out (within a sampling period)%s", all.bySample, hint)
 	}
 	if all.unpaired > 0 {
 		r.logf("off-CPU: %d context switches lost their other half (a full ring, or dropped by the kernel): their time is not counted", all.unpaired)
