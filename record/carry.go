@@ -40,12 +40,7 @@ func (t *tracker) nextCapture() {
 			ps.goneAtCut = true
 			continue
 		}
-		delete(t.procs, pid)
-		delete(t.pending, pid)
-		if _, ok := t.withSamples[pid]; ok {
-			delete(t.withSamples, pid)
-			t.sampledGone++
-		}
+		t.forget(pid)
 	}
 	// Children kept waiting for a parent that was never described
 	// (see flushPending) go with them.

@@ -38,12 +38,14 @@ type tracker struct {
 	seen        int
 	withSamples map[int]struct{}
 	// sampledGone counts the pids with samples forgotten since (see
-	// nextCapture).
+	// forget).
 	sampledGone int
 	clones      clonePairs
 	// exits are the processes whose exit was read, oldest first, whose
-	// mappings are let go of after a grace (forgetExited).
-	exits []exitedProc
+	// mappings and then state are let go of after a grace
+	// (forgetExited); the first mapsGone have let go of their mappings.
+	exits    []exitedProc
+	mapsGone int
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
 	sym *symbolizer
@@ -574,19 +576,50 @@ func (t *tracker) handle(rec *perf.Record) {
 // still be read from another CPU's ring.
 const mapsGrace = 2 * time.Second
 
+// exitGrace is how long after its exit was read the rest of what the
+// tracker holds of a process is kept: a record of it read later still
+// finds it described (rather than describing a pid gone from /proc
+// again). Rings hold about a second of records; five times that.
+const exitGrace = 5 * time.Second
+
 // forgetExited lets go of the mappings of the processes whose exit was
-// read mapsGrace before now or earlier: the capture holds them, and no
-// child can inherit them any more. Over a long recording of processes
-// coming and going, they were most of what each one left in memory.
+// read mapsGrace before now or earlier, and of the processes whose exit
+// was read exitGrace before: the capture holds what describes them, no
+// child can inherit their mappings any more, and their records have all
+// been read. Over a long recording of processes coming and going, their
+// mappings were most of what each one left in memory, and the rest of
+// its state (about 1 KB: its name, process-table line, root) made a
+// 10-minute recording of a compile loop grow by 2 MB a minute. A pid
+// used again after that is a new process, described as one (it was taken
+// for the exited one, already described: no PROCESS frame of its own, its
+// samples under the old name).
 func (t *tracker) forgetExited(now time.Time) {
 	n := 0
-	for n < len(t.exits) && now.Sub(t.exits[n].at) >= mapsGrace {
+	for n < len(t.exits) && now.Sub(t.exits[n].at) >= exitGrace {
 		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.exited {
-			ps.maps, ps.have = nil, nil
+			t.forget(t.exits[n].pid)
 		}
 		n++
 	}
 	t.exits = append(t.exits[:0], t.exits[n:]...)
+	t.mapsGone = max(t.mapsGone-n, 0)
+	for t.mapsGone < len(t.exits) && now.Sub(t.exits[t.mapsGone].at) >= mapsGrace {
+		if ps := t.procs[t.exits[t.mapsGone].pid]; ps != nil && ps.exited {
+			ps.maps, ps.have = nil, nil
+		}
+		t.mapsGone++
+	}
+}
+
+// forget lets go of what the tracker holds of process pid, counting it
+// in sampledGone when it had samples.
+func (t *tracker) forget(pid int) {
+	delete(t.procs, pid)
+	delete(t.pending, pid)
+	if _, ok := t.withSamples[pid]; ok {
+		delete(t.withSamples, pid)
+		t.sampledGone++
+	}
 }
 
 // fork describes a new process: it starts with its parent's name and

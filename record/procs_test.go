@@ -537,12 +537,16 @@ func exitRecord(pid uint32, time uint64) *perf.Record {
 // A process that exited keeps its mappings for a grace, for a child's
 // FORK read late from another CPU's ring, and then lets go of them: over
 // a long recording of processes coming and going they were most of what
-// each one left in memory.
+// each one left in memory. After a longer grace the tracker forgets the
+// process (the rest of its state grew a long recording by 2 MB a minute),
+// and a new process given its pid again is described as a new one: it
+// was taken for the exited one, already described.
 func TestExitedForgetsMaps(t *testing.T) {
 	tr := parentTracker(t)
 	now := uint64(capture.Now())
 	tr.scan(1, int64(now))
 	tr.handle(forkRecord(1, 100, now+10))
+	tr.sampled(100, int64(now+12))
 	tr.handle(exitRecord(100, now+20))
 	start := time.Now()
 	tr.forgetExited(start)
@@ -551,14 +555,33 @@ func TestExitedForgetsMaps(t *testing.T) {
 		t.Fatalf("child forked before its parent's exit, read after: maps %v, want the parent's", ps.maps)
 	}
 	tr.forgetExited(start.Add(mapsGrace))
-	if ps := tr.procs[100]; ps.maps != nil || ps.have != nil {
-		t.Errorf("after the grace: %d mappings, %d keys still held", len(ps.maps), len(ps.have))
+	if ps := tr.procs[100]; ps == nil || ps.maps != nil || ps.have != nil {
+		t.Fatalf("after the mappings' grace: state %v", ps)
 	}
 	if ps := tr.procs[1]; len(ps.maps) != 1 {
 		t.Errorf("the live parent: %d mappings, want 1", len(ps.maps))
 	}
-	if len(tr.exits) != 0 {
-		t.Errorf("%d exits still queued", len(tr.exits))
+	if len(tr.exits) != 1 {
+		t.Errorf("%d exits queued, want 1 (forgotten after exitGrace)", len(tr.exits))
+	}
+	tr.forgetExited(start.Add(exitGrace))
+	if ps := tr.procs[100]; ps != nil {
+		t.Errorf("after exitGrace: the exited process still held")
+	}
+	if len(tr.exits) != 0 || tr.mapsGone != 0 {
+		t.Errorf("%d exits still queued (%d without mappings)", len(tr.exits), tr.mapsGone)
+	}
+	if got := len(tr.withSamples) + tr.sampledGone; got != 1 {
+		t.Errorf("processes with samples: %d, want 1", got)
+	}
+	// pid 100 again, a new child of 1: described as a new process.
+	seen := tr.seen
+	tr.handle(forkRecord(1, 100, now+uint64(6*time.Second)))
+	if ps := tr.procs[100]; ps == nil || !ps.described || ps.exited || len(ps.maps) != 1 {
+		t.Fatalf("pid 100 used again: state %+v, want a new process described with its parent's mappings", ps)
+	}
+	if tr.seen != seen+1 {
+		t.Errorf("processes described: %d, want %d", tr.seen, seen+1)
 	}
 }
 
