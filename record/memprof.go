@@ -314,8 +314,8 @@ func (r *recorder) hostTID(pid, nspid, nstid int32) int32 {
 		return pid
 	}
 	ps := r.tr.procs[int(pid)]
-	if ps != nil && ps.pidns != 0 {
-		if h, ok := r.tr.pm.inner[ps.pidns][int(nstid)]; ok {
+	if ns := r.tr.pidNS(int(pid)); ns != 0 {
+		if h, ok := r.tr.pm.inner[ns][int(nstid)]; ok {
 			return int32(h)
 		}
 	}

@@ -46,6 +46,13 @@ type tracker struct {
 	// (forgetExited); the first mapsGone have let go of their mappings.
 	exits    []exitedProc
 	mapsGone int
+	// gone holds, of the processes forgotten (forget) that lived in a
+	// PID namespace other than the recorder's, what records read late
+	// still ask of them: the pid each knew itself by (the bundle's JIT
+	// maps) and its namespace (a --memprof ring drained late), 16 bytes
+	// where the whole state was a kilobyte. A process given the pid again
+	// replaces it.
+	gone map[int]goneProc
 	// sym, when set, opens mapped files as they appear, for the symbol
 	// bundle written at the end.
 	sym *symbolizer
@@ -129,8 +136,16 @@ func (t *tracker) get(pid int) *procState {
 	if ps == nil {
 		ps = &procState{}
 		t.procs[pid] = ps
+		delete(t.gone, pid)
 	}
 	return ps
+}
+
+// goneProc is what the tracker keeps of a process forgotten in a PID
+// namespace of its own (tracker.gone).
+type goneProc struct {
+	nspid int
+	pidns uint64
 }
 
 // scan describes a process from /proc: identity, PROCESS frame, mountinfo,
@@ -614,6 +629,12 @@ func (t *tracker) forgetExited(now time.Time) {
 // forget lets go of what the tracker holds of process pid, counting it
 // in sampledGone when it had samples.
 func (t *tracker) forget(pid int) {
+	if ps := t.procs[pid]; ps != nil && ps.pidns != 0 && ps.pidns != t.hostNS {
+		if t.gone == nil {
+			t.gone = make(map[int]goneProc)
+		}
+		t.gone[pid] = goneProc{nspid: ps.nspid, pidns: ps.pidns}
+	}
 	delete(t.procs, pid)
 	delete(t.pending, pid)
 	if _, ok := t.withSamples[pid]; ok {
@@ -759,5 +780,13 @@ func (t *tracker) nsPID(pid int) int {
 	if ps := t.procs[pid]; ps != nil {
 		return ps.nspid
 	}
-	return 0
+	return t.gone[pid].nspid
+}
+
+// pidNS returns the inode of process pid's PID namespace, 0 if unknown.
+func (t *tracker) pidNS(pid int) uint64 {
+	if ps := t.procs[pid]; ps != nil {
+		return ps.pidns
+	}
+	return t.gone[pid].pidns
 }

@@ -624,3 +624,31 @@ func TestDescribeHostWithoutOpening(t *testing.T) {
 		}
 	}
 }
+
+// A process forgotten after its exit that lived in a PID namespace of its
+// own leaves what records read late ask of it (the pid it knew itself by,
+// for its JIT map in the bundle; its namespace, for a --memprof ring
+// drained late), until a new process gets its pid.
+func TestForgottenKeepsNamespacePID(t *testing.T) {
+	tr := parentTracker(t)
+	const pidns = 4026532000
+	ps := tr.get(200)
+	ps.described, ps.exited, ps.nspid, ps.pidns = true, true, 5, pidns
+	tr.get(201).exited = true // in the recorder's namespace: nothing kept
+	start := time.Now()
+	tr.exits = append(tr.exits, exitedProc{pid: 200, at: start}, exitedProc{pid: 201, at: start})
+	tr.forgetExited(start.Add(exitGrace))
+	if tr.procs[200] != nil || tr.procs[201] != nil {
+		t.Fatalf("after exitGrace: the exited processes still held")
+	}
+	if n, ns := tr.nsPID(200), tr.pidNS(200); n != 5 || ns != pidns {
+		t.Errorf("forgotten process in a PID namespace: nsPID %d, pidNS %d; want 5, %d", n, ns, pidns)
+	}
+	if _, ok := tr.gone[201]; ok || len(tr.gone) != 1 {
+		t.Errorf("kept %v; want process 200 alone", tr.gone)
+	}
+	tr.get(200) // the pid given to a new process
+	if n, ns := tr.nsPID(200), tr.pidNS(200); n != 0 || ns != 0 || len(tr.gone) != 0 {
+		t.Errorf("pid used again: nsPID %d, pidNS %d, %d kept; want none", n, ns, len(tr.gone))
+	}
+}
