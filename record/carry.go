@@ -42,6 +42,11 @@ func (t *tracker) nextCapture() {
 		}
 		t.forget(pid)
 	}
+	// What forgotten processes left for records read late is not asked
+	// of the next capture, which does not describe them: an agent
+	// recording for days would hold it for every process in a PID
+	// namespace that ever ran.
+	t.gone = nil
 	// Children kept waiting for a parent that was never described
 	// (see flushPending) go with them.
 	for pid := range t.parentOf {

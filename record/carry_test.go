@@ -67,7 +67,8 @@ func TestTrackerNextCapture(t *testing.T) {
 	tr.procs[10].info = capture.ProcessInfo{PID: 10, Cmdline: []string{"/bin/live"}}
 	tr.procs[12].info = capture.ProcessInfo{PID: 12, Cmdline: []string{"/bin/gone"}}
 	tr.procs[11].exited = true // 11 by its EXIT record; 12 gone from /proc
-	tr.get(13)                 // seen in a sample, not described yet
+	tr.procs[11].pidns = tr.hostNS + 1
+	tr.get(13) // seen in a sample, not described yet
 	// Children waiting for parents never described: they are kept while
 	// their parent is.
 	tr.parentOf[13], tr.parentOf[12] = 99, 99
@@ -77,6 +78,11 @@ func TestTrackerNextCapture(t *testing.T) {
 	tr.nextCapture()
 	if got := followed(); !slices.Equal(got, []int{10, 12, 13}) {
 		t.Errorf("processes followed after the first cut: %v, want [10 12 13]", got)
+	}
+	// The next capture does not describe 11: nothing of it is kept for
+	// records read late (an agent would keep it for every process).
+	if len(tr.gone) != 0 {
+		t.Errorf("kept after the cut for processes forgotten: %v", tr.gone)
 	}
 	tr.describeLive(100)
 	var described []int
