@@ -92,20 +92,25 @@ func (t *tracker) describeLive(now int64) {
 }
 
 // prune forgets the processes live says are gone, and the ids of PID
-// namespaces no process followed is in any more.
+// namespaces no process followed is in any more, but for the command's
+// tree's (see [pidMap.forget]).
 func (m *pidMap) prune(live func(pid int) bool) {
-	inUse := map[uint64]bool{}
-	for pid, ns := range m.nsOf {
-		if live(pid) {
-			inUse[ns] = true
-		} else {
-			delete(m.nsOf, pid)
+	for pid := range m.nsOf {
+		if !live(pid) {
+			m.forget(pid)
 		}
 	}
 	for pid := range m.parent {
 		if !live(pid) {
-			delete(m.parent, pid)
+			m.forget(pid)
 		}
+	}
+	inUse := maps.Clone(m.treeNS)
+	if inUse == nil {
+		inUse = map[uint64]bool{}
+	}
+	for _, ns := range m.nsOf {
+		inUse[ns] = true
 	}
 	for ns := range m.inner {
 		if !inUse[ns] {

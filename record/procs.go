@@ -637,6 +637,7 @@ func (t *tracker) forget(pid int) {
 	}
 	delete(t.procs, pid)
 	delete(t.pending, pid)
+	t.pm.forget(pid)
 	if _, ok := t.withSamples[pid]; ok {
 		delete(t.withSamples, pid)
 		t.sampledGone++

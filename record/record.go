@@ -282,6 +282,7 @@ func (r *recorder) setup() error {
 			return err
 		}
 		r.child = c
+		r.tr.pm.setRoot(c.pid())
 	}
 	ok := false
 	defer func() {
@@ -651,7 +652,7 @@ func (r *recorder) endChild() {
 // namespace pids translated to host pids. Each memfd is mapped and merged
 // in place (read through a buffer where it cannot be mapped).
 func (r *recorder) mergeTraceFDs() {
-	opts := capture.CatOptions{MapPID: r.tr.pm.translatorFor(r.child.pid())}
+	opts := capture.CatOptions{MapPID: r.tr.pm.translator()}
 	for _, t := range r.child.traces {
 		if err := mergeTraceFD(r.w, t.file, opts); err != nil {
 			r.logf("merging %s capture: %v", t.name, err)
