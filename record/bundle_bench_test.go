@@ -66,7 +66,7 @@ func BenchmarkBundleToolchain(b *testing.B) {
 				}
 				s.sampled(pid, stack, false, int64(i))
 			}
-			s.exited(pid)
+			s.exited(pid, 1<<40)
 			s.packExited(time.Now().Add(2 * packGrace))
 		}
 		runtime.GC()

@@ -86,6 +86,9 @@ type procState struct {
 	// nspid is the pid the process knows itself by (innermost NSpid).
 	nspid  int
 	exited bool
+	// exitAt is the time of the EXIT record, when exited: a FORK of the
+	// pid later than that is a new process's (see tracker.reborn).
+	exitAt int64
 	// goneAtCut says /proc had no entry for the process at the last cut
 	// of a split recording though no EXIT record was read: it exited
 	// while the cut was made, its last records (its EXIT among them)
@@ -564,6 +567,7 @@ func (t *tracker) handle(rec *perf.Record) {
 			}
 			return
 		}
+		t.reborn(int(k.PID), now)
 		t.fork(int(k.PPID), int(k.PID), now)
 	case perf.RecordExit:
 		k := &rec.Task
@@ -577,11 +581,11 @@ func (t *tracker) handle(rec *perf.Record) {
 		t.clones.exited(int(k.TID))
 		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
 		if ps := t.procs[int(k.PID)]; ps != nil {
-			ps.exited = true
-			t.exits = append(t.exits, exitedProc{pid: int(k.PID), at: time.Now()})
+			ps.exited, ps.exitAt = true, now
+			t.exits = append(t.exits, exitedProc{pid: int(k.PID), at: time.Now(), rec: now})
 		}
 		if t.sym != nil {
-			t.sym.exited(int(k.PID))
+			t.sym.exited(int(k.PID), now)
 		}
 	}
 }
@@ -611,7 +615,7 @@ const exitGrace = 5 * time.Second
 func (t *tracker) forgetExited(now time.Time) {
 	n := 0
 	for n < len(t.exits) && now.Sub(t.exits[n].at) >= exitGrace {
-		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.exited {
+		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.exited && ps.exitAt == t.exits[n].rec {
 			t.forget(t.exits[n].pid)
 		}
 		n++
@@ -619,10 +623,20 @@ func (t *tracker) forgetExited(now time.Time) {
 	t.exits = append(t.exits[:0], t.exits[n:]...)
 	t.mapsGone = max(t.mapsGone-n, 0)
 	for t.mapsGone < len(t.exits) && now.Sub(t.exits[t.mapsGone].at) >= mapsGrace {
-		if ps := t.procs[t.exits[t.mapsGone].pid]; ps != nil && ps.exited {
+		if ps := t.procs[t.exits[t.mapsGone].pid]; ps != nil && ps.exited && ps.exitAt == t.exits[t.mapsGone].rec {
 			ps.maps, ps.have = nil, nil
 		}
 		t.mapsGone++
+	}
+}
+
+// reborn forgets the exited process of pid when a FORK at time now makes
+// a new one with its pid, within the grace the exited one is kept for
+// (pid_max is 32768 on many machines). Only a FORK tells: a process's
+// EXIT record is its first thread's, and its other threads may run on.
+func (t *tracker) reborn(pid int, now int64) {
+	if ps := t.procs[pid]; ps != nil && ps.exited && now > ps.exitAt {
+		t.forget(pid)
 	}
 }
 
@@ -690,7 +704,7 @@ func (t *tracker) forkMaps(parent *procState, ppid, pid int, ps *procState, now 
 		t.addMap(pid, ps, m)
 	}
 	if t.sym != nil {
-		t.sym.forked(ppid, pid)
+		t.sym.forked(ppid, pid, now)
 	}
 }
 

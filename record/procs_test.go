@@ -585,6 +585,38 @@ func TestExitedForgetsMaps(t *testing.T) {
 	}
 }
 
+// A pid given to a new process within the grace an exited one is kept
+// for (its FORK later than the exit) is a new process, described as one,
+// and the exited one's queued exit does not forget it; the exited one's
+// own FORK read after its EXIT is not a new process.
+func TestPIDReusedWithinGrace(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.sampled(100, int64(now+12)) // before its FORK is read
+	tr.handle(exitRecord(100, now+20))
+	tr.handle(forkRecord(1, 100, now+10)) // its own FORK, read late
+	seen := tr.seen
+	if ps := tr.procs[100]; ps == nil || !ps.described || !ps.exited {
+		t.Fatalf("process forked before its EXIT was read: %+v, want described and exited", ps)
+	}
+	tr.handle(forkRecord(1, 100, now+30))
+	ps := tr.procs[100]
+	if ps == nil || !ps.described || ps.exited || len(ps.maps) != 1 {
+		t.Fatalf("pid 100 given again within the grace: %+v, want a new process with its parent's mappings", ps)
+	}
+	if tr.seen != seen+1 {
+		t.Errorf("processes described: %d, want %d", tr.seen, seen+1)
+	}
+	tr.forgetExited(time.Now().Add(exitGrace))
+	if tr.procs[100] != ps || len(ps.maps) != 1 {
+		t.Errorf("the first process's exit forgot the second, or its mappings")
+	}
+	if got := len(tr.withSamples) + tr.sampledGone; got != 1 {
+		t.Errorf("processes with samples: %d, want 1", got)
+	}
+}
+
 // A process in the recorder's own mount namespace and root, in no
 // container's cgroup, is labelled a host process without being opened:
 // a system-wide recording sees hundreds start a second, and opening one

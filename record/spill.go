@@ -144,11 +144,12 @@ func (sp *procSpill) close() {
 }
 
 // Record layout (unsigned varints unless said): flags (tried, stale,
-// mapsTried), nspid + 1, the other spans (count, start, length each),
-// the kernel addresses (count, then deltas from the previous), the
-// images (count; each: until + 1 (signed), mappings (count; start,
-// length, offset, object number (0: none), build-id (length, bytes)),
-// user addresses (count, deltas), their flags (one byte each)).
+// mapsTried), nspid (signed), the exit's time (signed), the other spans
+// (count, start, length each), the kernel addresses (count, then deltas
+// from the previous), the images (count; each: until (signed), mappings
+// (count; start, length, offset, object number (0: none), build-id
+// (length, bytes)), user addresses (count, deltas), their flags (one
+// byte each)).
 
 func (sp *procSpill) encode(b []byte, p *symProc) []byte {
 	u := binary.AppendUvarint
@@ -164,6 +165,7 @@ func (sp *procSpill) encode(b []byte, p *symProc) []byte {
 	}
 	b = u(b, fl)
 	b = binary.AppendVarint(b, int64(p.nspid))
+	b = binary.AppendVarint(b, p.exitAt)
 	b = u(b, uint64(len(p.other)))
 	for _, s := range p.other {
 		b = u(u(b, s.start), s.end-s.start)
@@ -290,6 +292,7 @@ func (sp *procSpill) decode(b []byte) (*symProc, error) {
 	fl := r.uvarint()
 	p.tried, p.stale, p.mapsTried = fl&1 != 0, fl&2 != 0, fl&4 != 0
 	p.nspid = int(r.varint())
+	p.exitAt = r.varint()
 	if n := r.count(2); n > 0 {
 		p.other = make([]span, n)
 		for i := range p.other {
@@ -335,6 +338,11 @@ func (sp *procSpill) decode(b []byte) (*symProc, error) {
 		if n > 1 {
 			p.prev = gens[:n-1]
 		}
+	}
+	if p.exitAt != 0 {
+		// Written out after its exit: every mapping is the old
+		// process's.
+		p.exitMaps = len(p.maps)
 	}
 	return p, nil
 }

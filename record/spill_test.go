@@ -119,7 +119,7 @@ func TestBundleSpilled(t *testing.T) {
 				s.sampled(pid, []uint64{capture.ContextUser, base + 1<<24 + offs[1]}, false, 2000)
 			}
 			if exit && pid%2 == 0 {
-				s.exited(pid)
+				s.exited(pid, 2500)
 			}
 		}
 		if exit {

@@ -28,6 +28,11 @@ type symProc struct {
 	stale bool
 	// mapsTried says the unwinder looked its mappings up itself.
 	mapsTried bool
+	// exitAt is the time of the process's EXIT record, 0 while it
+	// lives; exitMaps is how many of maps it had then (see
+	// symbolizer.reborn).
+	exitAt   int64
+	exitMaps int
 	// prev are the images exec replaced, oldest first, with the
 	// addresses sampled in them: a child forked by a shell or by `go`
 	// runs its parent's image until it execs, and those samples are

@@ -454,13 +454,16 @@ func (o *symObj) reader() io.ReaderAt {
 }
 
 // forked gives a new process its parent's mappings, which perf does not
-// report again.
-func (s *symbolizer) forked(ppid, pid int) {
+// report again. at is the time of its FORK record, 0 when unknown.
+func (s *symbolizer) forked(ppid, pid int, at int64) {
 	pp := s.lookup(ppid)
 	if pp == nil {
 		return
 	}
 	p := s.proc(pid)
+	if p.exitAt != 0 && at > p.exitAt {
+		s.reborn(pid, p)
+	}
 	s.mapsGen++
 	// Mappings the child made itself may have been read first, from
 	// another CPU's ring: they are later than the fork, so they follow
@@ -508,14 +511,31 @@ func (s *symbolizer) execed(pid int, at int64) {
 	}
 }
 
+// reborn starts the life of a new process given the pid of p, which
+// exited: as after an exec, the addresses the old one sampled stay in an
+// image of their own (until its exit), named from its mappings, and the
+// new one's files are opened through it. Mappings noted since the exit
+// (the new process's, read before its FORK from another CPU's ring) are
+// the new one's.
+func (s *symbolizer) reborn(pid int, p *symProc) {
+	n := min(p.exitMaps, len(p.maps))
+	since := slices.Clone(p.maps[n:])
+	p.maps = p.maps[:n:n]
+	s.execed(pid, p.exitAt+1)
+	p.maps = append(p.maps, since...)
+	p.exitAt, p.exitMaps = 0, 0
+}
+
 // exited releases what a process held unless debug-file search needs its
-// pinned root at the end.
-func (s *symbolizer) exited(pid int) {
+// pinned root at the end. at is the time of its EXIT record.
+func (s *symbolizer) exited(pid int, at int64) {
 	p := s.lookup(pid)
 	if p == nil {
 		return
 	}
-	s.exits = append(s.exits, exitedProc{pid: pid, at: time.Now()})
+	at = max(at, 1) // 0 is not exited
+	p.exitAt, p.exitMaps = at, len(p.maps)
+	s.exits = append(s.exits, exitedProc{pid: pid, at: time.Now(), rec: at})
 	// A later process reusing the pid is someone else.
 	p.tried, p.stale = true, false
 	if p.cp != nil && !p.owns {
@@ -524,9 +544,12 @@ func (s *symbolizer) exited(pid int) {
 	}
 }
 
-// exitedProc is a process whose exit was read at a time.
+// exitedProc is a process whose exit was read at a time, its EXIT
+// record's time rec: a process with the same pid and another exit time
+// is a later one (see tracker.reborn).
 type exitedProc struct {
 	pid int
+	rec int64
 	at  time.Time
 }
 
@@ -544,7 +567,7 @@ func (s *symbolizer) packExited(now time.Time) {
 	n := 0
 	for n < len(s.exits) && now.Sub(s.exits[n].at) >= packGrace {
 		pid := s.exits[n].pid
-		if p := s.procs[pid]; p != nil {
+		if p := s.procs[pid]; p != nil && p.exitAt == s.exits[n].rec {
 			p.pack()
 			if spillable(p) {
 				// The calls get entries of their own now, as the

@@ -373,7 +373,7 @@ func TestBundlePackedExited(t *testing.T) {
 			s.sampled(pid, []uint64{capture.ContextUser, base + offs[i], base + offs[i+2], base + offs[len(offs)-1-i]}, false, int64(10+i))
 		}
 		if exit {
-			s.exited(pid)
+			s.exited(pid, 1000)
 			start := time.Now()
 			s.packExited(start) // within the grace: not packed yet
 			if g := &s.procs[pid].symGen; g.packed != nil {
@@ -431,7 +431,7 @@ func TestBundlePackedKernel(t *testing.T) {
 			s.sampled(pid, []uint64{capture.ContextKernel, k0 + i*0x100 + 8, k0 + (i%7)*0x100 + 16}, false, int64(10+i))
 		}
 		if exit {
-			s.exited(pid)
+			s.exited(pid, 1000)
 			s.packExited(time.Now().Add(packGrace))
 		}
 		if late {

@@ -133,7 +133,7 @@ func (u *dwarfUnwinder) procMaps(pid int) *symProc {
 	}
 	if st, err := u.fs.ReadStatus(pid); err == nil {
 		if pp := u.sym.lookup(st.PPid); pp != nil && len(pp.maps) > 0 {
-			u.sym.forked(st.PPid, pid)
+			u.sym.forked(st.PPid, pid, 0)
 		}
 	}
 	return p

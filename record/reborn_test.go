@@ -1,0 +1,70 @@
+package record
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/container"
+)
+
+// TestSymbolizerPIDReused: a process given the pid of one that exited
+// (its FORK later than the exit) is a new image of the pid, as after an
+// exec: an address both sampled is named from the new process's
+// mappings, not the exited one's, whether the exited one was still in
+// memory or written out. Its mappings read before its FORK are its own.
+func TestSymbolizerPIDReused(t *testing.T) {
+	path, id, offs := cachedImage(t)
+	const base = 0x400000
+	// name returns the name pid's bundle gives address a.
+	name := func(syms []capture.Symbol, pid int32, a uint64) string {
+		for _, s := range syms {
+			if s.PID == pid && a >= s.Begin && a <= s.End {
+				return s.Name
+			}
+		}
+		return ""
+	}
+	// The file mapped at base, and at base with its offsets shifted by
+	// shift: two offsets whose functions differ.
+	o1, o2 := offs[0], offs[len(offs)-1]
+	shift := o2 - o1
+	s0 := newSymbolizer()
+	s0.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	s0.mapped(5, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+	s0.sampled(5, []uint64{capture.ContextUser, base + o1, base + o2}, true, 1)
+	syms0, _ := bundleAll(s0, func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, t.Logf)
+	s0.close()
+	old, young := name(syms0, 5, base+o1), name(syms0, 5, base+o2)
+	if old == "" || young == "" || old == young {
+		t.Fatalf("offsets %#x and %#x named %q and %q: want two names", o1, o2, old, young)
+	}
+	for _, spilled := range []bool{false, true} {
+		s := newSymbolizer()
+		s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+		s.mapped(1, container.Mapping{Path: path, Start: base, End: base + 1<<20, Offset: shift, BuildID: id})
+		s.mapped(100, container.Mapping{Path: path, Start: base, End: base + 1<<20, BuildID: id})
+		s.sampled(100, []uint64{capture.ContextUser, base + o1}, true, 10)
+		s.exited(100, 20)
+		if spilled {
+			s.packExited(time.Now().Add(packGrace))
+			if _, ok := s.procs[100]; ok {
+				t.Fatal("the exited process was not written out")
+			}
+		}
+		// The new process maps something of its own, read before its
+		// FORK, and samples the address the old one did.
+		s.mapped(100, container.Mapping{Path: path, Start: base + 1<<24, End: base + 1<<24 + 1<<20, BuildID: id})
+		s.forked(1, 100, 30)
+		s.sampled(100, []uint64{capture.ContextUser, base + o1, base + 1<<24 + o2}, true, 40)
+		syms, _ := bundleAll(s, func() (kernelTable, error) { return fakeKernel{}, nil }, func(int) int { return 0 }, nil, t.Logf)
+		s.close()
+		if got := name(syms, 100, base+o1); got != young {
+			t.Errorf("spilled %t: the new process's address named %q, want %q (its own mapping's)", spilled, got, young)
+		}
+		if got := name(syms, 100, base+1<<24+o2); got != young {
+			t.Errorf("spilled %t: in the mapping read before its FORK: %q, want %q", spilled, got, young)
+		}
+	}
+}
