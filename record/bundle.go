@@ -140,7 +140,7 @@ type progress func(done, total int, name string)
 // are notes, never fatal: an address without a name is left out, as
 // Sysprof leaves it.
 func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTable, error), nsPID func(pid int) int, prog progress, logf func(string, ...any)) (lines []capture.AddrLines) {
-	pids := append(make([]int, 0, len(s.procs)+len(s.spill.at)), s.spill.pids()...)
+	pids := append(make([]int, 0, len(s.procs)+s.spill.at.len()), s.spill.pids()...)
 	for pid := range s.procs {
 		pids = append(pids, pid)
 	}

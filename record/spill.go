@@ -13,14 +13,14 @@ import (
 // memory, they grew the recorder by several kilobytes a process: over a
 // loop of compiles (about 30 processes a second) its resident memory rose
 // some 15 MB a minute. What stays in memory is where each process's
-// record is (and the objects' numbers): a few dozen bytes a process.
+// record is (and the objects' numbers): about 8 bytes a process.
 //
 // The file is made by os.CreateTemp (O_EXCL: never a planted symlink)
 // and removed at once; only its descriptor reaches it.
 type procSpill struct {
 	f    *os.File
 	size int64
-	at   map[int]spillRef
+	at   spillIndex
 	// objs numbers the objects the records name; an object numbered
 	// stays open until the capture ends (nextCapture, close).
 	objs  []*symObj
@@ -32,11 +32,69 @@ type procSpill struct {
 	buf                     []byte
 }
 
-// spillRef is where a process's record is in the file.
-type spillRef struct {
-	off int64
-	n   int
+// spillRef is where a process's record is in the file: its offset
+// shifted left by refLenBits, or'd with its length; 0 for none.
+type spillRef uint64
+
+// refLenBits is the bits of a spillRef that hold the record's length: a
+// longer record (or one past 2^40 bytes of file) is not written out.
+const refLenBits = 24
+
+func (r spillRef) off() int64 { return int64(r >> refLenBits) }
+func (r spillRef) len() int   { return int(r & (1<<refLenBits - 1)) }
+
+// spillIndex maps pids to their records' places, in pages of
+// spillPageSize consecutive pids. The kernel hands out pids in order, so
+// the pages of a long recording fill up: 8 bytes a process written out,
+// where a map took 45 to 55 (over a long recording of processes coming
+// and going, the index was the largest part of what still grew).
+type spillIndex struct {
+	pages map[uint32]*[spillPageSize]spillRef
+	n     int
 }
+
+const spillPageSize = 1024
+
+func (x *spillIndex) get(pid uint32) spillRef {
+	if pg := x.pages[pid/spillPageSize]; pg != nil {
+		return pg[pid%spillPageSize]
+	}
+	return 0
+}
+
+func (x *spillIndex) set(pid uint32, r spillRef) {
+	if x.pages == nil {
+		x.pages = make(map[uint32]*[spillPageSize]spillRef)
+	}
+	pg := x.pages[pid/spillPageSize]
+	if pg == nil {
+		pg = new([spillPageSize]spillRef)
+		x.pages[pid/spillPageSize] = pg
+	}
+	if pg[pid%spillPageSize] == 0 {
+		x.n++
+	}
+	pg[pid%spillPageSize] = r
+}
+
+// remove forgets pid's record, and the page it was the last of.
+func (x *spillIndex) remove(pid uint32) {
+	pg := x.pages[pid/spillPageSize]
+	if pg == nil || pg[pid%spillPageSize] == 0 {
+		return
+	}
+	pg[pid%spillPageSize] = 0
+	x.n--
+	for _, r := range pg {
+		if r != 0 {
+			return
+		}
+	}
+	delete(x.pages, pid/spillPageSize)
+}
+
+// len returns the number of records.
+func (x *spillIndex) len() int { return x.n }
 
 // errSpillRecord is a record that does not decode: the file changed
 // under the recorder, or a bug.
@@ -66,34 +124,37 @@ func (sp *procSpill) put(pid int, p *symProc) bool {
 			return false
 		}
 		os.Remove(f.Name())
-		sp.f, sp.at, sp.objNo = f, make(map[int]spillRef), make(map[*symObj]uint64)
+		sp.f, sp.objNo = f, make(map[*symObj]uint64)
 	}
 	b := sp.encode(sp.buf[:0], p)
 	sp.buf = b
+	if len(b) >= 1<<refLenBits || sp.size >= 1<<(64-refLenBits) {
+		sp.writeFailed++
+		return false
+	}
 	if _, err := sp.f.WriteAt(b, sp.size); err != nil {
 		sp.writeFailed++
 		return false
 	}
-	sp.at[pid] = spillRef{off: sp.size, n: len(b)}
+	sp.at.set(uint32(pid), spillRef(uint64(sp.size)<<refLenBits|uint64(len(b))))
 	sp.size += int64(len(b))
 	return true
 }
 
 // has says whether pid has a record.
 func (sp *procSpill) has(pid int) bool {
-	_, ok := sp.at[pid]
-	return ok
+	return sp.at.get(uint32(pid)) != 0
 }
 
 // get reads pid's record back; nil if there is none, or it could not be
 // read (counted).
 func (sp *procSpill) get(pid int) *symProc {
-	ref, ok := sp.at[pid]
-	if !ok {
+	ref := sp.at.get(uint32(pid))
+	if ref == 0 {
 		return nil
 	}
-	b := make([]byte, ref.n)
-	if _, err := sp.f.ReadAt(b, ref.off); err != nil {
+	b := make([]byte, ref.len())
+	if _, err := sp.f.ReadAt(b, ref.off()); err != nil {
 		sp.readFailed++
 		return nil
 	}
@@ -109,15 +170,19 @@ func (sp *procSpill) get(pid int) *symProc {
 // again (a late sample, or its pid reused).
 func (sp *procSpill) take(pid int) *symProc {
 	p := sp.get(pid)
-	delete(sp.at, pid)
+	sp.at.remove(uint32(pid))
 	return p
 }
 
 // pids returns the processes with records.
 func (sp *procSpill) pids() []int {
-	out := make([]int, 0, len(sp.at))
-	for pid := range sp.at {
-		out = append(out, pid)
+	out := make([]int, 0, sp.at.len())
+	for base, pg := range sp.at.pages {
+		for i, r := range pg {
+			if r != 0 {
+				out = append(out, int(base*spillPageSize+uint32(i)))
+			}
+		}
 	}
 	return out
 }
@@ -128,7 +193,7 @@ func (sp *procSpill) reset() {
 		sp.f.Truncate(0)
 	}
 	sp.size = 0
-	clear(sp.at)
+	sp.at = spillIndex{}
 	clear(sp.objNo)
 	clear(sp.objs)
 	sp.objs = sp.objs[:0]
@@ -140,7 +205,7 @@ func (sp *procSpill) close() {
 		sp.f.Close()
 		sp.f = nil
 	}
-	sp.at, sp.objs, sp.objNo = nil, nil, nil
+	sp.at, sp.objs, sp.objNo = spillIndex{}, nil, nil
 }
 
 // Record layout (unsigned varints unless said): flags (tried, stale,

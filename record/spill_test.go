@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 // spillSample is a symProc with every field a record holds set.
 func spillSample(objs []*symObj) *symProc {
-	p := &symProc{tried: true, mapsTried: true, nspid: 7}
+	p := &symProc{tried: true, mapsTried: true, nspid: 7, exitAt: 99999, exitMaps: 2}
 	p.other = []span{{0x1000, 0x2000}, {0x7fff0000, 0x7fff8000}}
 	p.kernelPacked = []uint64{0xffffffff81000010, 0xffffffff81000400, 0xffffffff8100ffff}
 	p.prev = []symGen{{
@@ -133,7 +134,7 @@ func TestBundleSpilled(t *testing.T) {
 	}
 	wantSyms, wantLines, _ := run(false)
 	syms, lines, s := run(true)
-	if n := len(s.spill.at); n != 14 { // 15 exited, 104 read back
+	if n := s.spill.at.len(); n != 14 { // 15 exited, 104 read back
 		t.Errorf("%d processes written out, want 14", n)
 	}
 	if len(wantSyms) == 0 || len(wantLines) == 0 {
@@ -144,5 +145,50 @@ func TestBundleSpilled(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lines, wantLines) {
 		t.Errorf("written out: %d addresses with lines, want %d", len(lines), len(wantLines))
+	}
+}
+
+// TestSpillIndex: the paged index gives back what was set, for pids
+// across pages and the largest a record holds, counts its records, and
+// lets go of a page whose records are all removed.
+func TestSpillIndex(t *testing.T) {
+	var x spillIndex
+	pids := []uint32{0, 1, 1023, 1024, 5000, 1 << 22, 0xffffffff}
+	for i, pid := range pids {
+		x.set(pid, spillRef(i+1))
+	}
+	x.set(5000, 99) // replaced, not counted twice
+	if x.len() != len(pids) {
+		t.Errorf("len %d, want %d", x.len(), len(pids))
+	}
+	for i, pid := range pids {
+		want := spillRef(i + 1)
+		if pid == 5000 {
+			want = 99
+		}
+		if got := x.get(pid); got != want {
+			t.Errorf("pid %d: %d, want %d", pid, got, want)
+		}
+	}
+	if x.get(2) != 0 || x.get(1<<22+1) != 0 || x.get(77777) != 0 {
+		t.Error("a pid never set has a record")
+	}
+	sp := procSpill{at: x}
+	got := sp.pids()
+	slices.Sort(got)
+	want := []int{0, 1, 1023, 1024, 5000, 1 << 22, 0xffffffff}
+	if !slices.Equal(got, want) {
+		t.Errorf("pids %v, want %v", got, want)
+	}
+	pages := len(x.pages)
+	x.remove(1024)
+	x.remove(1024)
+	x.remove(5000)
+	if len(x.pages) != pages-2 || x.len() != len(pids)-2 {
+		t.Errorf("after removing the only records of two pages: %d pages (was %d), %d records", len(x.pages), pages, x.len())
+	}
+	x.remove(0)
+	if x.get(1) != 2 || len(x.pages) != pages-2 {
+		t.Error("removing one record of a page dropped the page")
 	}
 }
