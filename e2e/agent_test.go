@@ -115,7 +115,9 @@ func TestAgentContainerAndHost(t *testing.T) {
 // period is checked for the stack only: the sleep the fixture was in
 // when the recording started has no switch out in it and is not
 // counted. Each push also holds the fixture's CPU profile, with
-// fixture_spin.
+// fixture_spin: sampled at 199 Hz, its 6 spins a period (about 125 ms
+// on the CPU) give some 25 samples; at 49 Hz they gave 6, and none in
+// about one period in 400 (e^-6), which failed a CI run.
 func TestAgentOffCPU(t *testing.T) {
 	col := testutils.StartOtelcol(t)
 	const block, spin = 300, 20
@@ -130,7 +132,7 @@ func TestAgentOffCPU(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nsprofBin, "agent", "--off-cpu", "--otlp-endpoint", col.HTTP,
-		"--period", "2s", "-F", "49", "--periods", "4", "--spool", t.TempDir())
+		"--period", "2s", "-F", "199", "--periods", "4", "--spool", t.TempDir())
 	out, err := cmd.CombinedOutput()
 	t.Logf("nsprof agent --off-cpu:\n%s", out)
 	if err != nil {
