@@ -14,6 +14,10 @@
 #
 #   bench/record-soak.sh [SECONDS]      (default 600)
 #
+# Run it on an otherwise quiet machine: every program started elsewhere
+# meanwhile (a go build, a test binary, python) has its unwind tables
+# read and kept (up to 64 MiB), which shows as growth.
+#
 # Environment: FREQ (1000), STEP (5), BENCH_DIR (default /dev/shm),
 # NSPROF (a built nsprof; default: build this checkout). Needs root.
 set -euo pipefail
