@@ -68,3 +68,36 @@ func TestSymbolizerPIDReused(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolizerPIDReusedLeaderExit: a process's EXIT record is its
+// leader thread's, and its other threads may run on; their samples,
+// before the FORK that gives the pid to a new process, stay the old
+// process's.
+func TestSymbolizerPIDReusedLeaderExit(t *testing.T) {
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	const base = 0x400000
+	s.mapped(1, container.Mapping{Path: "/bin/new", Start: base, End: base + 1<<20, Inode: 2})
+	s.mapped(100, container.Mapping{Path: "/bin/old", Start: base, End: base + 1<<20, Inode: 3})
+	s.exited(100, 20)
+	s.sampled(100, []uint64{capture.ContextUser, base + 0x10}, true, 25) // another thread, after the leader's exit
+	s.forked(1, 100, 30)
+	s.sampled(100, []uint64{capture.ContextUser, base + 0x20}, true, 40)
+	p := s.lookup(100)
+	if len(p.prev) != 1 || p.prev[0].until != 30 {
+		t.Fatalf("images %d, the old one until %v; want 2, until the FORK at 30", len(p.prev)+1, p.prev)
+	}
+	old := &p.prev[0]
+	old.unpack()
+	p.unpack()
+	if _, ok := old.user[base+0x10]; !ok {
+		t.Errorf("the old process's sample after its leader's exit is not in its image: %v", old.user)
+	}
+	if _, ok := p.user[base+0x20]; !ok || len(p.user) != 1 {
+		t.Errorf("the new process's image holds %v, want its own sample alone", p.user)
+	}
+	if len(old.maps) != 1 || old.maps[0].obj.path != "/bin/old" || len(p.maps) != 1 || p.maps[0].obj.path != "/bin/new" {
+		t.Errorf("old image maps %v, new %v", old.maps, p.maps)
+	}
+}

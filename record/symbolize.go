@@ -462,7 +462,7 @@ func (s *symbolizer) forked(ppid, pid int, at int64) {
 	}
 	p := s.proc(pid)
 	if p.exitAt != 0 && at > p.exitAt {
-		s.reborn(pid, p)
+		s.reborn(pid, p, at)
 	}
 	s.mapsGen++
 	// Mappings the child made itself may have been read first, from
@@ -512,16 +512,17 @@ func (s *symbolizer) execed(pid int, at int64) {
 }
 
 // reborn starts the life of a new process given the pid of p, which
-// exited: as after an exec, the addresses the old one sampled stay in an
-// image of their own (until its exit), named from its mappings, and the
-// new one's files are opened through it. Mappings noted since the exit
-// (the new process's, read before its FORK from another CPU's ring) are
-// the new one's.
-func (s *symbolizer) reborn(pid int, p *symProc) {
+// exited, by a FORK at time at: as after an exec, the addresses the old
+// one sampled stay in an image of their own (until that FORK: a
+// process's EXIT record is its leader's, and its other threads may have
+// run on), named from its mappings, and the new one's files are opened
+// through it. Mappings noted since the exit (the new process's, read
+// before its FORK from another CPU's ring) are the new one's.
+func (s *symbolizer) reborn(pid int, p *symProc, at int64) {
 	n := min(p.exitMaps, len(p.maps))
 	since := slices.Clone(p.maps[n:])
 	p.maps = p.maps[:n:n]
-	s.execed(pid, p.exitAt+1)
+	s.execed(pid, at)
 	p.maps = append(p.maps, since...)
 	p.exitAt, p.exitMaps = 0, 0
 }
