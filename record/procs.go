@@ -89,6 +89,10 @@ type procState struct {
 	// exitAt is the time of the EXIT record, when exited: a FORK of the
 	// pid later than that is a new process's (see tracker.reborn).
 	exitAt int64
+	// lingering says the process's EXIT record was its leader thread's
+	// and other threads ran on (see forgetExited): it exits with the
+	// last of them.
+	lingering bool
 	// goneAtCut says /proc had no entry for the process at the last cut
 	// of a split recording though no EXIT record was read: it exited
 	// while the cut was made, its last records (its EXIT among them)
@@ -576,18 +580,40 @@ func (t *tracker) handle(rec *perf.Record) {
 			if t.err == nil {
 				t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
 			}
+			if ps := t.procs[int(k.PID)]; ps != nil && ps.lingering && !t.livesOn(int(k.PID), int(k.TID)) {
+				ps.lingering = false
+				t.exited(int(k.PID), ps, now)
+			}
 			return
 		}
 		t.clones.exited(int(k.TID))
 		t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
-		if ps := t.procs[int(k.PID)]; ps != nil {
-			ps.exited, ps.exitAt = true, now
-			t.exits = append(t.exits, exitedProc{pid: int(k.PID), at: time.Now(), rec: now})
-		}
-		if t.sym != nil {
-			t.sym.exited(int(k.PID), now)
+		t.exited(int(k.PID), t.procs[int(k.PID)], now)
+	}
+}
+
+// exited notes that process pid (its state ps, nil when none) exited at
+// time now, to be forgotten after the graces.
+func (t *tracker) exited(pid int, ps *procState, now int64) {
+	if ps != nil {
+		ps.exited, ps.exitAt = true, now
+		t.exits = append(t.exits, exitedProc{pid: pid, at: time.Now(), rec: now})
+	}
+	if t.sym != nil {
+		t.sym.exited(pid, now)
+	}
+}
+
+// livesOn reports whether process pid has a thread other than its leader
+// and thread except in /proc: its leader's EXIT record did not end it.
+func (t *tracker) livesOn(pid, except int) bool {
+	tids, _ := t.fs.Tasks(pid)
+	for _, tid := range tids {
+		if tid != pid && tid != except {
+			return true
 		}
 	}
+	return false
 }
 
 // mapsGrace is how long after its exit was read a process's mappings are
@@ -611,7 +637,12 @@ const exitGrace = 5 * time.Second
 // 10-minute recording of a compile loop grow by 2 MB a minute. A pid
 // used again after that is a new process, described as one (it was taken
 // for the exited one, already described: no PROCESS frame of its own, its
-// samples under the old name).
+// samples under the old name). An EXIT record of a process is its leader
+// thread's: a process whose other threads still run when its mappings'
+// grace ends is kept, mappings and all, until the last of them exits
+// (perf, too, takes such an EXIT for the thread's alone); forgotten, it
+// was described again from /proc at its next sample, and a child its
+// threads forked meanwhile found no mappings to inherit.
 func (t *tracker) forgetExited(now time.Time) {
 	n := 0
 	for n < len(t.exits) && now.Sub(t.exits[n].at) >= exitGrace {
@@ -623,8 +654,16 @@ func (t *tracker) forgetExited(now time.Time) {
 	t.exits = append(t.exits[:0], t.exits[n:]...)
 	t.mapsGone = max(t.mapsGone-n, 0)
 	for t.mapsGone < len(t.exits) && now.Sub(t.exits[t.mapsGone].at) >= mapsGrace {
-		if ps := t.procs[t.exits[t.mapsGone].pid]; ps != nil && ps.exited && ps.exitAt == t.exits[t.mapsGone].rec {
-			ps.maps, ps.have = nil, nil
+		e := t.exits[t.mapsGone]
+		if ps := t.procs[e.pid]; ps != nil && ps.exited && ps.exitAt == e.rec {
+			if t.livesOn(e.pid, 0) {
+				// Its leader thread exited, others run on (and
+				// may fork): it is followed until the last one's
+				// EXIT (handle).
+				ps.exited, ps.lingering = false, true
+			} else {
+				ps.maps, ps.have = nil, nil
+			}
 		}
 		t.mapsGone++
 	}
@@ -635,7 +674,7 @@ func (t *tracker) forgetExited(now time.Time) {
 // (pid_max is 32768 on many machines). Only a FORK tells: a process's
 // EXIT record is its first thread's, and its other threads may run on.
 func (t *tracker) reborn(pid int, now int64) {
-	if ps := t.procs[pid]; ps != nil && ps.exited && now > ps.exitAt {
+	if ps := t.procs[pid]; ps != nil && ps.exitAt != 0 && now > ps.exitAt {
 		t.forget(pid)
 	}
 }

@@ -617,6 +617,47 @@ func TestPIDReusedWithinGrace(t *testing.T) {
 	}
 }
 
+// A process's EXIT record is its leader thread's: while other threads of
+// it run on, it is kept with its mappings (a child they fork inherits
+// them), and it exits with the last of them.
+func TestLeaderExitThreadsRunOn(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.handle(forkRecord(1, 100, now+10))
+	tasks := filepath.Join(tr.fs.Root, "100", "task")
+	for _, tid := range []string{"100", "101"} {
+		if err := os.MkdirAll(filepath.Join(tasks, tid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.handle(exitRecord(100, now+20)) // the leader's
+	start := time.Now()
+	tr.forgetExited(start.Add(mapsGrace))
+	tr.forgetExited(start.Add(exitGrace))
+	ps := tr.procs[100]
+	if ps == nil || ps.exited || !ps.lingering || len(ps.maps) != 1 {
+		t.Fatalf("leader exited, thread 101 running: state %+v, want kept with its mappings", ps)
+	}
+	tr.handle(forkRecord(100, 102, now+30)) // forked by thread 101
+	if c := tr.procs[102]; c == nil || !c.described || len(c.maps) != 1 {
+		t.Fatalf("child of the running thread: %+v, want its parent's mappings", c)
+	}
+	if err := os.RemoveAll(filepath.Join(tasks, "101")); err != nil {
+		t.Fatal(err)
+	}
+	thread := &perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: 100, TID: 101, PPID: 100, PTID: 100, Time: now + 40}}
+	thread.ID.Time = now + 40
+	tr.handle(thread)
+	if !ps.exited || ps.lingering || ps.exitAt != int64(now+40) {
+		t.Fatalf("after the last thread's EXIT: exited %t, lingering %t, at %d; want exited at %d", ps.exited, ps.lingering, ps.exitAt, now+40)
+	}
+	tr.forgetExited(time.Now().Add(exitGrace))
+	if tr.procs[100] != nil {
+		t.Error("the process was not forgotten after its last thread's exit")
+	}
+}
+
 // A process in the recorder's own mount namespace and root, in no
 // container's cgroup, is labelled a host process without being opened:
 // a system-wide recording sees hundreds start a second, and opening one
