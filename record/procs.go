@@ -581,7 +581,11 @@ func (t *tracker) handle(rec *perf.Record) {
 				t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
 			}
 			if ps := t.procs[int(k.PID)]; ps != nil && ps.lingering && !t.livesOn(int(k.PID), int(k.TID)) {
+				// The process ends with its last thread: a second
+				// EXIT frame says when (a timeline ends the process
+				// at its last).
 				ps.lingering = false
+				t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
 				t.exited(int(k.PID), ps, now)
 			}
 			return

@@ -619,7 +619,8 @@ func TestPIDReusedWithinGrace(t *testing.T) {
 
 // A process's EXIT record is its leader thread's: while other threads of
 // it run on, it is kept with its mappings (a child they fork inherits
-// them), and it exits with the last of them.
+// them), and it exits with the last of them, a second EXIT frame saying
+// when.
 func TestLeaderExitThreadsRunOn(t *testing.T) {
 	tr := parentTracker(t)
 	now := uint64(capture.Now())
@@ -655,6 +656,31 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 	tr.forgetExited(time.Now().Add(exitGrace))
 	if tr.procs[100] != nil {
 		t.Error("the process was not forgotten after its last thread's exit")
+	}
+	// Its EXIT frames: the leader's, and the last thread's, which ends
+	// it on a timeline.
+	if err := tr.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.NewReader(bytes.NewReader(fakeOut[tr].Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exits []int64
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := f.(*capture.Exit); ok && e.PID == 100 {
+			exits = append(exits, e.Time)
+		}
+	}
+	if want := []int64{int64(now + 20), int64(now + 40)}; !slices.Equal(exits, want) {
+		t.Errorf("EXIT frames of the process at %v, want %v", exits, want)
 	}
 }
 
