@@ -358,12 +358,9 @@ func fakeTracker(t *testing.T, root string) *tracker {
 // fakeOut holds what each fake tracker wrote.
 var fakeOut = map[*tracker]*bytes.Buffer{}
 
-// trackerInfos returns the process info lines a fake tracker wrote.
-func trackerInfos(t *testing.T, tr *tracker) []capture.ProcessInfo {
+// trackerFrames returns the frames a fake tracker wrote so far.
+func trackerFrames(t *testing.T, tr *tracker) []capture.Frame {
 	t.Helper()
-	if err := tr.w.CloseProcessFile(); err != nil {
-		t.Fatal(err)
-	}
 	if err := tr.w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -371,15 +368,27 @@ func trackerInfos(t *testing.T, tr *tracker) []capture.ProcessInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files capture.Files
+	var out []capture.Frame
 	for {
 		f, err := r.Next()
 		if err == io.EOF {
-			break
+			return out
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, f)
+	}
+}
+
+// trackerInfos returns the process info lines a fake tracker wrote.
+func trackerInfos(t *testing.T, tr *tracker) []capture.ProcessInfo {
+	t.Helper()
+	if err := tr.w.CloseProcessFile(); err != nil {
+		t.Fatal(err)
+	}
+	var files capture.Files
+	for _, f := range trackerFrames(t, tr) {
 		if c, ok := f.(*capture.FileChunk); ok {
 			files.Add(c)
 		}
@@ -659,22 +668,8 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 	}
 	// Its EXIT frames: the leader's, and the last thread's, which ends
 	// it on a timeline.
-	if err := tr.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := capture.NewReader(bytes.NewReader(fakeOut[tr].Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var exits []int64
-	for {
-		f, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range trackerFrames(t, tr) {
 		if e, ok := f.(*capture.Exit); ok && e.PID == 100 {
 			exits = append(exits, e.Time)
 		}
