@@ -6,7 +6,7 @@ package record
 //
 // What it holds of a process is let go when the tracker forgets it
 // (forget): over a long system-wide recording of processes coming and
-// going it grew by two map entries a process seen (40-75 KB a minute
+// going it grew by two map entries a process seen (35-75 KB a minute
 // over a loop of Go compiles). Only the processes of the recorded
 // command's tree (root) leave something behind: that they were in the
 // tree, and their PID namespace, which its trace fds are translated by
