@@ -2,10 +2,9 @@ package analyze
 
 import (
 	"math"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
-	"sync"
+
+	"nsprof/internal/gcpace"
 )
 
 // Memory a report or export holds outside the Go heap, which a memory
@@ -53,11 +52,9 @@ func LimitMemory(size int64) (restore func()) {
 	}
 	g := &memGovernor{limit: limit, ceiling: old}
 	debug.SetMemoryLimit(limit)
-	g.arm()
+	stop := gcpace.AfterEachGC(func() { g.observe(gcpace.LiveHeap()) })
 	return func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.stopped = true
+		stop() // observe runs no more once stop returns
 		debug.SetMemoryLimit(old)
 	}
 }
@@ -65,45 +62,12 @@ func LimitMemory(size int64) (restore func()) {
 // memGovernor raises a memory limit that the live heap outgrew (see
 // [LimitMemory]), looking at the live heap once per garbage collection.
 type memGovernor struct {
-	mu      sync.Mutex
-	stopped bool
-	limit   int64
+	limit int64
 	// ceiling is the limit before LimitMemory's, never exceeded.
 	ceiling int64
 	// over counts the collections in a row that left more than three
 	// quarters of the limit live.
-	over   int
-	sample [1]metrics.Sample
-}
-
-// gcSentinel is an object whose collection tells that a garbage
-// collection ran: it holds a pointer so that it is never one of the
-// tiny objects the allocator packs together (their cleanups run late).
-type gcSentinel struct {
-	_ *int
-	_ [16]byte
-}
-
-// arm has check called after the next garbage collection.
-func (g *memGovernor) arm() {
-	runtime.AddCleanup(&gcSentinel{}, func(g *memGovernor) { g.check() }, g)
-}
-
-// check raises the limit when the live heap left by the last collections
-// takes more than three quarters of it (see [memGovernor.observe]), and
-// arms itself again.
-func (g *memGovernor) check() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return
-	}
-	g.sample[0].Name = "/gc/heap/live:bytes"
-	metrics.Read(g.sample[:])
-	if g.sample[0].Value.Kind() == metrics.KindUint64 {
-		g.observe(int64(min(g.sample[0].Value.Uint64(), math.MaxInt64/4)))
-	}
-	g.arm()
+	over int
 }
 
 // observe raises the limit to twice live, the live heap a collection
@@ -113,7 +77,6 @@ func (g *memGovernor) check() {
 // reading ends (a 60 s capture's collection then counted 109 MB live
 // where 66 MB were live once those were made: the limit was raised to
 // 218 MB, and the report peaked at 214 MiB instead of 2× the capture).
-// Mu is held.
 func (g *memGovernor) observe(live int64) {
 	if live <= g.limit/4*3 {
 		g.over = 0

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"nsprof/capture"
+	"nsprof/internal/gcpace"
 	"nsprof/symbol"
 	"nsprof/symcache"
 )
@@ -25,7 +25,7 @@ import (
 // gzipped.
 func (r *recorder) writeSymbols() {
 	start := time.Now()
-	defer lowerGCPercent(bundleGCPercent)()
+	defer gcpace.Floor(bundleHeapFloor, bundleGCPercent)()
 	var prog progress
 	if r.status != nil {
 		defer r.status.clear()
@@ -112,15 +112,13 @@ func (r *recorder) writeSymbols() {
 // by side, 4 times), for as much CPU within the noise.
 const bundleGCPercent = 50
 
-// lowerGCPercent sets the GC percent to p unless it is lower already (or
-// off), and returns the function that restores it.
-func lowerGCPercent(p int) func() {
-	old := debug.SetGCPercent(p)
-	if old <= p { // lower already, or off (-1)
-		debug.SetGCPercent(old)
-	}
-	return func() { debug.SetGCPercent(old) }
-}
+// bundleHeapFloor is the heap the bundle lets grow before collecting it
+// (see [gcpace.Floor]): its live heap starts at a few megabytes, which
+// GC percent 50 alone collected every megabyte or two (20 collections
+// in the half second of a compile loop's bundle, a tenth of the
+// recorder's CPU), and reaches past the floor only while large DWARF is
+// read, where the percent bounds the peak as before.
+const bundleHeapFloor = 24 << 20
 
 // kernelTable names kernel addresses.
 type kernelTable interface {

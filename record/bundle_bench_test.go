@@ -14,6 +14,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/container"
+	"nsprof/internal/gcpace"
 	"nsprof/symbol"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkBundleToolchain(b *testing.B) {
 		progs = append(progs, newBenchBinary(b, p, 4000, r))
 	}
 	lc := newBenchBinary(b, libc, 400, r)
-	defer lowerGCPercent(bundleGCPercent)()
+	defer gcpace.Floor(bundleHeapFloor, bundleGCPercent)()
 	var peak uint64
 	for b.Loop() {
 		b.StopTimer()
