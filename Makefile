@@ -33,7 +33,7 @@ TIDY_CHECK = $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go 
 # cmd/nsprof's tests of the commands only nsprof-otlp has (build tag otlp).
 OTLP_TESTS = ^(TestAgent|TestPush)
 
-RACE_PKGS = ./analyze ./capture ./export ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
+RACE_PKGS = ./analyze ./capture ./export ./internal/gcpace ./internal/gopclntab ./internal/outfile ./internal/procfmt ./internal/progress \
 	./internal/testutils ./internal/textsafe ./proc ./report ./symbol ./symcache ./unwind ./web
 RACE_SKIP = ^(TestKallsymsHost|TestKallsymsExcerpt|TestUnwindLive|TestReplaceInStickyDir|TestReadDWARFMatchesDebugElf|TestGoLinesMatchDWARF|TestSparseUnitsMatchFull|TestSparseUnitsGiveWay|TestAfterCallObjdump)$$
 
