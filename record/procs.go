@@ -46,6 +46,14 @@ type tracker struct {
 	// (forgetExited); the first mapsGone have let go of their mappings.
 	exits    []exitedProc
 	mapsGone int
+	// lingerers are the processes kept past their leader's EXIT
+	// (procState.lingering), looked at in /proc every exitGrace
+	// (checkLingerers) in case their last thread's EXIT record is
+	// never read; lingerChecked is when they were last.
+	lingerers     []lingerer
+	lingerChecked time.Time
+	// exitsInferred counts the processes ended that way.
+	exitsInferred int
 	// gone holds, of the processes forgotten (forget) that lived in a
 	// PID namespace other than the recorder's, what records read late
 	// still ask of them: the pid each knew itself by (the bundle's JIT
@@ -665,12 +673,58 @@ func (t *tracker) forgetExited(now time.Time) {
 				// may fork): it is followed until the last one's
 				// EXIT (handle).
 				ps.exited, ps.lingering = false, true
+				t.lingerers = append(t.lingerers, lingerer{pid: e.pid, rec: e.rec})
 			} else {
 				ps.maps, ps.have = nil, nil
 			}
 		}
 		t.mapsGone++
 	}
+	if now.Sub(t.lingerChecked) >= exitGrace {
+		t.lingerChecked = now
+		t.checkLingerers(capture.Now())
+	}
+}
+
+// lingerer is a process followed past its leader's EXIT record (rec).
+type lingerer struct {
+	pid int
+	rec int64
+	// goneAt is when a look found no thread of it left, 0 while one
+	// ran at the last look.
+	goneAt int64
+}
+
+// checkLingerers ends the lingering processes whose threads are all gone
+// from /proc since the last look, at least exitGrace ago: by then the
+// last one's EXIT record would have been read, had the rings not lost it.
+// They end at that look's time (now then), the first known to be past
+// their last thread's exit, with the second EXIT frame handle would have
+// written, and are counted in exitsInferred. Without it such a process
+// was held, mappings and all, until the recording ended, its timeline
+// ending at its leader's exit.
+func (t *tracker) checkLingerers(now int64) {
+	kept := t.lingerers[:0]
+	for _, l := range t.lingerers {
+		ps := t.procs[l.pid]
+		if ps == nil || !ps.lingering || ps.exitAt != l.rec {
+			continue // ended by its last EXIT, or the pid is another's
+		}
+		switch {
+		case t.livesOn(l.pid, 0):
+			l.goneAt = 0
+		case l.goneAt == 0:
+			l.goneAt = now // its last EXIT may wait in a ring
+		default:
+			ps.lingering = false
+			t.exitsInferred++
+			t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(l.pid), Time: l.goneAt}})
+			t.exited(l.pid, ps, l.goneAt)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	t.lingerers = kept
 }
 
 // reborn forgets the exited process of pid when a FORK at time now makes

@@ -679,6 +679,60 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 	}
 }
 
+// TestLingererLastExitLost: a process kept past its leader's EXIT whose
+// last thread's EXIT record is never read ends when two looks at /proc,
+// exitGrace apart, found no thread of it: with its second EXIT frame at
+// the first of them, counted, and then forgotten. One still running is
+// kept.
+func TestLingererLastExitLost(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.handle(forkRecord(1, 100, now+10))
+	tasks := filepath.Join(tr.fs.Root, "100", "task")
+	for _, tid := range []string{"100", "101"} {
+		if err := os.MkdirAll(filepath.Join(tasks, tid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.handle(exitRecord(100, now+20)) // the leader's
+	start := time.Now()
+	tr.forgetExited(start.Add(mapsGrace))
+	tr.forgetExited(start.Add(mapsGrace + exitGrace))
+	tr.forgetExited(start.Add(mapsGrace + 2*exitGrace))
+	ps := tr.procs[100]
+	if ps == nil || ps.exited || !ps.lingering || len(ps.maps) != 1 || tr.exitsInferred != 0 {
+		t.Fatalf("thread 101 running through three looks: state %+v, %d exits inferred; want kept with its mappings", ps, tr.exitsInferred)
+	}
+	// Thread 101 exits; its EXIT record is lost.
+	if err := os.RemoveAll(filepath.Join(tasks, "101")); err != nil {
+		t.Fatal(err)
+	}
+	before := capture.Now()
+	tr.forgetExited(start.Add(mapsGrace + 3*exitGrace))
+	after := capture.Now()
+	if ps.exited || !ps.lingering {
+		t.Fatal("ended at the first look that found no thread: its EXIT record may still wait in a ring")
+	}
+	tr.forgetExited(start.Add(mapsGrace + 4*exitGrace))
+	if !ps.exited || ps.lingering || tr.exitsInferred != 1 {
+		t.Fatalf("after two looks finding no thread: exited %t, lingering %t, %d exits inferred; want ended, 1", ps.exited, ps.lingering, tr.exitsInferred)
+	}
+	var exits []int64
+	for _, f := range trackerFrames(t, tr) {
+		if e, ok := f.(*capture.Exit); ok && e.PID == 100 {
+			exits = append(exits, e.Time)
+		}
+	}
+	if len(exits) != 2 || exits[0] != int64(now+20) || exits[1] < before || exits[1] > after {
+		t.Errorf("EXIT frames of the process at %v, want %d then one in [%d, %d] (the first look without threads)", exits, now+20, before, after)
+	}
+	tr.forgetExited(time.Now().Add(exitGrace))
+	if tr.procs[100] != nil || len(tr.lingerers) != 0 {
+		t.Errorf("not forgotten after its inferred exit: %+v, lingerers %v", tr.procs[100], tr.lingerers)
+	}
+}
+
 // A process in the recorder's own mount namespace and root, in no
 // container's cgroup, is labelled a host process without being opened:
 // a system-wide recording sees hundreds start a second, and opening one

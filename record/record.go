@@ -573,6 +573,9 @@ func (r *recorder) finish() {
 	if n := r.tr.redact.cut; n > 0 {
 		r.notef("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
 	}
+	if n := r.tr.exitsInferred; n > 0 {
+		r.logf("%d processes whose leader thread exited first ended when /proc showed their last thread gone: its EXIT record was not read (lost)", n)
+	}
 }
 
 // endCapture writes what ends a capture: the processes still undescribed,
