@@ -175,8 +175,8 @@ func (t *tracker) scan(pid int, now int64) {
 	info := inspect(t.fs, pid, now)
 	// An exiting process (or a zombie) shows no command line and no
 	// mappings either, but for good: describe it now, as glance saw it.
-	exiting := info.midExec() && t.exiting(pid)
-	if info.midExec() && !exiting && !ps.deferred && pid != 2 && info.PPID != 2 {
+	exiting := info.midExec() && !info.kthread && t.exiting(pid)
+	if info.midExec() && !info.kthread && !exiting && !ps.deferred && pid != 2 && info.PPID != 2 {
 		// A user process without a command line is in the middle of
 		// an exec (its new arguments are not set up yet): look again
 		// at the next tick. Kernel threads (kthreadd's children) have
@@ -196,7 +196,11 @@ func (t *tracker) scan(pid int, now int64) {
 		info = *ps.early // gone or exiting since: describe it as it was seen
 	}
 	ps.early = nil
-	maps := t.currentMaps(pid, ps, exiting)
+	var maps []proc.Mapping // a kernel thread has none
+	if !info.kthread {
+		maps = t.currentMaps(pid, ps, exiting)
+	}
+	ps.earlyMaps = nil
 	if (gone || exiting) && !slices.ContainsFunc(maps, isExec) {
 		// Past exit_mm before anything read its mappings: its samples
 		// cannot be named, and the capture says why.
@@ -230,7 +234,11 @@ func (t *tracker) glance(pids []int, now int64) {
 		if err != nil {
 			continue
 		}
-		info := procInfo{ProcessInfo: capture.ProcessInfo{Kind: capture.KindProcess, Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}, uidKnown: true}
+		info := procInfo{ProcessInfo: capture.ProcessInfo{Kind: capture.KindProcess, Time: now, PID: pid, PPID: st.PPid, NSpid: st.NStgid, Comm: st.Name, UID: st.Uid.Real}, uidKnown: true, kthread: st.Kthread}
+		if info.kthread {
+			ps.early = &info // its name is all there is to glance at
+			continue
+		}
 		info.Cmdline, _ = t.fs.ReadCmdline(pid)
 		if l, err := t.fs.ReadLink(pid, "root"); err == nil {
 			info.Root = l.Target

@@ -733,6 +733,62 @@ func TestLingererLastExitLost(t *testing.T) {
 	}
 }
 
+// TestKernelThreadFewerReads: a kernel thread (status's Kthread: 1) is
+// described from its status and namespaces, without its command line,
+// executable, cgroups or mappings (it has none of its own), by glance and
+// scan alike; a user process whose parent is kthreadd (a usermode helper)
+// is not taken for one.
+func TestKernelThreadFewerReads(t *testing.T) {
+	root := t.TempDir()
+	kdir := fakeProcess(t, root, 700, "kworker/0:1", "", "")
+	status := "Name:\tkworker/0:1\nPid:\t700\nPPid:\t2\nKthread:\t1\n"
+	if err := os.WriteFile(filepath.Join(kdir, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(kdir, "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"ns/mnt": "mnt:[4026531840]", "ns/pid": "pid:[4026531836]", "root": "/"} {
+		if err := os.Symlink(target, filepath.Join(kdir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Unreadable as files: reading them would be noted in Err.
+	for _, f := range []string{"cmdline", "maps"} {
+		os.Remove(filepath.Join(kdir, f))
+		if err := os.Mkdir(filepath.Join(kdir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helper := fakeProcess(t, root, 701, "modprobe", "/sbin/modprobe\x00-q\x00x\x00", "")
+	for pid, dir := range map[int]string{700: kdir, 701: helper} {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if pid == 701 {
+			st := "Name:\tmodprobe\nPid:\t701\nPPid:\t2\nKthread:\t0\n"
+			if err := os.WriteFile(filepath.Join(dir, "status"), []byte(st), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr := fakeTracker(t, root)
+	tr.glance([]int{700, 701}, 1)
+	if e := tr.procs[700].early; e == nil || e.Comm != "kworker/0:1" || len(e.Cmdline) != 0 || tr.procs[700].earlyMaps != nil {
+		t.Fatalf("glance at the kernel thread: %+v, want its name alone", e)
+	}
+	tr.scan(700, 1)
+	tr.scan(701, 1)
+	k := tr.procs[700]
+	if k == nil || !k.described || k.info.Err != "" || k.info.Comm != "kworker/0:1" || len(k.info.Cgroups) != 0 || k.name != "kworker/0:1" {
+		t.Errorf("kernel thread described as %+v (name %q), want its name, no error, no cgroups read", k.info, k.name)
+	}
+	h := tr.procs[701]
+	if h == nil || !h.described || !slices.Equal(h.info.Cmdline, []string{"/sbin/modprobe", "-q", "x"}) || len(h.info.Cgroups) != 1 {
+		t.Errorf("usermode helper described as %+v, want its command line and cgroup read", h.info)
+	}
+}
+
 // A process in the recorder's own mount namespace and root, in no
 // container's cgroup, is labelled a host process without being opened:
 // a system-wide recording sees hundreds start a second, and opening one
