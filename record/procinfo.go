@@ -40,29 +40,42 @@ func (pi *procInfo) mountKey() mountKey {
 // cannot be read is named in Err.
 func inspect(fs proc.FS, pid int, t int64) procInfo {
 	pi := procInfo{ProcessInfo: capture.ProcessInfo{Kind: capture.KindProcess, Time: t, PID: pid}}
-	var errs []string
+	st, err := fs.ReadStatus(pid)
+	if err != nil {
+		pi.Err = "status: " + err.Error()
+		if procGone(err) {
+			// Reaped: every other file of the pid is gone too. Over a
+			// loop of Go compiles most forks are read after their
+			// child exited (278 of 501 inspections), and asking for
+			// the other seven files was as many failed lookups more.
+			pi.gone = true
+			return pi
+		}
+	} else {
+		pi.PPID, pi.NSpid, pi.Comm, pi.UID, pi.uidKnown = st.PPid, st.NStgid, st.Name, st.Uid.Real, true
+		pi.kthread = st.Kthread
+	}
+	pi.inspectRest(fs)
+	return pi
+}
+
+// inspectRest reads what inspect reads after the status, adding what
+// cannot be read to Err. A kernel thread's command line, executable and
+// cgroups are not read: it has none of the first two, the root cgroups,
+// and most of a machine's processes are kernel threads (61 of 68 here),
+// whose files were most of a system-wide recording's start.
+func (pi *procInfo) inspectRest(fs proc.FS) {
+	pid := pi.PID
+	errs := []string{}
+	if pi.Err != "" {
+		errs = append(errs, pi.Err)
+	}
 	note := func(what string, err error) {
 		if err != nil {
 			errs = append(errs, what+": "+err.Error())
 		}
 	}
-	st, err := fs.ReadStatus(pid)
-	note("status", err)
-	if err == nil {
-		pi.PPID, pi.NSpid, pi.Comm, pi.UID, pi.uidKnown = st.PPid, st.NStgid, st.Name, st.Uid.Real, true
-	} else if procGone(err) {
-		// Reaped: every other file of the pid is gone too. Over a loop
-		// of Go compiles most forks are read after their child exited
-		// (278 of 501 inspections), and asking for the other seven
-		// files was as many failed lookups more.
-		pi.Err, pi.gone = strings.Join(errs, "; "), true
-		return pi
-	}
-	// A kernel thread's command line, executable and cgroups are read
-	// no more: it has none of the first two, the root cgroups, and most
-	// of a machine's processes are kernel threads (61 of 68 here), whose
-	// files were most of a system-wide recording's start.
-	pi.kthread = err == nil && st.Kthread
+	var err error
 	if !pi.kthread {
 		if pi.Cmdline, err = fs.ReadCmdline(pid); err != nil {
 			note("cmdline", err)
@@ -70,26 +83,26 @@ func inspect(fs proc.FS, pid int, t int64) procInfo {
 	}
 	pi.MntNS, err = fs.NamespaceID(pid, "mnt")
 	note("mnt ns", err)
+	if procGone(err) && pi.kthread {
+		pi.gone = true // exited since its status was read
+	}
 	pi.PidNS, err = fs.NamespaceID(pid, "pid")
 	note("pid ns", err)
 	pi.UserNS, _ = fs.NamespaceID(pid, "user")
 	if l, err := fs.ReadLink(pid, "root"); err == nil {
 		pi.Root, pi.rootDev, pi.rootInode = l.Target, l.Dev.String(), l.Inode
 	}
-	if pi.kthread {
-		pi.Err = strings.Join(errs, "; ")
-		return pi
-	}
-	if l, err := fs.ReadLink(pid, "exe"); err == nil {
-		pi.Exe, pi.ExeDev, pi.ExeInode = l.Target, l.Dev.String(), l.Inode
-	}
-	if cg, err := fs.ReadCgroup(pid); err == nil {
-		for _, c := range cg {
-			pi.Cgroups = append(pi.Cgroups, fmt.Sprintf("%d:%s:%s", c.HierarchyID, strings.Join(c.Controllers, ","), c.Path))
+	if !pi.kthread {
+		if l, err := fs.ReadLink(pid, "exe"); err == nil {
+			pi.Exe, pi.ExeDev, pi.ExeInode = l.Target, l.Dev.String(), l.Inode
+		}
+		if cg, err := fs.ReadCgroup(pid); err == nil {
+			for _, c := range cg {
+				pi.Cgroups = append(pi.Cgroups, fmt.Sprintf("%d:%s:%s", c.HierarchyID, strings.Join(c.Controllers, ","), c.Path))
+			}
 		}
 	}
 	pi.Err = strings.Join(errs, "; ")
-	return pi
 }
 
 // procGone reports whether err says the process is no longer in /proc.

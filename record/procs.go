@@ -172,7 +172,17 @@ func (t *tracker) scan(pid int, now int64) {
 	if ps.described {
 		return
 	}
-	info := inspect(t.fs, pid, now)
+	var info procInfo
+	if e := ps.early; e != nil && e.kthread && e.Time == now {
+		// Glanced at in this same pass: a kernel thread execs nothing,
+		// its status need not be read again.
+		info = *e
+		if info.inspectRest(t.fs); info.gone {
+			info = *e // exited since: described as glance saw it
+		}
+	} else {
+		info = inspect(t.fs, pid, now)
+	}
 	// An exiting process (or a zombie) shows no command line and no
 	// mappings either, but for good: describe it now, as glance saw it.
 	exiting := info.midExec() && !info.kthread && t.exiting(pid)

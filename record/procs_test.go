@@ -787,6 +787,29 @@ func TestKernelThreadFewerReads(t *testing.T) {
 	if h == nil || !h.described || !slices.Equal(h.info.Cmdline, []string{"/sbin/modprobe", "-q", "x"}) || len(h.info.Cgroups) != 1 {
 		t.Errorf("usermode helper described as %+v, want its command line and cgroup read", h.info)
 	}
+
+	// Glanced at and scanned in one pass, the kernel thread's status is
+	// read once: changed in between, the scan still has glance's name.
+	tr = fakeTracker(t, root)
+	tr.glance([]int{700}, 2)
+	renamed := strings.Replace(status, "kworker/0:1", "kworker/0:1-events", 1)
+	if err := os.WriteFile(filepath.Join(kdir, "status"), []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr.scan(700, 2)
+	if k := tr.procs[700]; k == nil || k.info.Comm != "kworker/0:1" || k.info.MntNS == 0 {
+		t.Errorf("kernel thread scanned after glance: %+v, want glance's name and its namespaces read", k.info)
+	}
+	// Gone between the two: described as glance saw it, without errors.
+	tr = fakeTracker(t, root)
+	tr.glance([]int{700}, 3)
+	if err := os.RemoveAll(kdir); err != nil {
+		t.Fatal(err)
+	}
+	tr.scan(700, 3)
+	if k := tr.procs[700]; k == nil || !k.described || k.info.Comm != "kworker/0:1-events" || k.info.Err != "" {
+		t.Errorf("kernel thread gone after glance: %+v, want described by glance's look, no error", k.info)
+	}
 }
 
 // A process in the recorder's own mount namespace and root, in no
