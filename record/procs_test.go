@@ -626,23 +626,32 @@ func TestPIDReusedWithinGrace(t *testing.T) {
 	}
 }
 
-// A process's EXIT record is its leader thread's: while other threads of
-// it run on, it is kept with its mappings (a child they fork inherits
-// them), and it exits with the last of them, a second EXIT frame saying
-// when.
-func TestLeaderExitThreadsRunOn(t *testing.T) {
-	tr := parentTracker(t)
-	now := uint64(capture.Now())
+// leaderExited returns a tracker that read the fork of process 100 at
+// now+10 and its leader's EXIT at now+20, while /proc (its task directory
+// tasks) shows its thread 101 still there; start is when the exit was
+// read.
+func leaderExited(t *testing.T) (tr *tracker, now uint64, tasks string, start time.Time) {
+	t.Helper()
+	tr = parentTracker(t)
+	now = uint64(capture.Now())
 	tr.scan(1, int64(now))
 	tr.handle(forkRecord(1, 100, now+10))
-	tasks := filepath.Join(tr.fs.Root, "100", "task")
+	tasks = filepath.Join(tr.fs.Root, "100", "task")
 	for _, tid := range []string{"100", "101"} {
 		if err := os.MkdirAll(filepath.Join(tasks, tid), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tr.handle(exitRecord(100, now+20)) // the leader's
-	start := time.Now()
+	return tr, now, tasks, time.Now()
+}
+
+// A process's EXIT record is its leader thread's: while other threads of
+// it run on, it is kept with its mappings (a child they fork inherits
+// them), and it exits with the last of them, a second EXIT frame saying
+// when.
+func TestLeaderExitThreadsRunOn(t *testing.T) {
+	tr, now, tasks, start := leaderExited(t)
 	tr.forgetExited(start.Add(mapsGrace))
 	tr.forgetExited(start.Add(exitGrace))
 	ps := tr.procs[100]
@@ -685,18 +694,7 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 // the first of them, counted, and then forgotten. One still running is
 // kept.
 func TestLingererLastExitLost(t *testing.T) {
-	tr := parentTracker(t)
-	now := uint64(capture.Now())
-	tr.scan(1, int64(now))
-	tr.handle(forkRecord(1, 100, now+10))
-	tasks := filepath.Join(tr.fs.Root, "100", "task")
-	for _, tid := range []string{"100", "101"} {
-		if err := os.MkdirAll(filepath.Join(tasks, tid), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr.handle(exitRecord(100, now+20)) // the leader's
-	start := time.Now()
+	tr, now, tasks, start := leaderExited(t)
 	tr.forgetExited(start.Add(mapsGrace))
 	tr.forgetExited(start.Add(mapsGrace + exitGrace))
 	tr.forgetExited(start.Add(mapsGrace + 2*exitGrace))
