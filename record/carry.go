@@ -33,7 +33,7 @@ func (t *tracker) nextCapture() {
 		if !ps.described {
 			continue // pending: described at the next tick
 		}
-		if !ps.exited && !ps.goneAtCut {
+		if !ps.hasExited() && !ps.goneAtCut {
 			if _, err := os.Stat(t.fs.Root + "/" + strconv.Itoa(pid)); err == nil {
 				continue
 			}

@@ -66,7 +66,7 @@ func TestTrackerNextCapture(t *testing.T) {
 	tr.procs[10].maps = []capture.Map{{Start: 0x400000, End: 0x401000, Filename: "/bin/live"}}
 	tr.procs[10].info = capture.ProcessInfo{PID: 10, Cmdline: []string{"/bin/live"}}
 	tr.procs[12].info = capture.ProcessInfo{PID: 12, Cmdline: []string{"/bin/gone"}}
-	tr.procs[11].exited = true // 11 by its EXIT record; 12 gone from /proc
+	tr.procs[11].exitAt = 1 // 11 by its EXIT record; 12 gone from /proc
 	tr.procs[11].pidns = tr.hostNS + 1
 	tr.get(13) // seen in a sample, not described yet
 	// Children waiting for parents never described: they are kept while

@@ -92,14 +92,14 @@ type procState struct {
 	have   map[mapKey]string // build-id written for the mapping
 	pidns  uint64
 	// nspid is the pid the process knows itself by (innermost NSpid).
-	nspid  int
-	exited bool
-	// exitAt is the time of the EXIT record, when exited: a FORK of the
-	// pid later than that is a new process's (see tracker.reborn).
+	nspid int
+	// exitAt is the time of the last EXIT record read of it, 0 while
+	// none was: a FORK of the pid later than that is a new process's
+	// (see tracker.reborn).
 	exitAt int64
-	// lingering says the process's EXIT record was its leader thread's
+	// lingering says the EXIT record at exitAt was its leader thread's
 	// and other threads ran on (see forgetExited): it exits with the
-	// last of them.
+	// last of them (hasExited).
 	lingering bool
 	// goneAtCut says /proc had no entry for the process at the last cut
 	// of a split recording though no EXIT record was read: it exited
@@ -607,12 +607,7 @@ func (t *tracker) handle(rec *perf.Record) {
 				t.err = t.w.AddThreadInfo(capture.ThreadInfo{Kind: capture.KindThread, Time: now, TID: int(k.TID), PID: int(k.PID), Exited: true})
 			}
 			if ps := t.procs[int(k.PID)]; ps != nil && ps.lingering && !t.livesOn(int(k.PID), int(k.TID)) {
-				// The process ends with its last thread: a second
-				// EXIT frame says when (a timeline ends the process
-				// at its last).
-				ps.lingering = false
-				t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PID), Time: now}})
-				t.exited(int(k.PID), ps, now)
+				t.endLingering(int(k.PID), ps, int16(rec.CPU), now)
 			}
 			return
 		}
@@ -622,11 +617,23 @@ func (t *tracker) handle(rec *perf.Record) {
 	}
 }
 
+// hasExited says the process's EXIT record was read and ended it (see
+// lingering).
+func (ps *procState) hasExited() bool { return ps.exitAt != 0 && !ps.lingering }
+
+// endLingering ends lingering process pid with its last thread, at time
+// at: a second EXIT frame says when (a timeline ends the process at its
+// last).
+func (t *tracker) endLingering(pid int, ps *procState, cpu int16, at int64) {
+	t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: cpu, PID: int32(pid), Time: at}})
+	t.exited(pid, ps, at)
+}
+
 // exited notes that process pid (its state ps, nil when none) exited at
 // time now, to be forgotten after the graces.
 func (t *tracker) exited(pid int, ps *procState, now int64) {
 	if ps != nil {
-		ps.exited, ps.exitAt = true, now
+		ps.exitAt, ps.lingering = now, false
 		t.exits = append(t.exits, exitedProc{pid: pid, at: time.Now(), rec: now})
 	}
 	if t.sym != nil {
@@ -676,7 +683,7 @@ const exitGrace = 5 * time.Second
 func (t *tracker) forgetExited(now time.Time) {
 	n := 0
 	for n < len(t.exits) && now.Sub(t.exits[n].at) >= exitGrace {
-		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.exited && ps.exitAt == t.exits[n].rec {
+		if ps := t.procs[t.exits[n].pid]; ps != nil && ps.hasExited() && ps.exitAt == t.exits[n].rec {
 			t.forget(t.exits[n].pid)
 		}
 		n++
@@ -685,12 +692,12 @@ func (t *tracker) forgetExited(now time.Time) {
 	t.mapsGone = max(t.mapsGone-n, 0)
 	for t.mapsGone < len(t.exits) && now.Sub(t.exits[t.mapsGone].at) >= mapsGrace {
 		e := t.exits[t.mapsGone]
-		if ps := t.procs[e.pid]; ps != nil && ps.exited && ps.exitAt == e.rec {
+		if ps := t.procs[e.pid]; ps != nil && ps.hasExited() && ps.exitAt == e.rec {
 			if t.livesOn(e.pid, 0) {
 				// Its leader thread exited, others run on (and
 				// may fork): it is followed until the last one's
 				// EXIT (handle).
-				ps.exited, ps.lingering = false, true
+				ps.lingering = true
 				t.lingerers = append(t.lingerers, lingerer{pid: e.pid, rec: e.rec})
 			} else {
 				ps.maps, ps.have = nil, nil
@@ -734,10 +741,8 @@ func (t *tracker) checkLingerers(now int64) {
 		case l.goneAt == 0:
 			l.goneAt = now // its last EXIT may wait in a ring
 		default:
-			ps.lingering = false
 			t.exitsInferred++
-			t.write(&capture.Exit{FrameHeader: capture.FrameHeader{CPU: -1, PID: int32(l.pid), Time: l.goneAt}})
-			t.exited(l.pid, ps, l.goneAt)
+			t.endLingering(l.pid, ps, -1, l.goneAt)
 			continue
 		}
 		kept = append(kept, l)
@@ -868,7 +873,7 @@ func (t *tracker) sampled(pid int, now int64) {
 	// /proc showed no mappings when the process was described (it was
 	// between fork and exec, or tearing down): look once more now that
 	// it runs code.
-	if len(ps.maps) == 0 && !ps.mapsRetried && !ps.exited {
+	if len(ps.maps) == 0 && !ps.mapsRetried && !ps.hasExited() {
 		ps.mapsRetried = true
 		t.scanMaps(pid, ps, now)
 	}

@@ -586,7 +586,7 @@ func TestExitedForgetsMaps(t *testing.T) {
 	// pid 100 again, a new child of 1: described as a new process.
 	seen := tr.seen
 	tr.handle(forkRecord(1, 100, now+uint64(6*time.Second)))
-	if ps := tr.procs[100]; ps == nil || !ps.described || ps.exited || len(ps.maps) != 1 {
+	if ps := tr.procs[100]; ps == nil || !ps.described || ps.hasExited() || len(ps.maps) != 1 {
 		t.Fatalf("pid 100 used again: state %+v, want a new process described with its parent's mappings", ps)
 	}
 	if tr.seen != seen+1 {
@@ -606,12 +606,12 @@ func TestPIDReusedWithinGrace(t *testing.T) {
 	tr.handle(exitRecord(100, now+20))
 	tr.handle(forkRecord(1, 100, now+10)) // its own FORK, read late
 	seen := tr.seen
-	if ps := tr.procs[100]; ps == nil || !ps.described || !ps.exited {
+	if ps := tr.procs[100]; ps == nil || !ps.described || !ps.hasExited() {
 		t.Fatalf("process forked before its EXIT was read: %+v, want described and exited", ps)
 	}
 	tr.handle(forkRecord(1, 100, now+30))
 	ps := tr.procs[100]
-	if ps == nil || !ps.described || ps.exited || len(ps.maps) != 1 {
+	if ps == nil || !ps.described || ps.hasExited() || len(ps.maps) != 1 {
 		t.Fatalf("pid 100 given again within the grace: %+v, want a new process with its parent's mappings", ps)
 	}
 	if tr.seen != seen+1 {
@@ -655,7 +655,7 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 	tr.forgetExited(start.Add(mapsGrace))
 	tr.forgetExited(start.Add(exitGrace))
 	ps := tr.procs[100]
-	if ps == nil || ps.exited || !ps.lingering || len(ps.maps) != 1 {
+	if ps == nil || ps.hasExited() || !ps.lingering || len(ps.maps) != 1 {
 		t.Fatalf("leader exited, thread 101 running: state %+v, want kept with its mappings", ps)
 	}
 	tr.handle(forkRecord(100, 102, now+30)) // forked by thread 101
@@ -668,8 +668,8 @@ func TestLeaderExitThreadsRunOn(t *testing.T) {
 	thread := &perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: 100, TID: 101, PPID: 100, PTID: 100, Time: now + 40}}
 	thread.ID.Time = now + 40
 	tr.handle(thread)
-	if !ps.exited || ps.lingering || ps.exitAt != int64(now+40) {
-		t.Fatalf("after the last thread's EXIT: exited %t, lingering %t, at %d; want exited at %d", ps.exited, ps.lingering, ps.exitAt, now+40)
+	if !ps.hasExited() || ps.lingering || ps.exitAt != int64(now+40) {
+		t.Fatalf("after the last thread's EXIT: exited %t, lingering %t, at %d; want exited at %d", ps.hasExited(), ps.lingering, ps.exitAt, now+40)
 	}
 	tr.forgetExited(time.Now().Add(exitGrace))
 	if tr.procs[100] != nil {
@@ -699,7 +699,7 @@ func TestLingererLastExitLost(t *testing.T) {
 	tr.forgetExited(start.Add(mapsGrace + exitGrace))
 	tr.forgetExited(start.Add(mapsGrace + 2*exitGrace))
 	ps := tr.procs[100]
-	if ps == nil || ps.exited || !ps.lingering || len(ps.maps) != 1 || tr.exitsInferred != 0 {
+	if ps == nil || ps.hasExited() || !ps.lingering || len(ps.maps) != 1 || tr.exitsInferred != 0 {
 		t.Fatalf("thread 101 running through three looks: state %+v, %d exits inferred; want kept with its mappings", ps, tr.exitsInferred)
 	}
 	// Thread 101 exits; its EXIT record is lost.
@@ -709,12 +709,12 @@ func TestLingererLastExitLost(t *testing.T) {
 	before := capture.Now()
 	tr.forgetExited(start.Add(mapsGrace + 3*exitGrace))
 	after := capture.Now()
-	if ps.exited || !ps.lingering {
+	if ps.hasExited() || !ps.lingering {
 		t.Fatal("ended at the first look that found no thread: its EXIT record may still wait in a ring")
 	}
 	tr.forgetExited(start.Add(mapsGrace + 4*exitGrace))
-	if !ps.exited || ps.lingering || tr.exitsInferred != 1 {
-		t.Fatalf("after two looks finding no thread: exited %t, lingering %t, %d exits inferred; want ended, 1", ps.exited, ps.lingering, tr.exitsInferred)
+	if !ps.hasExited() || ps.lingering || tr.exitsInferred != 1 {
+		t.Fatalf("after two looks finding no thread: exited %t, lingering %t, %d exits inferred; want ended, 1", ps.hasExited(), ps.lingering, tr.exitsInferred)
 	}
 	var exits []int64
 	for _, f := range trackerFrames(t, tr) {
@@ -858,10 +858,10 @@ func TestForgottenKeepsNamespacePID(t *testing.T) {
 	tr := parentTracker(t)
 	const pidns = 4026532000
 	ps := tr.get(200)
-	ps.described, ps.exited, ps.nspid, ps.pidns = true, true, 5, pidns
-	tr.get(201).exited = true // in the recorder's namespace: nothing kept
+	ps.described, ps.exitAt, ps.nspid, ps.pidns = true, 1, 5, pidns
+	tr.get(201).exitAt = 1 // in the recorder's namespace: nothing kept
 	start := time.Now()
-	tr.exits = append(tr.exits, exitedProc{pid: 200, at: start}, exitedProc{pid: 201, at: start})
+	tr.exits = append(tr.exits, exitedProc{pid: 200, at: start, rec: 1}, exitedProc{pid: 201, at: start, rec: 1})
 	tr.forgetExited(start.Add(exitGrace))
 	if tr.procs[200] != nil || tr.procs[201] != nil {
 		t.Fatalf("after exitGrace: the exited processes still held")
