@@ -84,3 +84,38 @@ func BenchmarkGetDeltas(b *testing.B) {
 		}
 	}
 }
+
+// TestIndexDeltasEarliest: over many deltas (an odd number, so that a
+// run goes unpaired in a round of merging) sharing addresses, the index
+// holds each address once, sorted, with the earliest delta holding it.
+func TestIndexDeltasEarliest(t *testing.T) {
+	for _, ndeltas := range []int{1, 2, 3, 7, 33} {
+		var zs []*lazyFrames
+		first := map[uint64]uint32{}
+		for i := range ndeltas {
+			var vas []uint64
+			for k := range 50 {
+				// Steps of 1..3 words from a start of its own: every
+				// delta shares addresses with others.
+				va := uint64(0x1000 + 8*(i%5) + 8*k*(1+i%3))
+				vas = append(vas, va)
+				if _, ok := first[va]; !ok {
+					first[va] = uint32(i)
+				}
+			}
+			zs = append(zs, &lazyFrames{vas: vas})
+		}
+		x := indexDeltas(zs)
+		if len(x.vas) != len(first) || len(x.in) != len(first) {
+			t.Fatalf("%d deltas: %d addresses (%d indexes), want %d", ndeltas, len(x.vas), len(x.in), len(first))
+		}
+		for k, va := range x.vas {
+			if k > 0 && x.vas[k-1] >= va {
+				t.Fatalf("%d deltas: address %d (%#x) not above the one before (%#x)", ndeltas, k, va, x.vas[k-1])
+			}
+			if x.in[k] != first[va] {
+				t.Errorf("%d deltas: %#x is delta %d's, want %d's (the earliest holding it)", ndeltas, va, x.in[k], first[va])
+			}
+		}
+	}
+}
