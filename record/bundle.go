@@ -124,9 +124,10 @@ const bundleGCPercent = 50
 // The recording's own heap reaches about 12 MiB.
 const bundleHeapFloor = 12 << 20
 
-// kernelTable names kernel addresses.
+// kernelTable names kernel addresses: all of a bundle's at once, in
+// increasing order, as [symbol.Kallsyms.LookupSorted] does.
 type kernelTable interface {
-	Lookup(addr uint64) (symbol.Symbol, bool)
+	LookupSorted(addrs []uint64) (syms []symbol.Symbol, found []bool)
 }
 
 // progress reports symbolization progress; done of total objects.
@@ -172,9 +173,13 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	// in a row, and its hits are looked up once for them.
 	var lastObj *symObj
 	var lastHits *objHits
+	// The kernel addresses of all processes, named in one walk of the
+	// kernel's symbols (see kernelNames).
+	var kaddrs []uint64
 	for _, pid := range pids {
 		p := procOf(pid)
 		p.expand()
+		kaddrs = append(kaddrs, p.kernelAddrs()...)
 		for _, g := range p.gens() {
 			for i, a := range g.packed {
 				if m := g.find(a); m != nil {
@@ -201,8 +206,7 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 		nframes += len(fr)
 	}
 	fileLines := make([]capture.AddrLines, 0, nframes)
-	var kern kernelTable
-	kernTried := false
+	kern := kernelNames(kaddrs, kallsyms, logf)
 	// Each object's sampled offsets walked with a cursor (objCursor),
 	// made when a process first reaches the object; the one of the
 	// address before kept at hand, looked up again only when the object
@@ -287,19 +291,9 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				}
 			}
 		}
-		kaddrs := p.kernelAddrs()
-		if len(kaddrs) > 0 && !kernTried {
-			kernTried = true
-			var err error
-			if kern, err = kallsyms(); err != nil {
-				logf("kernel frames not named: %v", err)
-			}
-		}
-		if kern != nil {
-			for _, a := range kaddrs {
-				if sym, ok := kern.Lookup(a); ok {
-					add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, sym.Name, "Kernel")
-				}
+		for _, a := range p.kernelAddrs() {
+			if sym, ok := kern.lookup(a); ok {
+				add(sym.Addr, sym.Addr+max(sym.Size, 1)-1, sym.Name, "Kernel")
 			}
 		}
 	}
@@ -313,6 +307,46 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 		return x.Object == y.Object && x.Addr == y.Addr
 	})
 	return append(lines, fileLines...)
+}
+
+// kernelAddrNames are the names of a bundle's kernel addresses.
+type kernelAddrNames struct {
+	addrs []uint64 // sorted, once each
+	syms  []symbol.Symbol
+	found []bool
+}
+
+// kernelNames names addrs, the kernel addresses of all processes, through
+// the table kallsyms opens (only when there are some): all at once, in
+// increasing order. Looked up one process after the other, each in its
+// own order, they left the whole of the symbol cache's mapped kallsyms
+// resident (6.6 MB, see symbol.Kallsyms.LookupSorted).
+func kernelNames(addrs []uint64, kallsyms func() (kernelTable, error), logf func(string, ...any)) *kernelAddrNames {
+	if len(addrs) == 0 {
+		return nil
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	kern, err := kallsyms()
+	if err != nil {
+		logf("kernel frames not named: %v", err)
+		return nil
+	}
+	syms, found := kern.LookupSorted(addrs)
+	return &kernelAddrNames{addrs: addrs, syms: syms, found: found}
+}
+
+// lookup returns the symbol of a, one of the addresses named (none when
+// n is nil: nothing was).
+func (n *kernelAddrNames) lookup(a uint64) (symbol.Symbol, bool) {
+	if n == nil {
+		return symbol.Symbol{}, false
+	}
+	i, ok := slices.BinarySearch(n.addrs, a)
+	if !ok || !n.found[i] {
+		return symbol.Symbol{}, false
+	}
+	return n.syms[i], true
 }
 
 // resolveObjects loads the objects samples hit and gives the source

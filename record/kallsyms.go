@@ -45,11 +45,30 @@ func (ks *kernelSymbols) close() {
 	}
 }
 
-// Lookup implements kernelTable, noting addr for the excerpt.
+// Lookup names addr, noting it for the excerpt.
 func (ks *kernelSymbols) Lookup(addr uint64) (symbol.Symbol, bool) {
 	ks.named = append(ks.named, addr)
 	ks.cover(addr)
 	return ks.k.Lookup(addr)
+}
+
+// LookupSorted implements kernelTable, noting addrs for the excerpt: the
+// pages of a mapped text are let go as the walk goes.
+func (ks *kernelSymbols) LookupSorted(addrs []uint64) ([]symbol.Symbol, []bool) {
+	ks.named = append(ks.named, addrs...)
+	for _, a := range addrs {
+		ks.cover(a)
+	}
+	return ks.k.LookupSorted(addrs, ks.drop())
+}
+
+// drop returns what lets go of the pages of the mapped text that a walk
+// through it touched; nil when the text is not mapped.
+func (ks *kernelSymbols) drop() func() {
+	if ks.mapped == nil {
+		return nil
+	}
+	return ks.mapped.Evict
 }
 
 // cover reads /proc/kallsyms again when the text came from the cache
@@ -138,27 +157,9 @@ func (r *recorder) kernelTable() (kernelTable, error) {
 // sampled. Without excerpt (no bundle: --no-decode), the whole text is
 // stored, for the reports to name the frames from.
 func (r *recorder) embedKallsyms(excerpt bool) {
-	var idle []uint64
-	if r.sym != nil {
-		idle = r.sym.idleKernelAddrs()
-	}
-	if excerpt && r.kern == nil && len(idle) == 0 {
+	text := r.kallsymsText(excerpt)
+	if text == nil {
 		return
-	}
-	ks := r.kernelSymbols()
-	if ks.text == nil {
-		r.logf("kernel symbols not recorded: %v", ks.err)
-		return
-	}
-	text := ks.text
-	if excerpt && ks.k != nil {
-		// The symbol cache was closed with the bundle: a text read
-		// again now is not kept.
-		ks.refresh = func(ks *kernelSymbols) { r.readKallsyms(ks, nil) }
-		for _, a := range idle {
-			ks.cover(a)
-		}
-		text = ks.k.Excerpt(append(ks.named, idle...))
 	}
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
@@ -168,6 +169,33 @@ func (r *recorder) embedKallsyms(excerpt bool) {
 	if err := r.w.AddFileBytes(h, capture.KallsymsFile+".gz", gz.Bytes()); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
+}
+
+// kallsymsText returns the kallsyms text embedKallsyms stores: the
+// excerpt of the addresses named, or the whole text; nil for none.
+func (r *recorder) kallsymsText(excerpt bool) []byte {
+	var idle []uint64
+	if r.sym != nil {
+		idle = r.sym.idleKernelAddrs()
+	}
+	if excerpt && r.kern == nil && len(idle) == 0 {
+		return nil
+	}
+	ks := r.kernelSymbols()
+	if ks.text == nil {
+		r.logf("kernel symbols not recorded: %v", ks.err)
+		return nil
+	}
+	if !excerpt || ks.k == nil {
+		return ks.text
+	}
+	// The symbol cache was closed with the bundle: a text read again
+	// now is not kept.
+	ks.refresh = func(ks *kernelSymbols) { r.readKallsyms(ks, nil) }
+	for _, a := range idle {
+		ks.cover(a)
+	}
+	return ks.k.ExcerptDropping(append(ks.named, idle...), ks.drop())
 }
 
 // readProcFile reads a file whose size stat does not tell, such as

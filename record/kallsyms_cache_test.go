@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +56,7 @@ func TestKallsymsCached(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _ := k.Lookup(addr)
+		s, _ := k.(*kernelSymbols).Lookup(addr)
 		return s.Name
 	}
 	const image, module, bpf = 0xffffffff81000150, 0xffffffffc0001010, 0xffffffffc0100010
@@ -126,8 +127,8 @@ func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := table()
-	k.Lookup(0xffffffffc0000000) // outside: read again, restricted now
-	if s, ok := k.Lookup(0xffffffff81000150); !ok || s.Name != "schedule" {
+	k.(*kernelSymbols).Lookup(0xffffffffc0000000) // outside: read again, restricted now
+	if s, ok := k.(*kernelSymbols).Lookup(0xffffffff81000150); !ok || s.Name != "schedule" {
 		t.Errorf("after a failed read, %+v (%v), want the cached text's schedule", s, ok)
 	}
 }
@@ -141,7 +142,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	first := recording()
 	if k, err := first.kernelTable(); err != nil {
 		t.Fatal(err)
-	} else if s, _ := k.Lookup(addr); s.Name != want || first.kern.mapped != nil {
+	} else if s, _ := k.(*kernelSymbols).Lookup(addr); s.Name != want || first.kern.mapped != nil {
 		t.Fatalf("first recording: %#x named %q (mapped %v), want %q from /proc/kallsyms", addr, s.Name, first.kern.mapped != nil, want)
 	}
 	second := recording()
@@ -158,7 +159,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	if size := textSize(t, root); after.TotalAlloc-before.TotalAlloc > uint64(size/16) {
 		t.Errorf("taking the cached kallsyms back allocated %d bytes for a text of %d: want it mapped", after.TotalAlloc-before.TotalAlloc, size)
 	}
-	if s, _ := k.Lookup(addr); s.Name != want {
+	if s, _ := k.(*kernelSymbols).Lookup(addr); s.Name != want {
 		t.Errorf("%#x named %q from the cache, want %q", addr, s.Name, want)
 	}
 	second.kern.close()
@@ -177,29 +178,7 @@ func TestKallsymsCachedCheckNotResident(t *testing.T) {
 	if _, err := first.kernelTable(); err != nil {
 		t.Fatal(err)
 	}
-	// The blob written again a page at a time, as a file read back
-	// from the disk would be in the page cache: a file just written
-	// whole can be held in folios of up to 2 MB, which a fault maps
-	// whole (Linux 6.18), whatever is let go between.
-	blob := filepath.Join(dir, first.kernelCache(cache).key)
-	b, err := os.ReadFile(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(blob)
-	f, err := os.OpenFile(blob, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := range slices.Chunk(b, 4096) {
-		if _, err := f.Write(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b = nil
+	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
 	second := recording()
 	runtime.GC()
 	// Writing 5 to clear_refs resets the peak RSS (VmHWM) to the RSS.
@@ -217,6 +196,78 @@ func TestKallsymsCachedCheckNotResident(t *testing.T) {
 	size := len(second.kern.mapped.Bytes())
 	if grew := (statusKB(t, "VmHWM") - before) << 10; grew > size/4 {
 		t.Errorf("taking the cached kallsyms back raised the peak RSS by %d bytes, the blob being %d", grew, size)
+	}
+}
+
+// TestKallsymsCachedLookupsNotResident: naming the kernel addresses of a
+// bundle and embedding their excerpt from a cached kallsyms let the pages
+// of its mapping go as they go: scattered lookups, each a binary search
+// and a name, left the whole blob resident (the kernel maps 64 kB around
+// each page touched).
+func TestKallsymsCachedLookupsNotResident(t *testing.T) {
+	recording, _, dir, cache := largeKallsymsRecordings(t)
+	first := recording()
+	if _, err := first.kernelTable(); err != nil {
+		t.Fatal(err)
+	}
+	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
+	second := recording()
+	k, err := second.kernelTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.kern.close()
+	if second.kern.mapped == nil {
+		t.Fatal("the second recording's kallsyms is not the cache's mapped text")
+	}
+	// 400 addresses spread over the 100 000 symbols, as a busy
+	// recording samples a few hundred kernel functions.
+	var addrs []uint64
+	for i := range 400 {
+		addrs = append(addrs, 0xffffffff81001000+uint64(i*250+i%7)*0x40+8)
+	}
+	runtime.GC()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
+	}
+	before := statusKB(t, "VmRSS")
+	syms, found := k.LookupSorted(addrs)
+	if ex := second.kallsymsText(true); !bytes.Contains(ex, []byte(" kernel_function_number_251\n")) {
+		t.Errorf("the excerpt (%d bytes) lacks a symbol named", len(ex))
+	}
+	size := len(second.kern.mapped.Bytes())
+	if grew := (statusKB(t, "VmHWM") - before) << 10; grew > size/4 {
+		t.Errorf("naming %d kernel addresses and their excerpt raised the peak RSS by %d bytes, the blob being %d", len(addrs), grew, size)
+	}
+	for i, a := range addrs {
+		if want := fmt.Sprintf("kernel_function_number_%d", i*250+i%7); !found[i] || syms[i].Name != want {
+			t.Fatalf("%#x named %q (%v), want %q", a, syms[i].Name, found[i], want)
+		}
+	}
+}
+
+// rewriteByPages writes the file at path again a page at a time, as a
+// file read back from the disk would be in the page cache: a file just
+// written whole can be held in folios of up to 2 MB, which a fault maps
+// whole (Linux 6.18), whatever is let go between.
+func rewriteByPages(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range slices.Chunk(b, 4096) {
+		if _, err := f.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -412,9 +412,13 @@ func TestBundlePackedExited(t *testing.T) {
 // fakeKernel names kernel address a by the 256-byte block it is in.
 type fakeKernel struct{}
 
-func (fakeKernel) Lookup(a uint64) (symbol.Symbol, bool) {
-	b := a &^ 0xff
-	return symbol.Symbol{Name: fmt.Sprintf("k_%x", b), Addr: b, Size: 0x100}, true
+func (fakeKernel) LookupSorted(addrs []uint64) ([]symbol.Symbol, []bool) {
+	syms, found := make([]symbol.Symbol, len(addrs)), make([]bool, len(addrs))
+	for i, a := range addrs {
+		b := a &^ 0xff
+		syms[i], found[i] = symbol.Symbol{Name: fmt.Sprintf("k_%x", b), Addr: b, Size: 0x100}, true
+	}
+	return syms, found
 }
 
 // TestBundlePackedKernel: the kernel addresses of a process that exited

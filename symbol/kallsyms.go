@@ -212,20 +212,23 @@ func (k *Kallsyms) Lookup(addr uint64) (Symbol, bool) {
 	if i < 0 {
 		return Symbol{}, false
 	}
-	s := k.sym(i)
-	// The symbol's last byte, not its end: a symbol near the top of the
-	// address space has no end that fits in 64 bits.
-	last := s.addr + (maxKernelFunc - 1)
-	if last < s.addr {
+	return k.symbolAt(i, addr)
+}
+
+// lastOf returns the last byte of kept symbol i: the one before the next
+// symbol's address, at most maxKernelFunc past its own. The last byte,
+// not the end: a symbol near the top of the address space has no end
+// that fits in 64 bits.
+func (k *Kallsyms) lastOf(i int) uint64 {
+	a := k.addr(i)
+	last := a + (maxKernelFunc - 1)
+	if last < a {
 		last = math.MaxUint64
 	}
 	if i+1 < k.Len() {
 		last = min(last, k.addr(i+1)-1)
 	}
-	if addr > last {
-		return Symbol{}, false
-	}
-	return Symbol{Name: k.name(s.off), Addr: s.addr, Size: last - s.addr + 1}, true
+	return last
 }
 
 // name returns the name of the line whose name starts at off, with its

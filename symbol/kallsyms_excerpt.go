@@ -14,15 +14,19 @@ import (
 // symbol at the next line's address: a capture can embed the excerpt of
 // the addresses it holds rather than the whole text (5 MB, 1 MB
 // compressed, for a few hundred kernel functions sampled).
-func (k *Kallsyms) Excerpt(addrs []uint64) []byte {
+func (k *Kallsyms) Excerpt(addrs []uint64) []byte { return k.ExcerptDropping(addrs, nil) }
+
+// ExcerptDropping is [Kallsyms.Excerpt], going through the index and the
+// text once, in address order, and calling drop (when not nil) each time
+// it has gone some thousand symbols further, for a caller that maps them
+// from a file to let go of the pages behind (see LookupSorted).
+func (k *Kallsyms) ExcerptDropping(addrs []uint64, drop func()) []byte {
 	keep := []int{0}
-	for _, a := range addrs {
-		i := k.find(a)
-		if i < 0 {
-			continue
-		}
-		if _, ok := k.Lookup(a); !ok {
-			continue // past the bound of the symbol before it
+	w := k.walker(drop)
+	for _, a := range sortedCopy(addrs) {
+		i := w.find(a)
+		if i < 0 || a > k.lastOf(i) {
+			continue // below the first symbol, or past the bound of the one before it
 		}
 		keep = append(keep, i)
 		if i+1 < k.Len() {
@@ -32,9 +36,14 @@ func (k *Kallsyms) Excerpt(addrs []uint64) []byte {
 	slices.Sort(keep)
 	keep = slices.Compact(keep)
 	var out []byte
+	dropped := 0
 	for _, i := range keep {
 		out = append(out, k.line(k.sym(i).off)...)
 		out = append(out, '\n')
+		if drop != nil && i-dropped >= dropEverySyms {
+			drop()
+			dropped = i
+		}
 	}
 	return out
 }
