@@ -119,3 +119,35 @@ func TestIndexDeltasEarliest(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameArenaGrows: an arena's first chunk is small (an entry's
+// payload and each of its deltas has one, and most see a few lookups),
+// its chunks double up to arenaChunk, and the slices it hands out do
+// not overlap.
+func TestFrameArenaGrows(t *testing.T) {
+	var a frameArena
+	first := a.alloc(3)
+	if cap(a.buf) != firstArenaChunk {
+		t.Fatalf("first chunk of %d frames, want %d", cap(a.buf), firstArenaChunk)
+	}
+	first = append(first, frame("a")...)
+	var all [][]symbol.Frame
+	for i := range 10_000 {
+		fr := append(a.alloc(2), symbol.Frame{Function: fmt.Sprint(i)}, symbol.Frame{Line: i})
+		all = append(all, fr)
+		if cap(a.buf) > arenaChunk {
+			t.Fatalf("a chunk of %d frames, more than %d", cap(a.buf), arenaChunk)
+		}
+	}
+	if cap(a.buf) != arenaChunk {
+		t.Errorf("after 20 000 frames the chunks hold %d, want %d", cap(a.buf), arenaChunk)
+	}
+	for i, fr := range all {
+		if fr[0].Function != fmt.Sprint(i) || fr[1].Line != i {
+			t.Fatalf("slice %d overwritten: %+v", i, fr)
+		}
+	}
+	if first[0].Function != "a" {
+		t.Errorf("the first slice overwritten: %+v", first)
+	}
+}

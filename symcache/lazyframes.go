@@ -53,10 +53,23 @@ type lazyFrames struct {
 
 // frameArena hands out frame slices from chunks, each slice's capacity
 // its length so that an append to it copies.
-type frameArena struct{ buf []symbol.Frame }
+type frameArena struct {
+	buf []symbol.Frame
+	// chunk is the size of the last chunk made: chunks grow from
+	// firstArenaChunk to arenaChunk.
+	chunk int
+}
 
-// arenaChunk is the number of frames a chunk holds.
-const arenaChunk = 4096
+// arenaChunk is the number of frames the largest chunk holds (160 kB);
+// firstArenaChunk the first's. An entry has an arena for its payload
+// and one for each delta, and a recording looks up a few addresses in
+// most of them: with every chunk of arenaChunk frames, the Go compiler's
+// and the go command's 54 deltas held some 5 MB of frames mostly unused,
+// a fifth of a compile loop's recording's heap as its bundle peaked.
+const (
+	arenaChunk      = 4096
+	firstArenaChunk = 64
+)
 
 // alloc returns an empty slice with room for n frames.
 func (a *frameArena) alloc(n int) []symbol.Frame {
@@ -67,7 +80,8 @@ func (a *frameArena) alloc(n int) []symbol.Frame {
 		return make([]symbol.Frame, 0, n)
 	}
 	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]symbol.Frame, 0, arenaChunk)
+		a.chunk = min(max(2*a.chunk, firstArenaChunk, n), arenaChunk)
+		a.buf = make([]symbol.Frame, 0, a.chunk)
 	}
 	fr := a.buf[len(a.buf) : len(a.buf) : len(a.buf)+n]
 	a.buf = a.buf[:len(a.buf)+n]
