@@ -71,7 +71,7 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	var known *symbol.Table
 	fromEntry := func() *symbol.Symbols {
 		if known == nil {
-			known = symbol.NewTable(e.Symbols)
+			known = symbol.TableOf(e.Symbols)
 		}
 		return symbol.SymbolsOf(known, e.Source)
 	}

@@ -179,7 +179,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 	if k := symcache.Key(obj.BuildID(), obj.GoBuildID()); k != sp.Key {
 		return 0, fmt.Errorf("the file handed over is build %s, not the entry's %s", k, sp.Key)
 	}
-	known := symbol.NewTable(e.Symbols)
+	known := symbol.TableOf(e.Symbols)
 	open := inheritedOpener(linesPath, lines)
 	l := symbol.Loader{
 		// Every search ends at the descriptor handed over: no other

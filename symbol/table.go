@@ -91,6 +91,19 @@ func NewTable(syms []Symbol) *Table {
 	return buildTable(es, nil)
 }
 
+// TableOf returns a table holding syms themselves when they are as a
+// table holds them (sorted by strictly increasing address, each of
+// non-zero size, as [Table.All] gives them), and NewTable(syms)
+// otherwise. syms must not be modified after: a symbol cache entry's,
+// read back at every recording, are named from where they were read
+// (the Go compiler's 20 k symbols were copied, 0.8 MB, each time).
+func TableOf(syms []Symbol) *Table {
+	if sortedSized(syms) {
+		return &Table{syms: syms}
+	}
+	return NewTable(syms)
+}
+
 // sortedSized reports whether syms are in strictly increasing address
 // order and each of non-zero size: what buildTable would leave as they
 // are.

@@ -130,6 +130,24 @@ func TestNewTableSorted(t *testing.T) {
 	}
 }
 
+// TableOf holds symbols already as a table holds them without a copy,
+// and gives NewTable's table of any others.
+func TestTableOf(t *testing.T) {
+	syms := []Symbol{{Name: "a", Addr: 0x1000, Size: 4}, {Name: "b", Addr: 0x2000, Size: 4}}
+	tab := TableOf(syms)
+	if got := tab.All(); len(got) != 2 || &got[0] != &syms[0] {
+		t.Errorf("TableOf of sorted, sized symbols copied them: %v", got)
+	}
+	if s, ok := tab.Lookup(0x2002); !ok || s.Name != "b" {
+		t.Errorf("Lookup(0x2002) = %v, %v", s, ok)
+	}
+	unsorted := []Symbol{{Name: "b", Addr: 0x2000, Size: 4}, {Name: "a", Addr: 0x1000}}
+	got := TableOf(unsorted).All()
+	if want := NewTable(unsorted).All(); !slices.Equal(got, want) || unsorted[0].Name != "b" {
+		t.Errorf("TableOf of unsorted symbols = %v, want NewTable's %v, the slice unchanged", got, want)
+	}
+}
+
 // BenchmarkNewTableSorted makes the table of 40,000 sorted, sized
 // symbols, as a recording does from the Go compiler's cache entry.
 func BenchmarkNewTableSorted(b *testing.B) {
