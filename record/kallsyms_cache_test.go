@@ -173,19 +173,8 @@ func TestKallsymsCachedMapped(t *testing.T) {
 // touched go as it goes: the mapped blob is never resident all at once
 // (6.8 MB for a moment raised a busy recording's peak RSS).
 func TestKallsymsCachedCheckNotResident(t *testing.T) {
-	recording, _, dir, cache := largeKallsymsRecordings(t)
-	first := recording()
-	if _, err := first.kernelTable(); err != nil {
-		t.Fatal(err)
-	}
-	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
-	second := recording()
-	runtime.GC()
-	// Writing 5 to clear_refs resets the peak RSS (VmHWM) to the RSS.
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
-	}
-	before := statusKB(t, "VmRSS")
+	second := secondOfCachedKallsyms(t)
+	before := resetPeakRSS(t)
 	if _, err := second.kernelTable(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +194,7 @@ func TestKallsymsCachedCheckNotResident(t *testing.T) {
 // and a name, left the whole blob resident (the kernel maps 64 kB around
 // each page touched).
 func TestKallsymsCachedLookupsNotResident(t *testing.T) {
-	recording, _, dir, cache := largeKallsymsRecordings(t)
-	first := recording()
-	if _, err := first.kernelTable(); err != nil {
-		t.Fatal(err)
-	}
-	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
-	second := recording()
+	second := secondOfCachedKallsyms(t)
 	k, err := second.kernelTable()
 	if err != nil {
 		t.Fatal(err)
@@ -226,11 +209,7 @@ func TestKallsymsCachedLookupsNotResident(t *testing.T) {
 	for i := range 400 {
 		addrs = append(addrs, 0xffffffff81001000+uint64(i*250+i%7)*0x40+8)
 	}
-	runtime.GC()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
-	}
-	before := statusKB(t, "VmRSS")
+	before := resetPeakRSS(t)
 	syms, found := k.LookupSorted(addrs)
 	if ex := second.kallsymsText(true); !bytes.Contains(ex, []byte(" kernel_function_number_251\n")) {
 		t.Errorf("the excerpt (%d bytes) lacks a symbol named", len(ex))
@@ -244,6 +223,32 @@ func TestKallsymsCachedLookupsNotResident(t *testing.T) {
 			t.Fatalf("%#x named %q (%v), want %q", a, syms[i].Name, found[i], want)
 		}
 	}
+}
+
+// secondOfCachedKallsyms returns the second of two recorders of
+// largeKallsyms's system sharing a symbol cache, the first having kept
+// the kallsyms in it, written again a page at a time (rewriteByPages).
+func secondOfCachedKallsyms(t *testing.T) *recorder {
+	t.Helper()
+	recording, _, dir, cache := largeKallsymsRecordings(t)
+	first := recording()
+	if _, err := first.kernelTable(); err != nil {
+		t.Fatal(err)
+	}
+	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
+	return recording()
+}
+
+// resetPeakRSS collects garbage, resets the peak RSS (VmHWM) to the RSS
+// and returns the RSS, in kB.
+func resetPeakRSS(t *testing.T) int {
+	t.Helper()
+	runtime.GC()
+	// Writing 5 to clear_refs resets the peak RSS to the RSS.
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
+	}
+	return statusKB(t, "VmRSS")
 }
 
 // rewriteByPages writes the file at path again a page at a time, as a
