@@ -45,13 +45,6 @@ func (ks *kernelSymbols) close() {
 	}
 }
 
-// Lookup names addr, noting it for the excerpt.
-func (ks *kernelSymbols) Lookup(addr uint64) (symbol.Symbol, bool) {
-	ks.named = append(ks.named, addr)
-	ks.cover(addr)
-	return ks.k.Lookup(addr)
-}
-
 // LookupSorted implements kernelTable, noting addrs for the excerpt: the
 // pages of a mapped text are let go as the walk goes.
 func (ks *kernelSymbols) LookupSorted(addrs []uint64) ([]symbol.Symbol, []bool) {

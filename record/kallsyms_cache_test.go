@@ -13,6 +13,7 @@ import (
 
 	"nsprof/internal/testutils"
 	"nsprof/proc"
+	"nsprof/symbol"
 	"nsprof/symcache"
 )
 
@@ -56,7 +57,7 @@ func TestKallsymsCached(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _ := k.(*kernelSymbols).Lookup(addr)
+		s, _ := lookupOne(k, addr)
 		return s.Name
 	}
 	const image, module, bpf = 0xffffffff81000150, 0xffffffffc0001010, 0xffffffffc0100010
@@ -127,8 +128,8 @@ func TestKallsymsCachedKeptWhenReadFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := table()
-	k.(*kernelSymbols).Lookup(0xffffffffc0000000) // outside: read again, restricted now
-	if s, ok := k.(*kernelSymbols).Lookup(0xffffffff81000150); !ok || s.Name != "schedule" {
+	lookupOne(k, 0xffffffffc0000000) // outside: read again, restricted now
+	if s, ok := lookupOne(k, 0xffffffff81000150); !ok || s.Name != "schedule" {
 		t.Errorf("after a failed read, %+v (%v), want the cached text's schedule", s, ok)
 	}
 }
@@ -142,7 +143,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	first := recording()
 	if k, err := first.kernelTable(); err != nil {
 		t.Fatal(err)
-	} else if s, _ := k.(*kernelSymbols).Lookup(addr); s.Name != want || first.kern.mapped != nil {
+	} else if s, _ := lookupOne(k, addr); s.Name != want || first.kern.mapped != nil {
 		t.Fatalf("first recording: %#x named %q (mapped %v), want %q from /proc/kallsyms", addr, s.Name, first.kern.mapped != nil, want)
 	}
 	second := recording()
@@ -159,7 +160,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 	if size := textSize(t, root); after.TotalAlloc-before.TotalAlloc > uint64(size/16) {
 		t.Errorf("taking the cached kallsyms back allocated %d bytes for a text of %d: want it mapped", after.TotalAlloc-before.TotalAlloc, size)
 	}
-	if s, _ := k.(*kernelSymbols).Lookup(addr); s.Name != want {
+	if s, _ := lookupOne(k, addr); s.Name != want {
 		t.Errorf("%#x named %q from the cache, want %q", addr, s.Name, want)
 	}
 	second.kern.close()
@@ -274,6 +275,12 @@ func rewriteByPages(t *testing.T, path string) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lookupOne names one kernel address through k.
+func lookupOne(k kernelTable, addr uint64) (symbol.Symbol, bool) {
+	syms, found := k.LookupSorted([]uint64{addr})
+	return syms[0], found[0]
 }
 
 // statusKB returns a field of /proc/self/status given in kB.

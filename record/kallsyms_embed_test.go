@@ -49,7 +49,7 @@ func TestKallsymsExcerptEmbedded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kernel table: %v", err)
 			}
-			if sym, ok := k.(*kernelSymbols).Lookup(process); !ok || sym.Name != "kernel_function_5" {
+			if sym, ok := lookupOne(k, process); !ok || sym.Name != "kernel_function_5" {
 				t.Errorf("kernel address %#x named %q (%v), want kernel_function_5", process, sym.Name, ok)
 			}
 		}
