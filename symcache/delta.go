@@ -116,7 +116,7 @@ func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
 // checksum base.
 func encodeDelta(base uint32, frames map[uint64][]symbol.Frame) []byte {
 	var strs stringTable
-	body := strs.appendAddrFrames(nil, frames)
+	body := strs.appendAddrFrames(nil, sortedOf(frames))
 	p := binary.AppendUvarint(nil, uint64(base))
 	p = strs.appendTable(p)
 	p = append(p, body...)

@@ -232,7 +232,7 @@ func encode(key string, e *Entry) []byte {
 // encodeAs returns the file contents of e for the object of build-id key
 // as version v, the frames of its addresses appended by addrs, its frame
 // lists and runs by ranges.
-func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byte, frames map[uint64][]symbol.Frame) []byte, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
+func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byte, frames []addrFrames) []byte, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
 	e.settle()
 	var strs stringTable
 	var body []byte
@@ -248,7 +248,7 @@ func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byt
 		body = binary.AppendUvarint(body, s.Size)
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
-	body = addrs(&strs, body, e.allFrames())
+	body = addrs(&strs, body, e.sortedFrames())
 	// Covered (each start as the distance from the end of the one
 	// before, then its length), then the frame lists and the runs.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
@@ -314,18 +314,13 @@ func (t *stringTable) appendFrames(b []byte, fr []symbol.Frame) []byte {
 // appendAddrFrames appends the frames of addresses: their count, then
 // for each address in order its distance from the one before and its
 // frames.
-func (t *stringTable) appendAddrFrames(b []byte, frames map[uint64][]symbol.Frame) []byte {
-	vas := make([]uint64, 0, len(frames))
-	for va := range frames {
-		vas = append(vas, va)
-	}
-	slices.Sort(vas)
-	b = binary.AppendUvarint(b, uint64(len(vas)))
+func (t *stringTable) appendAddrFrames(b []byte, frames []addrFrames) []byte {
+	b = binary.AppendUvarint(b, uint64(len(frames)))
 	prev := uint64(0)
-	for _, va := range vas {
-		b = binary.AppendUvarint(b, va-prev)
-		prev = va
-		b = t.appendFrames(b, frames[va])
+	for _, a := range frames {
+		b = binary.AppendUvarint(b, a.va-prev)
+		prev = a.va
+		b = t.appendFrames(b, a.fr)
 	}
 	return b
 }

@@ -151,3 +151,43 @@ func TestFrameArenaGrows(t *testing.T) {
 		t.Errorf("the first slice overwritten: %+v", first)
 	}
 }
+
+// TestSortedFrames: the frames an entry is written with, merged in
+// address order, are allFrames's: those added since it was read first,
+// then the deltas' from the first, then the payload's.
+func TestSortedFrames(t *testing.T) {
+	const a, b, c = 0x900000, 0x900010, 0x900020
+	payload := manyAddrs(100)
+	var first uint64
+	for va := range payload.Frames {
+		first = va
+		break
+	}
+	e, err := decode(testKey, withDeltas(encode(testKey, payload),
+		map[uint64][]symbol.Frame{a: frame("a1"), first: frame("over the payload")},
+		map[uint64][]symbol.Frame{a: frame("a2"), b: frame("b2")},
+		map[uint64][]symbol.Frame{b: frame("b3"), c: frame("c3")},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Frames[c] = frame("c added")
+	want := e.allFrames()
+	got := e.sortedFrames()
+	if len(got) != len(want) {
+		t.Fatalf("%d addresses, allFrames has %d", len(got), len(want))
+	}
+	for i, x := range got {
+		if i > 0 && got[i-1].va >= x.va {
+			t.Fatalf("address %d (%#x) not above the one before (%#x)", i, x.va, got[i-1].va)
+		}
+		if !slices.Equal(x.fr, want[x.va]) {
+			t.Errorf("%#x: %v, allFrames %v", x.va, x.fr, want[x.va])
+		}
+	}
+	for va, name := range map[uint64]string{a: "a1", b: "b2", c: "c added", first: "over the payload"} {
+		if fr := want[va]; len(fr) != 1 || fr[0].Function != name {
+			t.Errorf("%#x: %v, want %s's", va, fr, name)
+		}
+	}
+}

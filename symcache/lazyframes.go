@@ -2,7 +2,6 @@ package symcache
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 	"sort"
 
@@ -128,19 +127,18 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 // for each address in order its distance from the one before and its
 // frames, then the index, the address, the one before (0 for the first)
 // and the offset in the region of every addrBlockLen-th address.
-func (t *stringTable) appendIndexedAddrFrames(b []byte, frames map[uint64][]symbol.Frame) []byte {
-	vas := slices.Sorted(maps.Keys(frames))
+func (t *stringTable) appendIndexedAddrFrames(b []byte, frames []addrFrames) []byte {
 	var region, index []byte
 	prev := uint64(0)
-	for i, va := range vas {
+	for i, a := range frames {
 		if i%addrBlockLen == 0 {
-			index = appendBlockStart(index, va, prev, len(region))
+			index = appendBlockStart(index, a.va, prev, len(region))
 		}
-		region = binary.AppendUvarint(region, va-prev)
-		prev = va
-		region = t.appendFrames(region, frames[va])
+		region = binary.AppendUvarint(region, a.va-prev)
+		prev = a.va
+		region = t.appendFrames(region, a.fr)
 	}
-	return appendRegion(b, len(vas), region, index)
+	return appendRegion(b, len(frames), region, index)
 }
 
 // decodeIndexedAddrs reads the addresses with frames of an entry of
@@ -237,6 +235,13 @@ func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
 }
 
 // all calls f with every address of z and its frames, in order.
+// sorted returns z's addresses and their frames, in order.
+func (z *lazyFrames) sorted() []addrFrames {
+	out := make([]addrFrames, 0, z.n)
+	z.all(func(va uint64, fr []symbol.Frame) { out = append(out, addrFrames{va, fr}) })
+	return out
+}
+
 func (z *lazyFrames) all(f func(va uint64, fr []symbol.Frame)) {
 	if len(z.blocks) == 0 {
 		return
