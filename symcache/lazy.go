@@ -378,10 +378,6 @@ func (e *Entry) materialize() {
 	}
 }
 
-// allFrames returns the frames of every address of e outside its runs:
-// Frames, with those of a lazy e's payload and deltas decoded into a new
-// map. The addresses of a lazy e's payload are checked whole first, and
-// dropped when a block of them is bad.
 // addrFrames is an address and its frames.
 type addrFrames struct {
 	va uint64
@@ -454,6 +450,10 @@ func mergeFrameRuns(a, b []addrFrames) []addrFrames {
 	return append(out, b[k:]...)
 }
 
+// allFrames returns the frames of every address of e outside its runs:
+// Frames, with those of a lazy e's payload and deltas decoded into a new
+// map. The addresses of a lazy e's payload are checked whole first, and
+// dropped when a block of them is bad.
 func (e *Entry) allFrames() map[uint64][]symbol.Frame {
 	if e.lazyFrames != nil && !e.lazyFrames.checkAll() {
 		// A block found bad: none of them is kept (see settle).
