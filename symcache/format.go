@@ -466,7 +466,7 @@ func (d *decoder) table() []string {
 }
 
 // strSpan is where a string lies in what a decoder read, from where the
-// caller began (see strSpan).
+// caller began (see decoder.strSpan).
 type strSpan struct{ off, n int }
 
 // strSpan reads a string as str does, and returns where its bytes are
