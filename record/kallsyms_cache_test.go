@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
@@ -175,7 +174,7 @@ func TestKallsymsCachedMapped(t *testing.T) {
 // (6.8 MB for a moment raised a busy recording's peak RSS).
 func TestKallsymsCachedCheckNotResident(t *testing.T) {
 	second := secondOfCachedKallsyms(t)
-	before := resetPeakRSS(t)
+	before := testutils.ResetPeakRSS(t)
 	if _, err := second.kernelTable(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +183,7 @@ func TestKallsymsCachedCheckNotResident(t *testing.T) {
 		t.Fatal("the second recording's kallsyms is not the cache's mapped text")
 	}
 	size := len(second.kern.mapped.Bytes())
-	if grew := (statusKB(t, "VmHWM") - before) << 10; grew > size/4 {
+	if grew := (testutils.StatusKB(t, "VmHWM") - before) << 10; grew > size/4 {
 		t.Errorf("taking the cached kallsyms back raised the peak RSS by %d bytes, the blob being %d", grew, size)
 	}
 }
@@ -210,13 +209,13 @@ func TestKallsymsCachedLookupsNotResident(t *testing.T) {
 	for i := range 400 {
 		addrs = append(addrs, 0xffffffff81001000+uint64(i*250+i%7)*0x40+8)
 	}
-	before := resetPeakRSS(t)
+	before := testutils.ResetPeakRSS(t)
 	syms, found := k.LookupSorted(addrs)
 	if ex := second.kallsymsText(true); !bytes.Contains(ex, []byte(" kernel_function_number_251\n")) {
 		t.Errorf("the excerpt (%d bytes) lacks a symbol named", len(ex))
 	}
 	size := len(second.kern.mapped.Bytes())
-	if grew := (statusKB(t, "VmHWM") - before) << 10; grew > size/4 {
+	if grew := (testutils.StatusKB(t, "VmHWM") - before) << 10; grew > size/4 {
 		t.Errorf("naming %d kernel addresses and their excerpt raised the peak RSS by %d bytes, the blob being %d", len(addrs), grew, size)
 	}
 	for i, a := range addrs {
@@ -236,71 +235,14 @@ func secondOfCachedKallsyms(t *testing.T) *recorder {
 	if _, err := first.kernelTable(); err != nil {
 		t.Fatal(err)
 	}
-	rewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
+	testutils.RewriteByPages(t, filepath.Join(dir, first.kernelCache(cache).key))
 	return recording()
-}
-
-// resetPeakRSS collects garbage, resets the peak RSS (VmHWM) to the RSS
-// and returns the RSS, in kB.
-func resetPeakRSS(t *testing.T) int {
-	t.Helper()
-	runtime.GC()
-	// Writing 5 to clear_refs resets the peak RSS to the RSS.
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		testutils.RequireCI(t, "peak RSS not resettable: %v", err)
-	}
-	return statusKB(t, "VmRSS")
-}
-
-// rewriteByPages writes the file at path again a page at a time, as a
-// file read back from the disk would be in the page cache: a file just
-// written whole can be held in folios of up to 2 MB, which a fault maps
-// whole (Linux 6.18), whatever is let go between.
-func rewriteByPages(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := range slices.Chunk(b, 4096) {
-		if _, err := f.Write(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // lookupOne names one kernel address through k.
 func lookupOne(k kernelTable, addr uint64) (symbol.Symbol, bool) {
 	syms, found := k.LookupSorted([]uint64{addr})
 	return syms[0], found[0]
-}
-
-// statusKB returns a field of /proc/self/status given in kB.
-func statusKB(t *testing.T, field string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			var n int
-			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
 }
 
 // largeKallsyms writes a /proc of 100 000 kernel text symbols (about 4.8

@@ -62,6 +62,9 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 		if e, err = c.Get(key); err != nil {
 			logf("%s: %v (ignored)", o.path, err)
 		}
+		if e != nil {
+			defer e.Close() // once written back: its file is mapped
+		}
 	}
 	out := make(map[uint64][]capture.SourceFrame, len(vas))
 	var missing []uint64

@@ -169,6 +169,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		}
 		return 0, err
 	}
+	defer e.Close()
 	if e.Source != sp.Source || e.NoLines {
 		return 0, fmt.Errorf("entry %s is of symbols from %q now, not %q", sp.Key, e.Source, sp.Source)
 	}
@@ -230,6 +231,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		}
 		return 0, err
 	}
+	defer cur.Close()
 	if cur.Source != e.Source {
 		return 0, fmt.Errorf("entry %s replaced while it was filled", sp.Key)
 	}

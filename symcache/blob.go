@@ -86,33 +86,21 @@ func (m *Mapped) Close() error {
 // evicted. Entries are replaced by renaming a new file over them, so the
 // file mapped stays as checked. nil when key has no blob.
 func (c *Cache) MapBlob(key string) (*Mapped, error) {
-	f, err := c.openFile(key)
-	if f == nil || err != nil {
+	b, mapped, err := c.mapFile(key)
+	if b == nil || err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	corrupt := func(err error) (*Mapped, error) {
-		c.corrupt.Add(1)
-		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
-	}
-	st, err := c.check(f)
-	if err != nil {
-		return corrupt(err)
-	}
-	if st.Size() == 0 {
-		return corrupt(fmt.Errorf("%w: empty", ErrCorrupt))
-	}
-	b, err := unix.Mmap(int(f.Fd()), int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+	if !mapped {
+		return nil, fmt.Errorf("%s: not mapped", filepath.Join(c.dir, key))
 	}
 	// Checked a part at a time, each let go once read: all at once, the
 	// blob was resident for a moment (6.8 MB of kallsyms, more than a
 	// busy system-wide recording's heap grew).
-	data, err := decodeBlobDropping(b, mapCheckChunk, func(p []byte) { unix.DropPages(p) })
+	data, err := decodeBlobDropping(b, mapCheckChunk, dropPages)
 	if err != nil {
 		unix.Munmap(b)
-		return corrupt(err)
+		c.corrupt.Add(1)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
 	}
 	m := &Mapped{file: b, data: data}
 	m.Evict()

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -196,12 +195,27 @@ func Key(gnuBuildID, goBuildID []byte) string {
 // is sound but one of whose deltas (see AddFrames) is not is returned
 // without that delta and those after it, with such an error too, and
 // written again without them. Get marks the entry used, for Trim.
+//
+// The entry's file is mapped (see mapped.go) until its Close, which the
+// caller calls once done with it.
 func (c *Cache) Get(key string) (*Entry, error) {
-	b, err := c.readFile(key)
+	b, mapped, err := c.mapFile(key)
 	if b == nil || err != nil {
 		return nil, err
 	}
-	e, err := decode(key, b)
+	var drop func([]byte)
+	if mapped {
+		drop = dropPages
+	}
+	e, err := decodeFile(key, b, drop)
+	if mapped {
+		if e == nil {
+			unix.Munmap(b)
+		} else {
+			e.mapped = &entryFile{b: b}
+			e.mapped.evict()
+		}
+	}
 	if err != nil {
 		c.corrupt.Add(1)
 		err = fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
@@ -278,13 +292,7 @@ func (c *Cache) read(f *os.File) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Read into a slice of the file's size: grown from 512 bytes as
-	// io.ReadAll grows it, a 5 MB blob left twice that in copies.
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return b, nil
+	return c.readAll(f, st)
 }
 
 // check returns what stat says of f, a file of the cache, or an error

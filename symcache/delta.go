@@ -50,35 +50,36 @@ type fileRef struct {
 	bad        bool
 }
 
-// decodeDeltas gives e the frames of the deltas in b, which starts at
-// byte off of the file and follows e's payload, of checksum e.file.sum,
-// undecoded (see deltaAddrs). An address of an earlier delta keeps its
+// decodeDeltas gives e the frames of the deltas in file from byte off,
+// after e's payload, of checksum e.file.sum, undecoded (see deltaAddrs);
+// drop is decodeFile's. An address of an earlier delta keeps its
 // frames. The first delta
 // that cannot be used (truncated, a checksum mismatch, appended to
 // another payload, a bad field) ends them: it is returned as an error
 // wrapping ErrCorrupt, the deltas before it merged.
-func decodeDeltas(e *Entry, b []byte, off int) error {
+func decodeDeltas(e *Entry, file []byte, off int, drop func([]byte)) error {
 	var deltas []*lazyFrames
 	var err error
-	for i := 0; len(b) > 0; i++ {
+	for i := 0; off < len(file); i++ {
 		var z *lazyFrames
 		var size int
-		if z, size, err = checkDelta(e.file.sum, b, off, i); err != nil {
+		if z, size, err = checkDelta(e.file.sum, file, off, i, drop); err != nil {
 			break
 		}
 		deltas = append(deltas, z)
 		e.file.deltas++
 		e.file.deltaBytes += size
-		b, off = b[size:], off+size
+		off += size
 	}
 	e.deltas = indexDeltas(deltas)
 	return err
 }
 
-// checkDelta checks delta i, at the start of b and at byte off of the
-// file, of an entry of payload checksum base, and returns its frames,
-// undecoded, and its size.
-func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
+// checkDelta checks delta i, at byte off of file, of an entry of payload
+// checksum base, and returns its frames, undecoded, and its size; drop
+// is decodeFile's.
+func checkDelta(base uint32, file []byte, off, i int, drop func([]byte)) (*lazyFrames, int, error) {
+	b := file[off:]
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: delta %d at byte %d: %s", ErrCorrupt, i, off, fmt.Sprintf(format, args...))
 	}
@@ -94,7 +95,7 @@ func checkDelta(base uint32, b []byte, off, i int) (*lazyFrames, int, error) {
 		return nil, 0, fail("truncated: payload of %d bytes, header says %d", len(b)-deltaHeaderSize, n)
 	}
 	p := b[deltaHeaderSize : deltaHeaderSize+int(n)]
-	if crc32.Checksum(p, castagnoli()) != sum {
+	if checksum(file, off+deltaHeaderSize, off+deltaHeaderSize+int(n), drop) != sum {
 		return nil, 0, fail("checksum mismatch")
 	}
 	d := newDecoder(p, 0)

@@ -15,7 +15,8 @@
 // entry's runs of frames and their frame lists are indexed in its file
 // and decoded only as addresses are looked up in them, each block of
 // them checked the first time a lookup reaches it: a recording looks up
-// a few thousand of libc's 137 k runs. Frames of addresses added to an entry read
+// a few thousand of libc's 137 k runs. An entry read is its file mapped,
+// not copied into the heap, until its Close. Frames of addresses added to an entry read
 // from the cache are appended to its file as a delta (AddFrames), merged
 // as it is read, until the deltas outweigh the entry and it is written
 // whole again. The directory's total size is bounded; the entries least

@@ -56,6 +56,9 @@ type Entry struct {
 	// file is what the entry was read from or written as, for
 	// Cache.AddFrames.
 	file fileRef
+	// mapped is the file the lazy parts of an entry Get returned lie
+	// in, until Close; nil for others.
+	mapped *entryFile
 }
 
 // Span is a range of addresses, [Lo, Hi).
@@ -78,6 +81,9 @@ type Run struct {
 func (e *Entry) FramesAt(va uint64) (fr []symbol.Frame, ok bool) {
 	if fr, ok := e.Frames[va]; ok {
 		return fr, true
+	}
+	if e.mapped != nil {
+		e.mapped.looked()
 	}
 	if fr, ok := e.deltas.frames(va); ok {
 		return fr, true
@@ -344,7 +350,11 @@ func appendString(b []byte, s string) []byte {
 // entry costs no more memory than its size. A delta after the payload
 // that cannot be used (see decodeDeltas) is returned as an error with the
 // entry, without it and the deltas after it; any other error with none.
-func decode(key string, b []byte) (*Entry, error) {
+func decode(key string, b []byte) (*Entry, error) { return decodeFile(key, b, nil) }
+
+// decodeFile is decode of b mapped when drop is set: the parts of b it
+// checksums are handed to drop once read (see checksum).
+func decodeFile(key string, b []byte, drop func([]byte)) (*Entry, error) {
 	if len(b) < headerSize || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: no header", ErrCorrupt)
 	}
@@ -363,8 +373,8 @@ func decode(key string, b []byte) (*Entry, error) {
 	if n > uint64(len(p)) || (v < 3 && n != uint64(len(p))) {
 		return nil, fmt.Errorf("%w: payload of %d bytes, header says %d", ErrCorrupt, len(p), n)
 	}
-	p, rest := p[:n], p[n:]
-	if crc32.Checksum(p, castagnoli()) != sum {
+	p = p[:n]
+	if checksum(b, headerSize, headerSize+int(n), drop) != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	d := newDecoder(p, 0)
@@ -435,7 +445,7 @@ func decode(key string, b []byte) (*Entry, error) {
 	}
 	if v >= 3 {
 		e.file = fileRef{payload: n, sum: sum}
-		if err := decodeDeltas(e, rest, headerSize+int(n)); err != nil {
+		if err := decodeDeltas(e, b, headerSize+int(n), drop); err != nil {
 			e.file.bad = true
 			return e, err
 		}

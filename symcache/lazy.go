@@ -348,8 +348,10 @@ func (e *Entry) allLists() iter.Seq[[]symbol.Frame] {
 }
 
 // materialize decodes the runs and frame lists of a lazy e, to be
-// changed; those of a bad block are dropped (see settle).
+// changed; those of a bad block are dropped (see settle). Nothing of e
+// lies in its file since: a mapped one is unmapped.
 func (e *Entry) materialize() {
+	defer e.unmap()
 	if e.lazyFrames != nil || e.deltas != nil {
 		e.Frames = e.allFrames()
 		e.lazyFrames, e.deltas = nil, nil
