@@ -184,7 +184,7 @@ func TestBadDelta(t *testing.T) {
 		})
 	}
 	// An entry of version 2 has nothing after its payload.
-	v2 := encodeAs(testKey, testEntry(), 2, (*stringTable).appendAddrFrames, appendV3)
+	v2 := encodeAs(testKey, testEntry(), 2, sortedAddrs((*stringTable).appendAddrFrames), appendV3)
 	if _, err := decode(testKey, v2); err != nil {
 		t.Fatalf("version 2 entry: %v", err)
 	}

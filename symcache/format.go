@@ -232,13 +232,13 @@ var ErrCorrupt = errors.New("corrupt symbol cache entry")
 
 // encode returns the file contents of e for the object of build-id key.
 func encode(key string, e *Entry) []byte {
-	return encodeAs(key, e, version, (*stringTable).appendIndexedAddrFrames, appendIndexed)
+	return encodeAs(key, e, version, (*stringTable).appendEntryAddrs, appendIndexed)
 }
 
 // encodeAs returns the file contents of e for the object of build-id key
 // as version v, the frames of its addresses appended by addrs, its frame
 // lists and runs by ranges.
-func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byte, frames []addrFrames) []byte, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
+func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byte, e *Entry) []byte, ranges func(body []byte, strs *stringTable, e *Entry) []byte) []byte {
 	e.settle()
 	var strs stringTable
 	var body []byte
@@ -254,7 +254,7 @@ func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byt
 		body = binary.AppendUvarint(body, s.Size)
 		body = appendString(body, s.Name) // names are seldom repeated
 	}
-	body = addrs(&strs, body, e.sortedFrames())
+	body = addrs(&strs, body, e)
 	// Covered (each start as the distance from the end of the one
 	// before, then its length), then the frame lists and the runs.
 	body = binary.AppendUvarint(body, uint64(len(e.Covered)))
@@ -265,24 +265,26 @@ func encodeAs(key string, e *Entry, v uint32, addrs func(t *stringTable, b []byt
 		prev = c.Hi
 	}
 	body = ranges(body, &strs, e)
-	var p []byte
-	p = appendString(p, key)
-	p = appendString(p, e.Source)
+	var head []byte
+	head = appendString(head, key)
+	head = appendString(head, e.Source)
 	flags := uint64(0)
 	if e.NoLines {
 		flags |= flagNoLines
 	}
-	p = binary.AppendUvarint(p, flags)
-	p = binary.AppendUvarint(p, uint64(e.LoadedAt))
-	p = strs.appendTable(p)
-	p = append(p, body...)
+	head = binary.AppendUvarint(head, flags)
+	head = binary.AppendUvarint(head, uint64(e.LoadedAt))
+	head = strs.appendTable(head)
 
-	out := make([]byte, 0, headerSize+len(p))
+	// The payload is head then body, put after the header in one copy.
+	n := len(head) + len(body)
+	sum := crc32.Update(crc32.Checksum(head, castagnoli()), castagnoli(), body)
+	out := make([]byte, 0, headerSize+n)
 	out = append(out, magic...)
 	out = binary.LittleEndian.AppendUint32(out, v)
-	out = binary.LittleEndian.AppendUint64(out, uint64(len(p)))
-	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(p, castagnoli()))
-	return append(out, p...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(n))
+	out = binary.LittleEndian.AppendUint32(out, sum)
+	return append(append(out, head...), body...)
 }
 
 // stringTable numbers the strings of an encoding (function and file

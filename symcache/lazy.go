@@ -386,41 +386,6 @@ type addrFrames struct {
 	fr []symbol.Frame
 }
 
-// sortedFrames returns what allFrames does, in address order, without a
-// map: writing the Go compiler's entry whole (37 k addresses, from its
-// payload and 21 deltas) spent 60 % of its 123 ms in the map of them and
-// sorting its keys. The payload's addresses and each delta's are in
-// order already: they are merged, those of e.Frames first, then of the
-// deltas from the first, then of the payload, an address keeping the
-// frames of the first that holds it, as allFrames keeps them.
-func (e *Entry) sortedFrames() []addrFrames {
-	if e.lazyFrames != nil && !e.lazyFrames.checkAll() {
-		// A block found bad: none of them is kept (see settle).
-		e.lazyFrames = nil
-	}
-	runs := [][]addrFrames{sortedOf(e.Frames)}
-	if e.deltas != nil {
-		for _, z := range e.deltas.zs {
-			runs = append(runs, z.sorted())
-		}
-	}
-	if e.lazyFrames != nil {
-		runs = append(runs, e.lazyFrames.sorted())
-	}
-	for len(runs) > 1 {
-		next := runs[:0:0]
-		for i := 0; i < len(runs); i += 2 {
-			if i+1 == len(runs) {
-				next = append(next, runs[i])
-				break
-			}
-			next = append(next, mergeFrameRuns(runs[i], runs[i+1]))
-		}
-		runs = next
-	}
-	return runs[0]
-}
-
 // sortedOf returns the addresses of frames and their frames, in order.
 func sortedOf(frames map[uint64][]symbol.Frame) []addrFrames {
 	out := make([]addrFrames, 0, len(frames))
@@ -428,28 +393,6 @@ func sortedOf(frames map[uint64][]symbol.Frame) []addrFrames {
 		out = append(out, addrFrames{va, frames[va]})
 	}
 	return out
-}
-
-// mergeFrameRuns merges two runs in address order, an address of both
-// keeping a's frames.
-func mergeFrameRuns(a, b []addrFrames) []addrFrames {
-	out := make([]addrFrames, 0, len(a)+len(b))
-	i, k := 0, 0
-	for i < len(a) && k < len(b) {
-		switch {
-		case a[i].va < b[k].va:
-			out = append(out, a[i])
-			i++
-		case b[k].va < a[i].va:
-			out = append(out, b[k])
-			k++
-		default:
-			out = append(out, a[i])
-			i, k = i+1, k+1
-		}
-	}
-	out = append(out, a[i:]...)
-	return append(out, b[k:]...)
 }
 
 // allFrames returns the frames of every address of e outside its runs:

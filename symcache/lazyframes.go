@@ -1,7 +1,6 @@
 package symcache
 
 import (
-	"encoding/binary"
 	"slices"
 	"sort"
 
@@ -120,25 +119,6 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 	z.n = nva
 	z.end = d.offset()
 	return z
-}
-
-// appendIndexedAddrFrames appends the frames of addresses as version 4
-// has them (see appendRegion): their count, the region's length, then
-// for each address in order its distance from the one before and its
-// frames, then the index, the address, the one before (0 for the first)
-// and the offset in the region of every addrBlockLen-th address.
-func (t *stringTable) appendIndexedAddrFrames(b []byte, frames []addrFrames) []byte {
-	var region, index []byte
-	prev := uint64(0)
-	for i, a := range frames {
-		if i%addrBlockLen == 0 {
-			index = appendBlockStart(index, a.va, prev, len(region))
-		}
-		region = binary.AppendUvarint(region, a.va-prev)
-		prev = a.va
-		region = t.appendFrames(region, a.fr)
-	}
-	return appendRegion(b, len(frames), region, index)
 }
 
 // decodeIndexedAddrs reads the addresses with frames of an entry of

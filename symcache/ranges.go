@@ -2,6 +2,7 @@ package symcache
 
 import (
 	"encoding/binary"
+	"slices"
 )
 
 // appendIndexed appends e's frame lists, then its runs (each start as
@@ -96,6 +97,7 @@ func (d *decoder) blockIndex(what string, index []byte, regionAt, regionEnd int)
 // appendRegion appends a region of n items: their count, its length,
 // its bytes, then its index.
 func appendRegion(b []byte, n int, region, index []byte) []byte {
+	b = slices.Grow(b, 2*binary.MaxVarintLen64+len(region)+len(index))
 	b = binary.AppendUvarint(b, uint64(n))
 	b = binary.AppendUvarint(b, uint64(len(region)))
 	return append(append(b, region...), index...)

@@ -7,7 +7,7 @@ import (
 // encodeV3 returns the file contents of e as version 3 wrote them: its
 // addresses, frame lists and runs without an index (see appendV3).
 func encodeV3(key string, e *Entry) []byte {
-	return encodeAs(key, e, 3, (*stringTable).appendAddrFrames, appendV3)
+	return encodeAs(key, e, 3, sortedAddrs((*stringTable).appendAddrFrames), appendV3)
 }
 
 // appendV3 appends e's frame lists and runs as versions 2 and 3 have
