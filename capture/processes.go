@@ -187,7 +187,12 @@ func DecodeProcessFile(b []byte) ([]ProcessInfo, []ThreadInfo, error) {
 		// decode so (a field of the other kind of the wrong type) is
 		// decoded as before.
 		var u processLine
-		if json.Unmarshal(line, &u) == nil {
+		ok := parseProcessLine(line, &u)
+		if !ok {
+			u = processLine{}
+			ok = json.Unmarshal(line, &u) == nil
+		}
+		if ok {
 			switch u.Kind {
 			case KindProcess:
 				ps = append(ps, u.ProcessInfo)
