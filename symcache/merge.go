@@ -13,7 +13,7 @@ import (
 // payload, as FramesAt answers). Those of the payload and the deltas are
 // copied from the file as they are encoded, their strings numbered in
 // the new table, not decoded into frames: decoded, the 108 k addresses
-// of the go command's entry (2.7 MB) held 29 MB of heap while it was
+// of the Go compiler's entry (2.7 MB) held 29 MB of heap while it was
 // written, twice what a recording of a compile loop held otherwise.
 
 // addrCursor walks the addresses of a lazyFrames in order.
