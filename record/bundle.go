@@ -282,13 +282,8 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					continue
 				}
 				// Described once for every process mapping the
-				// file, which its MAP frames name by build-id (two
-				// objects of one build-id, reached by two paths,
-				// describe it twice: compacted below).
-				if !cur.described[i] {
-					cur.described[i] = true
-					fileLines = append(fileLines, capture.AddrLines{Object: m.id, Addr: off, Frames: fr})
-				}
+				// file, which its MAP frames name by build-id: below.
+				cur.described[i], cur.id = true, m.id
 			}
 		}
 		for _, a := range p.kernelAddrs() {
@@ -300,13 +295,42 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 	if n := s.spill.readFailed; n > 0 {
 		logf("%d exited processes' sampled addresses could not be read back from the spill file: their frames are unnamed", n)
 	}
-	slices.SortFunc(fileLines, func(x, y capture.AddrLines) int {
-		return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
-	})
-	fileLines = slices.CompactFunc(fileLines, func(x, y capture.AddrLines) bool {
-		return x.Object == y.Object && x.Addr == y.Addr
-	})
-	return append(lines, fileLines...)
+	return append(lines, describedLines(fileLines, cursors)...)
+}
+
+// describedLines appends to out the lines of the offsets the cursors
+// described, by object and offset: a cursor's offsets are in order, and
+// the cursors are taken in the order of their objects' ids. Two objects
+// of one build-id, reached by two paths, describe it twice: then all
+// are sorted, and the repeats dropped. (Sorting them all every time,
+// comparing the ids, was a tenth of a warm bundle over a compile loop.)
+func describedLines(out []capture.AddrLines, cursors map[*symObj]*objCursor) []capture.AddrLines {
+	var curs []*objCursor
+	for _, c := range cursors {
+		if c.id != "" {
+			curs = append(curs, c)
+		}
+	}
+	slices.SortFunc(curs, func(x, y *objCursor) int { return strings.Compare(x.id, y.id) })
+	start, twice := len(out), false
+	for k, c := range curs {
+		twice = twice || k > 0 && curs[k-1].id == c.id
+		for i, d := range c.described {
+			if d {
+				out = append(out, capture.AddrLines{Object: c.id, Addr: c.n.offs[i], Frames: c.framesAt(i)})
+			}
+		}
+	}
+	if twice {
+		lines := out[start:]
+		slices.SortStableFunc(lines, func(x, y capture.AddrLines) int {
+			return cmp.Or(strings.Compare(x.Object, y.Object), cmp.Compare(x.Addr, y.Addr))
+		})
+		out = append(out[:start], slices.CompactFunc(lines, func(x, y capture.AddrLines) bool {
+			return x.Object == y.Object && x.Addr == y.Addr
+		})...)
+	}
+	return out
 }
 
 // kernelAddrNames are the names of a bundle's kernel addresses.
@@ -377,7 +401,6 @@ func (s *symbolizer) resolveObjects(objs []*symObj, hit map[*symObj]*objHits, pr
 				size := o.size()
 				gate.enter(size)
 				all, lines := h.offsets()
-				h.line = nil
 				fr, use := o.resolve(lines, s.cache, locked)
 				o.dropLines()
 				n := o.nameOffsets(all)

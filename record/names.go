@@ -88,34 +88,45 @@ func (o *symObj) releaseTables(carry bool) {
 // objHits are the file offsets of an object that samples hit, each once
 // whichever processes sampled it (the Go toolchain's binaries over a
 // compile loop, hundreds of processes each), with whether its source
-// frames are wanted.
+// frames are wanted. They are appended as they come and sorted once,
+// compacted whenever they double: kept in a map, one update for every
+// address of every process was a tenth of a warm bundle's CPU over a
+// compile loop.
 type objHits struct {
-	line map[uint64]bool
+	all, lines []uint64
+	// compacted is the size of all when last compacted.
+	compacted int
 }
 
 // add notes file offset off, whose frames are wanted if line is set.
 func (h *objHits) add(off uint64, line bool) {
-	if h.line == nil {
-		h.line = make(map[uint64]bool)
+	h.all = append(h.all, off)
+	if line {
+		h.lines = append(h.lines, off)
 	}
-	if was, ok := h.line[off]; !ok || line && !was {
-		h.line[off] = line || was
+	if len(h.all) > 2*h.compacted+4096 {
+		h.all, h.lines = sortedOnce(h.all), sortedOnce(h.lines)
+		h.compacted = len(h.all)
 	}
 }
 
 // offsets returns the offsets noted, sorted, and those whose frames are
-// wanted, sorted.
+// wanted, sorted, each in a slice of its own length (the names of the
+// offsets keep theirs); h holds none after.
 func (h *objHits) offsets() (all, lines []uint64) {
-	all = make([]uint64, 0, len(h.line))
-	for off, line := range h.line {
-		all = append(all, off)
-		if line {
-			lines = append(lines, off)
-		}
+	exact := func(s []uint64) []uint64 {
+		s = sortedOnce(s)
+		return append(make([]uint64, 0, len(s)), s...)
 	}
-	slices.Sort(all)
-	slices.Sort(lines)
+	all, lines = exact(h.all), exact(h.lines)
+	*h = objHits{}
 	return all, lines
+}
+
+// sortedOnce sorts s and drops its repeats.
+func sortedOnce(s []uint64) []uint64 {
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // objCursor walks the sampled offsets of one object (objNames) for the
@@ -134,6 +145,9 @@ type objCursor struct {
 	frames    [][]capture.SourceFrame
 	described []bool
 	i         int // the index found last
+	// id is the build-id the object's lines are described by, from the
+	// mappings of it reached (see describedLines).
+	id string
 }
 
 // newObjCursor makes the cursor of an object named n (nil: none named),

@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"slices"
@@ -145,19 +146,22 @@ func TestResolveObjectsRepeatedOffsets(t *testing.T) {
 }
 
 // TestObjHitsOnce: the offsets noted for an object, given once for every
-// process that sampled them, are held once each, and come out sorted,
-// those whose frames any process wanted with them.
+// process that sampled them, are held at most twice each but for the
+// last few thousand noted, and come out once each, sorted, those whose
+// frames any process wanted with them.
 func TestObjHitsOnce(t *testing.T) {
 	var h objHits
-	const distinctOffs, procs = 300, 1000
+	const distinctOffs, procs = 3000, 1000
+	most := 0
 	for p := range procs {
 		for i := range distinctOffs {
 			k := (i*7919 + p) % distinctOffs
 			h.add(uint64(k)*16, k%3 == 0 && p%2 == 0)
+			most = max(most, len(h.all)+len(h.lines))
 		}
 	}
-	if len(h.line) != distinctOffs {
-		t.Errorf("%d offsets held; want %d", len(h.line), distinctOffs)
+	if most > 2*(2*distinctOffs+4096) {
+		t.Errorf("up to %d offsets held for %d distinct", most, distinctOffs)
 	}
 	all, lines := h.offsets()
 	if len(all) != distinctOffs || !slices.IsSorted(all) {
@@ -169,6 +173,41 @@ func TestObjHitsOnce(t *testing.T) {
 	for _, off := range lines {
 		if off/16%3 != 0 {
 			t.Errorf("offset %#x with lines; no process wanted its frames", off)
+		}
+	}
+}
+
+// TestDescribedLines: the lines the cursors described come by build-id,
+// then offset, once each, also when two objects of one build-id (one
+// file reached by two paths) described some of the same offsets.
+func TestDescribedLines(t *testing.T) {
+	cursor := func(id string, offs []uint64, described ...bool) *objCursor {
+		c := &objCursor{n: &objNames{offs: offs}, described: described, id: id}
+		for _, off := range offs {
+			c.frames = append(c.frames, []capture.SourceFrame{{Function: fmt.Sprintf("%s@%d", id, off)}})
+		}
+		return c
+	}
+	for _, twice := range []bool{false, true} {
+		cursors := map[*symObj]*objCursor{
+			{}: cursor("bb", []uint64{2, 3}, true, true),
+			{}: cursor("aa", []uint64{1, 5, 9}, true, false, true),
+			{}: cursor("", []uint64{4}, false),
+		}
+		want := []string{"aa@1", "aa@9", "bb@2", "bb@3"}
+		if twice {
+			cursors[&symObj{}] = cursor("aa", []uint64{5, 9, 12}, true, true, true)
+			want = []string{"aa@1", "aa@5", "aa@9", "aa@12", "bb@2", "bb@3"}
+		}
+		var got []string
+		for _, l := range describedLines([]capture.AddrLines{{PID: 7}}, cursors)[1:] {
+			if name := fmt.Sprintf("%s@%d", l.Object, l.Addr); len(l.Frames) != 1 || l.Frames[0].Function != name {
+				t.Errorf("%s has frames %v", name, l.Frames)
+			}
+			got = append(got, fmt.Sprintf("%s@%d", l.Object, l.Addr))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("two objects of one build-id %v: lines %v; want %v", twice, got, want)
 		}
 	}
 }
