@@ -377,32 +377,18 @@ func (p *lineParser) literal(s string) bool {
 }
 
 // ints returns the array of ints at i: empty, not nil, for [].
-func (p *lineParser) ints() ([]int, bool) {
-	if !p.byte('[') {
-		return nil, false
-	}
-	out := []int{}
-	for first := true; ; first = false {
-		if p.byte(']') {
-			return out, true
-		}
-		if !first && !p.byte(',') {
-			return nil, false
-		}
-		n, ok := p.intField()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, n)
-	}
-}
+func (p *lineParser) ints() ([]int, bool) { return array(p, p.intField) }
 
 // strs returns the array of strings at i: empty, not nil, for [].
-func (p *lineParser) strs() ([]string, bool) {
+func (p *lineParser) strs() ([]string, bool) { return array(p, p.str) }
+
+// array returns the array at i of the values elem reads: empty, not nil,
+// for [].
+func array[T any](p *lineParser, elem func() (T, bool)) ([]T, bool) {
 	if !p.byte('[') {
 		return nil, false
 	}
-	out := []string{}
+	out := []T{}
 	for first := true; ; first = false {
 		if p.byte(']') {
 			return out, true
@@ -410,10 +396,10 @@ func (p *lineParser) strs() ([]string, bool) {
 		if !first && !p.byte(',') {
 			return nil, false
 		}
-		s, ok := p.str()
+		v, ok := elem()
 		if !ok {
 			return nil, false
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 }
