@@ -90,8 +90,8 @@ func (o *symObj) releaseTables(carry bool) {
 // compile loop, hundreds of processes each), with whether its source
 // frames are wanted. They are appended as they come and sorted once,
 // compacted whenever they double: kept in a map, one update for every
-// address of every process was a tenth of a warm bundle's CPU over a
-// compile loop.
+// address of every process was 100 ms of the bundle's 640 in CPU
+// profiles of seven warm recordings over a compile loop.
 type objHits struct {
 	all, lines []uint64
 	// compacted is the size of all when last compacted.
