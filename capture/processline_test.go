@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -115,4 +116,39 @@ func FuzzParseProcessLine(f *testing.F) {
 			t.Fatalf("parsed %+v, json.Unmarshal %+v (%v): %q", got, want, err, b)
 		}
 	})
+}
+
+// TestProcessFieldsCoverTags: every field a process line may have (the
+// json tags of ProcessInfo, processLine and ContainerInfo) is one the
+// parser reads, so that a field added later does not send every line
+// to json.Unmarshal unnoticed.
+func TestProcessFieldsCoverTags(t *testing.T) {
+	tags := func(v any) []string {
+		var out []string
+		var walk func(reflect.Type)
+		walk = func(rt reflect.Type) {
+			for f := range rt.Fields() {
+				if f.Anonymous {
+					walk(f.Type)
+					continue
+				}
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				out = append(out, name)
+			}
+		}
+		walk(reflect.TypeOf(v))
+		return out
+	}
+	for _, tag := range tags(processLine{}) {
+		if _, ok := processFields[tag]; !ok {
+			t.Errorf("process line field %q not read by parseProcessLine", tag)
+		}
+	}
+	for _, tag := range tags(ContainerInfo{}) {
+		line := fmt.Sprintf(`{"container":{%q:%s}}`, tag, map[bool]string{true: "true", false: `"x"`}[tag == "rootless"])
+		var u processLine
+		if !parseProcessLine([]byte(line), &u) {
+			t.Errorf("container field %q not read by parseProcessLine", tag)
+		}
+	}
 }
