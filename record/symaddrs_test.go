@@ -140,3 +140,58 @@ func TestSeenStacksNoAllocs(t *testing.T) {
 		t.Fatalf("%d stacks: some repeat", next)
 	}
 }
+
+// TestPackFlags: packing keeps every address once, in order, with the
+// flags it was noted with, also beside an address too large to carry
+// them in its word (packed the other way).
+func TestPackFlags(t *testing.T) {
+	for _, huge := range []bool{false, true} {
+		var g symGen
+		want := map[uint64]uint8{}
+		r := rand.New(rand.NewPCG(3, uint64(len(want))))
+		for i := range 2000 {
+			a := 0x400000 + r.Uint64N(1<<20)
+			if huge && i == 1000 {
+				a = 1<<63 + 5
+			}
+			line, call := r.IntN(2) == 0, r.IntN(3) == 0
+			g.note(a, int64(i), line, call)
+			f := want[a]
+			if line {
+				f |= packLine
+			}
+			if call {
+				f |= packCall
+			}
+			want[a] = f
+		}
+		g.pack()
+		if len(g.packed) != len(want) || !slices.IsSorted(g.packed) {
+			t.Fatalf("huge %v: %d addresses, sorted %v; want %d, sorted", huge, len(g.packed), slices.IsSorted(g.packed), len(want))
+		}
+		for i, a := range g.packed {
+			if g.flags[i] != want[a] {
+				t.Errorf("huge %v: %#x packed with flags %b, noted with %b", huge, a, g.flags[i], want[a])
+			}
+		}
+	}
+}
+
+// BenchmarkPack packs an image's 1500 addresses, a compile loop's
+// process's, noted from its stacks.
+//
+//	go test ./record -run '^$' -bench Pack
+func BenchmarkPack(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	addrs := make([]uint64, 1500)
+	for i := range addrs {
+		addrs[i] = 0x400000 + r.Uint64N(16<<20)
+	}
+	for b.Loop() {
+		var g symGen
+		for i, a := range addrs {
+			g.note(a, int64(i), i%4 == 0, i%4 != 0)
+		}
+		g.pack()
+	}
+}
