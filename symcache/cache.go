@@ -199,7 +199,7 @@ func Key(gnuBuildID, goBuildID []byte) string {
 // The entry's file is mapped (see mapped.go) until its Close, which the
 // caller calls once done with it.
 func (c *Cache) Get(key string) (*Entry, error) {
-	b, mapped, err := c.mapFile(key)
+	b, mapped, err := c.mapFile(key, true) // read where it cannot be mapped
 	if b == nil || err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func checkAddrFrames(d *decoder, p []byte, table []string, keepAddrs bool) *lazy
 }
 
 // decodeIndexedAddrs reads the addresses with frames of an entry of
-// version 4 (appendIndexedAddrFrames) from d, a decoder of the payload
+// version 4 (appendEntryAddrs) from d, a decoder of the payload
 // p, and returns them undecoded, their index checked (starts in the
 // region, in order, addresses increasing): each block is checked whole
 // the first time a lookup reaches it. Nil when there are none.
@@ -215,13 +215,6 @@ func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
 }
 
 // all calls f with every address of z and its frames, in order.
-// sorted returns z's addresses and their frames, in order.
-func (z *lazyFrames) sorted() []addrFrames {
-	out := make([]addrFrames, 0, z.n)
-	z.all(func(va uint64, fr []symbol.Frame) { out = append(out, addrFrames{va, fr}) })
-	return out
-}
-
 func (z *lazyFrames) all(f func(va uint64, fr []symbol.Frame)) {
 	if len(z.blocks) == 0 {
 		return

@@ -93,9 +93,9 @@ func dropPages(b []byte) { unix.DropPages(b) }
 
 // mapFile maps the file of key read-only, checked as readFile checks it
 // (counted and returned as it counts and returns); nil when there is
-// none. mapped is false when the file could not be mapped and was read
-// into b instead.
-func (c *Cache) mapFile(key string) (b []byte, mapped bool, err error) {
+// none. When the file cannot be mapped, it is read into b instead
+// (mapped false) if read is set, else the error is returned.
+func (c *Cache) mapFile(key string, read bool) (b []byte, mapped bool, err error) {
 	f, err := c.openFile(key)
 	if f == nil || err != nil {
 		return nil, false, err
@@ -112,10 +112,13 @@ func (c *Cache) mapFile(key string) (b []byte, mapped bool, err error) {
 	if st.Size() == 0 {
 		return corrupt(fmt.Errorf("%w: empty", ErrCorrupt))
 	}
-	if b, err := unix.Mmap(int(f.Fd()), int(st.Size()), unix.PROT_READ, unix.MAP_SHARED); err == nil {
+	b, err = unix.Mmap(int(f.Fd()), int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err == nil {
 		return b, true, nil
 	}
-	// Where mapping fails, the file is read as before.
+	if !read {
+		return nil, false, fmt.Errorf("%s: %w", filepath.Join(c.dir, key), err)
+	}
 	if b, err = c.readAll(f, st); err != nil {
 		return corrupt(err)
 	}

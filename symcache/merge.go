@@ -96,9 +96,13 @@ func (c *addrCursor) str(t *stringTable, i uint64) uint64 {
 }
 
 // appendEntryAddrs appends the addresses of e outside its runs and
-// their frames, indexed in blocks (as appendIndexedAddrFrames did from
-// them all decoded, byte for byte), merged from e's sources as the
-// comment above says.
+// their frames, merged from e's sources as the comment above says, as
+// version 4 has them (see appendRegion): their count, the region's
+// length, then for each address in order its distance from the one
+// before and its frames, then the index, the address, the one before (0
+// for the first) and the offset in the region of every addrBlockLen-th
+// address. The bytes are those the encoding of every address's frames
+// decoded made (appendIndexedAddrFrames, kept in the tests).
 func (t *stringTable) appendEntryAddrs(b []byte, e *Entry) []byte {
 	if e.lazyFrames != nil && !e.lazyFrames.checkAll() {
 		// A block found bad: none of them is kept (see settle).

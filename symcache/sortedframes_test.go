@@ -1,6 +1,10 @@
 package symcache
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"nsprof/symbol"
+)
 
 // The encoding of an entry's addresses before appendEntryAddrs: every
 // address's frames decoded, merged in address order, then encoded. It is
@@ -85,4 +89,11 @@ func (t *stringTable) appendIndexedAddrFrames(b []byte, frames []addrFrames) []b
 		region = t.appendFrames(region, a.fr)
 	}
 	return appendRegion(b, len(frames), region, index)
+}
+
+// sorted returns z's addresses and their frames, in order.
+func (z *lazyFrames) sorted() []addrFrames {
+	out := make([]addrFrames, 0, z.n)
+	z.all(func(va uint64, fr []symbol.Frame) { out = append(out, addrFrames{va, fr}) })
+	return out
 }
