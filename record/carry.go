@@ -140,7 +140,7 @@ func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 			continue
 		}
 		for _, g := range p.gens() {
-			for a := range g.user {
+			for a := range g.user.all {
 				if m := g.find(a); m != nil {
 					hot[m.obj] = true
 				}

@@ -38,8 +38,8 @@ func TestSymbolizerNextCapture(t *testing.T) {
 	if !hot.loaded || cold.loaded {
 		t.Errorf("tables kept: sampled file %v, unsampled file %v; want true, false", hot.loaded, cold.loaded)
 	}
-	if len(s.procs[1].user) != 0 || len(s.procs[1].packed) != 0 {
-		t.Errorf("process 1 keeps %d sampled addresses into the next capture", len(s.procs[1].user))
+	if s.procs[1].user.Len() != 0 || len(s.procs[1].packed) != 0 {
+		t.Errorf("process 1 keeps %d sampled addresses into the next capture", s.procs[1].user.Len())
 	}
 	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
 	if hot.loaded {

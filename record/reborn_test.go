@@ -91,10 +91,10 @@ func TestSymbolizerPIDReusedLeaderExit(t *testing.T) {
 	old := &p.prev[0]
 	old.unpack()
 	p.unpack()
-	if _, ok := old.user[base+0x10]; !ok {
+	if _, ok := old.user.get(base + 0x10); !ok {
 		t.Errorf("the old process's sample after its leader's exit is not in its image: %v", old.user)
 	}
-	if _, ok := p.user[base+0x20]; !ok || len(p.user) != 1 {
+	if _, ok := p.user.get(base + 0x20); !ok || p.user.Len() != 1 {
 		t.Errorf("the new process's image holds %v, want its own sample alone", p.user)
 	}
 	if len(old.maps) != 1 || old.maps[0].obj.path != "/bin/old" || len(p.maps) != 1 || p.maps[0].obj.path != "/bin/new" {

@@ -51,8 +51,9 @@ type symGen struct {
 	// source frames are bundled: those of where threads were, and of
 	// the calls (return address - 1) that reports name callers from. A
 	// return address itself is named (Sysprof looks it up as it is) but
-	// needs no frames. One map, so that noting an address is one lookup.
-	user map[uint64]userAddr
+	// needs no frames. One table, so that noting an address is one
+	// probe.
+	user *addrTable
 	// packed and flags hold the user addresses instead of user once the
 	// process has exited (pack): sorted, with their line and call flags
 	// (packLine, packCall) and without times, 9 bytes an address rather
@@ -92,12 +93,9 @@ func (g *symGen) find(a uint64) *symMap {
 func (g *symGen) note(a uint64, t int64, line, call bool) {
 	g.unpack()
 	if g.user == nil {
-		g.user = make(map[uint64]userAddr)
+		g.user = newAddrTable(0)
 	}
-	u, ok := g.user[a]
-	if !ok || t > u.t || (line && !u.line) || (call && !u.call) {
-		g.user[a] = userAddr{t: max(t, u.t), line: line || u.line, call: call || u.call}
-	}
+	g.user.note(a, t, line, call)
 }
 
 // Flags of a packed address.
@@ -120,7 +118,7 @@ func packFlags(u userAddr) uint8 {
 
 // pack moves the user addresses from the map into the sorted slices.
 func (g *symGen) pack() {
-	if len(g.user) == 0 {
+	if g.user.Len() == 0 {
 		g.user = nil
 		return
 	}
@@ -131,16 +129,16 @@ func (g *symGen) pack() {
 	// compile-loop recordings. An address
 	// too large for the flags beside it (never a user address) has them
 	// looked up so.
-	g.packed = slices.Grow(g.packed, len(g.user))
-	g.flags = slices.Grow(g.flags, len(g.user))
+	g.packed = slices.Grow(g.packed, g.user.Len())
+	g.flags = slices.Grow(g.flags, g.user.Len())
 	keyed := true
-	for a, u := range g.user {
+	for a, u := range g.user.all {
 		keyed = keyed && a < 1<<62
 		g.packed = append(g.packed, a<<2|uint64(packFlags(u)))
 	}
 	if !keyed {
 		g.packed = g.packed[:n]
-		for a := range g.user {
+		for a := range g.user.all {
 			g.packed = append(g.packed, a)
 		}
 	}
@@ -150,7 +148,8 @@ func (g *symGen) pack() {
 			g.packed[n+i] = k >> 2
 			g.flags = append(g.flags, uint8(k&3))
 		} else {
-			g.flags = append(g.flags, packFlags(g.user[k]))
+			u, _ := g.user.get(k)
+			g.flags = append(g.flags, packFlags(u))
 		}
 	}
 	g.user = nil
@@ -185,13 +184,10 @@ func (g *symGen) unpack() {
 		return
 	}
 	if g.user == nil {
-		g.user = make(map[uint64]userAddr, len(g.packed))
+		g.user = newAddrTable(len(g.packed))
 	}
 	for i, a := range g.packed {
-		u := g.user[a]
-		u.line = u.line || g.flags[i]&packLine != 0
-		u.call = u.call || g.flags[i]&packCall != 0
-		g.user[a] = u
+		g.user.note(a, 0, g.flags[i]&packLine != 0, g.flags[i]&packCall != 0)
 	}
 	g.packed, g.flags = nil, nil
 }

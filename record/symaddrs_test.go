@@ -195,3 +195,53 @@ func BenchmarkPack(b *testing.B) {
 		g.pack()
 	}
 }
+
+// imageStacks returns the stacks of n samples of one image of a compile
+// loop's process, shaped as its are: about 1500 distinct addresses, as
+// return addresses along paths of some 30 frames down a call tree.
+func imageStacks(n int) [][]uint64 {
+	r := rand.New(rand.NewPCG(7, 8))
+	const nodes = 1500
+	addr := make([]uint64, nodes)
+	parent := make([]int, nodes)
+	for i := range addr {
+		addr[i] = 0x400000 + r.Uint64N(16<<20)
+		if i > 0 {
+			parent[i] = max(0, i-1-r.IntN(100))
+		}
+	}
+	stacks := make([][]uint64, n)
+	for k := range stacks {
+		var s []uint64
+		for i := nodes/2 + r.IntN(nodes/2); ; i = parent[i] {
+			s = append(s, addr[i])
+			if i == 0 {
+				break
+			}
+		}
+		stacks[k] = s
+	}
+	return stacks
+}
+
+// BenchmarkNote notes the stacks of 350 samples of one image, as the
+// compile loop's processes have at 4 kHz, and packs them at its exit.
+//
+//	go test ./record -run '^$' -bench Note
+func BenchmarkNote(b *testing.B) {
+	stacks := imageStacks(350)
+	notes := 0
+	for _, s := range stacks {
+		notes += len(s)
+	}
+	for b.Loop() {
+		var g symGen
+		for i, s := range stacks {
+			for j, a := range s {
+				g.note(a, int64(i), j == 0, j > 0)
+			}
+		}
+		g.pack()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*notes), "ns/note")
+}

@@ -491,13 +491,18 @@ func (s *symbolizer) execed(pid int, at int64) {
 	// end (their files stay open): those sampled before the exec.
 	p.unpack()
 	old := symGen{maps: p.maps, until: at}
-	for a, u := range p.user {
-		if u.t < at {
-			old.note(a, u.t, u.line, u.call)
-			delete(p.user, a)
+	if p.user != nil {
+		kept := newAddrTable(0)
+		for a, u := range p.user.all {
+			if u.t < at {
+				old.note(a, u.t, u.line, u.call)
+			} else {
+				kept.note(a, u.t, u.line, u.call)
+			}
 		}
+		p.user = kept
 	}
-	if len(old.user) > 0 || len(old.maps) > 0 {
+	if old.user.Len() > 0 || len(old.maps) > 0 {
 		// Kept even without samples yet: those of the old image may
 		// still be read from other CPUs' rings.
 		p.prev = append(p.prev, old)

@@ -385,7 +385,7 @@ func TestBundlePackedExited(t *testing.T) {
 			}
 			g := &s.spill.get(pid).symGen
 			if g.user != nil || len(g.packed) == 0 || !slices.IsSorted(g.packed) || len(g.flags) != len(g.packed) {
-				t.Fatalf("after the grace: %d in the map, %d packed (sorted %v), %d flags", len(g.user), len(g.packed), slices.IsSorted(g.packed), len(g.flags))
+				t.Fatalf("after the grace: %d in the map, %d packed (sorted %v), %d flags", g.user.Len(), len(g.packed), slices.IsSorted(g.packed), len(g.flags))
 			}
 			if len(s.exits) != 0 {
 				t.Errorf("%d exits still queued", len(s.exits))
