@@ -10,11 +10,11 @@ import "math/rand/v2"
 // an address already there, what nearly every note does (an image of the
 // compile loop's compiler sees some 10 k notes for 1500 addresses), is
 // one probe and an update in place, where the map took a lookup and an
-// assignment; BenchmarkNote: 26-31 ns a note against 59-68 with the map, and
-// BenchmarkPack 235-253 us against 366-432. The
-// hash multiplies by an odd number drawn for each table, so that a
-// process cannot choose addresses that crowd one run of slots (its
-// stacks are its own to write).
+// assignment: BenchmarkNote 26-31 ns a note against 59-68 with the map,
+// BenchmarkPack 235-253 us against 366-432. The hash multiplies by an
+// odd number drawn for each table, so that a process cannot choose
+// addresses that crowd one run of slots (its stacks are its own to
+// write).
 type addrTable struct {
 	slots []addrSlot
 	n     int
