@@ -137,6 +137,10 @@ func writeLines(b linesWriter, recs []AddrLines) error {
 	}
 	written := make(map[chain]int) // record number spelling each chain out
 	n := 0
+	// Numbers are formatted into num, not into strings of their own: a
+	// string for each address and line was two allocations a record.
+	var num [24]byte
+	writeInt := func(v int64, base int) { b.Write(strconv.AppendInt(num[:0], v, base)) }
 	for _, r := range recs {
 		if len(r.Frames) == 0 {
 			continue
@@ -145,14 +149,14 @@ func writeLines(b linesWriter, recs []AddrLines) error {
 			b.WriteByte('@')
 			b.WriteString(strings.ToLower(r.Object))
 		} else {
-			b.WriteString(strconv.FormatInt(int64(r.PID), 10))
+			writeInt(int64(r.PID), 10)
 		}
 		b.WriteByte('\t')
-		b.WriteString(strconv.FormatUint(r.Addr, 16))
+		b.Write(strconv.AppendUint(num[:0], r.Addr, 16))
 		k := chain{&r.Frames[0], min(len(r.Frames), maxSourceFrames)}
 		if at, ok := written[k]; ok {
 			b.WriteString("\t^")
-			b.WriteString(strconv.Itoa(n - at))
+			writeInt(int64(n-at), 10)
 			b.WriteByte('\n')
 			n++
 			continue
@@ -165,7 +169,7 @@ func writeLines(b linesWriter, recs []AddrLines) error {
 			b.WriteByte('\t')
 			b.WriteString(clean.Replace(f.File))
 			b.WriteByte('\t')
-			b.WriteString(strconv.Itoa(max(f.Line, 0)))
+			writeInt(int64(max(f.Line, 0)), 10)
 		}
 		if err := b.WriteByte('\n'); err != nil {
 			return err

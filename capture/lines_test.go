@@ -336,3 +336,25 @@ func TestAddLinesFile(t *testing.T) {
 		t.Fatalf("embedded lines file: %d bytes, %v; want EncodeLines' %d", len(got), err, len(want))
 	}
 }
+
+// TestWriteLinesAllocs: writing a lines file allocates for its tables,
+// not for each number it spells out (a string for every address and line
+// was two allocations a record of a recording's bundle).
+func TestWriteLinesAllocs(t *testing.T) {
+	recs := make([]AddrLines, 2000)
+	for i := range recs {
+		recs[i] = AddrLines{Object: "0123abcd", Addr: 0x400000 + 16*uint64(i), Frames: []SourceFrame{
+			{Function: "f", File: "a.go", Line: 1000 + i},
+			{Function: "g", File: "b.go", Line: 2000 + i},
+		}}
+	}
+	var b bytes.Buffer
+	b.Grow(1 << 20)
+	n := testing.AllocsPerRun(5, func() {
+		b.Reset()
+		writeLines(&b, recs)
+	})
+	if n > 100 {
+		t.Errorf("writing %d records allocated %.0f times", len(recs), n)
+	}
+}
