@@ -57,7 +57,8 @@ type symGen struct {
 	// packed and flags hold the user addresses instead of user once the
 	// process has exited (pack): sorted, with their line and call flags
 	// (packLine, packCall) and without times, 9 bytes an address rather
-	// than the map's 40 or so. Noting an address unpacks them.
+	// than the table's 24 a slot (a quarter of them or more empty).
+	// Noting an address unpacks them.
 	packed []uint64
 	flags  []uint8
 	// until is the time of the exec that replaced the image; 0 for the
@@ -69,7 +70,7 @@ type symGen struct {
 // first seen in a stack, whether its source frames are wanted, and
 // whether it is a return address whose call (the address before it) is
 // wanted with its frames too. The call is noted with its return address
-// while recording, one map entry for both, and given its own entry by
+// while recording, one table entry for both, and given its own entry by
 // expand when the recording ends.
 type userAddr struct {
 	t    int64
@@ -116,7 +117,7 @@ func packFlags(u userAddr) uint8 {
 	return f
 }
 
-// pack moves the user addresses from the map into the sorted slices.
+// pack moves the user addresses from the table into the sorted slices.
 func (g *symGen) pack() {
 	if g.user.Len() == 0 {
 		g.user = nil
@@ -177,7 +178,7 @@ func (g *symGen) sortPacked() {
 	g.packed, g.flags = addrs, flags
 }
 
-// unpack moves packed addresses back into the map, as noted at time 0
+// unpack moves packed addresses back into the table, as noted at time 0
 // (before anything a later exec can follow: the process had exited).
 func (g *symGen) unpack() {
 	if g.packed == nil {
