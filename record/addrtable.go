@@ -23,7 +23,9 @@ type addrTable struct {
 }
 
 // addrSlot is one address of an addrTable and what was noted of it; used
-// tells an empty slot apart, address 0 included.
+// tells an empty slot apart, address 0 included. The userAddr fields are
+// spelled out rather than embedded: 24 bytes a slot, where a userAddr
+// (16 with its padding) and used would take 32.
 type addrSlot struct {
 	a    uint64
 	t    int64
@@ -31,6 +33,9 @@ type addrSlot struct {
 	call bool
 	used bool
 }
+
+// noted returns what was noted of s's address.
+func (s *addrSlot) noted() userAddr { return userAddr{t: s.t, line: s.line, call: s.call} }
 
 // newAddrTable returns a table with room for hint addresses before it
 // grows.
@@ -93,7 +98,7 @@ func (t *addrTable) get(a uint64) (userAddr, bool) {
 		return userAddr{}, false
 	}
 	s := t.slot(a)
-	return userAddr{t: s.t, line: s.line, call: s.call}, s.used
+	return s.noted(), s.used
 }
 
 // all yields the addresses of t with what was noted of them, in no
@@ -103,7 +108,7 @@ func (t *addrTable) all(yield func(uint64, userAddr) bool) {
 		return
 	}
 	for i := range t.slots {
-		if s := &t.slots[i]; s.used && !yield(s.a, userAddr{t: s.t, line: s.line, call: s.call}) {
+		if s := &t.slots[i]; s.used && !yield(s.a, s.noted()) {
 			return
 		}
 	}
