@@ -127,3 +127,18 @@ func FuzzParseNamespaceLink(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseSmaps(f *testing.F) {
+	fuzzParser(f, ParseSmaps, func(t *testing.T, _ []byte, maps []MappingMemory) {
+		reparse(t, maps, formatSmaps, ParseSmaps)
+	})
+}
+
+func formatSmaps(maps []MappingMemory) string {
+	var b strings.Builder
+	for _, m := range maps {
+		b.WriteString(formatMaps([]Mapping{m.Mapping}))
+		fmt.Fprintf(&b, "Rss: %d kB\nAnonymous: %d kB\nSwap: %d kB\n", m.Rss>>10, m.Anonymous>>10, m.Swap>>10)
+	}
+	return b.String()
+}

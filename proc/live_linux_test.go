@@ -290,3 +290,26 @@ func TestChildren(t *testing.T) {
 		t.Errorf("Children(%d) = %v, want %v", os.Getpid(), got, want)
 	}
 }
+
+// TestReadSmapsSelf reads the test process's own smaps: its executable
+// is mapped, and resident.
+func TestReadSmapsSelf(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := inodeOf(t, exe)
+	maps, err := ReadSmaps(Self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rss uint64
+	for _, m := range maps {
+		if m.Dev == dev && m.Inode == ino {
+			rss += m.Rss
+		}
+	}
+	if rss == 0 {
+		t.Fatalf("no resident mapping of %s (%v, inode %d) in %d mappings", exe, dev, ino, len(maps))
+	}
+}

@@ -38,6 +38,7 @@ func (r *recorder) loop(ctx context.Context) {
 		r.cfd.watch(wake)
 		defer r.cfd.unwatch()
 	}
+	r.releasePages()
 	next := time.Now()
 	for {
 		now := time.Now()

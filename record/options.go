@@ -189,6 +189,12 @@ type Options struct {
 	// Verbose also writes routine notes to Log: counters this machine
 	// lacks, what symbolization and unwinding achieved and took.
 	Verbose bool
+	// ReleasePages, when set, is called once the recording is set up and
+	// again before each symbol bundle: after each, most of the code that
+	// ran before does not run again. nsprof passes
+	// [nsprof/internal/exepages.Release], so that the recorder keeps
+	// resident only the parts of its binary it still runs.
+	ReleasePages func()
 	// Version is stored in the capture's metadata.
 	Version string
 	// FS and SysRoot locate /proc and /sys. Defaults: /proc and /sys.

@@ -578,6 +578,13 @@ func (r *recorder) finish() {
 	}
 }
 
+// releasePages calls Options.ReleasePages, when set.
+func (r *recorder) releasePages() {
+	if r.opts.ReleasePages != nil {
+		r.opts.ReleasePages()
+	}
+}
+
 // endCapture writes what ends a capture: the processes still undescribed,
 // the counters' last values, the kernel's symbols and build-id, the
 // symbol bundle of what the capture sampled and the process table.
@@ -586,6 +593,7 @@ func (r *recorder) endCapture() {
 	r.cs.tick(r.w, time.Now().Add(time.Hour), r.stopAt)
 	bundled := r.sym != nil && !r.opts.NoDecode
 	if bundled {
+		r.releasePages()
 		r.writeSymbols()
 	}
 	if r.rd != nil {

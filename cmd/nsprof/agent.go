@@ -92,6 +92,7 @@ full spool or refused by the receiver since the push before).`,
 			}
 			o.Log = cmd.ErrOrStderr()
 			o.Record.Version = versionString()
+			o.Record.ReleasePages = releasePages
 			st, err := agent.Run(cmd.Context(), o)
 			offCPU := ""
 			if o.Record.OffCPU {

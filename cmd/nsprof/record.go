@@ -326,6 +326,7 @@ func runRecord(cmd *cobra.Command, fl recordFlags, opts record.Options) error {
 	}
 	opts.Version = versionString()
 	opts.Log = stderr
+	opts.ReleasePages = releasePages
 	if sf, ok := stderr.(*os.File); ok && unix.IsTerminal(int(sf.Fd())) {
 		opts.Status = stderr
 		opts.StatusWidth = unix.TerminalWidth(int(sf.Fd()))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"nsprof/internal/exepages"
 	"nsprof/internal/textsafe"
 )
 
@@ -109,6 +110,11 @@ func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	return root.ExecuteContext(ctx)
 }
 
+// releasePages lets the pages of nsprof's binary that are not in use
+// leave its resident set (exepages.Release). It cannot fail in a way that
+// matters: on error, less memory is given back.
+func releasePages() { _, _ = exepages.Release() }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "nsprof",
@@ -129,6 +135,9 @@ func newRootCmd() *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// Every command starts by letting go of the binary's pages
+		// that initialization touched (see package exepages).
+		PersistentPreRun: func(*cobra.Command, []string) { releasePages() },
 	}
 	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate("nsprof {{.Version}}\n")

@@ -67,6 +67,19 @@ func Munmap(b []byte) error { return unix.Munmap(b) }
 // touched. b must start on a page boundary.
 func DropPages(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }
 
+// DropRange is DropPages for [start, start+length), a page-aligned range
+// of the calling process's mappings outside Go's memory (its executable's,
+// see package exepages). In a private file mapping the pages the process
+// did not write are read again from the file when next touched; pages it
+// wrote are lost, so the caller must know there are none.
+func DropRange(start, length uint64) error {
+	_, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(length), unix.MADV_DONTNEED)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // IoctlSetInt calls ioctl(fd, req, value).
 func IoctlSetInt(fd int, req uint, value int) error { return unix.IoctlSetInt(fd, req, value) }
 

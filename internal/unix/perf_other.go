@@ -137,5 +137,8 @@ func SetNonblock(fd int, nonblocking bool) error { return syscall.SetNonblock(fd
 // DropPages does nothing here.
 func DropPages(b []byte) error { return nil }
 
+// DropRange does nothing: see DropPages.
+func DropRange(start, length uint64) error { return nil }
+
 // PerfEventID returns an error wrapping [ErrNotSupportedOnOS].
 func PerfEventID(fd int) (uint64, error) { return 0, errNonLinux("ioctl") }
