@@ -191,7 +191,7 @@ type Options struct {
 	Verbose bool
 	// ReleasePages, when set, is called once the recording is set up and
 	// again before each symbol bundle: after each, most of the code that
-	// ran before does not run again. nsprof passes
+	// ran before does not run again. nsprof passes a function calling
 	// [nsprof/internal/exepages.Release], so that the recorder keeps
 	// resident only the parts of its binary it still runs.
 	ReleasePages func()
