@@ -573,6 +573,27 @@ func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
 	}
 }
 
+// skipVarints reads n varints without decoding them: each ends at a
+// byte below 0x80. It is for bytes checked before (a block blockOK
+// found sound); running out of bytes fails all the same.
+func (d *decoder) skipVarints(n int) {
+	if n <= 0 {
+		return
+	}
+	b := d.b
+	for i, c := range b {
+		if c < 0x80 {
+			if n--; n == 0 {
+				d.b = b[i+1:]
+				return
+			}
+		}
+	}
+	if n > 0 {
+		d.fail("bad varint")
+	}
+}
+
 // fail sets the error, if none is set, and empties b: every read after it
 // gives zero values.
 func (d *decoder) fail(format string, args ...any) {

@@ -191,3 +191,77 @@ func TestSortedFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesAtAnyOrder: lookups answer alike in any order. The bundle
+// looks addresses up in increasing order, and the payload's blocks and
+// the deltas' addresses are searched from where the last lookup ended
+// (galloping forward); lookups going back, repeating, jumping far ahead
+// or falling between addresses must not be misled by that. Every block
+// is reached first by a lookup, which checks it and finds its address in
+// one pass.
+func TestFramesAtAnyOrder(t *testing.T) {
+	const n = 40*addrBlockLen + 5
+	payload := manyAddrs(n)
+	d1 := map[uint64][]symbol.Frame{0x400000 + 4*7: frame("d1 over the payload"), 0x400001: frame("d1 between")}
+	d2 := map[uint64][]symbol.Frame{0x400001: frame("d2 between"), 0x400000 + 4*n: frame("d2 past the payload")}
+	for i := range 300 {
+		d2[uint64(0x500000+16*i)] = frame(fmt.Sprint("d2 ", i))
+	}
+	want := func(va uint64) ([]symbol.Frame, bool) {
+		for _, m := range []map[uint64][]symbol.Frame{d1, d2, payload.Frames} {
+			if fr, ok := m[va]; ok {
+				return fr, true
+			}
+		}
+		return nil, false
+	}
+	var up []uint64
+	for va := uint64(0x400000 - 3); va < 0x400000+4*n+3; va++ {
+		up = append(up, va)
+	}
+	for i := range 300 {
+		up = append(up, uint64(0x500000+16*i), uint64(0x500000+16*i+1))
+	}
+	down := slices.Clone(up)
+	slices.Reverse(down)
+	shuffled := slices.Clone(up)
+	for i := range shuffled {
+		j := (i * 7919) % len(shuffled)
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	}
+	jumps := []uint64{0x500000 + 16*299, 0x400000, 0x500000, 0x400000 + 4*(n-1), 0x400000 + 4*(n-1), 0x400001, 0x400004}
+	for _, order := range []struct {
+		name string
+		vas  []uint64
+	}{{"increasing", up}, {"decreasing", down}, {"shuffled", shuffled}, {"jumping", jumps}} {
+		e, err := decode(testKey, withDeltas(encode(testKey, payload), d1, d2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, va := range order.vas {
+			fr, ok := e.FramesAt(va)
+			wfr, wok := want(va)
+			if ok != wok || !slices.Equal(fr, wfr) {
+				t.Fatalf("%s: FramesAt(%#x) = %v, %v; want %v, %v", order.name, va, fr, ok, wfr, wok)
+			}
+		}
+	}
+}
+
+// TestGallop: the range gallop gives holds the first index past i at
+// which a monotone predicate holds, for every i and every such index.
+func TestGallop(t *testing.T) {
+	for n := 1; n < 40; n++ {
+		for first := 0; first <= n; first++ {
+			for i := 0; i < min(first, n); i++ {
+				lo, hi := gallop(n, i, func(k int) bool { return k >= first })
+				if lo > first || first > hi || hi > n || lo <= i {
+					t.Fatalf("n %d, from %d, first %d: range [%d, %d)", n, i, first, lo, hi)
+				}
+				if first < n && first >= hi {
+					t.Fatalf("n %d, from %d, first %d: range [%d, %d) misses it", n, i, first, lo, hi)
+				}
+			}
+		}
+	}
+}

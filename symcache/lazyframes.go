@@ -47,6 +47,9 @@ type lazyFrames struct {
 	end   int
 	state []uint8
 	badBlocks
+	// last is the block the last lookup found, where the next starts
+	// looking (see block).
+	last int
 }
 
 // frameArena hands out frame slices from chunks, each slice's capacity
@@ -140,37 +143,69 @@ func decodeIndexedAddrs(d *decoder, p []byte, table []string) *lazyFrames {
 }
 
 // blockOK reports whether block j of z is sound, checking it the first
-// time: as checkAddrFrames checks every address, its first the one the
-// index says, its bytes exactly those up to the next block's, whose
-// address before must be its last.
+// time (see checkBlock).
 func (z *lazyFrames) blockOK(j int) bool {
 	if z.state == nil {
 		return true
 	}
 	if z.state[j] == blockUnchecked {
-		z.state[j] = blockBad
-		b := z.blocks[j]
-		end := z.end
-		if j+1 < len(z.blocks) {
-			end = int(z.blocks[j+1].off)
-		}
-		d := decoder{b: z.p[b.off:end], end: end}
-		va := b.prev
-		for i := range min(addrBlockLen, z.n-j*addrBlockLen) {
-			var nf int
-			va, nf = d.nextAddr(j*addrBlockLen+i, va)
-			if d.err == nil && i == 0 && va != b.at {
-				d.fail("address block %d starts at %#x, not %#x", j, va, b.at)
-			}
-			d.skipFrames(nf, len(z.table), "address %#x", va)
-		}
-		if d.err == nil && len(d.b) == 0 && (j+1 == len(z.blocks) || z.blocks[j+1].prev == va) {
-			z.state[j] = blockGood
-		} else {
-			z.fail()
-		}
+		z.checkBlock(j, 0, false)
 	}
 	return z.state[j] == blockGood
+}
+
+// checkBlock checks block j of z, not checked before, and records what
+// it found: as checkAddrFrames checks every address, its first the one
+// the index says, its bytes exactly those up to the next block's, whose
+// address before must be its last. With want set it also finds address
+// va on the way: where its frames start in z.p and how many there are.
+// A lookup reaching a block not checked yet so reads it once, not twice.
+func (z *lazyFrames) checkBlock(j int, va uint64, want bool) (off, nf int, found bool) {
+	z.state[j] = blockBad
+	b := z.blocks[j]
+	end := z.end
+	if j+1 < len(z.blocks) {
+		end = int(z.blocks[j+1].off)
+	}
+	d := decoder{b: z.p[b.off:end], end: end}
+	at := b.prev
+	for i := range min(addrBlockLen, z.n-j*addrBlockLen) {
+		var n int
+		at, n = d.nextAddr(j*addrBlockLen+i, at)
+		if d.err == nil && i == 0 && at != b.at {
+			d.fail("address block %d starts at %#x, not %#x", j, at, b.at)
+		}
+		if want && at == va && d.err == nil {
+			off, nf, found = d.offset(), n, true
+		}
+		d.skipFrames(n, len(z.table), "address %#x", at)
+	}
+	if d.err == nil && len(d.b) == 0 && (j+1 == len(z.blocks) || z.blocks[j+1].prev == at) {
+		z.state[j] = blockGood
+		return off, nf, found
+	}
+	z.fail()
+	return 0, 0, false
+}
+
+// find finds address va in block j of z, a sound block: where its
+// frames start in z.p and how many there are.
+func (z *lazyFrames) find(j int, va uint64) (off, nf int, found bool) {
+	b := z.blocks[j]
+	d := newDecoder(z.p, int(b.off))
+	at := b.prev
+	for range min(addrBlockLen, z.n-j*addrBlockLen) {
+		at += d.uvarint()
+		n := int(d.uvarint())
+		if d.err != nil || at > va {
+			return 0, 0, false
+		}
+		if at == va {
+			return d.offset(), n, true
+		}
+		d.skipVarints(3 * n)
+	}
+	return 0, 0, false
 }
 
 // checkAll checks every block of z not checked yet and reports whether
@@ -186,32 +221,65 @@ func (z *lazyFrames) checkAll() bool {
 
 // frames returns the frames of va; ok is false when z does not hold it.
 func (z *lazyFrames) frames(va uint64) (fr []symbol.Frame, ok bool) {
-	j := sort.Search(len(z.blocks), func(j int) bool { return z.blocks[j].at > va }) - 1
-	if j < 0 || z.bad || !z.blockOK(j) {
+	j := z.block(va)
+	if j < 0 || z.bad {
 		return nil, false
 	}
-	b := z.blocks[j]
-	d := newDecoder(z.p, int(b.off))
-	at := b.prev
-	for range min(addrBlockLen, z.n-j*addrBlockLen) {
-		at += d.uvarint()
-		nf := d.uvarint()
-		if d.err != nil || at > va {
-			return nil, false
-		}
-		if at == va {
-			fr = z.arena.alloc(int(nf))
-			for range nf {
-				fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
-				fr = append(fr, symbol.Frame{Function: z.table[fn], File: z.table[file], Line: int(line)})
-			}
-			return fr, d.err == nil
-		}
-		for range 3 * nf {
-			d.uvarint()
-		}
+	var off, nf int
+	var found bool
+	switch {
+	case z.state == nil || z.state[j] == blockGood:
+		off, nf, found = z.find(j, va)
+	case z.state[j] == blockUnchecked:
+		off, nf, found = z.checkBlock(j, va, true)
 	}
-	return nil, false
+	if !found {
+		return nil, false
+	}
+	d := newDecoder(z.p, off)
+	fr = z.arena.alloc(nf)
+	for range nf {
+		fn, file, line := d.uvarint(), d.uvarint(), d.uvarint()
+		fr = append(fr, symbol.Frame{Function: z.table[fn], File: z.table[file], Line: int(line)})
+	}
+	return fr, d.err == nil
+}
+
+// block returns the index of the last block of z starting at or below
+// va, -1 for none. The bundle looks addresses up in increasing order, a
+// few blocks apart: from the block found last, the search gallops
+// forward, where a binary search over all the blocks (the Go
+// compiler's entry has some 15 k) missed the caches at most of its
+// steps, for each address.
+func (z *lazyFrames) block(va uint64) int {
+	bs := z.blocks
+	lo, hi := 0, len(bs)
+	if i := z.last; i < len(bs) && bs[i].at <= va {
+		lo, hi = gallop(len(bs), i, func(k int) bool { return bs[k].at > va })
+	}
+	j := lo + sort.Search(hi-lo, func(k int) bool { return bs[lo+k].at > va }) - 1
+	if j >= 0 {
+		z.last = j
+	}
+	return j
+}
+
+// gallop narrows the search for the first index k of n at which above(k)
+// holds, knowing above(i) does not: it steps forward from i by doubling
+// strides and returns the range [lo, hi) in which to search that
+// index (hi is n when no stride reached an index where above holds).
+func gallop(n, i int, above func(k int) bool) (lo, hi int) {
+	lo, step := i+1, 1
+	for {
+		k := i + step
+		if k >= n {
+			return lo, n
+		}
+		if above(k) {
+			return lo, k + 1
+		}
+		lo, step = k+1, step*2
+	}
 }
 
 // all calls f with every address of z and its frames, in order.
@@ -263,6 +331,9 @@ type deltaAddrs struct {
 	// delta.
 	vas []uint64
 	in  []uint32
+	// last is where the last lookup ended in vas, where the next starts
+	// looking: the bundle looks addresses up in increasing order.
+	last int
 }
 
 // indexDeltas returns the index of the addresses of the deltas zs, in
@@ -340,7 +411,17 @@ func (x *deltaAddrs) frames(va uint64) ([]symbol.Frame, bool) {
 	if x == nil {
 		return nil, false
 	}
-	k, ok := slices.BinarySearch(x.vas, va)
+	vas := x.vas
+	lo, hi := 0, len(vas)
+	if i := x.last; i < len(vas) && vas[i] <= va {
+		if vas[i] == va {
+			return x.zs[x.in[i]].frames(va)
+		}
+		lo, hi = gallop(len(vas), i, func(k int) bool { return vas[k] >= va })
+	}
+	k, ok := slices.BinarySearch(vas[lo:hi], va)
+	k += lo
+	x.last = min(k, len(vas)-1)
 	if !ok {
 		return nil, false
 	}
