@@ -358,3 +358,21 @@ func TestWriteLinesAllocs(t *testing.T) {
 		t.Errorf("writing %d records allocated %.0f times", len(recs), n)
 	}
 }
+
+// TestWriteField: a name is written as strings.Replacer wrote it before,
+// its tabs, newlines and carriage returns as spaces and every other byte
+// (other control bytes, UTF-8) as it is.
+func TestWriteField(t *testing.T) {
+	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+	names := []string{"", "main.main", "a\tb", "\n", "x\r\ny", "\x01ctl\x1f", "naïve\t∑", strings.Repeat("f\t", 100)}
+	for c := range 0x21 {
+		names = append(names, "a"+string(rune(c))+"b")
+	}
+	for _, s := range names {
+		var b bytes.Buffer
+		writeField(&b, s)
+		if got, want := b.String(), clean.Replace(s); got != want {
+			t.Errorf("writeField(%q) wrote %q, want %q", s, got, want)
+		}
+	}
+}
