@@ -67,13 +67,20 @@ workload() {
 echo "== report-scale $(date -u +%Y-%m-%dT%H:%MZ): $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $("$perf" --version), nsprof $(cd "$root" && git describe --always --dirty)${RT:+, each timed command at chrt -f 10}"
 echo "   workload: go build from an empty cache, in a loop, and work.c x $threads threads; -a -F $freq; $runs runs each, alternating"
 
-# timed CMD...: appends "wall_s max_rss_kib" of one run to $tmp/t.
+# timed CMD...: appends "wall_s max_rss_kib" of one run to $tmp/t. The
+# wall clock is bash's, in microseconds, around GNU time (whose own %e
+# counts hundredths of a second: a 2 s capture's report and export take
+# 0.05-0.08 s, and those steps made ratios to perf of 5.00 or 5.71 out
+# of one run's rounding); GNU time gives the peak resident size.
 timed() {
-	/usr/bin/time -o "$tmp/t" -a -f "%e %M" ${RT:+chrt -f 10} "$@" >/dev/null 2>"$tmp/err" || {
+	local t0=${EPOCHREALTIME/[.,]/}
+	/usr/bin/time -o "$tmp/rss" -f "%M" ${RT:+chrt -f 10} "$@" >/dev/null 2>"$tmp/err" || {
 		echo "failed: $*" >&2
 		cat "$tmp/err" >&2
 		exit 1
 	}
+	local t1=${EPOCHREALTIME/[.,]/}
+	echo "$(awk -v us=$((10#$t1 - 10#$t0)) 'BEGIN { printf "%.4f", us / 1e6 }') $(cat "$tmp/rss")" >>"$tmp/t"
 }
 
 # median FILE COLUMN
@@ -133,7 +140,7 @@ for s in "${sizes[@]}"; do
 	ps=$(median "$tmp/perf" 1) pm=$(median "$tmp/perf" 2)
 	awk -v s="$s" -v ns="$nsamples" -v xmb="$xmb" -v psm="$psamples" -v ymb="$ymb" \
 		-v rs="$rs" -v rm="$rm" -v es="$es" -v em="$em" -v ps="$ps" -v pm="$pm" 'BEGIN {
-		printf "%6s %9s %8s %9s %8s | %7.2f %9.0f %7.2f %9.0f %7.2f %9.0f | %8.2fx %8.2fx %10.1f\n",
+		printf "%6s %9s %8s %9s %8s | %7.3f %9.0f %7.3f %9.0f %7.3f %9.0f | %8.2fx %8.2fx %10.1f\n",
 			s, ns, xmb, psm, ymb, rs, rm / 1024, es, em / 1024, ps, pm / 1024,
 			ps / rs, ps / es, (rm / 1024) / (xmb / 1.048576)
 	}'
