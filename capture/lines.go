@@ -134,8 +134,9 @@ func writeLines(b linesWriter, recs []AddrLines) error {
 		first *SourceFrame
 		n     int
 	}
-	// The record number spelling each chain out, sized for all: grown
-	// record by record, it was a seventh of the writing.
+	// The record number spelling each chain out, sized for all at once:
+	// grown record by record, it cost 2-4 ms more of the 30 that a 10 s
+	// recording's 31.7 k records took.
 	written := make(map[chain]int, len(recs))
 	n := 0
 	// Records come by object: its build-id lowered once for those in a
@@ -187,10 +188,10 @@ func writeLines(b linesWriter, recs []AddrLines) error {
 
 // writeField writes s to b, a tab, newline or carriage return in it
 // written as a space: they separate the fields and records of a
-// LinesFile. Names hold none of them but by accident, and one check of
-// every byte against the lowest of them, the rare name with a byte
-// below a space then written byte by byte, was a quarter of what a
-// strings.Replacer took.
+// LinesFile. Names hold none of them but by accident: each byte is
+// compared with a space, the lowest above them, and only a name with a
+// byte below it is written byte by byte. (A strings.Replacer's table
+// lookup for every byte was an eighth of writing a recording's lines.)
 func writeField(b linesWriter, s string) {
 	for i := 0; i < len(s); i++ {
 		if s[i] < ' ' {

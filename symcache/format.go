@@ -574,7 +574,7 @@ func (d *decoder) skipFrames(nf, n int, what string, at uint64) {
 }
 
 // skipVarints reads n varints without decoding them: each ends at a
-// byte below 0x80. It is for bytes checked before (a block blockOK
+// byte below 0x80. It is for bytes checked before (a block checkBlock
 // found sound); running out of bytes fails all the same.
 func (d *decoder) skipVarints(n int) {
 	if n <= 0 {
