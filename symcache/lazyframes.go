@@ -420,8 +420,9 @@ func (x *deltaAddrs) frames(va uint64) ([]symbol.Frame, bool) {
 		lo, hi = gallop(len(vas), i, func(k int) bool { return vas[k] >= va })
 	}
 	k, ok := slices.BinarySearch(vas[lo:hi], va)
-	k += lo
-	x.last = min(k, len(vas)-1)
+	if k += lo; k < len(vas) {
+		x.last = k
+	}
 	if !ok {
 		return nil, false
 	}
