@@ -85,50 +85,6 @@ func (o *symObj) releaseTables(carry bool) {
 	o.loaded, o.linesDropped, o.elf, o.syms = false, false, nil, nil
 }
 
-// objHits are the file offsets of an object that samples hit, each once
-// whichever processes sampled it (the Go toolchain's binaries over a
-// compile loop, hundreds of processes each), with whether its source
-// frames are wanted. They are appended as they come and sorted once,
-// compacted whenever they double: kept in a map, one update for every
-// address of every process was 100 ms of the bundle's 640 in CPU
-// profiles of seven warm recordings over a compile loop.
-type objHits struct {
-	all, lines []uint64
-	// compacted is the size of all when last compacted.
-	compacted int
-}
-
-// add notes file offset off, whose frames are wanted if line is set.
-func (h *objHits) add(off uint64, line bool) {
-	h.all = append(h.all, off)
-	if line {
-		h.lines = append(h.lines, off)
-	}
-	if len(h.all) > 2*h.compacted+4096 {
-		h.all, h.lines = sortedOnce(h.all), sortedOnce(h.lines)
-		h.compacted = len(h.all)
-	}
-}
-
-// offsets returns the offsets noted, sorted, and those whose frames are
-// wanted, sorted, each in a slice of its own length (the names of the
-// offsets keep theirs); h holds none after.
-func (h *objHits) offsets() (all, lines []uint64) {
-	exact := func(s []uint64) []uint64 {
-		s = sortedOnce(s)
-		return append(make([]uint64, 0, len(s)), s...)
-	}
-	all, lines = exact(h.all), exact(h.lines)
-	*h = objHits{}
-	return all, lines
-}
-
-// sortedOnce sorts s and drops its repeats.
-func sortedOnce(s []uint64) []uint64 {
-	slices.Sort(s)
-	return slices.Compact(s)
-}
-
 // objCursor walks the sampled offsets of one object (objNames) for the
 // bundle, which names every process's addresses: sorted, so that those
 // of one mapping come with increasing offsets, and the next one is found
