@@ -737,8 +737,16 @@ func (b *builder) finish() *Profile {
 	b.labelForeign()
 	p.Warnings = append(p.Warnings, symWarnings...)
 	b.files.forget(capture.ProcessFile)
+	var hists map[int32]*mapHistory
 	for _, pr := range p.procIndex {
-		pr.Maps, pr.replaced = resolveMaps(pr.Maps)
+		var h *mapHistory
+		pr.Maps, pr.replaced, h = resolveMaps(pr.Maps)
+		if h != nil {
+			if hists == nil {
+				hists = make(map[int32]*mapHistory)
+			}
+			hists[pr.PID] = h
+		}
 		if pr.Comm == "" {
 			pr.Comm = commOf(pr.Cmdline)
 		}
@@ -751,6 +759,7 @@ func (b *builder) finish() *Profile {
 	slices.SortFunc(p.Threads, func(x, y *Thread) int { return int(x.TID) - int(y.TID) })
 	// The frames as read are one per process and address until those
 	// at the same code are merged.
+	b.frameKeys = p.splitImages(hists, b.frameKeys)
 	p.trimJunk(b.frameKeys, foreign)
 	p.mergeSameCode(b.frameKeys, foreign || b.namedLater || !b.symbolsComplete || p.Bundle == nil)
 	b.frameKeys = nil

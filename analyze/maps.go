@@ -26,10 +26,12 @@ import (
 // replaced are the ranges, sorted, where a mapping replaced another of a
 // different file or offset: a frame there may be of either image, and
 // is named from its own process's bundle only (see
-// [Profile.otherImage]).
-func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
+// [Profile.otherImage]). hist, set when some are, holds the mappings by
+// time and the times of the replacing ones, from which the process's
+// earlier images are told apart (see [Profile.splitImages]).
+func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan, hist *mapHistory) {
 	if len(ms) < 2 {
-		return ms, nil
+		return ms, nil, nil
 	}
 	read := slices.Clone(ms)
 	slices.SortStableFunc(ms, func(x, y Mapping) int { return cmp.Compare(x.Start, y.Start) })
@@ -43,13 +45,14 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
 		end = max(end, ms[i].End)
 	}
 	if !overlap {
-		return ms, nil
+		return ms, nil, nil
 	}
 	// The mappings in the order they were made: by time, in the order
 	// they were read among equal times.
 	byTime := read
 	slices.SortStableFunc(byTime, func(x, y Mapping) int { return cmp.Compare(x.time, y.time) })
 	var cur, next []Mapping
+	var bounds []int64
 	for _, m := range byTime {
 		if m.End <= m.Start {
 			continue
@@ -66,6 +69,7 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
 				}
 			} else if o.File != m.File || o.Offset-o.Start != m.Offset-m.Start || o.BuildID != m.BuildID && o.BuildID != "" && m.BuildID != "" {
 				replaced = append(replaced, addrSpan{max(o.Start, m.Start), min(o.End, m.End)})
+				bounds = append(bounds, m.time)
 			}
 			if o.Start < m.Start {
 				left := o
@@ -82,7 +86,19 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan) {
 		cur, next = append(next, m), cur
 	}
 	slices.SortFunc(cur, func(x, y Mapping) int { return cmp.Compare(x.Start, y.Start) })
-	return cur, mergeSpans(replaced)
+	if len(replaced) > 0 {
+		slices.Sort(bounds)
+		hist = &mapHistory{byTime: byTime, bounds: slices.Compact(bounds)}
+	}
+	return cur, mergeSpans(replaced), hist
+}
+
+// mapHistory is how a process's mappings changed (see [resolveMaps]):
+// its MAP frames' mappings by time, and the times at which one replaced
+// another of a different file or offset, sorted, once each.
+type mapHistory struct {
+	byTime []Mapping
+	bounds []int64
 }
 
 // addrSpan is the range of addresses [lo, hi).

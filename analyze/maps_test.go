@@ -90,7 +90,7 @@ func TestResolveMaps(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		got, replaced := resolveMaps(slices.Clone(c.in))
+		got, replaced, _ := resolveMaps(slices.Clone(c.in))
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, fmtMaps(got), fmtMaps(c.want))
 		}

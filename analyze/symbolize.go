@@ -156,6 +156,9 @@ func (b *BundleSymbolizer) Symbolize(pid int32, addr uint64, kernel bool) (Locat
 	}
 	s, ok := b.t.Lookup(pid, addr)
 	if !ok || s.Name == "" {
+		if !kernel && b.p != nil {
+			return b.p.imageLines(pid, addr)
+		}
 		return Location{}, false
 	}
 	if kernel {

@@ -229,16 +229,21 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 		for gi, g := range gens {
 			for ai, a := range g.packed {
 				m := g.find(a)
+				shadow := false
 				if gi < len(gens)-1 {
 					if m == nil {
 						continue // JIT code is looked up in the current image only
 					}
-					if shadowed(gens[gi+1:], a) {
-						// A later image maps the address too: the
-						// bundle, keyed by pid and address, can name
-						// only one, the later.
+					// A later image maps the address too: the
+					// bundle, keyed by pid and address, can name
+					// only one, the later. This one's lines are
+					// described by build-id and offset, which
+					// reports name it by (analyze's splitImages).
+					if shadow = shadowed(gens[gi+1:], a); shadow {
 						s.shadowed++
-						continue
+						if m.id == "" {
+							continue
+						}
 					}
 				}
 				if m == nil {
@@ -267,9 +272,11 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				if !ok || cur.n.fn[i] < 0 {
 					continue
 				}
-				va, fn := cur.n.vas[i], &cur.n.fns[cur.n.fn[i]]
-				begin := a - (va - fn.addr)
-				add(begin, begin+max(fn.size, 1)-1, fn.name, o.tag)
+				if !shadow {
+					va, fn := cur.n.vas[i], &cur.n.fns[cur.n.fn[i]]
+					begin := a - (va - fn.addr)
+					add(begin, begin+max(fn.size, 1)-1, fn.name, o.tag)
+				}
 				if g.flags[ai]&packLine == 0 {
 					continue
 				}
