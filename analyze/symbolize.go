@@ -19,6 +19,9 @@ import (
 type Symbolizer interface {
 	// Symbolize returns the location of addr in process pid; kernel says
 	// the address is a kernel one. It reports false when it cannot say.
+	// pid may stand for an earlier image of a process, a frame of which
+	// is at an address its later image maps too (see
+	// [Profile.splitImages]): [Profile.Mapping] gives its mappings.
 	Symbolize(pid int32, addr uint64, kernel bool) (Location, bool)
 }
 

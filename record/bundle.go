@@ -281,6 +281,11 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					continue
 				}
 				fr := cur.framesAt(i)
+				if len(fr) == 0 && shadow {
+					// Named by its function alone, where the file
+					// has no source lines: the bundle cannot name it.
+					fr = cur.nameOnly(i, cur.n.fns[cur.n.fn[i]].name)
+				}
 				if len(fr) == 0 {
 					continue
 				}

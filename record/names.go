@@ -132,6 +132,16 @@ func (c *objCursor) framesAt(i int) []capture.SourceFrame {
 	return c.frames[i]
 }
 
+// nameOnly gives the offset of index i, which has no source frames, one
+// naming its function alone, and returns it.
+func (c *objCursor) nameOnly(i int, name string) []capture.SourceFrame {
+	if c.frames == nil {
+		c.frames = make([][]capture.SourceFrame, len(c.n.offs))
+	}
+	c.frames[i] = []capture.SourceFrame{{Function: name}}
+	return c.frames[i]
+}
+
 // find returns the index of offset off in the object's sampled offsets,
 // false when it is not one of them; it looks forward from the offset
 // found last, doubling its step, and searches from the start when off
