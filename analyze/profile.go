@@ -98,11 +98,11 @@ type Profile struct {
 	// address's name either way.
 	Addresses bool
 
-	procIndex   map[int32]*Process
+	procIndex map[int32]*Process
 	// images maps the pids given to processes' earlier images (in
 	// procIndex, not Processes) to their processes' (see
 	// [Profile.splitImages]).
-	images map[int32]int32
+	images      map[int32]int32
 	threadIndex map[int32]*Thread
 	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
 	stackFrames []FrameID
