@@ -240,7 +240,9 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 					// described by build-id and offset, which
 					// reports name it by (analyze's splitImages).
 					if shadow = shadowed(gens[gi+1:], a); shadow {
-						s.shadowed++
+						if g.flags[ai]&packLine != 0 {
+							s.shadowed++ // one reports look up
+						}
 						if m.id == "" {
 							continue
 						}
@@ -296,6 +298,9 @@ func (s *symbolizer) bundle(emit func(capture.Symbol), kallsyms func() (kernelTa
 				// Described once for every process mapping the
 				// file, which its MAP frames name by build-id: below.
 				cur.described[i], cur.id = true, m.id
+				if shadow {
+					s.shadowedNamed++
+				}
 			}
 		}
 		for _, a := range p.kernelAddrs() {

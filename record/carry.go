@@ -130,7 +130,7 @@ func (m *pidMap) prune(live func(pid int) bool) {
 // are read once.
 func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 	s.seenStacks = nil
-	s.shadowed = 0
+	s.shadowed, s.shadowedNamed = 0, 0
 	s.spill.reset() // exited processes, named in the capture that ended
 	s.mapsGen++     // files are closed below
 	used := map[*symObj]bool{}

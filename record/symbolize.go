@@ -66,8 +66,10 @@ type symbolizer struct {
 	self      *symObj
 	selfTried bool
 	// shadowed counts addresses sampled in an image exec replaced that
-	// a later image of the process maps too, left out of the bundle.
-	shadowed int
+	// a later image of the process maps too, left out of the bundle;
+	// shadowedNamed those of them described by build-id and offset in
+	// the lines file instead, which nsprof's reports name them by.
+	shadowed, shadowedNamed int
 	// vdsoFallbacks counts vdso mappings not read from their process
 	// (gone before its mapping was looked at), taken to be this
 	// process's by their size.
@@ -812,7 +814,7 @@ func (s *symbolizer) summary() string {
 		fmt.Fprintf(&b, "; %d unreachable", failed)
 	}
 	if s.shadowed > 0 {
-		fmt.Fprintf(&b, "; %d addresses sampled before an exec left unnamed (the new image maps them too)", s.shadowed)
+		fmt.Fprintf(&b, "; %d addresses sampled before an exec that the new image maps too, left out of the bundle (Sysprof would name them from the new image): %d of them named by build-id for nsprof's reports", s.shadowed, s.shadowedNamed)
 	}
 	if s.vdsoFallbacks > 0 {
 		fmt.Fprintf(&b, "; %d [vdso] mappings of processes gone taken to be nsprof's own", s.vdsoFallbacks)
