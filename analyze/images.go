@@ -11,8 +11,8 @@ import (
 const imagePIDBase = 1 << 30
 
 // splitImages gives the samples that a process took in an earlier image
-// (before an exec, or before a mapping replaced another at the same
-// addresses) frames of their own where a later mapping took their
+// (before an exec, or before a mapping replaced one of a file at the
+// same addresses) frames of their own where a later mapping took their
 // addresses over: the frames read are one per process and address, and
 // such an address would be named from the image mapped there last. A
 // forked process's samples before it execs (a go command's child about
@@ -24,12 +24,14 @@ const imagePIDBase = 1 << 30
 // Each earlier image is a process of its own in procIndex (not in
 // Processes, and not the samples' process: they keep their pid), with a
 // pid from imagePIDBase and the mappings its process had then; the
-// frames of its samples in the replaced ranges are keyed by it. The
+// frames of its samples in the ranges replaced are keyed by it.
+// Anonymous memory mapped again (JIT code) is not split: its names are
+// the bundle's, by process and address. The
 // bundle, keyed by the real pid, does not name them: the recorder
 // describes their lines by build-id and offset, which name them (see
 // [BundleSymbolizer]), and frames at the same code in other processes
 // share their names (see [Profile.sameCode]). hists are the mapping
-// histories of the processes that have replaced ranges (see
+// histories of the processes that had a file's mapping replaced (see
 // [resolveMaps]); keys, the frames as read, are returned with the new
 // frames appended.
 func (p *Profile) splitImages(hists map[int32]*mapHistory, keys []frameKey) []frameKey {
@@ -74,13 +76,12 @@ func (p *Profile) splitImages(hists map[int32]*mapHistory, keys []frameKey) []fr
 		if era == len(h.bounds) {
 			continue // the last image: the process's own frames
 		}
-		pr := p.procIndex[s.PID]
 		img := images[image{s.PID, era}]
 		if img == nil {
 			if next == 1<<31-1 {
 				continue
 			}
-			img = p.earlierImage(pr, h, era, next)
+			img = p.earlierImage(p.procIndex[s.PID], h, era, next)
 			next++
 			images[image{s.PID, era}] = img
 		}
@@ -92,7 +93,7 @@ func (p *Profile) splitImages(hists map[int32]*mapHistory, keys []frameKey) []fr
 		buf = buf[:0]
 		moved := false
 		for _, fid := range p.Stack(s.Stack) {
-			if f := keys[fid]; !f.Kernel && inSpans(pr.replaced, f.Addr) {
+			if f := keys[fid]; !f.Kernel && inSpans(h.spans, f.Addr) {
 				f.PID = img.PID
 				id, ok := frames[f]
 				if !ok {

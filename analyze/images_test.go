@@ -87,3 +87,42 @@ func TestSplitImages(t *testing.T) {
 		t.Errorf("processes %+v, want pid %d alone with its %d samples", p.Processes, pid, len(times))
 	}
 }
+
+// TestSplitImagesNotJIT: anonymous memory mapped again over itself (JIT
+// code regions) does not split a process's frames: the bundle, keyed by
+// process and address, names them whenever they were sampled.
+func TestSplitImagesNotJIT(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, pid = 0x7f0000000000, 9
+	h := func(at int64) capture.FrameHeader { return capture.FrameHeader{PID: pid, Time: at, CPU: -1} }
+	w.WriteFrame(&capture.Process{FrameHeader: h(1), Cmdline: "node"})
+	w.WriteFrame(&capture.Map{FrameHeader: h(1), Start: base, End: base + 0x4000, Filename: "//anon"})
+	w.WriteFrame(&capture.Map{FrameHeader: h(10), Start: base + 0x1000, End: base + 0x2000, Filename: "//anon"})
+	for _, at := range []int64{5, 15} {
+		w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: pid, Time: at, CPU: 0}, TID: pid,
+			Addrs: []uint64{capture.ContextUser, base + 0x1100}})
+	}
+	bundle, err := capture.EncodeSymbols([]capture.Symbol{{PID: pid, Begin: base + 0x1100, End: base + 0x11ff, Name: "jit_f", Tag: "JIT"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(capture.FrameHeader{PID: -1, Time: 30}, capture.SymbolsFile, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Samples {
+		if f := p.Frames[p.Stack(s.Stack)[0]]; f.Loc.Function != "jit_f" {
+			t.Errorf("sample at %d named %q, want jit_f", s.Time, f.Loc.Function)
+		}
+	}
+}

@@ -26,9 +26,10 @@ import (
 // replaced are the ranges, sorted, where a mapping replaced another of a
 // different file or offset: a frame there may be of either image, and
 // is named from its own process's bundle only (see
-// [Profile.otherImage]). hist, set when some are, holds the mappings by
-// time and the times of the replacing ones, from which the process's
-// earlier images are told apart (see [Profile.splitImages]).
+// [Profile.otherImage]). hist, set when a mapping of a file was
+// replaced so, holds the mappings by time and the times of the replacing
+// ones, from which the process's earlier images are told apart (see
+// [Profile.splitImages]).
 func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan, hist *mapHistory) {
 	if len(ms) < 2 {
 		return ms, nil, nil
@@ -53,6 +54,7 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan, hist *mapHis
 	slices.SortStableFunc(byTime, func(x, y Mapping) int { return cmp.Compare(x.time, y.time) })
 	var cur, next []Mapping
 	var bounds []int64
+	var fileSpans []addrSpan
 	for _, m := range byTime {
 		if m.End <= m.Start {
 			continue
@@ -68,8 +70,15 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan, hist *mapHis
 					m.BuildID = o.BuildID
 				}
 			} else if o.File != m.File || o.Offset-o.Start != m.Offset-m.Start || o.BuildID != m.BuildID && o.BuildID != "" && m.BuildID != "" {
-				replaced = append(replaced, addrSpan{max(o.Start, m.Start), min(o.End, m.End)})
-				bounds = append(bounds, m.time)
+				span := addrSpan{max(o.Start, m.Start), min(o.End, m.End)}
+				replaced = append(replaced, span)
+				if o.IsFile() {
+					// Code of a file: not anonymous memory that
+					// JIT compilers map again and again, whose
+					// names the bundle keeps by process.
+					fileSpans = append(fileSpans, span)
+					bounds = append(bounds, m.time)
+				}
 			}
 			if o.Start < m.Start {
 				left := o
@@ -86,19 +95,21 @@ func resolveMaps(ms []Mapping) (out []Mapping, replaced []addrSpan, hist *mapHis
 		cur, next = append(next, m), cur
 	}
 	slices.SortFunc(cur, func(x, y Mapping) int { return cmp.Compare(x.Start, y.Start) })
-	if len(replaced) > 0 {
+	if len(fileSpans) > 0 {
 		slices.Sort(bounds)
-		hist = &mapHistory{byTime: byTime, bounds: slices.Compact(bounds)}
+		hist = &mapHistory{byTime: byTime, bounds: slices.Compact(bounds), spans: mergeSpans(fileSpans)}
 	}
 	return cur, mergeSpans(replaced), hist
 }
 
 // mapHistory is how a process's mappings changed (see [resolveMaps]):
-// its MAP frames' mappings by time, and the times at which one replaced
-// another of a different file or offset, sorted, once each.
+// its MAP frames' mappings by time, the times at which one replaced a
+// mapping of a file by another of a different file or offset, sorted,
+// once each, and the ranges replaced so, sorted.
 type mapHistory struct {
 	byTime []Mapping
 	bounds []int64
+	spans  []addrSpan
 }
 
 // addrSpan is the range of addresses [lo, hi).
