@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -169,6 +170,31 @@ const maxOpenFiles = 4096
 // build-id its mapping records.
 const viaHostBuildID = "host-build-id"
 
+// viaHostInode says a file was found at its path on the host, the device
+// and inode its mapping records, and readable by anyone.
+const viaHostInode = "host-inode"
+
+// openHostByInode opens the host file at name if it is the file of
+// device dev and inode ino (as a mapping records them), and anyone may
+// read it: a process gone before its mapping was looked at, whose record
+// had no build-id (the kernel gives none when the file's first page is
+// not in memory), cannot be asked whose file it was, and a file only
+// some may read (an executable without read permission, which exec maps
+// all the same) is not read for others.
+func openHostByInode(name string, dev, ino uint64) *os.File {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	st, err := f.Stat()
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if err != nil || !ok || !st.Mode().IsRegular() || st.Mode().Perm()&0o004 == 0 || uint64(sys.Dev) != dev || sys.Ino != ino {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
 // openHostByBuildID opens the host file at name if its build-id is id.
 func openHostByBuildID(name string, id []byte) *os.File {
 	f, err := os.Open(name)
@@ -305,6 +331,14 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 		o.hostTried = true
 		if f := openHostByBuildID(m.Path, m.BuildID); f != nil {
 			o.f, o.via, o.err = f, viaHostBuildID, nil
+			s.opened++
+		}
+	}
+	if o.f == nil && !o.hostTried && len(m.BuildID) == 0 && m.Inode != 0 && m.Dev != 0 && s.opened < s.maxOpen {
+		// The same, by the file's device and inode.
+		o.hostTried = true
+		if f := openHostByInode(m.Path, m.Dev, m.Inode); f != nil {
+			o.f, o.via, o.err = f, viaHostInode, nil
 			s.opened++
 		}
 	}

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -102,6 +103,61 @@ func TestSymbolizerOneObjectPerFile(t *testing.T) {
 			}
 			if o := a[0].obj; o.f == nil || s.opened != 1 {
 				t.Errorf("object opened %v (via %q), %d files open: want one", o.f != nil, o.via, s.opened)
+			}
+		})
+	}
+}
+
+// A process gone before its mapping is looked at, whose record has no
+// build-id: its file is taken from the host path only when it is the
+// file of the record's device and inode and anyone may read it.
+func TestSymbolizerHostByInode(t *testing.T) {
+	self, _ := selfBuildID(t)
+	private := filepath.Join(t.TempDir(), "private")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(private, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(path string) (uint64, uint64) {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		return uint64(sys.Dev), sys.Ino
+	}
+	dev, ino := ids(self)
+	pdev, pino := ids(private)
+	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	for _, tc := range []struct {
+		name     string
+		path     string
+		dev, ino uint64
+		want     bool
+	}{
+		{"same file", self, dev, ino, true},
+		{"other inode", self, dev, ino + 1, false},
+		{"other device", self, dev + 1, ino, false},
+		{"readable by its owner only", private, pdev, pino, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSymbolizer()
+			s.open = gone
+			defer s.close()
+			s.mapped(42, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Dev: tc.dev, Inode: tc.ino})
+			p := s.procs[42]
+			if len(p.maps) != 1 {
+				t.Fatalf("%d mappings", len(p.maps))
+			}
+			o := p.maps[0].obj
+			if got := o.f != nil; got != tc.want {
+				t.Fatalf("opened = %v (via %q), want %v", got, o.via, tc.want)
+			}
+			if tc.want && o.via != viaHostInode {
+				t.Errorf("via %q, want %q", o.via, viaHostInode)
 			}
 		})
 	}
