@@ -26,8 +26,8 @@ const imagePIDBase = 1 << 30
 // pid from imagePIDBase and the mappings its process had then; the
 // frames of its samples in the ranges replaced are keyed by it.
 // Anonymous memory mapped again (JIT code) is not split: its names are
-// the bundle's, by process and address. The
-// bundle, keyed by the real pid, does not name them: the recorder
+// the bundle's, by process and address. The bundle, keyed by the real
+// pid, does not name the earlier images' frames: the recorder
 // describes their lines by build-id and offset, which name them (see
 // [BundleSymbolizer]), and frames at the same code in other processes
 // share their names (see [Profile.sameCode]). hists are the mapping
@@ -118,12 +118,13 @@ func (p *Profile) splitImages(hists map[int32]*mapHistory, keys []frameKey) []fr
 	return keys
 }
 
-// pidSet is a set of pids as bits from the least.
+// pidSet is a set of pids, as bits from the least of them.
 type pidSet struct {
 	lo   int32
 	bits []uint64
 }
 
+// newPIDSet returns the set of m's keys.
 func newPIDSet[V any](m map[int32]V) pidSet {
 	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
 	for pid := range m {
@@ -140,6 +141,7 @@ func newPIDSet[V any](m map[int32]V) pidSet {
 	return s
 }
 
+// has reports whether pid is in s.
 func (s pidSet) has(pid int32) bool {
 	if pid < s.lo {
 		return false
@@ -173,8 +175,8 @@ func (p *Profile) earlierImage(pr *Process, h *mapHistory, era int, pid int32) *
 // imageOf returns the process whose earlier image pid stands for (see
 // [Profile.splitImages]), and whether it is one.
 func (p *Profile) imageOf(pid int32) (int32, bool) {
-	real, ok := p.images[pid]
-	return real, ok
+	pr, ok := p.images[pid]
+	return pr, ok
 }
 
 // imageLines names addr in the earlier image pid stands for (see

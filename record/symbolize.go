@@ -182,13 +182,32 @@ const viaHostInode = "host-inode"
 // some may read (an executable without read permission, which exec maps
 // all the same) is not read for others.
 func openHostByInode(name string, dev, ino uint64) *os.File {
-	f, err := os.Open(name)
-	if err != nil {
+	f := openHostRegular(name)
+	if f == nil {
 		return nil
 	}
 	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil
+	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
-	if err != nil || !ok || !st.Mode().IsRegular() || st.Mode().Perm()&0o004 == 0 || uint64(sys.Dev) != dev || sys.Ino != ino {
+	if !ok || st.Mode().Perm()&0o004 == 0 || uint64(sys.Dev) != dev || sys.Ino != ino {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// openHostRegular opens the host file at name if it is a regular file.
+// The open does not wait: a FIFO put at the path of a file a process
+// mapped would block it until something wrote to it.
+func openHostRegular(name string) *os.File {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil
 	}
@@ -197,12 +216,8 @@ func openHostByInode(name string, dev, ino uint64) *os.File {
 
 // openHostByBuildID opens the host file at name if its build-id is id.
 func openHostByBuildID(name string, id []byte) *os.File {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
+	f := openHostRegular(name)
+	if f == nil {
 		return nil
 	}
 	e, err := symbol.NewFile(f)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"nsprof/container"
 	"nsprof/symbol"
@@ -129,8 +130,13 @@ func TestSymbolizerHostByInode(t *testing.T) {
 		sys := st.Sys().(*syscall.Stat_t)
 		return uint64(sys.Dev), sys.Ino
 	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dev, ino := ids(self)
 	pdev, pino := ids(private)
+	fdev, fino := ids(fifo)
 	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
 	for _, tc := range []struct {
 		name     string
@@ -142,12 +148,22 @@ func TestSymbolizerHostByInode(t *testing.T) {
 		{"other inode", self, dev, ino + 1, false},
 		{"other device", self, dev + 1, ino, false},
 		{"readable by its owner only", private, pdev, pino, false},
+		{"a FIFO, not waited on", fifo, fdev, fino, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSymbolizer()
 			s.open = gone
 			defer s.close()
-			s.mapped(42, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Dev: tc.dev, Inode: tc.ino})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.mapped(42, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Dev: tc.dev, Inode: tc.ino})
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("mapped still waits after 10 s")
+			}
 			p := s.procs[42]
 			if len(p.maps) != 1 {
 				t.Fatalf("%d mappings", len(p.maps))

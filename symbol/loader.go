@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Opener opens an absolute path as seen from some root: a process's root
@@ -18,8 +19,13 @@ import (
 type Opener func(path string) (*os.File, error)
 
 // HostOpener opens path in the host's (the calling process's) file
-// system.
-func HostOpener(path string) (*os.File, error) { return os.Open(path) }
+// system, for reading. The open does not wait (O_NONBLOCK): a FIFO at a
+// path searched for debug files, which the user of the process profiled
+// may choose, would block it until something wrote to it (the callers
+// then refuse what is not a regular file).
+func HostOpener(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
 
 // RootOpener returns an Opener that opens paths inside the directory dir
 // (for example /proc/PID/root, or an unpacked image) through an [os.Root]:
@@ -36,7 +42,7 @@ func RootOpener(dir string) Opener {
 		if rel == "" {
 			rel = "."
 		}
-		return r.Open(rel)
+		return r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0) // as HostOpener
 	}
 }
 

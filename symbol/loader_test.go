@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"nsprof/internal/testutils"
 )
@@ -319,5 +321,37 @@ func TestLoadNoSymbols(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), ErrNoSymbols.Error()) {
 		t.Errorf("error %v does not say %v", err, ErrNoSymbols)
+	}
+}
+
+// TestOpenersDoNotWaitOnFIFO: a FIFO where a debug file is searched for
+// (a directory the profiled process's user writes) is opened without
+// waiting for a writer, and refused as not a regular file.
+func TestOpenersDoNotWaitOnFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.debug"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]Opener{
+		"host": HostOpener,
+		"root": RootOpener(dir),
+	} {
+		p := filepath.Join(dir, "x.debug")
+		if name == "root" {
+			p = "/x.debug"
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := openDebugFile(&File{}, open, p, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: %v, want not a regular file", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still waiting on the FIFO after 10 s", name)
+		}
 	}
 }
