@@ -286,13 +286,28 @@ func (s *snapshot) findStorage() (*podmanStorage, error) {
 	return nil, errors.New(msg)
 }
 
+// openRegular opens the file at p if it is a regular file, without
+// waiting (O_NONBLOCK) for a FIFO put there by the user whose storage
+// it is in.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return f, nil
+}
+
 // lookupStorage reads containers.json and layers.json of one graphroot.
 func lookupStorage(gr, driver, id, name string) (*podmanStorage, error) {
 	var cs []storageContainer
 	found := false
 	for _, f := range []string{"containers.json", "volatile-containers.json"} {
 		p := path.Join(gr, driver+"-containers", f)
-		fh, err := os.Open(p)
+		fh, err := openRegular(p)
 		if err != nil {
 			continue
 		}
@@ -320,7 +335,7 @@ func lookupStorage(gr, driver, id, name string) (*podmanStorage, error) {
 	var ls []storageLayer
 	for _, f := range []string{"layers.json", "volatile-layers.json"} {
 		p := path.Join(gr, driver+"-layers", f)
-		fh, err := os.Open(p)
+		fh, err := openRegular(p)
 		if err != nil {
 			continue
 		}
