@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"encoding/hex"
-	"os"
 	"sync"
 	"syscall"
 
@@ -125,7 +124,8 @@ func (h *HostSymbolizer) load(m *Mapping) *hostFile {
 	if m.BuildID == "" && m.Inode == 0 {
 		return nil
 	}
-	osf, err := os.Open(m.File)
+	// Without waiting on a FIFO at a path the capture names.
+	osf, err := symbol.HostOpener(m.File)
 	if err != nil {
 		return nil
 	}
