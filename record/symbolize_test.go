@@ -36,7 +36,6 @@ func selfBuildID(t *testing.T) (string, []byte) {
 // the host path only when the build-id matches.
 func TestSymbolizerHostByBuildID(t *testing.T) {
 	self, id := selfBuildID(t)
-	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
 	for _, tc := range []struct {
 		name string
 		id   []byte
@@ -47,21 +46,7 @@ func TestSymbolizerHostByBuildID(t *testing.T) {
 		{"no build-id", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSymbolizer()
-			s.open = gone
-			defer s.close()
-			s.mapped(42, container.Mapping{Path: self, Start: 0x1000, End: 0x2000, Inode: 7, BuildID: tc.id})
-			p := s.procs[42]
-			if len(p.maps) != 1 {
-				t.Fatalf("%d mappings", len(p.maps))
-			}
-			o := p.maps[0].obj
-			if got := o.f != nil; got != tc.want {
-				t.Fatalf("opened = %v (via %q), want %v", got, o.via, tc.want)
-			}
-			if tc.want && o.via != viaHostBuildID {
-				t.Errorf("via %q, want %q", o.via, viaHostBuildID)
-			}
+			checkGoneMapping(t, container.Mapping{Path: self, Start: 0x1000, End: 0x2000, Inode: 7, BuildID: tc.id}, tc.want, viaHostBuildID)
 		})
 	}
 }
@@ -137,7 +122,6 @@ func TestSymbolizerHostByInode(t *testing.T) {
 	dev, ino := ids(self)
 	pdev, pino := ids(private)
 	fdev, fino := ids(fifo)
-	gone := func(int) (*container.Process, error) { return nil, errors.New("no such process") }
 	for _, tc := range []struct {
 		name     string
 		path     string
@@ -151,30 +135,38 @@ func TestSymbolizerHostByInode(t *testing.T) {
 		{"a FIFO, not waited on", fifo, fdev, fino, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSymbolizer()
-			s.open = gone
-			defer s.close()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				s.mapped(42, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Dev: tc.dev, Inode: tc.ino})
-			}()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("mapped still waits after 10 s")
-			}
-			p := s.procs[42]
-			if len(p.maps) != 1 {
-				t.Fatalf("%d mappings", len(p.maps))
-			}
-			o := p.maps[0].obj
-			if got := o.f != nil; got != tc.want {
-				t.Fatalf("opened = %v (via %q), want %v", got, o.via, tc.want)
-			}
-			if tc.want && o.via != viaHostInode {
-				t.Errorf("via %q, want %q", o.via, viaHostInode)
-			}
+			checkGoneMapping(t, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Dev: tc.dev, Inode: tc.ino}, tc.want, viaHostInode)
 		})
+	}
+}
+
+// checkGoneMapping notes mapping m of a process already gone, and checks
+// that its file was opened from the host, via via, when want is set, and
+// not otherwise; mapped must not wait (on a FIFO) for 10 s.
+func checkGoneMapping(t *testing.T, m container.Mapping, want bool, via string) {
+	t.Helper()
+	s := newSymbolizer()
+	s.open = func(int) (*container.Process, error) { return nil, errors.New("no such process") }
+	defer s.close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.mapped(42, m)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("mapped still waits after 10 s")
+	}
+	p := s.procs[42]
+	if len(p.maps) != 1 {
+		t.Fatalf("%d mappings", len(p.maps))
+	}
+	o := p.maps[0].obj
+	if got := o.f != nil; got != want {
+		t.Fatalf("opened = %v (via %q), want %v", got, o.via, want)
+	}
+	if want && o.via != via {
+		t.Errorf("via %q, want %q", o.via, via)
 	}
 }
