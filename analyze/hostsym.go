@@ -125,12 +125,12 @@ func (h *HostSymbolizer) load(m *Mapping) *hostFile {
 		return nil
 	}
 	// Without waiting on a FIFO at a path the capture names.
-	osf, err := symbol.HostOpener(m.File)
+	osf, err := symbol.OpenRegular(m.File)
 	if err != nil {
 		return nil
 	}
 	st, err := osf.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if err != nil {
 		osf.Close()
 		return nil
 	}

@@ -199,16 +199,13 @@ func openHostByInode(name string, dev, ino uint64) *os.File {
 	return f
 }
 
-// openHostRegular opens the host file at name if it is a regular file.
-// The open does not wait: a FIFO put at the path of a file a process
-// mapped would block it until something wrote to it.
+// openHostRegular opens the host file at name if it is a regular file,
+// nil if not. The open does not wait (see [symbol.OpenRegular]): a FIFO
+// put at the path of a file a process mapped would block it until
+// something wrote to it.
 func openHostRegular(name string) *os.File {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := symbol.OpenRegular(name)
 	if err != nil {
-		return nil
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
 		return nil
 	}
 	return f

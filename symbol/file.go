@@ -55,16 +55,12 @@ func NewFile(r io.ReaderAt) (f *File, err error) {
 	return f, nil
 }
 
-// Open opens the ELF file at path on the host (with [HostOpener], which
+// Open opens the ELF file at path on the host (with [OpenRegular], which
 // does not wait on a FIFO). Close closes it.
 func Open(path string) (*File, error) {
-	osf, err := HostOpener(path)
+	osf, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
-	}
-	if st, err := osf.Stat(); err != nil || !st.Mode().IsRegular() {
-		osf.Close()
-		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	f, err := NewFile(osf)
 	if err != nil {

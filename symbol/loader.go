@@ -27,6 +27,19 @@ func HostOpener(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
+// OpenRegular opens path with [HostOpener] if it is a regular file.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := HostOpener(path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return f, nil
+}
+
 // RootOpener returns an Opener that opens paths inside the directory dir
 // (for example /proc/PID/root, or an unpacked image) through an [os.Root]:
 // symbolic links are followed only while they stay inside dir, so an
