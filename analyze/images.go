@@ -166,17 +166,10 @@ func (p *Profile) earlierImage(pr *Process, h *mapHistory, era int, pid int32) *
 	img.Maps, img.replaced, _ = resolveMaps(slices.Clone(h.byTime[:n]))
 	p.procIndex[pid] = img
 	if p.images == nil {
-		p.images = make(map[int32]int32)
+		p.images = make(map[int32]bool)
 	}
-	p.images[pid] = pr.PID
+	p.images[pid] = true
 	return img
-}
-
-// imageOf returns the process whose earlier image pid stands for (see
-// [Profile.splitImages]), and whether it is one.
-func (p *Profile) imageOf(pid int32) (int32, bool) {
-	pr, ok := p.images[pid]
-	return pr, ok
 }
 
 // imageLines names addr in the earlier image pid stands for (see
@@ -184,7 +177,7 @@ func (p *Profile) imageOf(pid int32) (int32, bool) {
 // by the mapped file's build-id and offset: the bundle, keyed by the
 // process's pid, names what its last image has at the address.
 func (p *Profile) imageLines(pid int32, addr uint64) (Location, bool) {
-	if _, ok := p.imageOf(pid); !ok || p.Lines.Files() == 0 {
+	if !p.images[pid] || p.Lines.Files() == 0 {
 		return Location{}, false
 	}
 	m := p.Mapping(pid, addr)

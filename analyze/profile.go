@@ -99,10 +99,9 @@ type Profile struct {
 	Addresses bool
 
 	procIndex map[int32]*Process
-	// images maps the pids given to processes' earlier images (in
-	// procIndex, not Processes) to their processes' (see
-	// [Profile.splitImages]).
-	images      map[int32]int32
+	// images holds the pids given to processes' earlier images (in
+	// procIndex, not Processes; see [Profile.splitImages]).
+	images      map[int32]bool
 	threadIndex map[int32]*Thread
 	stackStart  []int32 // stack i is stackFrames[stackStart[i]:stackStart[i+1]]
 	stackFrames []FrameID
