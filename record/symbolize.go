@@ -175,45 +175,50 @@ const viaHostBuildID = "host-build-id"
 const viaHostInode = "host-inode"
 
 // openHostByInode opens the host file at name if it is the file of
-// device dev and inode ino (as a mapping records them), and anyone may
-// read it: a process gone before its mapping was looked at, whose record
-// had no build-id (the kernel gives none when the file's first page is
-// not in memory), cannot be asked whose file it was, and a file only
-// some may read (an executable without read permission, which exec maps
-// all the same) is not read for others.
+// device dev and inode ino (as a mapping records them) and anyone may
+// read it (see [openHostReadable]): a process gone before its mapping was
+// looked at, whose record had no build-id (the kernel gives none when the
+// file's first page is not in memory), cannot be asked whose file it was.
 func openHostByInode(name string, dev, ino uint64) *os.File {
-	f := openHostRegular(name)
+	f, sys := openHostReadable(name)
 	if f == nil {
 		return nil
+	}
+	if uint64(sys.Dev) != dev || sys.Ino != ino {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// openHostReadable opens the host file at name if it is a regular file
+// anyone may read, with its status. A gone process's file is read as
+// root, not with the process's credentials: a file only some may read
+// (an executable without read permission, which exec maps all the same)
+// is not read for others. The open does not wait on a FIFO put at the
+// path (see [symbol.OpenRegular]).
+func openHostReadable(name string) (*os.File, *syscall.Stat_t) {
+	f, err := symbol.OpenRegular(name)
+	if err != nil {
+		return nil, nil
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil
+		return nil, nil
 	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || st.Mode().Perm()&0o004 == 0 || uint64(sys.Dev) != dev || sys.Ino != ino {
+	if !ok || st.Mode().Perm()&0o004 == 0 {
 		f.Close()
-		return nil
+		return nil, nil
 	}
-	return f
+	return f, sys
 }
 
-// openHostRegular opens the host file at name if it is a regular file,
-// nil if not. The open does not wait (see [symbol.OpenRegular]): a FIFO
-// put at the path of a file a process mapped would block it until
-// something wrote to it.
-func openHostRegular(name string) *os.File {
-	f, err := symbol.OpenRegular(name)
-	if err != nil {
-		return nil
-	}
-	return f
-}
-
-// openHostByBuildID opens the host file at name if its build-id is id.
+// openHostByBuildID opens the host file at name if its build-id is id
+// and anyone may read it (see [openHostReadable]).
 func openHostByBuildID(name string, id []byte) *os.File {
-	f := openHostRegular(name)
+	f, _ := openHostReadable(name)
 	if f == nil {
 		return nil
 	}

@@ -33,22 +33,40 @@ func selfBuildID(t *testing.T) (string, []byte) {
 }
 
 // A process gone before its mapping is looked at: its file is taken from
-// the host path only when the build-id matches.
+// the host path only when the build-id matches and anyone may read it.
 func TestSymbolizerHostByBuildID(t *testing.T) {
 	self, id := selfBuildID(t)
+	private := ownerOnlyCopy(t, self)
 	for _, tc := range []struct {
 		name string
+		path string
 		id   []byte
 		want bool
 	}{
-		{"same build-id", id, true},
-		{"other build-id", append([]byte{id[0] ^ 0xff}, id[1:]...), false},
-		{"no build-id", nil, false},
+		{"same build-id", self, id, true},
+		{"other build-id", self, append([]byte{id[0] ^ 0xff}, id[1:]...), false},
+		{"no build-id", self, nil, false},
+		{"readable by its owner only", private, id, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGoneMapping(t, container.Mapping{Path: self, Start: 0x1000, End: 0x2000, Inode: 7, BuildID: tc.id}, tc.want, viaHostBuildID)
+			checkGoneMapping(t, container.Mapping{Path: tc.path, Start: 0x1000, End: 0x2000, Inode: 7, BuildID: tc.id}, tc.want, viaHostBuildID)
 		})
 	}
+}
+
+// ownerOnlyCopy copies file name to a new file that only its owner may
+// read (mode 0700, as an executable some users may run but not read).
+func ownerOnlyCopy(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.WriteFile(private, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return private
 }
 
 // TestSymbolizerOneObjectPerFile: a file mapped by one process with the
@@ -99,14 +117,7 @@ func TestSymbolizerOneObjectPerFile(t *testing.T) {
 // file of the record's device and inode and anyone may read it.
 func TestSymbolizerHostByInode(t *testing.T) {
 	self, _ := selfBuildID(t)
-	private := filepath.Join(t.TempDir(), "private")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(private, data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	private := ownerOnlyCopy(t, self)
 	ids := func(path string) (uint64, uint64) {
 		st, err := os.Stat(path)
 		if err != nil {
