@@ -801,9 +801,7 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 		return
 	}
 	info := inspect(t.fs, pid, now)
-	if info.Comm == "" {
-		info.Comm = parent.name
-	}
+	inheritName(&info, parent)
 	if info.PPID == 0 {
 		info.PPID = ppid
 	}
@@ -814,6 +812,25 @@ func (t *tracker) fork(ppid, pid int, now int64) {
 	t.forkMaps(parent, ppid, pid, ps, now)
 	t.threads(pid, ps, now)
 	t.adopt(pid, now)
+}
+
+// inheritName gives a child that /proc could not name (it had exited, or
+// exec'd and is named again at its exec) its parent's comm and command
+// line: a forked process runs its parent's program, with its arguments,
+// until it execs. The comm was the parent's whole command line, under
+// which reports listed the child's samples before its exec, where perf
+// lists them under the parent's comm.
+func inheritName(info *procInfo, parent *procState) {
+	if info.Comm != "" {
+		return
+	}
+	info.Comm = parent.info.Comm
+	if len(info.Cmdline) == 0 {
+		info.Cmdline = slices.Clone(parent.info.Cmdline)
+	}
+	if info.Comm == "" {
+		info.Comm = parent.name
+	}
 }
 
 // forkMaps gives child pid its parent's mappings, written as its own MAP
@@ -842,9 +859,7 @@ func (t *tracker) inherit(parent *procState, ppid, pid int, ps *procState, now i
 	// Described again: without the error saying its mappings are
 	// unknown, with its parent's name if it had none.
 	info := procInfo{ProcessInfo: ps.info, rootDev: ps.mounts.dev, rootInode: ps.mounts.rootInode}
-	if info.Comm == "" {
-		info.Comm = parent.name
-	}
+	inheritName(&info, parent)
 	if info.PPID == 0 {
 		info.PPID = ppid
 	}

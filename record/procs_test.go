@@ -107,8 +107,25 @@ func TestForkAfterChildScannedGone(t *testing.T) {
 	}
 	infos := trackerInfos(t, tr)
 	last := infos[len(infos)-1]
-	if last.PID != 101 || last.Comm != "/usr/bin/parent" && last.Comm != "parent" || strings.Contains(last.Err, errExitedUnmapped) {
-		t.Errorf("child's last process line %+v, want its parent's name and no %q", last, errExitedUnmapped)
+	if last.PID != 101 || last.Comm != "parent" || !slices.Equal(last.Cmdline, []string{"/usr/bin/parent"}) || strings.Contains(last.Err, errExitedUnmapped) {
+		t.Errorf("child's last process line %+v, want its parent's comm and command line and no %q", last, errExitedUnmapped)
+	}
+}
+
+// A child gone from /proc when its FORK is read (it exec'd and exited, as
+// the go command's children do) is described by its parent's comm and
+// command line, the program it ran until its exec: its comm was the
+// parent's whole command line, which reports then listed its samples
+// under.
+func TestForkChildGoneNamedAsParent(t *testing.T) {
+	tr := parentTracker(t)
+	now := uint64(capture.Now())
+	tr.scan(1, int64(now))
+	tr.handle(forkRecord(1, 101, now+20)) // 101 is not in the fake /proc
+	infos := trackerInfos(t, tr)
+	last := infos[len(infos)-1]
+	if last.PID != 101 || last.Comm != "parent" || !slices.Equal(last.Cmdline, []string{"/usr/bin/parent"}) {
+		t.Errorf("child described as %+v, want the parent's comm %q and command line %q", last, "parent", "/usr/bin/parent")
 	}
 }
 
