@@ -13,8 +13,10 @@ import (
 type Filter struct {
 	// PIDs and TIDs keep the samples of these processes and threads.
 	PIDs, TIDs []int32
-	// Comm keeps the processes whose comm or command line matches this
-	// regular expression (a plain word matches as a substring).
+	// Comm keeps the samples of processes whose comm or command line
+	// matches this regular expression (a plain word matches as a
+	// substring): those of the program the process ran when the sample
+	// was taken, for one that exec'd another (see [Process.NameAt]).
 	Comm string
 	// Container keeps the processes whose container matches, as
 	// [Container.Match] says: "host", a podman name or id prefix, a
@@ -73,27 +75,46 @@ func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 		}
 		comm = re
 	}
-	// Per-process and per-stack verdicts, each decided once.
-	procOK := make(map[int32]bool)
-	wantProc := func(pid int32) bool {
-		ok, seen := procOK[pid]
-		if seen {
-			return ok
-		}
-		pr := p.procIndex[pid]
-		ok = len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)
-		if ok && comm != nil {
-			ok = pr != nil && (comm.MatchString(pr.Comm) || comm.MatchString(pr.Cmdline))
-		}
-		if ok && f.Container != "" {
-			var c *Container
-			if pr != nil {
-				c = pr.Container
+	// Per-process and per-stack verdicts, each decided once; a process
+	// that exec'd during the capture has one for each program it ran
+	// (see [Process.NameAt]), which the comm is matched against.
+	type verdict struct {
+		ok    bool
+		names []bool // by name index, when the comm decides by time
+	}
+	procOK := make(map[int32]verdict)
+	matchName := func(c, cmdline string) bool { return comm.MatchString(c) || comm.MatchString(cmdline) }
+	wantProc := func(pid int32, t int64) bool {
+		v, seen := procOK[pid]
+		if !seen {
+			pr := p.procIndex[pid]
+			v.ok = len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)
+			if v.ok && f.Container != "" {
+				var c *Container
+				if pr != nil {
+					c = pr.Container
+				}
+				v.ok = c.Match(f.Container)
 			}
-			ok = c.Match(f.Container)
+			if v.ok && comm != nil {
+				switch {
+				case pr == nil:
+					v.ok = false
+				case pr.Renamed():
+					v.names = make([]bool, len(pr.names))
+					for i, n := range pr.names {
+						v.names[i] = matchName(n.comm, n.cmdline)
+					}
+				default:
+					v.ok = matchName(pr.Comm, pr.Cmdline)
+				}
+			}
+			procOK[pid] = v
 		}
-		procOK[pid] = ok
-		return ok
+		if v.ok && v.names != nil {
+			return v.names[p.procIndex[pid].NameIndex(t)]
+		}
+		return v.ok
 	}
 	var stackOK []int8 // 0 undecided, 1 keep, -1 drop
 	dso := strings.ToLower(f.DSO)
@@ -129,6 +150,6 @@ func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 		if len(f.TIDs) > 0 && !slices.Contains(f.TIDs, s.TID) {
 			return false
 		}
-		return wantProc(s.PID) && (s.Stack < 0 || wantStack(s.Stack))
+		return wantProc(s.PID, s.Time) && (s.Stack < 0 || wantStack(s.Stack))
 	}, nil
 }

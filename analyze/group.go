@@ -81,6 +81,20 @@ type Group struct {
 	Weight int64
 }
 
+// Names returns the comm and command line of g's process, as it was
+// named at g's first sample (see [Process.NameAt]): a comm group of the
+// program a process ran before an exec has that program's names. Both
+// are "" for a group without a process.
+func (g *Group) Names() (comm, cmdline string) {
+	if g.Process == nil {
+		return "", ""
+	}
+	if len(g.Samples) == 0 {
+		return g.Process.Comm, g.Process.Cmdline
+	}
+	return g.Process.NameAt(g.Samples[0].Time)
+}
+
 // Group splits samples by g, keeping file order within each group. Groups
 // are sorted by their weight (their number of samples, by default),
 // largest first, then by key; groups of weight 0 are left out.
@@ -108,11 +122,17 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 				c = pr.Container
 			}
 			key := fmt.Sprint(id)
+			comm := ""
+			if g == GroupComm && pr != nil {
+				// A process that exec'd has the comm of the program
+				// it ran at each sample's time, as perf gives.
+				comm, _ = pr.NameAt(s.Time)
+			}
 			switch {
 			case g == GroupContainer:
 				key = c.Label()
-			case g == GroupComm && pr != nil && pr.Comm != "":
-				key = pr.Comm
+			case g == GroupComm && comm != "":
+				key = comm
 			case g == GroupComm:
 				key = "[pid " + key + "]"
 			}
@@ -132,7 +152,9 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 				}
 				out = append(out, grp)
 			}
-			byID[id] = i
+			if g != GroupComm || pr == nil || !pr.Renamed() {
+				byID[id] = i
+			}
 		}
 		out[i].Samples = append(out[i].Samples, s)
 	}

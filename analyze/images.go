@@ -162,7 +162,8 @@ func (p *Profile) earlierImage(pr *Process, h *mapHistory, era int, pid int32) *
 		}
 		return 0
 	})
-	img := &Process{PID: pid, Cmdline: pr.Cmdline, Comm: pr.Comm, NSPID: pr.NSPID, Container: pr.Container}
+	img := &Process{PID: pid, NSPID: pr.NSPID, Container: pr.Container}
+	img.Comm, img.Cmdline = pr.NameAt(h.bounds[era] - 1)
 	img.Maps, img.replaced, _ = resolveMaps(slices.Clone(h.byTime[:n]))
 	p.procIndex[pid] = img
 	if p.images == nil {

@@ -501,6 +501,8 @@ type builder struct {
 	// says it used, for the CPU time of a sample.
 	event, freq string
 	// pre decodes the bundle files while frames are read, when set;
+	// names gathers the processes' names over time (see [Process.NameAt]).
+	names nameHistory
 	// procFile is what it read of the process file, when it did.
 	pre      *earlyBundle
 	procFile *bundleFiles
@@ -586,6 +588,7 @@ func (b *builder) add(f capture.Frame) {
 		pr.Maps = append(pr.Maps, Mapping{Start: f.Start, End: f.End, Offset: f.Offset, Inode: f.Inode, File: f.Filename, BuildID: f.BuildID, time: f.Time})
 	case *capture.Process:
 		b.process(f.PID).Cmdline = f.Cmdline
+		b.names.frame(f)
 	case *capture.Exit:
 		if f.PID > 0 {
 			b.process(f.PID) // one that forked, never exec'd, and exited
@@ -752,6 +755,8 @@ func (b *builder) finish() *Profile {
 		}
 		p.Processes = append(p.Processes, pr)
 	}
+	b.names.apply(p.procIndex)
+	b.names = nameHistory{}
 	slices.SortFunc(p.Processes, func(x, y *Process) int { return int(x.PID) - int(y.PID) })
 	for _, t := range p.threadIndex {
 		p.Threads = append(p.Threads, t)
@@ -795,7 +800,9 @@ func (b *builder) loadProcessFile() {
 	if err != nil {
 		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("process info: %v", err))
 	}
-	for _, pi := range ps {
+	for i := range ps {
+		pi := &ps[i]
+		b.names.info(pi)
 		pr := b.process(int32(pi.PID))
 		if pi.Comm != "" {
 			pr.Comm = pi.Comm

@@ -159,6 +159,10 @@ type Process struct {
 	// Comm is the short name: from nsprof's process file, else the base
 	// name of the command line's first word.
 	Comm string
+	// names are the names of the programs the process ran, by time, when
+	// it exec'd another during the capture; nil otherwise (see
+	// [Process.NameAt]).
+	names []procName
 	// NSPID is the pid inside the process's innermost PID namespace, or 0
 	// when unknown or the same as PID.
 	NSPID int32

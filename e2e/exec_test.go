@@ -3,9 +3,12 @@ package e2e
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // A process that runs one program and then execs another with its code at
@@ -51,7 +54,56 @@ func TestExecSameAddresses(t *testing.T) {
 					t.Errorf("%s: self %d of %d samples, want about half; functions: %s", want, n, g.Samples, strings.Join(names, " "))
 				}
 			}
+			checkExecComms(t, out)
 		})
+	}
+}
+
+// checkExecComms checks that the capture of execspin's first program
+// exec'ing its second has each program's samples under that program's
+// comm, as `perf report --sort comm` has them: in `report --by comm`
+// and in the pprof export's comm labels.
+func checkExecComms(t *testing.T, capture string) {
+	t.Helper()
+	byComm := map[string]map[string]int{} // comm -> function -> self
+	for _, g := range reportJSON(t, capture, "--by", "comm").Groups {
+		byComm[g.Key] = map[string]int{}
+		for _, f := range g.Functions {
+			byComm[g.Key][f.Name] += f.Self
+		}
+	}
+	pb := filepath.Join(t.TempDir(), "exec.pb.gz")
+	nsprof(t, "export", capture, "--format", "pprof", "-o", pb)
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled := map[string]map[string]int64{} // comm -> leaf function -> samples
+	for _, s := range p.Sample {
+		comm := strings.Join(s.Label["comm"], ",")
+		if labelled[comm] == nil {
+			labelled[comm] = map[string]int64{}
+		}
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 {
+			labelled[comm][s.Location[0].Line[0].Function.Name] += s.Value[0]
+		}
+	}
+	for _, prog := range []string{"first", "second"} {
+		own, other := "spin_"+prog, "spin_first"
+		if prog == "first" {
+			other = "spin_second"
+		}
+		if g := byComm[prog]; g[own] == 0 || g[other] != 0 {
+			t.Errorf("report --by comm, group %q: %s self %d, %s self %d; want the first only (groups %v)", prog, own, g[own], other, g[other], byComm)
+		}
+		if l := labelled[prog]; l[own] == 0 || l[other] != 0 {
+			t.Errorf("pprof samples labelled comm=%s: %s %d, %s %d; want the first only (labels %v)", prog, own, l[own], other, l[other], labelled)
+		}
 	}
 }
 

@@ -61,9 +61,19 @@ func buildPprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v.Header.CaptureTime); err == nil {
 		b.p.TimeNanos = t.UnixNano()
 	}
+	// A sample's comm is its process's at the sample's time: a process
+	// that exec'd has samples of each program it ran.
+	commAt := func(s *analyze.Sample) string {
+		if pr := v.Process(s.PID); pr != nil {
+			c, _ := pr.NameAt(s.Time)
+			return c
+		}
+		return ""
+	}
 	type sampleKey struct {
 		stack analyze.StackID
 		tid   int32
+		comm  string
 	}
 	index := make(map[sampleKey]*profile.Sample)
 	// The labels of a thread's samples are the same: one pair of maps
@@ -72,18 +82,23 @@ func buildPprof(v *analyze.View, o Options) (*profile.Profile, error) {
 		str map[string][]string
 		num map[string][]int64
 	}
-	threads := make(map[int32]labels)
+	type threadKey struct {
+		tid  int32
+		comm string
+	}
+	threads := make(map[threadKey]labels)
 	for _, s := range v.Samples {
-		k := sampleKey{s.Stack, s.TID}
+		comm := commAt(&s)
+		k := sampleKey{s.Stack, s.TID, comm}
 		if ps := index[k]; ps != nil {
 			addValues(v, ps.Value, &s, cols)
 			continue
 		}
-		l, ok := threads[s.TID]
+		l, ok := threads[threadKey{s.TID, comm}]
 		if !ok || l.num["pid"][0] != int64(s.PID) {
 			l = labels{map[string][]string{}, map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}}}
-			processLabels(&profile.Sample{Label: l.str, NumLabel: l.num}, v.Process(s.PID))
-			threads[s.TID] = l
+			processLabels(&profile.Sample{Label: l.str, NumLabel: l.num}, v.Process(s.PID), comm)
+			threads[threadKey{s.TID, comm}] = l
 		}
 		ps := &profile.Sample{Value: make([]int64, len(cols)), Label: l.str, NumLabel: l.num}
 		addValues(v, ps.Value, &s, cols)
@@ -103,14 +118,14 @@ func buildPprof(v *analyze.View, o Options) (*profile.Profile, error) {
 	return b.p, nil
 }
 
-// processLabels adds the labels comm, nspid and container of process pr
-// (nil when unknown) to sample ps.
-func processLabels(ps *profile.Sample, pr *analyze.Process) {
+// processLabels adds the labels comm (the one given), nspid and
+// container of process pr (nil when unknown) to sample ps.
+func processLabels(ps *profile.Sample, pr *analyze.Process, comm string) {
 	if pr == nil {
 		return
 	}
-	if pr.Comm != "" {
-		ps.Label["comm"] = []string{pr.Comm}
+	if comm != "" {
+		ps.Label["comm"] = []string{comm}
 	}
 	if pr.NSPID != 0 {
 		ps.NumLabel["nspid"] = []int64{int64(pr.NSPID)}

@@ -111,10 +111,10 @@ type wireWriter struct {
 	located progress
 	done    sync.WaitGroup
 	// labels are the encoded labels of the samples, one entry per
-	// thread (and process: tids of -1 are shared), indexed by
-	// threadLabels.
+	// thread (and process: tids of -1 are shared; and program, in a
+	// process that exec'd), indexed by threadLabels.
 	labels       [][]byte
-	threadLabels map[int32]wireLabels
+	threadLabels map[threadKey]wireLabels
 }
 
 type wireLoc struct {
@@ -176,6 +176,12 @@ func (p *progress) wait(i int) {
 
 type wireLabels struct {
 	pid, index int32
+}
+
+// threadKey is a thread whose samples share labels: its tid and, in a
+// process that exec'd, the index + 1 of the program it ran.
+type threadKey struct {
+	tid, name int32
 }
 
 // writePprof writes the pprof profile of v, gzipped by klauspost/compress
@@ -265,7 +271,7 @@ func newWireWriter(v *analyze.View) *wireWriter {
 		funcOf:       make([]int32, len(v.Funcs)),
 		inlined:      make(map[[2]string]int32),
 		mappings:     make(map[mappingKey]int32),
-		threadLabels: make(map[int32]wireLabels),
+		threadLabels: make(map[threadKey]wireLabels),
 	}
 }
 
@@ -340,6 +346,16 @@ func (w *wireWriter) collectSamples() {
 	type sampleKey struct {
 		stack analyze.StackID
 		tid   int32
+		name  int32 // the program's index + 1 in a process that exec'd
+	}
+	// A process that exec'd during the capture has samples of each
+	// program it ran, labelled with that program's comm (see
+	// analyze.Process.NameAt): those are told apart by name too.
+	renamed := make(map[int32]*analyze.Process)
+	for _, pr := range w.v.Processes {
+		if pr.Renamed() {
+			renamed[pr.PID] = pr
+		}
 	}
 	// The sample of each stack's first thread is found by the stack;
 	// the other threads' (fewer) in a map: a lookup in a map of half
@@ -358,22 +374,29 @@ func (w *wireWriter) collectSamples() {
 	for i := range w.v.Samples {
 		s := &w.v.Samples[i]
 		f := &first[s.Stack]
-		j, ok := f.j, f.j >= 0 && f.tid == s.TID
-		if !ok && f.j >= 0 {
-			j, ok = index[sampleKey{s.Stack, s.TID}]
+		var name int32
+		if len(renamed) > 0 {
+			if pr := renamed[s.PID]; pr != nil {
+				name = int32(pr.NameIndex(s.Time)) + 1
+			}
+		}
+		j, ok := f.j, f.j >= 0 && f.tid == s.TID && name == 0
+		if !ok && (f.j >= 0 || name != 0) {
+			j, ok = index[sampleKey{s.Stack, s.TID, name}]
 		}
 		if !ok {
 			j = int32(len(w.samples))
-			if f.j < 0 {
+			if f.j < 0 && name == 0 {
 				f.tid, f.j = s.TID, j
 			} else {
-				index[sampleKey{s.Stack, s.TID}] = j
+				index[sampleKey{s.Stack, s.TID, name}] = j
 			}
-			l, ok := w.threadLabels[s.TID]
+			tk := threadKey{s.TID, name}
+			l, ok := w.threadLabels[tk]
 			if !ok || l.pid != s.PID {
 				l = wireLabels{s.PID, int32(len(w.labels))}
 				w.labels = append(w.labels, w.encodeLabels(s))
-				w.threadLabels[s.TID] = l
+				w.threadLabels[tk] = l
 			}
 			w.samples = append(w.samples, wireSample{s.Stack, s.TID, l.index, int32(i)})
 			w.values = append(w.values, make([]int64, n)...)
@@ -403,8 +426,8 @@ func (w *wireWriter) encodeLabels(s *analyze.Sample) []byte {
 	num("pid", int64(s.PID))
 	num("tid", int64(s.TID))
 	if pr := w.v.Process(s.PID); pr != nil {
-		if pr.Comm != "" {
-			str("comm", pr.Comm)
+		if comm, _ := pr.NameAt(s.Time); comm != "" {
+			str("comm", comm)
 		}
 		if pr.NSPID != 0 {
 			num("nspid", int64(pr.NSPID))

@@ -128,6 +128,10 @@ func groupTitle(by analyze.GroupBy, g analyze.Group) string {
 		return "container " + g.Key
 	case analyze.GroupState:
 		return g.Key
+	case analyze.GroupComm:
+		// The processes of a comm group are many: its key is the comm
+		// (of the program a process ran then, for one that exec'd).
+		return fmt.Sprintf("comm %s [%s]", g.Key, g.Container)
 	case analyze.GroupThread:
 		fmt.Fprintf(&b, "thread %s", g.Key)
 		if g.Thread != nil && g.Thread.NSTID != 0 {

@@ -84,6 +84,11 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 		}
 		if pr := g.Process; pr != nil {
 			jg.PID, jg.Comm, jg.Cmdline, jg.NSPID = pr.PID, pr.Comm, pr.Cmdline, pr.NSPID
+			if o.By == analyze.GroupComm {
+				// The names the group is of: a process that exec'd
+				// is in one group per program it ran.
+				jg.Comm, jg.Cmdline = g.Names()
+			}
 		}
 		if g.Thread != nil {
 			jg.TID = g.Thread.TID
