@@ -74,21 +74,28 @@ func (h *nameHistory) info(pi *capture.ProcessInfo) {
 }
 
 // apply gives each process of procs that had more than one name its
-// names (see [Process.NameAt]), once their Comm and Cmdline are final.
+// names (see [Process.NameAt]).
 func (h *nameHistory) apply(procs map[int32]*Process) {
 	for pid, pr := range procs {
-		names := h.file[pid]
-		if len(names) == 0 {
-			names = h.frames[pid]
-		}
-		if len(names) < 2 {
-			continue
-		}
-		pr.names = distinctNames(names)
-		if len(pr.names) < 2 {
-			pr.names = nil
-		}
+		pr.names = h.of(pid)
 	}
+}
+
+// of returns the distinct names of process pid in time order, nil when
+// it had only one.
+func (h *nameHistory) of(pid int32) []procName {
+	names := h.file[pid]
+	if len(names) == 0 {
+		names = h.frames[pid]
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	names = distinctNames(names)
+	if len(names) < 2 {
+		return nil
+	}
+	return names
 }
 
 // distinctNames sorts names by time and merges each into the one before

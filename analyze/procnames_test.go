@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -122,6 +123,39 @@ func TestNamesAfterExec(t *testing.T) {
 				if !slices.Equal(got, c.want) {
 					t.Errorf("%+v selects the samples at %v, want %v", c.f, got, c.want)
 				}
+			}
+		})
+	}
+}
+
+// TestTimelinePrograms: the processes view lists the programs a process
+// that exec'd ran, each from its exec; a process that did not has none.
+func TestTimelinePrograms(t *testing.T) {
+	for _, processFile := range []bool{true, false} {
+		t.Run(fmt.Sprintf("process file %t", processFile), func(t *testing.T) {
+			var buf bytes.Buffer
+			w, err := capture.NewWriter(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := capture.Now()
+			writeExecNames(t, w, base, processFile)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tl, err := LoadTimeline(bytes.NewReader(buf.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int32]string{}
+			for _, p := range tl.Processes {
+				for _, pg := range p.Programs {
+					got[p.PID] += fmt.Sprintf("%d %s %q; ", pg.Since-base, pg.Comm, pg.Cmdline)
+				}
+			}
+			want := map[int32]string{7: `1 sh "sh -c exec prog -x"; 10 prog "/usr/bin/prog -x"; `}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("programs %v, want %v", got, want)
 			}
 		})
 	}

@@ -105,12 +105,23 @@ type ProcessSpan struct {
 	// Tasks are the threads other than the main thread that the capture
 	// tells of (created, named, exited or sampled), by thread id.
 	Tasks []*ThreadSpan
+	// Programs are the programs the process ran, in order, when it
+	// exec'd another during the capture (Comm and Cmdline name the
+	// last); nil otherwise.
+	Programs []Program
 
 	tids map[int32]struct{}
 	// own says frames of the process itself were seen (PROCESS, EXIT,
 	// MAP, a sample as its pid, nsprof's process line), not only a FORK
 	// frame, which Sysprof's format writes for threads too.
 	own bool
+}
+
+// Program is a program a process ran, from the time Since (of its exec,
+// or when the capture first describes the process).
+type Program struct {
+	Since         int64
+	Comm, Cmdline string
 }
 
 // ThreadSpan is the lifetime and name of one thread of a process.
@@ -205,6 +216,8 @@ type timelineBuilder struct {
 	files            capture.Files
 	lostID           uint32
 	minTime, maxTime int64
+	// names gathers the programs each process ran (ProcessSpan.Programs).
+	names nameHistory
 }
 
 func (b *timelineBuilder) proc(pid int32, time int64) *ProcessSpan {
@@ -251,6 +264,7 @@ func (b *timelineBuilder) add(f capture.Frame) {
 	case *capture.Process:
 		p := b.proc(f.PID, f.Time)
 		p.Cmdline, p.own = f.Cmdline, true
+		b.names.frame(f)
 	case *capture.Fork:
 		b.proc(f.PID, f.Time)
 		b.proc(f.ChildPID, f.Time).PPID = f.PID
@@ -332,7 +346,9 @@ func (b *timelineBuilder) finish() {
 			th.End, th.Exited = ti.Time, true
 		}
 	}
-	for _, pi := range ps {
+	for i := range ps {
+		pi := &ps[i]
+		b.names.info(pi)
 		p := b.proc(int32(pi.PID), pi.Time)
 		p.own = true
 		if pi.Comm != "" {
@@ -365,6 +381,9 @@ func (b *timelineBuilder) finish() {
 		}
 		if p.Comm == "" {
 			p.Comm = commOf(p.Cmdline)
+		}
+		for _, n := range b.names.of(p.PID) {
+			p.Programs = append(p.Programs, Program{Since: n.since, Comm: n.comm, Cmdline: n.cmdline})
 		}
 		if !p.Exited {
 			p.End = t.End

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +63,8 @@ func TestExecSameAddresses(t *testing.T) {
 // checkExecComms checks that the capture of execspin's first program
 // exec'ing its second has each program's samples under that program's
 // comm, as `perf report --sort comm` has them: in `report --by comm`
-// and in the pprof export's comm labels.
+// and in the pprof export's comm labels; and that the processes view
+// lists both programs.
 func checkExecComms(t *testing.T, capture string) {
 	t.Helper()
 	byComm := map[string]map[string]int{} // comm -> function -> self
@@ -71,6 +73,25 @@ func checkExecComms(t *testing.T, capture string) {
 		for _, f := range g.Functions {
 			byComm[g.Key][f.Name] += f.Self
 		}
+	}
+	var procs struct {
+		Processes []struct {
+			Programs []struct {
+				Comm string `json:"comm"`
+			} `json:"programs"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(nsprof(t, "report", capture, "--processes", "--json")), &procs); err != nil {
+		t.Fatal(err)
+	}
+	var programs []string
+	for _, p := range procs.Processes {
+		for _, pg := range p.Programs {
+			programs = append(programs, pg.Comm)
+		}
+	}
+	if strings.Join(programs, " ") != "first second" {
+		t.Errorf("report --processes: programs %q, want the process's first and second", programs)
 	}
 	pb := filepath.Join(t.TempDir(), "exec.pb.gz")
 	nsprof(t, "export", capture, "--format", "pprof", "-o", pb)

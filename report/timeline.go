@@ -186,6 +186,18 @@ func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpa
 		line := fmt.Sprintf("%7d %7s %7s %9s %9s %8d %7d  %-*s %s", p.PID, ns, pp, fmt.Sprintf("+%.3fs", float64(p.Start-t.Start)/1e9), end,
 			p.Samples, p.Threads, ctrW, labels[i], textsafe.Name(cmd, 0))
 		fmt.Fprintln(w, textsafe.Cut(line, width))
+		// The programs it ran before its last, each until the exec of
+		// the next.
+		for k := 0; k+1 < len(p.Programs); k++ {
+			pg, next := p.Programs[k], p.Programs[k+1]
+			cmd := pg.Cmdline
+			if cmd == "" {
+				cmd = "[" + pg.Comm + "]"
+			}
+			line := fmt.Sprintf("%7s %7s %7s %9s %9s %8s %7s  %-*s   before exec: %s", "", "", "", fmt.Sprintf("+%.3fs", float64(max(pg.Since, t.Start)-t.Start)/1e9),
+				fmt.Sprintf("+%.3fs", float64(next.Since-t.Start)/1e9), "", "", ctrW, "", textsafe.Name(cmd, 0))
+			fmt.Fprintln(w, textsafe.Cut(line, width))
+		}
 		for _, th := range p.Tasks {
 			end := "running"
 			if th.Exited {

@@ -62,6 +62,9 @@ type (
 		Threads     int     `json:"threads"`
 		// ThreadList are the threads other than the main one.
 		ThreadList []jsonThread `json:"thread_list,omitempty"`
+		// Programs are the programs a process that exec'd ran, in
+		// order; the last is comm and cmdline.
+		Programs []jsonProgram `json:"programs,omitempty"`
 	}
 	jsonThread struct {
 		TID     int32   `json:"tid"`
@@ -70,6 +73,13 @@ type (
 		End     float64 `json:"end_seconds"`
 		Exited  bool    `json:"exited"`
 		Samples int     `json:"samples"`
+	}
+	jsonProgram struct {
+		// Since is when the process began to run it: its exec, or
+		// when the capture first tells of the process.
+		Since   float64 `json:"since_seconds"`
+		Comm    string  `json:"comm,omitempty"`
+		Cmdline string  `json:"cmdline,omitempty"`
 	}
 	jsonLog struct {
 		Time     float64 `json:"time_seconds"`
@@ -114,7 +124,8 @@ func timelineJSON(w io.Writer, t *analyze.Timeline, v *analyze.View, o Options, 
 	case ViewProcesses:
 		for _, p := range sel.procs {
 			doc.Processes = append(doc.Processes, jsonProcess{PID: p.PID, NSPID: p.NSPID, PPID: p.PPID, Comm: p.Comm, Cmdline: p.Cmdline, Redacted: p.CmdlineRedacted,
-				Container: p.Container.Label(), ContainerID: containerID(p.Container), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec)})
+				Container: p.Container.Label(), ContainerID: containerID(p.Container), Start: sec(p.Start), End: sec(p.End), Exited: p.Exited, Samples: p.Samples, Threads: p.Threads, ThreadList: jsonThreads(p.Tasks, sec),
+				Programs: jsonPrograms(p.Programs, sec)})
 		}
 	case ViewLogs:
 		for _, l := range sel.logs {
@@ -135,6 +146,15 @@ func jsonThreads(ts []*analyze.ThreadSpan, sec func(int64) float64) []jsonThread
 	var out []jsonThread
 	for _, th := range ts {
 		out = append(out, jsonThread{TID: th.TID, Comm: th.Comm, Start: sec(th.Start), End: sec(th.End), Exited: th.Exited, Samples: th.Samples})
+	}
+	return out
+}
+
+// jsonPrograms converts a process's programs; nil for none.
+func jsonPrograms(ps []analyze.Program, sec func(int64) float64) []jsonProgram {
+	var out []jsonProgram
+	for _, pg := range ps {
+		out = append(out, jsonProgram{Since: sec(pg.Since), Comm: pg.Comm, Cmdline: pg.Cmdline})
 	}
 	return out
 }
