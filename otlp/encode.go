@@ -57,7 +57,8 @@ type Period struct {
 type Stats struct {
 	// Samples is the number of stack samples encoded (the sum of the
 	// sample values), Processes the number of resources (one per
-	// process, with a CPU profile, an off-CPU one or both).
+	// process, with a CPU profile, an off-CPU one or both; one per
+	// program a process ran, for a process that exec'd another).
 	Samples   int64
 	Processes int
 	// OffCPU is the off-CPU time encoded, in nanoseconds, and
@@ -94,8 +95,8 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 	offCol := slices.Index(v.SampleTypes, offCPUType)
 	e := newEncoder(v)
 	start, dur := e.window(p)
-	byPID := make(map[int32]*procProfile)
-	var order []int32
+	byPID := make(map[procKey]*procProfile)
+	var order []procKey
 	var st Stats
 	for i := range v.Samples {
 		s := &v.Samples[i]
@@ -111,11 +112,15 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 			st.Skipped++
 			continue
 		}
-		pp := byPID[s.PID]
+		k := procKey{pid: s.PID}
+		if pr := v.Process(s.PID); pr != nil && pr.Renamed() {
+			k.program = int32(pr.NameIndex(s.Time))
+		}
+		pp := byPID[k]
 		if pp == nil {
-			pp = &procProfile{cpu: newRows(), off: newRows()}
-			byPID[s.PID] = pp
-			order = append(order, s.PID)
+			pp = &procProfile{cpu: newRows(), off: newRows(), at: s.Time}
+			byPID[k] = pp
+			order = append(order, k)
 		}
 		if n > 0 {
 			pp.cpu.add(e, s, n)
@@ -126,8 +131,8 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 			st.OffCPUIntervals++
 		}
 	}
-	for _, pid := range order {
-		e.resource(pid, byPID[pid], start, dur)
+	for _, k := range order {
+		e.resource(k.pid, byPID[k], start, dur)
 	}
 	st.Processes = len(order)
 	return e.out, st, nil
@@ -145,10 +150,18 @@ type sampleRow struct {
 	n          int64
 }
 
-// procProfile collects the samples of one process: its CPU samples and
-// its off-CPU intervals.
+// procKey is a resource: a process, and the program it ran (its index
+// in the programs of a process that exec'd another, see
+// analyze.Process.NameAt; 0 otherwise).
+type procKey struct {
+	pid, program int32
+}
+
+// procProfile collects the samples of one process (one program of it):
+// its CPU samples and its off-CPU intervals; at is the time of the first.
 type procProfile struct {
 	cpu, off *rows
+	at       int64
 }
 
 // rows sum the samples of one profile by stack and thread.
@@ -387,7 +400,7 @@ func (e *encoder) newMapping(k mappingKey) int32 {
 // profile and its off-CPU profile, those that have samples.
 func (e *encoder) resource(pid int32, pp *procProfile, start time.Time, dur time.Duration) {
 	rp := e.out.ResourceProfiles().AppendEmpty()
-	resourceAttrs(rp.Resource().Attributes(), e.v.Hostname, pid, e.v.Process(pid))
+	resourceAttrs(rp.Resource().Attributes(), e.v.Hostname, pid, e.v.Process(pid), pp.at)
 	sp := rp.ScopeProfiles().AppendEmpty()
 	sp.Scope().SetName("nsprof")
 	if len(pp.cpu.samples) > 0 {
@@ -428,8 +441,8 @@ func (e *encoder) profile(sp pprofile.ScopeProfiles, rs *rows, typ analyze.Value
 }
 
 // resourceAttrs sets the attributes naming process pid (pr nil when the
-// capture does not describe it) on host.
-func resourceAttrs(m pcommon.Map, host string, pid int32, pr *analyze.Process) {
+// capture does not describe it) on host, as it was named at time at.
+func resourceAttrs(m pcommon.Map, host string, pid int32, pr *analyze.Process, at int64) {
 	if host != "" {
 		m.PutStr("host.name", validUTF8(host))
 	}
@@ -437,11 +450,12 @@ func resourceAttrs(m pcommon.Map, host string, pid int32, pr *analyze.Process) {
 	if pr == nil {
 		return
 	}
-	if pr.Comm != "" {
-		m.PutStr("process.executable.name", validUTF8(pr.Comm))
+	comm, cmdline := pr.NameAt(at)
+	if comm != "" {
+		m.PutStr("process.executable.name", validUTF8(comm))
 	}
-	if pr.Cmdline != "" {
-		m.PutStr("process.command_line", validUTF8(pr.Cmdline))
+	if cmdline != "" {
+		m.PutStr("process.command_line", validUTF8(cmdline))
 	}
 	if pr.NSPID != 0 {
 		m.PutInt(AttrNSPID, int64(pr.NSPID))

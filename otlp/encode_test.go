@@ -143,3 +143,47 @@ func TestEncodeOffCPU(t *testing.T) {
 		t.Errorf("profiles:\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestEncodeExec: a process that exec'd another program is a resource
+// per program, each named by the program it ran at its samples, as perf
+// gives each sample the comm its process had then.
+func TestEncodeExec(t *testing.T) {
+	p, err := analyze.Load(bytes.NewReader(testcaptures.CPUExec(t, []testcaptures.Stack{
+		{PID: 20, TID: 20, MS: 1, Frames: []string{"spawn", "main"}, N: 2},
+		{PID: 10, TID: 10, MS: 2, Frames: []string{"main"}, N: 1},
+		{PID: 20, TID: 20, MS: 6, Frames: []string{"main"}, N: 3},
+	})), analyze.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(analyze.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profs, st, err := Encode(v, Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Samples != 6 || st.Processes != 3 {
+		t.Errorf("stats %+v, want 6 samples in 3 resources", st)
+	}
+	got := map[string]int64{}
+	for _, rp := range profs.ResourceProfiles().All() {
+		attrs := rp.Resource().Attributes()
+		pid, _ := attrs.Get("process.pid")
+		name, _ := attrs.Get("process.executable.name")
+		cmd, _ := attrs.Get("process.command_line")
+		key := fmt.Sprintf("%d %s (%s)", pid.Int(), name.Str(), cmd.Str())
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, prof := range sp.Profiles().All() {
+				for _, s := range prof.Samples().All() {
+					got[key] += s.Values().At(0)
+				}
+			}
+		}
+	}
+	want := map[string]int64{"20 launcher (launcher --exec evil)": 2, "10 server (/usr/bin/server --port 80)": 1, "20 evil (evil)": 3}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("samples by resource %v, want %v", got, want)
+	}
+}

@@ -149,6 +149,18 @@ const cpuProcs = `{"kind":"process","time":0,"pid":10,"nspid":[10,1],"comm":"ser
 {"kind":"process","time":0,"pid":20,"comm":"evil","uid":0,"container":{"kind":"host"}}
 `
 
+// CPUExec returns a capture as [CPUOf] describes, in which pid 20 ran
+// "launcher" (command line "launcher --exec evil") until it exec'd
+// "evil" 5 ms after [Start].
+func CPUExec(tb testing.TB, stacks []Stack) []byte {
+	tb.Helper()
+	server, _, _ := strings.Cut(cpuProcs, "\n")
+	procs := server + "\n" + fmt.Sprintf(`{"kind":"process","time":%d,"pid":20,"comm":"launcher","cmdline":["launcher","--exec","evil"],"uid":0,"container":{"kind":"host"}}
+{"kind":"process","time":%d,"pid":20,"comm":"evil","cmdline":["evil"],"uid":0,"container":{"kind":"host"}}
+`, Start, Start+5e6)
+	return cpuCapture(tb, stacks, false, procs, nil)
+}
+
 // cpuCapture writes the capture [CPUOf] describes with the process file
 // procs, and calls extra, if not nil, to add frames before the end.
 func cpuCapture(tb testing.TB, stacks []Stack, notes bool, procs string, extra func(w *capture.Writer, must func(error))) []byte {
