@@ -355,3 +355,25 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after Escape: total %d, want the whole capture's %d", total, want)
 	}
 }
+
+// TestBrowserExecPrograms: the processes table lists, under the command
+// line of a process that exec'd, the program it ran before.
+func TestBrowserExecPrograms(t *testing.T) {
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	s, _ := startServer(t, testcaptures.CPUExec(t, []testcaptures.Stack{
+		{PID: 20, TID: 20, MS: 1, Frames: []string{"spawn", "main"}, N: 2},
+		{PID: 10, TID: 10, MS: 2, Frames: []string{"main"}, N: 1},
+		{PID: 20, TID: 20, MS: 6, Frames: []string{"main"}, N: 3},
+	}), Options{})
+	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	var cells []string
+	d.Eval(`Array.from(document.querySelectorAll('#procs tr[data-pid] td:nth-child(5)')).map(e => e.parentElement.dataset.pid + ": " + e.innerText)`, &cells)
+	got := strings.Join(cells, "\n")
+	if want := "20: /usr/bin/evil\nbefore exec: launcher --exec evil"; !strings.Contains(got, want) {
+		t.Errorf("command lines in the processes table:\n%s\nwant %q", got, want)
+	}
+	if strings.Contains(got, "10: /usr/bin/server --port 80\nbefore") {
+		t.Errorf("a process that did not exec lists programs:\n%s", got)
+	}
+	screenshot(t, d, t.ArtifactDir(), "procs-view")
+}

@@ -49,6 +49,14 @@ type (
 		// Values are the process's totals by sample type.
 		Values  []int64     `json:"values"`
 		Threads []threadDoc `json:"threads"`
+		// Programs are those a process that exec'd ran, in order (the
+		// last is comm and cmdline).
+		Programs []programDoc `json:"programs,omitempty"`
+	}
+	programDoc struct {
+		Since   int64  `json:"since_ns"`
+		Comm    string `json:"comm"`
+		Cmdline string `json:"cmdline"`
 	}
 	threadDoc struct {
 		TID     int32  `json:"tid"`
@@ -183,6 +191,9 @@ func (s *Server) meta(*http.Request) (any, error) {
 			PID: ps.PID, NSPID: ps.NSPID, PPID: ps.PPID, Comm: ps.Comm, Cmdline: ps.Cmdline,
 			Start: max(0, ps.Start-p.Start), End: max(0, ps.End-p.Start), Exited: ps.Exited,
 			Samples: ps.Samples, Values: pv, Threads: []threadDoc{},
+		}
+		for _, pg := range ps.Programs {
+			pd.Programs = append(pd.Programs, programDoc{Since: max(0, pg.Since-p.Start), Comm: pg.Comm, Cmdline: pg.Cmdline})
 		}
 		if th := p.Thread(ps.PID); th != nil && th.Samples > 0 {
 			pd.Threads = append(pd.Threads, threadDoc{TID: ps.PID, Comm: ps.Comm, Samples: th.Samples})

@@ -656,8 +656,13 @@ function drawProcs() {
     for (const p of c.processes) {
       const tr = el("tr");
       tr.dataset.pid = p.pid;
+      // A process that exec'd lists the programs it ran before.
+      const cmd = el("td", shown(p.cmdline), "name");
+      for (const g of (p.programs || []).slice(0, -1)) {
+        cmd.append(el("div", "before exec: " + shown(g.cmdline || "[" + g.comm + "]"), "prior"));
+      }
       tr.append(el("td", "", "name"), el("td", String(p.pid)), el("td", p.nspid ? String(p.nspid) : ""), el("td", shown(p.comm), "name"),
-        el("td", shown(p.cmdline), "name"), el("td", String(p.threads.length)), ...vals(p.values), el("td", fmtNs(p.start_ns)),
+        cmd, el("td", String(p.threads.length)), ...vals(p.values), el("td", fmtNs(p.start_ns)),
         el("td", p.exited ? fmtNs(p.end_ns) : "–"));
       row(tr, { pid: p.pid });
     }
