@@ -80,7 +80,8 @@ func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 	// (see [Process.NameAt]), which the comm is matched against.
 	type verdict struct {
 		ok    bool
-		names []bool // by name index, when the comm decides by time
+		names []bool   // by name index, when the comm decides by time
+		pr    *Process // then, the process
 	}
 	procOK := make(map[int32]verdict)
 	matchName := func(c, cmdline string) bool { return comm.MatchString(c) || comm.MatchString(cmdline) }
@@ -101,7 +102,7 @@ func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 				case pr == nil:
 					v.ok = false
 				case pr.Renamed():
-					v.names = make([]bool, len(pr.names))
+					v.pr, v.names = pr, make([]bool, len(pr.names))
 					for i, n := range pr.names {
 						v.names[i] = matchName(n.comm, n.cmdline)
 					}
@@ -112,7 +113,7 @@ func (p *Profile) matcher(f Filter) (func(*Sample) bool, error) {
 			procOK[pid] = v
 		}
 		if v.ok && v.names != nil {
-			return v.names[p.procIndex[pid].NameIndex(t)]
+			return v.names[v.pr.NameIndex(t)]
 		}
 		return v.ok
 	}

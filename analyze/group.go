@@ -106,26 +106,40 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	if g == GroupState {
 		return p.groupByState(samples)
 	}
+	// A sample's group is found by its pid or tid and, in comm groups,
+	// the program its process ran then: a process that exec'd has the
+	// comm of that program at each sample's time, as perf gives.
+	type idKey struct{ id, program int32 }
 	byKey := make(map[string]int)
-	byID := make(map[int32]int) // pid or tid -> group
+	byID := make(map[idKey]int)
 	var out []Group
+	lastPID, lastRenamed := int32(-1), (*Process)(nil) // samples of a process come in runs
 	for _, s := range samples {
-		id := s.PID
+		k := idKey{id: s.PID}
 		if g == GroupThread {
-			id = s.TID
+			k.id = s.TID
 		}
-		i, ok := byID[id]
+		if g == GroupComm {
+			if s.PID != lastPID {
+				lastPID, lastRenamed = s.PID, nil
+				if pr := p.procIndex[s.PID]; pr != nil && pr.Renamed() {
+					lastRenamed = pr
+				}
+			}
+			if lastRenamed != nil {
+				k.program = int32(lastRenamed.NameIndex(s.Time))
+			}
+		}
+		i, ok := byID[k]
 		if !ok {
 			pr := p.procIndex[s.PID]
 			var c *Container
 			if pr != nil {
 				c = pr.Container
 			}
-			key := fmt.Sprint(id)
+			key := fmt.Sprint(k.id)
 			comm := ""
 			if g == GroupComm && pr != nil {
-				// A process that exec'd has the comm of the program
-				// it ran at each sample's time, as perf gives.
 				comm, _ = pr.NameAt(s.Time)
 			}
 			switch {
@@ -152,9 +166,7 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 				}
 				out = append(out, grp)
 			}
-			if g != GroupComm || pr == nil || !pr.Renamed() {
-				byID[id] = i
-			}
+			byID[k] = i
 		}
 		out[i].Samples = append(out[i].Samples, s)
 	}
