@@ -357,6 +357,7 @@ func (w *wireWriter) collectSamples() {
 			renamed[pr.PID] = pr
 		}
 	}
+	lastPID, lastRenamed := int32(-1), (*analyze.Process)(nil)
 	// The sample of each stack's first thread is found by the stack;
 	// the other threads' (fewer) in a map: a lookup in a map of half
 	// a million samples missed the caches for every one.
@@ -376,8 +377,11 @@ func (w *wireWriter) collectSamples() {
 		f := &first[s.Stack]
 		var name int32
 		if len(renamed) > 0 {
-			if pr := renamed[s.PID]; pr != nil {
-				name = int32(pr.NameIndex(s.Time)) + 1
+			if s.PID != lastPID { // samples of a process come in runs
+				lastPID, lastRenamed = s.PID, renamed[s.PID]
+			}
+			if lastRenamed != nil {
+				name = int32(lastRenamed.NameIndex(s.Time)) + 1
 			}
 		}
 		j, ok := f.j, f.j >= 0 && f.tid == s.TID && name == 0
