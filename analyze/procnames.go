@@ -100,7 +100,8 @@ func (h *nameHistory) of(pid int32) []procName {
 
 // distinctNames sorts names by time and merges each into the one before
 // when it names the same program (a process described again); a comm
-// left empty is the command line's first word's base name. nsprof record
+// left empty is the command line's first word's base name, and a
+// description with neither names nothing and is left out. nsprof record
 // before 2026-11-29 gave a child it found gone its parent's command line
 // as comm, with no command line: such a comm (one with a space, and no
 // command line) is taken as the command line it is.
@@ -118,6 +119,9 @@ func distinctNames(names []procName) []procName {
 	for _, n := range names {
 		if n.cmdline == "" && strings.Contains(n.comm, " ") {
 			n.cmdline, n.comm = n.comm, ""
+		}
+		if n.comm == "" && n.cmdline == "" {
+			continue // described without a name (found gone): names nothing
 		}
 		if n.comm == "" {
 			n.comm = commOf(n.cmdline)

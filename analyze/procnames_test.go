@@ -164,7 +164,8 @@ func TestTimelinePrograms(t *testing.T) {
 // TestNamesOfOlderRecorder: a capture of nsprof record before the comm of
 // a child found gone was its parent's (it was the parent's command line,
 // with no command line of its own) groups the child's samples before its
-// exec under the parent's program name, not under that command line.
+// exec under the parent's program name, not under that command line; a
+// description with no name between changes nothing.
 func TestNamesOfOlderRecorder(t *testing.T) {
 	var base int64
 	p := loadWritten(t, func(w *capture.Writer) {
@@ -177,11 +178,12 @@ func TestNamesOfOlderRecorder(t *testing.T) {
 		}
 		for _, pi := range []capture.ProcessInfo{
 			{Kind: capture.KindProcess, Time: base + 1, PID: 9, Comm: "go build -o /dev/null ./cmd/nsprof"},
+			{Kind: capture.KindProcess, Time: base + 7, PID: 9, Err: "status: no such file"}, // names nothing
 			{Kind: capture.KindProcess, Time: base + 10, PID: 9, Comm: "asm"},
 		} {
 			must(w.AddProcessInfo(pi))
 		}
-		must(w.AddSample(base+5, 0, 9, 9, []uint64{capture.ContextKernel, 0xffffffff81000010}))
+		must(w.AddSample(base+8, 0, 9, 9, []uint64{capture.ContextKernel, 0xffffffff81000010}))
 		must(w.AddSample(base+15, 0, 9, 9, []uint64{capture.ContextKernel, 0xffffffff81000010}))
 	})
 	var keys []string
@@ -192,7 +194,7 @@ func TestNamesOfOlderRecorder(t *testing.T) {
 	if want := []string{"asm", "go"}; !slices.Equal(keys, want) {
 		t.Errorf("comm groups %q, want %q", keys, want)
 	}
-	if _, cmdline := p.Process(9).NameAt(base + 5); cmdline != "go build -o /dev/null ./cmd/nsprof" {
+	if _, cmdline := p.Process(9).NameAt(base + 8); cmdline != "go build -o /dev/null ./cmd/nsprof" {
 		t.Errorf("command line before the exec %q, want the parent's", cmdline)
 	}
 }
