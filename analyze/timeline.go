@@ -118,7 +118,8 @@ type ProcessSpan struct {
 }
 
 // Program is a program a process ran, from the time Since (of its exec,
-// or when the capture first describes the process).
+// or when the capture first describes the process, at the capture's
+// start at the earliest).
 type Program struct {
 	Since         int64
 	Comm, Cmdline string
@@ -383,7 +384,7 @@ func (b *timelineBuilder) finish() {
 			p.Comm = commOf(p.Cmdline)
 		}
 		for _, n := range b.names.of(p.PID) {
-			p.Programs = append(p.Programs, Program{Since: n.since, Comm: n.comm, Cmdline: n.cmdline})
+			p.Programs = append(p.Programs, Program{Since: max(n.since, t.Start), Comm: n.comm, Cmdline: n.cmdline})
 		}
 		if !p.Exited {
 			p.End = t.End

@@ -194,7 +194,7 @@ func processesText(w io.Writer, t *analyze.Timeline, procs []*analyze.ProcessSpa
 			if cmd == "" {
 				cmd = "[" + pg.Comm + "]"
 			}
-			line := fmt.Sprintf("%7s %7s %7s %9s %9s %8s %7s  %-*s   before exec: %s", "", "", "", fmt.Sprintf("+%.3fs", float64(max(pg.Since, t.Start)-t.Start)/1e9),
+			line := fmt.Sprintf("%7s %7s %7s %9s %9s %8s %7s  %-*s   before exec: %s", "", "", "", fmt.Sprintf("+%.3fs", float64(pg.Since-t.Start)/1e9),
 				fmt.Sprintf("+%.3fs", float64(next.Since-t.Start)/1e9), "", "", ctrW, "", textsafe.Name(cmd, 0))
 			fmt.Fprintln(w, textsafe.Cut(line, width))
 		}
