@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -106,15 +107,7 @@ func (h *nameHistory) of(pid int32) []procName {
 // as comm, with no command line: such a comm (one with a space, and no
 // command line) is taken as the command line it is.
 func distinctNames(names []procName) []procName {
-	slices.SortStableFunc(names, func(a, b procName) int {
-		switch {
-		case a.since < b.since:
-			return -1
-		case a.since > b.since:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(names, func(a, b procName) int { return cmp.Compare(a.since, b.since) })
 	out := names[:0]
 	for _, n := range names {
 		if n.cmdline == "" && strings.Contains(n.comm, " ") {

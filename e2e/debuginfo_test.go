@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"nsprof/internal/testutils"
 )
 
@@ -345,19 +343,7 @@ func checkGoLines(t *testing.T, capture string) {
 			call = i + 1
 		}
 	}
-	pb := filepath.Join(t.TempDir(), "gohot.pb.gz")
-	if b, err := exec.Command(nsprofBin, "export", capture, "--format", "pprof", "-o", pb).CombinedOutput(); err != nil {
-		t.Fatalf("nsprof export: %v\n%s", err, b)
-	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := exportPprof(t, capture)
 	middle, leaf := map[int64]bool{}, 0
 	for _, loc := range p.Location {
 		for _, l := range loc.Line {

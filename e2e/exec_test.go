@@ -4,12 +4,9 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/pprof/profile"
 )
 
 // A process that runs one program and then execs another with its code at
@@ -93,17 +90,7 @@ func checkExecComms(t *testing.T, capture string) {
 	if strings.Join(programs, " ") != "first second" {
 		t.Errorf("report --processes: programs %q, want the process's first and second", programs)
 	}
-	pb := filepath.Join(t.TempDir(), "exec.pb.gz")
-	nsprof(t, "export", capture, "--format", "pprof", "-o", pb)
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := exportPprof(t, capture)
 	labelled := map[string]map[string]int64{} // comm -> leaf function -> samples
 	for _, s := range p.Sample {
 		comm := strings.Join(s.Label["comm"], ",")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // nsprofBin is the nsprof binary built for these tests.
@@ -96,4 +98,22 @@ func reportJSON(t *testing.T, capture string, args ...string) report {
 		t.Fatalf("nsprof report --json: %v\n%s", err, out)
 	}
 	return r
+}
+
+// exportPprof exports capture with `nsprof export --format pprof` and
+// parses the profile.
+func exportPprof(t *testing.T, capture string) *profile.Profile {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "export.pb.gz")
+	nsprof(t, "export", capture, "--format", "pprof", "-o", pb)
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

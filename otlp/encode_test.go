@@ -17,22 +17,10 @@ import (
 // entry first in every table, the build ids of the server's executable
 // and of the kernel, host.name and thread.id.
 func TestEncodeDictionary(t *testing.T) {
-	p, err := analyze.Load(bytes.NewReader(testcaptures.CPUWithNotes(t, []testcaptures.Stack{
+	profs, st := encodeCapture(t, testcaptures.CPUWithNotes(t, []testcaptures.Stack{
 		{PID: 10, TID: 11, MS: 1, Frames: []string{"k_read", "read", "main"}, N: 2},
 		{PID: 20, TID: 20, MS: 2, Frames: []string{"main"}, N: 1},
-	})), analyze.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Hostname = "node-1"
-	v, err := p.View(analyze.ViewOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	profs, st, err := Encode(v, Period{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}), "node-1", analyze.ViewOptions{})
 	if st.Samples != 3 || st.Processes != 2 || st.Skipped != 0 {
 		t.Errorf("stats %+v, want 3 samples of 2 processes", st)
 	}
@@ -94,18 +82,7 @@ func TestEncodeDictionary(t *testing.T) {
 // sample is thread 11's 7 ms under [off-CPU: S sleeping], wait and main;
 // the blocking call is left out, counted as skipped.
 func TestEncodeOffCPU(t *testing.T) {
-	p, err := analyze.Load(bytes.NewReader(testcaptures.OffCPU(t)), analyze.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := p.View(analyze.ViewOptions{AllKinds: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	profs, st, err := Encode(v, Period{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	profs, st := encodeCapture(t, testcaptures.OffCPU(t), "", analyze.ViewOptions{AllKinds: true})
 	if st.Samples != 2 || st.OffCPU != 7e6 || st.OffCPUIntervals != 1 || st.Skipped != 1 || st.Processes != 1 {
 		t.Errorf("stats %+v, want 2 samples, 7 ms off the CPU in 1 interval, 1 skipped, 1 process", st)
 	}
@@ -148,22 +125,11 @@ func TestEncodeOffCPU(t *testing.T) {
 // per program, each named by the program it ran at its samples, as perf
 // gives each sample the comm its process had then.
 func TestEncodeExec(t *testing.T) {
-	p, err := analyze.Load(bytes.NewReader(testcaptures.CPUExec(t, []testcaptures.Stack{
+	profs, st := encodeCapture(t, testcaptures.CPUExec(t, []testcaptures.Stack{
 		{PID: 20, TID: 20, MS: 1, Frames: []string{"spawn", "main"}, N: 2},
 		{PID: 10, TID: 10, MS: 2, Frames: []string{"main"}, N: 1},
 		{PID: 20, TID: 20, MS: 6, Frames: []string{"main"}, N: 3},
-	})), analyze.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := p.View(analyze.ViewOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	profs, st, err := Encode(v, Period{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}), "", analyze.ViewOptions{})
 	if st.Samples != 6 || st.Processes != 3 {
 		t.Errorf("stats %+v, want 6 samples in 3 resources", st)
 	}
@@ -186,4 +152,26 @@ func TestEncodeExec(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("samples by resource %v, want %v", got, want)
 	}
+}
+
+// encodeCapture loads the capture data, recorded on host (when set), and
+// encodes the view vo of it, whole.
+func encodeCapture(t *testing.T, data []byte, host string, vo analyze.ViewOptions) (pprofile.Profiles, Stats) {
+	t.Helper()
+	p, err := analyze.Load(bytes.NewReader(data), analyze.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		p.Hostname = host
+	}
+	v, err := p.View(vo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profs, st, err := Encode(v, Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return profs, st
 }
