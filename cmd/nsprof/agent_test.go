@@ -25,12 +25,7 @@ import (
 func TestAgentCollectorAway(t *testing.T) {
 	requireRoot(t)
 	col := testutils.StartOtelcol(t)
-	bin := testutils.BuildFixture(t, "callchain")
-	busy := exec.Command(bin, "20", "1", "nofork")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	busy := startBusy(t)
 
 	col.Stop()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
@@ -72,9 +67,9 @@ func TestAgentCollectorAway(t *testing.T) {
 	if !slices.IsSortedFunc(starts, time.Time.Compare) || len(starts) != 3 {
 		t.Errorf("period start times %v: want 3 distinct, in order", starts)
 	}
-	cp := procs[int64(busy.Process.Pid)]
+	cp := procs[int64(busy)]
 	if cp == nil || cp.Total["fixture_leaf"] == 0 {
-		t.Errorf("no samples of the fixture's fixture_leaf (pid %d) at the collector", busy.Process.Pid)
+		t.Errorf("no samples of the fixture's fixture_leaf (pid %d) at the collector", busy)
 	}
 }
 
@@ -176,14 +171,17 @@ func TestAgentReportsDrops(t *testing.T) {
 	}
 }
 
-// TestAgentPeriodsAbut runs nsprof agent for three periods: each period's
-// profiles start where the last one's end, on the wall clock, since the
-// periods are cuts of one recording (perf record --switch-output), not
-// recordings of their own with the set-up and symbolization of one
-// between them.
+// TestAgentPeriodsAbut runs nsprof agent for three periods while a
+// CPU-bound fixture runs: each period's profiles start where the last
+// one's end, on the wall clock, since the periods are cuts of one
+// recording (perf record --switch-output), not recordings of their own
+// with the set-up and symbolization of one between them. (Without the
+// fixture, a period of an idle machine at -F 99 may have no sample, and
+// then sends no request, by design: one CI run in four failed so.)
 func TestAgentPeriodsAbut(t *testing.T) {
 	requireRoot(t)
 	col := testutils.StartOtelcol(t)
+	startBusy(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	var errb strings.Builder
@@ -210,4 +208,18 @@ func TestAgentPeriodsAbut(t *testing.T) {
 			t.Errorf("period %d starts %v after period %d ends (%v to %v, then %v)", i+1, gap, i, start[i-1], end[i-1], start[i])
 		}
 	}
+}
+
+// startBusy starts the CPU-bound callchain fixture for 20 s, killed when
+// the test ends, and returns its pid: system-wide periods then all have
+// samples.
+func startBusy(t *testing.T) int {
+	t.Helper()
+	bin := testutils.BuildFixture(t, "callchain")
+	busy := exec.Command(bin, "20", "1", "nofork")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	return busy.Process.Pid
 }
