@@ -104,10 +104,13 @@ func (w *signalWriter) String() string {
 // period: the periods dropped are named in the log and reported in the
 // pushes that follow (nsprof.dropped_periods, nsprof.dropped_samples, on
 // the resources of one request each), and every push says how many
-// samples the kernel lost in its period (nsprof.lost_samples).
+// samples the kernel lost in its period (nsprof.lost_samples). A
+// CPU-bound fixture runs meanwhile: a period of an idle machine may have
+// no sample, and then has nothing to send, fail or drop.
 func TestAgentReportsDrops(t *testing.T) {
 	requireRoot(t)
 	col := testutils.StartOtelcol(t)
+	startBusy(t)
 	col.Stop()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
