@@ -97,6 +97,7 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 	start, dur := e.window(p)
 	byPID := make(map[procKey]*procProfile)
 	var order []procKey
+	lastPID, lastRenamed := int32(-1), (*analyze.Process)(nil)
 	var st Stats
 	for i := range v.Samples {
 		s := &v.Samples[i]
@@ -112,9 +113,15 @@ func Encode(v *analyze.View, p Period) (pprofile.Profiles, Stats, error) {
 			st.Skipped++
 			continue
 		}
+		if s.PID != lastPID { // samples of a process come in runs
+			lastPID, lastRenamed = s.PID, nil
+			if pr := v.Process(s.PID); pr != nil && pr.Renamed() {
+				lastRenamed = pr
+			}
+		}
 		k := procKey{pid: s.PID}
-		if pr := v.Process(s.PID); pr != nil && pr.Renamed() {
-			k.program = int32(pr.NameIndex(s.Time))
+		if lastRenamed != nil {
+			k.program = int32(lastRenamed.NameIndex(s.Time))
 		}
 		pp := byPID[k]
 		if pp == nil {
