@@ -180,7 +180,7 @@ func TestAgentReportsDrops(t *testing.T) {
 // recording (perf record --switch-output), not recordings of their own
 // with the set-up and symbolization of one between them. (Without the
 // fixture, a period of an idle machine at -F 99 may have no sample, and
-// then sends no request, by design: one CI run in four failed so.)
+// then sends no request, by design: 3 runs of 12 failed so.)
 func TestAgentPeriodsAbut(t *testing.T) {
 	requireRoot(t)
 	col := testutils.StartOtelcol(t)
