@@ -8,8 +8,8 @@
 // next to the object, in its .debug directory and under the debug
 // directories, inside the process's root first and on the host last, and
 // finally from a debuginfod server ([Debuginfod]). It also parses kernel
-// symbols ([Kallsyms]) and JIT perf maps ([ParsePerfMap]), and
-// demangles C++ and Rust names ([Demangle]).
+// symbols ([Kallsyms]), JIT perf maps ([ParsePerfMap]) and jitdumps
+// ([ParseJITDump]), and demangles C++ and Rust names ([Demangle]).
 //
 // Addresses are link-time virtual addresses of one file. A sampled address
 // addr in a mapping [start, end) at file offset off becomes the link-time

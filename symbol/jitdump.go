@@ -1,0 +1,216 @@
+package symbol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// A jitdump (jit-PID.dump) is the binary file in which a JIT describes the
+// code it generates, for perf inject --jit: V8's --perf-prof (Node.js),
+// the JVM's perf agent, .NET, Wasmtime and Python 3.13's -X perf_jit write
+// one. The JIT maps the file executable so that a profiler sees it among
+// the process's mappings, then appends a record per event: code loaded
+// (its address, size and name, then the code itself), code moved, debug
+// information, unwinding information, the file closed. The layout is
+// perf's (tools/perf/util/jitdump.h): a header, then records that each
+// start with an id, their total size and a timestamp, in the byte order
+// of the machine that wrote them.
+const (
+	jitMagic        uint32 = 0x4A695444 // "JiTD" as a native uint32
+	jitHeaderSize          = 40         // magic .. flags
+	jitPrefixSize          = 16         // id, total size, timestamp
+	jitLoadFixed           = jitPrefixSize + 40
+	jitMoveSize            = jitPrefixSize + 48
+	jitRecCodeLoad         = 0
+	jitRecCodeMove         = 1
+	jitMaxNameBytes        = maxPerfMapLine
+)
+
+// IsJITDumpPath reports whether a mapping's path names a jitdump, as perf
+// recognizes one: a file named jit-PID.dump.
+func IsJITDumpPath(name string) bool {
+	b := path.Base(name)
+	digits, ok := strings.CutPrefix(b, "jit-")
+	if !ok {
+		return false
+	}
+	digits, ok = strings.CutSuffix(digits, ".dump")
+	if !ok || digits == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(digits, 10, 32)
+	return err == nil
+}
+
+// ParseJITDump reads the names of the code a jitdump describes, from its
+// first size bytes: each code-load record's name over the code's address
+// range, and a moved code's name over its new range. Addresses are
+// absolute, as in a perf map. A later record for the same address wins,
+// as the JIT may reuse the memory of freed code. The code bytes, debug and
+// unwinding records are skipped, unread.
+//
+// The file may still be written as it is read: a last record that runs
+// past size, or whose name is not yet terminated, ends the table without
+// an error. A header that is not a jitdump's, or a record that cannot be
+// one (shorter than its own fixed fields), is a *[FormatError] naming its
+// offset; the names read before the bad record are returned with it.
+func ParseJITDump(r io.ReaderAt, size int64) (*Table, error) {
+	var h [jitHeaderSize]byte
+	if size < jitHeaderSize {
+		return nil, &FormatError{Off: 0, Msg: "jitdump: shorter than its header", Val: size}
+	}
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return nil, &FormatError{Off: 0, Msg: "jitdump: reading the header: " + err.Error()}
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	switch jitMagic {
+	case binary.LittleEndian.Uint32(h[:]):
+	case binary.BigEndian.Uint32(h[:]):
+		bo = binary.BigEndian
+	default:
+		return nil, &FormatError{Off: 0, Msg: "jitdump: bad magic", Val: binary.LittleEndian.Uint32(h[:])}
+	}
+	if v := bo.Uint32(h[4:]); v != 1 {
+		return nil, &FormatError{Off: 4, Msg: "jitdump: unsupported version", Val: v}
+	}
+	off := int64(bo.Uint32(h[8:])) // the header's own size
+	if off < jitHeaderSize || off > size {
+		return nil, &FormatError{Off: 8, Msg: "jitdump: bad header size", Val: off}
+	}
+	p := jitParser{r: r, bo: bo, size: size, names: make(map[uint64]string)}
+	for off+jitPrefixSize <= size {
+		n, err := p.record(off)
+		if err != nil {
+			return p.table(), err
+		}
+		if n == 0 {
+			break // the last record, still being written
+		}
+		off += n
+	}
+	return p.table(), nil
+}
+
+// jitParser collects the names of a jitdump's records.
+type jitParser struct {
+	r    io.ReaderAt
+	bo   binary.ByteOrder
+	size int64
+	es   []entry
+	// names holds the name of each code index loaded, for the records
+	// that move the code.
+	names map[uint64]string
+	// w holds the bytes of the file from offset wOff (see at).
+	w    []byte
+	wOff int64
+}
+
+// record reads the record at off and returns its size, 0 when it runs
+// past the end of what is written.
+func (p *jitParser) record(off int64) (int64, error) {
+	pre, err := p.at(off, jitPrefixSize)
+	if err != nil {
+		return 0, nil
+	}
+	id, n := p.bo.Uint32(pre), int64(p.bo.Uint32(pre[4:]))
+	if n < jitPrefixSize {
+		return 0, &FormatError{Off: off + 4, Msg: "jitdump: record shorter than its prefix", Val: n}
+	}
+	if off+n > p.size {
+		return 0, nil
+	}
+	switch id {
+	case jitRecCodeLoad:
+		if n < jitLoadFixed+1 {
+			return 0, &FormatError{Off: off + 4, Msg: "jitdump: code load record too short", Val: n}
+		}
+		// The fixed fields and the start of the name, up to its NUL or
+		// the bound on names; not the code after it.
+		want := min(n, jitLoadFixed+jitMaxNameBytes+1)
+		b, err := p.at(off, want)
+		if err != nil {
+			return 0, nil
+		}
+		name, _, ok := bytes.Cut(b[jitLoadFixed:], []byte{0})
+		if !ok {
+			if want < n {
+				return 0, &FormatError{Off: off + jitLoadFixed, Msg: "jitdump: code name longer than the bound", Val: jitMaxNameBytes}
+			}
+			return 0, &FormatError{Off: off + jitLoadFixed, Msg: "jitdump: code name not terminated in its record"}
+		}
+		addr, codeSize, index := p.bo.Uint64(b[32:]), p.bo.Uint64(b[40:]), p.bo.Uint64(b[48:])
+		s := string(name)
+		p.names[index] = s
+		p.add(s, addr, codeSize)
+	case jitRecCodeMove:
+		if n < jitMoveSize {
+			return 0, &FormatError{Off: off + 4, Msg: "jitdump: code move record too short", Val: n}
+		}
+		b, err := p.at(off, jitMoveSize)
+		if err != nil {
+			return 0, nil
+		}
+		addr, codeSize, index := p.bo.Uint64(b[40:]), p.bo.Uint64(b[48:]), p.bo.Uint64(b[56:])
+		if s, ok := p.names[index]; ok {
+			p.add(s, addr, codeSize)
+		}
+	}
+	return n, nil
+}
+
+// jitWindow is how much of a jitdump one read takes in: its records are
+// read in order, most of them a few hundred bytes of which the code is
+// skipped, and a read each was 4,400 system calls for the 2 MB dump of a
+// two-second Node.js script.
+const jitWindow = 64 << 10
+
+// at returns the n bytes at off, which end within the parsed size, valid
+// until the next call: from the window of the file read last, else from a
+// new window read at off.
+func (p *jitParser) at(off, n int64) ([]byte, error) {
+	if off >= p.wOff && off+n <= p.wOff+int64(len(p.w)) {
+		return p.w[off-p.wOff : off-p.wOff+n], nil
+	}
+	size := min(max(n, jitWindow), p.size-off)
+	if int64(cap(p.w)) < size {
+		p.w = make([]byte, size)
+	}
+	k, err := p.r.ReadAt(p.w[:size], off)
+	if int64(k) < n {
+		p.w = p.w[:0]
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	p.w, p.wOff = p.w[:k], off
+	return p.w[:n], nil
+}
+
+// add names the code at [addr, addr+size), unless the range is empty or
+// wraps.
+func (p *jitParser) add(name string, addr, size uint64) {
+	if size == 0 || addr+size < addr || name == "" {
+		return
+	}
+	p.es = append(p.es, entry{Symbol: Symbol{Name: name, Addr: addr, Size: size}, rank: len(p.es)})
+}
+
+// table returns the names added, sorted.
+func (p *jitParser) table() *Table { return buildTable(p.es, nil) }
+
+// Merge returns a table of the symbols of a and b; where both name the
+// same address, a's symbol wins.
+func Merge(a, b *Table) *Table {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	return merge(a, b)
+}
