@@ -109,8 +109,9 @@ func asCreds(c unix.Creds, fn func() error) error {
 	return unix.WithCreds(c, fn)
 }
 
-// ErrNotOwned is returned by [Process.OpenOwnedFile] for a file that
-// neither the process's user nor root owns.
+// ErrNotOwned is returned by [Process.OpenOwnedFile] and
+// [Process.OpenOwnedMapped] for a file that neither the process's user nor
+// root owns.
 var ErrNotOwned = errors.New("owned by neither the process's user nor root")
 
 // OpenOwnedFile opens name as [Process.OpenFile] does, and refuses a file
@@ -118,24 +119,48 @@ var ErrNotOwned = errors.New("owned by neither the process's user nor root")
 // map that neither its user nor root owns: such a file was not written by
 // the process for its profiler.
 func (p *Process) OpenOwnedFile(name string) (*os.File, string, error) {
-	c, err := p.Creds()
-	if err != nil {
-		return nil, "", err
-	}
 	f, via, err := p.OpenFile(name)
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := unix.Fstat(f)
-	if err != nil {
+	if err := p.checkOwner(f, name); err != nil {
 		f.Close()
 		return nil, "", err
 	}
-	if st.Uid != 0 && st.Uid != c.UID {
+	return f, via, nil
+}
+
+// OpenOwnedMapped opens the file of mapping m as [Process.OpenMapped]
+// does, with the owner check of [Process.OpenOwnedFile]: for files a
+// process maps for its profiler to read rather than to run, such as a
+// JIT's jitdump.
+func (p *Process) OpenOwnedMapped(m Mapping) (*os.File, string, error) {
+	f, via, err := p.OpenMapped(m)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := p.checkOwner(f, m.Path); err != nil {
 		f.Close()
-		return nil, "", &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("uid %d: %w (uid %d)", st.Uid, ErrNotOwned, c.UID)}
+		return nil, "", err
 	}
 	return f, via, nil
+}
+
+// checkOwner returns an error naming name unless f is owned by root or by
+// the process's fsuid.
+func (p *Process) checkOwner(f *os.File, name string) error {
+	c, err := p.Creds()
+	if err != nil {
+		return err
+	}
+	st, err := unix.Fstat(f)
+	if err != nil {
+		return err
+	}
+	if st.Uid != 0 && st.Uid != c.UID {
+		return &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("uid %d: %w (uid %d)", st.Uid, ErrNotOwned, c.UID)}
+	}
+	return nil
 }
 
 // AsProcess returns open made to run with the process's credentials (see
