@@ -103,7 +103,7 @@ var errSpillRecord = errors.New("spilled process record damaged")
 // spillable says whether p can be written out: it holds no open view of
 // its files, and its addresses are packed (see symProc.pack).
 func spillable(p *symProc) bool {
-	if p.cp != nil || p.owns || p.kernel != nil {
+	if p.cp != nil || p.owns || p.kernel != nil || len(p.jit) > 0 {
 		return false
 	}
 	for _, g := range p.gensRef() {

@@ -17,6 +17,9 @@ type symProc struct {
 	// other are the executable mappings of no file: anonymous memory
 	// (JIT code), deleted files, [vsyscall].
 	other []span
+	// jit are the jitdumps the current image mapped, open, read once
+	// the recording ends (see [symbolizer.jitMap]).
+	jit []jitDump
 	// kernel are the kernel addresses sampled; kernelPacked those
 	// sampled before the process's exit was packed, sorted (8 bytes
 	// an address, where the map took about three times that).

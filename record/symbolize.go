@@ -311,6 +311,12 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 		p.other = append(p.other, span{m.Start, m.End})
 		return ""
 	}
+	if symbol.IsJITDumpPath(m.Path) {
+		// Not code: a JIT's description of the code it makes.
+		s.jitDumpMapped(pid, p, m)
+		p.other = append(p.other, span{m.Start, m.End})
+		return ""
+	}
 	k := objKey{path: m.Path, pid: pid}
 	switch {
 	case len(m.BuildID) > 0:
@@ -562,6 +568,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 		p.maps = nil
 	}
 	p.maps, p.other = p.maps[:0], p.other[:0]
+	p.closeJIT() // the old image's JIT code is not named (see bundle)
 	if p.cp != nil {
 		p.stale = true
 	} else {
@@ -784,30 +791,78 @@ func mountedAt(dirs map[string]string) symbol.Opener {
 	}
 }
 
-// jitMap reads the perf map a JIT wrote for process pid, as
-// /tmp/perf-<pid>.map with the pid the process knows itself by, inside
-// its own root.
+// jitMap reads what a JIT wrote of the code it made in process pid: the
+// perf map /tmp/perf-<pid>.map, with the pid the process knows itself
+// by, inside its own root, and the jitdumps it mapped (see
+// [symbolizer.jitDumpMapped]).
 func (s *symbolizer) jitMap(p *symProc, pid int, nsPID func(int) int) *symbol.Table {
+	var t *symbol.Table
 	// A host process whose files were all known was never opened
 	// (tracker.describe): open it now if it lives.
-	if s.reach(pid, p) == nil {
-		return nil
+	if s.reach(pid, p) != nil {
+		n := nsPID(pid)
+		if n <= 0 {
+			n = pid
+		}
+		// As perf does, only a map of the process's user or root's is
+		// read.
+		if f, _, err := p.cp.OpenOwnedFile("/tmp/perf-" + strconv.Itoa(n) + ".map"); err == nil {
+			t, _ = symbol.ParsePerfMap(f)
+			f.Close()
+		}
 	}
-	n := nsPID(pid)
-	if n <= 0 {
-		n = pid
+	// A jitdump's names win where both name an address: they are the
+	// code's as loaded, moves included. What a damaged dump held
+	// before its damage is kept, as a perf map's valid lines are.
+	for _, d := range p.jit {
+		if st, err := d.f.Stat(); err == nil {
+			dt, _ := symbol.ParseJITDump(d.f, st.Size())
+			t = symbol.Merge(dt, t)
+		}
 	}
-	// As perf does, only a map of the process's user or root's is read.
-	f, _, err := p.cp.OpenOwnedFile("/tmp/perf-" + strconv.Itoa(n) + ".map")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	t, err := symbol.ParsePerfMap(f)
-	if err != nil || t.Len() == 0 {
+	if t.Len() == 0 {
 		return nil
 	}
 	return t
+}
+
+// jitDump is a jitdump a process mapped, open.
+type jitDump struct {
+	f        *os.File
+	dev, ino uint64
+}
+
+// maxJITDumps bounds the jitdumps kept open for one image of a process.
+const maxJITDumps = 4
+
+// jitDumpMapped opens the jitdump of mapping m, which process pid mapped
+// for its profiler to find (perf inject --jit finds it so): it is read
+// when the recording ends, once the JIT has written what it made, even if
+// the process has gone by then. Only a file of the process's user or
+// root's is kept, as for a perf map. A file mapped again is opened once.
+func (s *symbolizer) jitDumpMapped(pid int, p *symProc, m container.Mapping) {
+	for _, d := range p.jit {
+		if m.Inode != 0 && d.ino == m.Inode && d.dev == m.Dev {
+			return
+		}
+	}
+	if len(p.jit) >= maxJITDumps || s.opened >= s.maxOpen || s.reach(pid, p) == nil {
+		return
+	}
+	f, _, err := p.cp.OpenOwnedMapped(m)
+	if err != nil {
+		return
+	}
+	s.opened++
+	p.jit = append(p.jit, jitDump{f: f, dev: m.Dev, ino: m.Inode})
+}
+
+// closeJIT closes the jitdumps of p's current image.
+func (p *symProc) closeJIT() {
+	for _, d := range p.jit {
+		d.f.Close()
+	}
+	p.jit = nil
 }
 
 // close releases every file and pinned root.
@@ -825,6 +880,7 @@ func (s *symbolizer) close() {
 		}
 	}
 	for _, p := range s.procs {
+		p.closeJIT()
 		if p.cp != nil {
 			p.cp.Close()
 			p.cp = nil

@@ -20,6 +20,7 @@ PACKAGES=(
 	bubblewrap podman runc fuse-overlayfs uidmap # container/, proc/ namespace tests: processes in other pid/mount namespaces, overlay roots
 	util-linux # proc/ namespace tests: unshare, nsenter; cmd/nsprof TestTraceFDMarksMerged: unshare --pid
 	linux-perf # perf/: compare with `perf record` / `perf script`
+	nodejs # e2e TestNodeJITDump*: node --perf-prof writes the jitdump V8's compiled code is named from
 	procps # proc/ tests: ps, pgrep, sysctl
 	uftrace # cmd/nsprof TestCallsUftrace, bench/calls.sh: uftrace counts and times calls of a -pg build, side by side with nsprof --calls
 	heaptrack bc dbus # bench/memprof.sh: heaptrack and sysprof-cli --memprof (sysprofd on the system bus) side by side with nsprof --memprof
