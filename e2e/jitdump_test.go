@@ -30,6 +30,18 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
+// writeNodeScript writes nodeScript into a new temporary directory and
+// returns the directory and the script's path.
+func writeNodeScript(t *testing.T) (dir, script string) {
+	t.Helper()
+	dir = t.TempDir()
+	script = filepath.Join(dir, "hot.js")
+	if err := os.WriteFile(script, []byte(nodeScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, script
+}
+
 // checkJSNames checks that most samples of the capture are in the script's
 // functions, named from the jitdump (DSO JIT), in nsprof's report and by
 // Sysprof's resolver, as `perf inject --jit` names them (about 94 % of
@@ -74,11 +86,7 @@ func checkJSNames(t *testing.T, capture string) {
 func TestNodeJITDump(t *testing.T) {
 	testutils.RequireRoot(t, "recording tests need root")
 	node := requireNode(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "hot.js")
-	if err := os.WriteFile(script, []byte(nodeScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, script := writeNodeScript(t)
 	capture := filepath.Join(dir, "node.syscap")
 	cmd := exec.Command(nsprofBin, "record", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network", "--", node, "--perf-prof", script)
 	cmd.Dir = dir
@@ -102,11 +110,7 @@ func TestNodeJITDump(t *testing.T) {
 func TestNodeJITDumpInNamespace(t *testing.T) {
 	testutils.RequireRoot(t, "namespaces need root")
 	node := requireNode(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "hot.js")
-	if err := os.WriteFile(script, []byte(nodeScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, script := writeNodeScript(t)
 	private := filepath.Join(dir, "private")
 	if err := os.Mkdir(private, 0o755); err != nil {
 		t.Fatal(err)
