@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"nsprof/internal/testutils"
+	"nsprof/internal/testutils/containers"
 )
 
 // nodeScript keeps V8 busy for about two seconds in two functions it
@@ -130,4 +131,45 @@ func TestNodeJITDumpInNamespace(t *testing.T) {
 		t.Fatalf("the namespace's tmpfs is visible from the host: %v", dumps)
 	}
 	checkJSNames(t, capture)
+}
+
+// TestNodeJITDumpPodman records node --perf-prof run in a rootful Podman
+// container (runc, its own PID and mount namespaces) whose root file
+// system holds node, its libraries and the script: V8 writes the dump in
+// the container's /tmp as jit-PID.dump with its pid there, and the
+// report names the code from it, the root file system removed first. The
+// process is reported as the container's.
+func TestNodeJITDumpPodman(t *testing.T) {
+	testutils.RequireRoot(t, "rootful podman needs root")
+	node := requireNode(t)
+	dir, script := writeNodeScript(t)
+	rootfs := containers.RootfsWith(t, node)
+	inRoot := filepath.Join(rootfs, script)
+	if err := os.MkdirAll(filepath.Dir(inRoot), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inRoot, []byte(nodeScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, env := containers.PodmanRunArgs(t, rootfs, []string{"--workdir", "/tmp"}, []string{node, "--perf-prof", script})
+	capture := filepath.Join(dir, "node.syscap")
+	cmd := exec.Command(nsprofBin, append([]string{"record", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nsprof record: %v\n%s", err, out)
+	}
+	dumps, _ := filepath.Glob(filepath.Join(rootfs, "tmp", "jit-*.dump"))
+	if len(dumps) == 0 {
+		t.Fatalf("no jitdump in the container's /tmp (%s)", filepath.Join(rootfs, "tmp"))
+	}
+	if err := os.RemoveAll(rootfs); err != nil {
+		t.Fatal(err)
+	}
+	checkJSNames(t, capture)
+	r := reportJSON(t, capture, "--by", "process")
+	for _, g := range r.Groups {
+		if g.Samples*2 > r.Capture.Samples && !strings.HasPrefix(g.Container, "podman") {
+			t.Errorf("process %d (%s), most of the samples, labelled %q, want its podman container", g.PID, g.Key, g.Container)
+		}
+	}
 }

@@ -54,10 +54,11 @@ func IsJITDumpPath(name string) bool {
 // unwinding records are skipped, unread.
 //
 // The file may still be written as it is read: a last record that runs
-// past size, or whose name is not yet terminated, ends the table without
-// an error. A header that is not a jitdump's, or a record that cannot be
-// one (shorter than its own fixed fields), is a *[FormatError] naming its
-// offset; the names read before the bad record are returned with it.
+// past size ends the table without an error. A header that is not a
+// jitdump's, or a record that cannot be one (shorter than its own fixed
+// fields, a code name not terminated within it), is a *[FormatError]
+// naming its offset; the names read before the bad record are returned
+// with it.
 func ParseJITDump(r io.ReaderAt, size int64) (*Table, error) {
 	var h [jitHeaderSize]byte
 	if size < jitHeaderSize {
