@@ -248,8 +248,8 @@ func TestParseJITDumpLarge(t *testing.T) {
 	for i := range uint64(n) {
 		d.load("f"+strconv.FormatUint(i, 10), 0x100000+i*0x1000, 0x3f1, i) // 1 KB of code each
 	}
-	d.load("big code", 0x900000, 3*jitWindow, n)
-	long := strings.Repeat("x", 2*jitWindow)
+	d.load("big code", 0x900000, 3*jitPageSize, n)
+	long := strings.Repeat("x", 2*jitPageSize)
 	d.load(long, 0xa00000, 0x10, n+1)
 	d.load("last", 0xb00000, 0x10, n+2)
 	tab, err := parseJIT(t, d.bytes())
@@ -261,7 +261,7 @@ func TestParseJITDumpLarge(t *testing.T) {
 			t.Fatalf("function %d named %q, want %q", i, got, want)
 		}
 	}
-	for addr, want := range map[uint64]string{0x900000 + 2*jitWindow: "big code", 0xa00008: long, 0xb00000: "last"} {
+	for addr, want := range map[uint64]string{0x900000 + 2*jitPageSize: "big code", 0xa00008: long, 0xb00000: "last"} {
 		if got := lookupName(tab, addr); got != want {
 			t.Errorf("%#x named %.20q, want %.20q", addr, got, want)
 		}
