@@ -184,6 +184,7 @@ func (s *symbolizer) nextCapture(live func(pid int) bool, unload bool) {
 		if live(pid) {
 			continue
 		}
+		s.closeJIT(p) // read by the bundle of the capture that ended
 		if p.cp != nil && !roots[p.cp] {
 			p.cp.Close()
 		} else if p.cp != nil {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"maps"
+	"os"
 	"slices"
 	"testing"
 
@@ -27,10 +28,33 @@ func TestSymbolizerNextCapture(t *testing.T) {
 	dead := s.proc(2)
 	dead.maps = []symMap{{start: 0x1000, end: 0x2000, obj: gone}}
 	dead.note(0x1100, 5, true, false)
+	// Each process holds a jitdump: a split recording of JITs coming and
+	// going (an agent's) would otherwise keep the descriptors of every
+	// one that ever ran, and count them against the files it may open.
+	dumps := make([]*os.File, 2)
+	for i, p := range []*symProc{live, dead} {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dumps[i] = f
+		p.jit = []jitDump{{f: f}}
+		s.opened++
+	}
+	opened := s.opened
 
 	s.nextCapture(func(pid int) bool { return pid == 1 }, true)
 	if _, ok := s.procs[2]; ok {
 		t.Error("process 2, gone, is still followed")
+	}
+	if _, err := dumps[1].Stat(); err == nil {
+		t.Error("the jitdump of process 2, gone, is still open")
+	}
+	if _, err := dumps[0].Stat(); err != nil {
+		t.Errorf("the jitdump of process 1, alive: %v", err)
+	}
+	if s.opened != opened-1 {
+		t.Errorf("%d files counted open after the cut, want %d", s.opened, opened-1)
 	}
 	if _, ok := s.objs[objKey{path: "/gone"}]; ok {
 		t.Error("the file only process 2 mapped is still held")

@@ -568,7 +568,7 @@ func (s *symbolizer) execed(pid int, at int64) {
 		p.maps = nil
 	}
 	p.maps, p.other = p.maps[:0], p.other[:0]
-	p.closeJIT() // the old image's JIT code is not named (see bundle)
+	s.closeJIT(p) // the old image's JIT code is not named (see bundle)
 	if p.cp != nil {
 		p.stale = true
 	} else {
@@ -857,10 +857,12 @@ func (s *symbolizer) jitDumpMapped(pid int, p *symProc, m container.Mapping) {
 	p.jit = append(p.jit, jitDump{f: f, dev: m.Dev, ino: m.Inode})
 }
 
-// closeJIT closes the jitdumps of p's current image.
-func (p *symProc) closeJIT() {
+// closeJIT closes the jitdumps of p's current image, which count among
+// the files held open.
+func (s *symbolizer) closeJIT(p *symProc) {
 	for _, d := range p.jit {
 		d.f.Close()
+		s.opened--
 	}
 	p.jit = nil
 }
@@ -880,7 +882,7 @@ func (s *symbolizer) close() {
 		}
 	}
 	for _, p := range s.procs {
-		p.closeJIT()
+		s.closeJIT(p)
 		if p.cp != nil {
 			p.cp.Close()
 			p.cp = nil
