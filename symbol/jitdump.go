@@ -53,7 +53,8 @@ func IsJITDumpPath(name string) bool {
 // range, and a moved code's name over its new range. Addresses are
 // absolute, as in a perf map. A later record for the same address wins,
 // as the JIT may reuse the memory of freed code. The code bytes, debug and
-// unwinding records are skipped, unread.
+// unwinding records are not parsed: the file is read in 64 KiB pages, so
+// they are read only as the pages around the records hold them.
 //
 // The file may still be written as it is read: a last record that runs
 // past size ends the table without an error. A header that is not a
