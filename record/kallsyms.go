@@ -61,8 +61,14 @@ func (ks *kernelSymbols) drop() func() {
 	if ks.mapped == nil {
 		return nil
 	}
-	return ks.mapped.Evict
+	m := ks.mapped
+	return func() { evictMapped(m) }
 }
+
+// evictMapped lets the pages of a mapped kallsyms blob go: a variable so
+// that the tests of its residency can see what is resident just before
+// each time they go.
+var evictMapped = (*symcache.Mapped).Evict
 
 // cover reads /proc/kallsyms again when the text came from the cache
 // and addr lies outside what it names for sure.

@@ -101,12 +101,12 @@ func (kc *kernelCache) get() *cachedKallsyms {
 	// The check of the index touches all of it and every name: the
 	// pages are let go as it goes, so that they are not resident all at
 	// once (6.8 MB for a moment raised a busy recording's peak RSS).
-	k, err := symbol.KallsymsWithIndexDropping(text, index, kallsymsCheckDrop, m.Evict)
+	k, err := symbol.KallsymsWithIndexDropping(text, index, kallsymsCheckDrop, func() { evictMapped(m) })
 	if err != nil {
 		m.Close()
 		return nil
 	}
-	m.Evict()
+	evictMapped(m)
 	l := &kernelLayout{ranges: kc.modules}
 	if lo != 0 && lo < hi {
 		l.ranges = append(l.ranges, kernelRange{lo, hi})
