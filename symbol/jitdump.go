@@ -17,19 +17,26 @@ import (
 // one. The JIT maps the file executable so that a profiler sees it among
 // the process's mappings, then appends a record per event: code loaded
 // (its address, size and name, then the code itself), code moved, debug
-// information, unwinding information, the file closed. The layout is
+// information, unwinding information (the code's .eh_frame), the file
+// closed. The layout is
 // perf's (tools/perf/util/jitdump.h): a header, then records that each
 // start with an id, their total size and a timestamp, in the byte order
 // of the machine that wrote them.
 const (
-	jitMagic        uint32 = 0x4A695444 // "JiTD" as a native uint32
-	jitHeaderSize          = 40         // magic .. flags
-	jitPrefixSize          = 16         // id, total size, timestamp
-	jitLoadFixed           = jitPrefixSize + 40
-	jitMoveSize            = jitPrefixSize + 48
-	jitRecCodeLoad         = 0
-	jitRecCodeMove         = 1
-	jitMaxNameBytes        = maxPerfMapLine
+	jitMagic            uint32 = 0x4A695444 // "JiTD" as a native uint32
+	jitHeaderSize              = 40         // magic .. flags
+	jitPrefixSize              = 16         // id, total size, timestamp
+	jitLoadFixed               = jitPrefixSize + 40
+	jitMoveSize                = jitPrefixSize + 48
+	jitUnwindFixed             = jitPrefixSize + 24
+	jitRecCodeLoad             = 0
+	jitRecCodeMove             = 1
+	jitRecUnwindingInfo        = 4
+	jitMaxNameBytes            = maxPerfMapLine
+	// jitMaxEHFrame bounds the call frame information of one code load
+	// that ParseJITDumpUnwind keeps: Python 3.13's is 48 bytes (a CIE
+	// and an FDE).
+	jitMaxEHFrame = 64 << 10
 )
 
 // IsJITDumpPath reports whether a mapping's path names a jitdump, as perf
@@ -63,6 +70,49 @@ func IsJITDumpPath(name string) bool {
 // naming its offset; the names read before the bad record are returned
 // with it.
 func ParseJITDump(r io.ReaderAt, size int64) (*Table, error) {
+	p, err := parseJITDump(r, size, 0, false)
+	if p == nil {
+		return nil, err
+	}
+	return p.table(), err
+}
+
+// JITUnwind is the call frame information a jitdump gives for one code
+// load: the .eh_frame bytes (CIEs and FDEs) of the unwinding record that
+// came before the code-load record, for the code at [Start, End). The
+// FDEs' addresses are as the JIT encoded them, relative to where perf
+// inject places the bytes after the code; the first FDE is for the code's
+// first byte.
+type JITUnwind struct {
+	Start, End uint64
+	EHFrame    []byte
+}
+
+// ParseJITDumpUnwind reads the call frame information a jitdump gives,
+// from the record at offset from (0: the first) to size bytes: each
+// unwinding record (Python 3.13's -X perf_jit writes one before each
+// code load, V8 with --perf-prof-unwinding-info) paired with the
+// code-load record that follows it, in the file's order. Code without one
+// is left out; an unwinding record of more than 64 KiB of .eh_frame is
+// skipped. Damage and a record still being written end it as they end
+// [ParseJITDump]. next is where to go on from once the JIT has written
+// more: the first record not read, or an unwinding record whose code load
+// was not there yet.
+func ParseJITDumpUnwind(r io.ReaderAt, size, from int64) (codes []JITUnwind, next int64, err error) {
+	p, err := parseJITDump(r, size, from, true)
+	if p == nil {
+		return nil, from, err
+	}
+	if p.pending != nil {
+		p.next = p.pendingAt
+	}
+	return p.unwind, p.next, err
+}
+
+// parseJITDump walks the records of a jitdump from offset from (0: the
+// first), collecting names, or call frame information when unwind is
+// set. The parser is nil when the header is bad.
+func parseJITDump(r io.ReaderAt, size, from int64, unwind bool) (*jitParser, error) {
 	var h [jitHeaderSize]byte
 	if size < jitHeaderSize {
 		return nil, &FormatError{Off: 0, Msg: "jitdump: shorter than its header", Val: size}
@@ -87,18 +137,21 @@ func ParseJITDump(r io.ReaderAt, size int64) (*Table, error) {
 	}
 	src := pageread.File(r, 0, uint64(size), jitPageSize, jitPages)
 	src.ReusePages()
-	p := jitParser{src: src, bo: bo, size: size, names: make(map[uint64]string)}
+	p := &jitParser{src: src, bo: bo, size: size, names: make(map[uint64]string), unwinding: unwind}
+	off = max(off, from)
+	p.next = off
 	for off+jitPrefixSize <= size {
 		n, err := p.record(off)
 		if err != nil {
-			return p.table(), err
+			return p, err
 		}
 		if n == 0 {
 			break // the last record, still being written
 		}
 		off += n
+		p.next = off
 	}
-	return p.table(), nil
+	return p, nil
 }
 
 // jitParser collects the names of a jitdump's records.
@@ -110,6 +163,15 @@ type jitParser struct {
 	// that move the code.
 	names map[uint64]string
 	src   *pageread.Source
+	// unwinding says the call frame information is collected rather
+	// than the names: into unwind, pending holding an unwinding
+	// record's .eh_frame until the code load it comes before.
+	unwinding bool
+	unwind    []JITUnwind
+	pending   []byte
+	pendingAt int64 // the offset of pending's record
+	// next is the offset of the first record not read.
+	next int64
 }
 
 // record reads the record at off and returns its size, 0 when it runs
@@ -146,6 +208,13 @@ func (p *jitParser) record(off int64) (int64, error) {
 			return 0, &FormatError{Off: off + jitLoadFixed, Msg: "jitdump: code name not terminated in its record"}
 		}
 		addr, codeSize, index := p.bo.Uint64(b[32:]), p.bo.Uint64(b[40:]), p.bo.Uint64(b[48:])
+		if p.unwinding {
+			if p.pending != nil && codeSize != 0 && addr+codeSize > addr {
+				p.unwind = append(p.unwind, JITUnwind{Start: addr, End: addr + codeSize, EHFrame: p.pending})
+			}
+			p.pending = nil
+			break
+		}
 		s := string(name)
 		p.names[index] = s
 		p.add(s, addr, codeSize)
@@ -161,8 +230,42 @@ func (p *jitParser) record(off int64) (int64, error) {
 		if s, ok := p.names[index]; ok {
 			p.add(s, addr, codeSize)
 		}
+	case jitRecUnwindingInfo:
+		if !p.unwinding {
+			break
+		}
+		p.pendingAt = off
+		return n, p.unwindingInfo(off, n)
 	}
 	return n, nil
+}
+
+// unwindingInfo keeps the .eh_frame of the unwinding record at off, n
+// bytes long, for the code load that follows: its unwinding data is the
+// .eh_frame, then the .eh_frame_hdr perf inject writes after it.
+func (p *jitParser) unwindingInfo(off, n int64) error {
+	p.pending = nil
+	if n < jitUnwindFixed {
+		return &FormatError{Off: off + 4, Msg: "jitdump: unwinding record too short", Val: n}
+	}
+	b, err := p.at(off, jitUnwindFixed)
+	if err != nil {
+		return nil
+	}
+	size, hdr := p.bo.Uint64(b[16:]), p.bo.Uint64(b[24:])
+	if size > uint64(n-jitUnwindFixed) || hdr > size {
+		return &FormatError{Off: off + 16, Msg: "jitdump: unwinding data larger than its record", Val: size}
+	}
+	eh := int64(size - hdr)
+	if eh == 0 || eh > jitMaxEHFrame {
+		return nil
+	}
+	data, err := p.at(off+jitUnwindFixed, eh)
+	if err != nil {
+		return nil
+	}
+	p.pending = bytes.Clone(data)
+	return nil
 }
 
 // jitPageSize is how much of a jitdump one read takes in, jitPages of

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -266,4 +268,165 @@ func TestParseJITDumpLarge(t *testing.T) {
 			t.Errorf("%#x named %.20q, want %.20q", addr, got, want)
 		}
 	}
+}
+
+// unwinding appends an unwinding record: .eh_frame bytes eh, then an
+// .eh_frame_hdr of hdr bytes, then pad bytes up to its mapped size.
+func (d *jitDump) unwinding(eh []byte, hdr, pad int) {
+	d.prefix(jitRecUnwindingInfo, jitUnwindFixed+len(eh)+hdr+pad)
+	d.u64(uint64(len(eh) + hdr))
+	d.u64(uint64(hdr))
+	d.u64(uint64(len(eh) + hdr + pad)) // mapped size
+	d.buf.Write(eh)
+	d.buf.Write(bytes.Repeat([]byte{0xee}, hdr+pad))
+}
+
+func parseJITUnwind(b []byte) ([]JITUnwind, error) {
+	codes, _, err := ParseJITDumpUnwind(bytes.NewReader(b), int64(len(b)), 0)
+	return codes, err
+}
+
+// Each unwinding record's .eh_frame goes with the code load after it, its
+// header left out; code without one has none, and a record with no code
+// load after it gives nothing.
+func TestParseJITDumpUnwind(t *testing.T) {
+	for _, bo := range []binary.AppendByteOrder{binary.LittleEndian, binary.BigEndian} {
+		d := newJITDump(bo)
+		d.unwinding([]byte("first eh_frame"), 20, 4)
+		d.load("py::first", 0x7f0000001000, 11, 1)
+		d.load("py::none", 0x7f0000001110, 11, 2)
+		d.unwinding([]byte("second"), 0, 0)
+		d.other(2, 40) // debug information between: the pairing holds
+		d.load("py::second", 0x7f0000001220, 11, 3)
+		d.unwinding(nil, 20, 0) // an .eh_frame_hdr alone
+		d.load("py::empty", 0x7f0000001330, 11, 4)
+		d.unwinding([]byte("last"), 20, 0) // no code load after it
+		got, err := parseJITUnwind(d.bytes())
+		if err != nil {
+			t.Fatalf("%v: %v", bo, err)
+		}
+		want := []JITUnwind{
+			{Start: 0x7f0000001000, End: 0x7f000000100b, EHFrame: []byte("first eh_frame")},
+			{Start: 0x7f0000001220, End: 0x7f000000122b, EHFrame: []byte("second")},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d codes with call frame information, want %d: %+v", bo, len(got), len(want), got)
+		}
+		for i := range want {
+			if got[i].Start != want[i].Start || got[i].End != want[i].End || !bytes.Equal(got[i].EHFrame, want[i].EHFrame) {
+				t.Errorf("%v: code %d: %#x-%#x %q, want %#x-%#x %q", bo, i, got[i].Start, got[i].End, got[i].EHFrame, want[i].Start, want[i].End, want[i].EHFrame)
+			}
+		}
+		// ParseJITDump names the code as before.
+		if tab, err := parseJIT(t, d.bytes()); err != nil || tab.Len() != 4 {
+			t.Errorf("%v: ParseJITDump: %d names, %v; want 4", bo, tab.Len(), err)
+		}
+	}
+}
+
+// A damaged unwinding record ends the walk with an error naming it; the
+// code paired before it is returned. One of more than jitMaxEHFrame bytes
+// of .eh_frame is skipped, its code left without.
+func TestParseJITDumpUnwindErrors(t *testing.T) {
+	d := newJITDump(binary.LittleEndian)
+	d.unwinding([]byte("ok"), 0, 0)
+	d.load("a", 0x1000, 0x10, 1)
+	d.unwinding(make([]byte, jitMaxEHFrame+1), 0, 0)
+	d.load("b", 0x2000, 0x10, 2)
+	good := d.bytes()
+	if got, err := parseJITUnwind(good); err != nil || len(got) != 1 || got[0].Start != 0x1000 {
+		t.Fatalf("with an oversized .eh_frame: %+v, %v; want the first code alone", got, err)
+	}
+	for _, c := range []struct {
+		name string
+		rec  func(d *jitDump)
+		want string
+	}{
+		{"too short", func(d *jitDump) { d.other(jitRecUnwindingInfo, 8) }, "unwinding record too short"},
+		{"data past the record", func(d *jitDump) {
+			d.prefix(jitRecUnwindingInfo, jitUnwindFixed+8)
+			d.u64(9) // unwinding size
+			d.u64(0)
+			d.u64(9)
+			d.u64(0)
+		}, "unwinding data larger than its record"},
+		{"header larger than the data", func(d *jitDump) {
+			d.prefix(jitRecUnwindingInfo, jitUnwindFixed+8)
+			d.u64(8)
+			d.u64(9) // header size
+			d.u64(8)
+			d.u64(0)
+		}, "unwinding data larger than its record"},
+	} {
+		d := newJITDump(binary.LittleEndian)
+		d.unwinding([]byte("ok"), 0, 0)
+		d.load("a", 0x1000, 0x10, 1)
+		c.rec(d)
+		d.load("b", 0x2000, 0x10, 2)
+		got, err := parseJITUnwind(d.bytes())
+		var fe *FormatError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want a FormatError saying %q", c.name, err, c.want)
+		}
+		if len(got) != 1 || got[0].Start != 0x1000 {
+			t.Errorf("%s: %+v, want the code before the damage", c.name, got)
+		}
+	}
+}
+
+// A dump read as it grows gives each code once, paired with its
+// unwinding record even when the read before ended between the two.
+func TestParseJITDumpUnwindGrowing(t *testing.T) {
+	d := newJITDump(binary.LittleEndian)
+	d.unwinding([]byte("a"), 20, 0)
+	d.load("a", 0x1000, 0x10, 1)
+	cut1 := d.buf.Len()
+	d.unwinding([]byte("b"), 20, 0)
+	cut2 := d.buf.Len() // the code load not written yet
+	d.load("b", 0x2000, 0x10, 2)
+	cut3 := d.buf.Len() - 5 // the next unwinding record cut short
+	d.unwinding([]byte("c"), 20, 0)
+	d.load("c", 0x3000, 0x10, 3)
+	b := d.bytes()
+	var got []string
+	var next int64
+	for _, cut := range []int{cut1, cut2, cut3, len(b), len(b)} {
+		codes, n, err := ParseJITDumpUnwind(bytes.NewReader(b[:cut]), int64(cut), next)
+		if err != nil {
+			t.Fatalf("up to %d from %d: %v", cut, next, err)
+		}
+		for _, c := range codes {
+			got = append(got, fmt.Sprintf("%#x:%s", c.Start, c.EHFrame))
+		}
+		next = n
+	}
+	if want := []string{"0x1000:a", "0x2000:b", "0x3000:c"}; !slices.Equal(got, want) {
+		t.Errorf("read as it grew: %v, want %v", got, want)
+	}
+	if next != int64(len(b)) {
+		t.Errorf("next %d at the end, want %d", next, len(b))
+	}
+}
+
+func FuzzParseJITDumpUnwind(f *testing.F) {
+	d := newJITDump(binary.LittleEndian)
+	d.unwinding([]byte("eh_frame"), 20, 4)
+	d.load("py::f", 0x1000, 11, 1)
+	f.Add(d.bytes())
+	f.Add(newJITDump(binary.BigEndian).bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, next, _ := ParseJITDumpUnwind(bytes.NewReader(b), int64(len(b)), 0)
+		if next < 0 || next > int64(len(b)) {
+			t.Fatalf("next %d of %d bytes", next, len(b))
+		}
+		// Each is an unwinding record and a code load, 96 bytes at least.
+		if len(got) > len(b)/(jitUnwindFixed+jitLoadFixed) {
+			t.Fatalf("%d codes from %d bytes", len(got), len(b))
+		}
+		for _, u := range got {
+			if u.End <= u.Start || len(u.EHFrame) == 0 || len(u.EHFrame) > jitMaxEHFrame {
+				t.Fatalf("bad code %#x-%#x with %d bytes", u.Start, u.End, len(u.EHFrame))
+			}
+		}
+	})
 }
