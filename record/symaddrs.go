@@ -20,6 +20,9 @@ type symProc struct {
 	// jit are the jitdumps the current image mapped, open, read once
 	// the recording ends (see [symbolizer.jitMap]).
 	jit []jitDump
+	// jitUnwind is the call frame information jit gave, read while
+	// recording for the unwinder (see dwarfUnwinder.jitModule).
+	jitUnwind jitUnwind
 	// kernel are the kernel addresses sampled; kernelPacked those
 	// sampled before the process's exit was packed, sorted (8 bytes
 	// an address, where the map took about three times that).

@@ -864,7 +864,7 @@ func (s *symbolizer) closeJIT(p *symProc) {
 		d.f.Close()
 		s.opened--
 	}
-	p.jit = nil
+	p.jit, p.jitUnwind = nil, jitUnwind{}
 }
 
 // close releases every file and pinned root.

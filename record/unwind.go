@@ -58,6 +58,10 @@ type dwarfUnwinder struct {
 	spent   time.Duration
 	// loading is the part of spent that went into reading tables.
 	loading time.Duration
+	// jitUnwindReads counts the tables made of jitdumps' call frame
+	// information; jitUnwindDropped the codes left out of them for
+	// maxJITUnwindBytes.
+	jitUnwindReads, jitUnwindDropped uint64
 	// goTables keeps Go binaries' tables in the symbol cache; nil
 	// without one.
 	goTables *goTables
@@ -153,6 +157,12 @@ func (u *dwarfUnwinder) summary(stackSize uint32) string {
 	if evictions > 0 {
 		s += fmt.Sprintf(", %d dropped", evictions)
 	}
+	if u.jitUnwindReads > 0 {
+		s += fmt.Sprintf("; JIT code's CFI from jitdumps read %d times", u.jitUnwindReads)
+		if u.jitUnwindDropped > 0 {
+			s += fmt.Sprintf(", %d codes beyond its bound left to frame pointers", u.jitUnwindDropped)
+		}
+	}
 	return s + ")"
 }
 
@@ -206,7 +216,9 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	m.resolved++
 	sm, lo, hi := latestMapping(m.p.maps, pc)
 	if sm == nil {
-		return unwind.Module{}, false
+		// Anonymous memory: JIT code, which its jitdump may describe.
+		// Not remembered: the dump's codes are small and grow.
+		return m.u.jitModule(m.p, pc)
 	}
 	mod := unwind.Module{}
 	if t := m.u.table(sm.obj); t != nil {
