@@ -16,12 +16,45 @@ import (
 // they grow, when an address of no file is not covered, at most once per
 // jitUnwindRecheck.
 type jitUnwind struct {
-	table *unwind.Table
-	codes []unwind.JITCode
-	bytes int // of the codes' .eh_frame, up to maxJITUnwindBytes
+	// levels hold the codes read, the oldest first, each level's table
+	// made of its codes: a read adds a level, merged with the ones
+	// before it while they hold no more codes than it, so that each
+	// code is interpreted again a logarithmic number of times, not at
+	// every read (a JIT that keeps making code, V8's with
+	// --perf-prof-unwinding-info, adds some at most reads).
+	levels []jitLevel
+	bytes  int // of the codes' .eh_frame, up to maxJITUnwindBytes
 	// next is where to read each dump on from (p.jit's order).
 	next    []int64
 	checked time.Time
+}
+
+// jitLevel is codes of a JIT and the table made of them.
+type jitLevel struct {
+	codes []unwind.JITCode
+	table *unwind.Table
+}
+
+// find returns the table covering pc, the latest level's first: a later
+// code wins, as the JIT reuses freed memory.
+func (j *jitUnwind) find(pc uint64) *unwind.Table {
+	for i := len(j.levels) - 1; i >= 0; i-- {
+		if t := j.levels[i].table; t != nil && t.Covers(pc) {
+			return t
+		}
+	}
+	return nil
+}
+
+// add adds codes read after those before as a level, merging levels.
+func (j *jitUnwind) add(codes []unwind.JITCode) {
+	for len(j.levels) > 0 && len(j.levels[len(j.levels)-1].codes) <= len(codes) {
+		last := j.levels[len(j.levels)-1]
+		codes = append(last.codes, codes...)
+		j.levels = j.levels[:len(j.levels)-1]
+	}
+	t, _ := unwind.JITTable(codes)
+	j.levels = append(j.levels, jitLevel{codes: codes, table: t})
 }
 
 const (
@@ -44,24 +77,26 @@ func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64) (unwind.Module, bool) {
 		return unwind.Module{}, false
 	}
 	j := &p.jitUnwind
-	if j.table != nil && j.table.Covers(pc) {
-		return unwind.Module{Table: j.table}, true
+	if t := j.find(pc); t != nil {
+		return unwind.Module{Table: t}, true
 	}
 	if now := time.Now(); now.Sub(j.checked) >= jitUnwindRecheck {
 		j.checked = now
-		if u.readJITUnwind(p) && j.table.Covers(pc) {
-			return unwind.Module{Table: j.table}, true
+		if u.readJITUnwind(p) {
+			if t := j.find(pc); t != nil {
+				return unwind.Module{Table: t}, true
+			}
 		}
 	}
 	return unwind.Module{}, false
 }
 
 // readJITUnwind reads what p's jitdumps added since they were last read
-// and remakes the table when that is new call frame information.
+// and adds it when that is new call frame information.
 func (u *dwarfUnwinder) readJITUnwind(p *symProc) bool {
 	j := &p.jitUnwind
 	j.next = append(j.next, make([]int64, max(len(p.jit)-len(j.next), 0))...)
-	added := false
+	var added []unwind.JITCode
 	for i, d := range p.jit {
 		st, err := d.f.Stat()
 		if err != nil || st.Size() <= j.next[i] {
@@ -75,16 +110,15 @@ func (u *dwarfUnwinder) readJITUnwind(p *symProc) bool {
 				continue
 			}
 			j.bytes += len(c.EHFrame)
-			j.codes = append(j.codes, unwind.JITCode{Start: c.Start, End: c.End, EHFrame: c.EHFrame})
-			added = true
+			added = append(added, unwind.JITCode{Start: c.Start, End: c.End, EHFrame: c.EHFrame})
 		}
 	}
-	if !added {
+	if len(added) == 0 {
 		return false
 	}
 	start := time.Now()
-	j.table, _ = unwind.JITTable(j.codes)
+	j.add(added)
 	u.timeLoad(start)
 	u.jitUnwindReads++
-	return j.table != nil
+	return true
 }

@@ -30,9 +30,9 @@ func JITTable(codes []JITCode) (*Table, error) {
 		if c.End <= c.Start {
 			continue
 		}
-		got, err := parseFDEs(section{name: fmt.Sprintf("JIT code at %#x", c.Start), data: c.EHFrame, eh: true})
+		got, err := parseFDEs(section{name: "jitdump .eh_frame", data: c.EHFrame, eh: true})
 		if err != nil && len(errs) == 0 {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("JIT code at %#x: %w", c.Start, err))
 		}
 		if len(got) == 0 {
 			continue
