@@ -10,10 +10,12 @@
 // or a signal frame's saved rsp), where rbp was saved and where the return
 // address is. Go functions that no CFI covers (stripped Go binaries have
 // none) get rows from the stack-pointer deltas of .gopclntab. A [Cache]
-// keeps tables per build-id within a memory bound.
+// keeps tables per build-id within a memory bound. [JITTable] interprets
+// the .eh_frame a JIT wrote in its jitdump for code in anonymous memory.
 //
 // [Unwind] follows those rows from frame to frame, falls back to frame
-// pointers where an object has no CFI (JIT code, anonymous memory), and says why it
+// pointers where the Mapper gives no CFI (JIT code in anonymous memory that
+// no jitdump describes), and says why it
 // stopped: [StopTruncated] when a frame lies beyond the copied stack bytes,
 // rather than inventing frames.
 //
