@@ -143,7 +143,7 @@ func (l *leafCallers) callers(s *perf.Sample, next uint64) (ip uint64, callers [
 	if !ok1 || !ok2 {
 		return 0, nil, false
 	}
-	u.mapper.use(int(s.PID))
+	u.mapper.use(int(s.PID), int64(s.Time))
 	l.step, _ = unwind.UnwindTo(l.step[:0], unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, leafSteps+1, next)
 	if len(l.step) < 2 {
 		return ip, nil, false

@@ -98,7 +98,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 		return out // a kernel thread: no user part
 	}
 	start := time.Now()
-	u.mapper.use(int(s.PID))
+	u.mapper.use(int(s.PID), int64(s.Time))
 	out = append(out, capture.ContextUser)
 	var stop unwind.Stop
 	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
@@ -188,12 +188,17 @@ type unwindMapper struct {
 	n int
 	// resolved counts the lookups the memo did not answer.
 	resolved uint64
+	// at is the time of the sample unwound (perf's clock, ns): when
+	// the jitdumps are read again (see jitModule) is told by it rather
+	// than by reading the clock for each frame of JIT code.
+	at int64
 }
 
-// use makes the mapper find the modules of process pid, keeping what it
-// remembers when that is the process of the last use and no mapping
-// changed since.
-func (m *unwindMapper) use(pid int) {
+// use makes the mapper find the modules of process pid for its sample at
+// time at, keeping what it remembers when that is the process of the last
+// use and no mapping changed since.
+func (m *unwindMapper) use(pid int, at int64) {
+	m.at = at
 	s := m.u.sym
 	if m.p != nil && pid == m.pid && m.gen == s.mapsGen {
 		return
@@ -218,7 +223,7 @@ func (m *unwindMapper) Find(pc uint64) (unwind.Module, bool) {
 	if sm == nil {
 		// Anonymous memory: JIT code, which its jitdump may describe.
 		// Not remembered: the dump's codes are small and grow.
-		return m.u.jitModule(m.p, pc)
+		return m.u.jitModule(m.p, pc, m.at)
 	}
 	mod := unwind.Module{}
 	if t := m.u.table(sm.obj); t != nil {

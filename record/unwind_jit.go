@@ -14,7 +14,8 @@ import (
 // the unwinder falls back on for anonymous memory stopped every stack, and
 // writes the trampoline's .eh_frame in its jitdump. The dumps are read as
 // they grow, when an address of no file is not covered, at most once per
-// jitUnwindRecheck.
+// jitUnwindRecheck of the samples' time (reading the clock for each frame
+// of JIT code would cost as much as a step on some VMs, see leafTimed).
 type jitUnwind struct {
 	// levels hold the codes read, the oldest first, each level's table
 	// made of its codes: a read adds a level, merged with the ones
@@ -25,8 +26,9 @@ type jitUnwind struct {
 	levels []jitLevel
 	bytes  int // of the codes' .eh_frame, up to maxJITUnwindBytes
 	// next is where to read each dump on from (p.jit's order).
-	next    []int64
-	checked time.Time
+	next []int64
+	// checked is when they were last read, in samples' time (ns).
+	checked int64
 }
 
 // jitLevel is codes of a JIT and the table made of them.
@@ -69,10 +71,10 @@ const (
 	maxJITUnwindBytes = 8 << 20
 )
 
-// jitModule returns the module of JIT code at pc of process p, from the
-// call frame information its jitdumps gave; false when they give none
-// for pc.
-func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64) (unwind.Module, bool) {
+// jitModule returns the module of JIT code at pc of process p, sampled at
+// time at, from the call frame information its jitdumps gave; false when
+// they give none for pc.
+func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64, at int64) (unwind.Module, bool) {
 	if len(p.jit) == 0 {
 		return unwind.Module{}, false
 	}
@@ -80,8 +82,8 @@ func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64) (unwind.Module, bool) {
 	if t := j.find(pc); t != nil {
 		return unwind.Module{Table: t}, true
 	}
-	if now := time.Now(); now.Sub(j.checked) >= jitUnwindRecheck {
-		j.checked = now
+	if at-j.checked >= int64(jitUnwindRecheck) {
+		j.checked = at
 		if u.readJITUnwind(p) {
 			if t := j.find(pc); t != nil {
 				return unwind.Module{Table: t}, true

@@ -1,8 +1,11 @@
 package record
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"nsprof/unwind"
@@ -49,5 +52,74 @@ func TestJITUnwindLevels(t *testing.T) {
 	j.add([]unwind.JITCode{code(0)})
 	if last := j.levels[len(j.levels)-1].table; j.find(base+5) != last {
 		t.Error("an earlier level answers for a later code's memory")
+	}
+}
+
+// appendJITCode appends to a jitdump an unwinding record holding
+// trampolineEHFrame, then the load of an 11-byte code at addr.
+func appendJITCode(b []byte, addr uint64) []byte {
+	le := binary.LittleEndian
+	b = le.AppendUint32(b, 4) // unwinding information
+	b = le.AppendUint32(b, uint32(40+len(trampolineEHFrame)))
+	b = le.AppendUint64(b, 0)
+	b = le.AppendUint64(b, uint64(len(trampolineEHFrame))) // unwinding size
+	b = le.AppendUint64(b, 0)                              // no .eh_frame_hdr
+	b = le.AppendUint64(b, uint64(len(trampolineEHFrame)))
+	b = append(b, trampolineEHFrame...)
+	b = le.AppendUint32(b, 0) // code load
+	b = le.AppendUint32(b, 56+2+11)
+	b = le.AppendUint64(b, 0)
+	b = le.AppendUint32(b, 1)
+	b = le.AppendUint32(b, 1)
+	b = le.AppendUint64(b, addr)
+	b = le.AppendUint64(b, addr)
+	b = le.AppendUint64(b, 11)
+	b = le.AppendUint64(b, addr)
+	b = append(b, 'f', 0)
+	return append(b, make([]byte, 11)...)
+}
+
+// A process's jitdump is read again as it grows, when an address it did
+// not cover is unwound through, at most every jitUnwindRecheck of the
+// samples' time.
+func TestJITModuleRereads(t *testing.T) {
+	le := binary.LittleEndian
+	var b []byte
+	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
+		b = le.AppendUint32(b, v)
+	}
+	b = le.AppendUint64(b, 0)
+	b = le.AppendUint64(b, 0)
+	const a, c = 0x7f0000001000, 0x7f0000001110
+	b = appendJITCode(b, a)
+	path := filepath.Join(t.TempDir(), "jit-1.dump")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u := &dwarfUnwinder{}
+	p := &symProc{jit: []jitDump{{f: f}}}
+	const t0 = int64(5e9)
+	if _, ok := u.jitModule(p, a+5, t0); !ok {
+		t.Fatal("the code in the dump not found")
+	}
+	if err := os.WriteFile(path, appendJITCode(b, c), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := u.jitModule(p, c+5, t0+int64(jitUnwindRecheck)/2); ok {
+		t.Error("the dump read again within jitUnwindRecheck")
+	}
+	if _, ok := u.jitModule(p, c+5, t0+int64(jitUnwindRecheck)); !ok {
+		t.Error("the code added to the dump not found after jitUnwindRecheck")
+	}
+	if _, ok := u.jitModule(p, a+5, t0+int64(jitUnwindRecheck)); !ok {
+		t.Error("the first code lost")
+	}
+	if got := len(p.jitUnwind.levels[0].codes); got != 2 || u.jitUnwindReads != 2 {
+		t.Errorf("%d codes in a level, %d reads: want 2 and 2 (the first code read once)", got, u.jitUnwindReads)
 	}
 }

@@ -81,7 +81,7 @@ func TestUnwindMapperKeepsMemo(t *testing.T) {
 	m := &u.mapper
 	find := func(pid int, pc uint64, want string) {
 		t.Helper()
-		m.use(pid)
+		m.use(pid, 0)
 		if _, ok := m.Find(pc); !ok {
 			t.Fatalf("pid %d: no module at %#x", pid, pc)
 		}
@@ -129,7 +129,7 @@ func TestUnwindMapperKeepsMemo(t *testing.T) {
 		}
 	}
 	sym.execed(pid, 1)
-	m.use(pid)
+	m.use(pid, 0)
 	if _, ok := m.Find(0x1100); ok {
 		t.Errorf("a module found at %#x after the exec forgot the mappings", 0x1100)
 	}
