@@ -11,6 +11,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/perf"
+	"nsprof/unwind"
 )
 
 // tick is how often the loop does its periodic work (see
@@ -169,6 +170,9 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 		}
 	}
 	if r.sym != nil {
+		if r.dwarf != nil {
+			r.tickJIT(now)
+		}
 		r.sym.packExited(now)
 	}
 	r.tr.forgetExited(now)
@@ -310,11 +314,17 @@ func (r *recorder) sample(rec *perf.Record) {
 		}
 		r.off.ran(int32(s.TID), int64(s.Time))
 	}
+	if r.dwarf != nil && r.dwarf.jitMissed && r.dwarf.stop != unwind.StopEnd && r.deferJIT(s) {
+		return
+	}
 	if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {
 		r.writeErr = err
 		return
 	}
 	r.samples++
+	if len(r.jitq.procs) > 0 {
+		r.jitGrew(int32(s.PID))
+	}
 }
 
 // stack returns the callchain of sample rec as the capture stores it:

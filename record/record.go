@@ -106,6 +106,9 @@ type recorder struct {
 	mp     *memprof
 	cs     counterSet
 	status *statusLine
+	// jitq holds the samples waiting for their JIT code's description,
+	// with dwarf.
+	jitq jitDeferred
 	// live shows the status line while recording: not while a spawned
 	// command shares the terminal.
 	live    bool
@@ -388,6 +391,9 @@ func (r *recorder) setup() error {
 			if a, err := r.w.AddJITMap(truncatedName); err == nil {
 				r.dwarf.truncated = a
 			}
+			// A process's deferred samples are unwound for the last
+			// time before its exec replaces its JIT's state.
+			r.sym.jitClosing = func(pid int) { r.retryJIT(int32(pid), true) }
 		} else if popts.UserStack > 0 {
 			r.leaf = &leafCallers{u: newDWARFUnwinder(r.sym, o.FS, rd.Format())}
 		}
@@ -563,7 +569,11 @@ func (r *recorder) finish() {
 		r.notef("%s", r.leaf.summary(r.opts.LeafStack))
 	}
 	if r.dwarf != nil {
+		r.closeJIT()
 		r.notef("%s", r.dwarf.summary(uint32(r.opts.DWARFStack)))
+		if s := r.jitq.summary(); s != "" {
+			r.notef("%s", s)
+		}
 		r.dwarf.release()
 	}
 	if r.leaf != nil {

@@ -137,6 +137,9 @@ func (r *recorder) cut(now time.Time) {
 		r.off.cut(r)
 		r.flushStacks(true)
 	}
+	if r.dwarf != nil {
+		r.flushJIT() // into the capture that ends, as the samples' time says
+	}
 	r.endCapture()
 	duringCut(sp.n)
 	old := r.w

@@ -38,7 +38,10 @@ import (
 // end, and only for the files samples hit.
 type symbolizer struct {
 	procs map[int]*symProc
-	objs  map[objKey]*symObj
+	// jitClosing, when set, is told of a process whose exec is about to
+	// close its jitdumps (see recorder.retryJIT).
+	jitClosing func(pid int)
+	objs       map[objKey]*symObj
 	// alias holds second keys of objects in objs: a file's build-id and
 	// its device and inode (see sameFile).
 	alias map[objKey]*symObj
@@ -544,6 +547,9 @@ func (s *symbolizer) execed(pid int, at int64) {
 	p := s.lookup(pid)
 	if p == nil {
 		return
+	}
+	if len(p.jit) > 0 && s.jitClosing != nil {
+		s.jitClosing(pid)
 	}
 	s.mapsGen++
 	// The old image's addresses are named from its own mappings at the

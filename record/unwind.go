@@ -62,6 +62,11 @@ type dwarfUnwinder struct {
 	// information; jitUnwindDropped the codes left out of them for
 	// maxJITUnwindBytes.
 	jitUnwindReads, jitUnwindDropped uint64
+	// jitMissed says the last stack unwound went through an address of
+	// JIT code its process's jitdumps do not describe yet; stop is how
+	// its unwinding stopped.
+	jitMissed bool
+	stop      unwind.Stop
 	// goTables keeps Go binaries' tables in the symbol cache; nil
 	// without one.
 	goTables *goTables
@@ -79,7 +84,8 @@ func newDWARFUnwinder(sym *symbolizer, fs proc.FS, f perf.Format) *dwarfUnwinder
 
 // callchain returns the sample's callchain: the kernel part of perf's,
 // then the user part unwound from the registers and stack. It reuses its
-// buffer: the result is valid until the next call.
+// buffer: the result is valid until the next call. jitMissed then says
+// whether the stack went through JIT code not described yet.
 func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 	out := u.chain[:0]
 	for _, a := range s.Callchain {
@@ -90,6 +96,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 			out = append(out, a)
 		}
 	}
+	u.jitMissed = false
 	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
 	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
 	bp, _ := u.format.UserReg(s, perf.RegX86BP)
@@ -97,19 +104,27 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 		u.chain = out
 		return out // a kernel thread: no user part
 	}
+	out, u.stop = u.user(out, int(s.PID), int64(s.Time), unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack)
+	u.samples++
+	u.chain = out
+	return out
+}
+
+// user appends to out the user part of a stack of process pid sampled at
+// time at, unwound from regs and the stack copy, and counts and returns
+// how it stopped.
+func (u *dwarfUnwinder) user(out []uint64, pid int, at int64, regs unwind.Regs, stack []byte) ([]uint64, unwind.Stop) {
 	start := time.Now()
-	u.mapper.use(int(s.PID), int64(s.Time))
+	u.mapper.use(pid, at)
 	out = append(out, capture.ContextUser)
 	var stop unwind.Stop
-	out, stop = unwind.Unwind(out, unwind.Regs{IP: ip, SP: sp, BP: bp}, s.Stack, &u.mapper, maxUnwindFrames)
+	out, stop = unwind.Unwind(out, regs, stack, &u.mapper, maxUnwindFrames)
 	if stop == unwind.StopTruncated && u.truncated != 0 {
 		out = append(out, u.truncated)
 	}
 	u.spent += time.Since(start)
-	u.samples++
 	u.stops[stop]++
-	u.chain = out
-	return out
+	return out, stop
 }
 
 // procMaps returns what the symbolizer knows of pid's mappings. Rings

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"nsprof/symbol"
@@ -29,6 +31,59 @@ type jitUnwind struct {
 	next []int64
 	// checked is when they were last read, in samples' time (ns).
 	checked int64
+	// known are the ranges of all the code the dumps described, with
+	// call frame information or without (V8's, walked by frame
+	// pointers), sorted and merged: an address of no file outside them
+	// is code whose description the JIT has not written yet (see
+	// [jitDeferred]).
+	known []span
+	// reads counts the reads that found codes.
+	reads int
+}
+
+// knows says whether the dumps described code at pc.
+func (j *jitUnwind) knows(pc uint64) bool {
+	i, _ := slices.BinarySearchFunc(j.known, pc, func(s span, pc uint64) int {
+		switch {
+		case s.end <= pc:
+			return -1
+		case s.start > pc:
+			return 1
+		}
+		return 0
+	})
+	return i < len(j.known) && j.known[i].start <= pc && pc < j.known[i].end
+}
+
+// addKnown adds the ranges of codes to the known ones.
+func (j *jitUnwind) addKnown(codes []symbol.JITUnwind) {
+	add := make([]span, 0, len(codes))
+	for _, c := range codes {
+		add = append(add, span{c.Start, c.End})
+	}
+	slices.SortFunc(add, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	j.known = mergeSpans(j.known, add)
+}
+
+// mergeSpans returns the union of a and b, both sorted by start (a also
+// merged), sorted and merged: one pass, as a JIT's codes are read a few
+// at a time.
+func mergeSpans(a, b []span) []span {
+	out := make([]span, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		var s span
+		if len(b) == 0 || len(a) > 0 && a[0].start <= b[0].start {
+			s, a = a[0], a[1:]
+		} else {
+			s, b = b[0], b[1:]
+		}
+		if n := len(out); n > 0 && s.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, s.end)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // jitLevel is codes of a JIT and the table made of them.
@@ -90,11 +145,24 @@ func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64, at int64) (unwind.Modul
 			}
 		}
 	}
+	if !j.knows(pc) && inSpans(p.other, pc) {
+		u.jitMissed = true
+	}
 	return unwind.Module{}, false
 }
 
+// inSpans says whether a span of spans holds pc.
+func inSpans(spans []span, pc uint64) bool {
+	for _, s := range spans {
+		if pc >= s.start && pc < s.end {
+			return true
+		}
+	}
+	return false
+}
+
 // readJITUnwind reads what p's jitdumps added since they were last read
-// and adds it when that is new call frame information.
+// and adds it, and says whether that was new call frame information.
 func (u *dwarfUnwinder) readJITUnwind(p *symProc) bool {
 	j := &p.jitUnwind
 	j.next = append(j.next, make([]int64, max(len(p.jit)-len(j.next), 0))...)
@@ -106,7 +174,14 @@ func (u *dwarfUnwinder) readJITUnwind(p *symProc) bool {
 		}
 		codes, next, _ := symbol.ParseJITDumpUnwind(d.f, st.Size(), j.next[i])
 		j.next[i] = next
+		if len(codes) > 0 {
+			j.addKnown(codes)
+			j.reads++
+		}
 		for _, c := range codes {
+			if c.EHFrame == nil {
+				continue // walked by frame pointers
+			}
 			if j.bytes+len(c.EHFrame) > maxJITUnwindBytes {
 				u.jitUnwindDropped++
 				continue

@@ -77,10 +77,11 @@ func ParseJITDump(r io.ReaderAt, size int64) (*Table, error) {
 	return p.table(), err
 }
 
-// JITUnwind is the call frame information a jitdump gives for one code
-// load: the .eh_frame bytes (CIEs and FDEs) of the unwinding record that
-// came before the code-load record, for the code at [Start, End). The
-// FDEs' addresses are as the JIT encoded them, relative to where perf
+// JITUnwind is what a jitdump says of one code load or move for an
+// unwinder: the code at [Start, End), and the .eh_frame bytes (CIEs and
+// FDEs) of the unwinding record that came before the code-load record,
+// nil when none did (the code is known, without call frame information).
+// The FDEs' addresses are as the JIT encoded them, relative to where perf
 // inject places the bytes after the code; the first FDE is for the code's
 // first byte.
 type JITUnwind struct {
@@ -88,13 +89,14 @@ type JITUnwind struct {
 	EHFrame    []byte
 }
 
-// ParseJITDumpUnwind reads the call frame information a jitdump gives,
-// from the record at offset from (0: the first) to size bytes: each
-// unwinding record (Python 3.13's -X perf_jit writes one before each
-// code load, V8 with --perf-prof-unwinding-info) paired with the
-// code-load record that follows it, in the file's order. Code without one
-// is left out; an unwinding record of more than 64 KiB of .eh_frame is
-// skipped. Damage and a record still being written end it as they end
+// ParseJITDumpUnwind reads the code a jitdump describes and the call frame
+// information it gives, from the record at offset from (0: the first) to
+// size bytes, in the file's order: each code load, with the .eh_frame of
+// the unwinding record before it when there is one (Python 3.13's -X
+// perf_jit writes one before each code load, V8 with
+// --perf-prof-unwinding-info), and each code move, without. An unwinding
+// record of more than 64 KiB of .eh_frame is skipped, its code given
+// without. Damage and a record still being written end it as they end
 // [ParseJITDump]. next is where to go on from once the JIT has written
 // more: the first record not read, or an unwinding record whose code load
 // was not there yet.
@@ -209,7 +211,7 @@ func (p *jitParser) record(off int64) (int64, error) {
 		}
 		addr, codeSize, index := p.bo.Uint64(b[32:]), p.bo.Uint64(b[40:]), p.bo.Uint64(b[48:])
 		if p.unwinding {
-			if p.pending != nil && codeSize != 0 && addr+codeSize > addr {
+			if codeSize != 0 && addr+codeSize > addr {
 				p.unwind = append(p.unwind, JITUnwind{Start: addr, End: addr + codeSize, EHFrame: p.pending})
 			}
 			p.pending = nil
@@ -227,6 +229,12 @@ func (p *jitParser) record(off int64) (int64, error) {
 			return 0, nil
 		}
 		addr, codeSize, index := p.bo.Uint64(b[40:]), p.bo.Uint64(b[48:]), p.bo.Uint64(b[56:])
+		if p.unwinding {
+			if codeSize != 0 && addr+codeSize > addr {
+				p.unwind = append(p.unwind, JITUnwind{Start: addr, End: addr + codeSize})
+			}
+			break
+		}
 		if s, ok := p.names[index]; ok {
 			p.add(s, addr, codeSize)
 		}

@@ -287,8 +287,8 @@ func parseJITUnwind(b []byte) ([]JITUnwind, error) {
 }
 
 // Each unwinding record's .eh_frame goes with the code load after it, its
-// header left out; code without one has none, and a record with no code
-// load after it gives nothing.
+// header left out; code without one, and moved code, are given without,
+// and a record with no code load after it gives nothing.
 func TestParseJITDumpUnwind(t *testing.T) {
 	for _, bo := range []binary.AppendByteOrder{binary.LittleEndian, binary.BigEndian} {
 		d := newJITDump(bo)
@@ -300,6 +300,7 @@ func TestParseJITDumpUnwind(t *testing.T) {
 		d.load("py::second", 0x7f0000001220, 11, 3)
 		d.unwinding(nil, 20, 0) // an .eh_frame_hdr alone
 		d.load("py::empty", 0x7f0000001330, 11, 4)
+		d.move(0x7f0000001000, 0x7f0000002000, 11, 1)
 		d.unwinding([]byte("last"), 20, 0) // no code load after it
 		got, err := parseJITUnwind(d.bytes())
 		if err != nil {
@@ -307,26 +308,29 @@ func TestParseJITDumpUnwind(t *testing.T) {
 		}
 		want := []JITUnwind{
 			{Start: 0x7f0000001000, End: 0x7f000000100b, EHFrame: []byte("first eh_frame")},
+			{Start: 0x7f0000001110, End: 0x7f000000111b},
 			{Start: 0x7f0000001220, End: 0x7f000000122b, EHFrame: []byte("second")},
+			{Start: 0x7f0000001330, End: 0x7f000000133b},
+			{Start: 0x7f0000002000, End: 0x7f000000200b},
 		}
 		if len(got) != len(want) {
-			t.Fatalf("%v: %d codes with call frame information, want %d: %+v", bo, len(got), len(want), got)
+			t.Fatalf("%v: %d codes, want %d: %+v", bo, len(got), len(want), got)
 		}
 		for i := range want {
-			if got[i].Start != want[i].Start || got[i].End != want[i].End || !bytes.Equal(got[i].EHFrame, want[i].EHFrame) {
+			if got[i].Start != want[i].Start || got[i].End != want[i].End || !bytes.Equal(got[i].EHFrame, want[i].EHFrame) || (got[i].EHFrame == nil) != (want[i].EHFrame == nil) {
 				t.Errorf("%v: code %d: %#x-%#x %q, want %#x-%#x %q", bo, i, got[i].Start, got[i].End, got[i].EHFrame, want[i].Start, want[i].End, want[i].EHFrame)
 			}
 		}
-		// ParseJITDump names the code as before.
-		if tab, err := parseJIT(t, d.bytes()); err != nil || tab.Len() != 4 {
-			t.Errorf("%v: ParseJITDump: %d names, %v; want 4", bo, tab.Len(), err)
+		// ParseJITDump names the code as before, the moved code twice.
+		if tab, err := parseJIT(t, d.bytes()); err != nil || tab.Len() != 5 {
+			t.Errorf("%v: ParseJITDump: %d names, %v; want 5", bo, tab.Len(), err)
 		}
 	}
 }
 
 // A damaged unwinding record ends the walk with an error naming it; the
 // code paired before it is returned. One of more than jitMaxEHFrame bytes
-// of .eh_frame is skipped, its code left without.
+// of .eh_frame is skipped, its code given without.
 func TestParseJITDumpUnwindErrors(t *testing.T) {
 	d := newJITDump(binary.LittleEndian)
 	d.unwinding([]byte("ok"), 0, 0)
@@ -334,8 +338,8 @@ func TestParseJITDumpUnwindErrors(t *testing.T) {
 	d.unwinding(make([]byte, jitMaxEHFrame+1), 0, 0)
 	d.load("b", 0x2000, 0x10, 2)
 	good := d.bytes()
-	if got, err := parseJITUnwind(good); err != nil || len(got) != 1 || got[0].Start != 0x1000 {
-		t.Fatalf("with an oversized .eh_frame: %+v, %v; want the first code alone", got, err)
+	if got, err := parseJITUnwind(good); err != nil || len(got) != 2 || got[0].Start != 0x1000 || got[0].EHFrame == nil || got[1].Start != 0x2000 || got[1].EHFrame != nil {
+		t.Fatalf("with an oversized .eh_frame: %+v, %v; want the first code with its own, the second without", got, err)
 	}
 	for _, c := range []struct {
 		name string
@@ -419,12 +423,22 @@ func FuzzParseJITDumpUnwind(f *testing.F) {
 		if next < 0 || next > int64(len(b)) {
 			t.Fatalf("next %d of %d bytes", next, len(b))
 		}
-		// Each is an unwinding record and a code load, 96 bytes at least.
-		if len(got) > len(b)/(jitUnwindFixed+jitLoadFixed) {
+		// Each is a code load (its fixed fields and a name's NUL) or a
+		// move; with call frame information, an unwinding record too.
+		if len(got) > len(b)/(jitLoadFixed+1) {
 			t.Fatalf("%d codes from %d bytes", len(got), len(b))
 		}
+		cfi := 0
 		for _, u := range got {
-			if u.End <= u.Start || len(u.EHFrame) == 0 || len(u.EHFrame) > jitMaxEHFrame {
+			if u.EHFrame != nil {
+				cfi++
+			}
+		}
+		if cfi > len(b)/(jitUnwindFixed+jitLoadFixed+1) {
+			t.Fatalf("%d codes with call frame information from %d bytes", cfi, len(b))
+		}
+		for _, u := range got {
+			if u.End <= u.Start || u.EHFrame != nil && len(u.EHFrame) == 0 || len(u.EHFrame) > jitMaxEHFrame {
 				t.Fatalf("bad code %#x-%#x with %d bytes", u.Start, u.End, len(u.EHFrame))
 			}
 		}

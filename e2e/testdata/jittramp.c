@@ -5,7 +5,10 @@
  * (/tmp/jit-PID.dump, mapped executable for a profiler to find): an
  * unwinding record holding its .eh_frame, then its code-load record,
  * written straight to the file, then spins in work() called through it
- * from run() for SECONDS of CPU time. A stack unwound from its call
+ * from run() for SECONDS of CPU time. With a second argument "late" the
+ * two records are written only once work() is done, as Python's
+ * buffered dump describes its last functions only at exit. A stack
+ * unwound from its call
  * frame information reads main, run, jit::trampoline, work; the
  * frame-pointer walk an unwinder falls back on where no file maps the
  * code stops at the trampoline (this file is built without frame
@@ -93,6 +96,33 @@ __attribute__((noinline)) long run(tramp_fn t, long ms)
 	return r + 1;               /* not a tail call */
 }
 
+/* describe writes the trampoline's unwinding and code-load records. */
+static void describe(int fd, unsigned char *code)
+{
+	struct {
+		uint32_t id, total_size;
+		uint64_t timestamp, unwinding_size, eh_frame_hdr_size, mapped_size;
+	} unwinding = {4, 40 + sizeof eh_frame + sizeof eh_frame_hdr, timestamp(),
+		       sizeof eh_frame + sizeof eh_frame_hdr, sizeof eh_frame_hdr,
+		       sizeof eh_frame + sizeof eh_frame_hdr};
+	put(fd, &unwinding, sizeof unwinding);
+	put(fd, eh_frame, sizeof eh_frame);
+	put(fd, eh_frame_hdr, sizeof eh_frame_hdr);
+
+	static const char name[] = "jit::trampoline";
+	struct {
+		uint32_t id, total_size;
+		uint64_t timestamp;
+		uint32_t pid, tid;
+		uint64_t vma, code_addr, code_size, code_index;
+	} load = {0, 56 + sizeof name + sizeof trampoline, timestamp(), (uint32_t)getpid(),
+		  (uint32_t)getpid(), (uint64_t)(uintptr_t)code, (uint64_t)(uintptr_t)code,
+		  sizeof trampoline, 1};
+	put(fd, &load, sizeof load);
+	put(fd, name, sizeof name);
+	put(fd, trampoline, sizeof trampoline);
+}
+
 int main(int argc, char **argv)
 {
 	long ms = argc > 1 ? atol(argv[1]) : 1000;
@@ -125,30 +155,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct {
-		uint32_t id, total_size;
-		uint64_t timestamp, unwinding_size, eh_frame_hdr_size, mapped_size;
-	} unwinding = {4, 40 + sizeof eh_frame + sizeof eh_frame_hdr, timestamp(),
-		       sizeof eh_frame + sizeof eh_frame_hdr, sizeof eh_frame_hdr,
-		       sizeof eh_frame + sizeof eh_frame_hdr};
-	put(fd, &unwinding, sizeof unwinding);
-	put(fd, eh_frame, sizeof eh_frame);
-	put(fd, eh_frame_hdr, sizeof eh_frame_hdr);
-
-	static const char name[] = "jit::trampoline";
-	struct {
-		uint32_t id, total_size;
-		uint64_t timestamp;
-		uint32_t pid, tid;
-		uint64_t vma, code_addr, code_size, code_index;
-	} load = {0, 56 + sizeof name + sizeof trampoline, timestamp(), (uint32_t)getpid(),
-		  (uint32_t)getpid(), (uint64_t)(uintptr_t)code, (uint64_t)(uintptr_t)code,
-		  sizeof trampoline, 1};
-	put(fd, &load, sizeof load);
-	put(fd, name, sizeof name);
-	put(fd, trampoline, sizeof trampoline);
-
+	int late = argc > 2 && strcmp(argv[2], "late") == 0;
+	if (!late)
+		describe(fd, code);
 	long r = run((tramp_fn)(uintptr_t)code, ms);
+	if (late)
+		describe(fd, code);
 	unlink(path);
 	return (int)(r - 1);
 }
