@@ -73,8 +73,12 @@ type deferredSample struct {
 	stack  []byte
 	off    int64
 	n      int
-	// stop is how the first unwinding stopped (see dwarfUnwinder.stops).
-	stop unwind.Stop
+	// stop is how the last unwinding stopped (see dwarfUnwinder.stops);
+	// missed is the first address of code not described it went
+	// through, which a new read must describe for another to be worth
+	// it.
+	stop   unwind.Stop
+	missed uint64
 }
 
 const (
@@ -103,7 +107,7 @@ func (r *recorder) deferJIT(s *perf.Sample) bool {
 	}
 	q := &r.jitq
 	d := deferredSample{time: int64(s.Time), cpu: int16(s.CPU), pid: int32(s.PID), tid: int32(s.TID),
-		regs: unwind.Regs{IP: ip, SP: sp, BP: bp}, stop: u.stop}
+		regs: unwind.Regs{IP: ip, SP: sp, BP: bp}, stop: u.stop, missed: u.jitMissed}
 	for _, a := range s.Callchain {
 		if a == capture.ContextUser {
 			break
@@ -171,7 +175,11 @@ func (r *recorder) retryJIT(pid int32, final bool) {
 	kept := dp.samples[:0]
 	for i := range dp.samples {
 		d := &dp.samples[i]
-		u.jitMissed = false
+		if !final && p != nil && !p.jitUnwind.knows(d.missed) {
+			kept = append(kept, *d) // the read did not describe its code
+			continue
+		}
+		u.jitMissed = 0
 		u.stops[d.stop]--
 		stack := d.stack
 		if stack == nil {
@@ -185,7 +193,8 @@ func (r *recorder) retryJIT(pid int32, final bool) {
 		u.chain = out
 		// A walk through code not described that reached the outermost
 		// frame went right: V8's code keeps frame pointers.
-		missed := u.jitMissed && d.stop != unwind.StopEnd
+		d.missed = u.jitMissed
+		missed := d.missed != 0 && d.stop != unwind.StopEnd
 		if missed && !final {
 			kept = append(kept, *d)
 			continue

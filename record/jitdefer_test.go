@@ -54,15 +54,19 @@ func TestJITMissed(t *testing.T) {
 	p := &symProc{jit: []jitDump{{f: f}}, other: []span{{0x7f0000000000, 0x7f0000010000}}}
 	at := int64(5e9)
 	missed := func(pc uint64) bool {
-		u.jitMissed = false
+		u.jitMissed = 0
 		u.jitModule(p, pc, at)
-		return u.jitMissed
+		return u.jitMissed != 0
 	}
 	if missed(a + 5) {
 		t.Error("described code missed")
 	}
 	if !missed(c + 5) {
 		t.Error("code the dump does not describe yet not missed")
+	}
+	u.jitModule(p, c+7, at) // further on the same stack
+	if u.jitMissed != c+5 {
+		t.Errorf("missed at %#x, want the first address, %#x", u.jitMissed, c+5)
 	}
 	if missed(0x7e0000000000) {
 		t.Error("an address of no anonymous executable memory missed")

@@ -314,7 +314,7 @@ func (r *recorder) sample(rec *perf.Record) {
 		}
 		r.off.ran(int32(s.TID), int64(s.Time))
 	}
-	if r.dwarf != nil && r.dwarf.jitMissed && r.dwarf.stop != unwind.StopEnd && r.deferJIT(s) {
+	if r.dwarf != nil && r.dwarf.jitMissed != 0 && r.dwarf.stop != unwind.StopEnd && r.deferJIT(s) {
 		return
 	}
 	if err := r.w.AddSample(int64(s.Time), int16(s.CPU), int32(s.PID), int32(s.TID), addrs); err != nil {

@@ -62,10 +62,10 @@ type dwarfUnwinder struct {
 	// information; jitUnwindDropped the codes left out of them for
 	// maxJITUnwindBytes.
 	jitUnwindReads, jitUnwindDropped uint64
-	// jitMissed says the last stack unwound went through an address of
-	// JIT code its process's jitdumps do not describe yet; stop is how
-	// its unwinding stopped.
-	jitMissed bool
+	// jitMissed is the first address of JIT code its process's jitdumps
+	// do not describe yet that the last stack unwound went through, 0
+	// when none; stop is how its unwinding stopped.
+	jitMissed uint64
 	stop      unwind.Stop
 	// goTables keeps Go binaries' tables in the symbol cache; nil
 	// without one.
@@ -85,7 +85,7 @@ func newDWARFUnwinder(sym *symbolizer, fs proc.FS, f perf.Format) *dwarfUnwinder
 // callchain returns the sample's callchain: the kernel part of perf's,
 // then the user part unwound from the registers and stack. It reuses its
 // buffer: the result is valid until the next call. jitMissed then says
-// whether the stack went through JIT code not described yet.
+// whether the stack went through JIT code not described yet, and where.
 func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 	out := u.chain[:0]
 	for _, a := range s.Callchain {
@@ -96,7 +96,7 @@ func (u *dwarfUnwinder) callchain(s *perf.Sample) []uint64 {
 			out = append(out, a)
 		}
 	}
-	u.jitMissed = false
+	u.jitMissed = 0
 	ip, ok1 := u.format.UserReg(s, perf.RegX86IP)
 	sp, ok2 := u.format.UserReg(s, perf.RegX86SP)
 	bp, _ := u.format.UserReg(s, perf.RegX86BP)

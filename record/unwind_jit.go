@@ -145,8 +145,8 @@ func (u *dwarfUnwinder) jitModule(p *symProc, pc uint64, at int64) (unwind.Modul
 			}
 		}
 	}
-	if !j.knows(pc) && inSpans(p.other, pc) {
-		u.jitMissed = true
+	if u.jitMissed == 0 && !j.knows(pc) && inSpans(p.other, pc) {
+		u.jitMissed = pc
 	}
 	return unwind.Module{}, false
 }
