@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"nsprof/capture"
+	"nsprof/perf"
+	"nsprof/proc"
+	"nsprof/unwind"
 )
 
 // appendJITLoad appends to a jitdump the load of an 11-byte code at addr
@@ -142,5 +149,90 @@ func TestStackSpill(t *testing.T) {
 	}
 	if _, ok := sp.put(make([]byte, maxJITDeferredBytes+1)); ok {
 		t.Error("a copy past the bound put")
+	}
+}
+
+// jitDumpFile writes a jitdump header followed by the given codes (each an
+// unwinding record and a code load, see appendJITCode) to path.
+func jitDumpFile(t *testing.T, path string, codes ...uint64) {
+	t.Helper()
+	le := binary.LittleEndian
+	var b []byte
+	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
+		b = le.AppendUint32(b, v)
+	}
+	b = le.AppendUint64(b, 0)
+	b = le.AppendUint64(b, 0)
+	for _, c := range codes {
+		b = appendJITCode(b, c)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A deferred sample waits while the dumps do not describe its code, and
+// is written once a read does (completed); those of a process whose exit
+// was read packGrace ago, and of one that execs, are written then even
+// undescribed; the rest when the capture ends.
+func TestRetryJIT(t *testing.T) {
+	dir := t.TempDir()
+	w, err := capture.Create(filepath.Join(dir, "c.syscap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := &recorder{w: w, opts: &Options{Log: io.Discard}, sym: newSymbolizer()}
+	r.dwarf = newDWARFUnwinder(r.sym, proc.FS{Root: dir}, perf.Format{})
+	r.sym.jitClosing = func(pid int) { r.retryJIT(int32(pid), true) }
+	r.jitq.procs = make(map[int32]*deferredProc)
+	const code = 0x7f0000001000
+	procs := map[int]string{}
+	for _, pid := range []int{1, 2, 3, 4} {
+		path := filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid))
+		jitDumpFile(t, path)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r.sym.procs[pid] = &symProc{jit: []jitDump{{f: f}}, other: []span{{code, code + 0x1000}}, mapsTried: true}
+		procs[pid] = path
+		// Sampled in the trampoline's first instruction: its return
+		// address at the top of the stack, into no mapping.
+		stack := binary.LittleEndian.AppendUint64(nil, 0x1234)
+		dp := &deferredProc{samples: []deferredSample{{time: 1e9, pid: int32(pid), tid: int32(pid),
+			regs: unwind.Regs{IP: code, SP: 0x7ffc00000000}, stack: stack, missed: code}}}
+		r.jitq.procs[int32(pid)] = dp
+		r.jitq.held++
+	}
+	now := time.Now()
+	r.tickJIT(now)
+	if r.jitq.held != 4 || r.samples != 0 {
+		t.Fatalf("%d held, %d written before any dump describes the code; want 4 and 0", r.jitq.held, r.samples)
+	}
+	// Process 1's dump describes the code.
+	jitDumpFile(t, procs[1], code)
+	r.tickJIT(now)
+	if r.jitq.procs[1] != nil || r.jitq.completed != 1 || r.samples != 1 {
+		t.Errorf("described code: %d completed, %d written, held %v; want 1, 1, none", r.jitq.completed, r.samples, r.jitq.procs[1] != nil)
+	}
+	// Process 2's exit was read packGrace ago, process 3's just now.
+	r.sym.exited(2, 5e9)
+	r.sym.exits[0].at = now.Add(-packGrace)
+	r.sym.exited(3, 5e9)
+	r.tickJIT(now)
+	if r.jitq.procs[2] != nil || r.jitq.procs[3] == nil || r.jitq.unresolved != 1 || r.samples != 2 {
+		t.Errorf("after exits: process 2 held %v, process 3 held %v, %d written as they were, %d written; want false, true, 1, 2",
+			r.jitq.procs[2] != nil, r.jitq.procs[3] != nil, r.jitq.unresolved, r.samples)
+	}
+	// Process 4 execs.
+	r.sym.execed(4, 6e9)
+	if r.jitq.procs[4] != nil || r.samples != 3 {
+		t.Errorf("after an exec: held %v, %d written; want none and 3", r.jitq.procs[4] != nil, r.samples)
+	}
+	r.closeJIT()
+	if r.jitq.held != 0 || len(r.jitq.procs) != 0 || r.samples != 4 || r.jitq.completed != 1 || r.jitq.unresolved != 3 {
+		t.Errorf("at the end: %d held, %d written, %d completed, %d as they were; want 0, 4, 1, 3", r.jitq.held, r.samples, r.jitq.completed, r.jitq.unresolved)
 	}
 }

@@ -7,7 +7,8 @@
  * written straight to the file, then spins in work() called through it
  * from run() for SECONDS of CPU time. With a second argument "late" the
  * two records are written only once work() is done, as Python's
- * buffered dump describes its last functions only at exit. A stack
+ * buffered dump describes its last functions only at exit; "late-exec"
+ * then execs /bin/true. A stack
  * unwound from its call
  * frame information reads main, run, jit::trampoline, work; the
  * frame-pointer walk an unwinder falls back on where no file maps the
@@ -155,12 +156,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	int late = argc > 2 && strcmp(argv[2], "late") == 0;
+	int late = argc > 2 && strncmp(argv[2], "late", 4) == 0;
 	if (!late)
 		describe(fd, code);
 	long r = run((tramp_fn)(uintptr_t)code, ms);
 	if (late)
 		describe(fd, code);
 	unlink(path);
+	if (argc > 2 && strcmp(argv[2], "late-exec") == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		perror("exec /bin/true");
+		return 1;
+	}
 	return (int)(r - 1);
 }
