@@ -47,6 +47,9 @@ func TestJITDumpUnwindInfo(t *testing.T) {
 				t.Fatalf("nsprof record: %v\n%s", err, log)
 			}
 			checkJITUnwound(t, out, c.name != "late-exec")
+			if c.name == "late" {
+				checkSysprofJIT(t, out)
+			}
 			late := c.name != "early"
 			if waited := strings.Contains(string(log), "stacks waited for their jitdumps"); waited != late {
 				t.Errorf("the log says stacks waited: %v, want %v:\n%s", waited, late, log)
@@ -79,4 +82,25 @@ func checkJITUnwound(t *testing.T, out string, named bool) {
 			t.Errorf("%s: total %d of %d samples, want nearly all; functions: %s", want, total[want], n, strings.Join(names, " "))
 		}
 	}
+}
+
+// checkSysprofJIT checks that Sysprof 3.46's reader and resolver see the
+// fixture's whole stacks in capture out, written after the frames that
+// followed them in time: nearly every frame of work has run and main
+// with it, and the trampoline is named.
+func checkSysprofJIT(t *testing.T, out string) {
+	t.Helper()
+	for pid, fns := range sysprofNames(t, out) {
+		work := fns["work"]
+		if work < 100 {
+			continue
+		}
+		for _, fn := range []string{"run", "main", "jit::trampoline"} {
+			if fns[fn]*10 < work*9 {
+				t.Errorf("Sysprof: process %d: %s in %d frames, work in %d; want nearly as many: %v", pid, fn, fns[fn], work, fns)
+			}
+		}
+		return
+	}
+	t.Error("Sysprof's reader finds no process with the fixture's work")
 }
