@@ -60,6 +60,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/flame", api("flame", s.flame))
 	mux.Handle("GET /api/top", api("top", s.top))
 	mux.Handle("GET /api/logs", api("logs", s.logs))
+	mux.Handle("GET /api/marks", api("marks", s.marks))
 	mux.HandleFunc("GET /pprof/", s.servePprof)
 	return mux
 }

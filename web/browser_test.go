@@ -92,6 +92,41 @@ func colours(img image.Image) int {
 	return len(seen)
 }
 
+// checkMarksTable checks that the page's marks table lists want, the
+// marks report --marks gives for the selection: a row per group and name
+// with its count, and the count of the range.
+func checkMarksTable(t *testing.T, d *testutils.DevTools, want []analyze.MarkStat) {
+	t.Helper()
+	var rows []string
+	d.Eval(`Array.from(document.querySelectorAll("#marks tbody tr")).map(r => Array.from(r.cells).slice(0, 3).map(c => c.textContent).join("|"))`, &rows)
+	var info string
+	d.Eval(`document.getElementById("marks-info").textContent`, &info)
+	var wantRows []string
+	n := 0
+	// The page shows control characters as \xNN (app.js's shown).
+	shown := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\x%02x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	for _, m := range want {
+		wantRows = append(wantRows, fmt.Sprintf("%s|%s|%d", shown(m.Group), shown(m.Name), m.Count))
+		n += m.Count
+	}
+	if strings.Join(rows, "\n") != strings.Join(wantRows, "\n") || info != fmt.Sprintf("(%d in the range)", n) {
+		t.Errorf("marks table %q %s, want report's %q (%d in the range)", rows, info, wantRows, n)
+	}
+	if len(want) == 0 {
+		t.Error("no marks: not a test of the table")
+	}
+}
+
 // TestBrowser opens the page of a capture with marks, counters and two
 // processes in two containers in headless Chromium, drags over the
 // timeline as a user does, and checks that the flame graph and function
@@ -120,6 +155,7 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	screenshot(t, d, shots, "procs-view")
+	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{}))
 
 	var tip string
 	var at []float64
@@ -196,6 +232,10 @@ func TestBrowser(t *testing.T) {
 	if want == total || want == 0 {
 		t.Errorf("range [%d, %d) has %d of %d samples: not a test of the filter", since, until, want, total)
 	}
+	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}))
+	d.Eval(`document.getElementById("marks-view").scrollIntoView(); true`, new(bool))
+	screenshot(t, d, shots, "marks-view")
+	d.Eval(`window.scrollTo(0, 0); true`, new(bool))
 	var topSum int
 	d.Eval(`nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)`, &topSum)
 	if topSum != want {

@@ -1,5 +1,6 @@
 // Package web serves one loaded capture to a browser on this machine:
-// a page with a timeline, a flame graph and a function table, fed by a
+// a page with a timeline, a flame graph, call trees, function, marks and
+// log tables, fed by a
 // JSON API the server computes from the [analyze.Profile] it holds, so
 // the page never downloads the samples themselves.
 //

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/report"
 )
 
@@ -109,6 +110,12 @@ type (
 		// them, up to the limit.
 		Total int      `json:"total"`
 		Logs  []logDoc `json:"logs"`
+	}
+	// marksDoc counts the marks of the range and gives their durations
+	// by group and name (sorted by group, then name).
+	marksDoc struct {
+		Total int                `json:"total"`
+		Stats []analyze.MarkStat `json:"stats"`
 	}
 	logDoc struct {
 		Time     int64  `json:"time_ns"`
@@ -375,35 +382,70 @@ func (s *Server) logs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs := s.p.Timeline.Logs
+	in, err := s.selectTimed(q, len(logs), func(i int) (int64, int32) { return logs[i].Time, logs[i].PID })
+	if err != nil {
+		return nil, err
+	}
+	doc := logsDoc{Logs: []logDoc{}}
+	for _, i := range in {
+		l := &logs[i]
+		doc.Total++
+		if len(doc.Logs) < q.limit {
+			doc.Logs = append(doc.Logs, logDoc{Time: l.Time - s.p.Start, PID: l.PID, Severity: report.SeverityName(l.Severity), Domain: l.Domain, Message: l.Message})
+		}
+	}
+	return doc, nil
+}
+
+// marks returns the count and durations of the marks of the range
+// (parameters since, until) by group and name, as `nsprof report --marks`
+// gives them for the same range and pids.
+func (s *Server) marks(r *http.Request) (any, error) {
+	q, err := s.parseQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	marks := s.p.Timeline.Marks
+	in, err := s.selectTimed(q, len(marks), func(i int) (int64, int32) { return marks[i].Time, marks[i].PID })
+	if err != nil {
+		return nil, err
+	}
+	sel := make([]capture.Mark, len(in))
+	for j, i := range in {
+		sel[j] = marks[i]
+	}
+	return marksDoc{Total: len(sel), Stats: append([]analyze.MarkStat{}, analyze.MarkStats(sel)...)}, nil
+}
+
+// selectTimed returns the indexes, in order, of the n items of the
+// timeline (logs, marks) that q's range and filter select, at(i) giving
+// item i's time and process: those whose time is in the range, filtered
+// as samples are but for the thread (an item has none).
+func (s *Server) selectTimed(q query, n int, at func(i int) (int64, int32)) ([]int32, error) {
 	p := s.p
 	since, until := p.Start+int64(q.view.Filter.Since), int64(1<<63-1)
 	if q.view.Filter.Until > 0 {
 		until = p.Start + int64(q.view.Filter.Until)
 	}
-	// The logs of the range, as samples of no stack with their index
-	// for Row, filtered as samples are but for the tid: a log has no
-	// thread.
+	// As samples of no stack with their index for Row.
 	var in []analyze.Sample
-	for i, l := range p.Timeline.Logs {
-		if l.Time >= since && l.Time < until {
-			in = append(in, analyze.Sample{Time: l.Time, PID: l.PID, Stack: -1, Row: int32(i)})
+	for i := range n {
+		if t, pid := at(i); t >= since && t < until {
+			in = append(in, analyze.Sample{Time: t, PID: pid, Stack: -1, Row: int32(i)})
 		}
 	}
 	f := q.view.Filter
 	f.TIDs, f.Since, f.Until = nil, 0, 0
-	in, err = p.SelectFrom(in, f)
+	in, err := p.SelectFrom(in, f)
 	if err != nil {
 		return nil, err
 	}
-	doc := logsDoc{Logs: []logDoc{}}
-	for _, sm := range in {
-		l := &p.Timeline.Logs[sm.Row]
-		doc.Total++
-		if len(doc.Logs) < q.limit {
-			doc.Logs = append(doc.Logs, logDoc{Time: l.Time - p.Start, PID: l.PID, Severity: report.SeverityName(l.Severity), Domain: l.Domain, Message: l.Message})
-		}
+	out := make([]int32, len(in))
+	for j := range in {
+		out[j] = in[j].Row
 	}
-	return doc, nil
+	return out, nil
 }
 
 // filterOf returns the filter f other than time.

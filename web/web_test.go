@@ -443,3 +443,72 @@ func TestPprofUI(t *testing.T) {
 		t.Errorf("pprof without the token: %d", resp.StatusCode)
 	}
 }
+
+// reportMarks returns the marks statistics `nsprof report --marks --json`
+// gives for filter f (its pids and range).
+func reportMarks(t *testing.T, p *analyze.Profile, f analyze.Filter) []analyze.MarkStat {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: report.ViewMarks, Format: report.JSON, Select: analyze.ViewOptions{Filter: f}}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Marks []analyze.MarkStat `json:"marks"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Marks
+}
+
+// TestMarkStats checks that api/marks gives the marks of a range and
+// process as report --marks does, by group and name, and selects by
+// container as the other views do (a mark has no thread: tid selects
+// nothing out).
+func TestMarkStats(t *testing.T) {
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	marks := func(q string) (int, []analyze.MarkStat) {
+		t.Helper()
+		resp, body := get(t, "GET", s.URL()+"api/marks?"+q, "")
+		var doc struct {
+			Total int                `json:"total"`
+			Stats []analyze.MarkStat `json:"stats"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("api/marks?%s: %d %v: %s", q, resp.StatusCode, err, body)
+		}
+		n := 0
+		for _, m := range doc.Stats {
+			n += m.Count
+		}
+		if n != doc.Total {
+			t.Errorf("api/marks?%s: total %d, the groups count %d", q, doc.Total, n)
+		}
+		return doc.Total, doc.Stats
+	}
+	for _, c := range []struct {
+		query string
+		f     analyze.Filter
+		want  int
+	}{
+		{"", analyze.Filter{}, 4},
+		{"pid=10", analyze.Filter{PIDs: []int32{10}}, 3},
+		{"pid=20", analyze.Filter{PIDs: []int32{20}}, 1},
+		{"since=2500000", analyze.Filter{Since: 2_500_000}, 2},
+		{"pid=10&since=1000000&until=7000000", analyze.Filter{PIDs: []int32{10}, Since: 1_000_000, Until: 7_000_000}, 2},
+		{"tid=11", analyze.Filter{}, 4},
+	} {
+		n, got := marks(c.query)
+		want := reportMarks(t, p, c.f)
+		if n != c.want || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("api/marks?%s: %d marks %+v; want %d, report's %+v", c.query, n, got, c.want, want)
+		}
+	}
+	for q, same := range map[string]string{"container=web": "pid=10", "container=" + url.QueryEscape("podman:db (0123456789ab)"): "pid=20"} {
+		n, got := marks(q)
+		m, want := marks(same)
+		if n == 0 || n != m || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("api/marks?%s: %d marks %+v; want those of %s, %d %+v", q, n, got, same, m, want)
+		}
+	}
+}

@@ -620,6 +620,20 @@ function drawTop(doc) {
   $("top-info").textContent = doc.function_count > doc.functions.length ? "(first " + doc.functions.length + " of " + doc.function_count + ")" : "(" + doc.function_count + " functions)";
 }
 
+// drawMarks lists the marks of the range by group and name with their
+// durations, as nsprof report --marks does.
+function drawMarks(doc) {
+  const tb = $("marks").tBodies[0];
+  tb.replaceChildren();
+  for (const m of doc.stats) {
+    const tr = el("tr");
+    tr.append(el("td", shown(m.group), "name"), el("td", shown(m.name), "name"), el("td", String(m.count)), el("td", fmtNs(m.total_ns)),
+      el("td", fmtNs(m.min_ns)), el("td", fmtNs(m.median_ns)), el("td", fmtNs(m.mean_ns)), el("td", fmtNs(m.p95_ns)), el("td", fmtNs(m.max_ns)));
+    tb.append(tr);
+  }
+  $("marks-info").textContent = "(" + doc.total + " in the range)";
+}
+
 function drawLogs(doc) {
   const tb = $("logs").tBodies[0];
   tb.replaceChildren();
@@ -685,9 +699,10 @@ async function refresh() {
   try {
     const p = selParams();
     const treeInvert = $("tree-dir").value === "1";
-    const [fl, top, ct, logs] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
+    const [fl, top, ct, logs, marks] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
       treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p)),
-      state.meta.logs ? api("logs", Object.assign({ limit: 1000 }, p)) : { total: 0, logs: [] }]);
+      state.meta.logs ? api("logs", Object.assign({ limit: 1000 }, p)) : { total: 0, logs: [] },
+      state.meta.marks ? api("marks", p) : { total: 0, stats: [] }]);
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
@@ -696,6 +711,7 @@ async function refresh() {
     drawTop(top);
     setCallTree(ct || fl);
     drawLogs(logs);
+    drawMarks(marks);
     const now = performance.now();
     timings.lastRefreshMs = now - t0;
     if (timings.firstReadyMs === undefined) timings.firstReadyMs = now;
