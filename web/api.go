@@ -61,6 +61,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/top", api("top", s.top))
 	mux.Handle("GET /api/logs", api("logs", s.logs))
 	mux.Handle("GET /api/marks", api("marks", s.marks))
+	mux.Handle("GET /api/counters", api("counters", s.counters))
 	mux.HandleFunc("GET /pprof/", s.servePprof)
 	return mux
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +94,29 @@ func colours(img image.Image) int {
 	return len(seen)
 }
 
+// checkCountersTable checks that the page's counters table lists want,
+// the counters report --counters gives for the selection: a row per
+// counter with its updates and largest value.
+func checkCountersTable(t *testing.T, d *testutils.DevTools, want []analyze.CounterStat) {
+	t.Helper()
+	var rows []string
+	d.Eval(`Array.from(document.querySelectorAll("#counters tbody tr")).map(r => [2, 5].map(i => r.cells[i].textContent).join("|"))`, &rows)
+	var wantRows []string
+	for _, c := range want {
+		m := "" // as app.js writes values: integers whole, others with two decimals
+		switch {
+		case c.Count > 0 && c.Max == math.Trunc(c.Max):
+			m = strconv.FormatFloat(c.Max, 'f', -1, 64)
+		case c.Count > 0:
+			m = strconv.FormatFloat(c.Max, 'f', 2, 64)
+		}
+		wantRows = append(wantRows, fmt.Sprintf("%d|%s", c.Count, m))
+	}
+	if strings.Join(rows, "\n") != strings.Join(wantRows, "\n") || len(want) == 0 {
+		t.Errorf("counters table (updates|max) %q, want report's %q", rows, wantRows)
+	}
+}
+
 // checkMarksTable checks that the page's marks table lists want, the
 // marks report --marks gives for the selection: a row per group and name
 // with its count, and the count of the range.
@@ -156,6 +181,7 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, d, shots, "procs-view")
 	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{}))
+	checkCountersTable(t, d, reportCounters(t, p, analyze.Filter{}))
 
 	var tip string
 	var at []float64
@@ -233,8 +259,10 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("range [%d, %d) has %d of %d samples: not a test of the filter", since, until, want, total)
 	}
 	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}))
+	checkCountersTable(t, d, reportCounters(t, p, analyze.Filter{Since: time.Duration(since), Until: time.Duration(until)}))
 	d.Eval(`document.getElementById("marks-view").scrollIntoView(); true`, new(bool))
 	screenshot(t, d, shots, "marks-view")
+	screenshot(t, d, shots, "counters-view")
 	d.Eval(`window.scrollTo(0, 0); true`, new(bool))
 	var topSum int
 	d.Eval(`nsprof.state.flame.root.children.reduce((a, c) => a + c.total, 0)`, &topSum)

@@ -117,6 +117,10 @@ type (
 		Total int                `json:"total"`
 		Stats []analyze.MarkStat `json:"stats"`
 	}
+	// countersDoc gives each counter's updates in the range.
+	countersDoc struct {
+		Counters []analyze.CounterStat `json:"counters"`
+	}
 	logDoc struct {
 		Time     int64  `json:"time_ns"`
 		PID      int32  `json:"pid"`
@@ -418,16 +422,38 @@ func (s *Server) marks(r *http.Request) (any, error) {
 	return marksDoc{Total: len(sel), Stats: append([]analyze.MarkStat{}, analyze.MarkStats(sel)...)}, nil
 }
 
+// counters returns each counter's updates in the range (parameters
+// since, until): their count, smallest, mean, largest and last value, as
+// `nsprof report --counters` gives them. Counters are the machine's: the
+// process filter does not apply.
+func (s *Server) counters(r *http.Request) (any, error) {
+	q, err := s.parseQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	since, until := s.rangeOf(q)
+	doc := countersDoc{Counters: []analyze.CounterStat{}}
+	for _, c := range s.p.Timeline.Counters {
+		doc.Counters = append(doc.Counters, c.Stats(since, until))
+	}
+	return doc, nil
+}
+
+// rangeOf returns q's range on the capture clock, [since, until).
+func (s *Server) rangeOf(q query) (since, until int64) {
+	since, until = s.p.Start+int64(q.view.Filter.Since), int64(1<<63-1)
+	if q.view.Filter.Until > 0 {
+		until = s.p.Start + int64(q.view.Filter.Until)
+	}
+	return since, until
+}
+
 // selectTimed returns the indexes, in order, of the n items of the
 // timeline (logs, marks) that q's range and filter select, at(i) giving
 // item i's time and process: those whose time is in the range, filtered
 // as samples are but for the thread (an item has none).
 func (s *Server) selectTimed(q query, n int, at func(i int) (int64, int32)) ([]int32, error) {
-	p := s.p
-	since, until := p.Start+int64(q.view.Filter.Since), int64(1<<63-1)
-	if q.view.Filter.Until > 0 {
-		until = p.Start + int64(q.view.Filter.Until)
-	}
+	since, until := s.rangeOf(q)
 	// As samples of no stack with their index for Row.
 	var in []analyze.Sample
 	for i := range n {
@@ -437,7 +463,7 @@ func (s *Server) selectTimed(q query, n int, at func(i int) (int64, int32)) ([]i
 	}
 	f := q.view.Filter
 	f.TIDs, f.Since, f.Until = nil, 0, 0
-	in, err := p.SelectFrom(in, f)
+	in, err := s.p.SelectFrom(in, f)
 	if err != nil {
 		return nil, err
 	}

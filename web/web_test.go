@@ -512,3 +512,52 @@ func TestMarkStats(t *testing.T) {
 		}
 	}
 }
+
+// reportCounters returns the counter statistics `nsprof report
+// --counters --json` gives for the range of filter f.
+func reportCounters(t *testing.T, p *analyze.Profile, f analyze.Filter) []analyze.CounterStat {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: report.ViewCounters, Format: report.JSON, Select: analyze.ViewOptions{Filter: f}}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Counters []analyze.CounterStat `json:"counters"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Counters
+}
+
+// TestCounterStats checks that api/counters gives each counter's updates
+// in a range as report --counters does; the process filter does not
+// apply to the machine's counters.
+func TestCounterStats(t *testing.T) {
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	for _, c := range []struct {
+		query string
+		f     analyze.Filter
+	}{
+		{"", analyze.Filter{}},
+		{"since=2500000&until=7000001", analyze.Filter{Since: 2_500_000, Until: 7_000_001}},
+		{"since=8000000", analyze.Filter{Since: 8_000_000}},
+		{"pid=10&until=3000000", analyze.Filter{Until: 3_000_000}},
+	} {
+		resp, body := get(t, "GET", s.URL()+"api/counters?"+c.query, "")
+		var doc struct {
+			Counters []analyze.CounterStat `json:"counters"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("api/counters?%s: %d %v: %s", c.query, resp.StatusCode, err, body)
+		}
+		want := reportCounters(t, p, c.f)
+		if len(want) == 0 || fmt.Sprint(doc.Counters) != fmt.Sprint(want) {
+			t.Errorf("api/counters?%s: %+v, want report's %+v", c.query, doc.Counters, want)
+		}
+		whole := reportCounters(t, p, analyze.Filter{})
+		if c.query != "" && fmt.Sprint(want) == fmt.Sprint(whole) {
+			t.Errorf("%s: the range's counters are the whole capture's: not a test of the range", c.query)
+		}
+	}
+}

@@ -634,6 +634,23 @@ function drawMarks(doc) {
   $("marks-info").textContent = "(" + doc.total + " in the range)";
 }
 
+// drawCounters lists each counter's updates in the range, as nsprof
+// report --counters does.
+function drawCounters(doc) {
+  const tb = $("counters").tBodies[0];
+  tb.replaceChildren();
+  const num = (v) => Number.isInteger(v) ? String(v) : v.toFixed(2);
+  let updated = 0;
+  for (const c of doc.counters) {
+    const tr = el("tr");
+    tr.append(el("td", shown(c.category), "name"), el("td", shown(c.name), "name"), el("td", String(c.count)),
+      ...(c.count ? [c.min, c.mean, c.max, c.last].map((v) => el("td", num(v))) : ["", "", "", ""].map((v) => el("td", v))));
+    tb.append(tr);
+    if (c.count) updated++;
+  }
+  $("counters-info").textContent = "(" + doc.counters.length + " counters, " + updated + " updated in the range)";
+}
+
 function drawLogs(doc) {
   const tb = $("logs").tBodies[0];
   tb.replaceChildren();
@@ -699,10 +716,11 @@ async function refresh() {
   try {
     const p = selParams();
     const treeInvert = $("tree-dir").value === "1";
-    const [fl, top, ct, logs, marks] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
+    const [fl, top, ct, logs, marks, counters] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
       treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p)),
       state.meta.logs ? api("logs", Object.assign({ limit: 1000 }, p)) : { total: 0, logs: [] },
-      state.meta.marks ? api("marks", p) : { total: 0, stats: [] }]);
+      state.meta.marks ? api("marks", p) : { total: 0, stats: [] },
+      state.meta.counters ? api("counters", p) : { counters: [] }]);
     if (gen !== generation) return;
     state.flame = fl;
     state.zoom = null;
@@ -712,6 +730,7 @@ async function refresh() {
     setCallTree(ct || fl);
     drawLogs(logs);
     drawMarks(marks);
+    drawCounters(counters);
     const now = performance.now();
     timings.lastRefreshMs = now - t0;
     if (timings.firstReadyMs === undefined) timings.firstReadyMs = now;
