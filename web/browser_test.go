@@ -445,3 +445,38 @@ func TestBrowserExecPrograms(t *testing.T) {
 	}
 	screenshot(t, d, t.ArtifactDir(), "procs-view")
 }
+
+// TestBrowserLongestMark clicks the longest mark in its list, as a user
+// looking for a slow frame does, and checks that its time becomes the
+// selection, whose flame graph then shows what nsprof report shows for
+// that --since and --until.
+func TestBrowserLongestMark(t *testing.T) {
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	s, p := startServer(t, testcaptures.Web(t), Options{})
+	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	var at []float64
+	d.Eval(`(function () {
+		var r = document.querySelector("#longest tbody tr");
+		if (!r) return [];
+		r.scrollIntoView({block: "center"});
+		var b = r.getBoundingClientRect();
+		return [b.x + 10, b.y + b.height / 2];
+	})()`, &at)
+	if len(at) != 2 {
+		t.Fatal("no longest mark listed")
+	}
+	mouse(d, "mouseMoved", at[0], at[1])
+	mouse(d, "mousePressed", at[0], at[1])
+	mouse(d, "mouseReleased", at[0], at[1])
+	waitFor(t, d, `document.body.dataset.ready === "1" && document.getElementById("flame-total").dataset.since !== "0"`)
+	var sel []int64
+	d.Eval(`(function () { var f = document.getElementById("flame-total").dataset; return [+f.since, +f.until, +f.total]; })()`, &sel)
+	// The Web capture's longest mark: 3 ms from 2 ms.
+	if sel[0] != 2_000_000 || sel[1] != 5_000_000 {
+		t.Fatalf("clicking the longest mark selected [%d, %d), want its time [2000000, 5000000)", sel[0], sel[1])
+	}
+	if want := reportTotal(t, p, sel[0], sel[1], 0); int(sel[2]) != want || want == 0 {
+		t.Errorf("the longest mark's time: the flame graph's total %d, nsprof report's %d", sel[2], want)
+	}
+	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{Since: time.Duration(sel[0]), Until: time.Duration(sel[1])}))
+}

@@ -116,6 +116,9 @@ type (
 	marksDoc struct {
 		Total int                `json:"total"`
 		Stats []analyze.MarkStat `json:"stats"`
+		// Longest are the longest marks of the range, longest first
+		// (equal ones in file order), up to maxLongestMarks.
+		Longest []markDoc `json:"longest"`
 	}
 	// countersDoc gives each counter's updates in the range.
 	countersDoc struct {
@@ -419,8 +422,17 @@ func (s *Server) marks(r *http.Request) (any, error) {
 	for j, i := range in {
 		sel[j] = marks[i]
 	}
-	return marksDoc{Total: len(sel), Stats: append([]analyze.MarkStat{}, analyze.MarkStats(sel)...)}, nil
+	doc := marksDoc{Total: len(sel), Stats: append([]analyze.MarkStat{}, analyze.MarkStats(sel)...), Longest: []markDoc{}}
+	slices.SortStableFunc(in, func(a, b int32) int { return cmp.Compare(marks[b].Duration, marks[a].Duration) })
+	for _, i := range in[:min(len(in), maxLongestMarks)] {
+		m := &marks[i]
+		doc.Longest = append(doc.Longest, markDoc{PID: m.PID, Group: m.Group, Name: m.Name, Message: m.Message, Start: m.Time - s.p.Start, Dur: m.Duration})
+	}
+	return doc, nil
 }
+
+// maxLongestMarks is how many of the longest marks api/marks lists.
+const maxLongestMarks = 20
 
 // counters returns each counter's updates in the range (parameters
 // since, until): their count, smallest, mean, largest and last value, as

@@ -471,18 +471,40 @@ func TestMarkStats(t *testing.T) {
 		t.Helper()
 		resp, body := get(t, "GET", s.URL()+"api/marks?"+q, "")
 		var doc struct {
-			Total int                `json:"total"`
-			Stats []analyze.MarkStat `json:"stats"`
+			Total   int                `json:"total"`
+			Stats   []analyze.MarkStat `json:"stats"`
+			Longest []markDoc          `json:"longest"`
 		}
 		if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("api/marks?%s: %d %v: %s", q, resp.StatusCode, err, body)
 		}
 		n := 0
+		longest := map[string]int64{}
 		for _, m := range doc.Stats {
 			n += m.Count
+			longest[m.Group+":"+m.Name] = m.Max
 		}
 		if n != doc.Total {
 			t.Errorf("api/marks?%s: total %d, the groups count %d", q, doc.Total, n)
+		}
+		// The longest, longest first: as many as the marks, each as long
+		// as its group's longest at most, the first the longest of all.
+		if len(doc.Longest) != min(n, maxLongestMarks) {
+			t.Errorf("api/marks?%s: %d longest marks of %d", q, len(doc.Longest), n)
+		}
+		for i, m := range doc.Longest {
+			if i > 0 && m.Dur > doc.Longest[i-1].Dur || m.Dur > longest[m.Group+":"+m.Name] {
+				t.Errorf("api/marks?%s: longest mark %d, %+v, out of order or longer than its group's", q, i, m)
+			}
+		}
+		if len(doc.Longest) > 0 {
+			most := int64(0)
+			for _, l := range longest {
+				most = max(most, l)
+			}
+			if doc.Longest[0].Dur != most {
+				t.Errorf("api/marks?%s: the longest mark lasts %d ns, the longest of the groups %d", q, doc.Longest[0].Dur, most)
+			}
 		}
 		return doc.Total, doc.Stats
 	}

@@ -632,6 +632,15 @@ function drawMarks(doc) {
     tb.append(tr);
   }
   $("marks-info").textContent = "(" + doc.total + " in the range)";
+  const lb = $("longest").tBodies[0];
+  lb.replaceChildren();
+  for (const m of doc.longest) {
+    const tr = el("tr");
+    tr.append(el("td", fmtNs(m.start_ns)), el("td", fmtNs(m.dur_ns)), el("td", String(m.pid)), el("td", shown(m.group + ":" + m.name), "name"),
+      el("td", shown(m.message || ""), "name"));
+    tr.addEventListener("click", () => select(m.start_ns, m.start_ns + Math.max(m.dur_ns, 1)));
+    lb.append(tr);
+  }
 }
 
 // drawCounters lists each counter's updates in the range, as nsprof
@@ -719,7 +728,7 @@ async function refresh() {
     const [fl, top, ct, logs, marks, counters] = await Promise.all([api("flame", Object.assign({ invert: state.invert ? 1 : 0 }, p)), api("top", p),
       treeInvert === state.invert ? null : api("flame", Object.assign({ invert: treeInvert ? 1 : 0 }, p)),
       state.meta.logs ? api("logs", Object.assign({ limit: 1000 }, p)) : { total: 0, logs: [] },
-      state.meta.marks ? api("marks", p) : { total: 0, stats: [] },
+      state.meta.marks ? api("marks", p) : { total: 0, stats: [], longest: [] },
       state.meta.counters ? api("counters", p) : { counters: [] }]);
     if (gen !== generation) return;
     state.flame = fl;
