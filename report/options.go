@@ -82,6 +82,9 @@ type Options struct {
 	// File names the capture on the text's first line and in the JSON
 	// document's capture.file. Default "".
 	File string
+	// BaseFile names the base capture of a comparison ([Data.Base]) as
+	// File names the other. Default "".
+	BaseFile string
 	// Select is the selection that made the data: the text says how
 	// many samples it selected when it selects or shapes any, and the
 	// timeline views keep the marks, logs and processes of its
@@ -126,6 +129,10 @@ type Data struct {
 	// also takes View, when set, for the stacks of the stalls (see
 	// [analyze.View.StallStacks]).
 	Timeline *analyze.Timeline
+	// Base, with [ViewTop], is the selection of a capture View is
+	// compared with: the view gives each function's shares in both and
+	// their difference (see [analyze.DiffTop]).
+	Base *analyze.View
 }
 
 // errNoData is returned by Generate when the view's data is missing.
@@ -155,6 +162,17 @@ func Generate(w io.Writer, d Data, o Options) error {
 			return callsJSON(w, d.View, o)
 		}
 		return callsText(w, d.View, o)
+	case d.Base != nil:
+		if o.View != ViewTop || o.By != analyze.GroupNone {
+			return fmt.Errorf("report %v: a comparison with a base capture is of the top view, not grouped", o.View)
+		}
+		if d.View == nil {
+			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)
+		}
+		if o.Format == JSON {
+			return diffJSON(w, d.View, d.Base, o)
+		}
+		return diffText(w, d.View, d.Base, o)
 	case o.View >= ViewTop && o.View <= ViewBottomUp:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

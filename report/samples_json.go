@@ -22,6 +22,12 @@ type (
 		Groups     []jsonGroup        `json:"groups"`
 		// Calls is the calls view's flat profile and call graph.
 		Calls *jsonCalls `json:"calls,omitempty"`
+		// Base, BaseSelected and Diff are the capture the top view is
+		// compared with (report --diff-base), the samples selected in
+		// it and the functions' differences ([analyze.FuncDiff]).
+		Base         *jsonCapture       `json:"base,omitempty"`
+		BaseSelected int                `json:"base_selected,omitempty"`
+		Diff         []analyze.FuncDiff `json:"diff,omitempty"`
 	}
 	jsonCapture struct {
 		File        string         `json:"file"`
@@ -54,26 +60,7 @@ type (
 
 func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 	p, samples := v.Profile, v.Samples
-	doc := jsonReport{
-		Schema: Schema,
-		Capture: jsonCapture{
-			File: o.File, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
-			Samples: int(stackSamples(p)), Processes: len(p.Processes), Sampled: p.SampledProcesses(), Symbols: p.SymbolStats, Warnings: p.Warnings,
-		},
-		Selected: len(samples),
-		View:     o.View.String(),
-		GroupBy:  o.By.String(),
-		Groups:   []jsonGroup{},
-	}
-	if vi := p.Selected(); vi != 0 {
-		doc.SampleType = &p.SampleTypes[vi]
-	}
-	if p.HasLost {
-		doc.Capture.Lost = &p.Lost
-	}
-	if o.Damage != nil {
-		doc.Capture.Damage = o.Damage.Error()
-	}
+	doc := newJSONReport(v, o)
 	for _, g := range p.Group(samples, o.By) {
 		jg := jsonGroup{Key: g.Key, Samples: len(g.Samples)}
 		if doc.SampleType != nil {
@@ -101,6 +88,39 @@ func samplesJSON(w io.Writer, v *analyze.View, o Options) error {
 		doc.Groups = append(doc.Groups, jg)
 	}
 	return encodeJSON(w, doc)
+}
+
+// newJSONReport returns the document of the sample view of v, without
+// its groups.
+func newJSONReport(v *analyze.View, o Options) jsonReport {
+	p := v.Profile
+	doc := jsonReport{
+		Schema:   Schema,
+		Capture:  captureDoc(o.File, p),
+		Selected: len(v.Samples),
+		View:     o.View.String(),
+		GroupBy:  o.By.String(),
+		Groups:   []jsonGroup{},
+	}
+	if vi := p.Selected(); vi != 0 {
+		doc.SampleType = &p.SampleTypes[vi]
+	}
+	if o.Damage != nil {
+		doc.Capture.Damage = o.Damage.Error()
+	}
+	return doc
+}
+
+// captureDoc describes capture file, loaded as p.
+func captureDoc(file string, p *analyze.Profile) jsonCapture {
+	c := jsonCapture{
+		File: file, CaptureTime: p.Header.CaptureTime, Duration: float64(p.Duration()) / 1e9,
+		Samples: int(stackSamples(p)), Processes: len(p.Processes), Sampled: p.SampledProcesses(), Symbols: p.SymbolStats, Warnings: p.Warnings,
+	}
+	if p.HasLost {
+		c.Lost = &p.Lost
+	}
+	return c
 }
 
 // encodeJSON writes doc indented, with the characters that could pass

@@ -47,6 +47,9 @@ type reportOptions struct {
 	// Addresses gives each unnamed address a function of its own
 	// ([analyze.LoadOptions.Addresses]).
 	Addresses bool
+	// DiffBase names a capture the function table is compared with
+	// (report.Data.Base); "" for none.
+	DiffBase string
 }
 
 func newReportCmd() *cobra.Command {
@@ -119,6 +122,17 @@ threads, collector frames and losses, frames by type). --since/--until and
 perf report's habits work: -i FILE, --stdio (text, the default) and -g (the
 call tree, as --tree).
 
+--diff-base BASE compares the function table with that of capture BASE, as
+perf diff and pprof's -diff_base do: the same selection (filters, --value,
+--hide-kernel, --focus) in both, and for each function (by name and DSO)
+its self and total shares in BASE and in FILE and their difference in
+percentage points, the largest change first (of the total share with
+--sort total); a function sampled in one capture only has 0 in the other.
+In JSON: "base" (as "capture"), "base_selected" and "diff": [{"function",
+"dso", "kernel", "base_self", "base_total", "self", "total",
+"base_self_percent", "base_total_percent", "self_percent", "total_percent",
+"self_delta", "total_delta"}].
+
 --json prints one document (schema "nsprof-report/1"):
   {"schema", "capture": {"file", "capture_time", "duration_seconds", "samples",
    "processes", "lost_samples" (only with the counter), "symbols": {SOURCE: frames},
@@ -148,7 +162,8 @@ notice; --partial accepts it with a warning and status 0.`,
   nsprof report --tree --hide-kernel --focus handle_request
   nsprof report --marks --since 2 --until 5
   nsprof report --marks --stall 50ms
-  nsprof report --counters --processes --summary`,
+  nsprof report --counters --processes --summary
+  nsprof report --diff-base before.syscap after.syscap`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -184,6 +199,9 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Calls && (opts.Tree || opts.BottomUp || opts.Memory || opts.Timeline != "" || opts.Value != "" || opts.Report.By != analyze.GroupNone) {
 				return usagef(cmd, "--calls does not combine with --tree, --bottom-up, --memory, --value, --by or the timeline views")
 			}
+			if opts.DiffBase != "" && (opts.Tree || opts.BottomUp || opts.Memory || opts.Calls || opts.Timeline != "" || opts.Report.By != analyze.GroupNone) {
+				return usagef(cmd, "--diff-base compares function tables: it does not combine with --tree, --bottom-up, --memory, --calls, --by or the timeline views")
+			}
 			if r := opts.Report; r.Depth < 0 || r.MinPercent < 0 || r.MinPercent > 100 {
 				return usagef(cmd, "--depth and --min-percent must be positive (--min-percent at most 100)")
 			}
@@ -215,6 +233,7 @@ notice; --partial accepts it with a warning and status 0.`,
 	f.BoolVar(views["processes"], "processes", false, "print the processes: lifetime, pid and namespace pid, container, command line")
 	f.BoolVar(views["logs"], "logs", false, "print the log messages")
 	f.BoolVar(views["summary"], "summary", false, "print the capture's facts: duration, CPUs, samples, lost samples, frames by type")
+	f.StringVar(&opts.DiffBase, "diff-base", "", "compare the function table with that of the capture `BASE` (as perf diff and pprof -diff_base): each function's self and total shares in both, the largest change first")
 	f.BoolVar(&opts.Partial, "partial", false, "accept a damaged capture: report the frames before the damage with a warning and exit 0 (default: exit 1)")
 	return cmd
 }
@@ -292,8 +311,15 @@ func report(opts reportOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	ro.Damage = loadErr
+	data := nsreport.Data{View: v}
+	if opts.DiffBase != "" {
+		if data.Base, err = diffBase(opts, stderr); err != nil {
+			return err
+		}
+		ro.BaseFile = opts.DiffBase
+	}
 	bw := bufio.NewWriterSize(stdout, 64*1024)
-	err = nsreport.Generate(bw, nsreport.Data{View: v}, ro)
+	err = nsreport.Generate(bw, data, ro)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -397,4 +423,25 @@ func stallSamples(opts reportOptions, ro nsreport.Options, t *analyze.Timeline, 
 		return nil
 	}
 	return v
+}
+
+// diffBase loads the capture opts.DiffBase and selects its samples as
+// opts selects the main capture's, for the comparison.
+func diffBase(opts reportOptions, stderr io.Writer) (*analyze.View, error) {
+	p, err := analyze.LoadFile(opts.DiffBase, analyze.LoadOptions{NoAllocations: stackValue(opts.Value), Addresses: opts.Addresses, FewerGCs: true})
+	if p == nil {
+		return nil, err
+	}
+	if err != nil {
+		if !opts.Partial {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "nsprof: warning: %s; the base's samples before the damage are compared\n", textsafe.Escape(err.Error()))
+	}
+	warn(stderr, opts.DiffBase, p.Warnings)
+	sel := opts.Report.Select
+	if sel.Value, err = p.ValueIndex(opts.Value); err != nil {
+		return nil, fmt.Errorf("--value: %s: %w", opts.DiffBase, err)
+	}
+	return p.View(sel)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"nsprof/capture"
+	"nsprof/internal/testcaptures"
 	nsreport "nsprof/report"
 )
 
@@ -312,6 +314,9 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", path, path}, 2, "accepts at most 1 arg"},
 		{[]string{"report", filepath.Join(t.TempDir(), "none.syscap")}, 1, "no such file"},
 		{[]string{"report", "/etc/passwd"}, 1, "/etc/passwd: capture: bad magic"},
+		{[]string{"report", "--diff-base", path, "--tree", path}, 2, "--diff-base compares function tables"},
+		{[]string{"report", "--diff-base", path, "--by", "process", path}, 2, "--diff-base compares function tables"},
+		{[]string{"report", "--diff-base", "/etc/passwd", path}, 1, "/etc/passwd: capture: bad magic"},
 	} {
 		_, stderr, status := nsprof(t, nil, tc.args...)
 		if status != tc.status || !strings.Contains(stderr, tc.msg) {
@@ -326,5 +331,65 @@ func TestReportErrors(t *testing.T) {
 	t.Chdir(dir)
 	if out, stderr, status := nsprof(t, nil, "report"); status != 0 || !strings.HasPrefix(out, "capture.syscap: ") {
 		t.Errorf("default file: status %d, %q %q", status, out, stderr)
+	}
+}
+
+// TestReportDiffBase compares the report capture with itself (every
+// delta 0) and with a capture of other stacks (testcaptures' CPU), as
+// text and JSON, the same selection applying to both.
+func TestReportDiffBase(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := writeReportCapture(t, dir)
+	other := filepath.Join(dir, "other.syscap")
+	if err := os.WriteFile(other, testcaptures.CPU(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, status := nsprof(t, nil, "report", "--diff-base", path, path)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3+5 || !strings.HasPrefix(lines[1], "base "+path+": ") {
+		t.Fatalf("against itself:\n%s", out)
+	}
+	for _, l := range lines[3:] {
+		if f := strings.Fields(l); len(f) < 7 || f[2] != "0.0" || f[5] != "0.0" {
+			t.Errorf("against itself, a change: %q", l)
+		}
+	}
+	out, stderr, status = nsprof(t, nil, "report", "--json", "--pid", "10", "--diff-base", other, path)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	var doc struct {
+		Selected     int `json:"selected"`
+		BaseSelected int `json:"base_selected"`
+		Diff         []struct {
+			Function    string  `json:"function"`
+			BaseSelf    int     `json:"base_self"`
+			Self        int     `json:"self"`
+			SelfDelta   float64 `json:"self_delta"`
+			SelfPercent float64 `json:"self_percent"`
+		} `json:"diff"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// pid 10 of each: 4 samples here (hot 3, work 1), 10 in the other
+	// (hot 5, k_read 3, work 2).
+	if doc.Selected != 4 || doc.BaseSelected != 10 {
+		t.Errorf("selected %d and %d in the base, want 4 and 10", doc.Selected, doc.BaseSelected)
+	}
+	got := map[string]string{}
+	for _, d := range doc.Diff {
+		got[d.Function] = fmt.Sprintf("%d→%d %+.1f", d.BaseSelf, d.Self, d.SelfDelta)
+	}
+	for fn, want := range map[string]string{"hot": "5→3 +25.0", "work": "2→1 +5.0", "k_read": "3→0 -30.0"} {
+		if got[fn] != want {
+			t.Errorf("%s: %s, want %s (all: %v)", fn, got[fn], want, got)
+		}
+	}
+	if doc.Diff[0].Function != "k_read" {
+		t.Errorf("the largest change first: %s", doc.Diff[0].Function)
 	}
 }
