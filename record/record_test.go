@@ -388,9 +388,11 @@ func TestRecordSystemWide(t *testing.T) {
 			n++
 		}
 	}
-	// It burns 0.5 s of CPU (about 500 samples alone); on a loaded
-	// machine (CI runs test packages side by side) it gets less.
-	if n < 50 {
+	// It burns 0.5 s (about 500 samples alone); on a loaded machine (CI
+	// runs test packages side by side) it gets less: 37 once, with a
+	// full CI run and a second test run beside it. What is checked is
+	// that a process started while recording has its samples.
+	if n < 10 {
 		t.Errorf("%d samples of the busy fixture started during the recording", n)
 	}
 	checkKallsymsExcerpt(t, c)
