@@ -17,35 +17,12 @@ import (
 	"nsprof/unwind"
 )
 
-// appendJITLoad appends to a jitdump the load of an 11-byte code at addr
-// with no unwinding record before it (V8's, walked by frame pointers).
-func appendJITLoad(b []byte, addr uint64) []byte {
-	le := binary.LittleEndian
-	b = le.AppendUint32(b, 0) // code load
-	b = le.AppendUint32(b, 56+2+11)
-	b = le.AppendUint64(b, 0)
-	b = le.AppendUint32(b, 1)
-	b = le.AppendUint32(b, 1)
-	b = le.AppendUint64(b, addr)
-	b = le.AppendUint64(b, addr)
-	b = le.AppendUint64(b, 11)
-	b = le.AppendUint64(b, addr)
-	b = append(b, 'g', 0)
-	return append(b, make([]byte, 11)...)
-}
-
 // An address of the process's anonymous executable memory that its dump
 // does not describe is JIT code not described yet (jitMissed), until the
 // dump describes it, with call frame information or without; an address
 // of no such memory is not.
 func TestJITMissed(t *testing.T) {
-	le := binary.LittleEndian
-	var b []byte
-	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
-		b = le.AppendUint32(b, v)
-	}
-	b = le.AppendUint64(b, 0)
-	b = le.AppendUint64(b, 0)
+	b := jitDumpHeader()
 	const a, c, v8 = 0x7f0000001000, 0x7f0000001110, 0x7f0000001220
 	b = appendJITCode(b, a)
 	path := filepath.Join(t.TempDir(), "jit-1.dump")
@@ -156,13 +133,7 @@ func TestStackSpill(t *testing.T) {
 // unwinding record and a code load, see appendJITCode) to path.
 func jitDumpFile(t *testing.T, path string, codes ...uint64) {
 	t.Helper()
-	le := binary.LittleEndian
-	var b []byte
-	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
-		b = le.AppendUint32(b, v)
-	}
-	b = le.AppendUint64(b, 0)
-	b = le.AppendUint64(b, 0)
+	b := jitDumpHeader()
 	for _, c := range codes {
 		b = appendJITCode(b, c)
 	}

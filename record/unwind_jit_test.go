@@ -55,6 +55,17 @@ func TestJITUnwindLevels(t *testing.T) {
 	}
 }
 
+// jitDumpHeader returns a little-endian jitdump's header.
+func jitDumpHeader() []byte {
+	le := binary.LittleEndian
+	var b []byte
+	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
+		b = le.AppendUint32(b, v)
+	}
+	b = le.AppendUint64(b, 0)
+	return le.AppendUint64(b, 0)
+}
+
 // appendJITCode appends to a jitdump an unwinding record holding
 // trampolineEHFrame, then the load of an 11-byte code at addr.
 func appendJITCode(b []byte, addr uint64) []byte {
@@ -66,6 +77,14 @@ func appendJITCode(b []byte, addr uint64) []byte {
 	b = le.AppendUint64(b, 0)                              // no .eh_frame_hdr
 	b = le.AppendUint64(b, uint64(len(trampolineEHFrame)))
 	b = append(b, trampolineEHFrame...)
+	return appendJITLoad(b, addr)
+}
+
+// appendJITLoad appends to a jitdump the load of an 11-byte code at addr;
+// alone, with no unwinding record before it, it is code walked by frame
+// pointers (V8's).
+func appendJITLoad(b []byte, addr uint64) []byte {
+	le := binary.LittleEndian
 	b = le.AppendUint32(b, 0) // code load
 	b = le.AppendUint32(b, 56+2+11)
 	b = le.AppendUint64(b, 0)
@@ -83,13 +102,7 @@ func appendJITCode(b []byte, addr uint64) []byte {
 // not cover is unwound through, at most every jitUnwindRecheck of the
 // samples' time.
 func TestJITModuleRereads(t *testing.T) {
-	le := binary.LittleEndian
-	var b []byte
-	for _, v := range []uint32{0x4A695444, 1, 40, 62, 0, 1} {
-		b = le.AppendUint32(b, v)
-	}
-	b = le.AppendUint64(b, 0)
-	b = le.AppendUint64(b, 0)
+	b := jitDumpHeader()
 	const a, c = 0x7f0000001000, 0x7f0000001110
 	b = appendJITCode(b, a)
 	path := filepath.Join(t.TempDir(), "jit-1.dump")
