@@ -25,15 +25,7 @@ func TestJITMissed(t *testing.T) {
 	b := jitDumpHeader()
 	const a, c, v8 = 0x7f0000001000, 0x7f0000001110, 0x7f0000001220
 	b = appendJITCode(b, a)
-	path := filepath.Join(t.TempDir(), "jit-1.dump")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, f := openJITDump(t, b)
 	u := &dwarfUnwinder{}
 	p := &symProc{jit: []jitDump{{f: f}}, other: []span{{0x7f0000000000, 0x7f0000010000}}}
 	at := int64(5e9)

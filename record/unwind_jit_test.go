@@ -55,6 +55,22 @@ func TestJITUnwindLevels(t *testing.T) {
 	}
 }
 
+// openJITDump writes jitdump b to a new file and opens it (closed when
+// the test ends).
+func openJITDump(t *testing.T, b []byte) (string, *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jit-1.dump")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, f
+}
+
 // jitDumpHeader returns a little-endian jitdump's header.
 func jitDumpHeader() []byte {
 	le := binary.LittleEndian
@@ -105,15 +121,7 @@ func TestJITModuleRereads(t *testing.T) {
 	b := jitDumpHeader()
 	const a, c = 0x7f0000001000, 0x7f0000001110
 	b = appendJITCode(b, a)
-	path := filepath.Join(t.TempDir(), "jit-1.dump")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, f := openJITDump(t, b)
 	u := &dwarfUnwinder{}
 	p := &symProc{jit: []jitDump{{f: f}}}
 	const t0 = int64(5e9)
