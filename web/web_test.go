@@ -444,20 +444,27 @@ func TestPprofUI(t *testing.T) {
 	}
 }
 
-// reportMarks returns the marks statistics `nsprof report --marks --json`
-// gives for filter f (its pids and range).
-func reportMarks(t *testing.T, p *analyze.Profile, f analyze.Filter) []analyze.MarkStat {
+// reportTimeline decodes into doc the JSON of timeline view v that
+// `nsprof report` gives for filter f (its pids and range).
+func reportTimeline(t *testing.T, p *analyze.Profile, v report.View, f analyze.Filter, doc any) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: report.ViewMarks, Format: report.JSON, Select: analyze.ViewOptions{Filter: f}}); err != nil {
+	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: v, Format: report.JSON, Select: analyze.ViewOptions{Filter: f}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(buf.Bytes(), doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reportMarks returns the marks statistics `nsprof report --marks --json`
+// gives for filter f.
+func reportMarks(t *testing.T, p *analyze.Profile, f analyze.Filter) []analyze.MarkStat {
+	t.Helper()
 	var doc struct {
 		Marks []analyze.MarkStat `json:"marks"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	reportTimeline(t, p, report.ViewMarks, f, &doc)
 	return doc.Marks
 }
 
@@ -539,16 +546,10 @@ func TestMarkStats(t *testing.T) {
 // --counters --json` gives for the range of filter f.
 func reportCounters(t *testing.T, p *analyze.Profile, f analyze.Filter) []analyze.CounterStat {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: report.ViewCounters, Format: report.JSON, Select: analyze.ViewOptions{Filter: f}}); err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Counters []analyze.CounterStat `json:"counters"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	reportTimeline(t, p, report.ViewCounters, f, &doc)
 	return doc.Counters
 }
 
