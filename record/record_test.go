@@ -352,9 +352,21 @@ func TestRecordSystemWide(t *testing.T) {
 	busy := testutils.BuildFixture(t, "callchain")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The processes start once the recorder is set up: setting up a
+	// system-wide recording reads every process, and in a CI run beside
+	// other test packages it took longer than the 300 ms the loop waited
+	// (4 of 30 /bin/true seen).
+	ready := make(chan struct{})
+	defer func(f func()) { afterSetup = f }(afterSetup)
+	afterSetup = func() { close(ready) }
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
 		time.Sleep(300 * time.Millisecond)
 		exec.CommandContext(ctx, "sh", "-c", "for i in $(seq 30); do /bin/true; sleep 0.01; done").Run()
 		exec.CommandContext(ctx, busy, "0.5", "1").Run()
