@@ -247,6 +247,9 @@ func (r *recorder) tickJIT(now time.Time) {
 		if now.Sub(e.at) < packGrace {
 			break
 		}
+		if q.procs[int32(e.pid)] == nil {
+			continue // lookup could read a process written out back
+		}
 		if p := r.sym.lookup(e.pid); p != nil && p.exitAt == e.rec {
 			r.retryJIT(int32(e.pid), true)
 		}
