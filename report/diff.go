@@ -56,6 +56,9 @@ func diffText(w io.Writer, v, base *analyze.View, o Options) error {
 	if !cut {
 		funcW = min(funcW, maxPad)
 	}
+	if o.SortTotal {
+		fmt.Fprintln(w, "the largest change of total share first")
+	}
 	fmt.Fprintf(w, "%7s %7s %7s %7s %7s %7s  %-*s  %s\n", "Base%", "Self%", "Delta", "Base%", "Total%", "Delta", funcW, "Function", "DSO")
 	pct := func(b []byte, x float64) []byte {
 		return append(appendPadded(b, strconv.AppendFloat(nil, x, 'f', 1, 64), 6), "% "...)
@@ -72,9 +75,6 @@ func diffText(w io.Writer, v, base *analyze.View, o Options) error {
 			}
 		}
 		return append(appendPadded(b, d, 7), ' ')
-	}
-	if o.SortTotal {
-		fmt.Fprintln(w, "(largest change of total share first)")
 	}
 	var line []byte
 	for i, d := range diffs {

@@ -128,6 +128,7 @@ perf diff and pprof's -diff_base do: the same selection (filters, --value,
 its self and total shares in BASE and in FILE and their difference in
 percentage points, the largest change first (of the total share with
 --sort total); a function sampled in one capture only has 0 in the other.
+Pids differ from one recording to the next: --comm selects a program in both.
 In JSON: "base" (as "capture"), "base_selected" and "diff": [{"function",
 "dso", "kernel", "base_self", "base_total", "self", "total",
 "base_self_percent", "base_total_percent", "self_percent", "total_percent",
