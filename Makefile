@@ -96,6 +96,10 @@ demo: build
 	@bin/nsprof export $(BUILD)/demo.syscap --format folded -f -o $(BUILD)/demo.folded
 	@bin/nsprof export $(BUILD)/demo.syscap --format svg -f -o $(BUILD)/demo.svg
 	$(GO) tool pprof -top -nodecount 10 $(BUILD)/demo.pb.gz
+	@echo '== nsprof record -f -o $(BUILD)/demo-sort4m.syscap -- $(BUILD)/tracefd-demo -sort 4000000'
+	@bin/nsprof record --use-trace-fd -f -o $(BUILD)/demo-sort4m.syscap -- $(BUILD)/tracefd-demo -sort 4000000
+	@echo '== nsprof report --diff-base $(BUILD)/demo.syscap $(BUILD)/demo-sort4m.syscap --limit 10'
+	@bin/nsprof report --diff-base $(BUILD)/demo.syscap $(BUILD)/demo-sort4m.syscap --limit 10
 	env -u SYSPROF_TRACE_FD $(BUILD)/tracefd-demo -o $(BUILD)/demo-self.syscap
 	@echo '== nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap'
 	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap

@@ -39,8 +39,12 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("tracefd-demo", flag.ContinueOnError)
 	out := fl.String("o", "demo.syscap", "capture to write when SYSPROF_TRACE_FD is not set")
+	sortN := fl.Int("sort", 1_000_000, "how many random numbers the sort phase sorts")
 	if err := fl.Parse(args); err != nil {
 		return err
+	}
+	if *sortN < 1 {
+		return fmt.Errorf("-sort %d: want at least 1", *sortN)
 	}
 
 	w, err := capture.NewWriterFromEnv(capture.WriterOptions{})
@@ -52,7 +56,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{w: w, pid: int32(os.Getpid())}
+	d := &demo{w: w, pid: int32(os.Getpid()), sortN: *sortN}
 	err = d.run()
 	if cerr := w.Close(); err == nil {
 		err = cerr
@@ -71,6 +75,7 @@ type demo struct {
 	loopCtr  uint32 // counter id: loop iterations
 	heapCtr  uint32 // counter id: heap in use, MiB
 	loops    int64
+	sortN    int             // numbers the sort phase sorts
 	timeline strings.Builder // embedded as demo/phases.txt
 }
 
@@ -172,10 +177,10 @@ func (d *demo) primes() (string, error) {
 	return fmt.Sprintf("%d primes below %d", count, n), nil
 }
 
-// sort sorts 1,000,000 random numbers.
+// sort sorts d.sortN random numbers.
 func (d *demo) sort() (string, error) {
 	r := rand.New(rand.NewPCG(1, 2))
-	v := make([]uint64, 1_000_000)
+	v := make([]uint64, d.sortN)
 	for i := range v {
 		v[i] = r.Uint64()
 	}
