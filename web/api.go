@@ -62,6 +62,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/logs", api("logs", s.logs))
 	mux.Handle("GET /api/marks", api("marks", s.marks))
 	mux.Handle("GET /api/counters", api("counters", s.counters))
+	mux.Handle("GET /api/summary", api("summary", s.summary))
 	mux.HandleFunc("GET /pprof/", s.servePprof)
 	return mux
 }

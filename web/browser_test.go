@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/testcaptures"
 	"nsprof/internal/testutils"
 )
@@ -182,6 +183,17 @@ func TestBrowser(t *testing.T) {
 	screenshot(t, d, shots, "procs-view")
 	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{}))
 	checkCountersTable(t, d, reportCounters(t, p, analyze.Filter{}))
+	// The capture's facts: its sample count, and its frames by type.
+	waitFor(t, d, `document.querySelectorAll("#frames tbody tr").length > 0`)
+	var facts []string
+	d.Eval(`Array.from(document.querySelectorAll("#capture tr, #frames tbody tr")).map(r => Array.from(r.cells).map(c => c.textContent).join("|"))`, &facts)
+	factsText := strings.Join(facts, "\n")
+	screenshot(t, d, shots, "capture-view")
+	for _, want := range []string{fmt.Sprintf("Samples|%d", p.Timeline.Samples), fmt.Sprintf("SAMPLE|%d|", p.Timeline.Frames[capture.TypeSample].Count)} {
+		if !strings.Contains(factsText, want) {
+			t.Errorf("the capture's facts lack %q:\n%s", want, factsText)
+		}
+	}
 
 	var tip string
 	var at []float64

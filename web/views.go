@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -449,6 +451,18 @@ func (s *Server) counters(r *http.Request) (any, error) {
 		doc.Counters = append(doc.Counters, c.Stats(since, until))
 	}
 	return doc, nil
+}
+
+// summary returns the capture's facts as `nsprof report --summary --json`
+// gives them: duration, CPUs, samples and losses, processes and threads,
+// metadata, collector, frames by type.
+func (s *Server) summary(*http.Request) (any, error) {
+	var buf bytes.Buffer
+	o := report.Options{View: report.ViewSummary, Format: report.JSON, File: s.file}
+	if err := report.Generate(&buf, report.Data{Timeline: s.p.Timeline}, o); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(buf.Bytes()), nil
 }
 
 // rangeOf returns q's range on the capture clock, [since, until).

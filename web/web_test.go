@@ -584,3 +584,27 @@ func TestCounterStats(t *testing.T) {
 		}
 	}
 }
+
+// TestSummary checks that api/summary is report --summary --json's
+// document of the capture.
+func TestSummary(t *testing.T) {
+	s, p := startServer(t, testcaptures.Web(t), Options{File: "web.syscap"})
+	resp, body := get(t, "GET", s.URL()+"api/summary", "")
+	var got, want map[string]any
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("api/summary: %d %v: %s", resp.StatusCode, err, body)
+	}
+	var buf bytes.Buffer
+	if err := report.Generate(&buf, report.Data{Timeline: p.Timeline}, report.Options{View: report.ViewSummary, Format: report.JSON, File: "web.syscap"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(buf.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("api/summary:\n%v\nreport --summary --json:\n%v", got, want)
+	}
+	if frames, _ := got["frames"].(map[string]any); frames["SAMPLE"] == nil {
+		t.Errorf("api/summary has no SAMPLE frames: %v", got["frames"])
+	}
+}

@@ -660,6 +660,31 @@ function drawCounters(doc) {
   $("counters-info").textContent = "(" + doc.counters.length + " counters, " + updated + " updated in the range)";
 }
 
+// drawCapture lists the capture's facts (report --summary's JSON).
+function drawCapture(doc) {
+  const c = doc.capture;
+  const rows = [["File", c.file], ["Captured", c.capture_time], ["Duration", fmtNs(Math.round(c.duration_seconds * 1e9))],
+    ["CPUs sampled", String((c.cpus || []).length)], ["Samples", c.samples + (c.lost_samples !== undefined ? " (lost: " + c.lost_samples + ")" : "")],
+    ["Processes", c.processes + " (" + c.sampled_processes + " sampled)"], ["Threads", String(c.threads)]];
+  for (const k of Object.keys(c.metadata || {}).sort()) rows.push([k, c.metadata[k]]);
+  if (c.collector) rows.push(["Collector", JSON.stringify(c.collector)]);
+  for (const w of c.warnings || []) rows.push(["Warning", w]);
+  const tb = $("capture").tBodies[0];
+  tb.replaceChildren();
+  for (const [k, v] of rows) {
+    const tr = el("tr");
+    tr.append(el("td", shown(k), "name"), el("td", shown(v), "name"));
+    tb.append(tr);
+  }
+  const fb = $("frames").tBodies[0];
+  fb.replaceChildren();
+  for (const t of Object.keys(doc.frames || {}).sort()) {
+    const tr = el("tr");
+    tr.append(el("td", t, "name"), el("td", String(doc.frames[t].count)), el("td", String(doc.frames[t].bytes)));
+    fb.append(tr);
+  }
+}
+
 function drawLogs(doc) {
   const tb = $("logs").tBodies[0];
   tb.replaceChildren();
@@ -812,6 +837,7 @@ async function main() {
   $("invert").checked = state.invert;
   showFilter();
   drawProcs();
+  api("summary", {}).then(drawCapture, (err) => status("Error: " + err.message));
   await loadTimeline();
   await refresh();
 }
