@@ -667,7 +667,10 @@ function drawCapture(doc) {
     ["CPUs sampled", String((c.cpus || []).length)], ["Samples", c.samples + (c.lost_samples !== undefined ? " (lost: " + c.lost_samples + ")" : "")],
     ["Processes", c.processes + " (" + c.sampled_processes + " sampled)"], ["Threads", String(c.threads)]];
   for (const k of Object.keys(c.metadata || {}).sort()) rows.push([k, c.metadata[k]]);
-  if (c.collector) rows.push(["Collector", JSON.stringify(c.collector)]);
+  if (c.collector) {
+    const k = c.collector;
+    rows.push(["Collector", k.frames + " frames from the SYSPROF_CONTROL_FD rings, full " + k.rings_full + " times (" + fmtNs(k.blocked_ns) + " blocked, about " + k.lost_estimate + " frames lost)"]);
+  }
   for (const w of c.warnings || []) rows.push(["Warning", w]);
   const tb = $("capture").tBodies[0];
   tb.replaceChildren();
