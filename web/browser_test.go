@@ -492,3 +492,17 @@ func TestBrowserLongestMark(t *testing.T) {
 	}
 	checkMarksTable(t, d, reportMarks(t, p, analyze.Filter{Since: time.Duration(sel[0]), Until: time.Duration(sel[1])}))
 }
+
+// TestBrowserCollector checks that the capture's facts tell what a
+// SYSPROF_CONTROL_FD collector copied and lost.
+func TestBrowserCollector(t *testing.T) {
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	s, _ := startServer(t, testcaptures.Collector(t), Options{})
+	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	waitFor(t, d, `document.querySelectorAll("#frames tbody tr").length > 0`)
+	var row string
+	d.Eval(`Array.from(document.querySelectorAll("#capture tr")).map(r => r.textContent).find(t => t.startsWith("Collector")) || ""`, &row)
+	if want := "Collector1200 frames from the SYSPROF_CONTROL_FD rings, full 3 times (2.000 ms blocked, about 40 frames lost)"; row != want {
+		t.Errorf("the collector's row: %q, want %q", row, want)
+	}
+}
