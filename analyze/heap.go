@@ -72,6 +72,52 @@ func (v *View) Heap() HeapStats {
 		h.TempObjects += p.Value(s, a+4)
 		h.TempBytes += p.Value(s, a+5)
 	}
+	v.replayHeap(selected, func(at, live int64) {
+		if live > h.Peak {
+			h.Peak, h.PeakTime = live, at
+		}
+	}, func() { h.Frees++ })
+	return h
+}
+
+// LiveHeap returns the live bytes of the view's allocations after each
+// allocation or free that changed them, in time order: the heap the
+// selected allocations kept (a memory track, as Sysprof draws one). It is
+// nil for a view without allocations. In a sampled capture (SampleBytes)
+// the sizes are those of the blocks recorded.
+func (v *View) LiveHeap() []CounterPoint {
+	p := v.Profile
+	if p.allocCol == 0 {
+		return nil
+	}
+	selected := make([]bool, len(p.values)/len(p.SampleTypes))
+	some := false
+	for i := range v.Samples {
+		if s := &v.Samples[i]; p.Value(s, p.allocCol) != 0 {
+			selected[s.Row], some = true, true
+		}
+	}
+	if !some {
+		return nil
+	}
+	var out []CounterPoint
+	v.replayHeap(selected, func(at, live int64) {
+		if n := len(out); n > 0 && out[n-1].Time == at {
+			out[n-1].Value = float64(live)
+			return
+		}
+		out = append(out, CounterPoint{Time: at, Value: float64(live)})
+	}, nil)
+	return out
+}
+
+// replayHeap replays the capture's allocations and frees in time order,
+// keeping the selected allocations' blocks (by sample row) live until
+// freed: changed gets the time and the live bytes after each allocation
+// or free that changed them; freed, when set, is told of each free of
+// the view's processes and threads within its range.
+func (v *View) replayHeap(selected []bool, changed func(at, live int64), freed func()) {
+	p := v.Profile
 	free, err := p.matcher(v.filter)
 	if err != nil { // the view was made with this filter: it compiles
 		free = func(*Sample) bool { return false }
@@ -82,12 +128,13 @@ func (v *View) Heap() HeapStats {
 		e := &p.allocs[i]
 		k := pidAddr{e.pid, e.addr}
 		if e.sample < 0 {
-			if free(&Sample{Time: e.time, PID: e.pid, TID: e.tid, Stack: -1}) {
-				h.Frees++
+			if freed != nil && free(&Sample{Time: e.time, PID: e.pid, TID: e.tid, Stack: -1}) {
+				freed()
 			}
 			if size, ok := live[k]; ok {
 				cur -= size
 				delete(live, k)
+				changed(e.time, cur)
 			}
 			continue
 		}
@@ -99,11 +146,8 @@ func (v *View) Heap() HeapStats {
 		}
 		live[k] = e.size
 		cur += e.size
-		if cur > h.Peak {
-			h.Peak, h.PeakTime = cur, e.time
-		}
+		changed(e.time, cur)
 	}
-	return h
 }
 
 // WeighBy returns the view weighing its stacks by sample type t instead,

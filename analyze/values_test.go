@@ -286,3 +286,53 @@ func TestNoAllocations(t *testing.T) {
 			p.Allocations, full.Allocations, p.SampleTypes, len(p.Samples), full.Totals[0])
 	}
 }
+
+// TestLiveHeap: the live bytes a view's allocations kept, over time,
+// reach the view's peak at its time, never go below 0, move forward in
+// time, and end at the leaked bytes where every allocation was recorded.
+func TestLiveHeap(t *testing.T) {
+	for _, c := range valueCaptures {
+		p, err := Load(bytes.NewReader(c.data(t)), LoadOptions{NoHostFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.HasAllocations() {
+			if v, err := p.View(ViewOptions{}); err != nil || v.LiveHeap() != nil {
+				t.Errorf("%s: a heap without allocations (%v)", c.name, err)
+			}
+			continue
+		}
+		vi, err := p.ValueIndex("alloc_space")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pids := range [][]int32{nil, {20}, {12667}, {12672}} {
+			v, err := p.View(ViewOptions{Value: vi, Filter: Filter{PIDs: pids}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, series := v.Heap(), v.LiveHeap()
+			if h.Allocs == 0 {
+				if series != nil {
+					t.Errorf("%s pids %v: a heap of no allocations: %v", c.name, pids, series)
+				}
+				continue
+			}
+			peak, at := 0.0, int64(0)
+			for i, pt := range series {
+				if pt.Value < 0 || i > 0 && pt.Time <= series[i-1].Time {
+					t.Fatalf("%s pids %v: point %d %+v after %+v", c.name, pids, i, pt, series[max(i-1, 0)])
+				}
+				if pt.Value > peak {
+					peak, at = pt.Value, pt.Time
+				}
+			}
+			if int64(peak) != h.Peak || at != h.PeakTime {
+				t.Errorf("%s pids %v: the series peaks at %v at %d, Heap at %d at %d", c.name, pids, peak, at, h.Peak, h.PeakTime)
+			}
+			if last := series[len(series)-1].Value; h.SampleBytes == 0 && int64(last) != h.LeakBytes {
+				t.Errorf("%s pids %v: %v bytes live at the end, %d leaked", c.name, pids, last, h.LeakBytes)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -505,4 +506,31 @@ func TestBrowserCollector(t *testing.T) {
 	if want := "Collector1200 frames from the SYSPROF_CONTROL_FD rings, full 3 times (2.000 ms blocked, about 40 frames lost)"; row != want {
 		t.Errorf("the collector's row: %q, want %q", row, want)
 	}
+}
+
+// TestBrowserHeapTrack opens a --memprof capture without stack samples:
+// the page is ready (it stopped at its empty function table before),
+// weighs by the bytes allocated, and its timeline draws the heap the
+// allocations kept as a counter track.
+func TestBrowserHeapTrack(t *testing.T) {
+	chromium := testutils.LookPathOrSkip(t, "chromium")
+	s, _ := startServer(t, testcaptures.Memprof(t), Options{})
+	d := testutils.OpenChromium(t, chromium, s.URL(), `document.body && document.body.dataset.ready === "1"`)
+	var rows []string
+	d.Eval(`nsprof.state.layout.rows.map(r => r.kind + " " + r.label.trim())`, &rows)
+	if want := "counter " + heapCategory + " / " + heapName; !slices.Contains(rows, want) {
+		t.Errorf("timeline rows lack %q:\n%s", want, strings.Join(rows, "\n"))
+	}
+	// Without stack samples, the views weigh the bytes allocated.
+	var value string
+	d.Eval(`nsprof.state.meta.sample_types[nsprof.state.value].type`, &value)
+	if value != analyze.AllocSpaceType.Type {
+		t.Errorf("a capture of allocations alone opens weighed by %s, want %s", value, analyze.AllocSpaceType.Type)
+	}
+	var top int
+	d.Eval(`document.querySelectorAll("#top tbody tr").length`, &top)
+	if top == 0 {
+		t.Error("the function table is empty")
+	}
+	screenshot(t, d, t.ArtifactDir(), "timeline-view")
 }

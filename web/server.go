@@ -49,6 +49,10 @@ type Server struct {
 	cacheMu   sync.Mutex
 	cache     map[string][]byte
 	cacheKeys []string
+	// heap is the live bytes of the capture's allocations over time
+	// (analyze.View.LiveHeap), made once, at the first timeline.
+	heapOnce sync.Once
+	heap     []analyze.CounterPoint
 }
 
 // New listens on o.Listen and returns a server of p, which must have been

@@ -290,18 +290,45 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 		m := &t.Marks[i]
 		doc.Marks = append(doc.Marks, markDoc{PID: m.PID, Group: m.Group, Name: m.Name, Message: m.Message, Start: m.Time - p.Start, Dur: m.Duration})
 	}
-	for _, c := range t.Counters {
-		cd := counterDoc{Category: c.Category, Name: c.Name, PointsTotal: len(c.Points), Points: [][2]float64{}}
-		if len(c.Points) <= 2*n {
-			for _, pt := range c.Points {
+	counter := func(category, name string, points []analyze.CounterPoint) {
+		cd := counterDoc{Category: category, Name: name, PointsTotal: len(points), Points: [][2]float64{}}
+		if len(points) <= 2*n {
+			for _, pt := range points {
 				cd.Points = append(cd.Points, [2]float64{float64(pt.Time - p.Start), pt.Value})
 			}
 		} else {
-			cd.Points = bucketMinMax(c.Points, p.Start, width)
+			cd.Points = bucketMinMax(points, p.Start, width)
 		}
 		doc.Counters = append(doc.Counters, cd)
 	}
+	for _, c := range t.Counters {
+		counter(c.Category, c.Name, c.Points)
+	}
+	if h := s.liveHeap(); len(h) > 0 {
+		counter(heapCategory, heapName, h)
+	}
 	return doc, nil
+}
+
+// The timeline's track of the live bytes of the recorded allocations.
+const heapCategory, heapName = "Memory", "Heap in use (recorded allocations, bytes)"
+
+// liveHeap returns the live bytes of the capture's allocations over time,
+// nil without allocations.
+func (s *Server) liveHeap() []analyze.CounterPoint {
+	s.heapOnce.Do(func() {
+		if !s.p.HasAllocations() {
+			return
+		}
+		vi, err := s.p.ValueIndex(analyze.AllocSpaceType.Type)
+		if err != nil {
+			return
+		}
+		if v, err := s.p.View(analyze.ViewOptions{Value: vi}); err == nil {
+			s.heap = v.LiveHeap()
+		}
+	})
+	return s.heap
 }
 
 // bucketMinMax returns the smallest and largest value of points in each

@@ -608,3 +608,53 @@ func TestSummary(t *testing.T) {
 		t.Errorf("api/summary has no SAMPLE frames: %v", got["frames"])
 	}
 }
+
+// TestTimelineHeap checks that the timeline of a capture with allocations
+// has a track of the heap they kept, which peaks at report --memory's
+// peak, and that one without allocations has none.
+func TestTimelineHeap(t *testing.T) {
+	heapTrack := func(s *Server) ([][2]float64, bool) {
+		t.Helper()
+		_, body := get(t, "GET", s.URL()+"api/timeline?buckets=100", "")
+		var doc struct {
+			Counters []struct {
+				Category string       `json:"category"`
+				Name     string       `json:"name"`
+				Points   [][2]float64 `json:"points"`
+			} `json:"counters"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("api/timeline: %v: %s", err, body)
+		}
+		for _, c := range doc.Counters {
+			if c.Category == heapCategory && c.Name == heapName {
+				return c.Points, true
+			}
+		}
+		return nil, false
+	}
+	s, p := startServer(t, testcaptures.Memprof(t), Options{})
+	points, ok := heapTrack(s)
+	if !ok || len(points) == 0 {
+		t.Fatal("a capture with allocations has no heap track")
+	}
+	vi, err := p.ValueIndex(analyze.AllocSpaceType.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View(analyze.ViewOptions{Value: vi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := 0.0
+	for _, pt := range points {
+		peak = max(peak, pt[1])
+	}
+	if want := v.Heap().Peak; int64(peak) != want || want == 0 {
+		t.Errorf("the heap track peaks at %v bytes, report --memory's peak is %d", peak, want)
+	}
+	s, _ = startServer(t, testcaptures.Web(t), Options{})
+	if _, ok := heapTrack(s); ok {
+		t.Error("a capture without allocations has a heap track")
+	}
+}

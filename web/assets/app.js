@@ -451,7 +451,7 @@ function loadURL() {
   const since = int("since"), until = int("until");
   if (since < dur && (!until || until > since)) { state.since = since; state.until = until >= dur ? 0 : until; }
   const v = int("value");
-  if (v < state.meta.sample_types.length) state.value = v;
+  if (p.has("value") && v < state.meta.sample_types.length) state.value = v;
   state.invert = p.get("invert") === "1";
   state.pid = int("pid");
   state.tid = int("tid");
@@ -611,13 +611,15 @@ function drawTop(doc) {
   const tb = $("top").tBodies[0];
   tb.replaceChildren();
   const u = doc.sample_type.unit;
-  for (const f of doc.functions) {
+  const fns = doc.functions || [];
+  for (const f of fns) {
     const tr = el("tr");
     tr.append(el("td", fmtValue(f.self, u)), el("td", f.self_percent.toFixed(2)), el("td", fmtValue(f.total, u)), el("td", f.total_percent.toFixed(2)),
       el("td", shown(f.function), "name"), el("td", shown(f.dso), "name"), el("td", shown(f.source || ""), "name src"));
     tb.append(tr);
   }
-  $("top-info").textContent = doc.function_count > doc.functions.length ? "(first " + doc.functions.length + " of " + doc.function_count + ")" : "(" + doc.function_count + " functions)";
+  const n = doc.function_count || 0;
+  $("top-info").textContent = n > fns.length ? "(first " + fns.length + " of " + n + ")" : "(" + n + " functions)";
 }
 
 // drawMarks lists the marks of the range by group and name with their
@@ -835,6 +837,14 @@ async function main() {
     if (e.target.tagName === "SELECT" || e.target.tagName === "INPUT" && e.target.type !== "checkbox") return;
     if (e.key === "Escape") { state.zoom = null; state.pid = state.tid = 0; state.container = ""; showFilter(); drawProcs(); select(0, 0); } else if (e.key === "/") { e.preventDefault(); $("search").focus(); } else if (e.key === "i") { $("invert").click(); }
   });
+  // A capture of allocations alone (record --memprof --no-perf) has no
+  // stack samples: its views weigh the bytes allocated by default.
+  const types = m.sample_types;
+  if (types.length && types[0].total === 0) {
+    const alloc = types.findIndex((t) => t.type === "alloc_space" && t.total > 0);
+    const any = types.findIndex((t) => t.total > 0);
+    if (alloc >= 0 || any >= 0) state.value = alloc >= 0 ? alloc : any;
+  }
   loadURL();
   sel.value = String(state.value);
   $("invert").checked = state.invert;
