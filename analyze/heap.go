@@ -82,13 +82,17 @@ func (v *View) Heap() HeapStats {
 
 // LiveHeap returns the live bytes of the view's allocations after each
 // allocation or free that changed them, in time order: the heap the
-// selected allocations kept (a memory track, as Sysprof draws one). It is
-// nil for a view without allocations. In a sampled capture (SampleBytes)
-// the sizes are those of the blocks recorded.
-func (v *View) LiveHeap() []CounterPoint {
+// selected allocations kept (a memory track, as Sysprof draws one), and
+// how many changes there were. With width > 0 each bucket of width ns
+// from start keeps only its smallest and largest value (in their order),
+// so that the series stays as small as a drawing needs: a --memprof
+// capture has millions of changes. It is nil for a view without
+// allocations. In a sampled capture (SampleBytes) the sizes are those of
+// the blocks recorded.
+func (v *View) LiveHeap(start, width int64) (points []CounterPoint, changes int) {
 	p := v.Profile
 	if p.allocCol == 0 {
-		return nil
+		return nil, 0
 	}
 	selected := make([]bool, len(p.values)/len(p.SampleTypes))
 	some := false
@@ -98,17 +102,53 @@ func (v *View) LiveHeap() []CounterPoint {
 		}
 	}
 	if !some {
-		return nil
+		return nil, 0
 	}
-	var out []CounterPoint
-	v.replayHeap(selected, func(at, live int64) {
-		if n := len(out); n > 0 && out[n-1].Time == at {
-			out[n-1].Value = float64(live)
+	// lo and hi are the current bucket's smallest and largest values,
+	// written when the bucket ends.
+	var (
+		lo, hi CounterPoint
+		bucket int64
+		open   bool
+	)
+	flush := func() {
+		if !open {
 			return
 		}
-		out = append(out, CounterPoint{Time: at, Value: float64(live)})
+		a, b := lo, hi
+		if b.Time < a.Time {
+			a, b = b, a
+		}
+		points = append(points, a)
+		if b != a {
+			points = append(points, b)
+		}
+	}
+	v.replayHeap(selected, func(at, live int64) {
+		changes++
+		pt := CounterPoint{Time: at, Value: float64(live)}
+		if width <= 0 {
+			if n := len(points); n > 0 && points[n-1].Time == at {
+				points[n-1].Value = pt.Value // the last change at one time stands
+			} else {
+				points = append(points, pt)
+			}
+			return
+		}
+		if b := (at - start) / width; !open || b != bucket {
+			flush()
+			lo, hi, bucket, open = pt, pt, b, true
+			return
+		}
+		if pt.Value < lo.Value {
+			lo = pt
+		}
+		if pt.Value > hi.Value {
+			hi = pt
+		}
 	}, nil)
-	return out
+	flush()
+	return points, changes
 }
 
 // replayHeap replays the capture's allocations and frees in time order,

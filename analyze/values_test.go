@@ -297,7 +297,7 @@ func TestLiveHeap(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !p.HasAllocations() {
-			if v, err := p.View(ViewOptions{}); err != nil || v.LiveHeap() != nil {
+			if v, err := p.View(ViewOptions{}); err != nil || func() bool { pts, _ := v.LiveHeap(0, 0); return pts != nil }() {
 				t.Errorf("%s: a heap without allocations (%v)", c.name, err)
 			}
 			continue
@@ -311,7 +311,8 @@ func TestLiveHeap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, series := v.Heap(), v.LiveHeap()
+			h := v.Heap()
+			series, changes := v.LiveHeap(0, 0)
 			if h.Allocs == 0 {
 				if series != nil {
 					t.Errorf("%s pids %v: a heap of no allocations: %v", c.name, pids, series)
@@ -332,6 +333,32 @@ func TestLiveHeap(t *testing.T) {
 			}
 			if last := series[len(series)-1].Value; h.SampleBytes == 0 && int64(last) != h.LeakBytes {
 				t.Errorf("%s pids %v: %v bytes live at the end, %d leaked", c.name, pids, last, h.LeakBytes)
+			}
+			// In buckets: each keeps its smallest and largest value, in
+			// time order, so the peak stays.
+			start := series[0].Time
+			width := (series[len(series)-1].Time-start)/3 + 1 // three buckets
+			buckets, n := map[int64]int{}, 0
+			peakKept := false
+			pts, _ := v.LiveHeap(start, width)
+			for i, pt := range pts {
+				buckets[(pt.Time-start)/width]++
+				if i > 0 && pt.Time < pts[i-1].Time {
+					t.Errorf("%s pids %v: bucketed point %d %+v before %+v", c.name, pids, i, pt, pts[i-1])
+				}
+				peakKept = peakKept || int64(pt.Value) == h.Peak
+				n++
+			}
+			for b, k := range buckets {
+				if k > 2 {
+					t.Errorf("%s pids %v: %d points in bucket %d", c.name, pids, k, b)
+				}
+			}
+			if len(series) > 6 && n > 6 {
+				t.Errorf("%s pids %v: %d points in three buckets", c.name, pids, n)
+			}
+			if !peakKept || n > len(series) || changes < len(series) {
+				t.Errorf("%s pids %v: bucketed: %d points of %d (%d changes), the peak kept: %v", c.name, pids, n, len(series), changes, peakKept)
 			}
 		}
 	}

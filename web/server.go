@@ -50,9 +50,11 @@ type Server struct {
 	cache     map[string][]byte
 	cacheKeys []string
 	// heap is the live bytes of the capture's allocations over time
-	// (analyze.View.LiveHeap), made once, at the first timeline.
-	heapOnce sync.Once
-	heap     []analyze.CounterPoint
+	// (analyze.View.LiveHeap) and heapChanges how often they changed,
+	// made once, at the first timeline.
+	heapOnce    sync.Once
+	heap        []analyze.CounterPoint
+	heapChanges int
 }
 
 // New listens on o.Listen and returns a server of p, which must have been

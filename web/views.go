@@ -304,8 +304,9 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 	for _, c := range t.Counters {
 		counter(c.Category, c.Name, c.Points)
 	}
-	if h := s.liveHeap(); len(h) > 0 {
+	if h, changes := s.liveHeap(); len(h) > 0 {
 		counter(heapCategory, heapName, h)
+		doc.Counters[len(doc.Counters)-1].PointsTotal = changes
 	}
 	return doc, nil
 }
@@ -314,8 +315,10 @@ func (s *Server) timeline(r *http.Request) (any, error) {
 const heapCategory, heapName = "Memory", "Heap in use (recorded allocations, bytes)"
 
 // liveHeap returns the live bytes of the capture's allocations over time,
-// nil without allocations.
-func (s *Server) liveHeap() []analyze.CounterPoint {
+// each of maxBuckets buckets of the capture keeping its smallest and
+// largest value (a timeline asks for at most that many), and how many
+// times they changed; nil without allocations.
+func (s *Server) liveHeap() ([]analyze.CounterPoint, int) {
 	s.heapOnce.Do(func() {
 		if !s.p.HasAllocations() {
 			return
@@ -325,10 +328,11 @@ func (s *Server) liveHeap() []analyze.CounterPoint {
 			return
 		}
 		if v, err := s.p.View(analyze.ViewOptions{Value: vi}); err == nil {
-			s.heap = v.LiveHeap()
+			width := max(1, (s.p.End-s.p.Start+maxBuckets-1)/maxBuckets)
+			s.heap, s.heapChanges = v.LiveHeap(s.p.Start, width)
 		}
 	})
-	return s.heap
+	return s.heap, s.heapChanges
 }
 
 // bucketMinMax returns the smallest and largest value of points in each
