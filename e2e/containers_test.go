@@ -3,12 +3,17 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"nsprof/internal/testutils"
 	"nsprof/internal/testutils/containers"
 )
 
@@ -176,5 +181,50 @@ func checkDescribed(t *testing.T, capture string, pid int, overlays bool, file s
 		if files := nsprof(t, "dump", capture, "--files"); !strings.Contains(files, want) {
 			t.Errorf("capture lacks %s:\n%s", want, files)
 		}
+	}
+}
+
+// TestPodmanShort records a rootful Podman container whose
+// shell runs 250 commands of about 10 ms each, as a command (podman run
+// and what it starts) and system-wide: most of those commands exit before
+// the recorder reads their /proc, and are labelled with the container
+// all the same, from the namespaces the kernel reported at their fork
+// (without, three quarters of their samples were labelled unknown).
+func TestPodmanShort(t *testing.T) {
+	testutils.RequireRoot(t, "rootful podman needs root")
+	rootfs := containers.RootfsWith(t, "/bin/sh", "/usr/bin/sha256sum")
+	loop := `i=0; while [ $i -lt 250 ]; do /usr/bin/sha256sum /lib/x86_64-linux-gnu/libc.so.6 >/dev/null; i=$((i+1)); done`
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"cmd", nil}, {"a", []string{"-a"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, env := containers.PodmanRunArgs(t, rootfs, nil, []string{"/bin/sh", "-c", loop})
+			capture := filepath.Join(t.TempDir(), "short.syscap")
+			rec := append(append([]string{"record", "-F", "1000", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network"}, tc.args...), "--")
+			cmd := exec.Command(nsprofBin, append(rec, args...)...)
+			cmd.Env = append(os.Environ(), env...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("nsprof record: %v\n%s", err, out)
+			}
+			r := reportJSON(t, capture, "--by", "process", "--comm", "^sha256sum")
+			labelled, samples := 0, 0
+			var other []string
+			for _, g := range r.Groups {
+				samples += g.Samples
+				if strings.HasPrefix(g.Container, "podman:") {
+					labelled += g.Samples
+				} else if len(other) < 10 {
+					other = append(other, fmt.Sprintf("%s: %d samples labelled %q", g.Key, g.Samples, g.Container))
+				}
+			}
+			if len(r.Groups) < 100 || samples < 500 {
+				t.Fatalf("%d sha256sum processes with %d samples, want the loop's 250 and their seconds", len(r.Groups), samples)
+			}
+			t.Logf("%d of the commands' %d samples (%d processes) labelled with the container; others: %s", labelled, samples, len(r.Groups), strings.Join(other, "; "))
+			if labelled*100 < samples*95 {
+				t.Errorf("%d of the commands' %d samples labelled with the container, want 95%%; others: %s", labelled, samples, strings.Join(other, "; "))
+			}
+		})
 	}
 }

@@ -233,6 +233,12 @@ type Options struct {
 	// [AllTasks], a [RecordSwitchCPUWide]) each time a recorded task
 	// enters or leaves a CPU (perf record --switch-events).
 	ContextSwitch bool
+	// Namespaces also writes a [RecordNamespaces] record for each task
+	// created, and each time one enters or leaves a namespace (perf
+	// record --namespaces): what a task that exits before /proc is read
+	// ran in. It needs CAP_PERFMON (or CAP_SYS_ADMIN): without, the
+	// events are opened without it, as [Reader.Namespaces] says.
+	Namespaces bool
 	// SampleCPUWide opens the sampling event (Event, at Frequency or
 	// Period) once per CPU for every task (pid -1), not per followed
 	// task, for targets other than [AllTasks]; the MMAP, COMM, FORK,
@@ -406,6 +412,9 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 	if s.ContextSwitch {
 		a.Bits |= attrContextSwitch
 	}
+	if s.Namespaces {
+		a.Bits |= attrNamespaces
+	}
 	if s.ExcludeKernel {
 		a.Bits |= attrExcludeKernel | attrExcludeHV
 	}
@@ -432,7 +441,7 @@ func (s *settings) attr(ev Event, systemWide, onExec bool) unix.PerfEventAttr {
 // exec.
 func (s *settings) cpuWideAttr(ev Event, onExec bool) unix.PerfEventAttr {
 	a := s.attr(ev, true, false)
-	a.Bits &^= attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch
+	a.Bits &^= attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch | attrNamespaces
 	if onExec && !s.StartDisabled {
 		a.Bits &^= attrDisabled
 	}
@@ -470,7 +479,7 @@ func (s *settings) sidebandTracepoint() int {
 // sidebandTracepointAttr builds the attributes of tracepoint i of
 // sidebandTracepoint: its hits, and the records of dummyAttr.
 func (s *settings) sidebandTracepointAttr(i int, onExec bool) unix.PerfEventAttr {
-	const sideband = attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch
+	const sideband = attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrContextSwitch | attrNamespaces
 	a := s.tracepointAttr(s.tpIDs[i], true, s.tpUser[i], false, onExec)
 	a.Bits |= s.dummyAttr(onExec).Bits & sideband
 	return a
@@ -497,7 +506,7 @@ func (s *settings) tracepointAttr(id uint64, stack, userOnly, systemWide, onExec
 	a := s.attr(s.Event, systemWide, onExec)
 	a.Type, a.Config = typeTracepoint, id
 	a.Sample = 1
-	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle | attrContextSwitch
+	a.Bits &^= attrFreq | attrMmap | attrMmap2 | attrComm | attrCommExec | attrTask | attrBuildID | attrExcludeIdle | attrContextSwitch | attrNamespaces
 	if !stack {
 		a.Bits |= attrExcludeCallchainK | attrExcludeCallchainU
 	}

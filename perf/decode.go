@@ -226,6 +226,21 @@ func decodeOther(rec *Record, typ RecordType, raw []byte, f Format) *FormatError
 	case RecordSwitch:
 	case RecordSwitchCPUWide:
 		rec.Switch = Switch{NextPrevPID: c.u32(), NextPrevTID: c.u32()}
+	case RecordNamespaces:
+		ns := &rec.Namespaces
+		*ns = Namespaces{PID: c.u32(), TID: c.u32(), Count: c.u64()}
+		if c.short {
+			break
+		}
+		if ns.Count > uint64(c.left())/16 {
+			return &FormatError{Msg: fmt.Sprintf("%d namespaces do not fit in the %d bytes left", ns.Count, c.left())}
+		}
+		for i := range ns.Count {
+			l := NamespaceLink{Dev: c.u64(), Inode: c.u64()}
+			if i < NamespaceCount {
+				ns.Links[i] = l
+			}
+		}
 	default:
 		rec.Raw = append(rec.Raw, raw...)
 		return nil

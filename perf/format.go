@@ -26,6 +26,10 @@ const (
 	// RecordSwitchCPUWide is a context switch seen by a system-wide
 	// event: [Record.Switch] names the other task.
 	RecordSwitchCPUWide RecordType = 15
+	// RecordNamespaces gives a task's namespaces, written for events
+	// opened with [Options.Namespaces] when a task is created and when
+	// one enters or leaves a namespace (unshare, setns).
+	RecordNamespaces RecordType = 16
 )
 
 var recordNames = [...]string{
@@ -45,7 +49,7 @@ var recordNames = [...]string{
 	RecordLostSamples:   "LOST_SAMPLES",
 	RecordSwitch:        "SWITCH",
 	RecordSwitchCPUWide: "SWITCH_CPU_WIDE",
-	16:                  "NAMESPACES",
+	RecordNamespaces:    "NAMESPACES",
 	17:                  "KSYMBOL",
 	18:                  "BPF_EVENT",
 	19:                  "CGROUP",
@@ -134,6 +138,7 @@ const (
 	attrCommExec          = 1 << 24
 	attrUseClockID        = 1 << 25
 	attrContextSwitch     = 1 << 26
+	attrNamespaces        = 1 << 28
 	attrBuildID           = 1 << 34
 )
 

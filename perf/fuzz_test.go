@@ -19,6 +19,7 @@ var updateSeeds = flag.Bool("update-seeds", false, "capture live records into te
 // fresh one.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(sampleRecord(1, 2, 3, []uint64{ContextUser, 1}), testFormat(false).SampleType, uint64(0), true)
+	f.Add(record(RecordNamespaces, 0, idTrailer(nsBody(8, 9, 7), 8, 9, 5, 1, 7).b), testFormat(false).SampleType, uint64(0), true)
 	f.Fuzz(func(t *testing.T, raw []byte, sampleType, regs uint64, idAll bool) {
 		format := Format{SampleType: sampleType, RegsUser: regs, SampleIDAll: idAll}
 		var fresh Record
@@ -76,6 +77,10 @@ func summary(r *Record) string {
 		v = r.Throttle
 	case RecordLostSamples:
 		v = r.LostSamples
+	case RecordSwitchCPUWide:
+		v = r.Switch
+	case RecordNamespaces:
+		v = r.Namespaces
 	default:
 		v = r.Raw
 	}

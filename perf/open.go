@@ -133,6 +133,13 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 				attr = s.attr(ev, systemWide, onExec)
 				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 			}
+			if err != nil && attr.Bits&attrNamespaces != 0 && len(res.fds) == res.cpuWide && errors.Is(err, unix.EACCES) {
+				// Namespace records need CAP_PERFMON: the events
+				// are opened without them.
+				s.Namespaces = false
+				attr.Bits &^= attrNamespaces
+				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			}
 			if errors.Is(err, unix.ENODEV) && owner < 0 {
 				break // CPU went offline
 			}
@@ -192,6 +199,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 	}
 	res.poll = p
 	r := newReader(res, s.format(), ev, !systemWide)
+	r.namespaces = s.Namespaces
 	if !s.StartDisabled && !onExec {
 		if err := r.Enable(); err != nil {
 			r.Close()

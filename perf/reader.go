@@ -75,6 +75,8 @@ type Reader struct {
 	pending bool // a head snapshot is being drained
 	hungUp  int  // event fds whose tasks all exited
 	perTask bool // events follow tasks, so they can all hang up
+	// namespaces: the events write RecordNamespaces records.
+	namespaces bool
 	// last says the snapshot taken once every followed task exited was
 	// drained: with Options.SampleCPUWide, records of other tasks keep
 	// coming after.
@@ -111,6 +113,10 @@ func (r *Reader) Format() Format { return r.format }
 // Event returns the event that drives sampling, which is EventCPUClock
 // when EventCycles was asked for on a machine without a usable PMU.
 func (r *Reader) Event() Event { return r.event }
+
+// Namespaces reports whether the events write [RecordNamespaces] records:
+// asked for with [Options.Namespaces], and allowed.
+func (r *Reader) Namespaces() bool { return r.namespaces }
 
 // CPUs returns the number of per-CPU rings: one per online CPU.
 func (r *Reader) CPUs() int { return r.cpus }

@@ -25,6 +25,7 @@ type Record struct {
 	Throttle    Throttle    // RecordThrottle and RecordUnthrottle
 	LostSamples LostSamples // RecordLostSamples
 	Switch      Switch      // RecordSwitchCPUWide
+	Namespaces  Namespaces  // RecordNamespaces
 
 	// ID is the sample_id_all trailer of any record other than a sample,
 	// when the events were opened with it ([Format.SampleIDAll]); only the
@@ -151,6 +152,35 @@ type LostSamples struct {
 type Switch struct {
 	NextPrevPID, NextPrevTID uint32
 }
+
+// Namespaces is a PERF_RECORD_NAMESPACES: the namespaces of task TID of
+// process PID (ids in the recorder's PID namespace), each the device and
+// inode of its /proc/PID/ns file, indexed by NamespaceNet and the others.
+// Count is how many the record held: the kernel's seven since Linux 4.12;
+// a record of fewer leaves the others zero, one of more has them dropped.
+type Namespaces struct {
+	PID, TID uint32
+	Count    uint64
+	Links    [NamespaceCount]NamespaceLink
+}
+
+// NamespaceLink identifies a namespace as stat(2) of its /proc/PID/ns
+// file does.
+type NamespaceLink struct {
+	Dev, Inode uint64
+}
+
+// Indexes of [Namespaces.Links], the kernel's *_NS_INDEX.
+const (
+	NamespaceNet = iota
+	NamespaceUTS
+	NamespaceIPC
+	NamespacePID
+	NamespaceUser
+	NamespaceMnt
+	NamespaceCgroup
+	NamespaceCount
+)
 
 // SampleID is the sample_id_all trailer of a non-sample record.
 type SampleID struct {

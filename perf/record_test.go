@@ -111,10 +111,37 @@ func TestDecodeRecord(t *testing.T) {
 					t.Errorf("got %+v", r.LostSamples)
 				}
 			}},
-		{"unknown", false, record(RecordType(16), 0, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
+		{"unknown", false, record(RecordType(17), 0, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
 			func(t *testing.T, r *Record) {
-				if len(r.Raw) != 40 || r.ID.TID != 2 || r.Type.String() != "NAMESPACES" {
+				if len(r.Raw) != 40 || r.ID.TID != 2 || r.Type.String() != "KSYMBOL" {
 					t.Errorf("raw %d bytes, id %+v, %v", len(r.Raw), r.ID, r.Type)
+				}
+			}},
+		{"namespaces", false, record(RecordNamespaces, 0, idTrailer(nsBody(8, 9, 7), 8, 9, 5, 1, 7).b),
+			func(t *testing.T, r *Record) {
+				ns := r.Namespaces
+				if ns.PID != 8 || ns.TID != 9 || ns.Count != 7 || r.ID.TID != 9 || len(r.Raw) != 0 {
+					t.Fatalf("got %+v, id %+v, raw %d bytes", ns, r.ID, len(r.Raw))
+				}
+				for i, l := range ns.Links {
+					if l != (NamespaceLink{Dev: 4, Inode: 0xf0000000 + uint64(i)}) {
+						t.Errorf("link %d: %+v", i, l)
+					}
+				}
+				if ns.Links[NamespaceMnt].Inode != 0xf0000005 || ns.Links[NamespacePID].Inode != 0xf0000003 {
+					t.Errorf("mnt %+v, pid %+v", ns.Links[NamespaceMnt], ns.Links[NamespacePID])
+				}
+			}},
+		{"namespaces of a later kernel", false, record(RecordNamespaces, 0, idTrailer(nsBody(8, 8, 9), 8, 8, 5, 1, 7).b),
+			func(t *testing.T, r *Record) {
+				if ns := r.Namespaces; ns.Count != 9 || ns.Links[NamespaceCgroup].Inode != 0xf0000006 {
+					t.Errorf("got %+v", ns)
+				}
+			}},
+		{"namespaces of an earlier kernel", false, record(RecordNamespaces, 0, idTrailer(nsBody(8, 8, 2), 8, 8, 5, 1, 7).b),
+			func(t *testing.T, r *Record) {
+				if ns := r.Namespaces; ns.Count != 2 || ns.Links[NamespaceUTS].Inode != 0xf0000001 || ns.Links[NamespaceIPC] != (NamespaceLink{}) {
+					t.Errorf("got %+v", ns)
 				}
 			}},
 		{"switch", false, record(RecordSwitch, MiscSwitchOut, idTrailer(&enc{}, 1, 2, 5, 1, 7).b),
@@ -168,6 +195,8 @@ func TestDecodeRecordErrors(t *testing.T) {
 			raw([]byte{21, 0, 0, 0}).raw(make([]byte, 20)).u32(5).u32(2).str("/x"), 5, 6, 99, 1, 7).b), nil, "build id size 21"},
 		{"mmap body", false, record(RecordMmap, 0, idTrailer((&enc{}).u32(5), 5, 6, 99, 1, 7).b), nil, "body too short"},
 		{"trailer", false, record(RecordExit, 0, make([]byte, 16)), nil, "sample_id trailer"},
+		{"namespaces count", false, record(RecordNamespaces, 0, idTrailer((&enc{}).u32(1).u32(1).u64(1<<62).u64(4).u64(5), 1, 1, 5, 1, 7).b), nil, "4611686018427387904 namespaces do not fit in the 16 bytes"},
+		{"namespaces body", false, record(RecordNamespaces, 0, idTrailer((&enc{}).u32(1), 1, 1, 5, 1, 7).b), nil, "body too short"},
 		{"unsupported", false, long, &Format{SampleType: 1 << 4}, "unsupported sample_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,4 +248,14 @@ func TestRecordTypeString(t *testing.T) {
 			t.Errorf("%d: %q, want %q", uint32(typ), got, want)
 		}
 	}
+}
+
+// nsBody encodes the body of a NAMESPACES record of task tid of pid with
+// n namespaces, each on device 4 with inode 0xf0000000 plus its index.
+func nsBody(pid, tid uint32, n int) *enc {
+	e := (&enc{}).u32(pid).u32(tid).u64(uint64(n))
+	for i := range n {
+		e.u64(4).u64(0xf0000000 + uint64(i))
+	}
+	return e
 }

@@ -33,6 +33,10 @@ type tracker struct {
 	parentOf map[int]int
 	pm       *pidMap
 	hostNS   uint64
+	// byNS holds, by namespaces, a process read from /proc in a
+	// container, whose label a process gone in the same namespaces
+	// before /proc was read gets (see labelOfNS).
+	byNS map[taskNS]int
 	// seen counts processes described; withSamples are the pids with
 	// samples.
 	seen        int
@@ -54,6 +58,9 @@ type tracker struct {
 	lingerChecked time.Time
 	// exitsInferred counts the processes ended that way.
 	exitsInferred int
+	// nsLabelled counts the processes gone before /proc told their
+	// container, labelled by their namespaces (see labelByNS).
+	nsLabelled int
 	// gone holds, of the processes forgotten (forget) that lived in a
 	// PID namespace other than the recorder's, what records read late
 	// still ask of them: the pid each knew itself by (the bundle's JIT
@@ -126,6 +133,11 @@ type procState struct {
 	// (/proc/PID/root), when it was read: /proc/PID/maps shows the paths
 	// of files inside it with it as a prefix.
 	root string
+	// ns is what the newest NAMESPACES record of its leader thread
+	// said: zero without one. nsLabel says its container label came
+	// from it (see labelByNS): the process was gone before /proc told.
+	ns      taskNS
+	nsLabel bool
 	// execAt is the time of the newest exec seen. Rings are read CPU by
 	// CPU, so an exec and its mappings may be read after a later exec's
 	// when the process moved between CPUs: `unshare --root` execs the
@@ -384,6 +396,9 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 		} else {
 			info.Container = t.identify(pid, now)
 		}
+		t.noteNS(pid, ps, &info.ProcessInfo)
+	} else if t.identify != nil && info.Container == nil {
+		t.labelByNS(ps, &info.ProcessInfo)
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	ps.info, ps.mounts = info.ProcessInfo, info.mountKey()
@@ -510,6 +525,8 @@ func (t *tracker) symMapped(pid int, m *capture.Map, dev uint64, buildID []byte)
 func (t *tracker) handle(rec *perf.Record) {
 	now := int64(rec.Time())
 	switch rec.Type {
+	case perf.RecordNamespaces:
+		t.namespaces(&rec.Namespaces, now)
 	case perf.RecordComm:
 		c := &rec.Comm
 		if c.PID != c.TID && t.err == nil {

@@ -304,7 +304,9 @@ func (r *recorder) setup() error {
 		default:
 			target = perf.AllTasks()
 		}
-		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency), NoBuildID: o.NoMmapBuildIDs}
+		// Namespaces: what a process that exits before /proc is read ran
+		// in (see tracker.labelByNS).
+		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency), NoBuildID: o.NoMmapBuildIDs, Namespaces: true}
 		// Unwinding needs the symbolizer's files (only with the live /proc).
 		if o.DWARFStack > 0 && r.sym != nil {
 			popts.UserStack = uint32(o.DWARFStack)
@@ -582,6 +584,9 @@ func (r *recorder) finish() {
 	r.endCapture()
 	if n := r.tr.redact.cut; n > 0 {
 		r.notef("command lines of %d processes cut to their program names (--redact-cmdlines=%s)", n, r.opts.RedactCmdlines)
+	}
+	if n := r.tr.nsLabelled; n > 0 {
+		r.notef("%d processes gone before /proc was read labelled with the container of their parent or of a process in the same namespaces", n)
 	}
 	if n := r.tr.exitsInferred; n > 0 {
 		r.logf("%d processes whose leader thread exited first ended when /proc showed their last thread gone: its EXIT record was not read (lost)", n)

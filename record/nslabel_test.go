@@ -1,0 +1,114 @@
+package record
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"nsprof/capture"
+	"nsprof/container"
+	"nsprof/perf"
+	"nsprof/proc"
+)
+
+// nsRecord is the NAMESPACES record of task tid of process pid in
+// namespaces ns.
+func nsRecord(pid, tid uint32, ns taskNS, time uint64) *perf.Record {
+	r := &perf.Record{Type: perf.RecordNamespaces, Namespaces: perf.Namespaces{PID: pid, TID: tid, Count: perf.NamespaceCount}}
+	r.Namespaces.Links[perf.NamespaceMnt].Inode = ns.mnt
+	r.Namespaces.Links[perf.NamespacePID].Inode = ns.pid
+	r.Namespaces.Links[perf.NamespaceUser].Inode = ns.user
+	r.ID.Time = time
+	return r
+}
+
+// fakeNSProcess writes process pid under the fake /proc at root, in
+// namespaces ns with root directory "/".
+func fakeNSProcess(t *testing.T, root string, pid int, name string, ns taskNS) {
+	t.Helper()
+	dir := fakeProcess(t, root, pid, name, "/bin/"+name+"\x00", "")
+	if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"ns/mnt": fmt.Sprintf("mnt:[%d]", ns.mnt), "ns/pid": fmt.Sprintf("pid:[%d]", ns.pid),
+		"ns/user": fmt.Sprintf("user:[%d]", ns.user), "root": "/",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Processes that exit before /proc is read get the container of their
+// parent when they share its namespaces, else that of a live process
+// read from /proc in theirs; nothing without their NAMESPACES record, nor
+// from a process that has exited (its namespaces' numbers may be another's
+// now), nor from a thread's record.
+func TestLabelByNamespaces(t *testing.T) {
+	self, err := proc.NamespaceID(proc.Self, "mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := taskNS{mnt: self, pid: 4026531836, user: 4026531837}
+	ctr := taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837}
+	other := taskNS{mnt: 4026532200, pid: 4026532101, user: 4026531837}
+	root := t.TempDir()
+	fakeNSProcess(t, root, 700, "sh", ctr)      // the container's shell
+	fakeNSProcess(t, root, 701, "conmon", host) // the runtime's, on the host
+	fakeNSProcess(t, root, 702, "init", ctr)    // another in the container, to exit
+	tr := fakeTracker(t, root)
+	podman := &capture.ContainerInfo{Kind: container.KindPodman, ID: "58914741353e", Name: "hot"}
+	tr.identify = func(pid int, now int64) *capture.ContainerInfo { return podman }
+	now := uint64(capture.Now())
+	for _, pid := range []int{700, 701, 702} {
+		tr.scan(pid, int64(now))
+	}
+	if c := tr.procs[701].info.Container; c == nil || c.Kind != container.KindHost {
+		t.Fatalf("conmon labelled %+v, want host", c)
+	}
+	// Each child below exits before /proc is read: no directory of it.
+	step := func(parent, child uint32, recs ...*perf.Record) {
+		now += 10
+		tr.handle(forkRecord(parent, child, now))
+		for _, r := range recs {
+			tr.handle(r)
+		}
+	}
+	step(700, 710, nsRecord(710, 710, ctr, now+1))  // the shell's command
+	step(701, 711, nsRecord(711, 711, ctr, now+1))  // podman exec's: parent on the host
+	step(701, 712, nsRecord(712, 712, host, now+1)) // the runtime's own child
+	step(700, 713)                                  // no record: nothing tells
+	step(700, 714, nsRecord(714, 714, ctr, now+1), nsRecord(714, 714, other, now+2))
+	step(701, 715, nsRecord(715, 716, ctr, now+1)) // a thread's record
+	step(701, 717, nsRecord(717, 717, other, now+1))
+	now += 10
+	tr.handle(exitRecord(702, now))
+	tr.handle(exitRecord(700, now))
+	step(701, 718, nsRecord(718, 718, ctr, now+1)) // its namespaces' processes have exited
+	got := map[int]*capture.ContainerInfo{}
+	for _, pi := range trackerInfos(t, tr) {
+		if pi.Container != nil { // as analyze reads them: the last label
+			got[pi.PID] = pi.Container
+		}
+	}
+	for pid, want := range map[int]string{
+		700: container.KindPodman, 710: container.KindPodman, 711: container.KindPodman,
+		712: container.KindHost, 713: "", 714: container.KindPodman, 715: "", 717: "", 718: "",
+	} {
+		kind := ""
+		if c := got[pid]; c != nil {
+			kind = c.Kind
+		}
+		if kind != want {
+			t.Errorf("pid %d labelled %q, want %q", pid, kind, want)
+		}
+	}
+	if tr.nsLabelled != 4 {
+		t.Errorf("%d processes labelled by their namespaces, want 4", tr.nsLabelled)
+	}
+	if ps := tr.procs[710]; ps.info.MntNS != ctr.mnt || ps.info.PidNS != ctr.pid {
+		t.Errorf("710's namespaces in its line: mnt %d pid %d, want those of its record", ps.info.MntNS, ps.info.PidNS)
+	}
+}
