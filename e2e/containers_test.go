@@ -189,7 +189,8 @@ func checkDescribed(t *testing.T, capture string, pid int, overlays bool, file s
 // and what it starts) and system-wide: most of those commands exit before
 // the recorder reads their /proc, and are labelled with the container
 // all the same, from the namespaces the kernel reported at their fork
-// (without, three quarters of their samples were labelled unknown).
+// (without, three quarters of their samples were labelled unknown), with
+// their pids in the container (the vfork's return in the shell).
 func TestPodmanShort(t *testing.T) {
 	testutils.RequireRoot(t, "rootful podman needs root")
 	rootfs := containers.RootfsWith(t, "/bin/sh", "/usr/bin/sha256sum")
@@ -210,7 +211,11 @@ func TestPodmanShort(t *testing.T) {
 			r := reportJSON(t, capture, "--by", "process", "--comm", "^sha256sum")
 			labelled, samples := 0, 0
 			var other []string
+			nspids := map[int32]bool{}
 			for _, g := range r.Groups {
+				if g.NSPID > 1 {
+					nspids[g.NSPID] = true
+				}
 				samples += g.Samples
 				if strings.HasPrefix(g.Container, "podman:") {
 					labelled += g.Samples
@@ -224,6 +229,11 @@ func TestPodmanShort(t *testing.T) {
 			t.Logf("%d of the commands' %d samples (%d processes) labelled with the container; others: %s", labelled, samples, len(r.Groups), strings.Join(other, "; "))
 			if labelled*100 < samples*95 {
 				t.Errorf("%d of the commands' %d samples labelled with the container, want 95%%; others: %s", labelled, samples, strings.Join(other, "; "))
+			}
+			// Their pids in the container: the shell is 1 there, each
+			// command another (the clone's return in the shell).
+			if len(nspids)*100 < len(r.Groups)*95 {
+				t.Errorf("%d of %d commands with a pid of their own in the container", len(nspids), len(r.Groups))
 			}
 		})
 	}

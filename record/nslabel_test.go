@@ -112,3 +112,45 @@ func TestLabelByNamespaces(t *testing.T) {
 		t.Errorf("710's namespaces in its line: mnt %d pid %d, want those of its record", ps.info.MntNS, ps.info.PidNS)
 	}
 }
+
+// A child a process in a PID namespace of its own created, gone before
+// /proc was read, gets the pid it had there from the clone's return value
+// in its parent, whichever of the FORK record and the return is read
+// first; a child /proc described keeps what /proc said, and a thread
+// gets no process line.
+func TestGoneChildNSpid(t *testing.T) {
+	ctr := taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837}
+	root := t.TempDir()
+	fakeNSProcess(t, root, 800, "sh", ctr)
+	live := fakeProcess(t, root, 803, "live", "/bin/live\x00", "")
+	if err := os.WriteFile(filepath.Join(live, "status"), []byte("Name:\tlive\nPid:\t803\nPPid:\t800\nNStgid:\t803\t9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := fakeTracker(t, root)
+	now := uint64(capture.Now())
+	tr.scan(800, int64(now))
+	tr.handle(forkRecord(800, 801, now+10)) // FORK first
+	tr.cloneReturned(800, 800, 7, int64(now+11))
+	tr.cloneReturned(800, 800, 8, int64(now+20)) // the return first
+	tr.handle(forkRecord(800, 802, now+21))
+	tr.handle(forkRecord(800, 803, now+30))
+	tr.cloneReturned(800, 800, 10, int64(now+31)) // not what /proc said: kept
+	thread := forkRecord(800, 804, now+40)
+	thread.Task.PID, thread.Task.PPID = 800, 800
+	tr.handle(thread)
+	tr.cloneReturned(800, 800, 11, int64(now+41))
+	got := map[int][]int{}
+	for _, pi := range trackerInfos(t, tr) {
+		if len(pi.NSpid) > 1 { // as analyze reads them: the last chain
+			got[pi.PID] = pi.NSpid
+		}
+	}
+	for pid, want := range map[int]int{801: 7, 802: 8, 803: 9} {
+		if n := len(got[pid]); n != 2 || got[pid][0] != pid || got[pid][1] != want {
+			t.Errorf("pid %d: NSpid %v, want [%d %d]", pid, got[pid], pid, want)
+		}
+	}
+	if nspid, ok := got[804]; ok {
+		t.Errorf("thread 804 got a process line with NSpid %v", nspid)
+	}
+}

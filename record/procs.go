@@ -603,7 +603,8 @@ func (t *tracker) handle(rec *perf.Record) {
 	case perf.RecordFork:
 		k := &rec.Task
 		t.write(&capture.Fork{FrameHeader: capture.FrameHeader{CPU: int16(rec.CPU), PID: int32(k.PTID), Time: now}, ChildPID: int32(k.TID)})
-		if host, nsid, ok := t.clones.fork(int(k.PTID), int(k.TID)); ok {
+		host, nsid, paired := t.clones.fork(int(k.PTID), int(k.TID))
+		if paired {
 			t.nsTask(int(k.PPID), host, nsid, now)
 		}
 		if k.PID == k.PPID { // a new thread
@@ -616,6 +617,9 @@ func (t *tracker) handle(rec *perf.Record) {
 		}
 		t.reborn(int(k.PID), now)
 		t.fork(int(k.PPID), int(k.PID), now)
+		if paired {
+			t.childNSpid(host, nsid, now)
+		}
 	case perf.RecordExit:
 		k := &rec.Task
 		if k.PID != k.TID {
@@ -919,6 +923,26 @@ func (t *tracker) cloneReturned(pid, tid, ret int, now int64) {
 	}
 	if host, nsid, ok := t.clones.returned(tid, ret); ok {
 		t.nsTask(pid, host, nsid, now)
+		t.childNSpid(host, nsid, now)
+	}
+}
+
+// childNSpid gives process pid, created by a process in a PID namespace
+// of its own and described without the pid it has there (gone before
+// /proc was read), nsid, the clone's return value in its parent: its
+// process-table line is written again with it. A process /proc described
+// already has it.
+func (t *tracker) childNSpid(pid, nsid int, now int64) {
+	ps := t.procs[pid]
+	if ps == nil || !ps.described || ps.nspid != 0 || pid == nsid {
+		return
+	}
+	ps.nspid = nsid
+	info := ps.info
+	info.NSpid, info.Time = []int{pid, nsid}, now
+	ps.info = info
+	if t.err == nil {
+		t.err = t.w.AddProcessInfo(info)
 	}
 }
 
