@@ -125,3 +125,23 @@ func (t *tracker) labelOfNS(ns taskNS) *capture.ContainerInfo {
 	}
 	return ps.info.Container
 }
+
+// peer returns a live process whose view can open the files of process
+// pid, gone before its own was opened: its parent when pid was in its
+// parent's namespaces, else the live process noteNS noted in them; 0 for
+// none, or when no NAMESPACES record of pid told.
+func (t *tracker) peer(pid int) int {
+	ps := t.procs[pid]
+	if ps == nil || ps.ns == (taskNS{}) {
+		return 0
+	}
+	if pp := ps.info.PPID; pp > 0 {
+		if parent := t.procs[pp]; parent != nil && parent.described && !parent.nsLabel && !parent.hasExited() && nsOf(parent) == ps.ns {
+			return pp
+		}
+	}
+	if t.labelOfNS(ps.ns) != nil {
+		return t.byNS[ps.ns]
+	}
+	return 0
+}

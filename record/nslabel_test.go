@@ -45,7 +45,8 @@ func fakeNSProcess(t *testing.T, root string, pid int, name string, ns taskNS) {
 // parent when they share its namespaces, else that of a live process
 // read from /proc in theirs; nothing without their NAMESPACES record, nor
 // from a process that has exited (its namespaces' numbers may be another's
-// now), nor from a thread's record.
+// now), nor from a thread's record. The same processes are the peers
+// whose views open their files (tracker.peer).
 func TestLabelByNamespaces(t *testing.T) {
 	self, err := proc.NamespaceID(proc.Self, "mnt")
 	if err != nil {
@@ -83,10 +84,22 @@ func TestLabelByNamespaces(t *testing.T) {
 	step(700, 714, nsRecord(714, 714, ctr, now+1), nsRecord(714, 714, other, now+2))
 	step(701, 715, nsRecord(715, 716, ctr, now+1)) // a thread's record
 	step(701, 717, nsRecord(717, 717, other, now+1))
+	// Whose view opens a gone process's files: its parent in its
+	// namespaces, else the live process noted in them.
+	for pid, want := range map[int]int{710: 700, 711: 702, 712: 701, 713: 0, 717: 0} {
+		if got := tr.peer(pid); got != want {
+			t.Errorf("peer of %d: %d, want %d", pid, got, want)
+		}
+	}
 	now += 10
 	tr.handle(exitRecord(702, now))
 	tr.handle(exitRecord(700, now))
 	step(701, 718, nsRecord(718, 718, ctr, now+1)) // its namespaces' processes have exited
+	for _, pid := range []int{710, 718} {
+		if got := tr.peer(pid); got != 0 {
+			t.Errorf("peer of %d once the container's processes exited: %d", pid, got)
+		}
+	}
 	got := map[int]*capture.ContainerInfo{}
 	for _, pi := range trackerInfos(t, tr) {
 		if pi.Container != nil { // as analyze reads them: the last label

@@ -43,6 +43,7 @@ func record(ctx context.Context, w *capture.Writer, opts Options, sp *splitState
 		if (!opts.NoDecode && (!opts.NoPerf || opts.Memprof || opts.Calls)) || cfi {
 			r.sym = newSymbolizer()
 			r.sym.carry = sp != nil
+			r.sym.peer = r.tr.peer
 			r.tr.sym = r.sym
 		}
 	}

@@ -54,6 +54,10 @@ type symbolizer struct {
 	idle map[uint64]struct{}
 	// open opens a process's file view; container.Open outside tests.
 	open func(pid int) (*container.Process, error)
+	// peer, when set, returns a live process in the mount, PID and user
+	// namespaces of gone process pid (0 for none): its view opens the
+	// files pid mapped (see openThroughPeer).
+	peer func(pid int) int
 	// opened counts files held open, bounded by maxOpen.
 	opened  int
 	maxOpen int
@@ -349,6 +353,9 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 			o.err = err
 		}
 	}
+	if o.f == nil && p.tried && p.cp == nil && o.tries < 3 && s.opened < s.maxOpen {
+		s.openThroughPeer(pid, o, m)
+	}
 	if o.f == nil && !o.hostTried && len(m.BuildID) > 0 && s.opened < s.maxOpen {
 		// The process is gone (or hides its files) before its mapping was
 		// looked at, as short-lived processes are in system-wide
@@ -378,6 +385,42 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 	}
 	p.maps = append(p.maps, symMap{start: m.Start, end: m.End, off: m.Offset, obj: o, id: id})
 	return id
+}
+
+// viaPeer prefixes how a file of a gone process was reached through a
+// live one in its namespaces (see openThroughPeer).
+const viaPeer = "peer "
+
+// openThroughPeer opens o's file, mapped by m in process pid, gone before
+// its view was opened (a command that ran for milliseconds in a
+// container, whose file is nowhere on the host), through the view of a
+// live process in its namespaces (its parent, its container's shell):
+// inside that process's root, or its container's layers, with its
+// credentials. Only a file with m's build-id, or inode, is taken: a
+// mapping that has neither could be another file at the same path.
+func (s *symbolizer) openThroughPeer(pid int, o *symObj, m container.Mapping) {
+	if s.peer == nil || len(m.BuildID) == 0 && m.Inode == 0 {
+		return
+	}
+	q := s.peer(pid)
+	if q <= 0 || q == pid {
+		return
+	}
+	qp := s.proc(q)
+	if s.reach(q, qp) == nil {
+		return
+	}
+	o.tries++
+	f, via, err := qp.cp.OpenMapped(m)
+	if err != nil {
+		if o.err == nil {
+			o.err = err
+		}
+		return
+	}
+	o.f, o.via, o.err, o.root = f, viaPeer+via, nil, qp.cp
+	qp.owns = true
+	s.opened++
 }
 
 // sameFile returns the object of the file of build-id id (hex) that o,
