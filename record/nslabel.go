@@ -106,7 +106,18 @@ func (t *tracker) noteNS(pid int, ps *procState, pi *capture.ProcessInfo) {
 	if t.byNS == nil {
 		t.byNS = make(map[taskNS]int)
 	}
-	t.byNS[taskNS{mnt: pi.MntNS, pid: pi.PidNS, user: pi.UserNS}] = pid
+	ns := taskNS{mnt: pi.MntNS, pid: pi.PidNS, user: pi.UserNS}
+	t.byNS[ns] = pid
+	ps.noted = ns
+}
+
+// unnoteNS forgets process pid as the one noted in its namespaces, as the
+// tracker forgets it: a long recording of containers coming and going
+// would otherwise keep an entry for each.
+func (t *tracker) unnoteNS(pid int, ps *procState) {
+	if ps.noted != (taskNS{}) && t.byNS[ps.noted] == pid {
+		delete(t.byNS, ps.noted)
+	}
 }
 
 // labelOfNS returns the label of the process noteNS noted in namespaces

@@ -124,6 +124,16 @@ func TestLabelByNamespaces(t *testing.T) {
 	if ps := tr.procs[710]; ps.info.MntNS != ctr.mnt || ps.info.PidNS != ctr.pid {
 		t.Errorf("710's namespaces in its line: mnt %d pid %d, want those of its record", ps.info.MntNS, ps.info.PidNS)
 	}
+	// A process the tracker forgets is forgotten as the one noted.
+	fakeNSProcess(t, root, 705, "init", other)
+	tr.scan(705, int64(now))
+	if tr.byNS[other] != 705 {
+		t.Fatalf("noted in its namespaces: %v", tr.byNS)
+	}
+	tr.forget(705)
+	if _, ok := tr.byNS[other]; ok || len(tr.byNS) != 0 {
+		t.Errorf("noted after the tracker forgot them: %v", tr.byNS)
+	}
 }
 
 // A child a process in a PID namespace of its own created, gone before

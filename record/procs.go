@@ -138,6 +138,8 @@ type procState struct {
 	// from it (see labelByNS): the process was gone before /proc told.
 	ns      taskNS
 	nsLabel bool
+	// noted is the key of tracker.byNS this process was noted under.
+	noted taskNS
 	// execAt is the time of the newest exec seen. Rings are read CPU by
 	// CPU, so an exec and its mappings may be read after a later exec's
 	// when the process moved between CPUs: `unshare --root` execs the
@@ -784,6 +786,9 @@ func (t *tracker) reborn(pid int, now int64) {
 // forget lets go of what the tracker holds of process pid, counting it
 // in sampledGone when it had samples.
 func (t *tracker) forget(pid int) {
+	if ps := t.procs[pid]; ps != nil {
+		t.unnoteNS(pid, ps)
+	}
 	if ps := t.procs[pid]; ps != nil && ps.pidns != 0 && ps.pidns != t.hostNS {
 		if t.gone == nil {
 			t.gone = make(map[int]goneProc)
