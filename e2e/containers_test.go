@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -236,5 +237,62 @@ func TestPodmanShort(t *testing.T) {
 				t.Errorf("%d of %d commands with a pid of their own in the container", len(nspids), len(r.Groups))
 			}
 		})
+	}
+}
+
+// TestPodmanRootlessShort is TestPodmanShort in a rootless container (a
+// user namespace of its own): a program forking 150 children one after
+// the other, each spinning 10 ms, recorded system-wide. Each child is
+// labelled with the container and has its pid there, as its parent has.
+func TestPodmanRootlessShort(t *testing.T) {
+	testutils.RequireRoot(t, "rootless podman is run as another user")
+	bin := testutils.BuildFixture(t, "forkthreads", "-O2")
+	args := containers.PodmanRunRootlessArgs(t, bin, nil, "150", "1", "serial")
+	capture := filepath.Join(t.TempDir(), "short.syscap")
+	rec := []string{"record", "-a", "-F", "1000", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network", "--"}
+	if out, err := exec.Command(nsprofBin, append(rec, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("nsprof record: %v\n%s", err, out)
+	}
+	var doc struct {
+		Processes []struct {
+			PID       int32  `json:"pid"`
+			PPID      int32  `json:"ppid"`
+			NSPID     int32  `json:"nspid"`
+			Comm      string `json:"comm"`
+			Container string `json:"container"`
+			Samples   int    `json:"samples"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(nsprof(t, "report", "--processes", "--json", capture)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	parent := map[int32]bool{}
+	for _, p := range doc.Processes {
+		if strings.HasPrefix(p.Comm, "forkthreads") && p.NSPID == 1 {
+			parent[p.PID] = true
+		}
+	}
+	if len(parent) != 1 {
+		t.Fatalf("%d forkthreads processes with pid 1 in their namespace, want the container's one", len(parent))
+	}
+	children, labelled, nspids := 0, 0, map[int32]bool{}
+	for _, p := range doc.Processes {
+		if !parent[p.PPID] || p.Samples == 0 {
+			continue
+		}
+		children++
+		if strings.HasPrefix(p.Container, "podman:") {
+			labelled++
+		}
+		if p.NSPID > 1 {
+			nspids[p.NSPID] = true
+		}
+	}
+	t.Logf("%d sampled children: %d labelled with the container, %d with their pid there", children, labelled, len(nspids))
+	if children < 100 {
+		t.Fatalf("%d children sampled, want most of the 150", children)
+	}
+	if labelled*100 < children*95 || len(nspids)*100 < children*95 {
+		t.Errorf("of %d children, %d labelled with the container and %d with a pid of their own there, want 95%%", children, labelled, len(nspids))
 	}
 }
