@@ -173,10 +173,12 @@ const dropStep = 4 << 20
 // sizes are counts of a capture's frames (see [countSamples]), so that
 // the tables that grow with them are allocated once.
 type sizes struct {
-	// samples counts the SAMPLE frames (those before any damage), and
-	// addrs counts the addresses they hold, and slots bounds those of
-	// all frames with addresses, for [capture.DecodeLinesMax].
-	samples, addrs, slots int
+	// samples counts the SAMPLE frames (those before any damage) and
+	// the ALLOCATION frames of allocations (not frees), each a sample
+	// of the profile; addrs counts the addresses the SAMPLE frames
+	// hold, and slots bounds those of all frames with addresses, for
+	// [capture.DecodeLinesMax]. allocs counts the ALLOCATION frames.
+	samples, addrs, slots, allocs int
 	// procStacks counts the SAMPLE and ALLOCATION frames of each
 	// process: the most stacks it can have.
 	procStacks map[int32]int32
@@ -225,6 +227,10 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 		case capture.TypeAllocation:
 			n.slots += len(f.Bytes) / 8
 			n.procStacks[f.Head().PID]++
+			n.allocs++
+			if size, k, ok := f.AllocationLen(); ok && (size > 0 || k > 0) {
+				n.samples++
+			}
 		case capture.TypeFileChunk:
 			if f.DecodeFileChunk(&c) != nil {
 				break
@@ -273,6 +279,7 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 	var (
 		readErr error
 		s       capture.Sample
+		a       capture.Allocation
 		c       capture.FileChunk
 		tl      *timelineBuilder
 		off     = cr.Offset()
@@ -331,15 +338,14 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 				b.time(f.Head().Time)
 				break
 			}
-			var fr capture.Frame
-			if fr, readErr = f.Decode(); readErr == nil {
+			if readErr = f.DecodeAllocation(&a); readErr == nil {
 				b.p.Allocations++
-				b.time(f.Head().Time)
+				b.time(a.Time)
 				if !opts.NoAllocations {
-					b.allocation(fr.(*capture.Allocation))
+					b.allocation(&a)
 				}
 				if tl != nil {
-					off = tl.raw(fr, f.Type, cr.Offset(), off)
+					off = tl.raw(&a, f.Type, cr.Offset(), off)
 				}
 			}
 		case capture.TypeFileChunk:

@@ -126,3 +126,40 @@ func TestScoutCountsStacksFile(t *testing.T) {
 		t.Fatalf("the scout counts %d slots for a stacks file of %d addresses (and %d in samples)", n.slots, addrs, n.addrs)
 	}
 }
+
+// TestScoutCountsAllocations: the allocations of a --memprof capture are
+// samples of the profile, and every ALLOCATION frame (frees too) an event
+// its values are matched from; the scout counts both, and the table of
+// events is made at once for them all, not grown by append (half of a
+// 4 M-event capture's report allocations, and its peak).
+func TestScoutCountsAllocations(t *testing.T) {
+	buf, w := appCapture(t, 1000)
+	for i := range 3 {
+		must(t, w.WriteFrame(&capture.Sample{FrameHeader: capture.FrameHeader{PID: 100, Time: testStart + int64(i)}, TID: 100, Addrs: []uint64{capture.ContextUser, 0x400000}}))
+	}
+	const allocs, frees = 500, 400
+	for i := range allocs + frees {
+		a := &capture.Allocation{FrameHeader: capture.FrameHeader{PID: 100, Time: testStart + 10 + int64(i)}, TID: 100, Addr: 0x7f0000 + uint64(16*(i%allocs))}
+		if i < allocs {
+			a.Size, a.Addrs = 32, []uint64{0x400000, 0x400100}
+		}
+		must(t, w.WriteFrame(a))
+	}
+	must(t, w.Close())
+	n, _ := countSamples(buf.Bytes(), false)
+	if n.samples != 3+allocs || n.allocs != allocs+frees {
+		t.Fatalf("scout: %d samples and %d allocation frames, want %d and %d", n.samples, n.allocs, 3+allocs, allocs+frees)
+	}
+	b := newBuilder(capture.FileHeader{})
+	b.reserve(n)
+	if cap(b.allocs) != allocs+frees {
+		t.Errorf("room for %d events, want %d", cap(b.allocs), allocs+frees)
+	}
+	p, err := LoadBytes(buf.Bytes(), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 3+allocs || p.Allocations != allocs+frees {
+		t.Errorf("loaded %d samples and %d allocation frames", len(p.Samples), p.Allocations)
+	}
+}

@@ -55,6 +55,18 @@ func (f *RawFrame) SampleLen() (int, bool) {
 	return n, sampleFixed+8*n <= len(b)
 }
 
+// AllocationLen returns the size an ALLOCATION frame f records (0 for a
+// free) and the number of addresses of its stack, without decoding them;
+// false when f is not an ALLOCATION frame whose addresses fit in it.
+func (f *RawFrame) AllocationLen() (size int64, n int, ok bool) {
+	b := f.Bytes
+	if f.Type != TypeAllocation || len(b) < allocationFixed {
+		return 0, 0, false
+	}
+	n = int(f.o.bits(f.o.u32(b[44:]), 0, 16))
+	return int64(f.o.u64(b[32:])), n, allocationFixed+8*n <= len(b)
+}
+
 // DecodeSample decodes a SAMPLE frame into s without allocating, reusing
 // the capacity of s.Addrs (which holds nil when the frame has no address,
 // as with Decode). It returns the [*FormatError] Decode would for a
@@ -89,6 +101,40 @@ func (f *RawFrame) DecodeSample(s *Sample) error {
 		addrs[i] = f.o.u64(ab[8*i:])
 	}
 	s.Addrs = addrs
+	return nil
+}
+
+// DecodeAllocation decodes an ALLOCATION frame into a without allocating,
+// reusing the capacity of a.Addrs (nil when the frame has no address, as
+// with Decode), as [RawFrame.DecodeSample] does for samples: a --memprof
+// capture holds millions. It returns the [*FormatError] Decode would for
+// a damaged frame, and one for a frame of another type.
+func (f *RawFrame) DecodeAllocation(a *Allocation) error {
+	if f.Type != TypeAllocation {
+		return &FormatError{Off: f.Off, Msg: "not an ALLOCATION frame", Val: f.Type.String()}
+	}
+	size, n, ok := f.AllocationLen()
+	if !ok {
+		_, err := f.Decode()
+		return err
+	}
+	b := f.Bytes
+	a.FrameHeader = f.Head()
+	a.Addr, a.Size, a.TID = f.o.u64(b[24:]), size, int32(f.o.u32(b[40:]))
+	if n == 0 {
+		a.Addrs = nil
+		return nil
+	}
+	addrs := a.Addrs[:0]
+	if cap(addrs) < n {
+		addrs = make([]uint64, 0, max(n, 64))
+	}
+	addrs = addrs[:n]
+	ab := b[allocationFixed : allocationFixed+8*n]
+	for i := range addrs {
+		addrs[i] = f.o.u64(ab[8*i:])
+	}
+	a.Addrs = addrs
 	return nil
 }
 

@@ -10,9 +10,10 @@ import (
 	"testing"
 )
 
-// readRaw reads b with NewBytesReader and NextRaw, decoding SAMPLE and
-// FILE_CHUNK frames with DecodeSample and DecodeFileChunk into reused
-// values (copied out for comparison) and the rest with Decode.
+// readRaw reads b with NewBytesReader and NextRaw, decoding SAMPLE,
+// ALLOCATION and FILE_CHUNK frames with DecodeSample, DecodeAllocation
+// and DecodeFileChunk into reused values (copied out for comparison) and
+// the rest with Decode.
 func readRaw(b []byte, opts ReaderOptions) (FileHeader, []Frame, error) {
 	r, err := NewBytesReader(b, opts)
 	if err != nil {
@@ -21,6 +22,7 @@ func readRaw(b []byte, opts ReaderOptions) (FileHeader, []Frame, error) {
 	var (
 		out []Frame
 		s   Sample
+		a   Allocation
 		c   FileChunk
 	)
 	for {
@@ -45,6 +47,20 @@ func readRaw(b []byte, opts ReaderOptions) (FileHeader, []Frame, error) {
 			}
 			cp := s
 			cp.Addrs = bytes2addrs(s.Addrs)
+			out = append(out, &cp)
+		case TypeAllocation:
+			size, n, ok := f.AllocationLen()
+			if err := f.DecodeAllocation(&a); err != nil {
+				if ok {
+					return r.Header(), out, fmt.Errorf("AllocationLen says %d addresses of an allocation that does not decode: %w", n, err)
+				}
+				return r.Header(), out, err
+			}
+			if !ok || n != len(a.Addrs) || size != a.Size {
+				return r.Header(), out, fmt.Errorf("AllocationLen = %d, %d, %v; DecodeAllocation decoded size %d, %d addresses", size, n, ok, a.Size, len(a.Addrs))
+			}
+			cp := a
+			cp.Addrs = bytes2addrs(a.Addrs)
 			out = append(out, &cp)
 		case TypeFileChunk:
 			if err := f.DecodeFileChunk(&c); err != nil {
@@ -93,6 +109,49 @@ func TestBytesReaderMatchesReader(t *testing.T) {
 				t.Fatalf("%v cut %d: error %v, want %v", bo, cut, gerr, werr)
 			}
 		}
+	}
+}
+
+// TestDecodeAllocationReuses checks that DecodeAllocation allocates
+// nothing once its Addrs has grown, and that a free after an allocation
+// has no addresses left of it.
+func TestDecodeAllocationReuses(t *testing.T) {
+	full := writeAll(t, WriterOptions{}, []Frame{
+		&Allocation{FrameHeader: FrameHeader{PID: 1, Time: 2}, TID: 3, Addr: 0x5000, Size: 100, Addrs: []uint64{1, 2, 3}},
+		&Allocation{FrameHeader: FrameHeader{PID: 1, Time: 4}, TID: 3, Addr: 0x5000},
+	})
+	r, err := NewBytesReader(full, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	af, err := r.NextRaw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a Allocation
+	if err := af.DecodeAllocation(&a); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { af.DecodeAllocation(&a) }); n != 0 {
+		t.Errorf("DecodeAllocation: %v allocations, want 0", n)
+	}
+	want := Allocation{FrameHeader: FrameHeader{PID: 1, Time: 2}, TID: 3, Addr: 0x5000, Size: 100, Addrs: []uint64{1, 2, 3}}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("allocation %+v, want %+v", a, want)
+	}
+	var s Sample
+	if err := af.DecodeSample(&s); err == nil {
+		t.Error("DecodeSample of an ALLOCATION: no error")
+	}
+	ff, err := r.NextRaw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ff.DecodeAllocation(&a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Addrs != nil || a.Size != 0 || a.Time != 4 {
+		t.Errorf("free %+v", a)
 	}
 }
 
