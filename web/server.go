@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +87,12 @@ func New(p *analyze.Profile, o Options) (*Server, error) {
 		return nil, fmt.Errorf("web: %w", err)
 	}
 	s.warm()
+	// The server waits for requests from here on: what loading and
+	// indexing left as garbage (the loader's growing tables, the decoded
+	// frames) goes back to the system now, not when the scavenger gets
+	// to it. A 224 MB --memprof capture's server held 583 MB resident
+	// for 340 MB of live heap.
+	debug.FreeOSMemory()
 	s.mux = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,
