@@ -105,9 +105,10 @@ func (f *RawFrame) DecodeSample(s *Sample) error {
 }
 
 // DecodeAllocation decodes an ALLOCATION frame into a without allocating,
-// reusing the capacity of a.Addrs (nil when the frame has no address, as
-// with Decode), as [RawFrame.DecodeSample] does for samples: a --memprof
-// capture holds millions. It returns the [*FormatError] Decode would for
+// reusing the capacity of a.Addrs, as [RawFrame.DecodeSample] does for
+// samples: a --memprof capture holds millions. A frame without addresses
+// (a free) leaves a.Addrs empty, not nil, keeping its capacity for the
+// allocation that follows. It returns the [*FormatError] Decode would for
 // a damaged frame, and one for a frame of another type.
 func (f *RawFrame) DecodeAllocation(a *Allocation) error {
 	if f.Type != TypeAllocation {
@@ -121,10 +122,6 @@ func (f *RawFrame) DecodeAllocation(a *Allocation) error {
 	b := f.Bytes
 	a.FrameHeader = f.Head()
 	a.Addr, a.Size, a.TID = f.o.u64(b[24:]), size, int32(f.o.u32(b[40:]))
-	if n == 0 {
-		a.Addrs = nil
-		return nil
-	}
 	addrs := a.Addrs[:0]
 	if cap(addrs) < n {
 		addrs = make([]uint64, 0, max(n, 64))

@@ -113,8 +113,9 @@ func TestBytesReaderMatchesReader(t *testing.T) {
 }
 
 // TestDecodeAllocationReuses checks that DecodeAllocation allocates
-// nothing once its Addrs has grown, and that a free after an allocation
-// has no addresses left of it.
+// nothing once its Addrs has grown, also over a free and the allocation
+// after it, and that a free after an allocation has no addresses left of
+// it.
 func TestDecodeAllocationReuses(t *testing.T) {
 	full := writeAll(t, WriterOptions{}, []Frame{
 		&Allocation{FrameHeader: FrameHeader{PID: 1, Time: 2}, TID: 3, Addr: 0x5000, Size: 100, Addrs: []uint64{1, 2, 3}},
@@ -150,8 +151,11 @@ func TestDecodeAllocationReuses(t *testing.T) {
 	if err := ff.DecodeAllocation(&a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Addrs != nil || a.Size != 0 || a.Time != 4 {
+	if len(a.Addrs) != 0 || a.Size != 0 || a.Time != 4 {
 		t.Errorf("free %+v", a)
+	}
+	if n := testing.AllocsPerRun(100, func() { ff.DecodeAllocation(&a); af.DecodeAllocation(&a) }); n != 0 {
+		t.Errorf("DecodeAllocation of a free, then an allocation: %v allocations, want 0", n)
 	}
 }
 
