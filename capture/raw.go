@@ -91,17 +91,22 @@ func (f *RawFrame) DecodeSample(s *Sample) error {
 		s.Addrs = nil
 		return nil
 	}
-	addrs := s.Addrs[:0]
-	if cap(addrs) < n {
-		addrs = make([]uint64, 0, max(n, 64))
-	}
-	addrs = addrs[:n]
-	ab := b[sampleFixed : sampleFixed+8*n]
-	for i := range addrs {
-		addrs[i] = f.o.u64(ab[8*i:])
-	}
-	s.Addrs = addrs
+	s.Addrs = f.addrsInto(s.Addrs, sampleFixed, n)
 	return nil
+}
+
+// addrsInto returns the n addresses of f from byte off on, in dst's room
+// when it has enough (else in a new slice of at least 64).
+func (f *RawFrame) addrsInto(dst []uint64, off, n int) []uint64 {
+	if cap(dst) < n {
+		dst = make([]uint64, 0, max(n, 64))
+	}
+	dst = dst[:n]
+	ab := f.Bytes[off : off+8*n]
+	for i := range dst {
+		dst[i] = f.o.u64(ab[8*i:])
+	}
+	return dst
 }
 
 // DecodeAllocation decodes an ALLOCATION frame into a without allocating,
@@ -122,16 +127,7 @@ func (f *RawFrame) DecodeAllocation(a *Allocation) error {
 	b := f.Bytes
 	a.FrameHeader = f.Head()
 	a.Addr, a.Size, a.TID = f.o.u64(b[24:]), size, int32(f.o.u32(b[40:]))
-	addrs := a.Addrs[:0]
-	if cap(addrs) < n {
-		addrs = make([]uint64, 0, max(n, 64))
-	}
-	addrs = addrs[:n]
-	ab := b[allocationFixed : allocationFixed+8*n]
-	for i := range addrs {
-		addrs[i] = f.o.u64(ab[8*i:])
-	}
-	a.Addrs = addrs
+	a.Addrs = f.addrsInto(a.Addrs, allocationFixed, n)
 	return nil
 }
 
