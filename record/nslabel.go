@@ -95,12 +95,13 @@ func (t *tracker) labelByNS(ps *procState, pi *capture.ProcessInfo) bool {
 }
 
 // noteNS notes process pid, read from /proc and labelled in pi, as the
-// one whose label others in its namespaces get (labelOfNS): the host's
-// processes are not noted (a process gone in them gets its parent's
-// label only: a chroot of the host's shares them).
+// one whose label others in its namespaces get (labelOfNS): processes in
+// the recorder's mount namespace are not noted (a process gone in it gets
+// its parent's label only: the host's processes and those of its chroots,
+// labelled by their roots, share it).
 func (t *tracker) noteNS(pid int, ps *procState, pi *capture.ProcessInfo) {
 	ps.nsLabel = false
-	if pi.Container == nil || pi.Container.Kind == container.KindHost || pi.MntNS == 0 || pi.PidNS == 0 || pi.UserNS == 0 {
+	if pi.Container == nil || pi.Container.Kind == container.KindHost || pi.MntNS == 0 || pi.MntNS == t.hostMnt || pi.PidNS == 0 || pi.UserNS == 0 {
 		return
 	}
 	if t.byNS == nil {

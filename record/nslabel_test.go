@@ -27,15 +27,31 @@ func nsRecord(pid, tid uint32, ns taskNS, time uint64) *perf.Record {
 // namespaces ns with root directory "/".
 func fakeNSProcess(t *testing.T, root string, pid int, name string, ns taskNS) {
 	t.Helper()
-	dir := fakeProcess(t, root, pid, name, "/bin/"+name+"\x00", "")
-	if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+	fakeNSProcessIn(t, root, pid, name, ns, "/")
+}
+
+// fakeNSProcessIn is fakeNSProcess with root directory dir.
+func fakeNSProcessIn(t *testing.T, root string, pid int, name string, ns taskNS, dir string) {
+	t.Helper()
+	if pid == 0 {
+		name, dir = "self", ""
+	}
+	pdir := filepath.Join(root, "self")
+	if pid != 0 {
+		pdir = fakeProcess(t, root, pid, name, "/bin/"+name+"\x00", "")
+	}
+	if err := os.MkdirAll(filepath.Join(pdir, "ns"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for link, target := range map[string]string{
+	links := map[string]string{
 		"ns/mnt": fmt.Sprintf("mnt:[%d]", ns.mnt), "ns/pid": fmt.Sprintf("pid:[%d]", ns.pid),
-		"ns/user": fmt.Sprintf("user:[%d]", ns.user), "root": "/",
-	} {
-		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+		"ns/user": fmt.Sprintf("user:[%d]", ns.user),
+	}
+	if dir != "" {
+		links["root"] = dir
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, filepath.Join(pdir, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,14 +72,16 @@ func TestLabelByNamespaces(t *testing.T) {
 	ctr := taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837}
 	other := taskNS{mnt: 4026532200, pid: 4026532101, user: 4026531837}
 	root := t.TempDir()
+	fakeNSProcessIn(t, root, 0, "", host, "")   // the recorder
 	fakeNSProcess(t, root, 700, "sh", ctr)      // the container's shell
 	fakeNSProcess(t, root, 701, "conmon", host) // the runtime's, on the host
 	fakeNSProcess(t, root, 702, "init", ctr)    // another in the container, to exit
+	fakeNSProcessIn(t, root, 703, "build", host, "/srv/chroot")
 	tr := fakeTracker(t, root)
 	podman := &capture.ContainerInfo{Kind: container.KindPodman, ID: "58914741353e", Name: "hot"}
 	tr.identify = func(pid int, now int64) *capture.ContainerInfo { return podman }
 	now := uint64(capture.Now())
-	for _, pid := range []int{700, 701, 702} {
+	for _, pid := range []int{700, 701, 702, 703} {
 		tr.scan(pid, int64(now))
 	}
 	if c := tr.procs[701].info.Container; c == nil || c.Kind != container.KindHost {
@@ -84,6 +102,9 @@ func TestLabelByNamespaces(t *testing.T) {
 	step(700, 714, nsRecord(714, 714, ctr, now+1), nsRecord(714, 714, other, now+2))
 	step(701, 715, nsRecord(715, 716, ctr, now+1)) // a thread's record
 	step(701, 717, nsRecord(717, 717, other, now+1))
+	// Back in the host's namespaces, its parent in the container's: the
+	// chroot's label (703's) is not the host's namespaces' to lend.
+	step(700, 719, nsRecord(719, 719, host, now+1))
 	// Whose view opens a gone process's files: its parent in its
 	// namespaces, else the live process noted in them.
 	for pid, want := range map[int]int{710: 700, 711: 702, 712: 701, 713: 0, 717: 0} {
@@ -108,7 +129,7 @@ func TestLabelByNamespaces(t *testing.T) {
 	}
 	for pid, want := range map[int]string{
 		700: container.KindPodman, 710: container.KindPodman, 711: container.KindPodman,
-		712: container.KindHost, 713: "", 714: container.KindPodman, 715: "", 717: "", 718: "",
+		712: container.KindHost, 713: "", 714: container.KindPodman, 715: "", 717: "", 718: "", 719: "",
 	} {
 		kind := ""
 		if c := got[pid]; c != nil {

@@ -33,6 +33,8 @@ type tracker struct {
 	parentOf map[int]int
 	pm       *pidMap
 	hostNS   uint64
+	// hostMnt is the recorder's mount namespace (0 if unknown).
+	hostMnt uint64
 	// byNS holds, by namespaces, a process read from /proc in a
 	// container, whose label a process gone in the same namespaces
 	// before /proc was read gets (see labelOfNS).
@@ -149,8 +151,9 @@ type procState struct {
 
 func newTracker(w *capture.Writer, fs proc.FS) *tracker {
 	hostNS, _ := fs.NamespaceID(proc.Self, "pid")
+	hostMnt, _ := fs.NamespaceID(proc.Self, "mnt")
 	return &tracker{w: w, fs: fs, procs: make(map[int]*procState), pending: make(map[int]int64), parentOf: make(map[int]int), pm: newPIDMap(hostNS), hostNS: hostNS,
-		withSamples: make(map[int]struct{}), mounts: mountTables{fs: fs}}
+		hostMnt: hostMnt, withSamples: make(map[int]struct{}), mounts: mountTables{fs: fs}}
 }
 
 func (t *tracker) write(f capture.Frame) {
