@@ -105,6 +105,7 @@ demo: build
 	@bin/nsprof cat $(BUILD)/demo.syscap $(BUILD)/demo-self.syscap -f -o $(BUILD)/demo-merged.syscap
 	@echo '== nsprof dump --summary $(BUILD)/demo-merged.syscap'
 	@bin/nsprof dump --summary $(BUILD)/demo-merged.syscap
+	@bash scripts/demo-container.sh $(BUILD)
 
 # deps and the tests' collector, then vet, the gofmt and go.mod checks, every test, the race
 # detector and a fuzz smoke run, in that order.
