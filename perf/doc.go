@@ -5,8 +5,10 @@
 // (or one per CPU for [AllTasks]), built from [Options], and maps one ring
 // buffer per CPU. [Reader.ReadInto] returns the records of all rings:
 // samples with callchains (and optionally user registers and stack bytes
-// for DWARF unwinding), MMAP2 with build IDs, COMM, FORK, EXIT and the
-// kernel's loss and throttling notices; [Options.Tracepoints] adds
+// for DWARF unwinding), MMAP2 with build IDs, COMM, FORK, EXIT, context
+// switches ([Options.ContextSwitch]), the namespaces of new tasks
+// ([Options.Namespaces]) and the kernel's loss and throttling notices;
+// [Options.Tracepoints] adds
 // tracepoint hits to the same rings, and [Options.Uprobes] the hits of
 // user probes (uprobes and uretprobes, defined in tracefs, told apart by
 // [Reader.Uprobe]) in a ring of probes per CPU. Timestamps use
@@ -36,4 +38,6 @@
 // on kernel.perf_event_paranoid ([Paranoid]); sampling another user's task
 // needs ptrace access to it (CAP_SYS_PTRACE) whatever the sysctl says.
 // Errors then wrap os.ErrPermission and say which of these refused.
+// Namespace records need CAP_PERFMON too: without it the events are
+// opened without them ([Reader.Namespaces]).
 package perf
