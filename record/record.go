@@ -367,6 +367,9 @@ func (r *recorder) setup() error {
 			return fmt.Errorf("open perf events: %w", err)
 		}
 		r.rd = rd
+		if !rd.Namespaces() {
+			r.notef("the kernel's namespace records need CAP_PERFMON: a process gone before /proc is read keeps no container label")
+		}
 		if popts.SampleCPUWide && !r.perTaskSampling {
 			pids := o.PIDs
 			if mode == "command" {
