@@ -3,6 +3,7 @@ package perf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 
 	"nsprof/internal/unix"
@@ -43,9 +44,21 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 	if err != nil {
 		return nil, err
 	}
-	systemWide := target.kind == targetAll
+	systemWide := target.kind == targetAll || target.kind == targetCgroup
+	flags := unix.PERF_FLAG_FD_CLOEXEC
 	if systemWide {
 		pids = []int{-1}
+	}
+	if target.kind == targetCgroup {
+		// The cgroup's directory stands for the pid; the events hold
+		// the cgroup, not the descriptor.
+		dir, err := os.Open(target.dir)
+		if err != nil {
+			return nil, fmt.Errorf("open cgroup: %w", err)
+		}
+		defer dir.Close()
+		pids = []int{int(dir.Fd())}
+		flags |= unix.PERF_FLAG_PID_CGROUP
 	}
 	cpus, err := onlineCPUs()
 	if err != nil {
@@ -127,18 +140,18 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 		}
 		for _, pid := range pids {
-			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, flags)
 			if err != nil && ev == EventCycles && !cpuWide && len(res.fds) == 0 && noPMU(err) {
 				ev = EventCPUClock
 				attr = s.attr(ev, systemWide, onExec)
-				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, flags)
 			}
 			if err != nil && attr.Bits&attrNamespaces != 0 && len(res.fds) == res.cpuWide && errors.Is(err, unix.EACCES) {
 				// Namespace records need CAP_PERFMON: the events
 				// are opened without them.
 				s.Namespaces = false
 				attr.Bits &^= attrNamespaces
-				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				fd, err = unix.PerfEventOpen(&attr, pid, cpu, -1, flags)
 			}
 			if errors.Is(err, unix.ENODEV) && owner < 0 {
 				break // CPU went offline
@@ -148,6 +161,9 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 			}
 			if err != nil && ev.Hardware() && !cpuWide && noPMU(err) {
 				return nil, noPMUError(ev, err)
+			}
+			if err != nil && target.kind == targetCgroup {
+				return nil, fmt.Errorf("open perf event for %v on cpu %d: %w", target, cpu, err)
 			}
 			if err != nil {
 				return nil, openError(pid, cpu, s.ExcludeKernel, err)
@@ -171,7 +187,7 @@ func OpenWithOptions(target Target, opts Options) (_ *Reader, err error) {
 					continue
 				}
 				tattr := s.tracepointAttr(id, s.tpStack[i], s.tpUser[i], systemWide, onExec)
-				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				tfd, err := unix.PerfEventOpen(&tattr, pid, cpu, -1, flags)
 				if err != nil {
 					return nil, fmt.Errorf("open tracepoint %s for pid %d on cpu %d: %w", s.tpNames[i], pid, cpu, err)
 				}

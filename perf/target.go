@@ -16,6 +16,7 @@ const (
 	targetTasks
 	targetProcesses
 	targetExec
+	targetCgroup
 )
 
 // Target selects the tasks a [Reader] samples. The zero value is
@@ -23,6 +24,8 @@ const (
 type Target struct {
 	kind targetKind
 	ids  []int
+	// dir is the cgroup directory of a [Cgroup] target.
+	dir string
 }
 
 // AllTasks samples every task on every online CPU (perf record -a).
@@ -46,6 +49,15 @@ func Processes(pids ...int) Target { return Target{kind: targetProcesses, ids: p
 // children.
 func Exec(pid int) Target { return Target{kind: targetExec, ids: []int{pid}} }
 
+// Cgroup samples the tasks of the cgroup at directory dir (a directory
+// of the hierarchy the perf_event controller is bound to: cgroup v1's
+// perf_event, else cgroup v2) and of the cgroups below it, on every online
+// CPU, as perf record -a -G does: a container's processes, those it
+// starts during the recording and those entering it (podman exec's)
+// included. The side-band records (MMAP2, COMM, FORK, EXIT) are those of
+// the tasks in it too.
+func Cgroup(dir string) Target { return Target{kind: targetCgroup, dir: dir} }
+
 // String describes the target for error messages.
 func (t Target) String() string {
 	switch t.kind {
@@ -55,6 +67,8 @@ func (t Target) String() string {
 		return fmt.Sprintf("tids %v", t.ids)
 	case targetProcesses:
 		return fmt.Sprintf("pids %v", t.ids)
+	case targetCgroup:
+		return "cgroup " + t.dir
 	}
 	return fmt.Sprintf("exec of pid %v", t.ids)
 }
@@ -73,7 +87,7 @@ func (t Target) isProcess(tid int) bool {
 // tids returns the tasks to open events for; nil means all (pid -1).
 func (t Target) tids() ([]int, error) {
 	switch t.kind {
-	case targetAll:
+	case targetAll, targetCgroup:
 		return nil, nil
 	case targetProcesses:
 		var tids []int

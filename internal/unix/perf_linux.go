@@ -22,6 +22,7 @@ type EpollEvent = unix.EpollEvent
 // Constants for perf_event_open, mmap, epoll and eventfd.
 const (
 	PERF_FLAG_FD_CLOEXEC      = unix.PERF_FLAG_FD_CLOEXEC
+	PERF_FLAG_PID_CGROUP      = unix.PERF_FLAG_PID_CGROUP
 	PERF_EVENT_IOC_ENABLE     = unix.PERF_EVENT_IOC_ENABLE
 	PERF_EVENT_IOC_DISABLE    = unix.PERF_EVENT_IOC_DISABLE
 	PERF_EVENT_IOC_SET_OUTPUT = unix.PERF_EVENT_IOC_SET_OUTPUT

@@ -71,6 +71,7 @@ type EpollEvent struct {
 // Linux values of the perf_event_open, mmap, epoll and eventfd constants.
 const (
 	PERF_FLAG_FD_CLOEXEC      = 0x8
+	PERF_FLAG_PID_CGROUP      = 0x4
 	PERF_EVENT_IOC_ENABLE     = 0x2400
 	PERF_EVENT_IOC_DISABLE    = 0x2401
 	PERF_EVENT_IOC_SET_OUTPUT = 0x2405
