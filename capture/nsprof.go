@@ -8,7 +8,8 @@ package capture
 const (
 	// MetaVersion is the version of the nsprof that recorded.
 	MetaVersion = "nsprof.version"
-	// MetaMode is what was recorded: a command, pids or the whole system.
+	// MetaMode is what was recorded: a command, pids, a container or the
+	// whole system ("command", "pids", "container", "system").
 	MetaMode = "nsprof.mode"
 	// MetaEvent is the sampling event, as perf names it.
 	MetaEvent = "nsprof.event"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -294,5 +295,79 @@ func TestPodmanRootlessShort(t *testing.T) {
 	}
 	if labelled*100 < children*95 || len(nspids)*100 < children*95 {
 		t.Errorf("of %d children, %d labelled with the container and %d with a pid of their own there, want 95%%", children, labelled, len(nspids))
+	}
+}
+
+// TestPodmanContainerTarget records one running rootful container by its
+// name (record --container: its cgroup, as perf record -a -G) while a
+// busy process runs on the host, and runs three commands in it with
+// podman exec meanwhile (their parent is the runtime's, on the host, so
+// they are no process's of the container's children): the capture holds
+// the container's processes and those commands, labelled with it, and no
+// process of the host.
+func TestPodmanContainerTarget(t *testing.T) {
+	testutils.RequireRoot(t, "rootful podman needs root")
+	rootfs := containers.RootfsWith(t, "/bin/sh", "/usr/bin/sha256sum")
+	name := fmt.Sprintf("nsprof-target-%d", os.Getpid())
+	args, env := containers.PodmanRunArgs(t, rootfs, []string{"-d", "--name", name}, []string{"/bin/sh", "-c", "while :; do :; done"})
+	podman := args[:slices.Index(args, "run")]
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run(args...)
+	t.Cleanup(func() { run(append(slices.Clone(podman), "rm", "-f", "-t", "0", name)...) })
+	host := exec.Command(testutils.BuildFixture(t, "callchain"), "10", "1", "nofork")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	capture := filepath.Join(t.TempDir(), "ctr.syscap")
+	rec := exec.Command(nsprofBin, "record", "--container", name, "--duration", "3", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	var out strings.Builder
+	rec.Stdout, rec.Stderr = &out, &out
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	for range 3 {
+		run(append(slices.Clone(podman), "exec", name, "/usr/bin/sha256sum", "/lib/x86_64-linux-gnu/libc.so.6")...)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
+	}
+	var doc struct {
+		Processes []struct {
+			PID       int32  `json:"pid"`
+			Comm      string `json:"comm"`
+			Container string `json:"container"`
+			Samples   int    `json:"samples"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(nsprof(t, "report", "--processes", "--json", capture)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	shells, execs, samples := 0, 0, 0
+	for _, p := range doc.Processes {
+		samples += p.Samples
+		if !strings.HasPrefix(p.Container, "podman:"+name) {
+			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
+		}
+		if int(p.PID) == host.Process.Pid {
+			t.Errorf("the host's busy process %d is in the capture", p.PID)
+		}
+		switch p.Comm {
+		case "sh":
+			shells++
+		case "sha256sum":
+			execs++
+		}
+	}
+	if shells == 0 || execs != 3 || samples < 1000 {
+		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, out.String())
 	}
 }

@@ -25,6 +25,12 @@ type Options struct {
 	// System records the whole system while Command runs (perf record -a
 	// -- COMMAND): recording ends when the command exits.
 	System bool
+	// Container records the running podman container of that name, or
+	// whose id starts with it, alone: every process in its cgroup, those
+	// it starts and those entering it (podman exec's) included, as perf
+	// record -a -G does (see container.FindCgroup). With Command, while
+	// the command runs.
+	Container string
 	// Duration stops the recording after this long, counted from the
 	// end of setting up (events open, processes scanned, the command
 	// started), as perf record -- sleep N counts from its child's start:
@@ -230,6 +236,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Frequency < 0 {
 		return errors.New("frequency must be positive")
+	}
+	if o.Container != "" && (len(o.PIDs) > 0 || o.System || o.NoPerf || o.OffCPU || o.Blocking > 0 || o.MainLoop || len(o.Spans) > 0 || len(o.Probes) > 0 || o.Memprof || o.Calls) {
+		return errors.New("a container is recorded with CPU samples alone: not with pids, the whole system, off-CPU time, blocking calls, probes, --memprof or --calls")
 	}
 	if o.FS.Root == "" {
 		o.FS = proc.DefaultFS

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"nsprof/capture"
+	"nsprof/container"
 	"nsprof/perf"
 	"nsprof/proc"
 )
@@ -214,7 +215,15 @@ func (r *recorder) now() int64 {
 func (r *recorder) setup() error {
 	o := r.opts
 	mode := "system"
+	var ctr container.Cgroup
 	switch {
+	case o.Container != "":
+		c, err := container.FindCgroup(o.Container)
+		if err != nil {
+			return err
+		}
+		mode, ctr = "container", c
+		r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))
 	case o.System:
 	case len(o.Command) > 0:
 		mode = "command"
@@ -302,6 +311,8 @@ func (r *recorder) setup() error {
 			target = perf.Exec(r.child.pid())
 		case "pids":
 			target = perf.Processes(o.PIDs...)
+		case "container":
+			target = perf.Cgroup(ctr.Dir)
 		default:
 			target = perf.AllTasks()
 		}
@@ -428,6 +439,10 @@ func (r *recorder) setup() error {
 	switch mode {
 	case "pids":
 		for _, pid := range o.PIDs {
+			r.tr.scan(pid, now)
+		}
+	case "container":
+		for _, pid := range ctr.PIDs {
 			r.tr.scan(pid, now)
 		}
 	case "system":

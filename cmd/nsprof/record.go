@@ -153,9 +153,12 @@ callchains) and records process lifecycles, mappings, namespaces and counters
 into a Sysprof capture.
 
 Targets: a command after "--" (recorded from its exec, with its threads and
-children; its exit status becomes nsprof's), existing processes with -p, or
-the whole system with -a (the default without a command or -p; with a
-command, the whole system while the command runs, as perf record -a does).
+children; its exit status becomes nsprof's), existing processes with -p,
+a running podman container with --container (its name or an id prefix:
+every process in its cgroup, those it starts and those podman exec adds,
+as perf record -a -G samples a cgroup), or the whole system with -a (the
+default without a command or -p; with a command, the whole system while
+the command runs, as perf record -a does).
 
 -e takes both habits: VAR=VALUE sets a variable in the command's environment
 (sysprof-cli's --env); a name without "=" is the event to sample on, as perf
@@ -174,6 +177,7 @@ SIGTERM; the capture is complete in every case.`,
 		Example: `  nsprof record -- ./myprogram --its-flags
   nsprof record -p 1234 --duration 10 -o server.syscap
   nsprof record -a --duration 5
+  nsprof record --container web --duration 10 -o web.syscap
   nsprof record -g -F 99 -a -- sleep 3
   nsprof record -e task-clock -F max -- ./myprogram
   nsprof record --call-graph dwarf -- ./built-without-frame-pointers
@@ -187,6 +191,9 @@ SIGTERM; the capture is complete in every case.`,
 			}
 			if fl.all && len(opts.PIDs) > 0 {
 				return usagef(cmd, "-a records the whole system; it does not combine with -p")
+			}
+			if opts.Container != "" && (fl.all || len(opts.PIDs) > 0) {
+				return usagef(cmd, "--container records one container; it does not combine with -a or -p")
 			}
 			opts.System = fl.all && len(args) > 0
 			if fl.duration < 0 {
@@ -264,6 +271,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
 	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
 	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
+	f.StringVar(&opts.Container, "container", "", "record the running podman container `NAME` (or id prefix) alone: its cgroup's processes, those podman exec adds included")
 	f.Float64Var(&fl.duration, "duration", 0, "stop `SECONDS` after setting up (perf events open, processes read)")
 	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
 	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
