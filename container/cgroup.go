@@ -20,7 +20,9 @@ type Cgroup struct {
 	ID, Name string
 	// Dir is the container's cgroup directory in the hierarchy perf
 	// events are bound to: cgroup v1's perf_event when a hierarchy has
-	// that controller, else cgroup v2's.
+	// that controller, else cgroup v2's. It is "" for a container
+	// without a cgroup of its own (a rootless one where cgroups are v1:
+	// its processes stay in their user's).
 	Dir string
 	// PIDs are the container's processes when it was found, in order.
 	PIDs []int
@@ -79,6 +81,9 @@ func FindCgroup(label string) (Cgroup, error) {
 		}
 		c.PIDs = append(c.PIDs, pid)
 	}
+	if len(found) == 0 {
+		found = findUngrouped(label, pids)
+	}
 	switch len(found) {
 	case 0:
 		return Cgroup{}, fmt.Errorf("find container %s: no running podman container has that name or an id starting with it", label)
@@ -98,6 +103,34 @@ func FindCgroup(label string) (Cgroup, error) {
 	}
 	slices.Sort(which)
 	return Cgroup{}, fmt.Errorf("find container %s: %d containers have ids starting with it (%s): give more of the id", label, len(found), strings.Join(which, ", "))
+}
+
+// findUngrouped finds the processes of the podman containers named label,
+// or whose ids start with it, among pids, by identifying those in another
+// mount namespace than this process's: a container without a cgroup of
+// its own (rootless, where cgroups are v1) is told by nothing else.
+func findUngrouped(label string, pids []int) map[string]*Cgroup {
+	self, err := proc.NamespaceID(proc.Self, "mnt")
+	if err != nil {
+		return nil
+	}
+	found := map[string]*Cgroup{}
+	for _, pid := range pids {
+		if mnt, err := proc.NamespaceID(pid, "mnt"); err != nil || mnt == self {
+			continue
+		}
+		idn, err := Identify(pid)
+		if err != nil || idn.Kind != KindPodman || !strings.HasPrefix(idn.ID, label) && idn.Name != label {
+			continue
+		}
+		c := found[idn.ID]
+		if c == nil {
+			c = &Cgroup{ID: idn.ID, Name: idn.Name}
+			found[idn.ID] = c
+		}
+		c.PIDs = append(c.PIDs, pid)
+	}
+	return found
 }
 
 // perfCgroupMount returns where the hierarchy perf events are bound to is

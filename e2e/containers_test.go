@@ -371,3 +371,21 @@ func TestPodmanContainerTarget(t *testing.T) {
 		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, out.String())
 	}
 }
+
+// TestPodmanRootlessContainerTarget: record --container of a rootless
+// container where cgroups are v1 (its processes stay in their user's
+// cgroup: nothing but the processes tells it) records its processes, as
+// -p does, labelled with it, its fixture's functions named.
+func TestPodmanRootlessContainerTarget(t *testing.T) {
+	testutils.RequireRoot(t, "rootless podman is run as another user")
+	pid, id := containers.StartPodmanRootless(t, "overlay")
+	capture := filepath.Join(t.TempDir(), "rootless.syscap")
+	nsprof(t, "record", "--container", id[:12], "--duration", "2", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	r := reportJSON(t, capture, "--by", "process")
+	checkNames(t, r, pid, 0, func(l string) bool { return strings.HasPrefix(l, "podman:") })
+	for _, g := range r.Groups {
+		if !strings.HasPrefix(g.Container, "podman:") {
+			t.Errorf("process %d (%s) labelled %q, not the container", g.PID, g.Key, g.Container)
+		}
+	}
+}

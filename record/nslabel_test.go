@@ -198,3 +198,29 @@ func TestGoneChildNSpid(t *testing.T) {
 		t.Errorf("thread 804 got a process line with NSpid %v", nspid)
 	}
 }
+
+// Recording a container's cgroup, a process /proc could not label and no
+// namespace record did gets the container's label: every process recorded
+// is in it (podman exec's command, whose parent is on the host and whose
+// records before it joined the cgroup were not the cgroup's).
+func TestCgroupLabel(t *testing.T) {
+	root := t.TempDir()
+	fakeNSProcess(t, root, 700, "sh", taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837})
+	tr := fakeTracker(t, root)
+	podman := &capture.ContainerInfo{Kind: container.KindPodman, ID: "58914741353e", Name: "hot"}
+	tr.identify = func(int, int64) *capture.ContainerInfo { return podman }
+	now := uint64(capture.Now())
+	tr.scan(700, int64(now))
+	tr.handle(forkRecord(700, 720, now+10)) // gone, no record: unknown
+	tr.cgroupLabel = podman
+	tr.handle(forkRecord(700, 721, now+20))
+	got := map[int]string{}
+	for _, pi := range trackerInfos(t, tr) {
+		if pi.Container != nil {
+			got[pi.PID] = pi.Container.Kind
+		}
+	}
+	if got[720] != "" || got[721] != container.KindPodman {
+		t.Errorf("labels %v: want 721 alone labelled with the container", got)
+	}
+}

@@ -35,6 +35,10 @@ type tracker struct {
 	hostNS   uint64
 	// hostMnt is the recorder's mount namespace (0 if unknown).
 	hostMnt uint64
+	// cgroupLabel, when recording a container's cgroup (record
+	// --container), is its label: every process recorded is in it, and
+	// one /proc could not label (gone) gets it.
+	cgroupLabel *capture.ContainerInfo
 	// byNS holds, by namespaces, a process read from /proc in a
 	// container, whose label a process gone in the same namespaces
 	// before /proc was read gets (see labelOfNS).
@@ -402,8 +406,9 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 			info.Container = t.identify(pid, now)
 		}
 		t.noteNS(pid, ps, &info.ProcessInfo)
-	} else if t.identify != nil && info.Container == nil {
-		t.labelByNS(ps, &info.ProcessInfo)
+	} else if t.identify != nil && info.Container == nil && !t.labelByNS(ps, &info.ProcessInfo) {
+		// Recording a container's cgroup, every process is its.
+		info.Container = t.cgroupLabel
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
 	ps.info, ps.mounts = info.ProcessInfo, info.mountKey()

@@ -223,7 +223,11 @@ func (r *recorder) setup() error {
 			return err
 		}
 		mode, ctr = "container", c
-		r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))
+		if c.Dir == "" {
+			r.logf("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording the %d processes found in it and their children, as -p does; what podman exec adds is missed", c.Name, c.ID, len(c.PIDs))
+		} else {
+			r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))
+		}
 	case o.System:
 	case len(o.Command) > 0:
 		mode = "command"
@@ -313,6 +317,9 @@ func (r *recorder) setup() error {
 			target = perf.Processes(o.PIDs...)
 		case "container":
 			target = perf.Cgroup(ctr.Dir)
+			if ctr.Dir == "" {
+				target = perf.Processes(ctr.PIDs...)
+			}
 		default:
 			target = perf.AllTasks()
 		}
@@ -444,6 +451,9 @@ func (r *recorder) setup() error {
 	case "container":
 		for _, pid := range ctr.PIDs {
 			r.tr.scan(pid, now)
+			if ps := r.tr.procs[pid]; ctr.Dir != "" && r.tr.cgroupLabel == nil && ps != nil && ps.info.Container != nil && ps.info.Container.ID == ctr.ID {
+				r.tr.cgroupLabel = ps.info.Container
+			}
 		}
 	case "system":
 		pids, err := o.FS.PIDs()
