@@ -173,15 +173,30 @@ const dropStep = 4 << 20
 // sizes are counts of a capture's frames (see [countSamples]), so that
 // the tables that grow with them are allocated once.
 type sizes struct {
-	// samples counts the SAMPLE frames (those before any damage) and
-	// the ALLOCATION frames of allocations (not frees), each a sample
-	// of the profile; addrs counts the addresses the SAMPLE frames
-	// hold, and slots bounds those of all frames with addresses, for
-	// [capture.DecodeLinesMax]. allocs counts the ALLOCATION frames.
-	samples, addrs, slots, allocs int
+	// samples counts the SAMPLE frames (those before any damage), and
+	// addrs counts the addresses they hold, and slots bounds those of
+	// all frames with addresses, for [capture.DecodeLinesMax]. allocs
+	// counts the ALLOCATION frames, and allocSamples those of
+	// allocations (not frees): samples of the profile too, unless
+	// [LoadOptions.NoAllocations] (see [sizes.kept]).
+	samples, addrs, slots, allocs, allocSamples int
 	// procStacks counts the SAMPLE and ALLOCATION frames of each
 	// process: the most stacks it can have.
 	procStacks map[int32]int32
+}
+
+// kept returns the sizes of what loading keeps: the allocations as
+// samples and events when allocations is set, else neither (a view of
+// CPU samples reserved room for 4 M events of a --memprof capture it
+// never kept).
+func (n sizes) kept(allocations bool) sizes {
+	if allocations {
+		n.samples += n.allocSamples
+	} else {
+		n.allocs = 0
+	}
+	n.allocSamples = 0
+	return n
 }
 
 // countSamples returns the sizes of the capture data, and the views of
@@ -229,7 +244,7 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 			n.procStacks[f.Head().PID]++
 			n.allocs++
 			if size, k, ok := f.AllocationLen(); ok && (size > 0 || k > 0) {
-				n.samples++
+				n.allocSamples++
 			}
 		case capture.TypeFileChunk:
 			if f.DecodeFileChunk(&c) != nil {
@@ -306,8 +321,9 @@ func load(cr *capture.Reader, inPlace bool, src *sourceFile, size int64, sc *sco
 			if !sized && (frames == scoutAt || sc.ready()) {
 				sc.wait()
 				sized = true
-				b.reserve(sc.n)
-				b.startPipe(sc.n.samples)
+				n := sc.n.kept(!opts.NoAllocations)
+				b.reserve(n)
+				b.startPipe(n.samples)
 			}
 		}
 		f, err := cr.NextRaw()

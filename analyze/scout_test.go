@@ -146,7 +146,8 @@ func TestScoutCountsAllocations(t *testing.T) {
 		must(t, w.WriteFrame(a))
 	}
 	must(t, w.Close())
-	n, _ := countSamples(buf.Bytes(), false)
+	counted, _ := countSamples(buf.Bytes(), false)
+	n := counted.kept(true)
 	if n.samples != 3+allocs || n.allocs != allocs+frees {
 		t.Fatalf("scout: %d samples and %d allocation frames, want %d and %d", n.samples, n.allocs, 3+allocs, allocs+frees)
 	}
@@ -154,6 +155,11 @@ func TestScoutCountsAllocations(t *testing.T) {
 	b.reserve(n)
 	if cap(b.allocs) != allocs+frees {
 		t.Errorf("room for %d events, want %d", cap(b.allocs), allocs+frees)
+	}
+	// Without the allocations (LoadOptions.NoAllocations), no room for
+	// them.
+	if n := counted.kept(false); n.samples != 3 || n.allocs != 0 {
+		t.Errorf("sizes without allocations: %d samples, %d events", n.samples, n.allocs)
 	}
 	p, err := LoadBytes(buf.Bytes(), LoadOptions{})
 	if err != nil {
