@@ -254,21 +254,9 @@ func TestPodmanRootlessShort(t *testing.T) {
 	if out, err := exec.Command(nsprofBin, append(rec, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("nsprof record: %v\n%s", err, out)
 	}
-	var doc struct {
-		Processes []struct {
-			PID       int32  `json:"pid"`
-			PPID      int32  `json:"ppid"`
-			NSPID     int32  `json:"nspid"`
-			Comm      string `json:"comm"`
-			Container string `json:"container"`
-			Samples   int    `json:"samples"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal([]byte(nsprof(t, "report", "--processes", "--json", capture)), &doc); err != nil {
-		t.Fatal(err)
-	}
+	procs := processesJSON(t, capture)
 	parent := map[int32]bool{}
-	for _, p := range doc.Processes {
+	for _, p := range procs {
 		if strings.HasPrefix(p.Comm, "forkthreads") && p.NSPID == 1 {
 			parent[p.PID] = true
 		}
@@ -277,7 +265,7 @@ func TestPodmanRootlessShort(t *testing.T) {
 		t.Fatalf("%d forkthreads processes with pid 1 in their namespace, want the container's one", len(parent))
 	}
 	children, labelled, nspids := 0, 0, map[int32]bool{}
-	for _, p := range doc.Processes {
+	for _, p := range procs {
 		if !parent[p.PPID] || p.Samples == 0 {
 			continue
 		}
@@ -340,19 +328,8 @@ func TestPodmanContainerTarget(t *testing.T) {
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
 	}
-	var doc struct {
-		Processes []struct {
-			PID       int32  `json:"pid"`
-			Comm      string `json:"comm"`
-			Container string `json:"container"`
-			Samples   int    `json:"samples"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal([]byte(nsprof(t, "report", "--processes", "--json", capture)), &doc); err != nil {
-		t.Fatal(err)
-	}
 	shells, execs, samples := 0, 0, 0
-	for _, p := range doc.Processes {
+	for _, p := range processesJSON(t, capture) {
 		samples += p.Samples
 		if !strings.HasPrefix(p.Container, "podman:"+name) {
 			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
@@ -388,4 +365,28 @@ func TestPodmanRootlessContainerTarget(t *testing.T) {
 			t.Errorf("process %d (%s) labelled %q, not the container", g.PID, g.Key, g.Container)
 		}
 	}
+}
+
+// procDoc is a process of `nsprof report --processes --json`: the fields
+// the tests read.
+type procDoc struct {
+	PID       int32  `json:"pid"`
+	PPID      int32  `json:"ppid"`
+	NSPID     int32  `json:"nspid"`
+	Comm      string `json:"comm"`
+	Container string `json:"container"`
+	Samples   int    `json:"samples"`
+}
+
+// processesJSON returns the processes `nsprof report --processes --json`
+// lists of capture.
+func processesJSON(t *testing.T, capture string) []procDoc {
+	t.Helper()
+	var doc struct {
+		Processes []procDoc `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(nsprof(t, "report", "--processes", "--json", capture)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Processes
 }
