@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -308,7 +309,12 @@ func TestPodmanContainerTarget(t *testing.T) {
 		}
 	}
 	run(args...)
-	t.Cleanup(func() { run(append(slices.Clone(podman), "rm", "-f", "-t", "0", name)...) })
+	remove := func() {
+		cmd := exec.Command(podman[0], append(slices.Clone(podman[1:]), "rm", "-f", "-t", "0", name)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Run()
+	}
+	t.Cleanup(remove)
 	host := exec.Command(testutils.BuildFixture(t, "callchain"), "10", "1", "nofork")
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -347,6 +353,23 @@ func TestPodmanContainerTarget(t *testing.T) {
 	if shells == 0 || execs != 3 || samples < 1000 {
 		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, out.String())
 	}
+
+	// Without --duration, the recording ends when the container stops.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec = exec.CommandContext(ctx, nsprofBin, "record", "--container", name, "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	out.Reset()
+	rec.Stdout, rec.Stderr = &out, &out
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	stopped := time.Now()
+	remove()
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("nsprof record --container, the container removed: %v (after %v)\n%s", err, time.Since(stopped), out.String())
+	}
+	t.Logf("the recording ended %v after the container was removed", time.Since(stopped))
 }
 
 // TestPodmanRootlessContainerTarget: record --container of a rootless

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -184,10 +185,18 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 	case <-ctx.Done():
 		return "signal"
 	case <-childDone:
-		if r.rd == nil || r.opts.System {
+		if r.rd == nil || r.opts.System || r.cgroupDir != "" {
 			return "command exited" // a system-wide reader never ends
 		}
 	default:
+	}
+	if r.cgroupDir != "" && now.Sub(r.cgroupChecked) >= time.Second {
+		// The container's cgroup goes when it stops (its events stay
+		// open, with nothing left to sample).
+		r.cgroupChecked = now
+		if _, err := os.Stat(r.cgroupDir); errors.Is(err, fs.ErrNotExist) {
+			return "container stopped"
+		}
 	}
 	if !deadline.IsZero() && !now.Before(deadline) {
 		return "duration"

@@ -217,7 +217,7 @@ type Result struct {
 	// Exit describes how the command ended, empty without a command.
 	Exit string
 	// Stopped names what stopped the recording: "command exited",
-	// "duration", "signal" or "write error".
+	// "duration", "signal", "write error" or "container stopped".
 	Stopped string
 	// Started reports whether the recording began. It is false when
 	// Record failed while setting up (the command could not start, a pid

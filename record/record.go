@@ -140,6 +140,11 @@ type recorder struct {
 	// filter drops the samples of other processes when the sampling
 	// event is opened per CPU (perf.Options.SampleCPUWide).
 	filter *targetFilter
+	// cgroupDir is the cgroup of the container recorded (record
+	// --container), "" otherwise; cgroupChecked is when the loop last
+	// looked whether it is still there.
+	cgroupDir     string
+	cgroupChecked time.Time
 	// perTaskSampling says per-CPU sampling was refused (see openPerf).
 	perTaskSampling bool
 	block           *blocking // with Options.Blocking
@@ -317,6 +322,7 @@ func (r *recorder) setup() error {
 			target = perf.Processes(o.PIDs...)
 		case "container":
 			target = perf.Cgroup(ctr.Dir)
+			r.cgroupDir = ctr.Dir
 			if ctr.Dir == "" {
 				target = perf.Processes(ctr.PIDs...)
 			}
@@ -564,7 +570,7 @@ func (r *recorder) finish() {
 	// recorded and writes it down, stamped at this time.
 	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
 	r.w.StopClock(r.stopAt)
-	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.opts.System) {
+	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.opts.System || r.cgroupDir != "") {
 		r.drain()
 	}
 	if r.writeErr == nil {
