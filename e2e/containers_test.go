@@ -354,9 +354,15 @@ func TestPodmanContainerTarget(t *testing.T) {
 		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, out.String())
 	}
 
-	// Without --duration, the recording ends when the container stops.
+	// With a command, it ends when the command exits, as -a does.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	started := time.Now()
+	if b, err := exec.CommandContext(ctx, nsprofBin, "record", "--container", name, "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network", "--", "sleep", "1").CombinedOutput(); err != nil {
+		t.Fatalf("nsprof record --container -- sleep 1: %v (after %v)\n%s", err, time.Since(started), b)
+	}
+
+	// Without --duration, the recording ends when the container stops.
 	rec = exec.CommandContext(ctx, nsprofBin, "record", "--container", name, "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network")
 	out.Reset()
 	rec.Stdout, rec.Stderr = &out, &out
