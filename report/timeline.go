@@ -23,13 +23,25 @@ type selection struct {
 	procs        []*analyze.ProcessSpan
 }
 
-// selectTimeline applies f's PIDs, Since and Until to t.
+// selectTimeline applies f's PIDs, Container, Since and Until to t: a
+// mark or log is in a container when the process it names is.
 func selectTimeline(t *analyze.Timeline, f analyze.Filter) selection {
 	s := selection{since: t.Start + int64(f.Since), until: math.MaxInt64}
 	if f.Until > 0 {
 		s.until = t.Start + int64(f.Until)
 	}
-	wantPID := func(pid int32) bool { return len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid) }
+	var inContainer map[int32]bool
+	if f.Container != "" {
+		inContainer = make(map[int32]bool)
+		for _, p := range t.Processes {
+			if p.Container.Match(f.Container) {
+				inContainer[p.PID] = true
+			}
+		}
+	}
+	wantPID := func(pid int32) bool {
+		return (len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)) && (inContainer == nil || inContainer[pid])
+	}
 	for _, m := range t.Marks {
 		if m.Time >= s.since && m.Time < s.until && wantPID(m.PID) {
 			s.marks = append(s.marks, m)

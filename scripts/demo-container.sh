@@ -51,7 +51,7 @@ echo "== rm -rf ROOTFS: the container's files are gone; the capture names its co
 rm -rf "$rootfs"
 echo "== nsprof report --by container --limit 5 $capture"
 "$nsprof" report --by container --limit 5 "$capture"
-echo "== nsprof report --processes $capture: the container's first 10"
-"$nsprof" report --processes "$capture" | awk 'NR <= 2 || (/nsprof-demo/ && n++ < 10)'
+echo "== nsprof report --processes --container nsprof-demo $capture (its first 10 processes, their threads left out)"
+"$nsprof" report --processes --container nsprof-demo "$capture" | awk 'NR <= 2 || (/podman:nsprof-demo/ && n++ < 10)'
 echo "== nsprof report --container nsprof-demo --comm tracefd-demo --limit 8 $capture"
 "$nsprof" report --container nsprof-demo --comm tracefd-demo --limit 8 "$capture"

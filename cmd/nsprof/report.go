@@ -116,8 +116,8 @@ with a sparkline, --processes process lifetimes, pids inside and outside
 their namespace, container and command line, with each thread under its
 process ("thread_list" in JSON), --logs the log messages and --summary the
 capture's facts (duration, CPUs, samples, lost samples, processes and
-threads, collector frames and losses, frames by type). --since/--until and
---pid select marks, logs and processes too.
+threads, collector frames and losses, frames by type). --since/--until,
+--pid and --container select marks, logs and processes too.
 
 perf report's habits work: -i FILE, --stdio (text, the default) and -g (the
 call tree, as --tree).

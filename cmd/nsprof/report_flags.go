@@ -61,8 +61,8 @@ func timelineView(cmd *cobra.Command, views map[string]*bool, opts reportOptions
 	}
 	v := opts.Report.Select
 	f := v.Filter
-	if len(f.TIDs) > 0 || f.Comm != "" || f.Container != "" || f.DSO != "" || v.HideKernel || v.Focus != "" || v.FocusDSO != "" {
-		return "", usagef(cmd, "%s selects by --pid, --since and --until only", set[0])
+	if len(f.TIDs) > 0 || f.Comm != "" || f.DSO != "" || v.HideKernel || v.Focus != "" || v.FocusDSO != "" {
+		return "", usagef(cmd, "%s selects by --pid, --container, --since and --until only", set[0])
 	}
 	return strings.TrimPrefix(set[0], "--"), nil
 }

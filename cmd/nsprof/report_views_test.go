@@ -134,12 +134,18 @@ func TestReportTimelineViews(t *testing.T) {
 		{[]string{"--marks", "--logs"}, "cannot be combined"},
 		{[]string{"--marks", "--tree"}, "does not combine"},
 		{[]string{"--counters", "--by", "process"}, "does not combine"},
-		{[]string{"--processes", "--comm", "gui"}, "--pid, --since and --until only"},
-		{[]string{"--summary", "--focus", "main"}, "--pid, --since and --until only"},
+		{[]string{"--processes", "--comm", "gui"}, "--pid, --container, --since and --until only"},
+		{[]string{"--summary", "--focus", "main"}, "--pid, --container, --since and --until only"},
 	} {
 		if _, stderr, status := nsprof(t, nil, append(append([]string{"report"}, tc.args...), path)...); status != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%v: status %d, stderr %q, want 2 and %q", tc.args, status, stderr, tc.msg)
 		}
+	}
+	// --container selects the processes of the timeline views.
+	all, _, _ := nsprof(t, nil, "report", "--processes", path)
+	none, stderr, status := nsprof(t, nil, "report", "--processes", "--container", "no-such-container", path)
+	if status != 0 || strings.Count(none, "\n") >= strings.Count(all, "\n") {
+		t.Errorf("--processes --container: status %d %s, %d lines against %d without", status, stderr, strings.Count(none, "\n"), strings.Count(all, "\n"))
 	}
 }
 

@@ -1,0 +1,51 @@
+package report
+
+import (
+	"slices"
+	"testing"
+
+	"nsprof/analyze"
+	"nsprof/capture"
+)
+
+// --container selects the processes of the timeline views, and the marks
+// and logs of those processes, as --pid does; the two combine.
+func TestSelectTimelineContainer(t *testing.T) {
+	web := &analyze.Container{Kind: "podman", Name: "web", ID: "58914741353e0000"}
+	tl := &analyze.Timeline{
+		Processes: []*analyze.ProcessSpan{
+			{PID: 10, Container: web}, {PID: 11, Container: web},
+			{PID: 20, Container: &analyze.Container{Kind: "host"}}, {PID: 30},
+		},
+	}
+	for _, pid := range []int32{10, 11, 20, 30} {
+		tl.Marks = append(tl.Marks, capture.Mark{FrameHeader: capture.FrameHeader{PID: pid}})
+		tl.Logs = append(tl.Logs, capture.Log{FrameHeader: capture.FrameHeader{PID: pid}})
+	}
+	for _, tc := range []struct {
+		f    analyze.Filter
+		want []int32
+	}{
+		{analyze.Filter{Container: "web"}, []int32{10, 11}},
+		{analyze.Filter{Container: "5891"}, []int32{10, 11}},
+		{analyze.Filter{Container: "host"}, []int32{20}},
+		{analyze.Filter{Container: "unknown"}, []int32{30}},
+		{analyze.Filter{Container: "web", PIDs: []int32{11, 20}}, []int32{11}},
+		{analyze.Filter{}, []int32{10, 11, 20, 30}},
+	} {
+		s := selectTimeline(tl, tc.f)
+		var procs, marks, logs []int32
+		for _, p := range s.procs {
+			procs = append(procs, p.PID)
+		}
+		for _, m := range s.marks {
+			marks = append(marks, m.PID)
+		}
+		for _, l := range s.logs {
+			logs = append(logs, l.PID)
+		}
+		if !slices.Equal(procs, tc.want) || !slices.Equal(marks, tc.want) || !slices.Equal(logs, tc.want) {
+			t.Errorf("%+v: processes %v, marks %v, logs %v; want %v", tc.f, procs, marks, logs, tc.want)
+		}
+	}
+}
