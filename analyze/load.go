@@ -723,7 +723,7 @@ func (b *builder) finish() *Profile {
 	if hz, err := strconv.ParseInt(b.freq, 10, 64); err == nil && hz > 0 {
 		p.Frequency = hz
 	}
-	p.allocs, p.sampleBytes = b.allocs, b.sampleBytes
+	p.sampleBytes = b.sampleBytes
 	b.allocs = nil
 	p.Totals = make([]int64, len(p.SampleTypes))
 	var (

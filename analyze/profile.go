@@ -108,9 +108,9 @@ type Profile struct {
 	// lazy, when set, holds the stack tables instead, made on first use
 	// (see [lazyStacks]).
 	lazy *lazyStacks
-	// values holds len(SampleTypes) values per sample, by Sample.Row;
-	// nil when every sample is a stack sample (each value 1).
-	values []int64
+	// rows holds the samples' values, by Sample.Row; nil when every
+	// sample is a stack sample (each with stackValues).
+	rows *valueTable
 	// value is the column the views weigh by; see [Profile.Selected].
 	value int
 	// unitSamples says every sample is a stack sample; stackValues are
@@ -119,16 +119,19 @@ type Profile struct {
 	unitSamples bool
 	stackValues []int64
 	allocCol    int
+	// offCol, wallCol and blockCol are the columns of off-CPU time, wall
+	// time and blocking calls, -1 when there is none.
+	offCol, wallCol, blockCol int
 	// callCol is the first column of instrumented calls, 0 when there
 	// is none; callStats what the recording says of them.
 	callCol   int
 	callStats callStats
 	// kinds are the kinds of measurement of the columns (kindStack...).
 	kinds []int
-	// allocs are the ALLOCATION frames in time order, sampleBytes the
-	// recording's allocation sampling interval and memLost what it could
-	// not record: what [View.Heap] replays.
-	allocs      []allocEvent
+	// heap holds the allocations and frees in time order, sampleBytes
+	// the recording's allocation sampling interval and memLost what it
+	// could not record: what [View.Heap] replays.
+	heap        *heapEvents
 	sampleBytes int64
 	memLost     struct {
 		has          bool

@@ -67,10 +67,86 @@ func IsAllocType(name string) bool {
 // Value returns the value of column t (an index in p.SampleTypes) of
 // sample s.
 func (p *Profile) Value(s *Sample, t int) int64 {
-	if p.values == nil {
+	if p.rows == nil {
 		return p.stackValues[t] // stack samples only: the same values each
 	}
-	return p.values[int(s.Row)*len(p.SampleTypes)+t]
+	return p.rows.value(p, int(s.Row), t)
+}
+
+// valueTable holds the samples' values by row ([Sample.Row]). A sample
+// measures one thing, and has values in the columns of that measurement
+// only: a stack sample those of [Profile.stackValues], an off-CPU
+// interval its time (off_cpu and wall), a blocking call its duration,
+// an allocation its bytes and objects (again as inuse or temp when it
+// is), a call its count and times. So a row keeps its kind and at most
+// three values: a table of every column for every row took 64 bytes a
+// row of a --memprof capture, 128 MB for 2 M allocations.
+type valueTable struct {
+	// kind is each row's kind of measurement (rowStack...), with
+	// rowLive and rowTemp for an allocation.
+	kind []uint8
+	// first, second and third are each row's values, nil when no row
+	// has one: an off-CPU interval's or a blocking call's duration; an
+	// allocation's bytes, then its objects in a sampled recording (one
+	// otherwise); a call's count, total and self time.
+	first, second, third []int64
+}
+
+// The kinds of rows of a [valueTable], and the flags of an allocation.
+const (
+	rowStack uint8 = iota
+	rowOffCPU
+	rowBlocking
+	rowAlloc
+	rowCall
+
+	rowKind = 0x0f
+	rowLive = 0x10 // an allocation live at the end: inuse
+	rowTemp = 0x20 // a temporary allocation
+)
+
+// value returns the value of column t of row r of p.
+func (vt *valueTable) value(p *Profile, r, t int) int64 {
+	k := vt.kind[r]
+	switch k & rowKind {
+	case rowStack:
+		return p.stackValues[t]
+	case rowOffCPU:
+		if t == p.offCol || t == p.wallCol {
+			return vt.first[r]
+		}
+	case rowBlocking:
+		if t == p.blockCol {
+			return vt.first[r]
+		}
+	case rowAlloc:
+		j := t - p.allocCol
+		switch {
+		case j < 0 || j >= len(allocTypes):
+			return 0
+		case j >= 4 && k&rowTemp == 0, j >= 2 && j < 4 && k&rowLive == 0:
+			return 0
+		case j%2 == 1:
+			return vt.first[r]
+		case vt.second == nil:
+			return 1
+		}
+		return vt.second[r]
+	case rowCall:
+		switch t - p.callCol {
+		case 0:
+			return vt.first[r]
+		case 1:
+			if vt.second != nil {
+				return vt.second[r]
+			}
+		case 2:
+			if vt.third != nil {
+				return vt.third[r]
+			}
+		}
+	}
+	return 0
 }
 
 // Kind returns the sample types measured together with type t, as one
@@ -170,22 +246,21 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		p.stackValues = append(p.stackValues, periodNs)
 		p.kinds = append(p.kinds, kindStack)
 	}
-	offCol, wallCol := -1, -1
+	p.offCol, p.wallCol, p.blockCol = -1, -1, -1
 	if len(offCPU) > 0 {
-		offCol = len(p.SampleTypes)
+		p.offCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, OffCPUType)
 		p.stackValues = append(p.stackValues, 0)
 		p.kinds = append(p.kinds, kindOffCPU)
 		if periodNs > 0 {
-			wallCol = len(p.SampleTypes)
+			p.wallCol = len(p.SampleTypes)
 			p.SampleTypes = append(p.SampleTypes, WallType)
 			p.stackValues = append(p.stackValues, periodNs)
 			p.kinds = append(p.kinds, kindWall)
 		}
 	}
-	blockCol := -1
 	if len(blocking) > 0 {
-		blockCol = len(p.SampleTypes)
+		p.blockCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, BlockingType)
 		p.stackValues = append(p.stackValues, 0)
 		p.kinds = append(p.kinds, kindBlocking)
@@ -205,41 +280,22 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 	if p.unitSamples {
 		return // every sample has stackValues: no table (see Value)
 	}
-	n := len(p.SampleTypes)
-	p.values = make([]int64, len(p.Samples)*n)
-	isAlloc := make([]bool, len(p.Samples))
-	for _, e := range allocs {
-		if e.sample >= 0 {
-			isAlloc[e.sample] = true
-		}
-	}
-	for i := range p.Samples {
-		if !isAlloc[i] {
-			copy(p.values[i*n:], p.stackValues)
-		}
-	}
+	vt := &valueTable{kind: make([]uint8, len(p.Samples)), first: make([]int64, len(p.Samples))}
+	p.rows = vt
 	// An off-CPU interval counts its time only: no sample, no CPU time.
 	for i, d := range offCPU {
-		row := p.values[int(i)*n : int(i+1)*n]
-		clear(row)
-		row[offCol] = d
-		if wallCol >= 0 {
-			row[wallCol] = d
-		}
+		vt.kind[i], vt.first[i] = rowOffCPU, d
 	}
 	// So does a blocking call: its stack at entry weighs its duration.
 	for i, d := range blocking {
-		row := p.values[int(i)*n : int(i+1)*n]
-		clear(row)
-		row[blockCol] = d
+		vt.kind[i], vt.first[i] = rowBlocking, d
 	}
-	a := p.allocCol
+	if sampleBytes > 0 && len(allocs) > 0 {
+		vt.second = make([]int64, len(p.Samples))
+	}
 	sortByTime(allocs)
 	objectsOf := make(map[int64]int64)
 	objects := func(size int64) int64 {
-		if sampleBytes <= 0 {
-			return 1
-		}
 		o, ok := objectsOf[size]
 		if !ok {
 			o = int64(math.Round(sampledObjects(size, sampleBytes)))
@@ -247,6 +303,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		}
 		return o
 	}
+	p.heap = newHeapEvents(allocs, p.Samples)
 	live := make(map[pidAddr]int32)      // block -> sample
 	lastAlloc := make(map[int32]pidAddr) // thread -> its last block
 	for _, e := range allocs {
@@ -254,32 +311,39 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		if e.sample < 0 {
 			s, ok := live[k]
 			if !ok {
-				continue // allocated before the recording
+				s = -1 // allocated before the recording
+			} else {
+				delete(live, k)
+				if last, ok := lastAlloc[e.tid]; ok && last == k {
+					vt.kind[s] |= rowTemp
+				}
+				delete(lastAlloc, e.tid)
 			}
-			delete(live, k)
-			if last, ok := lastAlloc[e.tid]; ok && last == k {
-				row := p.values[int(s)*n+a:]
-				row[4], row[5] = row[0], row[1]
-			}
-			delete(lastAlloc, e.tid)
+			p.heap.free(e, s, false)
 			continue
 		}
-		row := p.values[int(e.sample)*n+a:]
-		row[0], row[1] = objects(e.size), e.size
-		live[k] = e.sample // replaces a block whose free was not seen
+		vt.kind[e.sample], vt.first[e.sample] = rowAlloc, e.size
+		if vt.second != nil {
+			vt.second[e.sample] = objects(e.size)
+		}
+		if s, ok := live[k]; ok {
+			// The block's free was not seen, but it was freed
+			// before its address was given again.
+			p.heap.free(e, s, true)
+		}
+		p.heap.order = append(p.heap.order, e.sample)
+		live[k] = e.sample
 		lastAlloc[e.tid] = k
 	}
 	for _, s := range live {
-		row := p.values[int(s)*n+a:]
-		row[2], row[3] = row[0], row[1]
+		vt.kind[s] |= rowLive
 	}
 }
 
-// fillCalls adds the columns of instrumented calls to the value table:
-// calls, and call_time and call_self_time when timed, for the samples of
-// calls (by index in p.Samples, from callSamples), zero elsewhere; the
-// samples of calls get zero in every other column. Nothing when calls is
-// empty.
+// fillCalls adds the columns of instrumented calls: calls, and call_time
+// and call_self_time when timed, for the samples of calls (by index in
+// p.Samples, from callSamples), zero elsewhere; the samples of calls get
+// zero in every other column. Nothing when calls is empty.
 func (p *Profile) fillCalls(calls map[int32][3]int64, timed bool) {
 	if len(calls) == 0 {
 		return
@@ -288,35 +352,39 @@ func (p *Profile) fillCalls(calls map[int32][3]int64, timed bool) {
 	if timed {
 		types = append(types, CallTimeType, CallSelfTimeType)
 	}
-	old := len(p.SampleTypes)
-	n := old + len(types)
-	p.callCol = old
+	p.callCol = len(p.SampleTypes)
 	p.SampleTypes = append(p.SampleTypes, types...)
 	p.stackValues = append(p.stackValues, make([]int64, len(types))...)
 	for range types {
 		p.kinds = append(p.kinds, kindCalls)
 	}
 	p.unitSamples = false
-	values := make([]int64, len(p.Samples)*n)
-	for i := range p.Samples {
-		if v, ok := calls[int32(i)]; ok {
-			row := values[i*n+old : (i+1)*n]
-			copy(row, v[:len(types)])
-			continue
+	vt := p.rows
+	if vt == nil {
+		vt = &valueTable{kind: make([]uint8, len(p.Samples))}
+		p.rows = vt
+	}
+	if vt.first == nil {
+		vt.first = make([]int64, len(p.Samples))
+	}
+	if timed {
+		if vt.second == nil {
+			vt.second = make([]int64, len(p.Samples))
 		}
-		if p.values != nil {
-			copy(values[i*n:], p.values[i*old:(i+1)*old])
-		} else {
-			copy(values[i*n:], p.stackValues[:old])
+		vt.third = make([]int64, len(p.Samples))
+	}
+	for i, v := range calls {
+		vt.kind[i], vt.first[i] = rowCall, v[0]
+		if timed {
+			vt.second[i], vt.third[i] = v[1], v[2]
 		}
 	}
-	p.values = values
 }
 
 // counted says the selected value is 1 for every sample: the number of
 // samples of a profile without allocations.
 func (p *Profile) counted() bool {
-	return p.value == 0 && p.values == nil
+	return p.value == 0 && p.rows == nil
 }
 
 // cpuPeriod returns the CPU time in ns one stack sample of a recording of

@@ -89,14 +89,18 @@ func TestHeap(t *testing.T) {
 			continue
 		}
 		for _, pids := range [][]int32{nil, {20}, {12667}, {12672}} {
-			v, err := p.View(ViewOptions{Value: vi, Filter: Filter{PIDs: pids}, Inline: len(pids) == 0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, want := v.Heap(), refHeap(t, data, pids...)
-			got.HasLost, got.Lost, got.SignalDropped = false, 0, 0
-			if got != want {
-				t.Errorf("%s pids %v: Heap\n%+v\nreplay\n%+v", c.name, pids, got, want)
+			// Without the kernel's frames the view has samples of its
+			// own, not the profile's by row.
+			for _, hide := range []bool{false, true} {
+				v, err := p.View(ViewOptions{Value: vi, Filter: Filter{PIDs: pids}, Inline: len(pids) == 0, HideKernel: hide})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := v.Heap(), refHeap(t, data, pids...)
+				got.HasLost, got.Lost, got.SignalDropped = false, 0, 0
+				if got != want {
+					t.Errorf("%s pids %v hide kernel %v: Heap\n%+v\nreplay\n%+v", c.name, pids, hide, got, want)
+				}
 			}
 		}
 	}
