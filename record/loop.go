@@ -185,8 +185,8 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 	case <-ctx.Done():
 		return "signal"
 	case <-childDone:
-		if r.rd == nil || r.opts.System || r.cgroupDir != "" {
-			return "command exited" // a system-wide reader never ends
+		if r.rd == nil || r.beyondCommand() {
+			return "command exited" // no reader, or one that would not end with it
 		}
 	default:
 	}

@@ -164,6 +164,11 @@ type recorder struct {
 	kern *kernelSymbols
 }
 
+// beyondCommand says the events sample more than a command's processes
+// (every process, -a, or a container's cgroup): their reader does not
+// end when the command exits, and what it holds then is drained.
+func (r *recorder) beyondCommand() bool { return r.opts.System || r.cgroupDir != "" }
+
 func (r *recorder) stats() Stats {
 	elapsed := time.Since(r.started)
 	if r.stopAt != 0 {
@@ -570,7 +575,7 @@ func (r *recorder) finish() {
 	// recorded and writes it down, stamped at this time.
 	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
 	r.w.StopClock(r.stopAt)
-	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.opts.System || r.cgroupDir != "") {
+	if r.rd != nil && r.writeErr == nil && (r.stopped != "command exited" || r.beyondCommand()) {
 		r.drain()
 	}
 	if r.writeErr == nil {
