@@ -17,6 +17,7 @@ func TestCallColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRows(t, p)
 	want := []ValueType{SamplesType, CPUType, CallsType, CallTimeType, CallSelfTimeType}
 	if !reflect.DeepEqual(p.SampleTypes, want) {
 		t.Fatalf("sample types %v, want %v", p.SampleTypes, want)

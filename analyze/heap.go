@@ -58,20 +58,19 @@ func (v *View) Heap() HeapStats {
 	}
 	a := p.allocCol
 	selected := make([]bool, len(p.rows.kind))
+	sums := make([]int64, len(p.SampleTypes))
 	for i := range v.Samples {
 		s := &v.Samples[i]
-		if p.Value(s, a) == 0 { // a stack sample
+		if p.rows.kind[s.Row]&rowKind != rowAlloc {
 			continue
 		}
 		selected[s.Row] = true
 		h.Allocs++
-		h.Objects += p.Value(s, a)
-		h.Bytes += p.Value(s, a+1)
-		h.LeakObjects += p.Value(s, a+2)
-		h.LeakBytes += p.Value(s, a+3)
-		h.TempObjects += p.Value(s, a+4)
-		h.TempBytes += p.Value(s, a+5)
+		p.addValues(s, sums)
 	}
+	h.Objects, h.Bytes = sums[a], sums[a+1]
+	h.LeakObjects, h.LeakBytes = sums[a+2], sums[a+3]
+	h.TempObjects, h.TempBytes = sums[a+4], sums[a+5]
 	v.replayHeap(selected, func(at, live int64) {
 		if live > h.Peak {
 			h.Peak, h.PeakTime = live, at
@@ -97,8 +96,8 @@ func (v *View) LiveHeap(start, width int64) (points []CounterPoint, changes int)
 	selected := make([]bool, len(p.rows.kind))
 	some := false
 	for i := range v.Samples {
-		if s := &v.Samples[i]; p.Value(s, p.allocCol) != 0 {
-			selected[s.Row], some = true, true
+		if r := v.Samples[i].Row; p.rows.kind[r]&rowKind == rowAlloc {
+			selected[r], some = true, true
 		}
 	}
 	if !some {
@@ -192,7 +191,7 @@ func newHeapEvents(allocs []allocEvent, samples []Sample) *heapEvents {
 
 // free appends a free at e's time, process and thread of the block of
 // row (-1: none recorded); unseen says the capture does not have it.
-func (h *heapEvents) free(e allocEvent, row int32, unseen bool) {
+func (h *heapEvents) free(e *allocEvent, row int32, unseen bool) {
 	i := int32(len(h.row))
 	if unseen {
 		if h.unseen == nil {

@@ -747,9 +747,7 @@ func (b *builder) finish() *Profile {
 				p.threadIndex[s.TID] = t
 			}
 		}
-		for j := range p.Totals {
-			p.Totals[j] += p.Value(s, j)
-		}
+		p.addValues(s, p.Totals)
 		if p.Value(s, 0) > 0 {
 			pr.Samples++
 			t.Samples++

@@ -54,6 +54,7 @@ func TestStacksFile(t *testing.T) {
 	if len(p.Samples) != 3 {
 		t.Fatalf("%d samples, want 3 (a SAMPLE frame and %d bytes of whole records)", len(p.Samples), whole)
 	}
+	checkRows(t, p)
 	cols := map[string]int{}
 	for i, ty := range p.SampleTypes {
 		cols[ty.Type] = i

@@ -73,6 +73,18 @@ func (p *Profile) Value(s *Sample, t int) int64 {
 	return p.rows.value(p, int(s.Row), t)
 }
 
+// addValues adds the values of sample s to sums, one per column: what
+// calling [Profile.Value] for each column adds, in one pass.
+func (p *Profile) addValues(s *Sample, sums []int64) {
+	if p.rows == nil {
+		for t, v := range p.stackValues {
+			sums[t] += v
+		}
+		return
+	}
+	p.rows.addRow(p, int(s.Row), sums)
+}
+
 // valueTable holds the samples' values by row ([Sample.Row]). A sample
 // measures one thing, and has values in the columns of that measurement
 // only: a stack sample those of [Profile.stackValues], an off-CPU
@@ -104,6 +116,46 @@ const (
 	rowLive = 0x10 // an allocation live at the end: inuse
 	rowTemp = 0x20 // a temporary allocation
 )
+
+// addRow adds the values of row r of p to sums, one per column.
+func (vt *valueTable) addRow(p *Profile, r int, sums []int64) {
+	k := vt.kind[r]
+	switch k & rowKind {
+	case rowStack:
+		for t, v := range p.stackValues {
+			sums[t] += v
+		}
+	case rowOffCPU:
+		sums[p.offCol] += vt.first[r]
+		if p.wallCol >= 0 {
+			sums[p.wallCol] += vt.first[r]
+		}
+	case rowBlocking:
+		sums[p.blockCol] += vt.first[r]
+	case rowAlloc:
+		a, bytes, objects := p.allocCol, vt.first[r], int64(1)
+		if vt.second != nil {
+			objects = vt.second[r]
+		}
+		sums[a] += objects
+		sums[a+1] += bytes
+		if k&rowLive != 0 {
+			sums[a+2] += objects
+			sums[a+3] += bytes
+		}
+		if k&rowTemp != 0 {
+			sums[a+4] += objects
+			sums[a+5] += bytes
+		}
+	case rowCall:
+		c := p.callCol
+		sums[c] += vt.first[r]
+		if c+2 < len(sums) && vt.third != nil {
+			sums[c+1] += vt.second[r]
+			sums[c+2] += vt.third[r]
+		}
+	}
+}
 
 // value returns the value of column t of row r of p.
 func (vt *valueTable) value(p *Profile, r, t int) int64 {
@@ -233,10 +285,11 @@ type allocEvent struct {
 // fillValues builds the value table of p once its samples are complete:
 // 1 in the samples column for a SAMPLE frame, and for an allocation the
 // objects and bytes it allocated, those still live at the end (its
-// block never freed) and those that were temporary. allocs are the ALLOCATION frames in file order,
-// which fillValues sorts by time;
-// sampleBytes is the recording's sampling interval (0: every allocation);
-// periodNs the CPU time a stack sample stands for (0: unknown).
+// block never freed) and those that were temporary, and the heap
+// events the views replay. allocs are the ALLOCATION frames in file
+// order, matched in time order (see [timeOrder]); sampleBytes is the
+// recording's sampling interval (0: every allocation); periodNs the CPU
+// time a stack sample stands for (0: unknown).
 func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, offCPU, blocking map[int32]int64) {
 	p.SampleTypes = []ValueType{SamplesType}
 	p.stackValues = []int64{1}
@@ -293,7 +346,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 	if sampleBytes > 0 && len(allocs) > 0 {
 		vt.second = make([]int64, len(p.Samples))
 	}
-	sortByTime(allocs)
+	order := timeOrder(allocs)
 	objectsOf := make(map[int64]int64)
 	objects := func(size int64) int64 {
 		o, ok := objectsOf[size]
@@ -306,7 +359,11 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 	p.heap = newHeapEvents(allocs, p.Samples)
 	live := make(map[pidAddr]int32)      // block -> sample
 	lastAlloc := make(map[int32]pidAddr) // thread -> its last block
-	for _, e := range allocs {
+	for j := range allocs {
+		e := &allocs[j]
+		if order != nil {
+			e = &allocs[order[j]]
+		}
 		k := pidAddr{e.pid, e.addr}
 		if e.sample < 0 {
 			s, ok := live[k]
@@ -399,19 +456,4 @@ func cpuPeriod(event, freq string) int64 {
 		return 0
 	}
 	return 1e9 / hz
-}
-
-// sortByTime sorts the allocation events by time, file order kept for
-// equal times: rings are drained in turns, so frames are ordered per
-// thread only.
-func sortByTime(allocs []allocEvent) {
-	slices.SortStableFunc(allocs, func(x, y allocEvent) int {
-		switch {
-		case x.time < y.time:
-			return -1
-		case x.time > y.time:
-			return 1
-		}
-		return 0
-	})
 }

@@ -39,6 +39,7 @@ func TestSampleValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkRows(t, p)
 			m := refHeap(t, data)
 			if p.SampleTypes[0] != SamplesType {
 				t.Fatalf("sample types %v: want samples first", p.SampleTypes)
@@ -365,5 +366,26 @@ func TestLiveHeap(t *testing.T) {
 				t.Errorf("%s pids %v: bucketed: %d points of %d (%d changes), the peak kept: %v", c.name, pids, n, len(series), changes, peakKept)
 			}
 		}
+	}
+}
+
+// checkRows fails t unless addValues adds, for every sample of p, what
+// Value gives column by column, and p.Totals are the columns' sums.
+func checkRows(t *testing.T, p *Profile) {
+	t.Helper()
+	totals := make([]int64, len(p.SampleTypes))
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		got := make([]int64, len(p.SampleTypes))
+		p.addValues(s, got)
+		for c := range got {
+			if v := p.Value(s, c); got[c] != v {
+				t.Fatalf("sample %d column %s: addValues gives %d, Value %d", i, p.SampleTypes[c].Type, got[c], v)
+			}
+			totals[c] += got[c]
+		}
+	}
+	if !reflect.DeepEqual(totals, p.Totals) {
+		t.Errorf("totals %v, the columns add up to %v", p.Totals, totals)
 	}
 }
