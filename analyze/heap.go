@@ -172,16 +172,18 @@ type heapEvents struct {
 
 // newHeapEvents returns the heap events of allocs, allocations of
 // samples, with room for them.
-func newHeapEvents(allocs []allocEvent, samples []Sample) *heapEvents {
+func newHeapEvents(allocs *allocEvents, samples []Sample) *heapEvents {
 	frees := 0
-	for i := range allocs {
-		if allocs[i].sample < 0 {
-			frees++
+	for _, c := range allocs.chunks {
+		for i := range c {
+			if c[i].sample < 0 {
+				frees++
+			}
 		}
 	}
 	return &heapEvents{
 		samples:  samples,
-		order:    make([]int32, 0, len(allocs)),
+		order:    make([]int32, 0, allocs.len()),
 		freeTime: make([]int64, 0, frees),
 		freePID:  make([]int32, 0, frees),
 		freeTID:  make([]int32, 0, frees),

@@ -175,25 +175,21 @@ const dropStep = 4 << 20
 type sizes struct {
 	// samples counts the SAMPLE frames (those before any damage), and
 	// addrs counts the addresses they hold, and slots bounds those of
-	// all frames with addresses, for [capture.DecodeLinesMax]. allocs
-	// counts the ALLOCATION frames, and allocSamples those of
-	// allocations (not frees): samples of the profile too, unless
+	// all frames with addresses, for [capture.DecodeLinesMax].
+	// allocSamples counts the ALLOCATION frames of allocations (not
+	// frees): samples of the profile too, unless
 	// [LoadOptions.NoAllocations] (see [sizes.kept]).
-	samples, addrs, slots, allocs, allocSamples int
+	samples, addrs, slots, allocSamples int
 	// procStacks counts the SAMPLE and ALLOCATION frames of each
 	// process: the most stacks it can have.
 	procStacks map[int32]int32
 }
 
 // kept returns the sizes of what loading keeps: the allocations as
-// samples and events when allocations is set, else neither (a view of
-// CPU samples reserved room for 4 M events of a --memprof capture it
-// never kept).
+// samples when allocations is set.
 func (n sizes) kept(allocations bool) sizes {
 	if allocations {
 		n.samples += n.allocSamples
-	} else {
-		n.allocs = 0
 	}
 	n.allocSamples = 0
 	return n
@@ -242,7 +238,6 @@ func countSamples(data []byte, mapped bool) (sizes, *capture.Files) {
 		case capture.TypeAllocation:
 			n.slots += len(f.Bytes) / 8
 			n.procStacks[f.Head().PID]++
-			n.allocs++
 			if size, k, ok := f.AllocationLen(); ok && (size > 0 || k > 0) {
 				n.allocSamples++
 			}
@@ -517,7 +512,7 @@ type builder struct {
 	// ALLOCATION frames, matched once all are read; sampleBytes is the
 	// allocation sampling interval of the recording.
 	nSamples    int32
-	allocs      []allocEvent
+	allocs      allocEvents
 	sampleBytes int64
 	// event and freq are the sampling event and frequency the recording
 	// says it used, for the CPU time of a sample.
@@ -668,7 +663,7 @@ func (b *builder) allocation(a *capture.Allocation) {
 		e.sample = b.nSamples
 		b.appendSample(Sample{Time: a.Time, PID: a.PID, TID: a.TID, Stack: b.stack(a.PID, a.Addrs, true), CPU: a.CPU})
 	}
-	b.allocs = append(b.allocs, e)
+	b.allocs.add(e)
 }
 
 // appendSample appends s to the samples read so far.
@@ -716,7 +711,7 @@ func (b *builder) finish() *Profile {
 	symWarnings := b.loadSymbols()
 	p.Start, p.End = captureBounds(p.Header, b.minTime, b.maxTime)
 	p.countOutOfRange()
-	p.fillValues(b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
+	p.fillValues(&b.allocs, b.sampleBytes, cpuPeriod(b.event, b.freq), b.offCPUDurations(), b.blockingDurations())
 	p.fillCalls(calls, b.callStats.timed)
 	p.offStats, p.blockStats, p.callStats = b.offStats, b.blockStats, b.callStats
 	p.Event = b.event
@@ -724,7 +719,7 @@ func (b *builder) finish() *Profile {
 		p.Frequency = hz
 	}
 	p.sampleBytes = b.sampleBytes
-	b.allocs = nil
+	b.allocs = allocEvents{}
 	p.Totals = make([]int64, len(p.SampleTypes))
 	var (
 		pr *Process

@@ -95,10 +95,6 @@ func (b *builder) reserve(n sizes) {
 	p.stackStart = grow(p.stackStart, at(len(p.stackStart), int(b.nSamples), samples, samples/2+1, samples+1))
 	p.stackFrames = grow(p.stackFrames, at(len(p.stackFrames), int(b.addrSlots), slots, n.addrs/2, slots))
 	b.stackBound, b.stackRate = n.procStacks, 0.5
-	// The events of a --memprof capture, which fillValues matches: as
-	// many as 16 M, grown by append they were half of its report's
-	// allocations and, with the copies, its peak.
-	b.allocs = grow(b.allocs, n.allocs)
 	if b.nSamples > 0 {
 		b.stackRate = min(1.15*float64(b.nStacks)/float64(b.nSamples), 1)
 	}

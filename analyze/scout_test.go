@@ -128,10 +128,8 @@ func TestScoutCountsStacksFile(t *testing.T) {
 }
 
 // TestScoutCountsAllocations: the allocations of a --memprof capture are
-// samples of the profile, and every ALLOCATION frame (frees too) an event
-// its values are matched from; the scout counts both, and the table of
-// events is made at once for them all, not grown by append (half of a
-// 4 M-event capture's report allocations, and its peak).
+// samples of the profile, which the scout counts (unless they are not
+// kept) so that the table of samples is made at once.
 func TestScoutCountsAllocations(t *testing.T) {
 	buf, w := appCapture(t, 1000)
 	for i := range 3 {
@@ -147,19 +145,13 @@ func TestScoutCountsAllocations(t *testing.T) {
 	}
 	must(t, w.Close())
 	counted, _ := countSamples(buf.Bytes(), false)
-	n := counted.kept(true)
-	if n.samples != 3+allocs || n.allocs != allocs+frees {
-		t.Fatalf("scout: %d samples and %d allocation frames, want %d and %d", n.samples, n.allocs, 3+allocs, allocs+frees)
-	}
-	b := newBuilder(capture.FileHeader{})
-	b.reserve(n)
-	if cap(b.allocs) != allocs+frees {
-		t.Errorf("room for %d events, want %d", cap(b.allocs), allocs+frees)
+	if n := counted.kept(true); n.samples != 3+allocs {
+		t.Fatalf("scout: %d samples, want %d", n.samples, 3+allocs)
 	}
 	// Without the allocations (LoadOptions.NoAllocations), no room for
 	// them.
-	if n := counted.kept(false); n.samples != 3 || n.allocs != 0 {
-		t.Errorf("sizes without allocations: %d samples, %d events", n.samples, n.allocs)
+	if n := counted.kept(false); n.samples != 3 {
+		t.Errorf("sizes without allocations: %d samples", n.samples)
 	}
 	p, err := LoadBytes(buf.Bytes(), LoadOptions{})
 	if err != nil {
@@ -167,5 +159,29 @@ func TestScoutCountsAllocations(t *testing.T) {
 	}
 	if len(p.Samples) != 3+allocs || p.Allocations != allocs+frees {
 		t.Errorf("loaded %d samples and %d allocation frames", len(p.Samples), p.Allocations)
+	}
+}
+
+// TestAllocEventsChunks: the events are kept in chunks made at their
+// full size after the first, never copied as they grow, and each is
+// found by its index.
+func TestAllocEventsChunks(t *testing.T) {
+	var a allocEvents
+	const n = 2*allocChunk + 5
+	for i := range n {
+		a.add(allocEvent{time: int64(i)})
+	}
+	if a.len() != n || len(a.chunks) != 3 {
+		t.Fatalf("%d events in %d chunks, want %d in 3", a.len(), len(a.chunks), n)
+	}
+	for i, c := range a.chunks[1:] {
+		if cap(c) != allocChunk {
+			t.Errorf("chunk %d: room for %d events, want %d", i+1, cap(c), allocChunk)
+		}
+	}
+	for i := range n {
+		if e := a.at(i); e.time != int64(i) {
+			t.Fatalf("event %d: time %d", i, e.time)
+		}
 	}
 }

@@ -6,10 +6,11 @@ package analyze
 // was drained: 66 runs for the 4 M frames of 4 threads), which are
 // merged: a stable sort of the 40-byte events themselves, in place, was
 // a third of the report of such a capture (0.7 s of 2).
-func timeOrder(allocs []allocEvent) []int32 {
+func timeOrder(allocs *allocEvents) []int32 {
 	var starts []int32 // where each run begins
-	for i := 1; i < len(allocs); i++ {
-		if allocs[i].time < allocs[i-1].time {
+	n := allocs.len()
+	for i := 1; i < n; i++ {
+		if allocs.at(i).time < allocs.at(i-1).time {
 			if starts == nil {
 				starts = []int32{0}
 			}
@@ -28,11 +29,11 @@ func timeOrder(allocs []allocEvent) []int32 {
 	}
 	h := make([]head, len(starts))
 	for r, s := range starts {
-		end := int32(len(allocs))
+		end := int32(n)
 		if r+1 < len(starts) {
 			end = starts[r+1]
 		}
-		h[r] = head{allocs[s].time, int32(r), s, end}
+		h[r] = head{allocs.at(int(s)).time, int32(r), s, end}
 	}
 	less := func(a, b *head) bool { return a.time < b.time || a.time == b.time && a.run < b.run }
 	down := func(i int) {
@@ -54,12 +55,12 @@ func timeOrder(allocs []allocEvent) []int32 {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	order := make([]int32, 0, len(allocs))
+	order := make([]int32, 0, n)
 	for len(h) > 0 {
 		top := &h[0]
 		order = append(order, top.pos)
 		if top.pos++; top.pos < top.end {
-			top.time = allocs[top.pos].time
+			top.time = allocs.at(int(top.pos)).time
 		} else {
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]

@@ -29,22 +29,30 @@ func TestTimeOrder(t *testing.T) {
 		}
 	}
 	cases["runs"] = runs
+	// Runs across the table's chunks.
+	var long []int64
+	for r := range 3 {
+		for i := range allocChunk - 1 + r {
+			long = append(long, int64(3*i+r))
+		}
+	}
+	cases["chunks"] = long
 	random := make([]int64, 3000)
 	for i := range random {
 		random[i] = rng.Int64N(100)
 	}
 	cases["random"] = random
 	for name, times := range cases {
-		allocs := make([]allocEvent, len(times))
-		for i, tm := range times {
-			allocs[i].time = tm
+		var allocs allocEvents
+		for _, tm := range times {
+			allocs.add(allocEvent{time: tm})
 		}
-		want := make([]int32, len(allocs))
+		want := make([]int32, len(times))
 		for i := range want {
 			want[i] = int32(i)
 		}
 		slices.SortStableFunc(want, func(a, b int32) int { return cmp.Compare(times[a], times[b]) })
-		got := timeOrder(allocs)
+		got := timeOrder(&allocs)
 		if got == nil {
 			if !slices.IsSortedFunc(want, func(a, b int32) int { return cmp.Compare(a, b) }) {
 				t.Errorf("%s: nil (in order), want %v", name, want)

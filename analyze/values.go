@@ -290,7 +290,7 @@ type allocEvent struct {
 // order, matched in time order (see [timeOrder]); sampleBytes is the
 // recording's sampling interval (0: every allocation); periodNs the CPU
 // time a stack sample stands for (0: unknown).
-func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, offCPU, blocking map[int32]int64) {
+func (p *Profile) fillValues(allocs *allocEvents, sampleBytes, periodNs int64, offCPU, blocking map[int32]int64) {
 	p.SampleTypes = []ValueType{SamplesType}
 	p.stackValues = []int64{1}
 	p.kinds = []int{kindStack}
@@ -318,7 +318,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		p.stackValues = append(p.stackValues, 0)
 		p.kinds = append(p.kinds, kindBlocking)
 	}
-	if len(allocs) > 0 {
+	if allocs.len() > 0 {
 		p.allocCol = len(p.SampleTypes)
 		p.SampleTypes = append(p.SampleTypes, allocTypes...)
 		p.stackValues = append(p.stackValues, make([]int64, len(allocTypes))...)
@@ -326,7 +326,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 			p.kinds = append(p.kinds, kindAlloc)
 		}
 	}
-	p.unitSamples = len(allocs) == 0 && len(offCPU) == 0 && len(blocking) == 0
+	p.unitSamples = allocs.len() == 0 && len(offCPU) == 0 && len(blocking) == 0
 	for i := range p.Samples {
 		p.Samples[i].Row = int32(i)
 	}
@@ -343,7 +343,7 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 	for i, d := range blocking {
 		vt.kind[i], vt.first[i] = rowBlocking, d
 	}
-	if sampleBytes > 0 && len(allocs) > 0 {
+	if sampleBytes > 0 && allocs.len() > 0 {
 		vt.second = make([]int64, len(p.Samples))
 	}
 	order := timeOrder(allocs)
@@ -357,21 +357,36 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		return o
 	}
 	p.heap = newHeapEvents(allocs, p.Samples)
-	live := make(map[pidAddr]int32)      // block -> sample
-	lastAlloc := make(map[int32]pidAddr) // thread -> its last block
-	for j := range allocs {
-		e := &allocs[j]
-		if order != nil {
-			e = &allocs[order[j]]
+	// The live blocks, by process and address (maps of 64-bit keys, by
+	// process: one map keyed by process and address hashed its 16 bytes
+	// three times an event, an eighth of a 4 M-event report).
+	live := make(map[int32]map[uint64]int32) // process -> block -> sample
+	lastPID, lastLive := int32(-1), map[uint64]int32(nil)
+	liveOf := func(pid int32) map[uint64]int32 {
+		if pid != lastPID {
+			lastPID, lastLive = pid, live[pid]
+			if lastLive == nil {
+				lastLive = make(map[uint64]int32)
+				live[pid] = lastLive
+			}
 		}
-		k := pidAddr{e.pid, e.addr}
+		return lastLive
+	}
+	lastAlloc := make(map[int32]pidAddr) // thread -> its last block
+	for j := range allocs.len() {
+		i := j
+		if order != nil {
+			i = int(order[j])
+		}
+		e := allocs.at(i)
+		blocks := liveOf(e.pid)
 		if e.sample < 0 {
-			s, ok := live[k]
+			s, ok := blocks[e.addr]
 			if !ok {
 				s = -1 // allocated before the recording
 			} else {
-				delete(live, k)
-				if last, ok := lastAlloc[e.tid]; ok && last == k {
+				delete(blocks, e.addr)
+				if last, ok := lastAlloc[e.tid]; ok && last == (pidAddr{e.pid, e.addr}) {
 					vt.kind[s] |= rowTemp
 				}
 				delete(lastAlloc, e.tid)
@@ -383,17 +398,19 @@ func (p *Profile) fillValues(allocs []allocEvent, sampleBytes, periodNs int64, o
 		if vt.second != nil {
 			vt.second[e.sample] = objects(e.size)
 		}
-		if s, ok := live[k]; ok {
+		if s, ok := blocks[e.addr]; ok {
 			// The block's free was not seen, but it was freed
 			// before its address was given again.
 			p.heap.free(e, s, true)
 		}
 		p.heap.order = append(p.heap.order, e.sample)
-		live[k] = e.sample
-		lastAlloc[e.tid] = k
+		blocks[e.addr] = e.sample
+		lastAlloc[e.tid] = pidAddr{e.pid, e.addr}
 	}
-	for _, s := range live {
-		vt.kind[s] |= rowLive
+	for _, blocks := range live {
+		for _, s := range blocks {
+			vt.kind[s] |= rowLive
+		}
 	}
 }
 
