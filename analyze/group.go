@@ -113,8 +113,13 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	byKey := make(map[string]int)
 	byID := make(map[idKey]int)
 	var out []Group
+	// Each sample's group, then the groups' samples at their sizes: by
+	// append, a --memprof capture's 2 M allocations of one process were
+	// copied as they grew, to twice their room.
+	of := make([]int32, len(samples))
+	var counts []int
 	lastPID, lastRenamed := int32(-1), (*Process)(nil) // samples of a process come in runs
-	for _, s := range samples {
+	for j, s := range samples {
 		k := idKey{id: s.PID}
 		if g == GroupThread {
 			k.id = s.TID
@@ -165,10 +170,22 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 					grp.Thread = p.threadIndex[s.TID]
 				}
 				out = append(out, grp)
+				counts = append(counts, 0)
 			}
 			byID[k] = i
 		}
-		out[i].Samples = append(out[i].Samples, s)
+		of[j] = int32(i)
+		counts[i]++
+	}
+	if len(out) == 1 {
+		out[0].Samples = samples // one group: the samples as they are
+		return p.weighGroups(out)
+	}
+	for i := range out {
+		out[i].Samples = make([]Sample, 0, counts[i])
+	}
+	for j, i := range of {
+		out[i].Samples = append(out[i].Samples, samples[j])
 	}
 	return p.weighGroups(out)
 }
