@@ -23,6 +23,11 @@ type FuncStat struct {
 	// samples.
 	SelfPercent  float64 `json:"self_percent"`
 	TotalPercent float64 `json:"total_percent"`
+	// File and Line are the source line of a row of [Profile.TopLines]
+	// ("" and 0 where the recording gave none); empty in a function
+	// table.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // stackCounts returns the selected value ([Profile.Selected]) summed

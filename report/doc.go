@@ -1,9 +1,10 @@
 // Package report renders the views of `nsprof report` as text or as the
-// JSON document of schema [Schema]: the function table ([ViewTop]), the
-// call trees ([ViewTree], [ViewBottomUp]), the heap profile ([ViewMemory])
-// and the views of a capture's timeline ([ViewMarks], [ViewCounters],
-// [ViewProcesses], [ViewLogs], [ViewSummary]). [Generate] renders the view
-// and format [Options] pick.
+// JSON document of schema [Schema]: the function table ([ViewTop]; by
+// source line with [Options.Lines]), the call trees ([ViewTree],
+// [ViewBottomUp]), the heap profile ([ViewMemory]) and the views of a
+// capture's timeline ([ViewMarks], [ViewCounters], [ViewProcesses],
+// [ViewLogs], [ViewSummary]). [Generate] renders the view and format
+// [Options] pick.
 //
 // The package renders what analyze loaded; it opens no file and knows no
 // terminal: the caller loads the capture, and passes the terminal's width

@@ -140,6 +140,13 @@ func TestGoldenOptions(t *testing.T) {
 		{"calls.calls.json", testcaptures.Calls(t), analyze.ViewOptions{AllKinds: true}, Options{View: ViewCalls, Format: JSON}},
 		{"cpu.calls", cpu, analyze.ViewOptions{AllKinds: true}, Options{View: ViewCalls}},
 		{"timeline.processes.since-7ms", testcaptures.Timeline(t), analyze.ViewOptions{Filter: analyze.Filter{Since: 7 * time.Millisecond}}, Options{View: ViewProcesses}},
+		// Source lines: "hot" at its line and at the line that calls
+		// the "step" inlined in it, step at its own; the other
+		// functions without lines.
+		{"web.top.lines", testcaptures.Web(t), analyze.ViewOptions{Inline: true}, Options{Lines: true}},
+		{"web.top.lines.no-inline.sort-total.limit-3", testcaptures.Web(t), analyze.ViewOptions{}, Options{Lines: true, SortTotal: true, Limit: 3}},
+		{"web.top.lines.width-60", testcaptures.Web(t), analyze.ViewOptions{Inline: true}, Options{Lines: true, Width: 60, Limit: 4}},
+		{"web.top.lines.json", testcaptures.Web(t), analyze.ViewOptions{Inline: true}, Options{Lines: true, Format: JSON}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := loadGolden(t, tc.name, tc.data, tc.vo)

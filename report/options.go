@@ -103,6 +103,10 @@ type Options struct {
 	// SortTotal sorts the function table by total instead of self
 	// samples. Default false.
 	SortTotal bool
+	// Lines makes the function table ([ViewTop]) one row per source
+	// line of a function, as pprof -lines and perf report --sort
+	// sym,srcline do (see [analyze.Profile.TopLines]). Default false.
+	Lines bool
 	// Limit is the number of table rows (per group, and per table in the
 	// memory view). Default 0 (or negative): all.
 	Limit int
@@ -173,6 +177,8 @@ func Generate(w io.Writer, d Data, o Options) error {
 			return diffJSON(w, d.View, d.Base, o)
 		}
 		return diffText(w, d.View, d.Base, o)
+	case o.Lines && o.View != ViewTop:
+		return fmt.Errorf("report %v: source lines are a function table's rows, not the %v view's", o.View, o.View)
 	case o.View >= ViewTop && o.View <= ViewBottomUp:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,13 +59,17 @@ func (o *Options) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.No
 	return p.Tree(samples, analyze.TreeOptions{BottomUp: o.View == ViewBottomUp, MaxDepth: o.Depth, MinPercent: o.MinPercent})
 }
 
-// top returns the function table's rows and how many functions there are
-// in all.
+// top returns the function table's rows and how many functions (or
+// source lines, with o.Lines) there are in all.
 func (o *Options) top(p *analyze.Profile, samples []analyze.Sample) ([]analyze.FuncStat, int) {
-	if !o.SortTotal {
-		return p.TopN(samples, o.Limit)
+	topN := p.TopN
+	if o.Lines {
+		topN = p.TopLines
 	}
-	top := p.Top(samples)
+	if !o.SortTotal {
+		return topN(samples, o.Limit)
+	}
+	top, _ := topN(samples, 0)
 	analyze.SortByTotal(top)
 	n := len(top)
 	if o.Limit > 0 && len(top) > o.Limit {
@@ -176,6 +181,21 @@ func topText(w io.Writer, o Options, top []analyze.FuncStat, all int, column str
 		dsoW = max(dsoW, utf8.RuneCountInString(dsos[i]))
 	}
 	dsoW = min(dsoW, 24)
+	// With o.Lines, each row's source line, by the file's base name as
+	// perf report's srcline has it (the JSON document has the path),
+	// between the function and the DSO.
+	var srcs []string
+	srcW := 0
+	if o.Lines {
+		srcs = make([]string, len(top))
+		srcW = len("Source")
+		for i, s := range top {
+			srcs[i] = sourceLine(s.File, s.Line)
+			srcW = max(srcW, utf8.RuneCountInString(srcs[i]))
+		}
+		srcW = min(srcW, 40)
+		fixed += srcW + 2
+	}
 	cut := o.Width > 0
 	if cut && fixed+funcW+2+dsoW > o.Width {
 		funcW = max(12, o.Width-fixed-2-dsoW)
@@ -187,7 +207,11 @@ func topText(w io.Writer, o Options, top []analyze.FuncStat, all int, column str
 		// for 6,000 functions, a tenth of the report's time).
 		funcW = min(funcW, maxPad)
 	}
-	fmt.Fprintf(w, "%6s %7s %*s  %-*s  %s\n", "Self%", "Total%", valW, column, funcW, "Function", "DSO")
+	if o.Lines {
+		fmt.Fprintf(w, "%6s %7s %*s  %-*s  %-*s  %s\n", "Self%", "Total%", valW, column, funcW, "Function", srcW, "Source", "DSO")
+	} else {
+		fmt.Fprintf(w, "%6s %7s %*s  %-*s  %s\n", "Self%", "Total%", valW, column, funcW, "Function", "DSO")
+	}
 	var line, num []byte
 	num = make([]byte, 0, 32)
 	for i, s := range top {
@@ -208,12 +232,24 @@ func topText(w io.Writer, o Options, top []analyze.FuncStat, all int, column str
 			line = append(line, ' ')
 		}
 		line = append(line, "  "...)
+		if srcs != nil {
+			src := textsafe.Cut(srcs[i], srcW)
+			line = append(line, src...)
+			for n := utf8.RuneCountInString(src); n < srcW; n++ {
+				line = append(line, ' ')
+			}
+			line = append(line, "  "...)
+		}
 		line = append(line, textsafe.Cut(dsos[i], dsoW)...)
 		line = append(line, '\n')
 		w.Write(line)
 	}
 	if n := all - len(top); n > 0 {
-		fmt.Fprintf(w, "… %d more functions (--limit 0 shows all)\n", n)
+		what := "functions"
+		if o.Lines {
+			what = "lines"
+		}
+		fmt.Fprintf(w, "… %d more %s (--limit 0 shows all)\n", n, what)
 	}
 }
 
@@ -237,4 +273,16 @@ func treeText(w io.Writer, o Options, root *analyze.Node) {
 		fmt.Fprintln(w, textsafe.Cut(line, o.Width))
 		return true
 	})
+}
+
+// sourceLine is a row's source line as the text table shows it: the
+// file's base name and the line, "?" when the recording gave none.
+func sourceLine(file string, line int) string {
+	if file == "" {
+		return "?"
+	}
+	if line <= 0 {
+		return textsafe.Name(path.Base(file), 0)
+	}
+	return textsafe.Name(path.Base(file), 0) + ":" + strconv.Itoa(line)
 }

@@ -18,8 +18,11 @@ type (
 		// not the number of samples.
 		SampleType *analyze.ValueType `json:"sample_type,omitempty"`
 		View       string             `json:"view"`
-		GroupBy    string             `json:"group_by"`
-		Groups     []jsonGroup        `json:"groups"`
+		// Lines says the functions are rows of source lines (report
+		// --lines): each with its file and line.
+		Lines   bool        `json:"lines,omitempty"`
+		GroupBy string      `json:"group_by"`
+		Groups  []jsonGroup `json:"groups"`
 		// Calls is the calls view's flat profile and call graph.
 		Calls *jsonCalls `json:"calls,omitempty"`
 		// Base, BaseSelected and Diff are the capture the top view is
@@ -99,6 +102,7 @@ func newJSONReport(v *analyze.View, o Options) jsonReport {
 		Capture:  captureDoc(o.File, p),
 		Selected: len(v.Samples),
 		View:     o.View.String(),
+		Lines:    o.Lines,
 		GroupBy:  o.By.String(),
 		Groups:   []jsonGroup{},
 	}

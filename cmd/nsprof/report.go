@@ -159,6 +159,7 @@ notice; --partial accepts it with a warning and status 0.`,
   nsprof report --bottom-up --dso libc
   nsprof report --by container --container web
   nsprof report --by thread --pid 1234 --since 2 --until 5
+  nsprof report --lines --limit 20
   nsprof report --json > report.json
   nsprof report --tree --hide-kernel --focus handle_request
   nsprof report --marks --since 2 --until 5
@@ -200,6 +201,9 @@ notice; --partial accepts it with a warning and status 0.`,
 			if opts.Calls && (opts.Tree || opts.BottomUp || opts.Memory || opts.Timeline != "" || opts.Value != "" || opts.Report.By != analyze.GroupNone) {
 				return usagef(cmd, "--calls does not combine with --tree, --bottom-up, --memory, --value, --by or the timeline views")
 			}
+			if opts.Report.Lines && (opts.Tree || opts.BottomUp || opts.Memory || opts.Calls || opts.Timeline != "" || opts.DiffBase != "") {
+				return usagef(cmd, "--lines makes the function table's rows source lines: it does not combine with --tree, --bottom-up, --memory, --calls, --diff-base or the timeline views")
+			}
 			if opts.DiffBase != "" && (opts.Tree || opts.BottomUp || opts.Memory || opts.Calls || opts.Timeline != "" || opts.Report.By != analyze.GroupNone) {
 				return usagef(cmd, "--diff-base compares function tables: it does not combine with --tree, --bottom-up, --memory, --calls, --by or the timeline views")
 			}
@@ -224,6 +228,7 @@ notice; --partial accepts it with a warning and status 0.`,
 	f.IntVar(&opts.Report.Depth, "depth", 8, "tree levels to print (0: all)")
 	f.Float64Var(&opts.Report.MinPercent, "min-percent", 0.5, "leave out tree nodes under `PERCENT` of the samples")
 	f.StringVar(&sortBy, "sort", "self", "sort the function table by `KEY`: self or total")
+	f.BoolVar(&opts.Report.Lines, "lines", false, "one row per source line of a function (file:line from the lines the recording bundled; inlined calls at their own lines), as pprof -lines and perf report --sort sym,srcline")
 	f.IntVarP(&opts.Report.Limit, "limit", "n", 0, "print `N` functions (per group); default fits the terminal, all when not a terminal; 0 all")
 	f.BoolVar(&opts.Memory, "memory", false, "print the heap profile of a --memprof capture: top functions by bytes and count, call tree, leaks, temporary allocations, peak")
 	f.BoolVar(&opts.Calls, "calls", false, "print the flat profile (calls, self and total time, per call) and call graph of a --calls capture, as gprof does")

@@ -317,6 +317,9 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--diff-base", path, "--tree", path}, 2, "--diff-base compares function tables"},
 		{[]string{"report", "--diff-base", path, "--by", "process", path}, 2, "--diff-base compares function tables"},
 		{[]string{"report", "--diff-base", "/etc/passwd", path}, 1, "/etc/passwd: capture: bad magic"},
+		{[]string{"report", "--lines", "--tree", path}, 2, "--lines makes the function table's rows source lines"},
+		{[]string{"report", "--lines", "--marks", path}, 2, "--lines makes the function table's rows source lines"},
+		{[]string{"report", "--lines", "--diff-base", path, path}, 2, "--lines makes the function table's rows source lines"},
 	} {
 		_, stderr, status := nsprof(t, nil, tc.args...)
 		if status != tc.status || !strings.Contains(stderr, tc.msg) {
