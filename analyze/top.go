@@ -73,52 +73,16 @@ func (p *Profile) TopN(samples []Sample, n int) ([]FuncStat, int) {
 	if l := p.lazy; l != nil && l.funcTotals(counts, funcOf, self, total, seen) {
 		counts = nil // counted
 	}
-	for id, c := range counts {
-		if c == 0 {
-			continue
-		}
-		st := p.Stack(StackID(id))
-		if len(st) == 0 {
-			continue
-		}
-		self[funcOf[st[0]]] += int(c)
-		for _, fr := range st {
-			fn := funcOf[fr]
-			if seen[fn] != StackID(id)+1 {
-				seen[fn] = StackID(id) + 1
-				total[fn] += int(c)
-			}
-		}
+	if counts != nil {
+		rowTotals(p, counts, funcOf, self, total, seen)
 	}
-	// The functions are sorted by number, then made stats of: sorting
-	// the stats moved 80 bytes a swap.
-	var ids []int32
-	for id, t := range total {
-		if t != 0 {
-			ids = append(ids, int32(id))
-		}
-	}
-	before := func(a, b int32) int {
-		if c := cmp.Compare(self[b], self[a]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(total[b], total[a]); c != 0 {
-			return c
-		}
+	ids, count := topRows(self, total, n, func(a, b int32) int {
 		fa, fb := &p.Funcs[a], &p.Funcs[b]
 		if c := cmp.Compare(fa.Name, fb.Name); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(fa.DSO, fb.DSO); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	}
-	count := len(ids)
-	if n > 0 && n < len(ids) {
-		ids = firstN(ids, n, before)
-	}
-	slices.SortFunc(ids, before)
+		return cmp.Compare(fa.DSO, fb.DSO)
+	})
 	var out []FuncStat // nil when there is none, as before
 	if len(ids) > 0 {
 		out = make([]FuncStat, len(ids))
@@ -133,6 +97,60 @@ func (p *Profile) TopN(samples []Sample, n int) ([]FuncStat, int) {
 		}
 	}
 	return out, count
+}
+
+// rowTotals adds to self and total, by row, the counts of the stacks
+// (by stack id): self where the row of the stack's leaf frame is,
+// total once per stack for each row its frames have; rowOf gives each
+// frame's row, seen (as long as self, zero) is scratch.
+func rowTotals[R ~int32](p *Profile, counts []int64, rowOf []R, self, total []int, seen []StackID) {
+	for id, c := range counts {
+		if c == 0 {
+			continue
+		}
+		st := p.Stack(StackID(id))
+		if len(st) == 0 {
+			continue
+		}
+		self[rowOf[st[0]]] += int(c)
+		for _, fr := range st {
+			r := rowOf[fr]
+			if seen[r] != StackID(id)+1 {
+				seen[r] = StackID(id) + 1
+				total[r] += int(c)
+			}
+		}
+	}
+}
+
+// topRows returns the rows with a total, by self then total (both
+// largest first), then as tie says, then by number: the first n of them
+// (all when n <= 0), and how many there are.
+func topRows(self, total []int, n int, tie func(a, b int32) int) ([]int32, int) {
+	var ids []int32
+	for id, t := range total {
+		if t != 0 {
+			ids = append(ids, int32(id))
+		}
+	}
+	before := func(a, b int32) int {
+		if c := cmp.Compare(self[b], self[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
+			return c
+		}
+		if c := tie(a, b); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	}
+	count := len(ids)
+	if n > 0 && n < len(ids) {
+		ids = firstN(ids, n, before)
+	}
+	slices.SortFunc(ids, before)
+	return ids, count
 }
 
 // firstN returns the n first of ids (0 < n < len(ids)) in the order cmp

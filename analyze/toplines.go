@@ -1,9 +1,6 @@
 package analyze
 
-import (
-	"cmp"
-	"slices"
-)
+import "cmp"
 
 // lineKey is a source line of a function: a row of [Profile.TopLines].
 type lineKey struct {
@@ -51,36 +48,8 @@ func (p *Profile) TopLines(samples []Sample, n int) ([]FuncStat, int) {
 	self := make([]int, len(keys))
 	total := make([]int, len(keys))
 	seen := make([]StackID, len(keys)) // stack+1 that last counted the line
-	for id, c := range counts {
-		if c == 0 {
-			continue
-		}
-		st := p.Stack(StackID(id))
-		if len(st) == 0 {
-			continue
-		}
-		self[lineOf[st[0]]] += int(c)
-		for _, fr := range st {
-			l := lineOf[fr]
-			if seen[l] != StackID(id)+1 {
-				seen[l] = StackID(id) + 1
-				total[l] += int(c)
-			}
-		}
-	}
-	var ids []int32
-	for id, t := range total {
-		if t != 0 {
-			ids = append(ids, int32(id))
-		}
-	}
-	before := func(a, b int32) int {
-		if c := cmp.Compare(self[b], self[a]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(total[b], total[a]); c != 0 {
-			return c
-		}
+	rowTotals(p, counts, lineOf, self, total, seen)
+	ids, count := topRows(self, total, n, func(a, b int32) int {
 		ka, kb := &keys[a], &keys[b]
 		fa, fb := &p.Funcs[ka.fn], &p.Funcs[kb.fn]
 		if c := cmp.Compare(fa.Name, fb.Name); c != 0 {
@@ -92,16 +61,8 @@ func (p *Profile) TopLines(samples []Sample, n int) ([]FuncStat, int) {
 		if c := cmp.Compare(ka.file, kb.file); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(ka.line, kb.line); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	}
-	count := len(ids)
-	if n > 0 && n < len(ids) {
-		ids = firstN(ids, n, before)
-	}
-	slices.SortFunc(ids, before)
+		return cmp.Compare(ka.line, kb.line)
+	})
 	var out []FuncStat
 	if len(ids) > 0 {
 		out = make([]FuncStat, len(ids))
