@@ -23,10 +23,14 @@ const (
 	// frame at the leaf of their stacks ("[off-CPU: S sleeping]"), or
 	// "on-CPU".
 	GroupState
+	// GroupDSO splits samples by the object of the function they were
+	// taken in (their leaf frame's DSO: "[kernel]", a library, a
+	// program), as perf report --sort dso does.
+	GroupDSO
 )
 
-// String returns "none", "process", "thread", "container", "comm" or
-// "state".
+// String returns "none", "process", "thread", "container", "comm",
+// "state" or "dso".
 func (g GroupBy) String() string {
 	switch g {
 	case GroupNone:
@@ -41,6 +45,8 @@ func (g GroupBy) String() string {
 		return "comm"
 	case GroupState:
 		return "state"
+	case GroupDSO:
+		return "dso"
 	}
 	return fmt.Sprintf("GroupBy(%d)", int(g))
 }
@@ -48,7 +54,7 @@ func (g GroupBy) String() string {
 // ParseGroupBy accepts the names [GroupBy.String] returns, and "" for
 // none.
 func ParseGroupBy(s string) (GroupBy, error) {
-	for g := GroupNone; g <= GroupState; g++ {
+	for g := GroupNone; g <= GroupDSO; g++ {
 		if s == g.String() {
 			return g, nil
 		}
@@ -56,13 +62,14 @@ func ParseGroupBy(s string) (GroupBy, error) {
 	if s == "" {
 		return GroupNone, nil
 	}
-	return 0, fmt.Errorf("unknown grouping %q (want process, thread, container, comm or state)", s)
+	return 0, fmt.Errorf("unknown grouping %q (want process, thread, container, comm, state or dso)", s)
 }
 
-// Group is the samples of one process, thread or container.
+// Group is the samples of one process, thread, container, comm, state or
+// DSO.
 type Group struct {
 	// Key is the pid or tid in decimal, the container label, the comm,
-	// or "all".
+	// the state, the DSO, or "all".
 	Key string
 	// Process is the process of a process or thread group, or the first
 	// process of a comm group; Thread the thread of a thread group.
@@ -105,6 +112,9 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	}
 	if g == GroupState {
 		return p.groupByState(samples)
+	}
+	if g == GroupDSO {
+		return p.groupByLeaf(samples, func(fn *Function) string { return fn.DSO })
 	}
 	// A sample's group is found by its pid or tid and, in comm groups,
 	// the program its process ran then: a process that exec'd has the
@@ -205,4 +215,35 @@ func (p *Profile) weighGroups(out []Group) []Group {
 		return cmp.Compare(a.Key, b.Key)
 	})
 	return out
+}
+
+// noStackKey is the key of the group of samples without frames in
+// [GroupDSO].
+const noStackKey = "[no stack]"
+
+// groupByLeaf splits samples by key of the function of their leaf frame
+// (samples without one: [noStackKey]), largest weight first.
+func (p *Profile) groupByLeaf(samples []Sample, key func(*Function) string) []Group {
+	index := make(map[string]int)
+	var out []Group
+	keyOf := make(map[StackID]int) // stack -> group
+	for _, s := range samples {
+		i, ok := keyOf[s.Stack]
+		if !ok {
+			k := noStackKey
+			if st := p.Stack(s.Stack); len(st) > 0 {
+				if fr := &p.Frames[st[0]]; fr.Func >= 0 {
+					k = key(&p.Funcs[fr.Func])
+				}
+			}
+			if i, ok = index[k]; !ok {
+				i = len(out)
+				index[k] = i
+				out = append(out, Group{Key: k, Container: "all"})
+			}
+			keyOf[s.Stack] = i
+		}
+		out[i].Samples = append(out[i].Samples, s)
+	}
+	return p.weighGroups(out)
 }

@@ -118,6 +118,8 @@ func TestGoldenOptions(t *testing.T) {
 		{"cpu.top.by-process", cpu, analyze.ViewOptions{}, Options{By: analyze.GroupProcess}},
 		{"cpu.top.by-thread", cpu, analyze.ViewOptions{}, Options{By: analyze.GroupThread}},
 		{"cpu.top.by-container", cpu, analyze.ViewOptions{}, Options{By: analyze.GroupContainer}},
+		{"cpu.top.by-dso", cpu, analyze.ViewOptions{}, Options{By: analyze.GroupDSO}},
+		{"cpu.top.by-dso.hide-kernel.json", cpu, analyze.ViewOptions{HideKernel: true}, Options{By: analyze.GroupDSO, Format: JSON, Limit: 2}},
 		{"cpu.top.by-comm.json", cpu, analyze.ViewOptions{}, Options{By: analyze.GroupComm, Format: JSON}},
 		{"cpu.top.sort-total.limit-3", cpu, analyze.ViewOptions{}, Options{SortTotal: true, Limit: 3}},
 		{"cpu.top.width-50", cpu, analyze.ViewOptions{}, Options{Width: 50, Limit: 4}},

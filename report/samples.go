@@ -133,6 +133,8 @@ func groupTitle(by analyze.GroupBy, g analyze.Group) string {
 		return "container " + g.Key
 	case analyze.GroupState:
 		return g.Key
+	case analyze.GroupDSO:
+		return "dso " + g.Key
 	case analyze.GroupComm:
 		// The processes of a comm group are many: its key is the comm
 		// (of the program a process ran then, for one that exec'd).

@@ -33,7 +33,7 @@ func (s *selectFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&s.view.Filter.DSO, "dso", "", "only samples with a frame in a DSO whose name contains `TEXT`")
 	f.StringVar(&s.since, "since", "", "only samples from `TIME` after the capture's start (seconds, or a duration like 1.5s)")
 	f.StringVar(&s.until, "until", "", "only samples before `TIME` after the capture's start")
-	f.StringVar(&s.by, "by", "", "one section per `GROUP`: process, thread, container, comm (merges processes of the same name) or state (on-CPU, and off-CPU by task state)")
+	f.StringVar(&s.by, "by", "", "one section per `GROUP`: process, thread, container, comm (merges processes of the same name), state (on-CPU, and off-CPU by task state) or dso (the object of the function each sample was taken in, as perf report --sort dso)")
 	f.BoolVar(&s.view.HideKernel, "hide-kernel", false, "leave kernel frames out: their time counts in the calling user function")
 	f.StringVar(&s.view.Focus, "focus", "", "only samples through the function named `NAME`, their stacks starting at it")
 	f.StringVar(&s.view.FocusDSO, "focus-dso", "", "only samples with a frame in a DSO whose name contains `TEXT`, their stacks starting at its outermost frame")
