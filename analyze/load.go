@@ -770,6 +770,7 @@ func (b *builder) finish() *Profile {
 		}
 		p.Processes = append(p.Processes, pr)
 	}
+	p.nameRootMappings()
 	b.names.apply(p.procIndex)
 	b.names = nameHistory{}
 	slices.SortFunc(p.Processes, func(x, y *Process) int { return int(x.PID) - int(y.PID) })

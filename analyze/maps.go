@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"cmp"
+	"path"
 	"slices"
 )
 
@@ -141,4 +142,37 @@ func inSpans(spans []addrSpan, addr uint64) bool {
 		return 0
 	})
 	return i < len(spans) && spans[i].lo <= addr && addr < spans[i].hi
+}
+
+// nameRootMappings names the mappings of a file perf gave as "/" (runc's
+// init maps its own binary through a bind mount it detached, whose path
+// is then its root): by the base name of another mapping of the same
+// build-id (the first in order, when they differ), else "[build-id
+// PREFIX]". Their frames' DSO was "/".
+func (p *Profile) nameRootMappings() {
+	var named map[string]string // build-id -> base name
+	for pass := range 2 {
+		for _, pr := range p.procIndex {
+			for i := range pr.Maps {
+				m := &pr.Maps[i]
+				if m.BuildID == "" || !m.IsFile() {
+					continue
+				}
+				base := path.Base(m.File)
+				switch {
+				case pass == 0 && base != "/":
+					if named == nil {
+						named = make(map[string]string)
+					}
+					if old, ok := named[m.BuildID]; !ok || base < old {
+						named[m.BuildID] = base
+					}
+				case pass == 1 && base == "/":
+					if m.name = named[m.BuildID]; m.name == "" {
+						m.name = "[build-id " + m.BuildID[:min(len(m.BuildID), 12)] + "]"
+					}
+				}
+			}
+		}
+	}
 }

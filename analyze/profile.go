@@ -272,12 +272,17 @@ type Mapping struct {
 	// obj numbers the mapped file by its build-id, -1 for none (see
 	// [Profile.numberObjects]).
 	obj int32
+	// name, when set, is Base's (see [Profile.nameRootMappings]).
+	name string
 }
 
 // Base returns the base name of the mapped file, the name itself for
 // pseudo files such as "[vdso]", and "[anon]" for anonymous memory
 // (no name, or perf's "//anon"), such as JIT code no perf map names.
 func (m *Mapping) Base() string {
+	if m.name != "" {
+		return m.name
+	}
 	if strings.HasPrefix(m.File, "[") {
 		return m.File
 	}
