@@ -164,6 +164,15 @@ func FuzzLoad(f *testing.F) {
 		if self != withStack {
 			t.Fatalf("Top: self adds up to %d, %d samples have a stack", self, withStack)
 		}
+		// So does each source line's, for the lines.
+		lines, _ := p.TopLines(p.Samples, 0)
+		self = 0
+		for _, l := range lines {
+			self += l.Self
+		}
+		if self != withStack {
+			t.Fatalf("TopLines: self adds up to %d, %d samples have a stack", self, withStack)
+		}
 		// Unpruned, each node's samples end at it or go on to one child.
 		for _, up := range []bool{false, true} {
 			root := p.Tree(p.Samples, TreeOptions{BottomUp: up})
@@ -173,8 +182,14 @@ func FuzzLoad(f *testing.F) {
 			checkNodeTotals(t, root)
 		}
 		p.Tree(p.Samples, TreeOptions{BottomUp: len(data)%2 == 0, MaxDepth: 4, MinPercent: 1})
-		for g := GroupNone; g <= GroupContainer; g++ {
-			p.Group(p.Samples, g)
+		for g := GroupNone; g <= GroupDSO; g++ {
+			n := 0
+			for _, grp := range p.Group(p.Samples, g) {
+				n += len(grp.Samples)
+			}
+			if n > len(p.Samples) {
+				t.Fatalf("%v: %d samples in the groups of %d", g, n, len(p.Samples))
+			}
 		}
 		if _, err := p.Select(Filter{DSO: "a", Comm: "a", Container: "host", Until: 1}); err != nil {
 			t.Fatal(err)
