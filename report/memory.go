@@ -29,7 +29,18 @@ func memoryText(w io.Writer, v *analyze.View, o Options) error {
 	if err != nil {
 		return err
 	}
-	h := v.Heap()
+	// The heap's replay (a fifth of the report of a capture of millions
+	// of allocations: every event in time order) runs beside the
+	// tables, trees and stacks, which only read the same view.
+	heap := make(chan analyze.HeapStats, 1)
+	go func() { heap <- v.Heap() }()
+	top := memTop(cols)
+	to := analyze.TreeOptions{MaxDepth: o.Depth, MinPercent: o.MinPercent}
+	bytesTree := cols.space.CallTree(v.Samples, to)
+	objectsTree := cols.objects.CallTree(v.Samples, analyze.TreeOptions{}) // whole: bytes decide what is shown
+	leaks := memStacks(v, cols.inuseSpace, cols.inuseObjects)
+	temps := memStacks(v, cols.tempSpace, cols.tempObjects)
+	h := <-heap
 	est := ""
 	if h.SampleBytes > 0 {
 		est = fmt.Sprintf(" (sampled every %s: byte and object totals are estimates)", fmtBytes(h.SampleBytes))
@@ -52,7 +63,6 @@ func memoryText(w io.Writer, v *analyze.View, o Options) error {
 		return n
 	}
 
-	top := memTop(cols)
 	fmt.Fprintf(w, "\nTop functions by bytes (self: called the allocator; total: anywhere on the stack)\n")
 	fmt.Fprintf(w, "%14s %12s %14s %12s  %s\n", "SELF BYTES", "SELF CALLS", "TOTAL BYTES", "TOTAL CALLS", "FUNCTION")
 	for _, f := range top[:rows(len(top))] {
@@ -69,9 +79,6 @@ func memoryText(w io.Writer, v *analyze.View, o Options) error {
 	}
 
 	fmt.Fprintf(w, "\nCall tree by bytes allocated\n")
-	to := analyze.TreeOptions{MaxDepth: o.Depth, MinPercent: o.MinPercent}
-	bytesTree := cols.space.CallTree(v.Samples, to)
-	objectsTree := cols.objects.CallTree(v.Samples, analyze.TreeOptions{}) // whole: bytes decide what is shown
 	var walk func(b, n *analyze.Node, depth int)
 	walk = func(b, n *analyze.Node, depth int) {
 		for _, c := range b.Children {
@@ -87,9 +94,8 @@ func memoryText(w io.Writer, v *analyze.View, o Options) error {
 	}
 	walk(bytesTree, objectsTree, 0)
 
-	stacks := func(title string, bytes, objects *analyze.View) {
+	stacks := func(title string, list []memStack) {
 		fmt.Fprintf(w, "\n%s\n", title)
-		list := memStacks(v, bytes, objects)
 		if len(list) == 0 {
 			fmt.Fprintf(w, "  none\n")
 		}
@@ -101,8 +107,8 @@ func memoryText(w io.Writer, v *analyze.View, o Options) error {
 			}
 		}
 	}
-	stacks("Leaks by stack (live at the end)", cols.inuseSpace, cols.inuseObjects)
-	stacks("Temporary allocations by stack", cols.tempSpace, cols.tempObjects)
+	stacks("Leaks by stack (live at the end)", leaks)
+	stacks("Temporary allocations by stack", temps)
 	return nil
 }
 
