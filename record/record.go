@@ -234,7 +234,7 @@ func (r *recorder) setup() error {
 		}
 		mode, ctr = "container", c
 		if c.Dir == "" {
-			r.logf("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording the %d processes found in it and their children, as -p does; what podman exec adds is missed", c.Name, c.ID, len(c.PIDs))
+			r.logf("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording the %d processes found in it and their children, as -p does; what podman exec adds is missed (record -a, then report --container %s, has it)", c.Name, c.ID, len(c.PIDs), c.Name)
 		} else {
 			r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))
 		}
