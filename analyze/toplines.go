@@ -29,7 +29,7 @@ func (p *Profile) TopLines(samples []Sample, n int) ([]FuncStat, int) {
 	var lastID int32
 	for i := range p.Frames {
 		f := &p.Frames[i]
-		if f.Loc == last && f.Func == lastFn {
+		if i > 0 && f.Loc == last && f.Func == lastFn {
 			lineOf[i] = lastID
 			continue
 		}
