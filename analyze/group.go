@@ -114,7 +114,7 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 		return p.groupByState(samples)
 	}
 	if g == GroupDSO {
-		return p.groupByLeaf(samples, func(fn *Function) string { return fn.DSO })
+		return p.groupByLeaf(samples, noStackKey, func(fn *Function) string { return fn.DSO })
 	}
 	// A sample's group is found by its pid or tid and, in comm groups,
 	// the program its process ran then: a process that exec'd has the
@@ -123,9 +123,7 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 	byKey := make(map[string]int)
 	byID := make(map[idKey]int)
 	var out []Group
-	// Each sample's group, then the groups' samples at their sizes: by
-	// append, a --memprof capture's 2 M allocations of one process were
-	// copied as they grew, to twice their room.
+	// Each sample's group, then the groups' samples (see fillGroups).
 	of := make([]int32, len(samples))
 	var counts []int
 	lastPID, lastRenamed := int32(-1), (*Process)(nil) // samples of a process come in runs
@@ -187,8 +185,18 @@ func (p *Profile) Group(samples []Sample, g GroupBy) []Group {
 		of[j] = int32(i)
 		counts[i]++
 	}
+	return p.fillGroups(out, samples, of, counts)
+}
+
+// fillGroups gives each group of out its samples, sample j going to
+// group of[j], counts[i] of them to group i, in file order: one group
+// shares samples as they are, several get slices of their sizes (by
+// append, a --memprof capture's 2 M allocations of one process were
+// copied as they grew, to twice their room). It returns the groups
+// weighed and sorted ([Profile.weighGroups]).
+func (p *Profile) fillGroups(out []Group, samples []Sample, of []int32, counts []int) []Group {
 	if len(out) == 1 {
-		out[0].Samples = samples // one group: the samples as they are
+		out[0].Samples = samples
 		return p.weighGroups(out)
 	}
 	for i := range out {
@@ -222,28 +230,33 @@ func (p *Profile) weighGroups(out []Group) []Group {
 const noStackKey = "[no stack]"
 
 // groupByLeaf splits samples by key of the function of their leaf frame
-// (samples without one: [noStackKey]), largest weight first.
-func (p *Profile) groupByLeaf(samples []Sample, key func(*Function) string) []Group {
-	index := make(map[string]int)
+// (samples without one: noStack), largest weight first.
+func (p *Profile) groupByLeaf(samples []Sample, noStack string, key func(*Function) string) []Group {
+	index := make(map[string]int32)
 	var out []Group
-	keyOf := make(map[StackID]int) // stack -> group
-	for _, s := range samples {
-		i, ok := keyOf[s.Stack]
+	var counts []int
+	of := make([]int32, len(samples))
+	groupOf := make(map[StackID]int32) // stack -> group
+	for j := range samples {
+		st := samples[j].Stack
+		i, ok := groupOf[st]
 		if !ok {
-			k := noStackKey
-			if st := p.Stack(s.Stack); len(st) > 0 {
-				if fr := &p.Frames[st[0]]; fr.Func >= 0 {
+			k := noStack
+			if frames := p.Stack(st); len(frames) > 0 {
+				if fr := &p.Frames[frames[0]]; fr.Func >= 0 {
 					k = key(&p.Funcs[fr.Func])
 				}
 			}
 			if i, ok = index[k]; !ok {
-				i = len(out)
+				i = int32(len(out))
 				index[k] = i
 				out = append(out, Group{Key: k, Container: "all"})
+				counts = append(counts, 0)
 			}
-			keyOf[s.Stack] = i
+			groupOf[st] = i
 		}
-		out[i].Samples = append(out[i].Samples, s)
+		of[j] = i
+		counts[i]++
 	}
-	return p.weighGroups(out)
+	return p.fillGroups(out, samples, of, counts)
 }

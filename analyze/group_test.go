@@ -3,6 +3,7 @@ package analyze
 import (
 	"testing"
 
+	"nsprof/capture"
 	"nsprof/internal/testcaptures"
 )
 
@@ -48,5 +49,33 @@ func TestGroupDSO(t *testing.T) {
 	}
 	if g, err := ParseGroupBy("dso"); err != nil || g != GroupDSO || g.String() != "dso" {
 		t.Errorf("ParseGroupBy(dso) = %v, %v", g, err)
+	}
+}
+
+// TestGroupState: grouped by state, the on-CPU samples and the off-CPU
+// interval of a sleeping thread are apart, keyed "on-CPU" and by the
+// off-CPU marker at the interval's leaf; the blocking call's stack (no
+// off-CPU marker) is in the on-CPU group.
+func TestGroupState(t *testing.T) {
+	p, err := LoadBytes(testcaptures.OffCPU(t), LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall, err := p.ValueIndex("wall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Weighed by wall time: a group weighing nothing is left out.
+	v, err := p.View(ViewOptions{Value: wall, AllKinds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, g := range v.Group(v.Samples, GroupState) {
+		got[g.Key] = len(g.Samples)
+	}
+	want := map[string]int{onCPUKey: 3, capture.OffCPUMarker('S'): 1}
+	if len(got) != len(want) || got[onCPUKey] != 3 || got[capture.OffCPUMarker('S')] != 1 {
+		t.Errorf("groups by state %v, want %v", got, want)
 	}
 }

@@ -178,27 +178,10 @@ const onCPUKey = "on-CPU"
 
 // groupByState splits samples by [GroupState], largest weight first.
 func (p *Profile) groupByState(samples []Sample) []Group {
-	index := make(map[string]int)
-	var out []Group
-	keyOf := make(map[StackID]string)
-	for _, s := range samples {
-		key, ok := keyOf[s.Stack]
-		if !ok {
-			key = onCPUKey
-			if st := p.Stack(s.Stack); len(st) > 0 {
-				if fr := &p.Frames[st[0]]; fr.Func >= 0 && capture.IsOffCPUMarker(p.Funcs[fr.Func].Name) {
-					key = p.Funcs[fr.Func].Name
-				}
-			}
-			keyOf[s.Stack] = key
+	return p.groupByLeaf(samples, onCPUKey, func(fn *Function) string {
+		if capture.IsOffCPUMarker(fn.Name) {
+			return fn.Name
 		}
-		i, ok := index[key]
-		if !ok {
-			i = len(out)
-			index[key] = i
-			out = append(out, Group{Key: key, Container: "all"})
-		}
-		out[i].Samples = append(out[i].Samples, s)
-	}
-	return p.weighGroups(out)
+		return onCPUKey
+	})
 }
