@@ -144,6 +144,9 @@ var errNoData = errors.New("no data for the view")
 
 // Generate writes view o.View of d to w in format o.Format.
 func Generate(w io.Writer, d Data, o Options) error {
+	if o.Lines && (o.View != ViewTop || d.Base != nil) {
+		return fmt.Errorf("report %v: source lines are the rows of a function table, not of this view or of a comparison", o.View)
+	}
 	switch {
 	case o.View.Timeline():
 		if d.Timeline == nil {
@@ -177,8 +180,6 @@ func Generate(w io.Writer, d Data, o Options) error {
 			return diffJSON(w, d.View, d.Base, o)
 		}
 		return diffText(w, d.View, d.Base, o)
-	case o.Lines && o.View != ViewTop:
-		return fmt.Errorf("report %v: source lines are a function table's rows, not the %v view's", o.View, o.View)
 	case o.View >= ViewTop && o.View <= ViewBottomUp:
 		if d.View == nil {
 			return fmt.Errorf("report %v: %w: want an analyze.View", o.View, errNoData)

@@ -23,13 +23,15 @@ func TestGenerateNeedsData(t *testing.T) {
 		{Data{}, Options{View: ViewMemory}, "report memory: no data for the view: want an analyze.View"},
 		{Data{View: &analyze.View{}}, Options{View: ViewMemory, Format: JSON}, "the memory view is text only"},
 		{Data{}, Options{View: View(42)}, "unknown view View(42)"},
+		{Data{View: &analyze.View{}}, Options{View: ViewTree, Lines: true}, "source lines are the rows of a function table"},
+		{Data{View: &analyze.View{}, Base: &analyze.View{}}, Options{Lines: true}, "source lines are the rows of a function table"},
 	} {
 		var buf bytes.Buffer
 		err := Generate(&buf, tc.d, tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: error %v, want %q", tc.o.View, tc.o.Format, err, tc.want)
 		}
-		if tc.want != "the memory view is text only" && !strings.HasPrefix(tc.want, "unknown") && !errors.Is(err, errNoData) {
+		if tc.want != "the memory view is text only" && !strings.HasPrefix(tc.want, "unknown") && !tc.o.Lines && !errors.Is(err, errNoData) {
 			t.Errorf("%v: %v is not errNoData", tc.o.View, err)
 		}
 		if buf.Len() != 0 {
