@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"path"
 	"slices"
+	"strings"
 )
 
 // resolveMaps returns the mappings of one process, ms in the order their
@@ -150,29 +151,32 @@ func inSpans(spans []addrSpan, addr uint64) bool {
 // build-id (the first in order, when they differ), else "[build-id
 // PREFIX]". Their frames' DSO was "/".
 func (p *Profile) nameRootMappings() {
-	var named map[string]string // build-id -> base name
-	for pass := range 2 {
-		for _, pr := range p.procIndex {
-			for i := range pr.Maps {
-				m := &pr.Maps[i]
-				if m.BuildID == "" || !m.IsFile() {
-					continue
-				}
-				base := path.Base(m.File)
-				switch {
-				case pass == 0 && base != "/":
-					if named == nil {
-						named = make(map[string]string)
-					}
-					if old, ok := named[m.BuildID]; !ok || base < old {
-						named[m.BuildID] = base
-					}
-				case pass == 1 && base == "/":
-					if m.name = named[m.BuildID]; m.name == "" {
-						m.name = "[build-id " + m.BuildID[:min(len(m.BuildID), 12)] + "]"
-					}
-				}
+	var roots []*Mapping
+	for _, pr := range p.procIndex {
+		for i := range pr.Maps {
+			if m := &pr.Maps[i]; m.BuildID != "" && m.File != "" && strings.Trim(m.File, "/") == "" {
+				roots = append(roots, m)
 			}
+		}
+	}
+	if len(roots) == 0 {
+		return
+	}
+	named := make(map[string]string) // build-id -> base name
+	for _, pr := range p.procIndex {
+		for i := range pr.Maps {
+			m := &pr.Maps[i]
+			if m.BuildID == "" || !m.IsFile() || strings.Trim(m.File, "/") == "" {
+				continue
+			}
+			if old, ok := named[m.BuildID]; !ok || path.Base(m.File) < old {
+				named[m.BuildID] = path.Base(m.File)
+			}
+		}
+	}
+	for _, m := range roots {
+		if m.name = named[m.BuildID]; m.name == "" {
+			m.name = "[build-id " + m.BuildID[:min(len(m.BuildID), 12)] + "]"
 		}
 	}
 }
