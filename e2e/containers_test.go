@@ -321,15 +321,23 @@ func TestPodmanContainerTarget(t *testing.T) {
 	}
 	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
 	capture := filepath.Join(t.TempDir(), "ctr.syscap")
-	rec := exec.Command(nsprofBin, "record", "--container", name, "--duration", "3", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	rec := exec.Command(nsprofBin, "record", "--container", name, "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
 	var out strings.Builder
 	rec.Stdout, rec.Stderr = &out, &out
+	begun := time.Now()
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
 	for range 3 {
 		run(append(slices.Clone(podman), "exec", name, "/usr/bin/sha256sum", "/lib/x86_64-linux-gnu/libc.so.6")...)
+	}
+	// Stopped once the commands ran, and 3 s in at least: podman exec
+	// takes a second or more on a loaded machine, and a recording of a
+	// fixed 3 s once ended before two of them.
+	time.Sleep(time.Until(begun.Add(3 * time.Second)))
+	if err := rec.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
