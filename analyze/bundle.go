@@ -88,17 +88,22 @@ func isBundlePath(path string) bool {
 	return false
 }
 
-// earlyBundle decodes a capture's bundle on a goroutine of its own while
+// earlyBundle decodes a capture's bundle on goroutines of their own while
 // the frames before it are read: the bundle is written last, but a
-// capture held in memory can be looked ahead in.
+// capture held in memory can be looked ahead in. The symbols and the
+// process file are waited for apart from the lines (see
+// [earlyBundle.waitLines]).
 type earlyBundle struct {
 	done chan struct{}
 	d    *bundleFiles
+	// lines is closed once linesOf holds the decoded lines file.
+	lines   chan struct{}
+	linesOf *bundleFiles
 }
 
 // startBundle copies the bundle files of fs, views of a capture held in
 // memory (which only the calling goroutine may read: see
-// [capture.ReadMapped]), and decodes the copies on a new goroutine.
+// [capture.ReadMapped]), and decodes the copies on new goroutines.
 func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 	own := &capture.Files{}
 	for _, p := range bundlePaths {
@@ -106,14 +111,14 @@ func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 			own.AddView(&capture.FileChunk{Path: p, Data: b, IsLast: true})
 		}
 	}
-	e := &earlyBundle{done: make(chan struct{})}
+	e := &earlyBundle{done: make(chan struct{}), lines: make(chan struct{})}
 	// The lines on a goroutine of their own: on a small capture, their
-	// decoding was the longest of the work done while frames are read.
-	lines := make(chan *bundleFiles, 1)
+	// decoding was the longest of the work done while frames are read,
+	// and loading goes on without them up to the frames' merge.
 	go func() {
-		l := &bundleFiles{}
-		l.decodeLines(own, maxLines)
-		lines <- l
+		defer close(e.lines)
+		e.linesOf = &bundleFiles{}
+		e.linesOf.decodeLines(own, maxLines)
 	}()
 	go func() {
 		defer close(e.done)
@@ -126,15 +131,19 @@ func startBundle(fs *capture.Files, maxLines int) *earlyBundle {
 			e.d.procs, e.d.threads, e.d.procErr = capture.ReadProcessFile(own)
 			e.d.procsRead = true
 		}
-		l := <-lines
-		e.d.lines = l.lines
-		e.d.warnings = append(e.d.warnings, l.warnings...)
 	}()
 	return e
 }
 
-// wait returns what the goroutine decoded.
+// wait returns the symbols and the process file, decoded; the lines are
+// waited for by waitLines.
 func (e *earlyBundle) wait() *bundleFiles {
 	<-e.done
 	return e.d
+}
+
+// waitLines returns the decoded lines file, with its warnings.
+func (e *earlyBundle) waitLines() *bundleFiles {
+	<-e.lines
+	return e.linesOf
 }

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"nsprof/capture"
@@ -105,5 +106,78 @@ func TestLinesByFile(t *testing.T) {
 	}
 	if &v.Samples[0] != &p.Samples[0] {
 		t.Error("the inline view copied the samples")
+	}
+}
+
+// TestLinesDamageWarned: a lines file damaged after its first record
+// names the frames that record describes and says so once, whether the bundle is decoded beside the
+// frames' reading (LoadBytes: the lines waited for apart from the
+// symbols) or after it (Load).
+func TestLinesDamageWarned(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + 10e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := capture.FrameHeader{PID: 100, Time: testStart}
+	for _, f := range []capture.Frame{
+		&capture.Process{FrameHeader: h, Cmdline: "/usr/bin/app"},
+		&capture.Map{FrameHeader: h, Start: 0x1000, End: 0x5000, Filename: "/usr/lib/libx.so", Inode: 7, BuildID: "abcd"},
+		&capture.Sample{FrameHeader: h, TID: 100, Addrs: []uint64{capture.ContextUser, 0x2010}},
+	} {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := capture.FrameHeader{PID: -1, Time: testStart}
+	bundle, err := capture.EncodeSymbols([]capture.Symbol{{PID: 100, Begin: 0x2000, End: 0x2100, Name: "outer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFileGzip(g, capture.SymbolsFile, bundle); err != nil {
+		t.Fatal(err)
+	}
+	lines := capture.EncodeLines([]capture.AddrLines{{Object: "abcd", Addr: 0x1010, Frames: []capture.SourceFrame{
+		{Function: "leaf", File: "a.c", Line: 3}, {Function: "outer", File: "a.c", Line: 12}}}})
+	lines = append(lines, "@abcd\tzz\tf\tfile.c\t3\n"...)
+	if err := w.AddFileGzip(g, capture.LinesFile, lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		load func() (*Profile, error)
+	}{
+		{"LoadBytes", func() (*Profile, error) { return LoadBytes(buf.Bytes(), LoadOptions{NoHostFiles: true}) }},
+		{"Load", func() (*Profile, error) { return Load(bytes.NewReader(buf.Bytes()), LoadOptions{NoHostFiles: true}) }},
+	} {
+		p, err := c.load()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var lineWarnings []string
+		for _, w := range p.Warnings {
+			if strings.Contains(w, capture.LinesFile) {
+				lineWarnings = append(lineWarnings, w)
+			}
+		}
+		if len(lineWarnings) != 1 || !strings.Contains(lineWarnings[0], "using the 1 addresses before the damage") {
+			t.Errorf("%s: warnings %q, want one about %s keeping 1 address", c.name, p.Warnings, capture.LinesFile)
+		}
+		var got string
+		for _, s := range p.Samples {
+			for _, fr := range p.Stack(s.Stack) {
+				f := &p.Frames[fr]
+				for _, in := range f.Loc.Inline {
+					got += in.Function + " <- "
+				}
+				got += f.Loc.Function
+			}
+		}
+		if got != "leaf <- outer" {
+			t.Errorf("%s: frames %q, want the damaged file's first record's", c.name, got)
+		}
 	}
 }

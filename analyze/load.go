@@ -523,6 +523,9 @@ type builder struct {
 	// procFile is what it read of the process file, when it did.
 	pre      *earlyBundle
 	procFile *bundleFiles
+	// linesPending decodes the lines file still, once pre has given
+	// the symbols (see [builder.awaitLines]).
+	linesPending *earlyBundle
 	// symbolsComplete says the recording's symbol bundle names all it
 	// could (capture.MetaSymbolsComplete): host files are not read.
 	symbolsComplete bool
@@ -782,7 +785,11 @@ func (b *builder) finish() *Profile {
 	// at the same code are merged.
 	b.frameKeys = p.splitImages(hists, b.frameKeys)
 	p.trimJunk(b.frameKeys, foreign)
-	p.mergeSameCode(b.frameKeys, foreign || b.namedLater || !b.symbolsComplete || p.Bundle == nil)
+	rep := p.sameCode(b.frameKeys)
+	// The lines are needed from here on: their decoding ran beside the
+	// work above (on a small capture it was the last of the bundle's).
+	b.awaitLines()
+	p.mergeSameCode(b.frameKeys, rep, foreign || b.namedLater || !b.symbolsComplete || p.Bundle == nil)
 	b.frameKeys = nil
 	// Only the kallsyms is read later (see loadSymbols): the others may
 	// be views of a mapping that ends with loading.
@@ -858,7 +865,7 @@ func (b *builder) loadProcessFile() {
 func (b *builder) loadSymbols() []string {
 	var d *bundleFiles
 	if b.pre != nil {
-		d, b.pre = b.pre.wait(), nil
+		d, b.linesPending, b.pre = b.pre.wait(), b.pre, nil
 	} else {
 		d = decodeBundle(&b.files.fs, int(b.addrSlots))
 	}
@@ -888,6 +895,19 @@ func (b *builder) loadSymbols() []string {
 		})
 	}
 	return warnings
+}
+
+// awaitLines takes the lines file from the goroutine decoding it, when
+// one is (see [earlyBundle]), and tells its warnings after the others
+// about the bundle.
+func (b *builder) awaitLines() {
+	if b.linesPending == nil {
+		return
+	}
+	d := b.linesPending.waitLines()
+	b.linesPending = nil
+	b.p.Lines = d.lines
+	b.p.Warnings = append(b.p.Warnings, d.warnings...)
 }
 
 // raw adds frame fr of stored type typ to the timeline, which ends at
