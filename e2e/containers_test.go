@@ -388,19 +388,55 @@ func TestPodmanContainerTarget(t *testing.T) {
 
 // TestPodmanRootlessContainerTarget: record --container of a rootless
 // container where cgroups are v1 (its processes stay in their user's
-// cgroup: nothing but the processes tells it) records its processes, as
-// -p does, labelled with it, its fixture's functions named.
+// cgroup: nothing but their PID namespace tells them) records its
+// processes and a command podman exec runs in it meanwhile (its parent
+// the runtime's, on the host), labelled with it, its fixture's functions
+// named, and no process of the host, although every CPU is sampled.
 func TestPodmanRootlessContainerTarget(t *testing.T) {
 	testutils.RequireRoot(t, "rootless podman is run as another user")
 	pid, id := containers.StartPodmanRootless(t, "overlay")
+	host := exec.Command(testutils.BuildFixture(t, "callchain"), "10", "1", "nofork")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
 	capture := filepath.Join(t.TempDir(), "rootless.syscap")
-	nsprof(t, "record", "--container", id[:12], "--duration", "2", "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	rec := exec.Command(nsprofBin, "record", "-v", "--container", id[:12], "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	var out strings.Builder
+	rec.Stdout, rec.Stderr = &out, &out
+	begun := time.Now()
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	containers.ExecPodman(t, id, containers.BinPath, "2")
+	time.Sleep(time.Until(begun.Add(4 * time.Second)))
+	if err := rec.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
+	}
 	r := reportJSON(t, capture, "--by", "process")
 	checkNames(t, r, pid, 0, func(l string) bool { return strings.HasPrefix(l, "podman:") })
-	for _, g := range r.Groups {
-		if !strings.HasPrefix(g.Container, "podman:") {
-			t.Errorf("process %d (%s) labelled %q, not the container", g.PID, g.Key, g.Container)
+	execd := 0
+	procs := processesJSON(t, capture)
+	for _, p := range procs {
+		if !strings.HasPrefix(p.Container, "podman:") {
+			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
 		}
+		if int(p.PID) == host.Process.Pid {
+			t.Errorf("the host's busy process %d is in the capture", p.PID)
+		}
+		if int(p.PID) != pid && p.Comm == filepath.Base(containers.BinPath) && p.Samples > 100 {
+			execd++
+		}
+	}
+	if execd != 1 {
+		t.Errorf("%d processes of the fixture podman exec ran for 2 s with its samples, want 1: %+v\n%s", execd, procs, out.String())
+	}
+	if !strings.Contains(out.String(), "samples of other processes left out") {
+		t.Errorf("the host's samples are not said left out:\n%s", out.String())
 	}
 }
 

@@ -236,10 +236,18 @@ func (r *recorder) filterSample(rec *perf.Record) bool {
 	return r.filter.take(rec, r.rd.Snapshot())
 }
 
-// settleHeld handles the held samples the filter can now decide: after
+// settleHeld handles the held samples the filter can now decide (and
+// the held records of [nsTarget]): after
 // a record was handled (drained false), or once the reader drained its
 // rings; all of them at the end (final).
 func (r *recorder) settleHeld(drained, final bool) {
+	if n := r.nst; n != nil && len(n.held) > 0 {
+		if final {
+			n.settle(^uint64(0), r.handleRecord)
+		} else {
+			n.settleRead(r.rd.Snapshot(), drained, r.handleRecord)
+		}
+	}
 	f := r.filter
 	if f == nil || len(f.held) == 0 {
 		return

@@ -198,6 +198,12 @@ func (r *recorder) periodic(ctx context.Context, now, deadline time.Time, childD
 			return "container stopped"
 		}
 	}
+	if r.nst != nil && now.Sub(r.nstChecked) >= time.Second {
+		r.nstChecked = now
+		if !r.nst.alive() {
+			return "container stopped"
+		}
+	}
 	if !deadline.IsZero() && !now.Before(deadline) {
 		return "duration"
 	}
@@ -218,8 +224,18 @@ func isWriteErr(err error) bool {
 	return errors.As(err, &pe) || errors.Is(err, io.ErrShortWrite)
 }
 
-// handle turns one perf record into frames.
+// handle turns one perf record into frames: those of a recorded
+// container's processes when [nsTarget] tells them.
 func (r *recorder) handle(rec *perf.Record) {
+	if r.nst != nil {
+		r.nst.take(rec, r.rd.Snapshot(), r.handleRecord)
+		return
+	}
+	r.handleRecord(rec)
+}
+
+// handleRecord turns one perf record into frames.
+func (r *recorder) handleRecord(rec *perf.Record) {
 	switch rec.Type {
 	case perf.RecordSample:
 		s := &rec.Sample

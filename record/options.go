@@ -28,8 +28,9 @@ type Options struct {
 	// Container records the running podman container of that name, or
 	// whose id starts with it, alone: every process in its cgroup, those
 	// it starts and those entering it (podman exec's) included, as perf
-	// record -a -G does (see container.FindCgroup). With Command, while
-	// the command runs.
+	// record -a -G does (see container.FindCgroup); without a cgroup of
+	// its own (rootless, cgroups v1), those of its PID namespace (see
+	// nsTarget). With Command, while the command runs.
 	Container string
 	// Duration stops the recording after this long, counted from the
 	// end of setting up (events open, processes scanned, the command

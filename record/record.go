@@ -147,8 +147,14 @@ type recorder struct {
 	cgroupChecked time.Time
 	// perTaskSampling says per-CPU sampling was refused (see openPerf).
 	perTaskSampling bool
-	block           *blocking // with Options.Blocking
-	spans           *spans    // with Options.MainLoop or Options.Spans
+	// nst keeps the records of a container told by its PID namespace
+	// (record --container without a cgroup of its own), and
+	// nstChecked is when the recorder last looked whether any of its
+	// processes runs.
+	nst        *nsTarget
+	nstChecked time.Time
+	block      *blocking // with Options.Blocking
+	spans      *spans    // with Options.MainLoop or Options.Spans
 	// mainLoopPreloaded says Options.MainLoop is recorded by the
 	// preload library (see mainLoopPreload), not by user probes.
 	mainLoopPreloaded bool
@@ -167,7 +173,9 @@ type recorder struct {
 // beyondCommand says the events sample more than a command's processes
 // (every process, -a, or a container's cgroup): their reader does not
 // end when the command exits, and what it holds then is drained.
-func (r *recorder) beyondCommand() bool { return r.opts.System || r.cgroupDir != "" }
+func (r *recorder) beyondCommand() bool {
+	return r.opts.System || r.cgroupDir != "" || r.nst != nil
+}
 
 func (r *recorder) stats() Stats {
 	elapsed := time.Since(r.started)
@@ -184,6 +192,9 @@ func (r *recorder) stats() Stats {
 	}
 	if r.filter != nil {
 		st.OtherSamples = r.filter.dropped
+	}
+	if r.nst != nil {
+		st.OtherSamples += r.nst.dropped
 	}
 	if r.mp != nil {
 		st.Allocations, st.Frees, st.AllocLost, st.AllocSignalDropped = r.mp.nAllocs, r.mp.frees, r.mp.lost, r.mp.sigDropped
@@ -234,7 +245,12 @@ func (r *recorder) setup() error {
 		}
 		mode, ctr = "container", c
 		if c.Dir == "" {
-			r.logf("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording the %d processes found in it and their children, as -p does; what podman exec adds is missed (record -a, then report --container %s, has it)", c.Name, c.ID, len(c.PIDs), c.Name)
+			if nst, ok := newNSTarget(o.FS, c.PIDs); ok {
+				r.nst = nst
+				r.notef("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording every CPU, keeping the processes of its PID namespace (%d now)", c.Name, c.ID, len(c.PIDs))
+			} else {
+				r.logf("container %s (%s) has no cgroup nor PID namespace of its own: recording the %d processes found in it and their children, as -p does; what podman exec adds is missed (record -a, then report --container %s, has it)", c.Name, c.ID, len(c.PIDs), c.Name)
+			}
 		} else {
 			r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))
 		}
@@ -330,12 +346,22 @@ func (r *recorder) setup() error {
 			r.cgroupDir = ctr.Dir
 			if ctr.Dir == "" {
 				target = perf.Processes(ctr.PIDs...)
+				if r.nst != nil {
+					target = perf.AllTasks()
+				}
 			}
 		default:
 			target = perf.AllTasks()
 		}
+		// A container told by its PID namespace is recorded as the
+		// whole system is, its processes kept by r.nst.
+		sensing := mode
+		if r.nst != nil {
+			sensing = "system"
+		}
 		// Namespaces: what a process that exits before /proc is read ran
-		// in (see tracker.labelByNS).
+		// in (see tracker.labelByNS), and the PID namespace of a new
+		// process for r.nst.
 		popts := perf.Options{Event: o.Event, EventTracepoint: o.Tracepoint, Frequency: uint64(o.Frequency), NoBuildID: o.NoMmapBuildIDs, Namespaces: true}
 		// Unwinding needs the symbolizer's files (only with the live /proc).
 		if o.DWARFStack > 0 && r.sym != nil {
@@ -363,10 +389,10 @@ func (r *recorder) setup() error {
 			if r.off, err = newOffCPU(o.OffCPUMarks); err != nil {
 				return err
 			}
-			if err := r.setupOffCPU(&popts, mode); err != nil {
+			if err := r.setupOffCPU(&popts, sensing); err != nil {
 				return err
 			}
-			popts.SampleCPUWide = mode != "system"
+			popts.SampleCPUWide = sensing != "system"
 		}
 		if o.Blocking > 0 {
 			if r.block, err = newBlocking(o.Blocking, o.FS); err != nil {
@@ -375,7 +401,7 @@ func (r *recorder) setup() error {
 			r.block.setup(&popts)
 		}
 		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 || len(o.Probes) > 0 {
-			ps, err := r.setupSpans(mode)
+			ps, err := r.setupSpans(sensing)
 			if err != nil {
 				return err
 			}
@@ -398,6 +424,9 @@ func (r *recorder) setup() error {
 		r.rd = rd
 		if !rd.Namespaces() {
 			r.notef("the kernel's namespace records need CAP_PERFMON: a process gone before /proc is read keeps no container label")
+			if r.nst != nil {
+				r.logf("without the kernel's namespace records, commands podman exec runs in the container are missed")
+			}
 		}
 		if popts.SampleCPUWide && !r.perTaskSampling {
 			pids := o.PIDs

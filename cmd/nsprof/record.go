@@ -156,7 +156,8 @@ Targets: a command after "--" (recorded from its exec, with its threads and
 children; its exit status becomes nsprof's), existing processes with -p,
 a running podman container with --container (its name or an id prefix:
 every process in its cgroup, those it starts and those podman exec adds,
-as perf record -a -G samples a cgroup), or the whole system with -a (the
+as perf record -a -G samples a cgroup; told by its PID namespace when it
+has no cgroup of its own, rootless where cgroups are v1), or the whole system with -a (the
 default without a command or -p; with a command, the whole system while
 the command runs, as perf record -a does).
 
@@ -271,7 +272,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
 	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
 	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
-	f.StringVar(&opts.Container, "container", "", "record the running podman container `NAME` (or id prefix) alone: its cgroup's processes, those podman exec adds included")
+	f.StringVar(&opts.Container, "container", "", "record the running podman container `NAME` (or id prefix) alone: its cgroup's (or PID namespace's) processes, those podman exec adds included")
 	f.Float64Var(&fl.duration, "duration", 0, "stop `SECONDS` after setting up (perf events open, processes read)")
 	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
 	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")

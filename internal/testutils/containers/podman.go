@@ -209,6 +209,22 @@ func RemovePodman(t testing.TB, id string) {
 	e.reset(t)
 }
 
+// ExecPodman runs args in the container id started by StartPodman or
+// StartPodmanRootless (podman exec, as the user that started it) and
+// waits for it to end.
+func ExecPodman(t testing.TB, id string, args ...string) {
+	t.Helper()
+	podmans.mu.Lock()
+	e := podmans.byID[id]
+	podmans.mu.Unlock()
+	if e == nil {
+		t.Fatalf("ExecPodman: container %s was not started by this package", id)
+	}
+	if _, err := e.run(append([]string{"exec", id}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func removeContainer(t testing.TB, e *podmanEnv, id string) {
 	t.Helper()
 	e.removeMu.Lock()

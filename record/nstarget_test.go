@@ -1,0 +1,126 @@
+package record
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"nsprof/perf"
+	"nsprof/proc"
+)
+
+// fakeNSProc makes a /proc tree where this process and each of pids have
+// a PID namespace (pid -> namespace inode; self is 1) and a task of
+// their own.
+func fakeNSProc(t *testing.T, pids map[int]uint64) proc.FS {
+	t.Helper()
+	root := t.TempDir()
+	link := func(dir string, ns uint64) {
+		if err := os.MkdirAll(filepath.Join(root, dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(fmt.Sprintf("pid:[%d]", ns), filepath.Join(root, dir, "ns", "pid")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link("self", 1)
+	for pid, ns := range pids {
+		link(fmt.Sprint(pid), ns)
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprint(pid), "task", fmt.Sprint(pid)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return proc.FS{Root: root}
+}
+
+// TestNSTarget: of the records of every task, the filter keeps those of
+// the container's processes: those found in it, a child one of them
+// forks, and a command podman exec runs (its parent on the host, its
+// PID namespace the container's), whose COMM and sample read from
+// another CPU's ring before its FORK and NAMESPACES are held, then
+// handled in the order of their times; it drops the host's records and
+// counts their samples, the held ones once the next snapshot was handled.
+func TestNSTarget(t *testing.T) {
+	fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
+	f, ok := newNSTarget(fs, []int{500})
+	if !ok {
+		t.Fatal("newNSTarget refused a container in a PID namespace of its own")
+	}
+	var got []string
+	handle := func(rec *perf.Record) {
+		pid, _ := recordPID(rec)
+		got = append(got, fmt.Sprintf("%v %d@%d", rec.Type, pid, recordTime(rec)))
+	}
+	take := func(rec *perf.Record, snap uint64) {
+		f.take(rec, snap, handle)
+		f.settleRead(snap, false, handle)
+	}
+	sample := func(pid uint32, at, snap uint64) {
+		take(&perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: pid, TID: pid, Time: at, Callchain: []uint64{at}}}, snap)
+	}
+	fork := func(pid, ppid uint32, at, snap uint64) {
+		take(&perf.Record{Type: perf.RecordFork, Task: perf.Task{PID: pid, PPID: ppid, TID: pid, PTID: ppid, Time: at}, ID: perf.SampleID{Time: at}}, snap)
+	}
+	namespaces := func(pid uint32, ns, at, snap uint64) {
+		rec := &perf.Record{Type: perf.RecordNamespaces, Namespaces: perf.Namespaces{PID: pid, TID: pid}, ID: perf.SampleID{Time: at}}
+		rec.Namespaces.Links[perf.NamespacePID].Inode = ns
+		take(rec, snap)
+	}
+	comm := func(pid uint32, at, snap uint64) {
+		take(&perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: pid, TID: pid, Exec: true, Comm: []byte("hot")}, ID: perf.SampleID{Time: at}}, snap)
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: handled %q, want %q", step, got, want)
+		}
+	}
+
+	// Snapshot 1: the container's process and the host's.
+	sample(500, 5, 1)
+	sample(7, 6, 1)
+	expect("snapshot 1", "SAMPLE 500@5")
+	if f.dropped != 1 {
+		t.Fatalf("dropped %d, want 1 (the host's sample)", f.dropped)
+	}
+	// The runtime (600) forked on the host, in the host's namespace.
+	fork(600, 7, 10, 1)
+	namespaces(600, 1, 10, 1)
+	sample(600, 11, 1)
+	// A child of the container's process (501).
+	fork(501, 500, 12, 1)
+	sample(501, 13, 1)
+	expect("the runtime and a child", "SAMPLE 500@5", "FORK 501@12", "SAMPLE 501@13")
+	// Snapshot 2: podman exec's command (700), its exec and a sample
+	// read from another CPU's ring before its FORK and NAMESPACES.
+	comm(700, 21, 2)
+	sample(700, 22, 2)
+	sample(8, 23, 2) // a new host process, its creation not read yet
+	fork(700, 600, 20, 2)
+	namespaces(700, 9, 20, 2)
+	expect("podman exec's command", "SAMPLE 500@5", "FORK 501@12", "SAMPLE 501@13",
+		"FORK 700@20", "NAMESPACES 700@20", "COMM 700@21", "SAMPLE 700@22")
+	if f.dropped != 2 || len(f.held) != 1 {
+		t.Fatalf("dropped %d, held %d; want 2 (host, runtime) and 1 (pid 8)", f.dropped, len(f.held))
+	}
+	// Snapshot 4 handled: what snapshot 2 held and nothing decided is
+	// another's.
+	f.settleRead(4, false, handle)
+	if f.dropped != 3 || len(f.held) != 0 || len(f.heldBy) != 0 {
+		t.Fatalf("after snapshot 4: dropped %d, held %d (%d processes); want 3, 0, 0", f.dropped, len(f.held), len(f.heldBy))
+	}
+	if !f.alive() {
+		t.Error("the container's processes run, alive says no")
+	}
+}
+
+// TestNSTargetHostPID: a container sharing the host's PID namespace
+// (--pid=host) is not told by it.
+func TestNSTargetHostPID(t *testing.T) {
+	fs := fakeNSProc(t, map[int]uint64{500: 1})
+	if _, ok := newNSTarget(fs, []int{500}); ok {
+		t.Error("newNSTarget took the host's PID namespace for the container's")
+	}
+}
