@@ -391,7 +391,8 @@ func TestPodmanContainerTarget(t *testing.T) {
 // cgroup: nothing but their PID namespace tells them) records its
 // processes and a command podman exec runs in it meanwhile (its parent
 // the runtime's, on the host), labelled with it, its fixture's functions
-// named, and no process of the host, although every CPU is sampled.
+// named, and no process of the host, although every CPU is sampled; the
+// recording ends when the container is removed.
 func TestPodmanRootlessContainerTarget(t *testing.T) {
 	testutils.RequireRoot(t, "rootless podman is run as another user")
 	pid, id := containers.StartPodmanRootless(t, "overlay")
@@ -438,6 +439,24 @@ func TestPodmanRootlessContainerTarget(t *testing.T) {
 	if !strings.Contains(out.String(), "samples of other processes left out") {
 		t.Errorf("the host's samples are not said left out:\n%s", out.String())
 	}
+
+	// Without --duration, the recording ends when none of the
+	// container's processes runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec = exec.CommandContext(ctx, nsprofBin, "record", "--container", id[:12], "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	out.Reset()
+	rec.Stdout, rec.Stderr = &out, &out
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	stopped := time.Now()
+	containers.RemovePodman(t, id)
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("nsprof record --container, the container removed: %v (after %v)\n%s", err, time.Since(stopped), out.String())
+	}
+	t.Logf("the recording ended %v after the container was removed", time.Since(stopped))
 }
 
 // procDoc is a process of `nsprof report --processes --json`: the fields

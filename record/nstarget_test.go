@@ -41,7 +41,8 @@ func fakeNSProc(t *testing.T, pids map[int]uint64) proc.FS {
 // PID namespace the container's), whose COMM and sample read from
 // another CPU's ring before its FORK and NAMESPACES are held, then
 // handled in the order of their times; it drops the host's records and
-// counts their samples, the held ones once the next snapshot was handled.
+// counts their samples, the held ones once the next snapshot was handled,
+// and the container's once they exited.
 func TestNSTarget(t *testing.T) {
 	fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
 	f, ok := newNSTarget(fs, []int{500})
@@ -112,7 +113,20 @@ func TestNSTarget(t *testing.T) {
 		t.Fatalf("after snapshot 4: dropped %d, held %d (%d processes); want 3, 0, 0", f.dropped, len(f.held), len(f.heldBy))
 	}
 	if !f.alive() {
-		t.Error("the container's processes run, alive says no")
+		t.Fatal("the container's processes run, alive says no")
+	}
+	// The container's processes exit; a sample of pid 500 after its
+	// exit (its pid used again by the host) is not the container's.
+	for _, pid := range []uint32{500, 501, 700} {
+		take(&perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: pid, PPID: 1, TID: pid, PTID: 1, Time: 40}, ID: perf.SampleID{Time: 40}}, 5)
+	}
+	sample(500, 41, 5)
+	f.settleRead(7, true, handle)
+	if n := len(got); got[n-1] != "EXIT 700@40" || f.dropped != 4 {
+		t.Fatalf("after the exits: handled %q, dropped %d; want the exits last and 4 dropped", got, f.dropped)
+	}
+	if f.alive() {
+		t.Error("the container's processes exited (pid 500's /proc is there still), alive says one runs")
 	}
 }
 
