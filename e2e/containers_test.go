@@ -315,40 +315,22 @@ func TestPodmanContainerTarget(t *testing.T) {
 		cmd.Run()
 	}
 	t.Cleanup(remove)
-	host := exec.Command(testutils.BuildFixture(t, "callchain"), "10", "1", "nofork")
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	capture := filepath.Join(t.TempDir(), "ctr.syscap")
-	rec := exec.Command(nsprofBin, "record", "--container", name, "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
-	var out strings.Builder
-	rec.Stdout, rec.Stderr = &out, &out
-	begun := time.Now()
-	if err := rec.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	for range 3 {
-		run(append(slices.Clone(podman), "exec", name, "/usr/bin/sha256sum", "/lib/x86_64-linux-gnu/libc.so.6")...)
-	}
+	hostPID := startHostBusy(t)
 	// Stopped once the commands ran, and 3 s in at least: podman exec
 	// takes a second or more on a loaded machine, and a recording of a
 	// fixed 3 s once ended before two of them.
-	time.Sleep(time.Until(begun.Add(3 * time.Second)))
-	if err := rec.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Wait(); err != nil {
-		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
-	}
+	capture, log := recordContainerWhile(t, name, 3*time.Second, func() {
+		for range 3 {
+			run(append(slices.Clone(podman), "exec", name, "/usr/bin/sha256sum", "/lib/x86_64-linux-gnu/libc.so.6")...)
+		}
+	})
 	shells, execs, samples := 0, 0, 0
 	for _, p := range processesJSON(t, capture) {
 		samples += p.Samples
 		if !strings.HasPrefix(p.Container, "podman:"+name) {
 			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
 		}
-		if int(p.PID) == host.Process.Pid {
+		if int(p.PID) == hostPID {
 			t.Errorf("the host's busy process %d is in the capture", p.PID)
 		}
 		switch p.Comm {
@@ -359,7 +341,7 @@ func TestPodmanContainerTarget(t *testing.T) {
 		}
 	}
 	if shells == 0 || execs != 3 || samples < 1000 {
-		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, out.String())
+		t.Errorf("%d shells, %d of the 3 commands podman exec ran, %d samples (want the shell's busy seconds)\n%s", shells, execs, samples, log)
 	}
 
 	// With a command, it ends when the command exits, as -a does.
@@ -371,8 +353,85 @@ func TestPodmanContainerTarget(t *testing.T) {
 	}
 
 	// Without --duration, the recording ends when the container stops.
-	rec = exec.CommandContext(ctx, nsprofBin, "record", "--container", name, "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network")
-	out.Reset()
+	checkRecordingEnds(t, name, remove)
+}
+
+// TestPodmanRootlessContainerTarget: record --container of a rootless
+// container where cgroups are v1 (its processes stay in their user's
+// cgroup: nothing but their PID namespace tells them) records its
+// processes and a command podman exec runs in it meanwhile (its parent
+// the runtime's, on the host), labelled with it, its fixture's functions
+// named, and no process of the host, although every CPU is sampled; the
+// recording ends when the container is removed.
+func TestPodmanRootlessContainerTarget(t *testing.T) {
+	testutils.RequireRoot(t, "rootless podman is run as another user")
+	pid, id := containers.StartPodmanRootless(t, "overlay")
+	hostPID := startHostBusy(t)
+	capture, log := recordContainerWhile(t, id[:12], 4*time.Second, func() {
+		containers.ExecPodman(t, id, containers.BinPath, "2")
+	})
+	r := reportJSON(t, capture, "--by", "process")
+	checkNames(t, r, pid, 0, func(l string) bool { return strings.HasPrefix(l, "podman:") })
+	execd := 0
+	procs := processesJSON(t, capture)
+	for _, p := range procs {
+		if !strings.HasPrefix(p.Container, "podman:") {
+			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
+		}
+		if int(p.PID) == hostPID {
+			t.Errorf("the host's busy process %d is in the capture", p.PID)
+		}
+		if int(p.PID) != pid && p.Comm == filepath.Base(containers.BinPath) && p.Samples > 100 {
+			execd++
+		}
+	}
+	if execd != 1 {
+		t.Errorf("%d processes of the fixture podman exec ran for 2 s with its samples, want 1: %+v\n%s", execd, procs, log)
+	}
+	if !strings.Contains(log, "samples of other processes left out") {
+		t.Errorf("the host's samples are not said left out:\n%s", log)
+	}
+
+	// Without --duration, the recording ends when none of the
+	// container's processes runs.
+	checkRecordingEnds(t, id[:12], func() { containers.RemovePodman(t, id) })
+}
+
+// recordContainerWhile records the container label alone (record
+// --container, the counters off) while during runs, 1 s after the start,
+// and for at least least in all; it stops the recording by SIGINT and
+// returns the capture and what nsprof printed.
+func recordContainerWhile(t *testing.T, label string, least time.Duration, during func()) (capture, log string) {
+	t.Helper()
+	capture = filepath.Join(t.TempDir(), "ctr.syscap")
+	rec := exec.Command(nsprofBin, "record", "-v", "--container", label, "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	var out strings.Builder
+	rec.Stdout, rec.Stderr = &out, &out
+	begun := time.Now()
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	during()
+	time.Sleep(time.Until(begun.Add(least)))
+	if err := rec.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
+	}
+	return capture, out.String()
+}
+
+// checkRecordingEnds starts recording the container label without
+// --duration, removes the container a second later, and checks that the
+// recording ends.
+func checkRecordingEnds(t *testing.T, label string, remove func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec := exec.CommandContext(ctx, nsprofBin, "record", "--container", label, "-o", filepath.Join(t.TempDir(), "ends.syscap"), "--no-cpu", "--no-memory", "--no-disk", "--no-network")
+	var out strings.Builder
 	rec.Stdout, rec.Stderr = &out, &out
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
@@ -386,77 +445,16 @@ func TestPodmanContainerTarget(t *testing.T) {
 	t.Logf("the recording ended %v after the container was removed", time.Since(stopped))
 }
 
-// TestPodmanRootlessContainerTarget: record --container of a rootless
-// container where cgroups are v1 (its processes stay in their user's
-// cgroup: nothing but their PID namespace tells them) records its
-// processes and a command podman exec runs in it meanwhile (its parent
-// the runtime's, on the host), labelled with it, its fixture's functions
-// named, and no process of the host, although every CPU is sampled; the
-// recording ends when the container is removed.
-func TestPodmanRootlessContainerTarget(t *testing.T) {
-	testutils.RequireRoot(t, "rootless podman is run as another user")
-	pid, id := containers.StartPodmanRootless(t, "overlay")
+// startHostBusy starts a busy process on the host for the test's length,
+// and returns its pid.
+func startHostBusy(t *testing.T) int {
+	t.Helper()
 	host := exec.Command(testutils.BuildFixture(t, "callchain"), "10", "1", "nofork")
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	capture := filepath.Join(t.TempDir(), "rootless.syscap")
-	rec := exec.Command(nsprofBin, "record", "-v", "--container", id[:12], "-o", capture, "--no-cpu", "--no-memory", "--no-disk", "--no-network")
-	var out strings.Builder
-	rec.Stdout, rec.Stderr = &out, &out
-	begun := time.Now()
-	if err := rec.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	containers.ExecPodman(t, id, containers.BinPath, "2")
-	time.Sleep(time.Until(begun.Add(4 * time.Second)))
-	if err := rec.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Wait(); err != nil {
-		t.Fatalf("nsprof record --container: %v\n%s", err, out.String())
-	}
-	r := reportJSON(t, capture, "--by", "process")
-	checkNames(t, r, pid, 0, func(l string) bool { return strings.HasPrefix(l, "podman:") })
-	execd := 0
-	procs := processesJSON(t, capture)
-	for _, p := range procs {
-		if !strings.HasPrefix(p.Container, "podman:") {
-			t.Errorf("process %d (%s) labelled %q, not the container", p.PID, p.Comm, p.Container)
-		}
-		if int(p.PID) == host.Process.Pid {
-			t.Errorf("the host's busy process %d is in the capture", p.PID)
-		}
-		if int(p.PID) != pid && p.Comm == filepath.Base(containers.BinPath) && p.Samples > 100 {
-			execd++
-		}
-	}
-	if execd != 1 {
-		t.Errorf("%d processes of the fixture podman exec ran for 2 s with its samples, want 1: %+v\n%s", execd, procs, out.String())
-	}
-	if !strings.Contains(out.String(), "samples of other processes left out") {
-		t.Errorf("the host's samples are not said left out:\n%s", out.String())
-	}
-
-	// Without --duration, the recording ends when none of the
-	// container's processes runs.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rec = exec.CommandContext(ctx, nsprofBin, "record", "--container", id[:12], "-o", capture, "-f", "--no-cpu", "--no-memory", "--no-disk", "--no-network")
-	out.Reset()
-	rec.Stdout, rec.Stderr = &out, &out
-	if err := rec.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	stopped := time.Now()
-	containers.RemovePodman(t, id)
-	if err := rec.Wait(); err != nil {
-		t.Fatalf("nsprof record --container, the container removed: %v (after %v)\n%s", err, time.Since(stopped), out.String())
-	}
-	t.Logf("the recording ended %v after the container was removed", time.Since(stopped))
+	return host.Process.Pid
 }
 
 // procDoc is a process of `nsprof report --processes --json`: the fields

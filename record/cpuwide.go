@@ -1,9 +1,6 @@
 package record
 
 import (
-	"cmp"
-	"slices"
-
 	"nsprof/perf"
 	"nsprof/proc"
 )
@@ -25,9 +22,8 @@ import (
 // [perf.Reader.Snapshot]), which hold the record if it exists, then
 // kept or dropped.
 type targetFilter struct {
-	procs map[int32][]lifetime
-	held  []heldSample
-	free  []*perf.Record
+	procs lifetimes
+	heldRecords
 	// dropped counts the samples of other processes; notSample tells
 	// the hits of the per-CPU tracepoints, which are not counted.
 	dropped   uint64
@@ -36,22 +32,11 @@ type targetFilter struct {
 	fs proc.FS
 }
 
-// lifetime is when a process was recorded: from since to until (0: still
-// running).
-type lifetime struct{ since, until int64 }
-
-// heldSample is a copy of a sample of a process not known when it was
-// read, in snapshot snap.
-type heldSample struct {
-	rec  *perf.Record
-	snap uint64
-}
-
 // newTargetFilter returns a filter that knows the processes of pids
 // from the start (-p; a thread id stands for its process, as it does
 // for perf.Processes), and later the processes the records say.
 func newTargetFilter(fs proc.FS, pids []int) *targetFilter {
-	f := &targetFilter{procs: make(map[int32][]lifetime), fs: fs}
+	f := &targetFilter{procs: make(lifetimes), fs: fs}
 	for _, pid := range processIDs(fs, pids) {
 		f.procs[int32(pid)] = []lifetime{{}}
 	}
@@ -92,10 +77,8 @@ func (f *targetFilter) verdict(pid int32, t int64) verdict {
 	if t < spans[0].since {
 		return dropSample // before its exec or fork: what ran before
 	}
-	for _, s := range spans {
-		if s.since <= t && (s.until == 0 || t <= s.until) {
-			return keepSample
-		}
+	if f.procs.at(pid, t) {
+		return keepSample
 	}
 	if last := spans[len(spans)-1]; last.until != 0 && t > last.until {
 		return holdSample // after its exit: maybe a new recorded one
@@ -104,38 +87,13 @@ func (f *targetFilter) verdict(pid int32, t int64) verdict {
 }
 
 // start records that process pid is recorded from time t: it execed
-// (the command) or was forked by a recorded process.
-func (f *targetFilter) start(pid int32, t int64) {
-	spans := f.procs[pid]
-	for _, s := range spans {
-		if s.since <= t && (s.until == 0 || t <= s.until) {
-			return // known already: a later exec of the same process
-		}
-	}
-	i, _ := slices.BinarySearchFunc(spans, t, func(s lifetime, t int64) int { return cmp.Compare(s.since, t) })
-	f.procs[pid] = slices.Insert(spans, i, lifetime{since: t})
-}
+// (the command) or was forked by a recorded process; a later exec of the
+// same process changes nothing.
+func (f *targetFilter) start(pid int32, t int64) { f.procs.begin(pid, t) }
 
 // exit records that process pid ended at time t: its main thread
 // exited, and no other thread of it remains.
-func (f *targetFilter) exit(pid int32, t int64) {
-	spans := f.procs[pid]
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].since <= t {
-			if spans[i].until == 0 && !f.threadsLeft(pid) {
-				spans[i].until = t
-			}
-			return
-		}
-	}
-}
-
-// threadsLeft reports whether process pid still has threads other than
-// its main one, which exited: its samples go on.
-func (f *targetFilter) threadsLeft(pid int32) bool {
-	tids, err := f.fs.Tasks(int(pid))
-	return err == nil && len(tids) > 1
-}
+func (f *targetFilter) exit(pid int32, t int64) { f.procs.end(f.fs, pid, t) }
 
 // learn takes the records of the per-task events that start and end
 // recorded processes.
@@ -163,7 +121,7 @@ func (f *targetFilter) take(rec *perf.Record, snap uint64) bool {
 	case keepSample:
 		return true
 	case holdSample:
-		f.held = append(f.held, heldSample{rec: f.copyOf(rec), snap: snap})
+		f.hold(rec, snap)
 	default:
 		f.drop(rec)
 	}
@@ -180,54 +138,21 @@ func (f *targetFilter) drop(rec *perf.Record) {
 // settle decides the samples held from snapshots up to snap: keep
 // receives those of recorded processes, in the order they were read.
 func (f *targetFilter) settle(snap uint64, keep func(*perf.Record)) {
-	n := 0
-	for _, h := range f.held {
-		if h.snap > snap {
-			break
-		}
-		n++
-		if f.verdict(int32(h.rec.Sample.PID), int64(h.rec.Sample.Time)) == keepSample {
-			keep(h.rec)
+	f.heldRecords.settle(snap, func(rec *perf.Record) {
+		if f.verdict(int32(rec.Sample.PID), int64(rec.Sample.Time)) == keepSample {
+			keep(rec)
 		} else {
-			f.drop(h.rec)
+			f.drop(rec)
 		}
-		f.free = append(f.free, h.rec)
-	}
-	f.held = append(f.held[:0], f.held[n:]...)
+	})
 }
 
-// settleRead decides the held samples the reader's state allows: after
-// a record of snapshot snap was handled, those held from two snapshots
-// before; once the reader drained every ring up to snapshot snap
-// (drained), those held from the one before.
+// settleRead decides the held samples the reader's state allows (see
+// [heldRecords.settleUpTo]).
 func (f *targetFilter) settleRead(snap uint64, drained bool, keep func(*perf.Record)) {
-	if len(f.held) == 0 {
-		return
-	}
-	upTo := snap - 1
-	if !drained {
-		upTo = snap - 2
-	}
-	if snap >= 2 && f.held[0].snap <= upTo {
+	if upTo, ok := f.settleUpTo(snap, drained); ok {
 		f.settle(upTo, keep)
 	}
-}
-
-// copyOf returns a copy of sample rec that outlives it.
-func (f *targetFilter) copyOf(rec *perf.Record) *perf.Record {
-	var c *perf.Record
-	if n := len(f.free); n > 0 {
-		c, f.free = f.free[n-1], f.free[:n-1]
-	} else {
-		c = new(perf.Record)
-	}
-	s := rec.Sample
-	s.Callchain = append(c.Sample.Callchain[:0], s.Callchain...)
-	s.Regs = append(c.Sample.Regs[:0], s.Regs...)
-	s.Stack = append(c.Sample.Stack[:0], s.Stack...)
-	s.RawData = append(c.Sample.RawData[:0], s.RawData...)
-	c.Type, c.Misc, c.CPU, c.Sample = rec.Type, rec.Misc, rec.CPU, s
-	return c
 }
 
 // filterSample passes a sample of the per-CPU sampling event through

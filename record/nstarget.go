@@ -30,13 +30,12 @@ type nsTarget struct {
 	// pidNS are the container's PID namespaces, by inode: those of its
 	// processes when recording began.
 	pidNS   map[uint64]bool
-	members map[int32][]lifetime
-	others  map[int32][]lifetime
-	// held are the records of processes not known yet, heldBy their
-	// number by process.
-	held   []heldSample
+	members lifetimes
+	others  lifetimes
+	// heldRecords are the records of processes not known yet, heldBy
+	// their number by process.
+	heldRecords
 	heldBy map[int32]int
-	free   []*perf.Record
 	// dropped counts the samples of other processes; notSample tells
 	// the hits of the per-CPU tracepoints, which are not counted.
 	dropped   uint64
@@ -54,7 +53,7 @@ func newNSTarget(fs proc.FS, members []int) (*nsTarget, bool) {
 	if err != nil {
 		return nil, false
 	}
-	f := &nsTarget{pidNS: make(map[uint64]bool), members: make(map[int32][]lifetime), others: make(map[int32][]lifetime), heldBy: make(map[int32]int), fs: fs}
+	f := &nsTarget{pidNS: make(map[uint64]bool), members: make(lifetimes), others: make(lifetimes), heldBy: make(map[int32]int), fs: fs}
 	for _, pid := range members {
 		ns, err := fs.NamespaceID(pid, "pid")
 		if err != nil {
@@ -107,57 +106,15 @@ func recordTime(rec *perf.Record) int64 {
 	return int64(rec.Time())
 }
 
-// at reports whether spans, a process's lifetimes, hold time t.
-func at(spans []lifetime, t int64) bool {
-	for _, s := range spans {
-		if s.since <= t && (s.until == 0 || t <= s.until) {
-			return true
-		}
-	}
-	return false
-}
-
 // verdict says what to do with a record of process pid at time t.
 func (f *nsTarget) verdict(pid int32, t int64) verdict {
 	switch {
-	case at(f.members[pid], t):
+	case f.members.at(pid, t):
 		return keepSample
-	case at(f.others[pid], t):
+	case f.others.at(pid, t):
 		return dropSample
 	}
 	return holdSample
-}
-
-// begin records that pid is a process of spans' kind (the container's
-// or another's) from time t, unless it is already then.
-func begin(spans map[int32][]lifetime, pid int32, t int64) {
-	s := spans[pid]
-	if at(s, t) {
-		return
-	}
-	i, _ := slices.BinarySearchFunc(s, t, func(l lifetime, t int64) int { return cmp.Compare(l.since, t) })
-	spans[pid] = slices.Insert(s, i, lifetime{since: t})
-}
-
-// end records that the container's process pid ended at time t, unless
-// threads of it remain.
-func (f *nsTarget) end(pid int32, t int64) {
-	s := f.members[pid]
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i].since <= t {
-			if s[i].until == 0 && !f.threadsLeft(pid) {
-				s[i].until = t
-			}
-			return
-		}
-	}
-}
-
-// threadsLeft reports whether process pid still has threads other than
-// its main one, which exited.
-func (f *nsTarget) threadsLeft(pid int32) bool {
-	tids, err := f.fs.Tasks(int(pid))
-	return err == nil && len(tids) > 1
 }
 
 // take decides rec, read in snapshot snap: handle receives it now when
@@ -175,20 +132,20 @@ func (f *nsTarget) take(rec *perf.Record, snap uint64, handle func(*perf.Record)
 	case perf.RecordFork:
 		k := &rec.Task
 		if k.PID != k.PPID && f.verdict(int32(k.PPID), t) == keepSample {
-			begin(f.members, pid, t) // forked by one of the container's
+			f.members.begin(pid, t) // forked by one of the container's
 		}
 	case perf.RecordNamespaces:
 		if n := &rec.Namespaces; n.PID == n.TID {
 			if f.pidNS[n.Links[perf.NamespacePID].Inode] {
-				begin(f.members, pid, t)
+				f.members.begin(pid, t)
 			} else if f.verdict(pid, t) != keepSample {
-				begin(f.others, pid, t)
+				f.others.begin(pid, t)
 			}
 		}
 	}
 	v := f.verdict(pid, t)
 	if v == holdSample {
-		f.held = append(f.held, heldSample{rec: f.copyOf(rec), snap: snap})
+		f.hold(rec, snap)
 		f.heldBy[pid]++
 		return
 	}
@@ -196,7 +153,7 @@ func (f *nsTarget) take(rec *perf.Record, snap uint64, handle func(*perf.Record)
 	// one of the container's is its from its fork, which verdict asks
 	// first.
 	if v == keepSample && rec.Type == perf.RecordExit && rec.Task.PID == rec.Task.TID {
-		defer f.end(pid, t)
+		defer f.members.end(f.fs, pid, t)
 	}
 	f.decide(pid, rec, handle)
 }
@@ -249,33 +206,19 @@ func (f *nsTarget) handleOrDrop(pid int32, rec *perf.Record, handle func(*perf.R
 // receives those of the container's processes, in the order they were
 // read; those of processes still not known are dropped.
 func (f *nsTarget) settle(snap uint64, handle func(*perf.Record)) {
-	n := 0
-	for _, h := range f.held {
-		if h.snap > snap {
-			break
-		}
-		n++
-		pid, _ := recordPID(h.rec)
-		f.handleOrDrop(pid, h.rec, handle)
-		f.free = append(f.free, h.rec)
+	f.heldRecords.settle(snap, func(rec *perf.Record) {
+		pid, _ := recordPID(rec)
+		f.handleOrDrop(pid, rec, handle)
 		if f.heldBy[pid]--; f.heldBy[pid] <= 0 {
 			delete(f.heldBy, pid)
 		}
-	}
-	f.held = append(f.held[:0], f.held[n:]...)
+	})
 }
 
-// settleRead decides the held records the reader's state allows, as
-// [targetFilter.settleRead] does.
+// settleRead decides the held records the reader's state allows (see
+// [heldRecords.settleUpTo]).
 func (f *nsTarget) settleRead(snap uint64, drained bool, handle func(*perf.Record)) {
-	if len(f.held) == 0 {
-		return
-	}
-	upTo := snap - 1
-	if !drained {
-		upTo = snap - 2
-	}
-	if snap >= 2 && f.held[0].snap <= upTo {
+	if upTo, ok := f.settleUpTo(snap, drained); ok {
 		f.settle(upTo, handle)
 	}
 }
@@ -285,18 +228,6 @@ func (f *nsTarget) drop(rec *perf.Record) {
 	if rec.Type == perf.RecordSample && (f.notSample == nil || !f.notSample(&rec.Sample)) {
 		f.dropped++
 	}
-}
-
-// copyOf returns a copy of rec that outlives it.
-func (f *nsTarget) copyOf(rec *perf.Record) *perf.Record {
-	var c *perf.Record
-	if n := len(f.free); n > 0 {
-		c, f.free = f.free[n-1], f.free[:n-1]
-	} else {
-		c = new(perf.Record)
-	}
-	copyRecord(c, rec)
-	return c
 }
 
 // alive reports whether any of the container's processes is running, as
@@ -310,21 +241,4 @@ func (f *nsTarget) alive() bool {
 		}
 	}
 	return false
-}
-
-// copyRecord makes c a copy of rec that shares none of its memory (the
-// reader reuses a record's slices for the next).
-func copyRecord(c, rec *perf.Record) {
-	s := rec.Sample
-	s.Callchain = append(c.Sample.Callchain[:0], s.Callchain...)
-	s.Regs = append(c.Sample.Regs[:0], s.Regs...)
-	s.Stack = append(c.Sample.Stack[:0], s.Stack...)
-	s.RawData = append(c.Sample.RawData[:0], s.RawData...)
-	m := rec.Mmap
-	m.Filename = append(c.Mmap.Filename[:0], m.Filename...)
-	cm := rec.Comm
-	cm.Comm = append(c.Comm.Comm[:0], cm.Comm...)
-	raw := append(c.Raw[:0], rec.Raw...)
-	*c = *rec
-	c.Sample, c.Mmap, c.Comm, c.Raw = s, m, cm, raw
 }

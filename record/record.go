@@ -436,6 +436,9 @@ func (r *recorder) setup() error {
 			r.filter = newTargetFilter(o.FS, pids)
 			r.filter.notSample = func(s *perf.Sample) bool { return r.cloneTP(s) != nil }
 		}
+		if r.nst != nil {
+			r.nst.notSample = func(s *perf.Sample) bool { return r.cloneTP(s) != nil }
+		}
 		if rd.Event() != o.Event {
 			r.logf("%s: this machine has no PMU that counts it; sampling %s instead, as perf does (software events: cpu-clock, task-clock, page-faults, context-switches)", o.Event, rd.Event())
 		}

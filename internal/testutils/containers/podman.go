@@ -199,14 +199,22 @@ func startPodmanImage(t testing.TB, e *podmanEnv, tarball, image, bin string, ar
 // can check what still works once the container's files are gone.
 func RemovePodman(t testing.TB, id string) {
 	t.Helper()
+	e := started(t, id)
+	removeContainer(t, e, id)
+	e.reset(t)
+}
+
+// started returns how to run podman for the container id, which
+// StartPodman or StartPodmanRootless started.
+func started(t testing.TB, id string) *podmanEnv {
+	t.Helper()
 	podmans.mu.Lock()
 	e := podmans.byID[id]
 	podmans.mu.Unlock()
 	if e == nil {
-		t.Fatalf("RemovePodman: container %s was not started by this package", id)
+		t.Fatalf("container %s was not started by this package", id)
 	}
-	removeContainer(t, e, id)
-	e.reset(t)
+	return e
 }
 
 // ExecPodman runs args in the container id started by StartPodman or
@@ -214,13 +222,7 @@ func RemovePodman(t testing.TB, id string) {
 // waits for it to end.
 func ExecPodman(t testing.TB, id string, args ...string) {
 	t.Helper()
-	podmans.mu.Lock()
-	e := podmans.byID[id]
-	podmans.mu.Unlock()
-	if e == nil {
-		t.Fatalf("ExecPodman: container %s was not started by this package", id)
-	}
-	if _, err := e.run(append([]string{"exec", id}, args...)...); err != nil {
+	if _, err := started(t, id).run(append([]string{"exec", id}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 }
