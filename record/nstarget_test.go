@@ -138,3 +138,27 @@ func TestNSTargetHostPID(t *testing.T) {
 		t.Error("newNSTarget took the host's PID namespace for the container's")
 	}
 }
+
+// TestNSTargetNotSample: the host's hits of the per-CPU clone
+// tracepoints are dropped but not counted as samples left out, whether
+// dropped at once or after being held.
+func TestNSTargetNotSample(t *testing.T) {
+	fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
+	f, ok := newNSTarget(fs, []int{500})
+	if !ok {
+		t.Fatal("newNSTarget refused a container in a PID namespace of its own")
+	}
+	f.notSample = func(s *perf.Sample) bool { return len(s.RawData) > 0 }
+	var kept int
+	handle := func(*perf.Record) { kept++ }
+	hit := func(pid uint32, at, snap uint64) {
+		f.take(&perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: pid, TID: pid, Time: at, RawData: []byte{1, 0, 0, 0}}}, snap, handle)
+	}
+	hit(7, 1, 1)   // the host's
+	hit(800, 2, 1) // a process not known yet: held, then dropped
+	hit(500, 3, 1) // the container's
+	f.settle(^uint64(0), handle)
+	if kept != 1 || f.dropped != 0 {
+		t.Errorf("kept %d, dropped %d; want the container's hit kept and none counted", kept, f.dropped)
+	}
+}

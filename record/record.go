@@ -347,17 +347,12 @@ func (r *recorder) setup() error {
 			if ctr.Dir == "" {
 				target = perf.Processes(ctr.PIDs...)
 				if r.nst != nil {
+					// Every task, its processes kept by r.nst.
 					target = perf.AllTasks()
 				}
 			}
 		default:
 			target = perf.AllTasks()
-		}
-		// A container told by its PID namespace is recorded as the
-		// whole system is, its processes kept by r.nst.
-		sensing := mode
-		if r.nst != nil {
-			sensing = "system"
 		}
 		// Namespaces: what a process that exits before /proc is read ran
 		// in (see tracker.labelByNS), and the PID namespace of a new
@@ -389,10 +384,10 @@ func (r *recorder) setup() error {
 			if r.off, err = newOffCPU(o.OffCPUMarks); err != nil {
 				return err
 			}
-			if err := r.setupOffCPU(&popts, sensing); err != nil {
+			if err := r.setupOffCPU(&popts, mode); err != nil {
 				return err
 			}
-			popts.SampleCPUWide = sensing != "system"
+			popts.SampleCPUWide = mode != "system"
 		}
 		if o.Blocking > 0 {
 			if r.block, err = newBlocking(o.Blocking, o.FS); err != nil {
@@ -401,7 +396,7 @@ func (r *recorder) setup() error {
 			r.block.setup(&popts)
 		}
 		if (o.MainLoop && !r.mainLoopPreloaded) || len(o.Spans) > 0 || len(o.Probes) > 0 {
-			ps, err := r.setupSpans(sensing)
+			ps, err := r.setupSpans(mode)
 			if err != nil {
 				return err
 			}
