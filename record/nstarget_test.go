@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,107 @@ func TestNSTargetNotSample(t *testing.T) {
 	f.settle(^uint64(0), handle)
 	if kept != 1 || f.dropped != 0 {
 		t.Errorf("kept %d, dropped %d; want the container's hit kept and none counted", kept, f.dropped)
+	}
+}
+
+// TestNSTargetReadOrders: whatever order the records of two CPUs' rings
+// are read in (a snapshot reads each ring up to its head, the rings one
+// after the other in a random order), the filter hands on every record
+// of the container's processes, those podman exec adds and those in a
+// PID namespace a process of it made included, each
+// process's in the order of their times (but for its NAMESPACES record),
+// and drops every record of the host's, counting their samples.
+func TestNSTargetReadOrders(t *testing.T) {
+	type rec struct {
+		r   *perf.Record
+		cpu int
+	}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
+		f, ok := newNSTarget(fs, []int{500})
+		if !ok {
+			t.Fatal("newNSTarget refused the container")
+		}
+		var recs []rec
+		member := map[uint32]bool{500: true}
+		samples := map[bool]int{} // by member
+		now := uint64(10)
+		tick := func() uint64 { now += uint64(1 + rng.IntN(3)); return now }
+		add := func(r *perf.Record, cpu int) { recs = append(recs, rec{r, cpu}) }
+		sample := func(pid uint32, cpu int) {
+			add(&perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: pid, TID: pid, Time: tick()}}, cpu)
+			samples[member[pid]]++
+		}
+		sample(500, 0)
+		sample(7, 1)
+		for pid := uint32(600); pid < 612; pid++ {
+			parent, ns := uint32(7), uint64(1) // a host process's child
+			switch rng.IntN(4) {
+			case 0:
+				parent, ns = 500, 9 // the container's child
+			case 1:
+				parent, ns = 500, 10 // its child in a PID namespace of its own
+			case 2:
+				ns = 9 // podman exec's: the runtime on the host
+			}
+			member[pid] = ns != 1
+			pcpu, cpu := rng.IntN(2), rng.IntN(2)
+			at := tick()
+			add(&perf.Record{Type: perf.RecordFork, Task: perf.Task{PID: pid, PPID: parent, TID: pid, PTID: parent, Time: at}, ID: perf.SampleID{Time: at}}, pcpu)
+			n := &perf.Record{Type: perf.RecordNamespaces, Namespaces: perf.Namespaces{PID: pid, TID: pid}, ID: perf.SampleID{Time: at}}
+			n.Namespaces.Links[perf.NamespacePID].Inode = ns
+			add(n, pcpu)
+			add(&perf.Record{Type: perf.RecordComm, Comm: perf.Comm{PID: pid, TID: pid, Exec: true}, ID: perf.SampleID{Time: tick()}}, cpu)
+			for range 1 + rng.IntN(3) {
+				sample(pid, cpu)
+			}
+			end := tick()
+			add(&perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: pid, PPID: parent, TID: pid, PTID: parent, Time: end}, ID: perf.SampleID{Time: end}}, cpu)
+		}
+		// The rings, each in time order.
+		rings := [2][]*perf.Record{}
+		for _, r := range recs {
+			rings[r.cpu] = append(rings[r.cpu], r.r)
+		}
+		last := map[uint32]int64{}
+		kept := map[bool]int{}
+		handle := func(r *perf.Record) {
+			pid, _ := recordPID(r)
+			if !member[uint32(pid)] {
+				t.Fatalf("seed %d: handed on %v of the host's process %d", seed, r.Type, pid)
+			}
+			// A NAMESPACES record may come after later ones of its
+			// process (its FORK made the process known first, releasing
+			// what was held), as the tracker takes them under -a.
+			if at := recordTime(r); r.Type != perf.RecordNamespaces && at < last[uint32(pid)] {
+				t.Fatalf("seed %d: process %d's %v at %d handed on after one at %d", seed, pid, r.Type, at, last[uint32(pid)])
+			} else if r.Type != perf.RecordNamespaces {
+				last[uint32(pid)] = at
+			}
+			if r.Type == perf.RecordSample {
+				kept[true]++
+			}
+		}
+		next := [2]int{}
+		for snap := uint64(1); next[0] < len(rings[0]) || next[1] < len(rings[1]); snap++ {
+			head := int64(rng.IntN(int(now)+5)) + int64(snap)*4 // the snapshot's time
+			order := []int{0, 1}
+			if rng.IntN(2) == 0 {
+				order = []int{1, 0}
+			}
+			for _, cpu := range order {
+				for next[cpu] < len(rings[cpu]) && recordTime(rings[cpu][next[cpu]]) <= head {
+					f.take(rings[cpu][next[cpu]], snap, handle)
+					next[cpu]++
+					f.settleRead(snap, false, handle)
+				}
+			}
+			f.settleRead(snap, true, handle)
+		}
+		f.settle(^uint64(0), handle)
+		if kept[true] != samples[true] || int(f.dropped) != samples[false] {
+			t.Fatalf("seed %d: kept %d samples of %d, dropped %d of %d", seed, kept[true], samples[true], f.dropped, samples[false])
+		}
 	}
 }
