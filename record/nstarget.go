@@ -19,9 +19,10 @@ import (
 // A process is the container's from the start when the recorder finds it
 // there, or from its fork by one of the container's processes, or from
 // the NAMESPACES record of its creation (the kernel's, with the PID
-// namespace the new task is in: podman exec's command); it is another's
-// from the start when /proc says so, or from such a record naming another
-// namespace, and either until it exits. Samples and the other records of
+// namespace the new task is in: podman exec's command), until it exits.
+// It is another's from the start when /proc says so, or from such a
+// record naming another namespace (its pid, used again, is the
+// container's once one of the ways above says so). Samples and the other records of
 // the container's processes are handled, the others' dropped (the samples
 // counted). A record of a process not known yet (its creation may be in
 // another CPU's ring, not read yet) is held until the records of the
