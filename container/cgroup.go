@@ -14,9 +14,13 @@ import (
 
 // Cgroup is the cgroup of a running podman container, found by
 // [FindCgroup]: what sampling the container alone (perf record -a -G)
-// opens its events on.
+// opens its events on; or the processes of a running Flatpak app's
+// sandbox, which has none of its own here.
 type Cgroup struct {
-	// ID (full) and Name identify the container.
+	// Kind is KindPodman or KindFlatpak.
+	Kind string
+	// ID (full) and Name identify the container; both are the app id
+	// of a Flatpak app.
 	ID, Name string
 	// Dir is the container's cgroup directory in the hierarchy perf
 	// events are bound to: cgroup v1's perf_event when a hierarchy has
@@ -29,10 +33,12 @@ type Cgroup struct {
 }
 
 // FindCgroup returns the cgroup of the running podman container named
-// label, or whose id starts with label. Every process's /proc/PID/cgroup
-// is read; only those in a libpod cgroup are identified further (their
-// container's name, from conmon's command line or podman's storage). An
-// error says that none matches, or which ones do when several do.
+// label, or whose id starts with label; else the processes of the running
+// Flatpak app whose id is label (every sandbox of it), without a cgroup.
+// Every process's /proc/PID/cgroup is read; only those in a libpod cgroup
+// are identified further (their container's name, from conmon's command
+// line or podman's storage). An error says that none matches, or which
+// ones do when several do.
 func FindCgroup(label string) (Cgroup, error) {
 	if label == "" {
 		return Cgroup{}, errors.New("find container: no name or id given")
@@ -76,7 +82,7 @@ func FindCgroup(label string) (Cgroup, error) {
 		}
 		c := found[id]
 		if c == nil {
-			c = &Cgroup{ID: id, Name: name, Dir: filepath.Join(mount, dir)}
+			c = &Cgroup{Kind: KindPodman, ID: id, Name: name, Dir: filepath.Join(mount, dir)}
 			found[id] = c
 		}
 		c.PIDs = append(c.PIDs, pid)
@@ -86,7 +92,7 @@ func FindCgroup(label string) (Cgroup, error) {
 	}
 	switch len(found) {
 	case 0:
-		return Cgroup{}, fmt.Errorf("find container %s: no running podman container has that name or an id starting with it", label)
+		return Cgroup{}, fmt.Errorf("find container %s: no running podman container has that name or an id starting with it, nor is it a running Flatpak app's id", label)
 	case 1:
 		for _, c := range found {
 			if c.Name == "" {
@@ -108,7 +114,8 @@ func FindCgroup(label string) (Cgroup, error) {
 // findUngrouped finds the processes of the podman containers named label,
 // or whose ids start with it, among pids, by identifying those in another
 // mount namespace than this process's: a container without a cgroup of
-// its own (rootless, where cgroups are v1) is told by nothing else.
+// its own (rootless, where cgroups are v1) is told by nothing else. So are
+// the processes of the Flatpak app whose id is label.
 func findUngrouped(label string, pids []int) map[string]*Cgroup {
 	self, err := proc.NamespaceID(proc.Self, "mnt")
 	if err != nil {
@@ -120,12 +127,19 @@ func findUngrouped(label string, pids []int) map[string]*Cgroup {
 			continue
 		}
 		idn, err := Identify(pid)
-		if err != nil || idn.Kind != KindPodman || !strings.HasPrefix(idn.ID, label) && idn.Name != label {
+		if err != nil {
+			continue
+		}
+		switch {
+		case idn.Kind == KindPodman && (strings.HasPrefix(idn.ID, label) || idn.Name == label):
+		case idn.Kind == KindFlatpak && idn.AppID == label:
+			idn.ID, idn.Name = idn.AppID, idn.AppID
+		default:
 			continue
 		}
 		c := found[idn.ID]
 		if c == nil {
-			c = &Cgroup{ID: idn.ID, Name: idn.Name}
+			c = &Cgroup{Kind: idn.Kind, ID: idn.ID, Name: idn.Name}
 			found[idn.ID] = c
 		}
 		c.PIDs = append(c.PIDs, pid)

@@ -397,6 +397,45 @@ func TestPodmanRootlessContainerTarget(t *testing.T) {
 	checkRecordingEnds(t, id[:12], func() { containers.RemovePodman(t, id) })
 }
 
+// TestFlatpakContainerTarget: record --container with a Flatpak app's id
+// records the processes of its sandbox (bubblewrap, laid out as Flatpak
+// does: nothing but its namespaces tells it) and a command entered into
+// it meanwhile (nsenter into every namespace of the app, as flatpak enter
+// does: its parent is on the host), labelled with the app, and no process
+// of the host; the recording ends when the app exits.
+func TestFlatpakContainerTarget(t *testing.T) {
+	testutils.RequireRoot(t, "entering the sandbox needs root")
+	nsenter := testutils.LookPathOrSkip(t, "nsenter")
+	pid, _ := containers.StartBwrapFlatpak(t)
+	hostPID := startHostBusy(t)
+	capture, log := recordContainerWhile(t, containers.FlatpakAppID, 4*time.Second, func() {
+		enter := exec.Command(nsenter, "--target", strconv.Itoa(pid), "--all", "--root", "--wd", containers.FlatpakBinPath, "2")
+		if out, err := enter.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(enter.Args, " "), err, out)
+		}
+	})
+	label := "flatpak:" + containers.FlatpakAppID
+	entered := 0
+	procs := processesJSON(t, capture)
+	for _, p := range procs {
+		if p.Container != label {
+			t.Errorf("process %d (%s) labelled %q, not %q", p.PID, p.Comm, p.Container, label)
+		}
+		if int(p.PID) == hostPID {
+			t.Errorf("the host's busy process %d is in the capture", p.PID)
+		}
+		if int(p.PID) != pid && p.Comm == "hot" && p.Samples > 100 {
+			entered++
+		}
+	}
+	if entered != 1 {
+		t.Errorf("%d processes of the fixture entered into the sandbox for 2 s with their samples, want 1: %+v\n%s", entered, procs, log)
+	}
+	r := reportJSON(t, capture, "--by", "process")
+	checkNames(t, r, pid, 0, func(l string) bool { return l == label })
+	checkRecordingEnds(t, containers.FlatpakAppID, kill(t, pid))
+}
+
 // recordContainerWhile records the container label alone (record
 // --container, the counters off) while during runs, 1 s after the start,
 // and for at least least in all; it stops the recording by SIGINT and

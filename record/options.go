@@ -30,7 +30,9 @@ type Options struct {
 	// it starts and those entering it (podman exec's) included, as perf
 	// record -a -G does (see container.FindCgroup); without a cgroup of
 	// its own (rootless, cgroups v1), those of its PID namespace (see
-	// nsTarget). With Command, while the command runs.
+	// nsTarget); or the running Flatpak app of that id, the processes of
+	// its sandboxes' PID namespaces. With Command, while the command
+	// runs.
 	Container string
 	// Duration stops the recording after this long, counted from the
 	// end of setting up (events open, processes scanned, the command

@@ -247,9 +247,13 @@ func (r *recorder) setup() error {
 		if c.Dir == "" {
 			if nst, ok := newNSTarget(o.FS, c.PIDs); ok {
 				r.nst = nst
-				r.notef("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording every CPU, keeping the processes of its PID namespace (%d now)", c.Name, c.ID, len(c.PIDs))
+				if c.Kind == container.KindFlatpak {
+					r.notef("Flatpak app %s: recording every CPU, keeping the processes of its sandboxes' PID namespaces (%d now)", c.ID, len(c.PIDs))
+				} else {
+					r.notef("container %s (%s) has no cgroup of its own (rootless, with cgroups v1): recording every CPU, keeping the processes of its PID namespace (%d now)", c.Name, c.ID, len(c.PIDs))
+				}
 			} else {
-				r.logf("container %s (%s) has no cgroup nor PID namespace of its own: recording the %d processes found in it and their children, as -p does; what podman exec adds is missed (record -a, then report --container %s, has it)", c.Name, c.ID, len(c.PIDs), c.Name)
+				r.logf("container %s (%s) has no cgroup nor PID namespace of its own: recording the %d processes found in it and their children, as -p does; what enters it later (podman exec, flatpak enter) is missed (record -a, then report --container %s, has it)", c.Name, c.ID, len(c.PIDs), c.Name)
 			}
 		} else {
 			r.notef("container %s (%s): cgroup %s, %d processes", c.Name, c.ID, c.Dir, len(c.PIDs))

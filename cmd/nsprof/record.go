@@ -157,9 +157,11 @@ children; its exit status becomes nsprof's), existing processes with -p,
 a running podman container with --container (its name or an id prefix:
 every process in its cgroup, those it starts and those podman exec adds,
 as perf record -a -G samples a cgroup; told by its PID namespace when it
-has no cgroup of its own, rootless where cgroups are v1), or the whole system with -a (the
-default without a command or -p; with a command, the whole system while
-the command runs, as perf record -a does).
+has no cgroup of its own, rootless where cgroups are v1) or a running
+Flatpak app (--container APP-ID: the processes of its sandboxes' PID
+namespaces, those flatpak enter adds included), or the whole system with
+-a (the default without a command or -p; with a command, the whole
+system while the command runs, as perf record -a does).
 
 -e takes both habits: VAR=VALUE sets a variable in the command's environment
 (sysprof-cli's --env); a name without "=" is the event to sample on, as perf
@@ -179,6 +181,7 @@ SIGTERM; the capture is complete in every case.`,
   nsprof record -p 1234 --duration 10 -o server.syscap
   nsprof record -a --duration 5
   nsprof record --container web --duration 10 -o web.syscap
+  nsprof record --container org.gnome.TextEditor --duration 10
   nsprof record -g -F 99 -a -- sleep 3
   nsprof record -e task-clock -F max -- ./myprogram
   nsprof record --call-graph dwarf -- ./built-without-frame-pointers
@@ -272,7 +275,7 @@ SIGTERM; the capture is complete in every case.`,
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite FILE if it exists")
 	f.IntSliceVarP(&opts.PIDs, "pid", "p", nil, "record existing processes `PID[,PID...]` and their threads")
 	f.BoolVarP(&fl.all, "all-cpus", "a", false, "record the whole system (default without a command or -p; with a command, while it runs)")
-	f.StringVar(&opts.Container, "container", "", "record the running podman container `NAME` (or id prefix) alone: its cgroup's (or PID namespace's) processes, those podman exec adds included")
+	f.StringVar(&opts.Container, "container", "", "record the running podman container `NAME` (or id prefix), or Flatpak app (its app id), alone: its cgroup's (or PID namespace's) processes, those podman exec or flatpak enter adds included")
 	f.Float64Var(&fl.duration, "duration", 0, "stop `SECONDS` after setting up (perf events open, processes read)")
 	f.StringVarP(&fl.freq, "freq", "F", "999", "sample at `HZ` per CPU, or max (kernel.perf_event_max_sample_rate)")
 	f.StringArrayVarP(&fl.events, "env", "e", nil, "`VAR=VALUE`: set in the command's environment (repeatable); EVENT (no '='): sample on it, as perf record -e: cpu-clock (default), task-clock, page-faults, context-switches, cycles, instructions, cache-misses, branch-misses, or a tracepoint subsystem:event")
