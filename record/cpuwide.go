@@ -161,10 +161,10 @@ func (r *recorder) filterSample(rec *perf.Record) bool {
 	return r.filter.take(rec, r.rd.Snapshot())
 }
 
-// settleHeld handles the held samples the filter can now decide (and
-// the held records of [nsTarget]): after
-// a record was handled (drained false), or once the reader drained its
-// rings; all of them at the end (final).
+// settleHeld handles the held samples the filter can now decide, and the
+// held records of [nsTarget]: after a record was handled (drained
+// false), or once the reader drained its rings; all of them at the end
+// (final).
 func (r *recorder) settleHeld(drained, final bool) {
 	if n := r.nst; n != nil && len(n.held) > 0 {
 		if final {
