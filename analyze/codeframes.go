@@ -28,9 +28,10 @@ func (a *altFrames) of(id int) ([]int32, []uint64) {
 // mergeSameCode makes p's frames of raw, the frames as read, making the
 // frames at the same code one frame (rep: see [Profile.sameCode]): the
 // first, in frame order, stands for the others, whose processes and
-// addresses are kept as its alternates, and the stacks are renumbered. Frames are read one per process and address: a 60 s
-// capture of builds has 709 k of them for 93 k places in code, and every
-// step after loading (naming, the views, the exports) went over each.
+// addresses are kept as its alternates, and the stacks are renumbered.
+// Frames are read one per process and address: a 60 s capture of builds
+// has 709 k of them for 93 k places in code, and every step after
+// loading (naming, the views, the exports) went over each.
 //
 // The alternates are kept when keep is set. A capture nsprof recorded
 // with its bundle complete (see [capture.MetaSymbolsComplete]) has no

@@ -110,9 +110,9 @@ func TestLinesByFile(t *testing.T) {
 }
 
 // TestLinesDamageWarned: a lines file damaged after its first record
-// names the frames that record describes and says so once, whether the bundle is decoded beside the
-// frames' reading (LoadBytes: the lines waited for apart from the
-// symbols) or after it (Load).
+// names the frames that record describes and says so once, whether the
+// bundle is decoded beside the frames' reading (LoadBytes: the lines
+// waited for apart from the symbols) or after it (Load).
 func TestLinesDamageWarned(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := capture.NewWriterWithOptions(&buf, capture.WriterOptions{StartTime: testStart, EndTime: testStart + 10e6})
@@ -158,9 +158,9 @@ func TestLinesDamageWarned(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var lineWarnings []string
-		for _, w := range p.Warnings {
-			if strings.Contains(w, capture.LinesFile) {
-				lineWarnings = append(lineWarnings, w)
+		for _, warning := range p.Warnings {
+			if strings.Contains(warning, capture.LinesFile) {
+				lineWarnings = append(lineWarnings, warning)
 			}
 		}
 		if len(lineWarnings) != 1 || !strings.Contains(lineWarnings[0], "using the 1 addresses before the damage") {

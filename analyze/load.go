@@ -858,10 +858,10 @@ func (b *builder) loadProcessFile() {
 	}
 }
 
-// loadSymbols decodes the __symbols__ bundle and the source lines (or
-// takes them from the goroutine that decoded them while the frames were
-// read), and prepares the embedded kallsyms. It returns the warnings
-// about them.
+// loadSymbols decodes the __symbols__ bundle and the source lines, or
+// takes the bundle from the goroutine that decoded it while the frames
+// were read (the lines then come by [builder.awaitLines]), and prepares
+// the embedded kallsyms. It returns the warnings about them.
 func (b *builder) loadSymbols() []string {
 	var d *bundleFiles
 	if b.pre != nil {
