@@ -450,6 +450,12 @@ func recordContainerWhile(t *testing.T, label string, least time.Duration, durin
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if rec.ProcessState == nil { // during failed the test
+			rec.Process.Kill()
+			rec.Wait()
+		}
+	})
 	time.Sleep(time.Second)
 	during()
 	time.Sleep(time.Until(begun.Add(least)))
