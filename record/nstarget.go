@@ -150,11 +150,15 @@ func (f *nsTarget) take(rec *perf.Record, snap uint64, handle func(*perf.Record)
 		f.heldBy[pid]++
 		return
 	}
-	// Another's spans are not ended at its exit: a pid used again by
-	// one of the container's is its from its fork, which verdict asks
-	// first.
-	if v == keepSample && rec.Type == perf.RecordExit && rec.Task.PID == rec.Task.TID {
-		defer f.members.end(f.fs, pid, t)
+	if rec.Type == perf.RecordExit && rec.Task.PID == rec.Task.TID {
+		if v == keepSample {
+			defer f.members.end(f.fs, pid, t)
+		} else {
+			// Another's process is forgotten at its exit, so that a
+			// recording of a busy host holds none of those gone: a
+			// record of it read later is held, then dropped.
+			defer delete(f.others, pid)
+		}
 	}
 	f.decide(pid, rec, handle)
 }

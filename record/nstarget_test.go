@@ -265,3 +265,25 @@ func TestNSTargetReadOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestNSTargetForgetsOthers: a host process is forgotten at its exit (a
+// recording of a busy host holds none of those gone), and a sample of it
+// read after its exit is still dropped and counted, once held.
+func TestNSTargetForgetsOthers(t *testing.T) {
+	fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
+	f, ok := newNSTarget(fs, []int{500})
+	if !ok {
+		t.Fatal("newNSTarget refused a container in a PID namespace of its own")
+	}
+	var kept int
+	handle := func(*perf.Record) { kept++ }
+	f.take(&perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: 7, PPID: 1, TID: 7, PTID: 1, Time: 10}, ID: perf.SampleID{Time: 10}}, 1, handle)
+	if _, ok := f.others[7]; ok {
+		t.Fatal("the host's process 7 is remembered after its exit")
+	}
+	f.take(&perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: 7, TID: 7, Time: 9}}, 1, handle)
+	f.settle(^uint64(0), handle)
+	if kept != 0 || f.dropped != 1 {
+		t.Errorf("kept %d, dropped %d; want the late sample dropped and counted", kept, f.dropped)
+	}
+}
