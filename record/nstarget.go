@@ -209,10 +209,17 @@ func (f *nsTarget) handleOrDrop(pid int32, rec *perf.Record, handle func(*perf.R
 
 // settle decides the records held from snapshots up to snap: handle
 // receives those of the container's processes, in the order they were
-// read; those of processes still not known are dropped.
+// read; those of processes still not known are dropped, and those
+// processes taken to be another's from then on.
 func (f *nsTarget) settle(snap uint64, handle func(*perf.Record)) {
 	f.heldRecords.settle(snap, func(rec *perf.Record) {
 		pid, _ := recordPID(rec)
+		if t := recordTime(rec); f.verdict(pid, t) == holdSample {
+			// Not known by now: not the container's (what makes one
+			// known was written before its records, and has been
+			// read). Its later records are dropped without a hold.
+			f.others.begin(pid, t)
+		}
 		f.handleOrDrop(pid, rec, handle)
 		if f.heldBy[pid]--; f.heldBy[pid] <= 0 {
 			delete(f.heldBy, pid)

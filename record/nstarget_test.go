@@ -268,7 +268,8 @@ func TestNSTargetReadOrders(t *testing.T) {
 
 // TestNSTargetForgetsOthers: a host process is forgotten at its exit (a
 // recording of a busy host holds none of those gone), and a sample of it
-// read after its exit is still dropped and counted, once held.
+// read after its exit is still dropped and counted, once held; after
+// that, without a hold.
 func TestNSTargetForgetsOthers(t *testing.T) {
 	fs := fakeNSProc(t, map[int]uint64{500: 9, 7: 1})
 	f, ok := newNSTarget(fs, []int{500})
@@ -285,5 +286,11 @@ func TestNSTargetForgetsOthers(t *testing.T) {
 	f.settle(^uint64(0), handle)
 	if kept != 0 || f.dropped != 1 {
 		t.Errorf("kept %d, dropped %d; want the late sample dropped and counted", kept, f.dropped)
+	}
+	// A thread of it that goes on: its samples are dropped without a
+	// hold once one was.
+	f.take(&perf.Record{Type: perf.RecordSample, Sample: perf.Sample{PID: 7, TID: 8, Time: 12}}, 2, handle)
+	if len(f.held) != 0 || f.dropped != 2 {
+		t.Errorf("held %d, dropped %d; want the thread's sample dropped at once", len(f.held), f.dropped)
 	}
 }
