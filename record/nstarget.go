@@ -150,16 +150,6 @@ func (f *nsTarget) take(rec *perf.Record, snap uint64, handle func(*perf.Record)
 		f.heldBy[pid]++
 		return
 	}
-	if rec.Type == perf.RecordExit && rec.Task.PID == rec.Task.TID {
-		if v == keepSample {
-			defer f.members.end(f.fs, pid, t)
-		} else {
-			// Another's process is forgotten at its exit, so that a
-			// recording of a busy host holds none of those gone: a
-			// record of it read later is held, then dropped.
-			defer delete(f.others, pid)
-		}
-	}
 	f.decide(pid, rec, handle)
 }
 
@@ -198,12 +188,25 @@ func (f *nsTarget) decide(pid int32, rec *perf.Record, handle func(*perf.Record)
 }
 
 // handleOrDrop hands rec, of process pid, to handle when it is of the
-// container's processes then, and drops it otherwise.
+// container's processes then, and drops it otherwise. The exit of a
+// process's main thread ends the container's process (unless threads of
+// it remain), and makes another's forgotten, so that a recording of a
+// busy host holds none of those gone: a record of it read later is
+// held, then dropped.
 func (f *nsTarget) handleOrDrop(pid int32, rec *perf.Record, handle func(*perf.Record)) {
-	if f.verdict(pid, recordTime(rec)) == keepSample {
+	t := recordTime(rec)
+	keep := f.verdict(pid, t) == keepSample
+	if keep {
 		handle(rec)
 	} else {
 		f.drop(rec)
+	}
+	if rec.Type == perf.RecordExit && rec.Task.PID == rec.Task.TID {
+		if keep {
+			f.members.end(f.fs, pid, t)
+		} else {
+			delete(f.others, pid)
+		}
 	}
 }
 

@@ -293,4 +293,14 @@ func TestNSTargetForgetsOthers(t *testing.T) {
 	if len(f.held) != 0 || f.dropped != 2 {
 		t.Errorf("held %d, dropped %d; want the thread's sample dropped at once", len(f.held), f.dropped)
 	}
+	// A short-lived host process whose exit is read (and held) before
+	// its creation, from another CPU's ring, is forgotten too.
+	f.take(&perf.Record{Type: perf.RecordExit, Task: perf.Task{PID: 800, PPID: 7, TID: 800, PTID: 7, Time: 21}, ID: perf.SampleID{Time: 21}}, 3, handle)
+	f.take(&perf.Record{Type: perf.RecordFork, Task: perf.Task{PID: 800, PPID: 7, TID: 800, PTID: 7, Time: 20}, ID: perf.SampleID{Time: 20}}, 3, handle)
+	n := &perf.Record{Type: perf.RecordNamespaces, Namespaces: perf.Namespaces{PID: 800, TID: 800}, ID: perf.SampleID{Time: 20}}
+	n.Namespaces.Links[perf.NamespacePID].Inode = 1
+	f.take(n, 3, handle)
+	if _, ok := f.others[800]; ok || len(f.held) != 0 || kept != 0 {
+		t.Errorf("after process 800's exit: remembered %v, held %d, kept %d; want it forgotten, nothing held or kept", ok, len(f.held), kept)
+	}
 }
