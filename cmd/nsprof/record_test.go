@@ -73,6 +73,25 @@ func spin() (stop func()) {
 	return func() { once.Do(func() { close(done) }) }
 }
 
+// fillDisk writes path until its file system has no room left.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
 // readClean reads a capture to its end and fails on any damage; it returns
 // the frames.
 func readClean(t *testing.T, path string) []capture.Frame {
@@ -179,33 +198,49 @@ func TestRecordCommandCrash(t *testing.T) {
 	readClean(t, out)
 }
 
-// TestRecordDiskFull records the whole system into a small tmpfs: nsprof
-// stops with a clear error and a non-zero status, and the capture reads
-// cleanly up to its last flushed frame, with Sysprof's reader too.
+// TestRecordDiskFull records the whole system into a tmpfs that fills
+// once the recording has begun: nsprof stops with a clear error and a
+// non-zero status, and the capture reads cleanly up to its last flushed
+// frame, with Sysprof's reader too.
 //
-// The start of a recording (process table, mount tables) takes most of
-// the 256 KiB; samples fill the rest. On an idle system they came so
-// slowly that the disk filled only after 10-17 s, so the test keeps one
-// CPU busy itself: about 1000 samples a second, whatever else runs.
+// The tmpfs had 256 KiB and the samples filled it, the start of a
+// recording (process table, mount tables) taking most of it; with a few
+// hundred processes more (the e2e tests running beside, in CI) the start
+// alone filled it, and a recording that never began leaves no file. So
+// the tmpfs is roomy, and the test fills it itself 2 s in, while one CPU
+// is kept busy at 4 kHz: the writer has reserved a mebibyte or more
+// ahead of its writes (see capture.Writer), which the samples fill first
+// (at 1 kHz that took 13-17 s).
 func TestRecordDiskFull(t *testing.T) {
 	testutils.RequireRoot(t, "mounting a tmpfs needs root")
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
 		testutils.RequireCI(t, "mount tmpfs: %v %s", err, out)
 	}
 	defer exec.Command("umount", dir).Run()
 	out := filepath.Join(dir, "c.syscap")
-	cmd, stderr := nsprofProcess(t, "record", "-a", "--duration", "20", "-o", out)
+	cmd, stderr := nsprofProcess(t, "record", "-a", "-F", "4000", "--duration", "20", "-o", out)
 	stopSpin := spin()
 	defer stopSpin()
-	start := time.Now()
-	code := exitCodeOf(cmd.Run())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// 2 s in, and once something was flushed: the recording has begun.
+	time.Sleep(2 * time.Second)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if fi, err := os.Stat(out); err == nil && fi.Size() > 0 {
+			break
+		}
+	}
+	filled := time.Now()
+	fillDisk(t, filepath.Join(dir, "filler"))
+	code := exitCodeOf(cmd.Wait())
 	stopSpin()
 	if code == 0 {
 		t.Fatalf("exit 0 on a full disk; stderr:\n%s", stderr)
 	}
-	if time.Since(start) > 10*time.Second {
-		t.Errorf("took %v to notice the full disk", time.Since(start))
+	if time.Since(filled) > 10*time.Second {
+		t.Errorf("took %v to notice the full disk", time.Since(filled))
 	}
 	if !strings.Contains(stderr.String(), "no space left on device") {
 		t.Errorf("stderr does not say why:\n%s", stderr)
