@@ -166,21 +166,28 @@ func (r *recorder) filterSample(rec *perf.Record) bool {
 // false), or once the reader drained its rings; all of them at the end
 // (final).
 func (r *recorder) settleHeld(drained, final bool) {
+	if final {
+		r.settleHeldAt(^uint64(0), false)
+		return
+	}
+	r.settleHeldAt(r.rd.Snapshot(), drained)
+}
+
+// settleHeldAt handles the held records that can be decided once the
+// records of snapshot snap were handled (drained: all of them).
+func (r *recorder) settleHeldAt(snap uint64, drained bool) {
 	if n := r.nst; n != nil && len(n.held) > 0 {
-		if final {
-			n.settle(^uint64(0), r.handleRecord)
+		if snap == ^uint64(0) {
+			n.settle(snap, r.handleRecord)
 		} else {
-			n.settleRead(r.rd.Snapshot(), drained, r.handleRecord)
+			n.settleRead(snap, drained, r.handleRecord)
 		}
 	}
-	f := r.filter
-	if f == nil || len(f.held) == 0 {
-		return
+	if f := r.filter; f != nil && len(f.held) > 0 {
+		if snap == ^uint64(0) {
+			f.settle(snap, r.sampleCPUWide)
+		} else {
+			f.settleRead(snap, drained, r.sampleCPUWide)
+		}
 	}
-	keep := r.sampleCPUWide
-	if final {
-		f.settle(^uint64(0), keep)
-		return
-	}
-	f.settleRead(r.rd.Snapshot(), drained, keep)
 }

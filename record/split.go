@@ -56,6 +56,9 @@ type splitState struct {
 	event         string
 	samples, lost uint64 // totals when the current capture began
 	start         int64
+	// after are the records a cut read stamped after it, for the next
+	// capture.
+	after heldRecords
 }
 
 // RecordSplit records as [Record] does, into one capture per s.Every,
@@ -110,28 +113,41 @@ func (sp *splitState) file(w *capture.Writer, samples, lost uint64) SplitFile {
 // of one writes and the processes alive now.
 func (r *recorder) cut(now time.Time) {
 	sp := r.split
+	// The cut is now: records stamped up to it go to the capture that
+	// ends, those after to the next. One stamped just before may still
+	// be being written to its ring (by the kernel, on another CPU); once
+	// cutSettle passed, the rings' next snapshot holds every one.
+	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
+	r.w.StopClock(r.stopAt)
+	time.Sleep(cutSettle)
 	r.rd.SetDeadline(now)
+	first := r.rd.Snapshot() + 1 // the first snapshot taken from now
 	var rec perf.Record
-	drained := false
-	for range 1 << 16 {
-		if err := r.rd.ReadInto(&rec); err != nil {
+	for {
+		err := r.rd.ReadInto(&rec)
+		if err != nil {
 			var fe *perf.FormatError
 			if errors.As(err, &fe) {
 				r.malformed++
 				continue
 			}
-			drained = true
-			break
+			break // drained
 		}
-		r.handle(&rec)
-		r.settleHeld(false, false)
+		if t := rec.Time(); t > uint64(r.stopAt) {
+			sp.after.hold(&rec, 0)
+		} else {
+			r.handle(&rec)
+			r.settleHeld(false, false)
+		}
 		if r.writeErr != nil {
 			return
 		}
+		if r.rd.Snapshot() > first {
+			break // snapshot first was read whole: all the rest is later
+		}
 	}
-	r.settleHeld(drained, false)
-	r.stoppedAt, r.stopAt = time.Now(), capture.Now()
-	r.w.StopClock(r.stopAt)
+	// Every record stamped before the cut was read by snapshot first.
+	r.settleHeldAt(first+1, true)
 	if r.off != nil {
 		r.off.feedSwitchIns(r, r.stopAt)
 		r.off.cut(r)
@@ -184,7 +200,19 @@ func (r *recorder) cut(now time.Time) {
 	if err := r.beginCapture(); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
+	// The records read in the cut stamped after it, in the order read.
+	sp.after.settle(^uint64(0), func(rec *perf.Record) {
+		if r.writeErr == nil {
+			r.handle(rec)
+		}
+	})
 }
+
+// cutSettle is how long a cut waits, once it stopped the capture's clock,
+// before it reads the rest of what the capture holds: a record the kernel
+// stamped just before is written to its ring within microseconds. Tests
+// lengthen it, so that every cut reads records stamped after it.
+var cutSettle = time.Millisecond
 
 // duringCut runs in each cut of a split recording, once capture n is
 // written, before the processes gone are forgotten; tests make the cut

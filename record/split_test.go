@@ -17,7 +17,7 @@ import (
 // a second while a CPU-bound fixture runs throughout. Every sample and
 // every lost sample is in exactly one capture: the captures' SAMPLE frames
 // and "Lost Samples" counters sum to what the recording counted, as
-// SplitFile says them. The cuts leave no gap: the fixture's samples run
+// SplitFile says them, and each in the one whose time range holds it. The cuts leave no gap: the fixture's samples run
 // on from one capture to the next. And every capture stands alone: it
 // names the fixture (a process described in the first only, before the
 // cut) and its functions from its own symbol bundle (recorded with a
@@ -44,6 +44,10 @@ func TestRecordSplit(t *testing.T) {
 	// capture did not sample.
 	opts.SymbolCache = t.TempDir()
 	waitFillers(t) // after the TempDir: its cleanup runs first
+	// Each cut reads 50 ms of records stamped after it, which go to the
+	// next capture.
+	defer func(d time.Duration) { cutSettle = d }(cutSettle)
+	cutSettle = 50 * time.Millisecond
 	res, err := RecordSplit(context.Background(), opts, Split{
 		Every: time.Second,
 		Path:  func(n int) string { return fmt.Sprintf("%s/part-%d.syscap", dir, n) },
