@@ -19,6 +19,7 @@ import (
 
 	"nsprof/capture"
 	"nsprof/container"
+	"nsprof/internal/unix"
 	"nsprof/symbol"
 	"nsprof/symcache"
 	"nsprof/unwind"
@@ -298,8 +299,13 @@ func (s *symbolizer) reach(pid int, p *symProc) *container.Process {
 
 // isFilePath reports whether a mapping name is a file that can be opened,
 // rather than anonymous memory or a pseudo-path such as [vdso] or //anon.
+// A file deleted since it was mapped (" (deleted)": a binary upgraded
+// under a running process, runc's copy of itself in a sealed memfd) is
+// one: its process's map_files reaches it while the process runs, and
+// the routes by path take no other file in its place (they check the
+// inode or build-id).
 func isFilePath(name string) bool {
-	return strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "//") && !strings.HasSuffix(name, " (deleted)")
+	return strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "//")
 }
 
 // mapped notes an executable mapping of pid and opens its file if no
@@ -804,11 +810,16 @@ func (p *symProc) find(a uint64) *symMap {
 }
 
 // loader returns a symbol loader searching debug files inside the root of
-// the process o was opened through first, then on the host.
+// the process o was opened through first, then on the host. o's own
+// file, read again for its source lines, is o.f: a file deleted since it
+// was mapped is at no path, and the path may name another file by now.
 func (o *symObj) loader() symbol.Loader {
 	var roots []symbol.Opener
+	if o.f != nil {
+		roots = append(roots, fileOpener(o.path, o.f))
+	}
 	if o.root == nil {
-		return symbol.Loader{Roots: []symbol.Opener{symbol.HostOpener}}
+		return symbol.Loader{Roots: append(roots, symbol.HostOpener)}
 	}
 	// The names searched come from the file, which the process's user
 	// may have written: every search runs with the process's
@@ -823,6 +834,28 @@ func (o *symObj) loader() symbol.Loader {
 	}
 	roots = append(roots, cp.AsProcess(symbol.HostOpener))
 	return symbol.Loader{Roots: roots}
+}
+
+// fileOpener opens only name: as a new descriptor of f, read from its
+// start.
+func fileOpener(name string, f *os.File) symbol.Opener {
+	return func(p string) (*os.File, error) {
+		if p != name {
+			return nil, &os.PathError{Op: "open", Path: p, Err: os.ErrNotExist}
+		}
+		fd, err := unix.Dup(int(f.Fd()))
+		if err != nil {
+			return nil, &os.PathError{Op: "dup", Path: p, Err: err}
+		}
+		g := os.NewFile(uintptr(fd), p)
+		// Descriptors of one file share its offset: a debug link's
+		// CRC is read from the start.
+		if _, err := g.Seek(0, io.SeekStart); err != nil {
+			g.Close()
+			return nil, err
+		}
+		return g, nil
+	}
 }
 
 // mountedAt returns an Opener over host directories standing for the

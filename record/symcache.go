@@ -140,6 +140,12 @@ func (o *symObj) resolve(offs []uint64, c *symcache.Cache, logf func(string, ...
 	if key == "" {
 		return out, use
 	}
+	if o.syms.LinesUnread() {
+		// Frames without the source lines a failure left out would
+		// stand for the file's in every later recording.
+		logf("%s: symbols not cached: its source lines could not be read", o.path)
+		return out, use
+	}
 	if why := o.untrusted(); why != "" {
 		// What a user could have written is not kept for the
 		// recordings of others: a file forging the build-id of a

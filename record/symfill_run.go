@@ -181,7 +181,7 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		return 0, fmt.Errorf("the file handed over is build %s, not the entry's %s", k, sp.Key)
 	}
 	known := symbol.TableOf(e.Symbols)
-	open := inheritedOpener(linesPath, lines)
+	open := fileOpener(linesPath, lines)
 	l := symbol.Loader{
 		// Every search ends at the descriptor handed over: no other
 		// file is opened.
@@ -252,26 +252,4 @@ func inherited(fd int, name string) (*os.File, error) {
 		return nil, fmt.Errorf("descriptor %d (%s): not a regular file handed over", fd, name)
 	}
 	return os.NewFile(uintptr(fd), name), nil
-}
-
-// inheritedOpener opens only name: as a new descriptor of f, read from
-// its start.
-func inheritedOpener(name string, f *os.File) symbol.Opener {
-	return func(p string) (*os.File, error) {
-		if p != name {
-			return nil, &os.PathError{Op: "open", Path: p, Err: os.ErrNotExist}
-		}
-		fd, err := unix.Dup(int(f.Fd()))
-		if err != nil {
-			return nil, &os.PathError{Op: "dup", Path: p, Err: err}
-		}
-		g := os.NewFile(uintptr(fd), p)
-		// Descriptors of one file share its offset: a debug link's
-		// CRC is read from the start.
-		if _, err := g.Seek(0, io.SeekStart); err != nil {
-			g.Close()
-			return nil, err
-		}
-		return g, nil
-	}
 }

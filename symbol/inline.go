@@ -197,7 +197,9 @@ func (x *inlineIndex) name(units []*unitIndex, later []pendingName) {
 // DWARF. nil when the file has no usable DWARF.
 func (t *lineTable) index() *inlineIndex {
 	t.inlOnce.Do(func() {
-		if f, err := t.openFile(); err == nil {
+		if f, err := t.openFile(); err != nil {
+			t.unread.Store(true)
+		} else {
 			u, err := f.sparseUnits(t.openFile)
 			f.Close()
 			if err == nil && u != nil {

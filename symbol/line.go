@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // maxDWARFSize bounds each DWARF section read for line tables.
@@ -23,6 +24,9 @@ type lineTable struct {
 	// dw is the file's DWARF, read on first use.
 	dwOnce sync.Once
 	dw     *dwarf.Data
+	// unread is set when the file could not be opened again to read
+	// its DWARF (see [Symbols.LinesUnread]).
+	unread atomic.Bool
 
 	// rows and files are every line program, read on the first Line.
 	once  sync.Once
@@ -71,6 +75,14 @@ func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
 	}, obj.BuildID())
 }
 
+// LinesUnread reports whether s has a DWARF line table that could not be
+// read when asked for: its file could not be opened again, or was
+// another build by then. The frames s gave then lack what the table
+// holds, and are no truth to keep about the file.
+func (s *Symbols) LinesUnread() bool {
+	return s != nil && s.lines != nil && s.lines.unread.Load()
+}
+
 // Line returns the source file and line of the link-time address vaddr,
 // from the DWARF .debug_line of the file the symbols came from (the object
 // itself, or its debug file). ok is false when there is no line
@@ -112,6 +124,7 @@ func (t *lineTable) data() *dwarf.Data {
 	t.dwOnce.Do(func() {
 		f, err := t.openFile()
 		if err != nil {
+			t.unread.Store(true)
 			return
 		}
 		defer f.Close()

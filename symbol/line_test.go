@@ -65,3 +65,35 @@ func TestLine(t *testing.T) {
 	}
 	check("debug file", s)
 }
+
+// TestLinesUnread: symbols whose own DWARF cannot be opened again for its
+// lines (the file deleted, or another at its path by then) say so, and
+// symbols read whole do not.
+func TestLinesUnread(t *testing.T) {
+	dir := t.TempDir()
+	lib, _, _ := strippedWithDebug(t, dir, false)
+	addrs := symAddrs(t, lib)
+	for _, tc := range []struct {
+		name   string
+		roots  []Opener
+		unread bool
+	}{
+		{"reopened", []Opener{HostOpener}, false},
+		{"gone", []Opener{RootOpener(t.TempDir())}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Loader{Roots: tc.roots, DebugDirs: []string{t.TempDir()}}
+			s, err := l.Load(openFile(t, lib), lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.LinesUnread() {
+				t.Error("unread before any line was asked for")
+			}
+			_, _, ok := s.Line(addrs["fixture_leaf"])
+			if ok == tc.unread || s.LinesUnread() != tc.unread {
+				t.Errorf("Line found %v, LinesUnread %v; want %v, %v", ok, s.LinesUnread(), !tc.unread, tc.unread)
+			}
+		})
+	}
+}
