@@ -70,3 +70,34 @@ func TestRecordDeletedBinary(t *testing.T) {
 		t.Logf("%s: %d samples in fixture_leaf, %d at a line", run, named, lined)
 	}
 }
+
+// TestRecordMemfdJIT records a JIT whose code is in a memfd (as .NET's
+// W^X double mapping keeps it): a mapping named "/memfd:doublemapper
+// (deleted)" that is no ELF file. Its code is named from the JIT's perf
+// map, as the code of anonymous memory is, not taken for a deleted file.
+func TestRecordMemfdJIT(t *testing.T) {
+	requirePerf(t)
+	cmd := exec.Command(testutils.BuildFixture(t, "memfdjit"), "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	opts := quiet
+	opts.PIDs = []int{cmd.Process.Pid}
+	opts.Duration = time.Second
+	path, _ := recordTo(t, context.Background(), opts)
+	p, err := analyze.LoadFile(path, analyze.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, r := range p.Top(p.Samples) {
+		if r.Name == "memfd_jit_code" {
+			named = r.Self
+		}
+	}
+	if named < len(p.Samples)/2 {
+		t.Errorf("%d of %d samples in memfd_jit_code; want most: %+v", named, len(p.Samples), p.Top(p.Samples)[:min(5, len(p.Samples))])
+	}
+}

@@ -145,6 +145,10 @@ type symObj struct {
 	tries int
 	// hostTried says the host path was tried, by build-id.
 	hostTried bool
+	// notELF says the file, deleted since it was mapped, is no ELF
+	// object (a JIT's memfd): it was let go, and its mappings are
+	// anonymous memory's.
+	notELF bool
 	// fileID is the build-id read from the file itself (hex), for a
 	// mapping the kernel gave none; idRead says it was looked for.
 	fileID string
@@ -308,6 +312,20 @@ func isFilePath(name string) bool {
 	return strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "//")
 }
 
+// deletedSuffix marks the name of a file deleted since it was mapped, as
+// the kernel gives it.
+const deletedSuffix = " (deleted)"
+
+// isELF reports whether f, when open, starts as an ELF file does.
+func isELF(f *os.File) bool {
+	var magic [4]byte
+	if f == nil {
+		return false
+	}
+	n, _ := f.ReadAt(magic[:], 0)
+	return n == len(magic) && string(magic[:]) == "\x7fELF"
+}
+
 // mapped notes an executable mapping of pid and opens its file if no
 // process mapped it before. It returns the build-id of the file as its
 // MAP frame should carry it (lowercase hex) when m has none from the
@@ -348,7 +366,7 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 	}
 	// A file that could not be opened through one process may be
 	// reachable through another that maps it.
-	if o.f == nil && o.tries < 3 && s.opened < s.maxOpen && s.reach(pid, p) != nil {
+	if o.f == nil && !o.notELF && o.tries < 3 && s.opened < s.maxOpen && s.reach(pid, p) != nil {
 		o.tries++
 		f, via, err := p.cp.OpenMapped(m)
 		if err == nil {
@@ -359,7 +377,7 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 			o.err = err
 		}
 	}
-	if o.f == nil && p.tried && p.cp == nil && o.tries < 3 && s.opened < s.maxOpen {
+	if o.f == nil && !o.notELF && p.tried && p.cp == nil && o.tries < 3 && s.opened < s.maxOpen {
 		s.openThroughPeer(pid, o, m)
 	}
 	if o.f == nil && !o.hostTried && len(m.BuildID) > 0 && s.opened < s.maxOpen {
@@ -379,6 +397,21 @@ func (s *symbolizer) mapped(pid int, m container.Mapping) string {
 		if f := openHostByInode(m.Path, m.Dev, m.Inode); f != nil {
 			o.f, o.via, o.err = f, viaHostInode, nil
 			s.opened++
+		}
+	}
+	if strings.HasSuffix(m.Path, deletedSuffix) {
+		if o.f != nil && !isELF(o.f) {
+			o.f.Close()
+			o.f, o.notELF = nil, true
+			s.opened--
+		}
+		if o.f == nil {
+			// Code a JIT wrote to memory it named rather than a
+			// file's (.NET's "doublemapper" memfd), or a file no
+			// longer reached: its perf map or jitdump names it, as
+			// anonymous memory.
+			p.other = append(p.other, span{m.Start, m.End})
+			return ""
 		}
 	}
 	if len(m.BuildID) > 0 {
