@@ -64,8 +64,10 @@ func TestRecordDeletedBinary(t *testing.T) {
 				t.Errorf("%s: fixture_leaf in %q, want the file marked deleted", run, r.DSO)
 			}
 		}
-		if named < 200 || lined < named*9/10 {
-			t.Errorf("%s: %d samples in fixture_leaf, %d of them at a line of callchain.c; want 200 or more, nearly all at a line", run, named, lined)
+		// Two busy threads for a second: 50 samples even when the
+		// other packages' tests share the CPUs.
+		if named < 50 || lined < named*9/10 {
+			t.Errorf("%s: %d samples in fixture_leaf, %d of them at a line of callchain.c; want 50 or more, nearly all at a line", run, named, lined)
 		}
 		t.Logf("%s: %d samples in fixture_leaf, %d at a line", run, named, lined)
 	}
