@@ -89,6 +89,11 @@ func NewBytesReader(data []byte, opts ReaderOptions) (*Reader, error) {
 // readHeader checks the magic of the file header h and decodes it.
 func (rd *Reader) readHeader(h []byte) error {
 	if m := binary.LittleEndian.Uint32(h); m != Magic {
+		if string(h[:7]) == "PERFILE" || string(h[:8]) == "PERFFILE" {
+			// perf record's file, which users hand to report as
+			// they would to perf report.
+			return &FormatError{Off: 0, Msg: "a perf.data file (perf record's), not a Sysprof capture (nsprof record writes those)"}
+		}
 		return &FormatError{Off: 0, Msg: "bad magic, not a Sysprof capture", Val: fmt.Sprintf("%#08x", m)}
 	}
 	// little_endian is bit 0 of byte 5 on little-endian files and bit 7 of

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -189,4 +190,21 @@ func equalFrames(a, b []Frame) bool {
 		}
 	}
 	return true
+}
+
+// TestPerfDataNamed: a perf.data file given for a capture is named as
+// one, as users hand report what they would hand perf report.
+func TestPerfDataNamed(t *testing.T) {
+	for _, magic := range []string{"PERFILE2", "PERFFILE"} {
+		b := append([]byte(magic), make([]byte, HeaderSize)...)
+		_, err := NewReader(bytes.NewReader(b))
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Off != 0 || !strings.Contains(err.Error(), "a perf.data file") {
+			t.Errorf("%s: err = %v, want a FormatError at 0 naming perf.data", magic, err)
+		}
+	}
+	b := append([]byte("XERFILE2"), make([]byte, HeaderSize)...)
+	if _, err := NewReader(bytes.NewReader(b)); err == nil || strings.Contains(err.Error(), "perf.data") {
+		t.Errorf("other magic: err = %v, want bad magic without perf.data", err)
+	}
 }
