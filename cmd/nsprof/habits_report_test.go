@@ -135,6 +135,13 @@ func TestReportPerfFlags(t *testing.T) {
 	if _, stderr, status := nsprof(t, nil, "report", "-i", path, path); status != 2 || !strings.Contains(stderr, "not both") {
 		t.Errorf("report -i FILE FILE: status %d, stderr %q", status, stderr)
 	}
+	// perf's --sort keys point at --by, which groups as they do.
+	for keys, by := range map[string]string{"dso": "--by dso", "comm,dso,sym": "--by comm", "pid": "--by process", "sym": ""} {
+		_, stderr, status := nsprof(t, nil, "report", "--sort", keys, path)
+		if status != 2 || by != "" && !strings.Contains(stderr, "is "+by+" here") || by == "" && strings.Contains(stderr, "--by") {
+			t.Errorf("report --sort %s: status %d, stderr %q; want a usage error naming %q", keys, status, stderr, by)
+		}
+	}
 }
 
 // TestReportProcessCountsForkedChild: a task named only by a FORK frame is

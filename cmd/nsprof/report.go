@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -184,6 +185,9 @@ notice; --partial accepts it with a warning and status 0.`,
 			case "total":
 				opts.Report.SortTotal = true
 			default:
+				if by := perfSortBy(sortBy); by != "" {
+					return usagef(cmd, "--sort: want self or total, not %q (perf report's --sort %s is --by %s here)", sortBy, sortBy, by)
+				}
 				return usagef(cmd, "--sort: want self or total, not %q", sortBy)
 			}
 			opts.Value = sel.value
@@ -450,4 +454,22 @@ func diffBase(opts reportOptions, stderr io.Writer) (*analyze.View, error) {
 		return nil, fmt.Errorf("--value: %s: %w", opts.DiffBase, err)
 	}
 	return p.View(sel)
+}
+
+// perfSortBy returns the --by group that stands for perf report's --sort
+// keys (comma-separated), the first that groups: "" when none does.
+func perfSortBy(keys string) string {
+	for _, k := range strings.Split(keys, ",") {
+		switch strings.TrimSpace(k) {
+		case "comm":
+			return "comm"
+		case "dso":
+			return "dso"
+		case "pid":
+			return "process"
+		case "tid":
+			return "thread"
+		}
+	}
+	return ""
 }
