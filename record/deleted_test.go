@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"nsprof/analyze"
+	"nsprof/capture"
 	"nsprof/internal/testutils"
 )
 
@@ -39,6 +39,7 @@ func TestRecordDeletedBinary(t *testing.T) {
 	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
 	}
+	pid := int32(cmd.Process.Pid)
 	opts := quiet
 	opts.PIDs = []int{cmd.Process.Pid}
 	opts.Duration = time.Second
@@ -46,22 +47,28 @@ func TestRecordDeletedBinary(t *testing.T) {
 	waitFillers(t) // after the TempDir: its cleanup runs first
 	for _, run := range []string{"first", "from the cache"} {
 		path, _ := recordTo(t, context.Background(), opts)
-		p, err := analyze.LoadFile(path, analyze.LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, _ := p.TopLines(p.Samples, 0)
+		c := load(t, path)
+		syms, lines := bundleOf(t, c)
 		named, lined := 0, 0
-		for _, r := range rows {
-			if r.Name != "fixture_leaf" {
+		for _, s := range c.samples {
+			if s.PID != pid || len(s.Addrs) < 2 {
 				continue
 			}
-			named += r.Self
-			if filepath.Base(r.File) == "callchain.c" && r.Line > 0 {
-				lined += r.Self
+			leaf := s.Addrs[1] // after the user context mark
+			if sym, ok := syms.Lookup(pid, leaf); !ok || sym.Name != "fixture_leaf" {
+				continue
 			}
-			if !strings.HasSuffix(r.DSO, "(deleted)") {
-				t.Errorf("%s: fixture_leaf in %q, want the file marked deleted", run, r.DSO)
+			named++
+			m := mapAt(c.maps[pid], leaf)
+			if m == nil || !strings.HasSuffix(m.Filename, "upgraded (deleted)") {
+				t.Fatalf("%s: fixture_leaf at %#x in %+v, want the file marked deleted", run, leaf, m)
+			}
+			fr, ok := lines.Lookup(pid, leaf)
+			if !ok && m.BuildID != "" {
+				fr, ok = lines.LookupObject(m.BuildID, leaf-m.Start+m.Offset)
+			}
+			if ok && len(fr) > 0 && filepath.Base(fr[0].File) == "callchain.c" && fr[0].Line > 0 {
+				lined++
 			}
 		}
 		// Two busy threads for a second: 50 samples even when the
@@ -71,6 +78,39 @@ func TestRecordDeletedBinary(t *testing.T) {
 		}
 		t.Logf("%s: %d samples in fixture_leaf, %d at a line", run, named, lined)
 	}
+}
+
+// bundleOf returns the symbols and source lines c bundles.
+func bundleOf(t *testing.T, c *captured) (*capture.SymbolTable, *capture.LineTable) {
+	t.Helper()
+	b, err := c.files.Lookup(capture.SymbolsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := capture.DecodeSymbols(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := c.files.Lookup(capture.LinesFile + ".gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := capture.DecodeLinesGzip(capture.LinesFile+".gz", z, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return syms, lines
+}
+
+// mapAt returns the last of maps covering address a, nil if none does.
+func mapAt(maps []*capture.Map, a uint64) *capture.Map {
+	var found *capture.Map
+	for _, m := range maps {
+		if m.Start <= a && a < m.End {
+			found = m
+		}
+	}
+	return found
 }
 
 // TestRecordMemfdJIT records a JIT whose code is in a memfd (as .NET's
@@ -85,21 +125,32 @@ func TestRecordMemfdJIT(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	time.Sleep(200 * time.Millisecond)
+	pid := int32(cmd.Process.Pid)
 	opts := quiet
 	opts.PIDs = []int{cmd.Process.Pid}
 	opts.Duration = time.Second
 	path, _ := recordTo(t, context.Background(), opts)
-	p, err := analyze.LoadFile(path, analyze.LoadOptions{})
+	c := load(t, path)
+	b, err := c.files.Lookup(capture.SymbolsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := 0
-	for _, r := range p.Top(p.Samples) {
-		if r.Name == "memfd_jit_code" {
-			named = r.Self
+	syms, err := capture.DecodeSymbols(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, other := 0, map[string]int{}
+	for _, s := range c.samples {
+		if s.PID != pid || len(s.Addrs) < 2 {
+			continue
+		}
+		if sym, ok := syms.Lookup(pid, s.Addrs[1]); ok && sym.Name == "memfd_jit_code" {
+			named++
+		} else {
+			other[sym.Name]++
 		}
 	}
-	if named < len(p.Samples)/2 {
-		t.Errorf("%d of %d samples in memfd_jit_code; want most: %+v", named, len(p.Samples), p.Top(p.Samples)[:min(5, len(p.Samples))])
+	if named < 50 || named < len(c.samples)/2 {
+		t.Errorf("%d of %d samples in memfd_jit_code; want most (others: %v)", named, len(c.samples), other)
 	}
 }
