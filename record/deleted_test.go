@@ -80,8 +80,8 @@ func TestRecordDeletedBinary(t *testing.T) {
 	}
 }
 
-// bundleOf returns the symbols and source lines c bundles.
-func bundleOf(t *testing.T, c *captured) (*capture.SymbolTable, *capture.LineTable) {
+// symbolsOf returns the symbols c bundles.
+func symbolsOf(t *testing.T, c *captured) *capture.SymbolTable {
 	t.Helper()
 	b, err := c.files.Lookup(capture.SymbolsFile)
 	if err != nil {
@@ -91,6 +91,13 @@ func bundleOf(t *testing.T, c *captured) (*capture.SymbolTable, *capture.LineTab
 	if err != nil {
 		t.Fatal(err)
 	}
+	return syms
+}
+
+// bundleOf returns the symbols and source lines c bundles.
+func bundleOf(t *testing.T, c *captured) (*capture.SymbolTable, *capture.LineTable) {
+	t.Helper()
+	syms := symbolsOf(t, c)
 	z, err := c.files.Lookup(capture.LinesFile + ".gz")
 	if err != nil {
 		t.Fatal(err)
@@ -131,14 +138,7 @@ func TestRecordMemfdJIT(t *testing.T) {
 	opts.Duration = time.Second
 	path, _ := recordTo(t, context.Background(), opts)
 	c := load(t, path)
-	b, err := c.files.Lookup(capture.SymbolsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := capture.DecodeSymbols(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := symbolsOf(t, c)
 	named, other := 0, map[string]int{}
 	for _, s := range c.samples {
 		if s.PID != pid || len(s.Addrs) < 2 {
