@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -250,6 +251,22 @@ func (c *Container) Match(s string) bool {
 		return true
 	}
 	return strings.Contains(c.Label(), s)
+}
+
+// ContainerLabels returns the labels ([Container.Label]) of the
+// containers p's processes ran in, each once, sorted: what a
+// [Filter.Container] that matched nothing could have named.
+func (p *Profile) ContainerLabels() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, pr := range p.Processes {
+		if l := pr.Container.Label(); !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Thread is one thread of the capture.

@@ -30,6 +30,10 @@ func samplesText(w io.Writer, v *analyze.View, o Options) error {
 		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), stackSamples(p))
 	}
 	if len(samples) == 0 {
+		if c := o.Select.Filter.Container; c != "" && !slices.ContainsFunc(p.Processes, func(pr *analyze.Process) bool { return pr.Container.Match(c) }) {
+			_, err := fmt.Fprintf(w, "no samples: no process ran in a container matching %q; the capture's: %s\n", textsafe.Escape(c), textsafe.Escape(strings.Join(p.ContainerLabels(), ", ")))
+			return err
+		}
 		_, err := fmt.Fprintln(w, "no samples")
 		return err
 	}

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"nsprof/analyze"
 	"nsprof/capture"
+	"nsprof/internal/testcaptures"
 )
 
 // --container selects the processes of the timeline views, and the marks
@@ -46,6 +49,38 @@ func TestSelectTimelineContainer(t *testing.T) {
 		}
 		if !slices.Equal(procs, tc.want) || !slices.Equal(marks, tc.want) || !slices.Equal(logs, tc.want) {
 			t.Errorf("%+v: processes %v, marks %v, logs %v; want %v", tc.f, procs, marks, logs, tc.want)
+		}
+	}
+}
+
+// A --container that names no container of the capture says which it
+// has; one that matches but selects no sample says only "no samples".
+func TestNoContainerMatched(t *testing.T) {
+	p, err := analyze.Load(bytes.NewReader(testcaptures.CPU(t)), analyze.LoadOptions{NoHostFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := p.ContainerLabels()
+	if len(labels) == 0 {
+		t.Fatal("no container labels")
+	}
+	for _, tc := range []struct {
+		f    analyze.Filter
+		want string
+	}{
+		{analyze.Filter{Container: "nosuch"}, `no samples: no process ran in a container matching "nosuch"; the capture's: ` + strings.Join(labels, ", ") + "\n"},
+		{analyze.Filter{Container: labels[0], PIDs: []int32{1 << 30}}, "no samples\n"},
+	} {
+		v, err := p.View(analyze.ViewOptions{Filter: tc.f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := samplesText(&b, v, Options{Select: analyze.ViewOptions{Filter: tc.f}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%+v: output ends %q, want %q", tc.f, got[max(0, len(got)-len(tc.want)-20):], tc.want)
 		}
 	}
 }
