@@ -30,8 +30,8 @@ func samplesText(w io.Writer, v *analyze.View, o Options) error {
 		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), stackSamples(p))
 	}
 	if len(samples) == 0 {
-		if c := o.Select.Filter.Container; c != "" && !slices.ContainsFunc(p.Processes, func(pr *analyze.Process) bool { return pr.Container.Match(c) }) {
-			_, err := fmt.Fprintf(w, "no samples: no process ran in a container matching %q; the capture's: %s\n", textsafe.Escape(c), textsafe.Escape(strings.Join(p.ContainerLabels(), ", ")))
+		if why := NoContainer(p, o.Select.Filter); why != "" {
+			_, err := fmt.Fprintf(w, "no samples: %s\n", why)
 			return err
 		}
 		_, err := fmt.Fprintln(w, "no samples")
@@ -57,6 +57,17 @@ func samplesText(w io.Writer, v *analyze.View, o Options) error {
 		}
 	}
 	return nil
+}
+
+// NoContainer says, when f names a container none of p's processes ran
+// in, so and which containers they ran in; "" otherwise. Podman users
+// mistype a container's name.
+func NoContainer(p *analyze.Profile, f analyze.Filter) string {
+	c := f.Container
+	if c == "" || slices.ContainsFunc(p.Processes, func(pr *analyze.Process) bool { return pr.Container.Match(c) }) {
+		return ""
+	}
+	return fmt.Sprintf("no process ran in a container matching %q; the capture's: %s", textsafe.Escape(c), textsafe.Escape(strings.Join(p.ContainerLabels(), ", ")))
 }
 
 func (o *Options) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.Node {

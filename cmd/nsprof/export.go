@@ -11,6 +11,7 @@ import (
 	"nsprof/analyze"
 	"nsprof/export"
 	"nsprof/internal/textsafe"
+	nsreport "nsprof/report"
 )
 
 // exportOptions are the settings of `nsprof export`.
@@ -241,7 +242,9 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: no allocations selected\n", opts.Input)
 	case len(v.Samples) == 0:
 		hint := ""
-		if p.Allocations > 0 {
+		if why := nsreport.NoContainer(p, opts.View.Filter); why != "" {
+			hint = ": " + why
+		} else if p.Allocations > 0 {
 			hint = "; it has allocations: export them with --memory"
 		}
 		fmt.Fprintf(stderr, "nsprof: warning: %s: no samples selected%s\n", opts.Input, hint)

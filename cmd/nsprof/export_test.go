@@ -329,3 +329,18 @@ func TestExportRecordedFixture(t *testing.T) {
 	checkFoldedMatchesReport(t, capPath)
 	checkFoldedMatchesReport(t, capPath, "--comm", "^shares", "--hide-kernel")
 }
+
+// TestExportNoContainer: an export whose --container names none of the
+// capture's containers warns so, naming them, as report does.
+func TestExportNoContainer(t *testing.T) {
+	path := writeTestCapture(t, t.TempDir(), "c.syscap")
+	out := filepath.Join(t.TempDir(), "out.folded")
+	_, stderr, status := nsprof(t, nil, "export", path, "--format", "folded", "--container", "nosuch", "-o", out)
+	if status != 0 || !strings.Contains(stderr, `no samples selected: no process ran in a container matching "nosuch"; the capture's: `) {
+		t.Errorf("status %d, stderr %q", status, stderr)
+	}
+	report, _, _ := nsprof(t, nil, "report", path, "--container", "nosuch")
+	if !strings.Contains(report, `no samples: no process ran in a container matching "nosuch"`) {
+		t.Errorf("report:\n%s", report)
+	}
+}
