@@ -30,7 +30,7 @@ func samplesText(w io.Writer, v *analyze.View, o Options) error {
 		fmt.Fprintf(w, "selected %d of %d samples\n", len(samples), stackSamples(p))
 	}
 	if len(samples) == 0 {
-		if why := NoContainer(p, o.Select.Filter); why != "" {
+		if why := NoneSelected(p, o.Select.Filter); why != "" {
 			_, err := fmt.Fprintf(w, "no samples: %s\n", why)
 			return err
 		}
@@ -59,15 +59,33 @@ func samplesText(w io.Writer, v *analyze.View, o Options) error {
 	return nil
 }
 
-// NoContainer says, when f names a container none of p's processes ran
-// in, so and which containers they ran in; "" otherwise. Podman users
-// mistype a container's name.
-func NoContainer(p *analyze.Profile, f analyze.Filter) string {
-	c := f.Container
-	if c == "" || slices.ContainsFunc(p.Processes, func(pr *analyze.Process) bool { return pr.Container.Match(c) }) {
-		return ""
+// NoneSelected says why f selects no sample of p when the reason is a
+// name that is not in the capture: a container none of its processes ran
+// in (naming those they ran in: podman users mistype names), or processes
+// or threads it does not hold; "" otherwise.
+func NoneSelected(p *analyze.Profile, f analyze.Filter) string {
+	if c := f.Container; c != "" && !slices.ContainsFunc(p.Processes, func(pr *analyze.Process) bool { return pr.Container.Match(c) }) {
+		return fmt.Sprintf("no process ran in a container matching %q; the capture's: %s", textsafe.Escape(c), textsafe.Escape(strings.Join(p.ContainerLabels(), ", ")))
 	}
-	return fmt.Sprintf("no process ran in a container matching %q; the capture's: %s", textsafe.Escape(c), textsafe.Escape(strings.Join(p.ContainerLabels(), ", ")))
+	if len(f.PIDs) > 0 && !slices.ContainsFunc(f.PIDs, func(pid int32) bool { return p.Process(pid) != nil }) {
+		return fmt.Sprintf("the capture has no process %s", joinIDs(f.PIDs))
+	}
+	if len(f.TIDs) > 0 && !slices.ContainsFunc(f.TIDs, func(tid int32) bool { return p.Thread(tid) != nil }) {
+		return fmt.Sprintf("the capture has no thread %s", joinIDs(f.TIDs))
+	}
+	return ""
+}
+
+// joinIDs writes ids as "1, 2 or 3".
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 func (o *Options) tree(p *analyze.Profile, samples []analyze.Sample) *analyze.Node {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/analyze"
 	"nsprof/capture"
@@ -54,7 +55,8 @@ func TestSelectTimelineContainer(t *testing.T) {
 }
 
 // A --container that names no container of the capture says which it
-// has; one that matches but selects no sample says only "no samples".
+// has, a --pid or --tid none of its, so; a selection of names it has that
+// selects no sample says only "no samples".
 func TestNoContainerMatched(t *testing.T) {
 	p, err := analyze.Load(bytes.NewReader(testcaptures.CPU(t)), analyze.LoadOptions{NoHostFiles: true})
 	if err != nil {
@@ -69,7 +71,9 @@ func TestNoContainerMatched(t *testing.T) {
 		want string
 	}{
 		{analyze.Filter{Container: "nosuch"}, `no samples: no process ran in a container matching "nosuch"; the capture's: ` + strings.Join(labels, ", ") + "\n"},
-		{analyze.Filter{Container: labels[0], PIDs: []int32{1 << 30}}, "no samples\n"},
+		{analyze.Filter{Container: labels[0], PIDs: []int32{1 << 30}}, "no samples: the capture has no process 1073741824\n"},
+		{analyze.Filter{TIDs: []int32{1 << 30, 1<<30 + 1}}, "no samples: the capture has no thread 1073741824 or 1073741825\n"},
+		{analyze.Filter{Container: labels[0], Since: time.Hour}, "no samples\n"},
 	} {
 		v, err := p.View(analyze.ViewOptions{Filter: tc.f})
 		if err != nil {

@@ -242,7 +242,7 @@ func exportCapture(opts exportOptions, stdout, stderr io.Writer) (err error) {
 		fmt.Fprintf(stderr, "nsprof: warning: %s: no allocations selected\n", opts.Input)
 	case len(v.Samples) == 0:
 		hint := ""
-		if why := nsreport.NoContainer(p, opts.View.Filter); why != "" {
+		if why := nsreport.NoneSelected(p, opts.View.Filter); why != "" {
 			hint = ": " + why
 		} else if p.Allocations > 0 {
 			hint = "; it has allocations: export them with --memory"
