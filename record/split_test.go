@@ -191,6 +191,10 @@ func TestRecordSplitOffCPU(t *testing.T) {
 
 func testRecordSplitOffCPU(t *testing.T, source string) {
 	requirePerf(t)
+	// Each cut reads 50 ms of switches stamped after it, for the next
+	// capture: the time is counted once all the same.
+	defer func(d time.Duration) { cutSettle = d }(cutSettle)
+	cutSettle = 50 * time.Millisecond
 	// The fixture starts sleeping a second after the recording starts:
 	// the time before it would not be counted.
 	fx := startSplitFixture(t, "5", "700", "50")
