@@ -265,6 +265,13 @@ func TestPivot(t *testing.T) {
 	if via != ViaRoot {
 		t.Errorf("after exit: via %s, want root (map_files is gone)", via)
 	}
+	// OpenMapFile takes map_files alone, gone with the process.
+	if f, via, err := p.OpenMapFile(m); err == nil {
+		f.Close()
+		t.Errorf("OpenMapFile after exit: reached via %s, want map_files alone", via)
+	} else if strings.Contains(err.Error(), ViaRoot+":") {
+		t.Errorf("OpenMapFile after exit tried the root: %v", err)
+	}
 }
 
 func TestBwrapFlatpak(t *testing.T) {

@@ -278,6 +278,15 @@ func (p *Process) OpenMapped(m Mapping) (f *os.File, via string, err error) {
 	return p.openMapped(m, nil)
 }
 
+// OpenMapFile returns the file a mapping maps as [Process.OpenMapped]
+// does, through /proc/PID/map_files only: all that reaches a file deleted
+// since it was mapped, while the process runs (no path names it any more,
+// and the other routes would each be tried, in vain, for every mapping
+// of it).
+func (p *Process) OpenMapFile(m Mapping) (f *os.File, via string, err error) {
+	return p.openMapped(m, map[string]bool{ViaMapFiles: true})
+}
+
 // openMapped tries the routes whose via is in only (all if only is nil).
 func (p *Process) openMapped(m Mapping, only map[string]bool) (*os.File, string, error) {
 	if _, _, err := p.pinnedRoot(); errors.Is(err, ErrClosed) {
