@@ -202,25 +202,36 @@ func TestGoneChildNSpid(t *testing.T) {
 // Recording a container's cgroup, a process /proc could not label and no
 // namespace record did gets the container's label: every process recorded
 // is in it (podman exec's command, whose parent is on the host and whose
-// records before it joined the cgroup were not the cgroup's).
+// records before it joined the cgroup were not the cgroup's). So does one
+// whose /proc was read but whose view could not be opened after (it
+// exited in between: CI once found an exec'd command labelled unknown).
 func TestCgroupLabel(t *testing.T) {
 	root := t.TempDir()
 	fakeNSProcess(t, root, 700, "sh", taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837})
+	// 730's /proc reads, but its view cannot be opened after: it exited
+	// in between.
+	fakeNSProcess(t, root, 730, "sha256sum", taskNS{mnt: 4026532100, pid: 4026532101, user: 4026531837})
 	tr := fakeTracker(t, root)
 	podman := &capture.ContainerInfo{Kind: container.KindPodman, ID: "58914741353e", Name: "hot"}
-	tr.identify = func(int, int64) *capture.ContainerInfo { return podman }
+	tr.identify = func(pid int, _ int64) *capture.ContainerInfo {
+		if pid == 730 {
+			return nil
+		}
+		return podman
+	}
 	now := uint64(capture.Now())
 	tr.scan(700, int64(now))
 	tr.handle(forkRecord(700, 720, now+10)) // gone, no record: unknown
 	tr.cgroupLabel = podman
 	tr.handle(forkRecord(700, 721, now+20))
+	tr.handle(forkRecord(700, 730, now+30))
 	got := map[int]string{}
 	for _, pi := range trackerInfos(t, tr) {
 		if pi.Container != nil {
 			got[pi.PID] = pi.Container.Kind
 		}
 	}
-	if got[720] != "" || got[721] != container.KindPodman {
-		t.Errorf("labels %v: want 721 alone labelled with the container", got)
+	if got[720] != "" || got[721] != container.KindPodman || got[730] != container.KindPodman {
+		t.Errorf("labels %v: want 721 and 730 alone labelled with the container", got)
 	}
 }

@@ -406,8 +406,11 @@ func (t *tracker) describe(pid int, ps *procState, info procInfo, now int64) {
 			info.Container = t.identify(pid, now)
 		}
 		t.noteNS(pid, ps, &info.ProcessInfo)
-	} else if t.identify != nil && info.Container == nil && !t.labelByNS(ps, &info.ProcessInfo) {
-		// Recording a container's cgroup, every process is its.
+	}
+	if t.identify != nil && info.Container == nil && !t.labelByNS(ps, &info.ProcessInfo) {
+		// Recording a container's cgroup, every process is its: one
+		// gone before /proc was read, or before its view could be
+		// opened once it was (podman exec's command, for a few ms).
 		info.Container = t.cgroupLabel
 	}
 	t.pm.addProcess(pid, info.PPID, ps.pidns)
