@@ -55,6 +55,11 @@ func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fil
 	if o.f == nil || !fillable(src) {
 		return nil
 	}
+	if o.syms.LinksSupplementary() {
+		// The filler opens no file but those handed over.
+		logf("%s: not handed over to fill its symbol cache entry: its DWARF links to a supplementary file (dwz)", o.path)
+		return nil
+	}
 	lines, err := o.syms.OpenLines()
 	if err != nil {
 		logf("%s: not handed over to fill its symbol cache entry: %v", o.path, err)

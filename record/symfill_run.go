@@ -219,6 +219,11 @@ func fillEntry(c *symcache.Cache, sp fillSpec) (int, error) {
 		return 0, nil
 	}
 	spans, runs := wholeFunctions(syms, e, addrs)
+	if syms.LinesUnread() {
+		// Frames without what the DWARF could not give (a supplementary
+		// file not handed over): no truth to keep.
+		return 0, fmt.Errorf("source lines of %s: not all read", sp.Path)
+	}
 	if len(spans) == 0 {
 		return 0, nil
 	}

@@ -33,7 +33,7 @@ func sparseAndFull(t *testing.T, path string) (sparse, full *inlineIndex, u *spa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newInlineIndex(u, nil), newInlineIndex(newFullUnits(d), nil), u
+	return newInlineIndex(u, nil, nil), newInlineIndex(newFullUnits(d), nil, nil), u
 }
 
 // funcAddrs returns the start and middle of every function of f's symbol
@@ -248,7 +248,7 @@ func BenchmarkSparseFramesLibc(b *testing.B) {
 		if err != nil || u == nil {
 			b.Fatalf("sparseUnits: %v, %v", u, err)
 		}
-		x := newInlineIndex(u, nil)
+		x := newInlineIndex(u, nil, nil)
 		x.units.prepare(pcs)
 		for _, pc := range pcs {
 			if len(x.frames(pc)) == 0 {

@@ -55,7 +55,7 @@ func FuzzNewFile(f *testing.F) {
 		// whatever the ranges claim.
 		if d, err := ef.dwarf(); err == nil {
 			readLines(d)
-			x := newInlineIndex(newFullUnits(d), nil)
+			x := newInlineIndex(newFullUnits(d), nil, nil)
 			r := d.Reader()
 			for n := 0; n < 64; n++ {
 				cu, err := r.Next()
@@ -76,7 +76,7 @@ func FuzzNewFile(f *testing.F) {
 		// The same through .debug_aranges, reading only the units named.
 		reopen := func() (*File, error) { return NewFile(bytes.NewReader(data)) }
 		if u, err := ef.sparseUnits(reopen); err == nil && u != nil {
-			x := newInlineIndex(u, nil)
+			x := newInlineIndex(u, nil, nil)
 			for i, a := range u.aranges {
 				if i == 64 {
 					break

@@ -100,7 +100,7 @@ func dwarfOracle(t *testing.T, f *File) func(pc uint64) []Frame {
 	if err != nil {
 		t.Fatalf("DWARF of the unstripped build: %v", err)
 	}
-	x := newInlineIndex(newFullUnits(d), nil)
+	x := newInlineIndex(newFullUnits(d), nil, nil)
 	return x.frames
 }
 

@@ -173,7 +173,7 @@ func (x *inlineIndex) name(units []*unitIndex, later []pendingName) {
 			slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
 		}
 	}()
-	refs := make([]dwarf.Offset, len(later))
+	refs := make([]dieRef, len(later))
 	for i, p := range later {
 		refs[i] = p.ref
 	}
@@ -211,12 +211,12 @@ func (t *lineTable) index() *inlineIndex {
 						return newFullUnits(d)
 					}
 					return nil
-				})
+				}, t.altData)
 				return
 			}
 		}
 		if d := t.data(); d != nil {
-			t.inl = newInlineIndex(newFullUnits(d), nil)
+			t.inl = newInlineIndex(newFullUnits(d), nil, t.altData)
 		}
 	})
 	return t.inl
@@ -239,9 +239,12 @@ type unitIndex struct {
 	files []string
 }
 
-func newInlineIndex(u dwarfUnits, full func() dwarfUnits) *inlineIndex {
+// newInlineIndex returns the index of the units u, or of full when u
+// has none for an address; alt, when not nil, gives the supplementary
+// file's DWARF the units' entries may refer to.
+func newInlineIndex(u dwarfUnits, full func() dwarfUnits, alt func() *altDWARF) *inlineIndex {
 	x := &inlineIndex{units: u, full: full, read: make(map[dwarf.Offset]*unitIndex)}
-	x.names = &dieNames{entry: x.entry, prepare: x.prepareEntries, cache: make(map[dwarf.Offset]string)}
+	x.names = &dieNames{entry: x.entry, prepare: x.prepareEntries, alt: alt, cache: make(map[dieRef]string)}
 	return x
 }
 
@@ -349,7 +352,7 @@ func (x *inlineIndex) frames(pc uint64) []Frame {
 // the entry at ref: that of unit.subs[lo:hi], or of (*inline)[lo:hi]
 // when inline is set.
 type pendingName struct {
-	ref    dwarf.Offset
+	ref    dieRef
 	unit   *unitIndex
 	inline *[]inlineScope
 	lo, hi int
@@ -398,7 +401,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 			rs, _ := d.Ranges(e)
 			if len(rs) > 0 {
 				inl := new([]inlineScope)
-				name, ref, isRef := ownName(e)
+				name, ref, isRef := x.names.ownName(e, false)
 				cur.sub = len(u.subs)
 				for _, rg := range rs {
 					if rg[0] < rg[1] {
@@ -417,7 +420,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 			}
 			cur.inl = top.inl + 1
 			rs, _ := d.Ranges(e)
-			name, ref, isRef := ownName(e)
+			name, ref, isRef := x.names.ownName(e, false)
 			callFile := ""
 			if k, ok := e.Val(dwarf.AttrCallFile).(int64); ok && k >= 0 && int(k) < len(files) && files[k] != nil {
 				callFile = files[k].Name

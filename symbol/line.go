@@ -25,8 +25,16 @@ type lineTable struct {
 	dwOnce sync.Once
 	dw     *dwarf.Data
 	// unread is set when the file could not be opened again to read
-	// its DWARF (see [Symbols.LinesUnread]).
+	// its DWARF, or the supplementary file it links to could not be
+	// found (see [Symbols.LinesUnread]).
 	unread atomic.Bool
+
+	// findAlt finds the supplementary file the DWARF links to (see
+	// [altLink]); nil searches nowhere. alt is its DWARF, read on
+	// first use.
+	findAlt func(altLink) (*File, error)
+	altOnce sync.Once
+	alt     *altDWARF
 
 	// rows and files are every line program, read on the first Line.
 	once  sync.Once
@@ -61,8 +69,16 @@ func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
 	if !obj.hasDebugInfo() || obj.BuildID() == nil {
 		return nil
 	}
-	roots := l.roots()
-	return newLineTable(func() (*os.File, error) {
+	open := firstOf(l.roots())
+	t := newLineTable(func() (*os.File, error) { return open(path) }, obj.BuildID())
+	t.findAlt = l.altFinder(open, path)
+	return t
+}
+
+// firstOf returns an Opener that opens a path through the first of roots
+// that has it.
+func firstOf(roots []Opener) Opener {
+	return func(path string) (*os.File, error) {
 		var errs []error
 		for _, open := range roots {
 			f, err := open(path)
@@ -72,12 +88,13 @@ func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
 			errs = append(errs, err)
 		}
 		return nil, errors.Join(errs...)
-	}, obj.BuildID())
+	}
 }
 
 // LinesUnread reports whether s has a DWARF line table that could not be
 // read when asked for: its file could not be opened again, or was
-// another build by then. The frames s gave then lack what the table
+// another build by then, or the supplementary file its DWARF links to
+// (dwz's) was not found. The frames s gave then lack what the table
 // holds, and are no truth to keep about the file.
 func (s *Symbols) LinesUnread() bool {
 	return s != nil && s.lines != nil && s.lines.unread.Load()

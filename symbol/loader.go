@@ -187,7 +187,7 @@ func (l *Loader) LoadContext(ctx context.Context, obj *File, path string) (*Symb
 		var p string
 		p, dErr = l.Debuginfod.Fetch(ctx, obj.BuildID())
 		if dErr == nil {
-			if s, err := useDebugFile(obj, HostOpener, p, SourceDebuginfod, nil, l.known(SourceDebuginfod)); err == nil {
+			if s, err := l.useDebugFile(obj, HostOpener, p, SourceDebuginfod, nil, l.known(SourceDebuginfod)); err == nil {
 				return s, nil
 			} else {
 				dErr = err
@@ -229,14 +229,14 @@ func (l *Loader) findDebugFile(obj *File, objPath string) *Symbols {
 		if id != nil {
 			for _, d := range dirs {
 				p := buildIDPath(d, id)
-				if s, err := useDebugFile(obj, open, p, "build-id:"+p, nil, l.known("build-id:"+p)); err == nil {
+				if s, err := l.useDebugFile(obj, open, p, "build-id:"+p, nil, l.known("build-id:"+p)); err == nil {
 					return s
 				}
 			}
 		}
 		if hasLink && path.IsAbs(objPath) {
 			for _, p := range debugLinkPaths(objPath, name, dirs) {
-				if s, err := useDebugFile(obj, open, p, "debuglink:"+p, &crc, l.known("debuglink:"+p)); err == nil {
+				if s, err := l.useDebugFile(obj, open, p, "debuglink:"+p, &crc, l.known("debuglink:"+p)); err == nil {
 					return s
 				}
 			}
@@ -339,22 +339,23 @@ const SourceDebuginfod = "debuginfod"
 // file another found (nsprof's symbol cache filler is handed those
 // debuginfod served).
 func LoadDebugFile(obj *File, open Opener, p, source string, known *Table) (*Symbols, error) {
-	return useDebugFile(obj, open, p, source, nil, known)
+	return (*Loader)(nil).useDebugFile(obj, open, p, source, nil, known)
 }
 
 // useDebugFile opens the debug file p through open and, if it matches obj
 // (same build-id when both have one; same CRC32 when crc is not nil) and
 // has a .symtab, returns its symbols merged with obj's .dynsym and PLT;
 // known, when not nil, is that table as read before, and only the
-// file's lines are read.
-func useDebugFile(obj *File, open Opener, p, source string, crc *uint32, known *Table) (*Symbols, error) {
+// file's lines are read. The supplementary file its DWARF may link to is
+// searched through open, then as l says (l may be nil).
+func (l *Loader) useDebugFile(obj *File, open Opener, p, source string, crc *uint32, known *Table) (*Symbols, error) {
 	osf, df, err := openDebugFile(obj, open, p, crc)
 	if err != nil {
 		return nil, err
 	}
 	defer osf.Close()
 	if known != nil {
-		return &Symbols{table: known, source: source, lines: debugLines(df, open, p), plt: obj.pltRanges()}, nil
+		return &Symbols{table: known, source: source, lines: l.debugLines(df, open, p), plt: obj.pltRanges()}, nil
 	}
 	es, err := df.symtab(elf.SHT_SYMTAB)
 	if err != nil {
@@ -369,14 +370,16 @@ func useDebugFile(obj *File, open Opener, p, source string, crc *uint32, known *
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%s: %w", p, ErrNoSymbols)
 	}
-	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: debugLines(df, open, p), plt: obj.pltRanges()}, nil
+	return &Symbols{table: buildTable(es, obj.bounds()), source: source, lines: l.debugLines(df, open, p), plt: obj.pltRanges()}, nil
 }
 
 // debugLines returns the line table of the debug file df, opened at p
 // through open; nil when it has no DWARF.
-func debugLines(df *File, open Opener, p string) *lineTable {
+func (l *Loader) debugLines(df *File, open Opener, p string) *lineTable {
 	if !df.hasDebugInfo() {
 		return nil
 	}
-	return newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
+	t := newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
+	t.findAlt = l.altFinder(open, p)
+	return t
 }

@@ -1,0 +1,213 @@
+package symbol
+
+import (
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nsprof/internal/testutils"
+)
+
+// dwzHeader is a header two programs share: a function inlined into a
+// static one of each, whose DIEs dwz -m moves into the supplementary
+// file, the inlined calls' abstract origins then referring there.
+const dwzHeader = `static volatile unsigned long dwz_sink;
+static inline __attribute__((always_inline)) void dwz_inlined_kernel(int n) { for (int i = 0; i < n; i++) dwz_sink += (unsigned long)i * i; }
+__attribute__((noinline)) static void dwz_outer(int n) { dwz_inlined_kernel(n); }
+`
+
+// dwzFixture is a stripped program with a .gnu_debuglink to its debug
+// file, whose DWARF dwz -m shares with another program's in a
+// supplementary file, as Debian builds its debug packages.
+type dwzFixture struct {
+	bin, debug string
+	// common is the supplementary file, at the path the debug file's
+	// .gnu_debugaltlink gives.
+	common string
+}
+
+// buildDWZ builds the dwz fixture in dir; with dwarf5, its links are
+// DWARF 5's (.debug_sup, DW_FORM_ref_sup4, DW_FORM_strp_sup) instead of
+// GNU's (.gnu_debugaltlink, DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt).
+func buildDWZ(t *testing.T, dir string, dwarf5 bool) dwzFixture {
+	t.Helper()
+	dwz, err := exec.LookPath("dwz")
+	if err != nil {
+		testutils.RequireCI(t, "dwz not found (apt-get install dwz): %v", err)
+	}
+	// A header of its own: the DIEs of its functions are the same in both
+	// programs only if they are declared in the same file.
+	if err := os.WriteFile(filepath.Join(dir, "dwz.h"), []byte(dwzHeader), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, main := range map[string]string{
+		"a": "int main(int argc, char **argv) { dwz_outer(1000 + argc); return 0; }\n",
+		"b": "int helper_b(int n) { dwz_outer(n); return n; }\nint main(int argc, char **argv) { return helper_b(argc) == 0; }\n",
+	} {
+		src := filepath.Join(dir, name+".c")
+		if err := os.WriteFile(src, []byte("#include \"dwz.h\"\n"+main), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, "gcc", "-O2", "-g", "-o", filepath.Join(dir, name+".full"), src)
+		run(t, "objcopy", "--only-keep-debug", filepath.Join(dir, name+".full"), filepath.Join(dir, name+".debug"))
+	}
+	fx := dwzFixture{bin: filepath.Join(dir, "a"), debug: filepath.Join(dir, "a.debug"), common: filepath.Join(dir, "common.debug")}
+	args := []string{"-m", fx.common, "-M", fx.common, fx.debug, filepath.Join(dir, "b.debug")}
+	origin, link := "DW_FORM_GNU_ref_alt", ".gnu_debugaltlink"
+	if dwarf5 {
+		args = append([]string{"-5"}, args...)
+		origin, link = "DW_FORM_ref_sup4", ".debug_sup"
+	}
+	if out, err := exec.Command(dwz, args...).CombinedOutput(); err != nil {
+		t.Fatalf("dwz: %v\n%s", err, out)
+	}
+	// The fixture is only worth its name if the inlined calls do refer
+	// into the supplementary file, as said.
+	if abbrev := run(t, "readelf", "--debug-dump=abbrev", fx.debug); !strings.Contains(abbrev, "DW_AT_abstract_origin "+origin) {
+		t.Fatalf("dwz wrote no abstract origin of form %s:\n%s", origin, abbrev)
+	}
+	if sections := run(t, "readelf", "-S", fx.debug); !strings.Contains(sections, link) {
+		t.Fatalf("dwz wrote no %s:\n%s", link, sections)
+	}
+	run(t, "strip", "-o", fx.bin, filepath.Join(dir, "a.full"))
+	run(t, "objcopy", "--add-gnu-debuglink="+fx.debug, fx.bin)
+	return fx
+}
+
+// dwzInlined returns the names of the innermost frames at the addresses
+// of dwz_outer in syms, and how many of those are inlined frames without
+// a name.
+func dwzInlined(t *testing.T, fx dwzFixture, syms *Symbols) (names map[string]bool, unnamed int) {
+	t.Helper()
+	f := openFile(t, fx.debug)
+	tab, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = map[string]bool{}
+	found := false
+	for _, s := range tab.All() {
+		if !strings.HasPrefix(s.Name, "dwz_outer") {
+			continue
+		}
+		found = true
+		for pc := s.Addr; pc < s.Addr+s.Size; pc++ {
+			fr := syms.Frames(pc)
+			for i, x := range fr {
+				if i < len(fr)-1 && x.Function == "" {
+					unnamed++
+				}
+			}
+			if len(fr) > 1 {
+				names[fr[0].Function] = true
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no dwz_outer in the fixture's symbols")
+	}
+	return names, unnamed
+}
+
+// The inlined calls of a debug file dwz -m made name their functions
+// from the supplementary file: found at the path its .gnu_debugaltlink
+// gives, or by its build-id in a debug directory. Without it (or with
+// another build at the path) they stay unnamed, and the lines count as
+// unread, so that no cache keeps them so.
+func TestDWZInlinedNames(t *testing.T) {
+	for _, dwarf5 := range []bool{false, true} {
+		name := "GNU"
+		if dwarf5 {
+			name = "DWARF5"
+		}
+		t.Run(name, func(t *testing.T) { testDWZInlinedNames(t, dwarf5) })
+	}
+}
+
+func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
+	dir := t.TempDir()
+	fx := buildDWZ(t, dir, dwarf5)
+	load := func(l *Loader) *Symbols {
+		t.Helper()
+		syms, err := l.Load(openFile(t, fx.bin), fx.bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(syms.Source(), "debuglink:") {
+			t.Fatalf("symbols from %q, want the debug link", syms.Source())
+		}
+		return syms
+	}
+	check := func(name string, syms *Symbols, named bool) {
+		t.Helper()
+		names, unnamed := dwzInlined(t, fx, syms)
+		switch {
+		case named && (!names["dwz_inlined_kernel"] || unnamed > 0):
+			t.Errorf("%s: innermost functions %v, %d inlined frames unnamed; want dwz_inlined_kernel, none unnamed", name, names, unnamed)
+		case named && syms.LinesUnread():
+			t.Errorf("%s: lines unread", name)
+		case !named && (names["dwz_inlined_kernel"] || unnamed == 0 || !syms.LinesUnread()):
+			t.Errorf("%s: innermost functions %v, %d inlined frames unnamed, lines unread %v; want none named, lines unread", name, names, unnamed, syms.LinesUnread())
+		}
+	}
+	check("at the link's path", load(&Loader{}), true)
+
+	if dwarf5 {
+		// dwz -5's supplementary file has no build-id note: it is found
+		// at the link's path only.
+		if err := os.Remove(fx.common); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// Moved: found by build-id in a debug directory.
+		debugDir := filepath.Join(dir, "debugdir")
+		idPath := buildIDPath(debugDir, openFile(t, fx.common).BuildID())
+		if err := os.MkdirAll(filepath.Dir(idPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(fx.common, idPath); err != nil {
+			t.Fatal(err)
+		}
+		check("by build-id", load(&Loader{DebugDirs: []string{debugDir}}), true)
+	}
+	check("nowhere", load(&Loader{}), false)
+
+	// Another build at the link's path is refused.
+	other := buildDWZ(t, t.TempDir(), dwarf5)
+	if err := os.Rename(other.common, fx.common); err != nil {
+		t.Fatal(err)
+	}
+	check("another build at the path", load(&Loader{}), false)
+}
+
+// FuzzAltLink parses arbitrary .gnu_debugaltlink and .debug_sup
+// contents: no panic, and what a link gives lies in its bytes.
+func FuzzAltLink(f *testing.F) {
+	f.Add([]byte("/usr/lib/debug/.dwz/x86_64-linux-gnu/libc6.debug\x00\x01\x02\x03\x04"))
+	f.Add([]byte("\x05\x00\x00/tmp/common.debug\x00\x04\x01\x02\x03\x04"))
+	f.Add([]byte("\x05\x00\x01\x00\x02\xab\xcd"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		check := func(what string, l altLink) {
+			if len(l.name)+len(l.buildID) > len(b) {
+				t.Fatalf("%s: name %q and build-id %x from %d bytes", what, l.name, l.buildID, len(b))
+			}
+		}
+		if l, ok := parseGNUAltLink(b); ok {
+			if l.name == "" {
+				t.Fatal("a GNU link without a name")
+			}
+			check("GNU", l)
+		}
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			if l, sup, ok := parseDebugSup(b, order); ok {
+				if !sup && l.name == "" {
+					t.Fatal("a .debug_sup link without a name")
+				}
+				check(".debug_sup", l)
+			}
+		}
+	})
+}
