@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"nsprof/internal/testutils"
 )
@@ -210,4 +211,33 @@ func FuzzAltLink(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A debug file that debuginfod serves gets its supplementary file from
+// the server too (by the link's build-id), when no local file has it.
+func TestDWZDebuginfod(t *testing.T) {
+	dir := t.TempDir()
+	fx := buildDWZ(t, dir, false)
+	served := t.TempDir()
+	copyFile(t, fx.debug, filepath.Join(served, "a.debug"))
+	copyFile(t, fx.common, filepath.Join(served, "common.debug"))
+	common := openFile(t, fx.common).BuildID()
+	if err := os.Remove(fx.common); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := testutils.StartDebuginfod(t, served, common)
+	l := &Loader{
+		Roots:      []Opener{RootOpener(t.TempDir())}, // nothing local
+		Debuginfod: &Debuginfod{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: 30 * time.Second},
+	}
+	syms, err := l.Load(openFile(t, fx.bin), fx.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if syms.Source() != SourceDebuginfod {
+		t.Fatalf("symbols from %q, want debuginfod", syms.Source())
+	}
+	if names, unnamed := dwzInlined(t, fx, syms); !names["dwz_inlined_kernel"] || unnamed > 0 || syms.LinesUnread() {
+		t.Errorf("innermost functions %v, %d inlined frames unnamed, lines unread %v; want dwz_inlined_kernel, none unnamed", names, unnamed, syms.LinesUnread())
+	}
 }
