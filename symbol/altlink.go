@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime"
+	"sync"
+	"weak"
 )
 
 // maxAltLinkSize bounds .gnu_debugaltlink and .debug_sup: a path and a
@@ -233,6 +236,11 @@ func (t *lineTable) altData() *altDWARF {
 			t.unread.Store(true)
 			return
 		}
+		if link.buildID != nil {
+			if t.alt = sharedAlt(link.buildID); t.alt != nil {
+				return
+			}
+		}
 		af, err := t.findAlt(link)
 		if err != nil {
 			t.unread.Store(true)
@@ -241,9 +249,40 @@ func (t *lineTable) altData() *altDWARF {
 		defer af.Close()
 		if t.alt, err = af.readAltDWARF(); err != nil {
 			t.unread.Store(true)
+			return
+		}
+		if link.buildID != nil {
+			shareAlt(link.buildID, t.alt)
 		}
 	})
 	return t.alt
+}
+
+// altShared holds the supplementary files read, by the build-id their
+// links gave (and which was checked), for as long as a line table keeps
+// one: the debug files of one package's libraries share one, which a
+// recording would otherwise read (and hold) once for each of them.
+var altShared sync.Map // string(build-id) -> weak.Pointer[altDWARF]
+
+// sharedAlt returns the supplementary file of build-id id read before
+// and still held; nil if none.
+func sharedAlt(id []byte) *altDWARF {
+	if w, ok := altShared.Load(string(id)); ok {
+		return w.(weak.Pointer[altDWARF]).Value()
+	}
+	return nil
+}
+
+// shareAlt keeps a, the supplementary file of build-id id, for
+// [sharedAlt] while something else holds it.
+func shareAlt(id []byte, a *altDWARF) {
+	key := string(id)
+	altShared.Store(key, weak.Make(a))
+	runtime.AddCleanup(a, func(key string) {
+		if w, ok := altShared.Load(key); ok && w.(weak.Pointer[altDWARF]).Value() == nil {
+			altShared.CompareAndDelete(key, w)
+		}
+	}, key)
 }
 
 // LinksSupplementary reports whether the DWARF s reads source frames from

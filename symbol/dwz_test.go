@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -154,7 +155,16 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 			t.Errorf("%s: innermost functions %v, %d inlined frames unnamed, lines unread %v; want none named, lines unread", name, names, unnamed, syms.LinesUnread())
 		}
 	}
-	check("at the link's path", load(&Loader{}), true)
+	first, second := load(&Loader{}), load(&Loader{})
+	check("at the link's path", first, true)
+	check("at the link's path, again", second, true)
+	if first.lines.alt != second.lines.alt {
+		t.Error("the supplementary file was read twice, not shared")
+	}
+	// What no symbols hold any more is read again: the checks below find
+	// the file, or not, as they say.
+	first, second = nil, nil
+	runtime.GC()
 
 	if dwarf5 {
 		// dwz -5's supplementary file has no build-id note: it is found
@@ -173,6 +183,7 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 			t.Fatal(err)
 		}
 		check("by build-id", load(&Loader{DebugDirs: []string{debugDir}}), true)
+		runtime.GC()
 	}
 	check("nowhere", load(&Loader{}), false)
 
