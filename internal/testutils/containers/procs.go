@@ -34,6 +34,19 @@ func StartPivot(t testing.TB) int {
 	return startTree(t, cmd, BinPath)
 }
 
+// StartPivotIn runs exe (a path inside root) with args in a new mount
+// and PID namespace whose root is the directory root, as [StartPivot]
+// runs the fixture, and returns the target's host pid. root needs a
+// /proc mount point; exe must be a static program, or root must hold
+// what it loads.
+func StartPivotIn(t testing.TB, root, exe string, args ...string) int {
+	t.Helper()
+	unshare := testutils.LookPathOrSkip(t, "unshare")
+	b := Build(t)
+	cmd := exec.Command(unshare, append([]string{"--kill-child", "--mount", "--pid", "--fork", b.Pivot, root, exe}, args...)...)
+	return startTree(t, cmd, exe)
+}
+
 // FlatpakDirs are the host directories of [StartBwrapFlatpak]'s sandbox.
 type FlatpakDirs struct {
 	App, Runtime, Info string // mounted at /app, /usr and /.flatpak-info
