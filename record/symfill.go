@@ -55,9 +55,9 @@ func (o *symObj) fillFile(key string, addrs int, logf func(string, ...any)) *fil
 	if o.f == nil || !fillable(src) {
 		return nil
 	}
-	if o.syms.LinksSupplementary() {
+	if o.syms.LinksOtherFiles() {
 		// The filler opens no file but those handed over.
-		logf("%s: not handed over to fill its symbol cache entry: its DWARF links to a supplementary file (dwz)", o.path)
+		logf("%s: not handed over to fill its symbol cache entry: its DWARF refers to other files (dwz's supplementary file, split DWARF's .dwo files)", o.path)
 		return nil
 	}
 	lines, err := o.syms.OpenLines()

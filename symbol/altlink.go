@@ -151,7 +151,7 @@ func (l *Loader) altFinder(open Opener, p string) func(altLink) (*File, error) {
 		}
 		var errs []error
 		try := func(open Opener, q string) *File {
-			f, err := openAlt(open, q, link.buildID)
+			f, err := openChecked(open, q, link.buildID)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -190,10 +190,10 @@ func (l *Loader) altFinder(open Opener, p string) func(altLink) (*File, error) {
 	}
 }
 
-// openAlt opens the supplementary file q through open, checking that it
-// is a regular ELF file identified by id (when id is not nil; see
-// [File.altID]).
-func openAlt(open Opener, q string, id []byte) (*File, error) {
+// openChecked opens the file q (a supplementary file, a .dwo) through
+// open, checking that it is a regular ELF file identified by id (when id
+// is not nil; see [File.altID]).
+func openChecked(open Opener, q string, id []byte) (*File, error) {
 	osf, err := open(q)
 	if err != nil {
 		return nil, err
@@ -285,13 +285,18 @@ func shareAlt(id []byte, a *altDWARF) {
 	}, key)
 }
 
-// LinksSupplementary reports whether the DWARF s reads source frames from
-// links to a supplementary file (dwz -m's), in which the functions of
-// inlined calls may be named: a reader that can open no other file than
-// that DWARF's (the symbol cache's filler) leaves them unnamed.
-func (s *Symbols) LinksSupplementary() bool {
+// LinksOtherFiles reports whether the DWARF s reads source frames from
+// refers to other files: a supplementary file (dwz -m's), in which the
+// functions of inlined calls may be named, or .dwo files (split DWARF)
+// that the frames read so far went through. A reader that can open no
+// other file than that DWARF's (the symbol cache's filler) would leave
+// them out.
+func (s *Symbols) LinksOtherFiles() bool {
 	if s == nil || s.lines == nil {
 		return false
+	}
+	if s.lines.sawSplit.Load() {
+		return true
 	}
 	f, err := s.lines.openFile()
 	if err != nil {

@@ -161,6 +161,9 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 	if first.lines.alt != second.lines.alt {
 		t.Error("the supplementary file was read twice, not shared")
 	}
+	if !first.LinksOtherFiles() {
+		t.Error("the debug file's DWARF does not refer to other files")
+	}
 	// What no symbols hold any more is read again: the checks below find
 	// the file, or not, as they say.
 	first, second = nil, nil

@@ -5,6 +5,7 @@ import (
 	"debug/dwarf"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // Frame is one source-level frame at an address: a function and where
@@ -173,13 +174,17 @@ func (x *inlineIndex) name(units []*unitIndex, later []pendingName) {
 			slices.SortStableFunc(u.subs, func(a, b subprogram) int { return cmp.Compare(a.lo, b.lo) })
 		}
 	}()
-	refs := make([]dieRef, len(later))
-	for i, p := range later {
-		refs[i] = p.ref
-	}
-	x.names.resolve(refs)
+	// By the file the entries are of: this one's, or a .dwo's.
+	refs := map[*dieNames][]dieRef{}
 	for _, p := range later {
-		name := x.names.cache[p.ref]
+		n := cmp.Or(p.names, x.names)
+		refs[n] = append(refs[n], p.ref)
+	}
+	for n, r := range refs {
+		n.resolve(r)
+	}
+	for _, p := range later {
+		name := cmp.Or(p.names, x.names).cache[p.ref]
 		if p.inline == nil {
 			for i := p.lo; i < p.hi; i++ {
 				p.unit.subs[i].name = name
@@ -212,20 +217,56 @@ func (t *lineTable) index() *inlineIndex {
 					}
 					return nil
 				}, t.altData)
+				t.inl.split = t.splitUnits()
 				return
 			}
 		}
 		if d := t.data(); d != nil {
 			t.inl = newInlineIndex(newFullUnits(d), nil, t.altData)
+			t.inl.split = t.splitUnits()
 		}
 	})
 	return t.inl
 }
 
+// splitUnits returns what reads the .dwo files of t's skeleton units;
+// nil when t searches none. A skeleton whose .dwo is not found makes t
+// count as unread ([Symbols.LinesUnread]): its frames lack their
+// inlined calls.
+func (t *lineTable) splitUnits() *splitUnits {
+	if t.findDWO == nil {
+		return nil
+	}
+	var once sync.Once
+	var info, addr []byte
+	var err error
+	return &splitUnits{
+		find: t.findDWO,
+		main: func() ([]byte, []byte, error) {
+			once.Do(func() {
+				var f *File
+				if f, err = t.openFile(); err != nil {
+					return
+				}
+				defer f.Close()
+				if info, err = f.section(".debug_info", maxDWARFSize); err == nil {
+					addr, err = f.section(".debug_addr", maxDWARFSize)
+				}
+			})
+			return info, addr, err
+		},
+		seen:   func() { t.sawSplit.Store(true) },
+		missed: func() { t.unread.Store(true) },
+	}
+}
+
 // inlineIndex finds the compilation unit of an address and reads its
 // functions, inlined calls and line rows the first time.
 type inlineIndex struct {
-	units  dwarfUnits
+	units dwarfUnits
+	// split reads the .dwo files of skeleton units; nil when none is
+	// searched.
+	split  *splitUnits
 	full   func() dwarfUnits // for addresses units has no unit for; nil if units is the whole DWARF
 	names  *dieNames
 	read   map[dwarf.Offset]*unitIndex
@@ -356,6 +397,8 @@ type pendingName struct {
 	unit   *unitIndex
 	inline *[]inlineScope
 	lo, hi int
+	// names resolves ref: nil for the index's own, else a .dwo's.
+	names *dieNames
 }
 
 // readUnit reads the line rows, functions and inlined calls of the
@@ -375,6 +418,23 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 	if lr, err := d.LineReader(cu); err == nil && lr != nil {
 		u.rows, u.files = unitLines(lr)
 		files = lr.Files()
+	}
+	names, ownNames := x.names, (*dieNames)(nil)
+	if cu.Tag == dwarf.TagSkeletonUnit {
+		// Its functions are in its .dwo; its lines are its own.
+		var su *splitUnit
+		if x.split != nil {
+			su = x.split.unit(cu)
+		}
+		if su == nil {
+			return u, nil, nil
+		}
+		d, files, names, ownNames = su.d, su.files, su.names, su.names
+		r = d.Reader()
+		r.Seek(su.cu)
+		if cu, err = r.Next(); err != nil || cu == nil {
+			return u, nil, err
+		}
 	}
 	if !cu.Children {
 		return u, nil, nil
@@ -401,7 +461,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 			rs, _ := d.Ranges(e)
 			if len(rs) > 0 {
 				inl := new([]inlineScope)
-				name, ref, isRef := x.names.ownName(e, false)
+				name, ref, isRef := names.ownName(e, false)
 				cur.sub = len(u.subs)
 				for _, rg := range rs {
 					if rg[0] < rg[1] {
@@ -411,7 +471,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 				if cur.sub == len(u.subs) {
 					cur.sub = -1
 				} else if isRef {
-					later = append(later, pendingName{ref: ref, unit: u, lo: cur.sub, hi: len(u.subs)})
+					later = append(later, pendingName{ref: ref, unit: u, lo: cur.sub, hi: len(u.subs), names: ownNames})
 				}
 			}
 		case dwarf.TagInlinedSubroutine:
@@ -420,7 +480,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 			}
 			cur.inl = top.inl + 1
 			rs, _ := d.Ranges(e)
-			name, ref, isRef := x.names.ownName(e, false)
+			name, ref, isRef := names.ownName(e, false)
 			callFile := ""
 			if k, ok := e.Val(dwarf.AttrCallFile).(int64); ok && k >= 0 && int(k) < len(files) && files[k] != nil {
 				callFile = files[k].Name
@@ -435,7 +495,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 				}
 			}
 			if isRef && len(*inl) > first {
-				later = append(later, pendingName{ref: ref, unit: u, inline: inl, lo: first, hi: len(*inl)})
+				later = append(later, pendingName{ref: ref, unit: u, inline: inl, lo: first, hi: len(*inl), names: ownNames})
 			}
 		}
 		if e.Children {

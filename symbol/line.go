@@ -36,6 +36,11 @@ type lineTable struct {
 	altOnce sync.Once
 	alt     *altDWARF
 
+	// findDWO finds the .dwo files of split DWARF's skeleton units;
+	// nil searches nowhere. sawSplit is set once a skeleton is read.
+	findDWO  func(compDir, name string) (*File, error)
+	sawSplit atomic.Bool
+
 	// rows and files are every line program, read on the first Line.
 	once  sync.Once
 	rows  []lineRow
@@ -72,6 +77,7 @@ func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
 	open := firstOf(l.roots())
 	t := newLineTable(func() (*os.File, error) { return open(path) }, obj.BuildID())
 	t.findAlt = l.altFinder(open, path)
+	t.findDWO = l.dwoFinder(open, path)
 	return t
 }
 
