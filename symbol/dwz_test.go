@@ -239,7 +239,10 @@ func TestDWZDebuginfod(t *testing.T) {
 	if err := os.Remove(fx.common); err != nil {
 		t.Fatal(err)
 	}
-	url, _ := testutils.StartDebuginfod(t, served, common)
+	url, _ := testutils.StartDebuginfod(t, served, openFile(t, fx.debug).BuildID())
+	// The server scans the directory in its own order: the debug file
+	// served says nothing of the supplementary file.
+	testutils.WaitDebuginfod(t, url, common)
 	l := &Loader{
 		Roots:      []Opener{RootOpener(t.TempDir())}, // nothing local
 		Debuginfod: &Debuginfod{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: 30 * time.Second},

@@ -241,7 +241,8 @@ func (t *lineTable) splitUnits() *splitUnits {
 	var info, addr []byte
 	var err error
 	return &splitUnits{
-		find: t.findDWO,
+		find:    t.findDWO,
+		findDWP: t.findDWP,
 		main: func() ([]byte, []byte, error) {
 			once.Do(func() {
 				var f *File

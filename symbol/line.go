@@ -36,9 +36,11 @@ type lineTable struct {
 	altOnce sync.Once
 	alt     *altDWARF
 
-	// findDWO finds the .dwo files of split DWARF's skeleton units;
-	// nil searches nowhere. sawSplit is set once a skeleton is read.
+	// findDWO finds the .dwo files of split DWARF's skeleton units,
+	// findDWP the program's DWARF package; nil searches nowhere.
+	// sawSplit is set once a skeleton is read.
 	findDWO  func(compDir, name string) (*File, error)
+	findDWP  func() (*File, error)
 	sawSplit atomic.Bool
 
 	// rows and files are every line program, read on the first Line.
@@ -77,7 +79,7 @@ func (l *Loader) ownLineTable(obj *File, path string) *lineTable {
 	open := firstOf(l.roots())
 	t := newLineTable(func() (*os.File, error) { return open(path) }, obj.BuildID())
 	t.findAlt = l.altFinder(open, path)
-	t.findDWO = l.dwoFinder(open, path)
+	t.findDWO, t.findDWP = l.dwoFinder(open, path), l.dwpFinder(open, path)
 	return t
 }
 

@@ -381,6 +381,6 @@ func (l *Loader) debugLines(df *File, open Opener, p string) *lineTable {
 	}
 	t := newLineTable(func() (*os.File, error) { return open(p) }, df.BuildID())
 	t.findAlt = l.altFinder(open, p)
-	t.findDWO = l.dwoFinder(open, p)
+	t.findDWO, t.findDWP = l.dwoFinder(open, p), l.dwpFinder(open, p)
 	return t
 }

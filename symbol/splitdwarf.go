@@ -34,8 +34,10 @@ type splitUnit struct {
 // units, once each.
 type splitUnits struct {
 	// find opens the .dwo file named name (DW_AT_dwo_name) of a unit
-	// compiled in compDir.
-	find func(compDir, name string) (*File, error)
+	// compiled in compDir; findDWP the program's DWARF package, nil
+	// when none is searched.
+	find    func(compDir, name string) (*File, error)
+	findDWP func() (*File, error)
 	// main gives the object's .debug_info and .debug_addr, read on
 	// first use.
 	main func() (info, addr []byte, err error)
@@ -46,6 +48,10 @@ type splitUnits struct {
 
 	mu    sync.Mutex
 	units map[dwarf.Offset]*splitUnit // by skeleton; nil when not found
+	// dwp is the DWARF package, read at the first skeleton; nil when
+	// there is none.
+	dwp      *dwpPackage
+	dwpTried bool
 }
 
 // unit returns the split unit of skeleton unit cu; nil when its .dwo
@@ -95,6 +101,20 @@ func (s *splitUnits) read(cu *dwarf.Entry) (_ *splitUnit, err error) {
 	}
 	if addrBase < 0 || addrBase > int64(len(addr)) {
 		return nil, fmt.Errorf("DW_AT_addr_base %d outside .debug_addr", addrBase)
+	}
+	if !s.dwpTried && s.findDWP != nil {
+		s.dwpTried = true
+		if f, err := s.findDWP(); err == nil {
+			s.dwp, _ = f.readDWP()
+			f.Close()
+		}
+	}
+	// The package first, as GDB looks: a unit it does not hold (by its
+	// id: of another build) is looked for in its .dwo.
+	if s.dwp != nil {
+		if su, err := s.dwp.splitUnit(id, compDir, addr[addrBase:]); err == nil {
+			return su, nil
+		}
 	}
 	f, err := s.find(compDir, name)
 	if err != nil {
@@ -206,6 +226,30 @@ func dwoFiles(line []byte, compDir string) (files []*dwarf.LineFile) {
 		return nil
 	}
 	return lr.Files()
+}
+
+// dwpFinder returns how the line table of the object at p, opened
+// through open, finds its DWARF package: p with ".dwp" added, through
+// open, then l's roots (l may be nil).
+func (l *Loader) dwpFinder(open Opener, p string) func() (*File, error) {
+	return func() (*File, error) {
+		if !path.IsAbs(p) {
+			return nil, fmt.Errorf("%s: no DWARF package searched for a relative path", p)
+		}
+		roots := []Opener{open}
+		if l != nil {
+			roots = append(roots, l.roots()...)
+		}
+		var errs []error
+		for _, root := range roots {
+			f, err := openChecked(root, p+".dwp", nil)
+			if err == nil {
+				return f, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
 }
 
 // dwoFinder returns how the line table of the object at p, opened

@@ -45,6 +45,24 @@ func StartDebuginfod(t *testing.T, dir string, buildID []byte) (url string, stop
 	}
 	t.Cleanup(stop)
 	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitServed(url, buildID); err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	return url, stop
+}
+
+// WaitDebuginfod waits until the debuginfod server at url serves the
+// debug file of buildID: it scans its directories in an order of its
+// own, and serving one file says nothing of the others.
+func WaitDebuginfod(t *testing.T, url string, buildID []byte) {
+	t.Helper()
+	if err := waitServed(url, buildID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitServed polls url for the debug file of buildID for up to 60 s.
+func waitServed(url string, buildID []byte) error {
 	probe := url + "/buildid/" + hex.EncodeToString(buildID) + "/debuginfo"
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -53,11 +71,11 @@ func StartDebuginfod(t *testing.T, dir string, buildID []byte) (url string, stop
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url, stop
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("debuginfod did not serve %s within 60s (last: %v)\n%s", probe, err, logs.String())
+			return fmt.Errorf("debuginfod did not serve %s within 60s (last: %v)", probe, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
