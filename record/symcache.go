@@ -413,6 +413,9 @@ func (o *symObj) frames(vas []uint64, logf func(string, ...any)) map[uint64][]ca
 	if unnamed > 0 {
 		logf("%s: %d inlined calls at sampled addresses have no function name in its DWARF (%s); reports charge them to the function they are inlined in", o.path, unnamed, o.syms.Source())
 	}
+	if n := o.syms.SplitUnitsMissing(); n > 0 {
+		logf("%s: the .dwo files of %d compilation units (split DWARF) were not found; their inlined calls are left out", o.path, n)
+	}
 	return out
 }
 

@@ -256,8 +256,11 @@ func (t *lineTable) splitUnits() *splitUnits {
 			})
 			return info, addr, err
 		},
-		seen:   func() { t.sawSplit.Store(true) },
-		missed: func() { t.unread.Store(true) },
+		seen: func() { t.sawSplit.Store(true) },
+		missed: func() {
+			t.dwoMissing.Add(1)
+			t.unread.Store(true)
+		},
 	}
 }
 

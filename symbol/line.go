@@ -42,6 +42,8 @@ type lineTable struct {
 	findDWO  func(compDir, name string) (*File, error)
 	findDWP  func() (*File, error)
 	sawSplit atomic.Bool
+	// dwoMissing counts the skeleton units whose .dwo was not found.
+	dwoMissing atomic.Int64
 
 	// rows and files are every line program, read on the first Line.
 	once  sync.Once

@@ -284,3 +284,13 @@ func (l *Loader) dwoFinder(open Opener, p string) func(compDir, name string) (*F
 		return nil, fmt.Errorf("split DWARF %s: %w", name, errors.Join(errs...))
 	}
 }
+
+// SplitUnitsMissing returns how many of the skeleton units (split
+// DWARF) that s's frames went through had no .dwo file found (nor a
+// unit in a .dwp): frames there lack their inlined calls.
+func (s *Symbols) SplitUnitsMissing() int {
+	if s == nil || s.lines == nil {
+		return 0
+	}
+	return int(s.lines.dwoMissing.Load())
+}

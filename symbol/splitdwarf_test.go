@@ -124,8 +124,8 @@ func TestSplitDWARF(t *testing.T) {
 			t.Errorf("%#x: frames %+v, want %+v", pc, got[pc], w)
 		}
 	}
-	if syms.LinesUnread() {
-		t.Error("lines unread with the .dwo at hand")
+	if syms.LinesUnread() || syms.SplitUnitsMissing() != 0 {
+		t.Errorf("with the .dwo at hand: lines unread %v, %d units' .dwo missing", syms.LinesUnread(), syms.SplitUnitsMissing())
 	}
 	if !syms.LinksOtherFiles() {
 		t.Error("the split build's DWARF does not refer to other files")
@@ -145,8 +145,8 @@ func TestSplitDWARF(t *testing.T) {
 				break
 			}
 		}
-		if !syms.LinesUnread() {
-			t.Errorf("%s: lines not unread", what)
+		if !syms.LinesUnread() || syms.SplitUnitsMissing() != 1 {
+			t.Errorf("%s: lines unread %v, %d units' .dwo missing; want unread, 1", what, syms.LinesUnread(), syms.SplitUnitsMissing())
 		}
 	}
 	check("no .dwo")
