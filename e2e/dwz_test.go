@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"nsprof/internal/testutils"
@@ -53,31 +52,14 @@ func TestDWZInlineNames(t *testing.T) {
 // a spins in dwz_outer for its argument's seconds (1 without).
 func buildDWZProgram(t *testing.T, dir, common, linkName string, cflags ...string) string {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "dwz.h"), []byte(dwzHeader), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, main := range map[string]string{
-		"a": "int main(int argc, char **argv) { return dwz_spin(argc > 1 ? atoi(argv[1]) : 1) == 0; }\n",
-		"b": "int main(void) { return dwz_spin(0) < 0; }\n",
-	} {
-		src := filepath.Join(dir, name+".c")
-		if err := os.WriteFile(src, []byte("#include \"dwz.h\"\n"+main), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		tool(t, "gcc", append(append([]string{"-O2", "-g", "-fno-omit-frame-pointer"}, cflags...), "-o", filepath.Join(dir, name+".full"), src)...)
-		tool(t, "objcopy", "--only-keep-debug", filepath.Join(dir, name+".full"), filepath.Join(dir, name+".debug"))
-	}
-	if linkName == "" {
-		linkName = common
-	}
-	tool(t, "dwz", "-m", common, "-M", linkName, filepath.Join(dir, "a.debug"), filepath.Join(dir, "b.debug"))
-	if info := tool(t, "readelf", "--debug-dump=info", filepath.Join(dir, "a.debug")); !strings.Contains(string(info), "DW_AT_abstract_origin: <alt") {
-		t.Fatal("dwz left no abstract origin in the supplementary file")
-	}
-	bin := filepath.Join(dir, "a")
-	tool(t, "strip", "-o", bin, filepath.Join(dir, "a.full"))
-	tool(t, "objcopy", "--add-gnu-debuglink="+filepath.Join(dir, "a.debug"), bin)
-	return bin
+	return testutils.BuildDWZ(t, dir, testutils.DWZOptions{
+		Header: dwzHeader,
+		MainA:  "int main(int argc, char **argv) { return dwz_spin(argc > 1 ? atoi(argv[1]) : 1) == 0; }\n",
+		MainB:  "int main(void) { return dwz_spin(0) < 0; }\n",
+		CFlags: append([]string{"-fno-omit-frame-pointer"}, cflags...),
+		Common: common,
+		Link:   linkName,
+	}).Bin
 }
 
 // TestDWZInContainer records a process in a pivot_root container whose

@@ -3,7 +3,6 @@ package symbol
 import (
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,70 +20,27 @@ static inline __attribute__((always_inline)) void dwz_inlined_kernel(int n) { fo
 __attribute__((noinline)) static void dwz_outer(int n) { dwz_inlined_kernel(n); }
 `
 
-// dwzFixture is a stripped program with a .gnu_debuglink to its debug
-// file, whose DWARF dwz -m shares with another program's in a
-// supplementary file, as Debian builds its debug packages.
-type dwzFixture struct {
-	bin, debug string
-	// common is the supplementary file, at the path the debug file's
-	// .gnu_debugaltlink gives.
-	common string
-}
-
-// buildDWZ builds the dwz fixture in dir; with dwarf5, its links are
-// DWARF 5's (.debug_sup, DW_FORM_ref_sup4, DW_FORM_strp_sup) instead of
-// GNU's (.gnu_debugaltlink, DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt).
-func buildDWZ(t *testing.T, dir string, dwarf5 bool) dwzFixture {
+// buildDWZ builds the dwz fixture in dir: two programs including
+// dwzHeader, program a stripped with a .gnu_debuglink to its debug file,
+// which refers into dir/common.debug for its inlined calls' functions;
+// with dwarf5, through DWARF 5's links instead of GNU's.
+func buildDWZ(t *testing.T, dir string, dwarf5 bool) testutils.DWZFixture {
 	t.Helper()
-	dwz, err := exec.LookPath("dwz")
-	if err != nil {
-		testutils.RequireCI(t, "dwz not found (apt-get install dwz): %v", err)
-	}
-	// A header of its own: the DIEs of its functions are the same in both
-	// programs only if they are declared in the same file.
-	if err := os.WriteFile(filepath.Join(dir, "dwz.h"), []byte(dwzHeader), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, main := range map[string]string{
-		"a": "int main(int argc, char **argv) { dwz_outer(1000 + argc); return 0; }\n",
-		"b": "int helper_b(int n) { dwz_outer(n); return n; }\nint main(int argc, char **argv) { return helper_b(argc) == 0; }\n",
-	} {
-		src := filepath.Join(dir, name+".c")
-		if err := os.WriteFile(src, []byte("#include \"dwz.h\"\n"+main), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		run(t, "gcc", "-O2", "-g", "-o", filepath.Join(dir, name+".full"), src)
-		run(t, "objcopy", "--only-keep-debug", filepath.Join(dir, name+".full"), filepath.Join(dir, name+".debug"))
-	}
-	fx := dwzFixture{bin: filepath.Join(dir, "a"), debug: filepath.Join(dir, "a.debug"), common: filepath.Join(dir, "common.debug")}
-	args := []string{"-m", fx.common, "-M", fx.common, fx.debug, filepath.Join(dir, "b.debug")}
-	origin, link := "DW_FORM_GNU_ref_alt", ".gnu_debugaltlink"
-	if dwarf5 {
-		args = append([]string{"-5"}, args...)
-		origin, link = "DW_FORM_ref_sup4", ".debug_sup"
-	}
-	if out, err := exec.Command(dwz, args...).CombinedOutput(); err != nil {
-		t.Fatalf("dwz: %v\n%s", err, out)
-	}
-	// The fixture is only worth its name if the inlined calls do refer
-	// into the supplementary file, as said.
-	if abbrev := run(t, "readelf", "--debug-dump=abbrev", fx.debug); !strings.Contains(abbrev, "DW_AT_abstract_origin "+origin) {
-		t.Fatalf("dwz wrote no abstract origin of form %s:\n%s", origin, abbrev)
-	}
-	if sections := run(t, "readelf", "-S", fx.debug); !strings.Contains(sections, link) {
-		t.Fatalf("dwz wrote no %s:\n%s", link, sections)
-	}
-	run(t, "strip", "-o", fx.bin, filepath.Join(dir, "a.full"))
-	run(t, "objcopy", "--add-gnu-debuglink="+fx.debug, fx.bin)
-	return fx
+	return testutils.BuildDWZ(t, dir, testutils.DWZOptions{
+		Header: dwzHeader,
+		MainA:  "int main(int argc, char **argv) { dwz_outer(1000 + argc); return 0; }\n",
+		MainB:  "int helper_b(int n) { dwz_outer(n); return n; }\nint main(int argc, char **argv) { return helper_b(argc) == 0; }\n",
+		Common: filepath.Join(dir, "common.debug"),
+		DWARF5: dwarf5,
+	})
 }
 
 // dwzInlined returns the names of the innermost frames at the addresses
 // of dwz_outer in syms, and how many of those are inlined frames without
 // a name.
-func dwzInlined(t *testing.T, fx dwzFixture, syms *Symbols) (names map[string]bool, unnamed int) {
+func dwzInlined(t *testing.T, fx testutils.DWZFixture, syms *Symbols) (names map[string]bool, unnamed int) {
 	t.Helper()
-	f := openFile(t, fx.debug)
+	f := openFile(t, fx.Debug)
 	tab, err := f.Symbols()
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +90,7 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 	fx := buildDWZ(t, dir, dwarf5)
 	load := func(l *Loader) *Symbols {
 		t.Helper()
-		syms, err := l.Load(openFile(t, fx.bin), fx.bin)
+		syms, err := l.Load(openFile(t, fx.Bin), fx.Bin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,17 +128,17 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 	if dwarf5 {
 		// dwz -5's supplementary file has no build-id note: it is found
 		// at the link's path only.
-		if err := os.Remove(fx.common); err != nil {
+		if err := os.Remove(fx.Common); err != nil {
 			t.Fatal(err)
 		}
 	} else {
 		// Moved: found by build-id in a debug directory.
 		debugDir := filepath.Join(dir, "debugdir")
-		idPath := buildIDPath(debugDir, openFile(t, fx.common).BuildID())
+		idPath := buildIDPath(debugDir, openFile(t, fx.Common).BuildID())
 		if err := os.MkdirAll(filepath.Dir(idPath), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Rename(fx.common, idPath); err != nil {
+		if err := os.Rename(fx.Common, idPath); err != nil {
 			t.Fatal(err)
 		}
 		check("by build-id", load(&Loader{DebugDirs: []string{debugDir}}), true)
@@ -192,7 +148,7 @@ func testDWZInlinedNames(t *testing.T, dwarf5 bool) {
 
 	// Another build at the link's path is refused.
 	other := buildDWZ(t, t.TempDir(), dwarf5)
-	if err := os.Rename(other.common, fx.common); err != nil {
+	if err := os.Rename(other.Common, fx.Common); err != nil {
 		t.Fatal(err)
 	}
 	check("another build at the path", load(&Loader{}), false)
@@ -233,13 +189,13 @@ func TestDWZDebuginfod(t *testing.T) {
 	dir := t.TempDir()
 	fx := buildDWZ(t, dir, false)
 	served := t.TempDir()
-	copyFile(t, fx.debug, filepath.Join(served, "a.debug"))
-	copyFile(t, fx.common, filepath.Join(served, "common.debug"))
-	common := openFile(t, fx.common).BuildID()
-	if err := os.Remove(fx.common); err != nil {
+	copyFile(t, fx.Debug, filepath.Join(served, "a.debug"))
+	copyFile(t, fx.Common, filepath.Join(served, "common.debug"))
+	common := openFile(t, fx.Common).BuildID()
+	if err := os.Remove(fx.Common); err != nil {
 		t.Fatal(err)
 	}
-	url, _ := testutils.StartDebuginfod(t, served, openFile(t, fx.debug).BuildID())
+	url, _ := testutils.StartDebuginfod(t, served, openFile(t, fx.Debug).BuildID())
 	// The server scans the directory in its own order: the debug file
 	// served says nothing of the supplementary file.
 	testutils.WaitDebuginfod(t, url, common)
@@ -247,7 +203,7 @@ func TestDWZDebuginfod(t *testing.T) {
 		Roots:      []Opener{RootOpener(t.TempDir())}, // nothing local
 		Debuginfod: &Debuginfod{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: 30 * time.Second},
 	}
-	syms, err := l.Load(openFile(t, fx.bin), fx.bin)
+	syms, err := l.Load(openFile(t, fx.Bin), fx.Bin)
 	if err != nil {
 		t.Fatal(err)
 	}
