@@ -14,6 +14,7 @@ PACKAGES=(
 	binutils elfutils # symbol/, unwind/ fixtures: objcopy, readelf, eu-readelf, eu-unstrip; cmd/nsprof TestExportGmon: gprof reads the gmon.out export
 	dwz # symbol/ TestDWZ*, e2e TestDWZInlineNames: debug files whose DWARF dwz -m moved into a supplementary file, as Debian's and Fedora's debug packages are
 	llvm # symbol/ TestSplitDWARFPackage: llvm-dwp packs a split-DWARF program's .dwo files into a .dwp
+	clang-14 # symbol/ TestSplitDWARF: clang's split DWARF, whose .dwo files have no line table of their own
 	debuginfod # symbol/: debuginfod client and server tests
 	g++ # symbol/ TestDemangleFixture: a C++ fixture library with a namespaced class method
 	xz-utils # symbol/ TestMiniDebugInfo: xz compresses the .gnu_debugdata section as Fedora builds it

@@ -433,7 +433,12 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 		if su == nil {
 			return u, nil, nil
 		}
-		d, files, names, ownNames = su.d, su.files, su.names, su.names
+		d, names, ownNames = su.d, su.names, su.names
+		if su.files != nil {
+			// gcc's .dwo has a file table of its own; clang's call
+			// files are the skeleton's.
+			files = su.files
+		}
 		r = d.Reader()
 		r.Seek(su.cu)
 		if cu, err = r.Next(); err != nil || cu == nil {

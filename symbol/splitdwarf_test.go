@@ -28,16 +28,26 @@ __attribute__((noinline)) void split_outer(int n){ split_middle(n); }
 int main(){ struct timespec s,e; clock_gettime(CLOCK_MONOTONIC,&s); do { split_outer(100000); clock_gettime(CLOCK_MONOTONIC,&e);} while(e.tv_sec-s.tv_sec<2); return 0; }
 `
 
-// buildSplit compiles splitSource in dir as prog.c, with extra flags,
-// and returns the program, dir/prog.
+// buildSplit compiles splitSource in dir as prog.c with gcc, with extra
+// flags, and returns the program, dir/prog.
 func buildSplit(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	return buildSplitWith(t, "gcc", dir, flags...)
+}
+
+// buildSplitWith is buildSplit with the compiler cc.
+func buildSplitWith(t *testing.T, cc, dir string, flags ...string) string {
 	t.Helper()
 	src := filepath.Join(dir, "prog.c")
 	if err := os.WriteFile(src, []byte(splitSource), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "prog")
-	run(t, "gcc", append(append([]string{"-O2", "-g", "-gdwarf-5"}, flags...), "-o", bin, src)...)
+	// Compiled, then linked: the .dwo is then named after the object
+	// (clang puts a program's, made in one step, in the working
+	// directory).
+	run(t, cc, append(append([]string{"-O2", "-g", "-gdwarf-5", "-c"}, flags...), "-o", bin+".o", src)...)
+	run(t, cc, "-o", bin, bin+".o")
 	return bin
 }
 
@@ -56,12 +66,12 @@ func textOf(t *testing.T, bin string) []byte {
 	return b
 }
 
-// onlyDWO returns the .dwo file gcc -gsplit-dwarf wrote in dir.
+// onlyDWO returns the .dwo file -gsplit-dwarf wrote in dir.
 func onlyDWO(t *testing.T, dir string) string {
 	t.Helper()
 	dwos, _ := filepath.Glob(filepath.Join(dir, "*.dwo"))
 	if len(dwos) != 1 {
-		t.Fatalf("gcc -gsplit-dwarf wrote .dwo files %v, want one", dwos)
+		t.Fatalf("-gsplit-dwarf wrote .dwo files %v, want one", dwos)
 	}
 	return dwos[0]
 }
@@ -97,10 +107,20 @@ func splitFrames(t *testing.T, bin string, l *Loader) (frames map[uint64][]Frame
 // lines included, that the same program built without gives; without
 // its .dwo, or with one of another build, it gets no inlined calls, and
 // its lines count as unread.
+//
+// gcc's .dwo has a line table header of its own, which its inlined
+// calls' call_file attributes index; clang's has none, and they index
+// the skeleton's.
 func TestSplitDWARF(t *testing.T) {
+	for _, cc := range []string{"gcc", "clang-14"} {
+		t.Run(cc, func(t *testing.T) { testSplitDWARF(t, cc) })
+	}
+}
+
+func testSplitDWARF(t *testing.T, cc string) {
 	dir := t.TempDir()
-	plain := buildSplit(t, t.TempDir())
-	split := buildSplit(t, dir, "-gsplit-dwarf")
+	plain := buildSplitWith(t, cc, t.TempDir())
+	split := buildSplitWith(t, cc, dir, "-gsplit-dwarf")
 	if !bytes.Equal(textOf(t, plain), textOf(t, split)) {
 		t.Fatal("the split build's code differs from the plain one's: nothing to compare")
 	}
@@ -153,7 +173,7 @@ func TestSplitDWARF(t *testing.T) {
 
 	// Another build's .dwo at its path: refused by its unit id.
 	other := t.TempDir()
-	buildSplit(t, other, "-gsplit-dwarf", "-O1")
+	buildSplitWith(t, cc, other, "-gsplit-dwarf", "-O1")
 	if err := os.Rename(onlyDWO(t, other), dwo); err != nil {
 		t.Fatal(err)
 	}
