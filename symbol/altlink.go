@@ -149,45 +149,63 @@ func (l *Loader) altFinder(open Opener, p string) func(altLink) (*File, error) {
 		if !path.IsAbs(name) {
 			name = path.Join(path.Dir(p), name)
 		}
-		var errs []error
-		try := func(open Opener, q string) *File {
-			f, err := openChecked(open, q, link.buildID)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return f
-		}
-		if f := try(open, name); f != nil {
+		f, err := openFirst([]Opener{open}, []string{name}, link.buildID)
+		if err == nil {
 			return f, nil
 		}
 		if link.buildID == nil {
-			return nil, fmt.Errorf("supplementary DWARF %s: %w", link.name, errors.Join(errs...))
+			return nil, fmt.Errorf("supplementary DWARF %s: %w", link.name, err)
 		}
-		roots := []Opener{open}
+		errs := []error{err}
 		dirs := []string{DefaultDebugDir}
 		if l != nil {
-			roots = append(roots, l.roots()...)
 			dirs = l.debugDirs()
 		}
-		for _, root := range roots {
-			for _, d := range dirs {
-				if f := try(root, buildIDPath(d, link.buildID)); f != nil {
-					return f, nil
-				}
-			}
+		var idPaths []string
+		for _, d := range dirs {
+			idPaths = append(idPaths, buildIDPath(d, link.buildID))
 		}
+		if f, err = openFirst(l.searchRoots(open), idPaths, link.buildID); err == nil {
+			return f, nil
+		}
+		errs = append(errs, err)
 		if l != nil && l.Debuginfod != nil {
 			q, err := l.Debuginfod.Fetch(context.Background(), link.buildID)
 			if err == nil {
-				if f := try(HostOpener, q); f != nil {
-					return f, nil
-				}
-			} else {
-				errs = append(errs, err)
+				f, err = openChecked(HostOpener, q, link.buildID)
 			}
+			if err == nil {
+				return f, nil
+			}
+			errs = append(errs, err)
 		}
 		return nil, fmt.Errorf("supplementary DWARF %s (build-id %x): %w", link.name, link.buildID, errors.Join(errs...))
 	}
+}
+
+// searchRoots returns open, then l's roots; open alone when l is nil.
+func (l *Loader) searchRoots(open Opener) []Opener {
+	if l == nil {
+		return []Opener{open}
+	}
+	return append([]Opener{open}, l.roots()...)
+}
+
+// openFirst opens the first of paths that one of roots has (each root
+// tried for every path before the next root), checked as [openChecked]
+// checks it for id.
+func openFirst(roots []Opener, paths []string, id []byte) (*File, error) {
+	var errs []error
+	for _, root := range roots {
+		for _, q := range paths {
+			f, err := openChecked(root, q, id)
+			if err == nil {
+				return f, nil
+			}
+			errs = append(errs, err)
+		}
+	}
+	return nil, errors.Join(errs...)
 }
 
 // openChecked opens the file q (a supplementary file, a .dwo) through

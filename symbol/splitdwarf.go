@@ -236,19 +236,7 @@ func (l *Loader) dwpFinder(open Opener, p string) func() (*File, error) {
 		if !path.IsAbs(p) {
 			return nil, fmt.Errorf("%s: no DWARF package searched for a relative path", p)
 		}
-		roots := []Opener{open}
-		if l != nil {
-			roots = append(roots, l.roots()...)
-		}
-		var errs []error
-		for _, root := range roots {
-			f, err := openChecked(root, p+".dwp", nil)
-			if err == nil {
-				return f, nil
-			}
-			errs = append(errs, err)
-		}
-		return nil, errors.Join(errs...)
+		return openFirst(l.searchRoots(open), []string{p + ".dwp"}, nil)
 	}
 }
 
@@ -267,21 +255,11 @@ func (l *Loader) dwoFinder(open Opener, p string) func(compDir, name string) (*F
 		if path.IsAbs(p) {
 			paths = append(paths, path.Join(path.Dir(p), path.Base(name)))
 		}
-		roots := []Opener{open}
-		if l != nil {
-			roots = append(roots, l.roots()...)
+		f, err := openFirst(l.searchRoots(open), paths, nil)
+		if err != nil {
+			return nil, fmt.Errorf("split DWARF %s: %w", name, err)
 		}
-		var errs []error
-		for _, root := range roots {
-			for _, q := range paths {
-				f, err := openChecked(root, q, nil)
-				if err == nil {
-					return f, nil
-				}
-				errs = append(errs, err)
-			}
-		}
-		return nil, fmt.Errorf("split DWARF %s: %w", name, errors.Join(errs...))
+		return f, nil
 	}
 }
 
