@@ -1,8 +1,14 @@
 package symbol
 
 import (
+	"bytes"
+	"compress/zlib"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 )
@@ -31,7 +37,12 @@ func (f *File) readDWARF() (*dwarf.Data, error) {
 	var want []*section
 	for _, s := range f.elf.Sections {
 		if strings.HasPrefix(s.Name, ".zdebug_") || f.elf.Type == elf.ET_REL {
-			return f.elf.DWARF()
+			line, err := f.lineSection()
+			if err != nil {
+				return nil, err
+			}
+			d, err := f.elf.DWARF()
+			return withLines(d, line), err
 		}
 		if name, ok := strings.CutPrefix(s.Name, ".debug_"); ok && dwarfSections[name] {
 			want = append(want, &section{s: s})
@@ -58,7 +69,8 @@ func (f *File) readDWARF() (*dwarf.Data, error) {
 // newDWARF makes DWARF data of the sections in sec (by the suffix after
 // ".debug_") with info as .debug_info.
 func newDWARF(sec map[string][]byte, info []byte) (*dwarf.Data, error) {
-	d, err := dwarf.New(sec["abbrev"], nil, nil, info, sec["line"], nil, sec["ranges"], sec["str"])
+	line := sec["line"]
+	d, err := dwarf.New(sec["abbrev"], nil, nil, info, line, nil, sec["ranges"], sec["str"])
 	if err != nil {
 		return nil, err
 	}
@@ -69,5 +81,44 @@ func newDWARF(sec map[string][]byte, info []byte) (*dwarf.Data, error) {
 			}
 		}
 	}
-	return d, nil
+	return withLines(d, line), nil
+}
+
+// lineSection returns the line tables of a file whose DWARF debug/elf
+// reads itself (relocatable objects, old-style .zdebug_ sections), for
+// [safeLineReader] to check: relocations do not touch their headers.
+func (f *File) lineSection() ([]byte, error) {
+	if s := f.elf.Section(".debug_line"); s != nil && s.Type != elf.SHT_NOBITS {
+		return f.sectionData(s, maxDWARFSize)
+	}
+	if s := f.elf.Section(".zdebug_line"); s != nil && s.Type != elf.SHT_NOBITS {
+		b, err := f.sectionData(s, maxDWARFSize)
+		if err != nil {
+			return nil, err
+		}
+		line, err := inflateZdebug(b)
+		if err != nil {
+			return nil, &FormatError{Off: int64(min(s.Offset, maxFileSize)), Msg: "section .zdebug_line: " + err.Error()}
+		}
+		return line, nil
+	}
+	return nil, nil
+}
+
+// inflateZdebug returns the contents of an old-style compressed section:
+// "ZLIB", the size (8 bytes, big-endian), then a zlib stream; at most
+// the size it declares, and at most maxDWARFSize.
+func inflateZdebug(b []byte) ([]byte, error) {
+	if len(b) < 12 || string(b[:4]) != "ZLIB" {
+		return nil, errors.New("not a ZLIB section")
+	}
+	size := binary.BigEndian.Uint64(b[4:12])
+	if size > maxDWARFSize {
+		return nil, fmt.Errorf("declares %d bytes", size)
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(b[12:]))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, int64(size)))
 }

@@ -419,7 +419,7 @@ func (x *inlineIndex) readUnit(d *dwarf.Data, off dwarf.Offset) (u *unitIndex, l
 		return u, nil, err
 	}
 	var files []*dwarf.LineFile
-	if lr, err := d.LineReader(cu); err == nil && lr != nil {
+	if lr, err := safeLineReader(d, cu); err == nil && lr != nil {
 		u.rows, u.files = unitLines(lr)
 		files = lr.Files()
 	}

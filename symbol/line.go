@@ -227,7 +227,7 @@ func readLines(d *dwarf.Data) (rows []lineRow, files []string, err error) {
 			r.SkipChildren()
 			continue
 		}
-		lr, err := d.LineReader(cu)
+		lr, err := safeLineReader(d, cu)
 		r.SkipChildren()
 		if err != nil || lr == nil {
 			continue

@@ -192,7 +192,7 @@ func splitUnitOf(sec map[string][]byte, id uint64, compDir string, addr []byte) 
 // holds a line table header and no program: debug/dwarf reads one only
 // for a unit that points at it, so it is given a unit made for that.
 func dwoFiles(line []byte, compDir string) (files []*dwarf.LineFile) {
-	if len(line) == 0 {
+	if len(line) == 0 || !lineTableSafe(line) {
 		return nil
 	}
 	defer func() {
