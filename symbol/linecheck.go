@@ -17,7 +17,7 @@ import (
 const maxZeroSizeEntries = 1 << 16
 
 // dwarfLines holds the .debug_line of each DWARF data this package made
-// ([newDWARF], [File.readDWARF]), for [lineReader] to check the header
+// ([newDWARF], [File.readDWARF]), for [safeLineReader] to check the header
 // a unit points at before debug/dwarf reads it; an entry goes with its
 // data.
 var dwarfLines sync.Map // weak.Pointer[dwarf.Data] -> []byte
@@ -49,14 +49,18 @@ func safeLineReader(d *dwarf.Data, cu *dwarf.Entry) (*dwarf.LineReader, error) {
 	if !ok {
 		return d.LineReader(cu) // none: debug/dwarf reads nothing
 	}
-	if off < 0 || off >= int64(len(line)) || !lineTableSafe(line[off:]) {
+	if off < 0 || off >= int64(len(line)) {
+		return nil, &FormatError{Off: off, Msg: "line table outside .debug_line"}
+	}
+	if !lineTableSafe(line[off:]) {
 		return nil, &FormatError{Off: off, Msg: "line table header declares more entries than it holds"}
 	}
 	return d.LineReader(cu)
 }
 
 // lineTableSafe checks the line table at the start of b, what follows
-// it in its section.
+// it in its section; of a little-endian file, as every target nsprof
+// records is (a big-endian one's tables would be refused).
 func lineTableSafe(b []byte) bool {
 	n, size, ok := unitLength(b)
 	if !ok {
