@@ -109,7 +109,7 @@ type altDWARF struct {
 	str []byte
 }
 
-// str returns the NUL-terminated string at off of the .debug_str; ""
+// string returns the NUL-terminated string at off of the .debug_str; ""
 // when off lies outside it.
 func (a *altDWARF) string(off uint64) string {
 	if off >= uint64(len(a.str)) {
